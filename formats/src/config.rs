@@ -1,0 +1,778 @@
+//! The run configuration: strict TOML, three profiles, pins enforced at load.
+//!
+//! Loading is two-staged. First every keyed pin in [`crate::pins::PINS`] is looked up in the parsed
+//! table, type-checked and compared with its rule; a weakened pin refuses the whole file with an
+//! error naming the key, the clause, the pinned value and the configured one. The pinned keys are
+//! then removed and the rest is deserialized into typed sections that refuse unknown keys. The raw
+//! bytes are kept, and their BLAKE3 hash identifies the configuration in journals and reports.
+//!
+//! Profiles (SPEC.md §6 and §P):
+//! - `experiment`: every pin in force; the only profile whose runs can be published.
+//! - `dev`: identical rules, plus one declared `dev.time_factor` that divides the timeline
+//!   durations (the pins marked dev-scaled) and nothing else. Everything derived is NOT PUBLISHABLE.
+//! - `hosted`: a third-party endpoint. Client pins apply; server pins are reported "not
+//!   verifiable"; `ignore_eos` must be false; no fault can be injected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::pins::{self, Pin, Rule, Side, Value, PINS};
+use crate::schedule::{Arrival, Phase, RouteWeight, ScheduleParams};
+
+/// Largest configuration file accepted, in bytes. A config is a page of TOML; a larger file is a
+/// mistake (a journal or a prompt set passed by accident).
+pub const CONFIG_BYTES_MAX: usize = 1 << 20;
+/// The dev profile's time factor must lie in 1..=this.
+pub const DEV_TIME_FACTOR_MAX: u32 = 1000;
+/// The dev profile's time factor when `dev.time_factor` is absent.
+pub const DEV_TIME_FACTOR_DEFAULT: u32 = 10;
+
+/// What went wrong loading a configuration, with where and what to do.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Not valid TOML, or too large. The message carries the line and column.
+    Syntax { message: String },
+    /// A key this schema version does not know.
+    UnknownKey { key: String, known: Vec<String> },
+    /// A value of the wrong type or out of its domain.
+    Invalid { key: String, message: String },
+    /// A value that weakens a pin.
+    WeakensPin {
+        key: &'static str,
+        clause: &'static str,
+        what: &'static str,
+        rule: Rule,
+        pinned: Value,
+        configured: String,
+    },
+    /// A rule that relates several keys (profile, rate, target kind).
+    Inconsistent {
+        clause: &'static str,
+        message: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Syntax { message } => write!(f, "not a valid configuration: {message}"),
+            ConfigError::UnknownKey { key, known } => write!(
+                f,
+                "unknown config key `{key}` (schema_version 1 knows: {}); remove it or fix its spelling",
+                known.join(", ")
+            ),
+            ConfigError::Invalid { key, message } => write!(f, "config key `{key}`: {message}"),
+            ConfigError::WeakensPin { key, clause, what, rule, pinned, configured } => write!(
+                f,
+                "config key `{key}` = {configured} weakens a pin of SPEC {clause} ({what}): the pinned \
+                 value is {pinned} and a configuration may set it to {} {pinned}; remove the key to use \
+                 the pin",
+                pins::rule_words(*rule)
+            ),
+            ConfigError::Inconsistent { clause, message } => {
+                write!(f, "configuration refused by SPEC {clause}: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The three profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    Experiment,
+    Dev,
+    Hosted,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Experiment => "experiment",
+            Profile::Dev => "dev",
+            Profile::Hosted => "hosted",
+        }
+    }
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "experiment" => Some(Profile::Experiment),
+            "dev" => Some(Profile::Dev),
+            "hosted" => Some(Profile::Hosted),
+            _ => None,
+        }
+    }
+}
+
+/// What the recorder talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// percentes' own mock server (scenarios crate).
+    Mock,
+    /// A serving stack the operator controls (vLLM and the like).
+    SelfHosted,
+    /// A third-party endpoint: server pins cannot be verified.
+    Hosted,
+}
+
+/// The fault a run injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultVariant {
+    None,
+    /// Delete the victim with grace 0; never called node loss.
+    CleanDelete,
+    /// Pre-armed full network partition of the victim for the pinned duration.
+    BlackHole,
+}
+
+impl FaultVariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultVariant::None => "none",
+            FaultVariant::CleanDelete => "clean-delete",
+            FaultVariant::BlackHole => "black-hole",
+        }
+    }
+}
+
+/// `[target]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub kind: TargetKind,
+    /// Where requests go: the service (router) address, `http://` or `https://`.
+    pub base_url: String,
+    /// The `model` field sent in each request body.
+    pub model: String,
+    /// Replica names the service is declared to have (G1 fails when traffic reaches fewer).
+    #[serde(default)]
+    pub replicas: Vec<String>,
+    /// Whether requests stream (SSE). Default true.
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Sent as `ignore_eos`; must be true for mock and self-hosted, false for hosted (§6).
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
+    pub tls: Tls,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[target.tls]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tls {
+    /// PEM file of extra trust anchors.
+    pub ca_file: Option<String>,
+    /// SNI and verification name, when it differs from the URL's host.
+    pub server_name: Option<String>,
+    /// Skip certificate verification. Recorded in the journal and printed in every report.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// `[schedule]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSection {
+    pub seed: u64,
+    pub arrival: Arrival,
+    /// Total offered rate. Under a fault variant it must equal replicas x lambda_r (§1).
+    pub rate_rps: Option<f64>,
+}
+
+/// `[calibration]` (the non-pinned part).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Measured single-replica capacity (§10). Required for a fault run.
+    pub lambda_max_rps: Option<f64>,
+}
+
+/// `[fault]` (the non-pinned part).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub variant: FaultVariant,
+    /// The replica taken out; must be one of `target.replicas`.
+    pub victim: Option<String>,
+}
+
+/// `[[routes]]`: one request template and its weight in the route mix.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub label: String,
+    pub path: String,
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// Fixed input length of the generated prompt, in tokens.
+    #[serde(default = "prompt_tokens_default")]
+    pub prompt_tokens: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+fn prompt_tokens_default() -> u32 {
+    128
+}
+
+/// Everything after the pinned keys are removed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Typed {
+    profile: Profile,
+    #[serde(default)]
+    dev: Option<Dev>,
+    target: Target,
+    schedule: ScheduleSection,
+    #[serde(default)]
+    calibration: Calibration,
+    fault: Fault,
+    routes: Vec<Route>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Dev {
+    time_factor: Option<u32>,
+}
+
+/// A loaded, validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    raw: Vec<u8>,
+    hash: [u8; 32],
+    pub profile: Profile,
+    /// 1 unless the profile is dev.
+    pub time_factor: u32,
+    pub target: Target,
+    pub schedule: ScheduleSection,
+    pub calibration: Calibration,
+    pub fault: Fault,
+    pub routes: Vec<Route>,
+    /// Pinned keys the file sets (to the pin or stricter).
+    configured: BTreeMap<&'static str, Value>,
+}
+
+/// How one pin stands in a loaded configuration (what `config check` prints).
+#[derive(Clone, Debug)]
+pub struct PinInForce {
+    pub pin: &'static Pin,
+    /// The value in force: the configured one if set, else the pin.
+    pub value: Value,
+    /// Whether the file sets it (to the pin or stricter).
+    pub configured: bool,
+    /// The value after the dev time factor, for dev-scaled durations under the dev profile.
+    pub effective: Option<String>,
+    /// Under the hosted profile a server-side pin cannot be verified.
+    pub not_verifiable: bool,
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let raw = std::fs::read(path).map_err(|e| ConfigError::Syntax {
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
+        Config::parse(&raw)
+    }
+
+    /// Validates configuration bytes (the same rules as [`Config::load`]).
+    pub fn parse(raw: &[u8]) -> Result<Config, ConfigError> {
+        if raw.len() > CONFIG_BYTES_MAX {
+            return Err(ConfigError::Syntax {
+                message: format!(
+                    "{} bytes is more than the {CONFIG_BYTES_MAX} a config may have",
+                    raw.len()
+                ),
+            });
+        }
+        let text = std::str::from_utf8(raw).map_err(|e| ConfigError::Syntax {
+            message: format!("not UTF-8: {e}"),
+        })?;
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            message: e.to_string().trim().to_owned(),
+        })?;
+
+        let configured = take_pins(&mut table)?;
+        let typed: Typed = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                key: "(file)".into(),
+                message: e.message().to_owned(),
+            })?;
+        let time_factor = match (typed.profile, &typed.dev) {
+            (Profile::Dev, None) => DEV_TIME_FACTOR_DEFAULT,
+            (Profile::Dev, Some(dev)) => dev.time_factor.unwrap_or(DEV_TIME_FACTOR_DEFAULT),
+            (_, None) => 1,
+            (profile, Some(_)) => {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§P",
+                    message: format!(
+                        "a [dev] section is only allowed under profile = \"dev\", not \"{}\"; remove it",
+                        profile.name()
+                    ),
+                })
+            }
+        };
+        if !(1..=DEV_TIME_FACTOR_MAX).contains(&time_factor) {
+            return Err(ConfigError::Invalid {
+                key: "dev.time_factor".into(),
+                message: format!("{time_factor} is outside 1..={DEV_TIME_FACTOR_MAX}"),
+            });
+        }
+        let config = Config {
+            hash: *blake3::hash(raw).as_bytes(),
+            raw: raw.to_vec(),
+            profile: typed.profile,
+            time_factor,
+            target: typed.target,
+            schedule: typed.schedule,
+            calibration: typed.calibration,
+            fault: typed.fault,
+            routes: typed.routes,
+            configured,
+        };
+        config.check_relations()?;
+        Ok(config)
+    }
+
+    /// The exact bytes loaded; the journal header carries them.
+    pub fn raw_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// BLAKE3 of [`Config::raw_bytes`].
+    pub fn hash(&self) -> [u8; 32] {
+        self.hash
+    }
+
+    /// Whether results derived from this configuration may be published, and if not, why.
+    pub fn publishability(&self) -> Result<(), String> {
+        match self.profile {
+            Profile::Experiment => Ok(()),
+            Profile::Dev => Err(format!(
+                "NOT PUBLISHABLE: dev profile, timeline durations divided by {} (SPEC §P)",
+                self.time_factor
+            )),
+            Profile::Hosted => Ok(()),
+        }
+    }
+
+    /// The value in force for a keyed pin.
+    pub fn value(&self, key: &str) -> Value {
+        let pin = pins::pin(key);
+        self.configured
+            .get(pin.key.unwrap_or_default())
+            .copied()
+            .unwrap_or(pin.value)
+    }
+
+    /// A keyed duration pin in seconds, as nanoseconds after the dev time factor.
+    pub fn duration_ns(&self, key: &str) -> u64 {
+        let pin = pins::pin(key);
+        debug_assert!(pin.unit == "s", "{key} is not a duration in seconds");
+        let seconds = self.value(key).as_f64().unwrap_or_default();
+        let ns = (seconds * 1e9) as u64;
+        if pin.dev_scaled {
+            ns / u64::from(self.time_factor)
+        } else {
+            ns
+        }
+    }
+
+    /// Every pin, with its value in force, for `config check` and reports.
+    pub fn pins_in_force(&self) -> Vec<PinInForce> {
+        PINS.iter()
+            .map(|pin| {
+                let configured = pin.key.and_then(|k| self.configured.get(k)).copied();
+                let value = configured.unwrap_or(pin.value);
+                let effective =
+                    (self.time_factor > 1 && pin.dev_scaled && pin.unit == "s").then(|| {
+                        let s = value.as_f64().unwrap_or_default() / f64::from(self.time_factor);
+                        format!("{s} s after the dev time factor {}", self.time_factor)
+                    });
+                PinInForce {
+                    pin,
+                    value,
+                    configured: configured.is_some(),
+                    effective,
+                    not_verifiable: self.profile == Profile::Hosted && pin.side == Side::Server,
+                }
+            })
+            .collect()
+    }
+
+    /// The total offered rate: the configured one, or replicas x lambda_r under a fault variant.
+    pub fn rate_rps(&self) -> f64 {
+        match (self.schedule.rate_rps, self.derived_rate_rps()) {
+            (Some(rate), _) => rate,
+            (None, Some(rate)) => rate,
+            (None, None) => 0.0, // check_relations refuses this combination
+        }
+    }
+
+    fn derived_rate_rps(&self) -> Option<f64> {
+        let lambda_max = self.calibration.lambda_max_rps?;
+        let fraction = self.value("calibration.lambda_r_fraction").as_f64()?;
+        Some(self.target.replicas.len() as f64 * fraction * lambda_max)
+    }
+
+    /// When the fault fires, in ns from the schedule's start (end of warm-up plus baseline).
+    pub fn inject_at_ns(&self) -> Option<u64> {
+        (self.fault.variant != FaultVariant::None).then(|| {
+            self.duration_ns("experiment.warmup_s") + self.duration_ns("experiment.baseline_s")
+        })
+    }
+
+    /// The schedule parameters this configuration defines (SPEC §1 phases, §J schedule).
+    pub fn schedule_params(&self) -> ScheduleParams {
+        let rate_rps = self.rate_rps();
+        let phase = |name: &str, key: &str| Phase {
+            name: name.into(),
+            duration_ns: self.duration_ns(key),
+            rate_rps,
+        };
+        let phases = if self.fault.variant == FaultVariant::None {
+            vec![
+                phase("warmup", "experiment.warmup_s"),
+                phase("measurement", "experiment.baseline_s"),
+                phase("cooldown", "experiment.cooldown_s"),
+            ]
+        } else {
+            vec![
+                phase("warmup", "experiment.warmup_s"),
+                phase("baseline", "experiment.baseline_s"),
+                phase("fault-recovery", "experiment.recovery_timeout_s"),
+                phase("cooldown", "experiment.cooldown_s"),
+            ]
+        };
+        ScheduleParams {
+            seed: self.schedule.seed,
+            arrival: self.schedule.arrival,
+            phases,
+            routes: self
+                .routes
+                .iter()
+                .map(|r| RouteWeight {
+                    label: r.label.clone(),
+                    weight: r.weight,
+                })
+                .collect(),
+            inject_at_ns: self.inject_at_ns(),
+        }
+    }
+
+    /// Rules that relate several keys.
+    fn check_relations(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: key.into(),
+            message,
+        };
+        let url = &self.target.base_url;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(invalid(
+                "target.base_url",
+                format!("{url:?} must start with http:// or https://"),
+            ));
+        }
+        if self.routes.is_empty() {
+            return Err(invalid(
+                "routes",
+                "at least one [[routes]] entry is needed".into(),
+            ));
+        }
+        let mut labels = std::collections::BTreeSet::new();
+        for (i, route) in self.routes.iter().enumerate() {
+            if route.weight == 0 {
+                return Err(invalid(
+                    &format!("routes[{i}].weight"),
+                    "must be at least 1".into(),
+                ));
+            }
+            if !route.path.starts_with('/') {
+                return Err(invalid(
+                    &format!("routes[{i}].path"),
+                    format!("{:?} must start with /", route.path),
+                ));
+            }
+            if !labels.insert(route.label.as_str()) {
+                return Err(invalid(
+                    &format!("routes[{i}].label"),
+                    format!("{:?} appears twice", route.label),
+                ));
+            }
+        }
+        let hosted_kind = self.target.kind == TargetKind::Hosted;
+        if (self.profile == Profile::Hosted) != hosted_kind {
+            return Err(ConfigError::Inconsistent {
+                clause: "§6",
+                message: format!(
+                    "profile \"{}\" with target.kind \"{}\": the hosted profile and a hosted target go together",
+                    self.profile.name(),
+                    match self.target.kind {
+                        TargetKind::Mock => "mock",
+                        TargetKind::SelfHosted => "self-hosted",
+                        TargetKind::Hosted => "hosted",
+                    }
+                ),
+            });
+        }
+        // §6: the one pin whose value depends on the target.
+        let required_ignore_eos = !hosted_kind;
+        if let Some(ignore_eos) = self.target.ignore_eos {
+            if ignore_eos != required_ignore_eos {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§6",
+                    message: format!(
+                        "config key `target.ignore_eos` = {ignore_eos}: {} targets must send ignore_eos = {}",
+                        if hosted_kind { "hosted" } else { "self-hosted and mock" },
+                        required_ignore_eos
+                    ),
+                });
+            }
+        }
+        if hosted_kind && self.fault.variant != FaultVariant::None {
+            return Err(ConfigError::Inconsistent {
+                clause: "§6",
+                message:
+                    "a hosted run is not a run of the §1 experiment: fault.variant must be \"none\""
+                        .into(),
+            });
+        }
+        if self.fault.variant != FaultVariant::None {
+            if self.target.replicas.len() != 2 {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: format!(
+                        "the replica-loss experiment has 2 replicas; target.replicas lists {}",
+                        self.target.replicas.len()
+                    ),
+                });
+            }
+            match &self.fault.victim {
+                Some(victim) if self.target.replicas.contains(victim) => {}
+                other => {
+                    return Err(invalid(
+                        "fault.victim",
+                        format!(
+                            "{other:?} must name one of target.replicas {:?}",
+                            self.target.replicas
+                        ),
+                    ))
+                }
+            }
+            let Some(derived) = self.derived_rate_rps() else {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: "a fault run's rate is replicas x 0.65 x lambda_max: set calibration.lambda_max_rps \
+                              (measured by `percentes calibrate`, §10)"
+                        .into(),
+                });
+            };
+            if let Some(rate) = self.schedule.rate_rps {
+                if (rate - derived).abs() > 1e-9 * derived.max(1.0) {
+                    return Err(ConfigError::Inconsistent {
+                        clause: "§1",
+                        message: format!(
+                            "schedule.rate_rps = {rate} but replicas x lambda_r = {derived}; remove \
+                             schedule.rate_rps to use the derived rate"
+                        ),
+                    });
+                }
+            }
+        } else if self.schedule.rate_rps.is_none() {
+            return Err(invalid(
+                "schedule.rate_rps",
+                "required when fault.variant = \"none\"".into(),
+            ));
+        }
+        for key in ["schedule.rate_rps", "calibration.lambda_max_rps"] {
+            let value = if key == "schedule.rate_rps" {
+                self.schedule.rate_rps
+            } else {
+                self.calibration.lambda_max_rps
+            };
+            if let Some(v) = value {
+                if !(v.is_finite() && v > 0.0 && v <= crate::schedule::RATE_RPS_MAX) {
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "{v} must be a positive rate of at most {} rps",
+                            crate::schedule::RATE_RPS_MAX
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(victim) = &self.fault.victim {
+            if self.fault.variant == FaultVariant::None {
+                return Err(invalid(
+                    "fault.victim",
+                    format!("{victim:?} set, but fault.variant = \"none\""),
+                ));
+            }
+        }
+        if self.schedule_params().total_duration_ns() == 0 {
+            return Err(invalid(
+                "experiment",
+                "the phases add up to zero seconds".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A TOML value as the user wrote it, for error messages.
+fn show(value: &toml::Value) -> String {
+    match value {
+        toml::Value::Integer(v) => v.to_string(),
+        toml::Value::Float(v) => format!("{v:?}"),
+        toml::Value::Boolean(v) => v.to_string(),
+        toml::Value::String(v) => format!("{v:?}"),
+        other => format!("a {}", other.type_str()),
+    }
+}
+
+/// Sections that hold only pinned keys.
+const PINNED_ONLY_SECTIONS: &[&str] = &[
+    "experiment",
+    "client",
+    "gates",
+    "slo",
+    "recovery",
+    "analysis",
+    "campaign",
+    "statistics",
+];
+
+/// Checks and removes every keyed pin from the table; returns the configured values.
+fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str, Value>, ConfigError> {
+    let mut configured = BTreeMap::new();
+    for pin in PINS {
+        let Some(key) = pin.key else { continue };
+        let (section, leaf) = match key.split_once('.') {
+            Some((s, l)) => (Some(s), l),
+            None => (None, key),
+        };
+        let holder = match section {
+            None => Some(&mut *table),
+            Some(s) => match table.get_mut(s) {
+                Some(toml::Value::Table(t)) => Some(t),
+                Some(_) => {
+                    return Err(ConfigError::Invalid {
+                        key: s.into(),
+                        message: "must be a [section]".into(),
+                    })
+                }
+                None => None,
+            },
+        };
+        let Some(found) = holder.and_then(|t| t.remove(leaf)) else {
+            if key == "schema_version" {
+                return Err(ConfigError::Invalid {
+                    key: key.into(),
+                    message: "missing; this build reads schema_version = 1 (§6)".into(),
+                });
+            }
+            continue;
+        };
+        let value = match (pin.value, &found) {
+            (Value::Int(_), toml::Value::Integer(v)) => Value::Int(*v),
+            (Value::Float(_), toml::Value::Float(v)) => Value::Float(*v),
+            (Value::Float(_), toml::Value::Integer(v)) => Value::Float(*v as f64),
+            (Value::Bool(_), toml::Value::Boolean(v)) => Value::Bool(*v),
+            (expected, other) => {
+                return Err(ConfigError::Invalid {
+                    key: key.into(),
+                    message: format!(
+                        "expected {} like {expected}, found {}",
+                        match expected {
+                            Value::Int(_) => "an integer",
+                            Value::Float(_) => "a number",
+                            Value::Bool(_) => "a boolean",
+                        },
+                        other.type_str()
+                    ),
+                })
+            }
+        };
+        if key == "schema_version" && pins::weakens(pin, value) {
+            return Err(ConfigError::Invalid {
+                key: key.into(),
+                message: format!(
+                    "{value} is not a schema this build reads; it reads schema_version = 1 (§6)"
+                ),
+            });
+        }
+        if pins::weakens(pin, value) || value.as_f64().is_some_and(|v| !v.is_finite()) {
+            return Err(ConfigError::WeakensPin {
+                key,
+                clause: pin.clause,
+                what: pin.what,
+                rule: pin.rule,
+                pinned: pin.value,
+                configured: show(&found),
+            });
+        }
+        configured.insert(key, value);
+    }
+    for section in PINNED_ONLY_SECTIONS {
+        match table.get(*section) {
+            Some(toml::Value::Table(rest)) => {
+                if let Some(unknown) = rest.keys().next() {
+                    let prefix = format!("{section}.");
+                    return Err(ConfigError::UnknownKey {
+                        key: format!("{section}.{unknown}"),
+                        known: PINS
+                            .iter()
+                            .filter_map(|p| p.key)
+                            .filter(|k| k.starts_with(&prefix))
+                            .map(str::to_owned)
+                            .collect(),
+                    });
+                }
+                table.remove(*section);
+            }
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    key: (*section).into(),
+                    message: "must be a [section]".into(),
+                })
+            }
+            None => {}
+        }
+    }
+    // Mixed sections may be left empty after their pins are taken: drop them so serde sees the rest.
+    for section in ["calibration", "fault", "target"] {
+        if let Some(toml::Value::Table(t)) = table.get(section) {
+            if t.is_empty() && section == "calibration" {
+                table.remove(section);
+            }
+        }
+    }
+    Ok(configured)
+}
+
+/// The commented example configuration `percentes init` writes for a profile.
+pub fn example(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Dev => include_str!("config/examples/dev.toml"),
+        Profile::Experiment => include_str!("config/examples/experiment.toml"),
+        Profile::Hosted => include_str!("config/examples/hosted.toml"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,357 @@
+use super::*;
+
+/// A small valid dev config with sections for every mixed section.
+const BASE: &str = r#"schema_version = 1
+profile = "dev"
+
+[dev]
+time_factor = 10
+
+[target]
+kind = "mock"
+base_url = "http://127.0.0.1:8000"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+
+[schedule]
+seed = 1
+arrival = "poisson"
+
+[calibration]
+lambda_max_rps = 20.0
+
+[fault]
+variant = "clean-delete"
+victim = "replica-1"
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+"#;
+
+/// `BASE` with `key = value` written into its section (the section is added when absent).
+fn with_key(base: &str, key: &str, value: &str) -> String {
+    match key.split_once('.') {
+        None => {
+            let mut out = String::new();
+            let mut replaced = false;
+            for line in base.lines() {
+                if line.starts_with(&format!("{key} =")) {
+                    out.push_str(&format!("{key} = {value}\n"));
+                    replaced = true;
+                } else {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+            if !replaced {
+                out = format!("{key} = {value}\n{out}");
+            }
+            out
+        }
+        Some((section, leaf)) => {
+            let header = format!("[{section}]\n");
+            match base.find(&header) {
+                Some(at) => {
+                    let insert = at + header.len();
+                    format!("{}{leaf} = {value}\n{}", &base[..insert], &base[insert..])
+                }
+                None => format!("{base}\n[{section}]\n{leaf} = {value}\n"),
+            }
+        }
+    }
+}
+
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text.as_bytes())
+}
+
+/// A value that weakens the pin, in TOML syntax.
+fn weakened(pin: &Pin) -> String {
+    match (pin.rule, pin.value) {
+        (_, Value::Bool(b)) => (!b).to_string(),
+        (Rule::AtMost, Value::Int(v)) | (Rule::Exactly, Value::Int(v)) => (v + 1).to_string(),
+        (Rule::AtLeast, Value::Int(v)) => (v - 1).to_string(),
+        (Rule::AtMost, Value::Float(v)) | (Rule::Exactly, Value::Float(v)) => {
+            format!("{:?}", v * 1.5)
+        }
+        (Rule::AtLeast, Value::Float(v)) => format!("{:?}", v * 0.99),
+    }
+}
+
+/// A value that is stricter than the pin (only for ordered rules).
+fn stricter(pin: &Pin) -> Option<String> {
+    match (pin.rule, pin.value) {
+        (Rule::AtMost, Value::Int(v)) if v > 0 => Some((v - 1).to_string()),
+        (Rule::AtMost, Value::Float(v)) => Some(format!("{:?}", v * 0.5)),
+        (Rule::AtLeast, Value::Int(v)) => Some((v + 1).to_string()),
+        (Rule::AtLeast, Value::Float(v)) => Some(format!("{:?}", (v + 1.0) / 2.0)),
+        _ => None,
+    }
+}
+
+/// The pin as TOML.
+fn pinned(pin: &Pin) -> String {
+    match pin.value {
+        Value::Float(v) => format!("{v:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// Proves one pin: weakening is refused with an error naming key, clause, pin and value; the
+/// pinned value and a stricter one load.
+fn check_pin(key: &str) {
+    let pin = pins::pin(key);
+    let bad = weakened(pin);
+    let error =
+        load(&with_key(BASE, key, &bad)).expect_err(&format!("{key} = {bad} must be refused"));
+    if key == "schema_version" {
+        assert!(matches!(error, ConfigError::Invalid { .. }), "{error}");
+        assert!(error.to_string().contains("schema_version = 1"), "{error}");
+        return;
+    }
+    match &error {
+        ConfigError::WeakensPin { key: k, clause, .. } => {
+            assert_eq!(*k, key);
+            assert_eq!(*clause, pin.clause);
+        }
+        other => panic!("{key} = {bad}: expected WeakensPin, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(message.contains(key), "{message}");
+    assert!(message.contains(pin.clause), "{message}");
+    assert!(message.contains(&pin.value.to_string()), "{message}");
+    let shown_bad = bad.trim_end_matches(".0");
+    assert!(message.contains(shown_bad), "{message} should show {bad}");
+
+    let config = load(&with_key(BASE, key, &pinned(pin)))
+        .unwrap_or_else(|e| panic!("{key} at its pin: {e}"));
+    assert_eq!(config.value(key).as_f64(), pin.value.as_f64());
+    if let Some(strict) = stricter(pin) {
+        load(&with_key(BASE, key, &strict))
+            .unwrap_or_else(|e| panic!("{key} = {strict} is stricter: {e}"));
+    }
+}
+
+macro_rules! pin_tests {
+    ($($name:ident => $key:literal,)*) => {
+        $(#[test] fn $name() { check_pin($key); })*
+        const TESTED: &[&str] = &[$($key),*];
+    };
+}
+
+pin_tests! {
+    weakening_warmup_is_refused => "experiment.warmup_s",
+    weakening_baseline_is_refused => "experiment.baseline_s",
+    weakening_recovery_timeout_is_refused => "experiment.recovery_timeout_s",
+    weakening_cooldown_is_refused => "experiment.cooldown_s",
+    weakening_lambda_r_fraction_is_refused => "calibration.lambda_r_fraction",
+    weakening_max_tokens_is_refused => "target.max_tokens",
+    weakening_partition_is_refused => "fault.partition_s",
+    weakening_share_min_is_refused => "gates.replica_share_min_percent",
+    weakening_share_max_is_refused => "gates.replica_share_max_percent",
+    weakening_connection_floor_is_refused => "client.connections_floor_per_replica",
+    weakening_retries_is_refused => "client.retries",
+    weakening_skew_p99_is_refused => "gates.send_skew_p99_ms",
+    weakening_skew_max_is_refused => "gates.send_skew_max_ms",
+    weakening_undispatched_is_refused => "gates.undispatched_max",
+    weakening_cpu_max_is_refused => "gates.host_cpu_max_percent",
+    weakening_cpu_window_is_refused => "gates.host_cpu_window_s",
+    weakening_runtime_stall_is_refused => "gates.runtime_stall_p99_us",
+    weakening_timeout_is_refused => "client.timeout_s",
+    weakening_crossing_tolerance_is_refused => "analysis.crossing_tolerance",
+    weakening_conditional_caveat_is_refused => "analysis.conditional_caveat_fraction",
+    weakening_intertoken_floor_is_refused => "analysis.intertoken_floor_us",
+    weakening_histogram_lowest_is_refused => "analysis.histogram_lowest_us",
+    weakening_histogram_highest_is_refused => "analysis.histogram_highest_us",
+    weakening_histogram_figures_is_refused => "analysis.histogram_significant_figures",
+    weakening_slo_ttft_is_refused => "slo.ttft_ms",
+    weakening_slo_e2e_is_refused => "slo.e2e_ms",
+    weakening_baseline_goodput_is_refused => "gates.baseline_goodput_min",
+    weakening_detector_window_is_refused => "recovery.window_s",
+    weakening_detector_entry_is_refused => "recovery.entry_percent",
+    weakening_detector_exit_is_refused => "recovery.exit_percent",
+    weakening_detector_hold_is_refused => "recovery.hold_s",
+    weakening_goodput_bucket_is_refused => "recovery.bucket_s",
+    weakening_campaign_runs_is_refused => "campaign.runs",
+    weakening_schema_version_is_refused => "schema_version",
+    weakening_confidence_is_refused => "statistics.confidence_percent",
+    weakening_calibration_start_is_refused => "calibration.start_rps",
+    weakening_calibration_fine_step_is_refused => "calibration.fine_step_percent",
+    weakening_calibration_settle_is_refused => "calibration.settle_s",
+    weakening_calibration_measure_is_refused => "calibration.measure_s",
+    weakening_calibration_goodput_is_refused => "calibration.step_goodput_min",
+    weakening_calibration_waiting_is_refused => "calibration.step_waiting_max",
+    weakening_calibration_disagreement_is_refused => "calibration.disagreement_percent",
+    weakening_waiting_queue_is_refused => "gates.waiting_queue_max",
+}
+
+#[test]
+fn every_keyed_pin_has_its_test() {
+    for pin in PINS {
+        if let Some(key) = pin.key {
+            assert!(
+                TESTED.contains(&key),
+                "pin {key} has no weakening test: add it to pin_tests!"
+            );
+        }
+    }
+}
+
+#[test]
+fn examples_load_under_their_profiles() {
+    for profile in [Profile::Dev, Profile::Experiment, Profile::Hosted] {
+        let config =
+            load(example(profile)).unwrap_or_else(|e| panic!("{} example: {e}", profile.name()));
+        assert_eq!(config.profile, profile);
+    }
+    let dev = load(example(Profile::Dev)).unwrap();
+    assert!((dev.rate_rps() - 26.0).abs() < 1e-12);
+    assert!(dev
+        .publishability()
+        .unwrap_err()
+        .contains("NOT PUBLISHABLE"));
+    assert!(load(example(Profile::Experiment))
+        .unwrap()
+        .publishability()
+        .is_ok());
+}
+
+#[test]
+fn dev_factor_scales_durations_and_nothing_else() {
+    let dev = load(BASE).unwrap();
+    assert_eq!(dev.time_factor, 10);
+    assert_eq!(dev.duration_ns("client.timeout_s"), 3_000_000_000);
+    assert_eq!(dev.duration_ns("experiment.baseline_s"), 30_000_000_000);
+    assert_eq!(
+        dev.duration_ns("gates.host_cpu_window_s"),
+        5_000_000_000,
+        "a gate window is not a timeline duration"
+    );
+    assert_eq!(dev.value("gates.send_skew_p99_ms"), Value::Int(5));
+    assert_eq!(dev.inject_at_ns(), Some(36_000_000_000));
+    let phases: Vec<_> = dev
+        .schedule_params()
+        .phases
+        .iter()
+        .map(|p| (p.name.clone(), p.duration_ns))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("warmup".to_string(), 6_000_000_000),
+            ("baseline".to_string(), 30_000_000_000),
+            ("fault-recovery".to_string(), 60_000_000_000),
+            ("cooldown".to_string(), 6_000_000_000)
+        ]
+    );
+    let experiment = load(
+        &BASE
+            .replace("profile = \"dev\"", "profile = \"experiment\"")
+            .replace("[dev]\ntime_factor = 10\n", ""),
+    )
+    .unwrap();
+    assert_eq!(experiment.duration_ns("client.timeout_s"), 30_000_000_000);
+}
+
+#[test]
+fn unknown_keys_are_refused_with_the_known_ones() {
+    let error = load(&with_key(BASE, "gates.skew_p99", "5")).unwrap_err();
+    assert!(
+        matches!(&error, ConfigError::UnknownKey { key, known } if key == "gates.skew_p99" && known.contains(&"gates.send_skew_p99_ms".to_string())),
+        "{error:?}"
+    );
+    let error = load(&with_key(BASE, "target.urll", "\"x\"")).unwrap_err();
+    assert!(error.to_string().contains("urll"), "{error}");
+    let error = load(&format!("{BASE}\n[extra]\na = 1\n")).unwrap_err();
+    assert!(error.to_string().contains("extra"), "{error}");
+}
+
+#[test]
+fn wrong_types_are_refused() {
+    let error = load(&with_key(BASE, "client.timeout_s", "\"30\"")).unwrap_err();
+    assert!(
+        error.to_string().contains("client.timeout_s") && error.to_string().contains("integer"),
+        "{error}"
+    );
+    let error = load(&with_key(BASE, "client.timeout_s", "30.0")).unwrap_err();
+    assert!(error.to_string().contains("integer"), "{error}");
+}
+
+#[test]
+fn syntax_errors_say_where() {
+    let error = load("schema_version = 1\nprofile = \n").unwrap_err();
+    assert!(matches!(error, ConfigError::Syntax { .. }));
+    assert!(error.to_string().contains("line 2"), "{error}");
+}
+
+#[test]
+fn ignore_eos_follows_the_target() {
+    let error = load(&with_key(BASE, "target.ignore_eos", "false")).unwrap_err();
+    assert!(
+        error.to_string().contains("§6") && error.to_string().contains("ignore_eos"),
+        "{error}"
+    );
+    let hosted = example(Profile::Hosted);
+    let error = load(&hosted.replace("ignore_eos = false", "ignore_eos = true")).unwrap_err();
+    assert!(error.to_string().contains("ignore_eos"), "{error}");
+}
+
+#[test]
+fn hosted_runs_inject_no_fault_and_report_server_pins_unverifiable() {
+    let hosted = example(Profile::Hosted);
+    let error =
+        load(&hosted.replace("variant = \"none\"", "variant = \"clean-delete\"")).unwrap_err();
+    assert!(error.to_string().contains("§6"), "{error}");
+    let config = load(hosted).unwrap();
+    let server: Vec<_> = config
+        .pins_in_force()
+        .into_iter()
+        .filter(|p| p.not_verifiable)
+        .collect();
+    assert!(!server.is_empty());
+    assert!(server.iter().all(|p| p.pin.side == Side::Server));
+    let error =
+        load(&hosted.replace("profile = \"hosted\"", "profile = \"experiment\"")).unwrap_err();
+    assert!(error.to_string().contains("hosted"), "{error}");
+}
+
+#[test]
+fn fault_rate_is_derived_and_a_contradicting_rate_is_refused() {
+    let error = load(&with_key(BASE, "schedule.rate_rps", "30.0")).unwrap_err();
+    assert!(
+        error.to_string().contains("§1") && error.to_string().contains("26"),
+        "{error}"
+    );
+    load(&with_key(BASE, "schedule.rate_rps", "26.0")).unwrap();
+    let error = load(&BASE.replace("lambda_max_rps = 20.0", "")).unwrap_err();
+    assert!(error.to_string().contains("lambda_max"), "{error}");
+    let error =
+        load(&BASE.replace("victim = \"replica-1\"", "victim = \"replica-9\"")).unwrap_err();
+    assert!(error.to_string().contains("fault.victim"), "{error}");
+}
+
+#[test]
+fn dev_section_outside_dev_is_refused() {
+    let error = load(&BASE.replace("profile = \"dev\"", "profile = \"experiment\"")).unwrap_err();
+    assert!(error.to_string().contains("[dev]"), "{error}");
+    let error = load(&BASE.replace("time_factor = 10", "time_factor = 0")).unwrap_err();
+    assert!(error.to_string().contains("dev.time_factor"), "{error}");
+}
+
+#[test]
+fn hash_is_of_the_raw_bytes() {
+    let a = load(BASE).unwrap();
+    let b = load(&format!("{BASE}# a comment changes the bytes\n")).unwrap();
+    assert_eq!(a.hash(), *blake3::hash(BASE.as_bytes()).as_bytes());
+    assert_ne!(a.hash(), b.hash());
+    assert_eq!(a.raw_bytes(), BASE.as_bytes());
+}
+
+#[test]
+fn non_finite_values_are_refused() {
+    let error = load(&with_key(BASE, "gates.baseline_goodput_min", "nan")).unwrap_err();
+    assert!(matches!(error, ConfigError::WeakensPin { .. }), "{error:?}");
+    let error = load(&with_key(BASE, "gates.waiting_queue_max", "-inf")).unwrap_err();
+    assert!(matches!(error, ConfigError::WeakensPin { .. }), "{error:?}");
+}

@@ -1,0 +1,512 @@
+//! Record bodies: the frozen v1 wire structs, encoded with bincode 2.0.1 ([`super::CODEC`]).
+//!
+//! Field order is the byte order (JOURNAL.md §Records). These are wire types: the analyzer maps
+//! them into its own domain types rather than computing on them directly. New kinds get new kind
+//! bytes; a reader passes over kinds it does not know.
+
+use bincode::{Decode, Encode};
+use serde::{Serialize, Serializer};
+
+use super::{codec, RECORD_BYTES_MAX};
+
+/// The kind byte in front of each record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    Request = 1,
+    Event = 2,
+    Telemetry = 3,
+    Checkpoint = 4,
+    Seal = 5,
+}
+
+impl RecordKind {
+    pub fn from_byte(byte: u8) -> Option<RecordKind> {
+        Some(match byte {
+            1 => RecordKind::Request,
+            2 => RecordKind::Event,
+            3 => RecordKind::Telemetry,
+            4 => RecordKind::Checkpoint,
+            5 => RecordKind::Seal,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Request => "request",
+            RecordKind::Event => "event",
+            RecordKind::Telemetry => "telemetry",
+            RecordKind::Checkpoint => "checkpoint",
+            RecordKind::Seal => "seal",
+        }
+    }
+}
+
+/// A request's terminal state (SPEC §3), plus the client-side failure of never being sent (§2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    Completed = 0,
+    Errored = 1,
+    Censored = 2,
+    /// Scheduled but never dispatched: not an outcome of the target, a failure of the run (§2).
+    Undispatched = 3,
+}
+
+impl Outcome {
+    pub fn from_byte(byte: u8) -> Option<Outcome> {
+        Some(match byte {
+            0 => Outcome::Completed,
+            1 => Outcome::Errored,
+            2 => Outcome::Censored,
+            3 => Outcome::Undispatched,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Errored => "errored",
+            Outcome::Censored => "censored",
+            Outcome::Undispatched => "undispatched",
+        }
+    }
+}
+
+/// Response classes (DESIGN "Response classes"; JOURNAL.md lists the codes). The code is stable.
+pub const CLASSES: &[(u16, &str, Outcome)] = &[
+    (0, "correct-success", Outcome::Completed),
+    (1, "rejection", Outcome::Errored),
+    (2, "http-status", Outcome::Errored),
+    (3, "reset", Outcome::Errored),
+    (4, "refused", Outcome::Errored),
+    (5, "premature-close", Outcome::Errored),
+    (6, "malformed-framing", Outcome::Errored),
+    (7, "malformed-sse", Outcome::Errored),
+    (8, "incorrect-success", Outcome::Errored),
+    (9, "dns", Outcome::Errored),
+    (10, "tls", Outcome::Errored),
+    (11, "connect", Outcome::Errored),
+    (12, "dependency-failure", Outcome::Errored),
+    (20, "timeout", Outcome::Censored),
+    (21, "run-end", Outcome::Censored),
+    (30, "undispatched", Outcome::Undispatched),
+];
+
+/// The name of a class code, or `None` for a code this build does not know.
+pub fn class_name(code: u16) -> Option<&'static str> {
+    CLASSES
+        .iter()
+        .find(|(c, _, _)| *c == code)
+        .map(|(_, name, _)| *name)
+}
+
+/// The class code for a name.
+pub fn class_code(name: &str) -> Option<u16> {
+    CLASSES
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map(|(c, _, _)| *c)
+}
+
+/// Byte offsets inside a request body that readers may peek without decoding (JOURNAL.md).
+pub const REQUEST_INDEX_OFFSET: usize = 0;
+pub const REQUEST_OUTCOME_OFFSET: usize = 8;
+
+/// One scheduled request, exactly once per index per journal. Times are ns from the epoch.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct RequestRecord {
+    pub index: u64,
+    pub outcome: u8,
+    pub class: u16,
+    pub route: u32,
+    pub intended_ns: u64,
+    pub dispatched_ns: Option<u64>,
+    pub connect_start_ns: Option<u64>,
+    pub connect_end_ns: Option<u64>,
+    pub tls_done_ns: Option<u64>,
+    pub request_written_ns: Option<u64>,
+    pub response_head_ns: Option<u64>,
+    pub first_content_ns: Option<u64>,
+    /// Completion, failure or cutoff time.
+    pub terminal_ns: u64,
+    /// Gaps between consecutive content events, us, at least 1 (§3).
+    pub content_gaps_us: Vec<u32>,
+    pub content_events: u32,
+    /// 0 when no status line was received.
+    pub http_status: u16,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub usage_prompt_tokens: Option<u32>,
+    pub usage_completion_tokens: Option<u32>,
+    /// The replica that served it (from a response header), empty when unattributed.
+    pub replica: String,
+    pub connection_id: u64,
+    pub connection_reused: bool,
+    /// Free text behind the class: the status line, the OS error, the failed check.
+    pub detail: String,
+}
+
+/// Event kinds (JOURNAL.md lists the codes; the code is stable).
+pub const EVENT_KINDS: &[(u16, &str)] = &[
+    (1, "fault-armed"),
+    (2, "fault-fired"),
+    (3, "fault-confirmed"),
+    (4, "fault-removed"),
+    (5, "fault-expired"),
+    (6, "fault-failed"),
+    (10, "probe"),
+    (20, "phase"),
+    (21, "timeline"),
+    (30, "operator-abort"),
+    (40, "writer-queue-full"),
+];
+
+pub fn event_kind_name(code: u16) -> Option<&'static str> {
+    EVENT_KINDS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, n)| *n)
+}
+
+pub fn event_kind_code(name: &str) -> Option<u16> {
+    EVENT_KINDS
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(c, _)| *c)
+}
+
+/// Something that happened during the run other than a request ending.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct EventRecord {
+    pub at_ns: u64,
+    pub kind: u16,
+    /// What it concerns: a replica, a phase name, a probe target.
+    pub subject: String,
+    pub detail: String,
+    pub value: Option<i64>,
+}
+
+/// The recorder's self-check over one interval (SPEC §2).
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct TelemetryRecord {
+    pub at_ns: u64,
+    pub interval_ns: u64,
+    /// Busy share of all host cores over the interval, parts per million (/proc/stat).
+    pub host_cpu_busy_ppm: u32,
+    /// CPU time the recorder process used in the interval.
+    pub recorder_cpu_ns: u64,
+    /// Runtime stall: lateness of a high-rate ticker (SPEC §2), p99 and max over the interval.
+    pub stall_p99_ns: u64,
+    pub stall_max_ns: u64,
+    pub stall_samples: u32,
+    /// Send skew (dispatch minus intended) of the requests dispatched in the interval.
+    pub skew_count: u32,
+    pub skew_p50_ns: u64,
+    pub skew_p99_ns: u64,
+    pub skew_max_ns: u64,
+    pub undispatched_total: u64,
+    pub in_flight: u32,
+    pub writer_queue_depth: u32,
+    pub writer_queue_max: u32,
+}
+
+/// The signed part of a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct CheckpointBody {
+    /// 0 for the first checkpoint, then 1, 2, ...
+    pub sequence: u64,
+    pub at_ns: u64,
+    /// Records before this checkpoint's block.
+    pub records_before: u64,
+    /// The chain value at the end of the previous block.
+    #[serde(serialize_with = "as_hex")]
+    pub chain_before: [u8; 32],
+}
+
+/// A checkpoint record: always the only record of its block.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct Checkpoint {
+    pub body: CheckpointBody,
+    /// ed25519 over `CHECKPOINT_DOMAIN || bincode(body)`, when the journal is signed.
+    #[serde(serialize_with = "as_hex_opt")]
+    pub signature: Option<[u8; 64]>,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SealStatus {
+    /// Every scheduled request reached a terminal state.
+    Completed = 0,
+    /// Stopped early (signal, operator, error): analysis refuses to publish.
+    Aborted = 1,
+    /// A declared abort trigger fired (seeds/004): load stopped, clock kept.
+    Escaped = 2,
+}
+
+impl SealStatus {
+    pub fn from_byte(byte: u8) -> Option<SealStatus> {
+        Some(match byte {
+            0 => SealStatus::Completed,
+            1 => SealStatus::Aborted,
+            2 => SealStatus::Escaped,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SealStatus::Completed => "completed",
+            SealStatus::Aborted => "aborted",
+            SealStatus::Escaped => "escaped",
+        }
+    }
+}
+
+/// Counts that the seal states and a verifier recounts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct Counts {
+    pub requests: u64,
+    pub completed: u64,
+    pub errored: u64,
+    pub censored: u64,
+    pub undispatched: u64,
+    pub events: u64,
+    pub telemetry: u64,
+    pub checkpoints: u64,
+    /// Records of kinds this build does not know.
+    pub other: u64,
+}
+
+/// The signed part of the seal.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct SealBody {
+    pub at_ns: u64,
+    pub status: u8,
+    pub reason: String,
+    pub records_before: u64,
+    pub counts: Counts,
+    #[serde(serialize_with = "as_hex")]
+    pub chain_before: [u8; 32],
+}
+
+/// The final record: the only record of the last block, which ends the file.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct Seal {
+    pub body: SealBody,
+    #[serde(serialize_with = "as_hex_opt")]
+    pub signature: Option<[u8; 64]>,
+}
+
+/// Prefix of the message a checkpoint signature covers.
+pub const CHECKPOINT_DOMAIN: &[u8] = b"percentes journal v1 checkpoint\0";
+/// Prefix of the message the seal signature covers.
+pub const SEAL_DOMAIN: &[u8] = b"percentes journal v1 seal\0";
+
+/// The bytes a checkpoint signature signs.
+pub fn checkpoint_message(body: &CheckpointBody) -> Vec<u8> {
+    let mut message = CHECKPOINT_DOMAIN.to_vec();
+    message
+        .extend(bincode::encode_to_vec(body, codec()).expect("a checkpoint body always encodes"));
+    message
+}
+
+/// The bytes the seal signature signs.
+pub fn seal_message(body: &SealBody) -> Vec<u8> {
+    let mut message = SEAL_DOMAIN.to_vec();
+    message.extend(bincode::encode_to_vec(body, codec()).expect("a seal body always encodes"));
+    message
+}
+
+/// A decoded record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Record {
+    Request(RequestRecord),
+    Event(EventRecord),
+    Telemetry(TelemetryRecord),
+    Checkpoint(Checkpoint),
+    Seal(Seal),
+    /// A kind added after v1's first release; carried, not interpreted.
+    Unknown {
+        kind_byte: u8,
+        #[serde(serialize_with = "as_hex")]
+        body: Vec<u8>,
+    },
+}
+
+/// Why a record body did not decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub kind: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "record of kind {} does not decode: {}",
+            self.kind, self.message
+        )
+    }
+}
+
+impl Record {
+    pub fn kind_byte(&self) -> u8 {
+        match self {
+            Record::Request(_) => RecordKind::Request as u8,
+            Record::Event(_) => RecordKind::Event as u8,
+            Record::Telemetry(_) => RecordKind::Telemetry as u8,
+            Record::Checkpoint(_) => RecordKind::Checkpoint as u8,
+            Record::Seal(_) => RecordKind::Seal as u8,
+            Record::Unknown { kind_byte, .. } => *kind_byte,
+        }
+    }
+
+    /// The body bytes.
+    pub fn encode_body(&self) -> Vec<u8> {
+        let encoded = match self {
+            Record::Request(r) => bincode::encode_to_vec(r, codec()),
+            Record::Event(r) => bincode::encode_to_vec(r, codec()),
+            Record::Telemetry(r) => bincode::encode_to_vec(r, codec()),
+            Record::Checkpoint(r) => bincode::encode_to_vec(r, codec()),
+            Record::Seal(r) => bincode::encode_to_vec(r, codec()),
+            Record::Unknown { body, .. } => Ok(body.clone()),
+        };
+        // Only the size limit can fail, and the writer checks sizes with a typed error first.
+        encoded.unwrap_or_default()
+    }
+
+    /// Decodes a body of the given kind. Every byte must be used.
+    pub fn decode(kind: u8, body: &[u8]) -> Result<Record, DecodeError> {
+        fn all<T: Decode<()>>(kind: u8, body: &[u8]) -> Result<T, DecodeError> {
+            let (value, used) =
+                bincode::decode_from_slice::<T, _>(body, codec()).map_err(|e| DecodeError {
+                    kind,
+                    message: e.to_string(),
+                })?;
+            if used != body.len() {
+                return Err(DecodeError {
+                    kind,
+                    message: format!("{} bytes left over", body.len() - used),
+                });
+            }
+            Ok(value)
+        }
+        if body.len() > RECORD_BYTES_MAX as usize {
+            return Err(DecodeError {
+                kind,
+                message: format!("{} bytes is over the record limit", body.len()),
+            });
+        }
+        let record = match RecordKind::from_byte(kind) {
+            Some(RecordKind::Request) => Record::Request(all(kind, body)?),
+            Some(RecordKind::Event) => Record::Event(all(kind, body)?),
+            Some(RecordKind::Telemetry) => Record::Telemetry(all(kind, body)?),
+            Some(RecordKind::Checkpoint) => Record::Checkpoint(all(kind, body)?),
+            Some(RecordKind::Seal) => Record::Seal(all(kind, body)?),
+            None => Record::Unknown {
+                kind_byte: kind,
+                body: body.to_vec(),
+            },
+        };
+        if let Record::Request(r) = &record {
+            let outcome = Outcome::from_byte(r.outcome).ok_or_else(|| DecodeError {
+                kind,
+                message: format!("outcome code {} is undefined", r.outcome),
+            })?;
+            match CLASSES.iter().find(|(c, _, _)| *c == r.class) {
+                Some((_, _, class_outcome)) if *class_outcome == outcome => {}
+                Some((_, name, _)) => {
+                    return Err(DecodeError {
+                        kind,
+                        message: format!(
+                            "class {name} does not belong to outcome {}",
+                            outcome.name()
+                        ),
+                    })
+                }
+                // A class added later: accepted, the outcome byte still decides the accounting.
+                None => {}
+            }
+        }
+        Ok(record)
+    }
+}
+
+fn as_hex<S: Serializer, B: AsRef<[u8]>>(bytes: &B, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&super::hex(bytes.as_ref()))
+}
+
+fn as_hex_opt<S: Serializer>(bytes: &Option<[u8; 64]>, s: S) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(b) => s.serialize_str(&super::hex(b)),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout promise of JOURNAL.md: integers fixed-width little-endian, options as a 0/1
+    /// byte, vectors and strings with a u64 length, arrays without one.
+    #[test]
+    fn bincode_layout_is_the_documented_one() {
+        let body = CheckpointBody {
+            sequence: 1,
+            at_ns: 2,
+            records_before: 3,
+            chain_before: [0xab; 32],
+        };
+        let checkpoint = Checkpoint {
+            body,
+            signature: None,
+        };
+        let bytes = Record::Checkpoint(checkpoint).encode_body();
+        let mut expected = Vec::new();
+        expected.extend(1u64.to_le_bytes());
+        expected.extend(2u64.to_le_bytes());
+        expected.extend(3u64.to_le_bytes());
+        expected.extend([0xab; 32]);
+        expected.push(0);
+        assert_eq!(bytes, expected);
+
+        let event = EventRecord {
+            at_ns: 5,
+            kind: 2,
+            subject: "r1".into(),
+            detail: String::new(),
+            value: Some(-1),
+        };
+        let bytes = Record::Event(event).encode_body();
+        let mut expected = Vec::new();
+        expected.extend(5u64.to_le_bytes());
+        expected.extend(2u16.to_le_bytes());
+        expected.extend(2u64.to_le_bytes());
+        expected.extend(b"r1");
+        expected.extend(0u64.to_le_bytes());
+        expected.push(1);
+        expected.extend((-1i64).to_le_bytes());
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn request_peek_offsets_hold() {
+        let record = crate::journal::synthetic::request(7, 1, 1_000);
+        let bytes = Record::Request(record.clone()).encode_body();
+        assert_eq!(
+            u64::from_le_bytes(bytes[REQUEST_INDEX_OFFSET..8].try_into().unwrap()),
+            7
+        );
+        assert_eq!(bytes[REQUEST_OUTCOME_OFFSET], record.outcome);
+    }
+
+    #[test]
+    fn class_must_match_outcome() {
+        let mut record = crate::journal::synthetic::request(7, 1, 1_000);
+        record.outcome = Outcome::Completed as u8;
+        record.class = class_code("reset").unwrap();
+        let bytes = Record::Request(record).encode_body();
+        let error = Record::decode(RecordKind::Request as u8, &bytes).unwrap_err();
+        assert!(error.message.contains("does not belong"), "{error}");
+    }
+}

@@ -1,0 +1,333 @@
+//! Deterministic synthetic journals: goldens, corruption tests, benchmarks, analyzer fixtures.
+//!
+//! Every byte follows from the configuration and the options: the schedule comes from the config,
+//! and each request's outcome and timings are drawn from a hash of its index. No clock, no host.
+//! These journals exercise the format; they say nothing about any real service.
+
+use std::io::Write;
+
+use ed25519_dalek::SigningKey;
+
+use super::records::{
+    class_code, event_kind_code, EventRecord, Outcome, Record, RequestRecord, SealStatus,
+    TelemetryRecord,
+};
+use super::writer::{JournalWriter, Sealed, WriteError};
+use super::{ClockAnchors, Header, CODEC};
+use crate::config::Config;
+
+/// The configuration the goldens are made from: a dev profile at a low rate, so a journal holds
+/// a few dozen requests.
+pub const GOLDEN_CONFIG: &str = r#"# Golden journals' configuration (formats::journal::synthetic). Do not edit: the goldens hash it.
+schema_version = 1
+profile = "dev"
+
+[dev]
+time_factor = 100
+
+[target]
+kind = "mock"
+base_url = "http://127.0.0.1:8000"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+
+[schedule]
+seed = 20261130
+arrival = "poisson"
+rate_rps = 6.0
+
+[fault]
+variant = "none"
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+weight = 3
+
+[[routes]]
+label = "completions"
+path = "/v1/completions"
+weight = 1
+"#;
+
+/// How a synthetic journal ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Sealed,
+    /// Sealed as aborted after this many requests (an operator stop).
+    Aborted {
+        after_requests: u64,
+    },
+    /// No seal: the writer stops after this many requests and the last block is cut in half.
+    Torn {
+        after_requests: u64,
+    },
+}
+
+/// Options for [`write`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Content-event gaps per completed request.
+    pub gaps_per_request: u32,
+    /// Write a checkpoint after this many records.
+    pub checkpoint_every_records: u64,
+    /// Block payload target in bytes (small blocks give corruption tests many boundaries).
+    pub block_target_bytes: usize,
+    pub ending: Ending,
+    pub signer: Option<SigningKey>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            gaps_per_request: 8,
+            checkpoint_every_records: 16,
+            block_target_bytes: 1024,
+            ending: Ending::Sealed,
+            signer: None,
+        }
+    }
+}
+
+/// The signing key of the signed golden, from a fixed seed (never use it for anything real).
+pub fn golden_signing_key() -> SigningKey {
+    SigningKey::from_bytes(&[7u8; 32])
+}
+
+/// The header a synthetic journal carries for `config`.
+pub fn header(config: &Config, signer: Option<&SigningKey>) -> Header {
+    let schedule = config.schedule_params();
+    Header {
+        codec: CODEC.into(),
+        spec_version: crate::pins::SPEC_VERSION_CURRENT.into(),
+        tool_version: "synthetic".into(),
+        tool_commit: "none".into(),
+        profile: config.profile.name().into(),
+        dev_time_factor: config.time_factor,
+        config_hash: config.hash(),
+        config_bytes: config.raw_bytes().to_vec(),
+        schedule_requests: schedule.iter().count() as u64,
+        schedule_digest: schedule.digest(),
+        schedule,
+        clock: ClockAnchors {
+            monotonic_epoch_ns: 1_000_000_000,
+            realtime_epoch_ns: 1_796_000_000_000_000_000,
+            source: "synthetic".into(),
+        },
+        host: vec![("generator".into(), "formats::journal::synthetic".into())],
+        shard_index: 0,
+        shard_count: 1,
+        signing_key: signer.map(|k| k.verifying_key().to_bytes()),
+        extensions: Vec::new(),
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A request record for `index`, dispatched at `intended_ns`; `outcome_roll` 0..100 picks the
+/// outcome (0..=3 errored, 4..=5 censored, else completed).
+pub fn request(index: u64, outcome_roll: u64, intended_ns: u64) -> RequestRecord {
+    request_with_gaps(index, outcome_roll, intended_ns, 8)
+}
+
+fn request_with_gaps(index: u64, outcome_roll: u64, intended_ns: u64, gaps: u32) -> RequestRecord {
+    let h = mix(index ^ 0x5eed);
+    let skew = 20_000 + h % 200_000;
+    let dispatched = intended_ns + skew;
+    let ttft = 40_000_000 + (h >> 8) % 400_000_000;
+    let gap_us: Vec<u32> = (0..gaps)
+        .map(|g| 1 + (mix(h ^ u64::from(g)) % 40_000) as u32)
+        .collect();
+    let stream_ns: u64 = gap_us.iter().map(|&g| u64::from(g) * 1000).sum();
+    let (outcome, class, terminal, status, detail, gaps_kept) = match outcome_roll {
+        0..=3 => (
+            Outcome::Errored,
+            "reset",
+            dispatched + ttft / 2,
+            200,
+            "connection reset by peer",
+            Vec::new(),
+        ),
+        4..=5 => (
+            Outcome::Censored,
+            "timeout",
+            intended_ns + 30_000_000_000,
+            200,
+            "deadline 30 s",
+            Vec::new(),
+        ),
+        _ => (
+            Outcome::Completed,
+            "correct-success",
+            dispatched + ttft + stream_ns,
+            200,
+            "",
+            gap_us,
+        ),
+    };
+    let completed = outcome == Outcome::Completed;
+    RequestRecord {
+        index,
+        outcome: outcome as u8,
+        class: class_code(class).expect("synthetic classes exist"),
+        route: (h % 4 == 0) as u32,
+        intended_ns,
+        dispatched_ns: Some(dispatched),
+        connect_start_ns: Some(dispatched),
+        connect_end_ns: Some(dispatched + 80_000),
+        tls_done_ns: None,
+        request_written_ns: Some(dispatched + 120_000),
+        response_head_ns: Some(dispatched + ttft - 1_000),
+        first_content_ns: (outcome != Outcome::Errored).then_some(dispatched + ttft),
+        terminal_ns: terminal,
+        content_events: if completed { gaps + 1 } else { 0 },
+        content_gaps_us: gaps_kept,
+        http_status: status,
+        bytes_sent: 512,
+        bytes_received: if completed {
+            200 + 90 * u64::from(gaps)
+        } else {
+            120
+        },
+        usage_prompt_tokens: completed.then_some(128),
+        usage_completion_tokens: completed.then_some(gaps + 1),
+        replica: format!("replica-{}", h % 2),
+        connection_id: h % 16,
+        connection_reused: index >= 16,
+        detail: detail.into(),
+    }
+}
+
+/// Writes a synthetic journal for `config` to `out`. Returns the seal summary when sealed.
+pub fn write<W: Write>(
+    out: W,
+    config: &Config,
+    options: &Options,
+) -> Result<Option<Sealed>, WriteError> {
+    let header = header(config, options.signer.as_ref());
+    let params = header.schedule.clone();
+    let mut writer = JournalWriter::create(out, &header, options.signer.clone())?
+        .with_block_target(options.block_target_bytes);
+    let limit = match options.ending {
+        Ending::Sealed => u64::MAX,
+        Ending::Aborted { after_requests } | Ending::Torn { after_requests } => after_requests,
+    };
+    let mut since_checkpoint = 0u64;
+    let mut last_phase = u32::MAX;
+    let mut next_telemetry_ns = 1_000_000_000u64;
+    let mut last_ns = 0u64;
+    for entry in params
+        .iter()
+        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+    {
+        let mut extra = Vec::new();
+        if entry.phase != last_phase {
+            last_phase = entry.phase;
+            extra.push(Record::Event(EventRecord {
+                at_ns: entry.intended_ns,
+                kind: event_kind_code("phase").expect("phase exists"),
+                subject: params.phases[entry.phase as usize].name.clone(),
+                detail: "phase start".into(),
+                value: None,
+            }));
+        }
+        while entry.intended_ns >= next_telemetry_ns {
+            let h = mix(next_telemetry_ns);
+            extra.push(Record::Telemetry(TelemetryRecord {
+                at_ns: next_telemetry_ns,
+                interval_ns: 1_000_000_000,
+                host_cpu_busy_ppm: 100_000 + (h % 200_000) as u32,
+                recorder_cpu_ns: 2_000_000 + h % 1_000_000,
+                stall_p99_ns: 40_000 + h % 60_000,
+                stall_max_ns: 200_000 + h % 300_000,
+                stall_samples: 10_000,
+                skew_count: 6,
+                skew_p50_ns: 60_000,
+                skew_p99_ns: 210_000,
+                skew_max_ns: 220_000,
+                undispatched_total: 0,
+                in_flight: 3,
+                writer_queue_depth: 1,
+                writer_queue_max: 4,
+            }));
+            next_telemetry_ns += 1_000_000_000;
+        }
+        let roll = mix(entry.index.wrapping_mul(31).wrapping_add(params.seed)) % 100;
+        let mut record = request_with_gaps(
+            entry.index,
+            roll,
+            entry.intended_ns,
+            options.gaps_per_request,
+        );
+        record.route = entry.route;
+        extra.push(Record::Request(record));
+        for record in extra {
+            writer.append(&record)?;
+            since_checkpoint += 1;
+            if since_checkpoint >= options.checkpoint_every_records {
+                writer.checkpoint(entry.intended_ns)?;
+                since_checkpoint = 0;
+            }
+        }
+        last_ns = entry.intended_ns;
+    }
+    let end_ns = last_ns + 30_000_000_000;
+    match options.ending {
+        Ending::Sealed => writer
+            .seal(end_ns, SealStatus::Completed, "")
+            .map(|(_, s)| Some(s)),
+        Ending::Aborted { .. } => writer
+            .seal(
+                end_ns,
+                SealStatus::Aborted,
+                "operator stop (SIGINT) after dispatch was stopped",
+            )
+            .map(|(_, s)| Some(s)),
+        Ending::Torn { .. } => {
+            writer.commit()?;
+            let _ = writer.into_inner_unsealed();
+            Ok(None)
+        }
+    }
+}
+
+/// A journal in memory; for [`Ending::Torn`] the last block is cut in half.
+pub fn bytes(config: &Config, options: &Options) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out, config, options).expect("writing to memory cannot fail for a valid config");
+    if let Ending::Torn { .. } = options.ending {
+        // Find the last block's start by verifying, then cut the file inside that block.
+        let report = super::verify::verify(&out, &Default::default());
+        let header_len = report
+            .header
+            .as_ref()
+            .map(|h| h.encode().len())
+            .unwrap_or(0);
+        let mut starts = Vec::new();
+        let mut pos = header_len;
+        while pos + super::BLOCK_PREFIX_BYTES <= out.len() {
+            starts.push(pos);
+            let len =
+                u32::from_le_bytes(out[pos + 4..pos + 8].try_into().expect("4 bytes")) as usize;
+            pos += super::BLOCK_PREFIX_BYTES + len + super::HASH_BYTES;
+        }
+        let last = *starts.last().unwrap_or(&header_len);
+        let cut = last + (out.len() - last) / 2;
+        out.truncate(cut);
+    }
+    out
+}
+
+/// The golden configuration, loaded.
+pub fn golden_config() -> Config {
+    Config::parse(GOLDEN_CONFIG.as_bytes()).expect("the golden config is valid")
+}
+
+/// A small sealed journal (the doc examples and quick tests use it).
+pub fn small_sealed() -> Vec<u8> {
+    bytes(&golden_config(), &Options::default())
+}

@@ -1,0 +1,851 @@
+//! Verifies a journal's bytes: framing, the hash chain, checkpoints, signatures, the seal.
+//!
+//! Verification is a pure function of the bytes and the options. It never panics on any input and
+//! reads each byte once, front to back; the caller may release what lies behind the reported
+//! progress (the analyzer drops pages of its memory map that way, so memory stays flat).
+
+use ed25519_dalek::{Signature, Verifier as _, VerifyingKey};
+use serde::{Serialize, Serializer};
+
+use super::header::{Header, HeaderError};
+use super::records::{
+    checkpoint_message, seal_message, Counts, Outcome, Record, RecordKind, SealStatus,
+    REQUEST_OUTCOME_OFFSET,
+};
+use super::{
+    chain_step, hex, BLOCK_MAGIC, BLOCK_PAYLOAD_BYTES_MAX, BLOCK_PREFIX_BYTES, HASH_BYTES, MAGIC,
+    RECORD_BYTES_MAX, RECORD_PREFIX_BYTES,
+};
+
+/// The five verdicts (SPEC §J.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Every block verifies and the seal closes the file; its counts match the records.
+    SealedIntact,
+    /// Every complete block verifies, but the file ends before a seal (crash, kill, torn tail).
+    UnsealedPrefix,
+    /// Some byte differs from what the writer wrote, or records were moved, removed or added.
+    Tampered,
+    /// The file does not start with the journal magic.
+    NotAJournal,
+    /// A journal of a format version this build does not read.
+    UnsupportedVersion,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::SealedIntact => "sealed-intact",
+            Verdict::UnsealedPrefix => "unsealed-prefix",
+            Verdict::Tampered => "tampered",
+            Verdict::NotAJournal => "not-a-journal",
+            Verdict::UnsupportedVersion => "unsupported-version",
+        }
+    }
+}
+
+/// What the auditor trusts from outside the file.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyOptions {
+    /// A chain head kept outside the file (printed at a checkpoint or the seal, or cited by a report).
+    pub expect_head: Option<[u8; 32]>,
+    /// The operator's ed25519 public key: the journal must be signed by it.
+    pub trusted_key: Option<[u8; 32]>,
+}
+
+/// Where and how verification failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The record sequence number where the damage starts (the first record of the bad block).
+    pub record_index: Option<u64>,
+    pub byte_offset: u64,
+    pub what: String,
+    pub expected: Option<String>,
+    pub found: Option<String>,
+}
+
+/// The last verified checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckpointSeen {
+    pub sequence: u64,
+    pub at_ns: u64,
+    pub records_before: u64,
+    /// The chain value after the checkpoint's block.
+    #[serde(serialize_with = "as_hex")]
+    pub chain_head: [u8; 32],
+}
+
+/// The verified seal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SealSeen {
+    pub status: &'static str,
+    pub reason: String,
+    pub at_ns: u64,
+}
+
+/// How a trusted head given with `--expect-head` was found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "match")]
+pub enum HeadMatch {
+    /// It is the final chain head: everything in the file is covered.
+    Final,
+    /// It is the chain value after `records` records: that prefix is covered, the rest is not.
+    Prefix { records: u64 },
+    /// The chain never passes through it.
+    NotFound,
+}
+
+/// Signatures seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Signatures {
+    /// The key the header names.
+    #[serde(serialize_with = "as_hex_opt")]
+    pub key: Option<[u8; 32]>,
+    pub valid: u64,
+    /// Whether the header's key is the trusted key given in the options.
+    pub trusted: bool,
+}
+
+/// Everything `percentes verify` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifyReport {
+    pub verdict: Verdict,
+    pub file_bytes: u64,
+    /// Bytes from the start through the last verified block.
+    pub verified_bytes: u64,
+    pub blocks: u64,
+    /// Records in verified blocks (the seal included).
+    pub records: u64,
+    pub counts: Counts,
+    pub last_checkpoint: Option<CheckpointSeen>,
+    pub seal: Option<SealSeen>,
+    /// The chain value after the last verified block: for a sealed journal, its root hash.
+    #[serde(serialize_with = "as_hex_opt")]
+    pub chain_head: Option<[u8; 32]>,
+    pub head_match: Option<HeadMatch>,
+    pub signatures: Signatures,
+    /// Why the verdict is not `sealed-intact`.
+    pub problem: Option<Problem>,
+    #[serde(skip)]
+    pub header: Option<Header>,
+}
+
+impl VerifyReport {
+    fn new(file_bytes: usize) -> VerifyReport {
+        VerifyReport {
+            verdict: Verdict::NotAJournal,
+            file_bytes: file_bytes as u64,
+            verified_bytes: 0,
+            blocks: 0,
+            records: 0,
+            counts: Counts::default(),
+            last_checkpoint: None,
+            seal: None,
+            chain_head: None,
+            head_match: None,
+            signatures: Signatures::default(),
+            problem: None,
+            header: None,
+        }
+    }
+
+    fn fail(mut self, verdict: Verdict, problem: Problem) -> VerifyReport {
+        self.verdict = verdict;
+        self.problem = Some(problem);
+        self
+    }
+
+    /// Whether this verdict lets `verify` exit 0.
+    pub fn ok(&self) -> bool {
+        self.verdict == Verdict::SealedIntact
+    }
+}
+
+/// Verifies `bytes` as a journal.
+pub fn verify(bytes: &[u8], options: &VerifyOptions) -> VerifyReport {
+    verify_with_progress(bytes, options, &mut |_| {})
+}
+
+/// As [`verify`], calling `progress(offset)` after each verified block with the offset verified so far.
+pub fn verify_with_progress(
+    bytes: &[u8],
+    options: &VerifyOptions,
+    progress: &mut dyn FnMut(u64),
+) -> VerifyReport {
+    let mut report = VerifyReport::new(bytes.len());
+    let problem = |record_index: Option<u64>, offset: usize, what: String| Problem {
+        record_index,
+        byte_offset: offset as u64,
+        what,
+        expected: None,
+        found: None,
+    };
+
+    // The header.
+    let (header, header_end, chain0) = match Header::decode(bytes) {
+        Ok(decoded) => decoded,
+        Err(HeaderError::NotAJournal) => {
+            let what = if bytes.is_empty() {
+                "empty file"
+            } else {
+                "the first bytes are not the journal magic"
+            };
+            return report.fail(Verdict::NotAJournal, problem(None, 0, what.into()));
+        }
+        Err(HeaderError::UnsupportedVersion { found }) => {
+            return report.fail(
+                Verdict::UnsupportedVersion,
+                problem(
+                    None,
+                    8,
+                    format!("format version {found}; this build reads version 1"),
+                ),
+            )
+        }
+        Err(e @ HeaderError::Truncated { .. }) => {
+            return report.fail(
+                Verdict::UnsealedPrefix,
+                problem(None, bytes.len(), e.to_string()),
+            )
+        }
+        Err(e @ HeaderError::Malformed { offset, .. }) => {
+            return report.fail(Verdict::Tampered, problem(None, offset, e.to_string()))
+        }
+        Err(HeaderError::HashMismatch {
+            offset,
+            expected,
+            found,
+        }) => {
+            let mut p = problem(
+                None,
+                offset,
+                "the header hash does not match the header bytes".into(),
+            );
+            p.expected = Some(hex(&expected));
+            p.found = Some(hex(&found));
+            return report.fail(Verdict::Tampered, p);
+        }
+    };
+    if header.codec != super::CODEC {
+        let at = MAGIC.len() + 12;
+        return report.fail(
+            Verdict::UnsupportedVersion,
+            problem(
+                None,
+                at,
+                format!(
+                    "record codec {:?}; this build reads {:?}",
+                    header.codec,
+                    super::CODEC
+                ),
+            ),
+        );
+    }
+    report.signatures.key = header.signing_key;
+    let signing_key = match header.signing_key.map(|k| VerifyingKey::from_bytes(&k)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(_)) => {
+            return report.fail(
+                Verdict::Tampered,
+                problem(
+                    None,
+                    header_end,
+                    "the header's signing key is not a valid ed25519 key".into(),
+                ),
+            )
+        }
+    };
+    if let Some(trusted) = options.trusted_key {
+        report.signatures.trusted = header.signing_key == Some(trusted);
+        if !report.signatures.trusted {
+            let mut p = problem(
+                None,
+                0,
+                if header.signing_key.is_none() {
+                    "a trusted key was given but the journal is not signed".into()
+                } else {
+                    "the journal is signed by a key other than the trusted one".into()
+                },
+            );
+            p.expected = Some(hex(&trusted));
+            p.found = header.signing_key.map(|k| hex(&k));
+            report.header = Some(header);
+            return report.fail(Verdict::Tampered, p);
+        }
+    }
+    report.header = Some(header);
+
+    let mut chain = chain0;
+    let heads_seen_at = |records: u64, head: &[u8; 32], report: &mut VerifyReport| {
+        if options.expect_head.as_ref() == Some(head) {
+            report.head_match = Some(HeadMatch::Prefix { records });
+        }
+    };
+    heads_seen_at(0, &chain, &mut report);
+    let mut pos = header_end;
+    report.verified_bytes = pos as u64;
+    report.chain_head = Some(chain);
+    let mut next_record: u64 = 0;
+    let mut sealed = false;
+
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        if rest.len() < BLOCK_PREFIX_BYTES {
+            let shown = rest.len().min(BLOCK_MAGIC.len());
+            let verdict = if rest[..shown] == BLOCK_MAGIC[..shown] {
+                Verdict::UnsealedPrefix
+            } else {
+                Verdict::Tampered
+            };
+            return finish_unsealed(
+                report,
+                verdict,
+                problem(
+                    Some(next_record),
+                    pos,
+                    format!("{} bytes of a block prefix, then the file ends", rest.len()),
+                ),
+                options,
+            );
+        }
+        if rest[0..4] != BLOCK_MAGIC {
+            let mut p = problem(Some(next_record), pos, "block magic missing".into());
+            p.expected = Some(hex(&BLOCK_MAGIC));
+            p.found = Some(hex(&rest[0..4]));
+            return report.fail(Verdict::Tampered, p);
+        }
+        let payload_len = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        let check = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes"));
+        let count = u32::from_le_bytes(rest[12..16].try_into().expect("4 bytes"));
+        let first = u64::from_le_bytes(rest[16..24].try_into().expect("8 bytes"));
+        if check != !payload_len || payload_len > BLOCK_PAYLOAD_BYTES_MAX {
+            return report.fail(
+                Verdict::Tampered,
+                problem(
+                    Some(next_record),
+                    pos + 4,
+                    format!("block payload length {payload_len} is damaged (its complement reads {check:#010x})"),
+                ),
+            );
+        }
+        if first != next_record {
+            let mut p = problem(
+                Some(next_record),
+                pos + 16,
+                "block out of sequence (a block was removed, repeated, reordered or spliced in)"
+                    .into(),
+            );
+            p.expected = Some(next_record.to_string());
+            p.found = Some(first.to_string());
+            return report.fail(Verdict::Tampered, p);
+        }
+        if count == 0 {
+            return report.fail(
+                Verdict::Tampered,
+                problem(Some(next_record), pos + 12, "block holds no record".into()),
+            );
+        }
+        let hashed_end = BLOCK_PREFIX_BYTES + payload_len as usize;
+        let block_end = hashed_end + HASH_BYTES;
+        if rest.len() < block_end {
+            return finish_unsealed(
+                report,
+                Verdict::UnsealedPrefix,
+                problem(
+                    Some(next_record),
+                    pos,
+                    format!(
+                        "block of {block_end} bytes is cut off after {} bytes",
+                        rest.len()
+                    ),
+                ),
+                options,
+            );
+        }
+        let computed = chain_step(&chain, &rest[..hashed_end]);
+        let stored: [u8; 32] = rest[hashed_end..block_end].try_into().expect("32 bytes");
+        if computed != stored {
+            let mut p = problem(
+                Some(next_record),
+                pos,
+                format!(
+                    "chain value of the block holding records {next_record}..{} does not match",
+                    next_record + u64::from(count)
+                ),
+            );
+            p.expected = Some(hex(&computed));
+            p.found = Some(hex(&stored));
+            return report.fail(Verdict::Tampered, p);
+        }
+
+        // The block's records.
+        let payload = &rest[BLOCK_PREFIX_BYTES..hashed_end];
+        let mut at = 0usize;
+        for n in 0..count {
+            let index = next_record + u64::from(n);
+            let offset = pos + BLOCK_PREFIX_BYTES + at;
+            let frame = &payload[at..];
+            if frame.len() < RECORD_PREFIX_BYTES {
+                return report.fail(
+                    Verdict::Tampered,
+                    problem(
+                        Some(index),
+                        offset,
+                        "record frame cut off inside its block".into(),
+                    ),
+                );
+            }
+            let len = u32::from_le_bytes(frame[0..4].try_into().expect("4 bytes"));
+            let kind = frame[4];
+            if len > RECORD_BYTES_MAX || frame.len() - RECORD_PREFIX_BYTES < len as usize {
+                return report.fail(
+                    Verdict::Tampered,
+                    problem(
+                        Some(index),
+                        offset,
+                        format!("record length {len} runs past its block"),
+                    ),
+                );
+            }
+            let body = &frame[RECORD_PREFIX_BYTES..RECORD_PREFIX_BYTES + len as usize];
+            at += RECORD_PREFIX_BYTES + len as usize;
+            let control = matches!(
+                RecordKind::from_byte(kind),
+                Some(RecordKind::Checkpoint | RecordKind::Seal)
+            );
+            if control && count != 1 {
+                return report.fail(
+                    Verdict::Tampered,
+                    problem(
+                        Some(index),
+                        offset,
+                        "a checkpoint or seal shares its block with other records".into(),
+                    ),
+                );
+            }
+            match RecordKind::from_byte(kind) {
+                Some(RecordKind::Request) => {
+                    report.counts.requests += 1;
+                    match body
+                        .get(REQUEST_OUTCOME_OFFSET)
+                        .copied()
+                        .and_then(Outcome::from_byte)
+                    {
+                        Some(Outcome::Completed) => report.counts.completed += 1,
+                        Some(Outcome::Errored) => report.counts.errored += 1,
+                        Some(Outcome::Censored) => report.counts.censored += 1,
+                        Some(Outcome::Undispatched) => report.counts.undispatched += 1,
+                        None => {
+                            return report.fail(
+                                Verdict::Tampered,
+                                problem(
+                                    Some(index),
+                                    offset,
+                                    "request record with an undefined outcome byte".into(),
+                                ),
+                            )
+                        }
+                    }
+                }
+                Some(RecordKind::Event) => report.counts.events += 1,
+                Some(RecordKind::Telemetry) => report.counts.telemetry += 1,
+                Some(RecordKind::Checkpoint) => {
+                    let Ok(Record::Checkpoint(c)) = Record::decode(kind, body) else {
+                        return report.fail(
+                            Verdict::Tampered,
+                            problem(Some(index), offset, "checkpoint does not decode".into()),
+                        );
+                    };
+                    let b = &c.body;
+                    if b.sequence != report.counts.checkpoints
+                        || b.records_before != index
+                        || b.chain_before != chain
+                    {
+                        let p = problem(
+                            Some(index),
+                            offset,
+                            format!(
+                                "checkpoint {} disagrees with the chain (expected sequence {}, {} records before, head {})",
+                                b.sequence,
+                                report.counts.checkpoints,
+                                index,
+                                hex(&chain)
+                            ),
+                        );
+                        return report.fail(Verdict::Tampered, p);
+                    }
+                    if let Some(p) = check_signature(
+                        signing_key.as_ref(),
+                        c.signature,
+                        &checkpoint_message(b),
+                        index,
+                        offset,
+                    ) {
+                        return report.fail(Verdict::Tampered, p);
+                    }
+                    report.signatures.valid += u64::from(signing_key.is_some());
+                    report.counts.checkpoints += 1;
+                    report.last_checkpoint = Some(CheckpointSeen {
+                        sequence: b.sequence,
+                        at_ns: b.at_ns,
+                        records_before: b.records_before,
+                        chain_head: stored,
+                    });
+                }
+                Some(RecordKind::Seal) => {
+                    let Ok(Record::Seal(s)) = Record::decode(kind, body) else {
+                        return report.fail(
+                            Verdict::Tampered,
+                            problem(Some(index), offset, "seal does not decode".into()),
+                        );
+                    };
+                    let b = &s.body;
+                    if b.records_before != index || b.chain_before != chain {
+                        return report.fail(
+                            Verdict::Tampered,
+                            problem(
+                                Some(index),
+                                offset,
+                                "the seal disagrees with the chain before it".into(),
+                            ),
+                        );
+                    }
+                    if b.counts != report.counts {
+                        let mut p = problem(
+                            Some(index),
+                            offset,
+                            "the seal's counts differ from the records".into(),
+                        );
+                        p.expected = Some(format!("{:?}", report.counts));
+                        p.found = Some(format!("{:?}", b.counts));
+                        return report.fail(Verdict::Tampered, p);
+                    }
+                    let Some(status) = SealStatus::from_byte(b.status) else {
+                        return report.fail(
+                            Verdict::Tampered,
+                            problem(Some(index), offset, "undefined seal status".into()),
+                        );
+                    };
+                    if let Some(p) = check_signature(
+                        signing_key.as_ref(),
+                        s.signature,
+                        &seal_message(b),
+                        index,
+                        offset,
+                    ) {
+                        return report.fail(Verdict::Tampered, p);
+                    }
+                    report.signatures.valid += u64::from(signing_key.is_some());
+                    report.seal = Some(SealSeen {
+                        status: status.name(),
+                        reason: b.reason.clone(),
+                        at_ns: b.at_ns,
+                    });
+                    sealed = true;
+                }
+                None => report.counts.other += 1,
+            }
+        }
+        if at != payload.len() {
+            return report.fail(
+                Verdict::Tampered,
+                problem(
+                    Some(next_record + u64::from(count)),
+                    pos + BLOCK_PREFIX_BYTES + at,
+                    "bytes after the block's last record".into(),
+                ),
+            );
+        }
+        chain = stored;
+        next_record += u64::from(count);
+        pos += block_end;
+        report.blocks += 1;
+        report.records = next_record;
+        report.verified_bytes = pos as u64;
+        report.chain_head = Some(chain);
+        heads_seen_at(next_record, &chain, &mut report);
+        progress(pos as u64);
+        if sealed {
+            break;
+        }
+    }
+
+    if sealed && pos != bytes.len() {
+        let mut p = problem(
+            Some(next_record),
+            pos,
+            format!("{} bytes after the seal", bytes.len() - pos),
+        );
+        p.expected = Some("end of file".into());
+        return report.fail(Verdict::Tampered, p);
+    }
+    if !sealed {
+        return finish_unsealed(
+            report,
+            Verdict::UnsealedPrefix,
+            problem(
+                Some(next_record),
+                pos,
+                "the file ends after a complete block, before any seal".into(),
+            ),
+            options,
+        );
+    }
+    report.verdict = Verdict::SealedIntact;
+    apply_expected_head(report, options)
+}
+
+fn finish_unsealed(
+    report: VerifyReport,
+    verdict: Verdict,
+    problem: Problem,
+    options: &VerifyOptions,
+) -> VerifyReport {
+    let report = report.fail(verdict, problem);
+    if verdict == Verdict::UnsealedPrefix {
+        apply_expected_head(report, options)
+    } else {
+        report
+    }
+}
+
+/// A trusted head must lie on the chain; the final head covers the whole file.
+fn apply_expected_head(mut report: VerifyReport, options: &VerifyOptions) -> VerifyReport {
+    let Some(expected) = options.expect_head else {
+        return report;
+    };
+    if report.chain_head == Some(expected) {
+        report.head_match = Some(HeadMatch::Final);
+    }
+    if report.head_match.is_none() {
+        report.head_match = Some(HeadMatch::NotFound);
+        let mut p = Problem {
+            record_index: None,
+            byte_offset: report.verified_bytes,
+            what: "the chain never passes through the trusted head: the journal was rewritten, or cut before \
+                   the point that head covers"
+                .into(),
+            expected: Some(hex(&expected)),
+            found: report.chain_head.map(|h| hex(&h)),
+        };
+        if let Some(previous) = report.problem.take() {
+            p.what = format!("{}; also: {}", p.what, previous.what);
+        }
+        report.verdict = Verdict::Tampered;
+        report.problem = Some(p);
+    }
+    report
+}
+
+fn check_signature(
+    key: Option<&VerifyingKey>,
+    signature: Option<[u8; 64]>,
+    message: &[u8],
+    index: u64,
+    offset: usize,
+) -> Option<Problem> {
+    let what = match (key, signature) {
+        (None, None) => return None,
+        (None, Some(_)) => "a signature in a journal whose header names no signing key",
+        (Some(_), None) => "an unsigned checkpoint or seal in a signed journal",
+        (Some(key), Some(sig)) => match key.verify(message, &Signature::from_bytes(&sig)) {
+            Ok(()) => return None,
+            Err(_) => "a signature that does not verify under the header's key",
+        },
+    };
+    Some(Problem {
+        record_index: Some(index),
+        byte_offset: offset as u64,
+        what: what.into(),
+        expected: None,
+        found: None,
+    })
+}
+
+/// The records of verified bytes, in order, with their sequence number and byte offset. Stops at
+/// the end of the verified prefix; call it only with `report.verified_bytes` from [`verify`].
+pub fn records(bytes: &[u8], header_end: usize, verified_bytes: usize) -> RecordIter<'_> {
+    RecordIter {
+        bytes: &bytes[..verified_bytes.min(bytes.len())],
+        pos: header_end,
+        block_left: 0,
+        block_end: 0,
+        next: 0,
+    }
+}
+
+/// See [`records`].
+#[derive(Debug)]
+pub struct RecordIter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    block_left: u32,
+    block_end: usize,
+    next: u64,
+}
+
+/// A framed record: where it is, what kind, its body.
+#[derive(Clone, Copy, Debug)]
+pub struct Framed<'a> {
+    pub sequence: u64,
+    pub byte_offset: u64,
+    pub kind: u8,
+    pub body: &'a [u8],
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Framed<'a>;
+
+    fn next(&mut self) -> Option<Framed<'a>> {
+        if self.block_left == 0 {
+            if self.block_end != 0 {
+                self.pos = self.block_end;
+            }
+            let prefix = self.bytes.get(self.pos..self.pos + BLOCK_PREFIX_BYTES)?;
+            let payload_len = u32::from_le_bytes(prefix[4..8].try_into().ok()?) as usize;
+            self.block_left = u32::from_le_bytes(prefix[12..16].try_into().ok()?);
+            self.block_end = self.pos + BLOCK_PREFIX_BYTES + payload_len + HASH_BYTES;
+            if self.block_end > self.bytes.len() {
+                return None;
+            }
+            self.pos += BLOCK_PREFIX_BYTES;
+        }
+        let frame = self.bytes.get(self.pos..self.pos + RECORD_PREFIX_BYTES)?;
+        let len = u32::from_le_bytes(frame[0..4].try_into().ok()?) as usize;
+        let body = self
+            .bytes
+            .get(self.pos + RECORD_PREFIX_BYTES..self.pos + RECORD_PREFIX_BYTES + len)?;
+        let framed = Framed {
+            sequence: self.next,
+            byte_offset: self.pos as u64,
+            kind: frame[4],
+            body,
+        };
+        self.pos += RECORD_PREFIX_BYTES + len;
+        self.block_left -= 1;
+        self.next += 1;
+        Some(framed)
+    }
+}
+
+fn as_hex<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&hex(bytes))
+}
+
+fn as_hex_opt<S: Serializer>(bytes: &Option<[u8; 32]>, s: S) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(b) => s.serialize_str(&hex(b)),
+        None => s.serialize_none(),
+    }
+}
+
+/// The human rendering of a report (what `percentes verify` prints, less the file path).
+pub fn render(report: &VerifyReport) -> String {
+    let mut out = format!("verdict: {}\n", report.verdict.name());
+    if let Some(h) = &report.header {
+        out.push_str(&format!(
+            "format: v1, spec {} at capture, {} {} (commit {})\n",
+            h.spec_version, "percentes", h.tool_version, h.tool_commit
+        ));
+        let label = if h.profile == "dev" {
+            format!(" (time factor {}; NOT PUBLISHABLE)", h.dev_time_factor)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!("profile: {}{label}\n", h.profile));
+        out.push_str(&format!("config: blake3 {}\n", hex(&h.config_hash)));
+        out.push_str(&format!(
+            "schedule: {} requests, digest {}, shard {} of {}\n",
+            h.schedule_requests,
+            hex(&h.schedule_digest),
+            h.shard_index,
+            h.shard_count
+        ));
+    }
+    let c = &report.counts;
+    out.push_str(&format!(
+        "records: {} in {} blocks; requests {} (completed {}, errored {}, censored {}, undispatched {}); \
+         events {}; telemetry {}; checkpoints {}; other {}\n",
+        report.records,
+        report.blocks,
+        c.requests,
+        c.completed,
+        c.errored,
+        c.censored,
+        c.undispatched,
+        c.events,
+        c.telemetry,
+        c.checkpoints,
+        c.other
+    ));
+    out.push_str(&format!(
+        "verified: {} of {} bytes\n",
+        report.verified_bytes, report.file_bytes
+    ));
+    if let Some(cp) = &report.last_checkpoint {
+        out.push_str(&format!(
+            "last checkpoint: #{} after {} records, head {}\n",
+            cp.sequence,
+            cp.records_before,
+            hex(&cp.chain_head)
+        ));
+    }
+    if let Some(seal) = &report.seal {
+        let reason = if seal.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", seal.reason)
+        };
+        out.push_str(&format!(
+            "seal: {}{reason} at {} ns\n",
+            seal.status, seal.at_ns
+        ));
+    }
+    if let Some(key) = &report.signatures.key {
+        out.push_str(&format!(
+            "signatures: {} valid, key {} ({})\n",
+            report.signatures.valid,
+            hex(key),
+            if report.signatures.trusted {
+                "trusted"
+            } else {
+                "not checked against a trusted key"
+            }
+        ));
+    }
+    match &report.head_match {
+        Some(HeadMatch::Final) => out.push_str("trusted head: matches the final chain head\n"),
+        Some(HeadMatch::Prefix { records }) => out.push_str(&format!(
+            "trusted head: covers the first {records} records only\n"
+        )),
+        Some(HeadMatch::NotFound) => out.push_str("trusted head: NOT on the chain\n"),
+        None => {}
+    }
+    if let Some(head) = &report.chain_head {
+        let name = if report.verdict == Verdict::SealedIntact {
+            "chain head (root hash)"
+        } else {
+            "chain head of the verified prefix"
+        };
+        out.push_str(&format!("{name}: {}\n", hex(head)));
+    }
+    if let Some(p) = &report.problem {
+        let index = p
+            .record_index
+            .map(|i| format!("record {i}, "))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "problem: {index}byte {}: {}\n",
+            p.byte_offset, p.what
+        ));
+        if let Some(e) = &p.expected {
+            out.push_str(&format!("  expected: {e}\n"));
+        }
+        if let Some(f) = &p.found {
+            out.push_str(&format!("  found:    {f}\n"));
+        }
+    }
+    out
+}
