@@ -1,1 +1,318 @@
-fn main() {}
+//! `percentes`: the command line. Thin by design: parsing, then a call into the libraries.
+//!
+//! Exit codes (SPEC §10): 0 valid; 2 gate-invalid (nothing published); 1 error, including any
+//! `verify` verdict other than `sealed-intact`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+
+mod inspect;
+mod show;
+
+use percentes_analyzer::JournalFile;
+use percentes_formats::config::{self, Config, Profile};
+use percentes_formats::journal::{self, verify, VerifyOptions};
+use percentes_formats::pins;
+
+/// Open-loop load and failure measurement for LLM inference services.
+///
+/// Record a hash-chained journal of every scheduled request, verify it, analyze it under a chosen
+/// spec version. See README.md and SPEC.md.
+#[derive(Debug, Parser)]
+#[command(name = "percentes", version = version_line(), propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a commented, valid example configuration.
+    Init {
+        /// Which profile the example is for.
+        #[arg(long, value_enum, default_value_t = ProfileArg::Dev)]
+        profile: ProfileArg,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Overwrite the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Validate configurations and list the pins.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Verify a journal's hash chain, checkpoints, signatures and seal.
+    ///
+    /// Verdicts: sealed-intact, unsealed-prefix, tampered, not-a-journal, unsupported-version.
+    /// Exit status 0 only for sealed-intact (and a matching --expect-head / --pubkey).
+    Verify {
+        journal: PathBuf,
+        /// A chain head kept outside the file (printed by the recorder at a checkpoint or the
+        /// seal, or cited in a report): the chain must pass through it.
+        #[arg(long, value_name = "HEX")]
+        expect_head: Option<String>,
+        /// The operator's ed25519 public key (64 hex digits in a file, as `keygen` writes it):
+        /// the journal must be signed by it.
+        #[arg(long, value_name = "FILE")]
+        pubkey: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a journal's header, and with --records its records as JSON lines.
+    Inspect {
+        journal: PathBuf,
+        /// Print the records of the verified prefix as JSON lines.
+        #[arg(long)]
+        records: bool,
+        /// Only records of these kinds (request, event, telemetry, checkpoint, seal, other).
+        #[arg(long, value_delimiter = ',', requires = "records")]
+        kind: Vec<inspect::KindArg>,
+        /// Skip records before this sequence number.
+        #[arg(long, default_value_t = 0, requires = "records")]
+        from: u64,
+        /// Print at most this many records.
+        #[arg(long, requires = "records")]
+        limit: Option<u64>,
+        /// Print the header as JSON.
+        #[arg(long, conflicts_with = "records")]
+        json: bool,
+        /// Include the raw configuration text in the header output.
+        #[arg(long)]
+        config: bool,
+    },
+    /// Create an ed25519 key pair for signing journal checkpoints and seals.
+    Keygen {
+        /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
+        #[arg(long, value_name = "PREFIX")]
+        out: PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate a configuration; print its profile, hash and every pin in force.
+    Check {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the pin table (SPEC.md's "Pins" section is this output).
+    Pins,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ProfileArg {
+    Experiment,
+    Dev,
+    Hosted,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Experiment => Profile::Experiment,
+            ProfileArg::Dev => Profile::Dev,
+            ProfileArg::Hosted => Profile::Hosted,
+        }
+    }
+}
+
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const TOOL_COMMIT: &str = env!("PERCENTES_COMMIT");
+
+fn version_line() -> &'static str {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("PERCENTES_COMMIT"),
+        "; journal format v1; spec v0.2)"
+    )
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("percentes: error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Init {
+            profile,
+            output,
+            force,
+        } => init(profile.into(), output.as_deref(), force),
+        Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
+        Command::Config(ConfigCommand::Pins) => {
+            print!("{}", pins::markdown_table());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify {
+            journal,
+            expect_head,
+            pubkey,
+            json,
+        } => verify_journal(&journal, expect_head.as_deref(), pubkey.as_deref(), json),
+        Command::Inspect {
+            journal,
+            records,
+            kind,
+            from,
+            limit,
+            json,
+            config,
+        } => inspect::run(
+            &journal,
+            inspect::Options {
+                records,
+                kinds: kind,
+                from,
+                limit,
+                json,
+                config,
+            },
+        ),
+        Command::Keygen { out, force } => keygen(&out, force),
+    }
+}
+
+fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode> {
+    let text = config::example(profile);
+    match output {
+        None => print!("{text}"),
+        Some(path) => {
+            if path.exists() && !force {
+                bail!("{} exists; pass --force to overwrite it", path.display());
+            }
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "wrote a {} configuration to {}; check it with `percentes config check {}`",
+                profile.name(),
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn config_check(file: &Path, json: bool) -> Result<ExitCode> {
+    let config = Config::load(file).with_context(|| format!("{}", file.display()))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&show::config_json(&config))?
+        );
+    } else {
+        print!("{}", show::config_text(file, &config));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify_journal(
+    path: &Path,
+    expect_head: Option<&str>,
+    pubkey: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode> {
+    let expect_head = expect_head
+        .map(|h| {
+            journal::parse_hash(h)
+                .with_context(|| format!("--expect-head {h:?} is not 64 hex digits"))
+        })
+        .transpose()?;
+    let trusted_key = pubkey.map(read_public_key).transpose()?;
+    let file = JournalFile::open(path)?;
+    let report = file.verify(&VerifyOptions {
+        expect_head,
+        trusted_key,
+    });
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        value["verdict"] = serde_json::Value::String(report.verdict.name().into());
+        value["journal"] = serde_json::Value::String(path.display().to_string());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("journal: {}", path.display());
+        print!("{}", verify::render(&report));
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn read_public_key(path: &Path) -> Result<[u8; 32]> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read public key {}", path.display()))?;
+    let key = journal::parse_hash(&text).with_context(|| {
+        format!(
+            "{} does not hold a public key (64 hex digits, as `percentes keygen` writes)",
+            path.display()
+        )
+    })?;
+    ed25519_dalek::VerifyingKey::from_bytes(&key)
+        .with_context(|| format!("{} is not a valid ed25519 public key", path.display()))?;
+    Ok(key)
+}
+
+fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
+    let secret_path = prefix.with_extension("key");
+    let public_path = prefix.with_extension("pub");
+    for path in [&secret_path, &public_path] {
+        if path.exists() && !force {
+            bail!("{} exists; pass --force to overwrite it", path.display());
+        }
+    }
+    let mut seed = [0u8; 32];
+    getrandom(&mut seed)?;
+    let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+    write_private(&secret_path, &format!("{}\n", journal::hex(&seed)))?;
+    std::fs::write(
+        &public_path,
+        format!("{}\n", journal::hex(&key.verifying_key().to_bytes())),
+    )
+    .with_context(|| format!("cannot write {}", public_path.display()))?;
+    println!(
+        "secret key: {} (keep it off the machines that store journals)",
+        secret_path.display()
+    );
+    println!(
+        "public key: {} (give it to auditors: verify --pubkey)",
+        public_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fills `out` from the OS's random source, on every OS.
+fn getrandom(out: &mut [u8]) -> Result<()> {
+    getrandom::fill(out).map_err(|e| anyhow::anyhow!("the OS random source failed: {e}"))
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

@@ -121,6 +121,16 @@ pub enum TargetKind {
     Hosted,
 }
 
+impl TargetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Mock => "mock",
+            TargetKind::SelfHosted => "self-hosted",
+            TargetKind::Hosted => "hosted",
+        }
+    }
+}
+
 /// The fault a run injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -521,11 +531,7 @@ impl Config {
                 message: format!(
                     "profile \"{}\" with target.kind \"{}\": the hosted profile and a hosted target go together",
                     self.profile.name(),
-                    match self.target.kind {
-                        TargetKind::Mock => "mock",
-                        TargetKind::SelfHosted => "self-hosted",
-                        TargetKind::Hosted => "hosted",
-                    }
+                    self.target.kind.name()
                 ),
             });
         }

@@ -308,6 +308,12 @@ impl Header {
                 what: format!("{} bytes after the last header field", body_end - r.pos),
             });
         }
+        if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
+            return Err(HeaderError::Malformed {
+                offset: FILE_PREFIX_BYTES,
+                what: "the config bytes do not hash to the recorded config hash".into(),
+            });
+        }
         if header.shard_count == 0 || header.shard_index >= header.shard_count {
             return Err(HeaderError::Malformed {
                 offset: body_end,

@@ -317,7 +317,7 @@ pub fn seal_message(body: &SealBody) -> Vec<u8> {
 
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "record", rename_all = "kebab-case")]
 pub enum Record {
     Request(RequestRecord),
     Event(EventRecord),

@@ -174,7 +174,7 @@ fn request_with_gaps(index: u64, outcome_roll: u64, intended_ns: u64, gaps: u32)
         index,
         outcome: outcome as u8,
         class: class_code(class).expect("synthetic classes exist"),
-        route: (h % 4 == 0) as u32,
+        route: h.is_multiple_of(4) as u32,
         intended_ns,
         dispatched_ns: Some(dispatched),
         connect_start_ns: Some(dispatched),

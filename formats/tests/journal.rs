@@ -1,0 +1,518 @@
+//! Journal v1 against damage: truncation, bit flips, moved and spliced blocks, signatures,
+//! trusted heads, and property tests of the framing.
+
+use percentes_formats::journal::records::{EventRecord, Record, SealStatus};
+use percentes_formats::journal::synthetic::{self, Ending, Options};
+use percentes_formats::journal::verify::{self, HeadMatch, VerifyOptions};
+use percentes_formats::journal::{Header, JournalWriter, Verdict, BLOCK_PREFIX_BYTES, HASH_BYTES};
+use proptest::prelude::*;
+
+fn small() -> Vec<u8> {
+    synthetic::small_sealed()
+}
+
+fn check(bytes: &[u8]) -> verify::VerifyReport {
+    verify::verify(bytes, &VerifyOptions::default())
+}
+
+/// (start offset, end offset, records) of each block, by walking the intact journal.
+fn blocks(bytes: &[u8]) -> Vec<(usize, usize, u64)> {
+    let (_, mut pos, _) = Header::decode(bytes).unwrap();
+    let mut out = Vec::new();
+    while pos < bytes.len() {
+        let len = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        let count = u32::from_le_bytes(bytes[pos + 12..pos + 16].try_into().unwrap()) as u64;
+        let end = pos + BLOCK_PREFIX_BYTES + len + HASH_BYTES;
+        out.push((pos, end, count));
+        pos = end;
+    }
+    out
+}
+
+#[test]
+fn the_small_journal_is_sealed_and_has_many_blocks() {
+    let bytes = small();
+    let report = check(&bytes);
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{}",
+        verify::render(&report)
+    );
+    assert!(
+        blocks(&bytes).len() >= 8,
+        "corruption tests need several block boundaries"
+    );
+    assert!(report.counts.requests > 10);
+    assert_eq!(
+        report.counts.requests,
+        report.header.as_ref().unwrap().schedule_requests
+    );
+}
+
+#[test]
+fn truncation_at_every_offset_is_never_sealed_and_counts_the_valid_prefix() {
+    let bytes = small();
+    let (_, header_end, _) = Header::decode(&bytes).unwrap();
+    let blocks = blocks(&bytes);
+    for cut in 0..bytes.len() {
+        let report = check(&bytes[..cut]);
+        assert_ne!(report.verdict, Verdict::SealedIntact, "cut at {cut}");
+        if cut == 0 {
+            assert_eq!(report.verdict, Verdict::NotAJournal);
+            continue;
+        }
+        assert_eq!(
+            report.verdict,
+            Verdict::UnsealedPrefix,
+            "cut at {cut}: {}",
+            verify::render(&report)
+        );
+        let whole: u64 = blocks
+            .iter()
+            .take_while(|(_, end, _)| *end <= cut)
+            .map(|(_, _, n)| n)
+            .sum();
+        let expected = if cut < header_end { 0 } else { whole };
+        assert_eq!(report.records, expected, "cut at {cut}");
+        let verified_end = blocks
+            .iter()
+            .take_while(|(_, end, _)| *end <= cut)
+            .last()
+            .map(|b| b.1);
+        if cut >= header_end {
+            assert_eq!(
+                report.verified_bytes as usize,
+                verified_end.unwrap_or(header_end),
+                "cut at {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_detected_and_named() {
+    let bytes = small();
+    let mut copy = bytes.clone();
+    for offset in 0..bytes.len() {
+        for bit in 0..8 {
+            copy[offset] ^= 1 << bit;
+            let report = check(&copy);
+            let expected = match offset {
+                0..=7 => Verdict::NotAJournal,
+                8..=9 => Verdict::UnsupportedVersion,
+                _ => Verdict::Tampered,
+            };
+            assert_eq!(
+                report.verdict,
+                expected,
+                "flip of bit {bit} at byte {offset}: {}",
+                verify::render(&report)
+            );
+            copy[offset] ^= 1 << bit;
+        }
+    }
+    assert_eq!(copy, bytes);
+}
+
+#[test]
+fn a_flip_is_located_at_its_block() {
+    let bytes = small();
+    let blocks = blocks(&bytes);
+    let (start, end, _) = blocks[3];
+    let first_record: u64 = blocks[..3].iter().map(|b| b.2).sum();
+    let mut copy = bytes.clone();
+    copy[(start + end) / 2] ^= 0x10;
+    let report = check(&copy);
+    assert_eq!(report.verdict, Verdict::Tampered);
+    let problem = report.problem.unwrap();
+    assert_eq!(problem.record_index, Some(first_record));
+    assert!(
+        problem.byte_offset as usize >= start && (problem.byte_offset as usize) < end,
+        "{problem:?}"
+    );
+    assert_eq!(
+        report.records, first_record,
+        "the blocks before the damage still verify"
+    );
+}
+
+fn rebuild(bytes: &[u8], order: &[usize]) -> Vec<u8> {
+    let (_, header_end, _) = Header::decode(bytes).unwrap();
+    let blocks = blocks(bytes);
+    let mut out = bytes[..header_end].to_vec();
+    for &i in order {
+        out.extend_from_slice(&bytes[blocks[i].0..blocks[i].1]);
+    }
+    out
+}
+
+#[test]
+fn swapping_deleting_or_duplicating_blocks_is_tampering() {
+    let bytes = small();
+    let n = blocks(&bytes).len();
+    let all: Vec<usize> = (0..n).collect();
+    assert_eq!(rebuild(&bytes, &all), bytes);
+
+    let mut swapped = all.clone();
+    swapped.swap(2, 3);
+    let mut deleted = all.clone();
+    deleted.remove(2);
+    let mut duplicated = all.clone();
+    duplicated.insert(2, 2);
+    let mut last_deleted = all.clone();
+    last_deleted.remove(n - 2);
+    for (name, order) in [
+        ("swap", swapped),
+        ("delete", deleted),
+        ("duplicate", duplicated),
+        ("delete before seal", last_deleted),
+    ] {
+        let report = check(&rebuild(&bytes, &order));
+        assert_eq!(
+            report.verdict,
+            Verdict::Tampered,
+            "{name}: {}",
+            verify::render(&report)
+        );
+    }
+}
+
+#[test]
+fn swapping_two_records_inside_a_block_is_tampering() {
+    let bytes = small();
+    let (start, _, count) = blocks(&bytes).into_iter().find(|b| b.2 >= 2).unwrap();
+    assert!(count >= 2);
+    let mut copy = bytes.clone();
+    let first = start + BLOCK_PREFIX_BYTES;
+    let len_a = u32::from_le_bytes(copy[first..first + 4].try_into().unwrap()) as usize + 5;
+    let len_b =
+        u32::from_le_bytes(copy[first + len_a..first + len_a + 4].try_into().unwrap()) as usize + 5;
+    let a = copy[first..first + len_a].to_vec();
+    let b = copy[first + len_a..first + len_a + len_b].to_vec();
+    copy.splice(first..first + len_a + len_b, b.into_iter().chain(a));
+    assert_eq!(check(&copy).verdict, Verdict::Tampered);
+}
+
+#[test]
+fn splicing_two_journals_is_tampering() {
+    let a = small();
+    // Another run: same shape, other seed, so headers differ in a few bytes and lengths agree.
+    let other = synthetic::GOLDEN_CONFIG.replace("seed = 20261130", "seed = 20261131");
+    let config = percentes_formats::config::Config::parse(other.as_bytes()).unwrap();
+    let b = synthetic::bytes(
+        &config,
+        &Options {
+            gaps_per_request: 3,
+            ..Options::default()
+        },
+    );
+    assert_ne!(a[..header_len(&a)], b[..header_len(&b)]);
+    let (_, header_end, _) = Header::decode(&a).unwrap();
+    assert_eq!(
+        Header::decode(&b).unwrap().1,
+        header_end,
+        "same config, same header length"
+    );
+    let blocks_a = blocks(&a);
+    let blocks_b = blocks(&b);
+    // A's header and first blocks, then B's blocks from the same record sequence on.
+    let cut_a = blocks_a[2].1;
+    let records_a: u64 = blocks_a[..3].iter().map(|x| x.2).sum();
+    let mut records_b = 0;
+    let start_b = blocks_b
+        .iter()
+        .find(|x| {
+            let here = records_b;
+            records_b += x.2;
+            here == records_a
+        })
+        .map(|x| x.0);
+    let mut spliced = a[..cut_a].to_vec();
+    match start_b {
+        Some(start) => spliced.extend_from_slice(&b[start..]),
+        None => spliced.extend_from_slice(&b[blocks_b[3].0..]),
+    }
+    assert_eq!(check(&spliced).verdict, Verdict::Tampered);
+    // B's header with A's blocks.
+    let mut headers_swapped = b[..header_end].to_vec();
+    headers_swapped.extend_from_slice(&a[header_end..]);
+    assert_eq!(check(&headers_swapped).verdict, Verdict::Tampered);
+}
+
+#[test]
+fn trailing_bytes_after_the_seal_are_tampering() {
+    let mut bytes = small();
+    bytes.push(0);
+    let report = check(&bytes);
+    assert_eq!(report.verdict, Verdict::Tampered);
+    assert!(report.problem.unwrap().what.contains("after the seal"));
+}
+
+#[test]
+fn aborted_and_torn_journals() {
+    let config = synthetic::golden_config();
+    let aborted = synthetic::bytes(
+        &config,
+        &Options {
+            ending: Ending::Aborted { after_requests: 10 },
+            ..Options::default()
+        },
+    );
+    let report = check(&aborted);
+    assert_eq!(report.verdict, Verdict::SealedIntact);
+    assert_eq!(report.seal.as_ref().unwrap().status, "aborted");
+    assert_eq!(report.counts.requests, 10);
+
+    let torn = synthetic::bytes(
+        &config,
+        &Options {
+            ending: Ending::Torn { after_requests: 30 },
+            ..Options::default()
+        },
+    );
+    let report = check(&torn);
+    assert_eq!(report.verdict, Verdict::UnsealedPrefix);
+    let checkpoint = report
+        .last_checkpoint
+        .clone()
+        .expect("a checkpoint before the tear");
+    assert!(
+        report.records > checkpoint.records_before,
+        "the checkpoint record itself verifies"
+    );
+}
+
+/// What SIGKILL leaves: whatever the writer had written. Nothing before the last checkpoint is lost.
+#[test]
+fn a_kill_at_any_moment_keeps_everything_before_the_last_checkpoint() {
+    let config = synthetic::golden_config();
+    let header = synthetic::header(&config, None);
+    let mut writer = JournalWriter::create(Vec::new(), &header, None)
+        .unwrap()
+        .with_block_target(300);
+    let mut checkpoint_records = 0;
+    for i in 0..200u64 {
+        let event = EventRecord {
+            at_ns: i,
+            kind: 10,
+            subject: "probe".into(),
+            detail: "x".repeat((i % 50) as usize),
+            value: Some(i as i64),
+        };
+        writer.append(&Record::Event(event)).unwrap();
+        if i % 17 == 16 {
+            writer.checkpoint(i).unwrap();
+            checkpoint_records = writer.records_appended();
+        }
+        // Killed now: the file holds exactly what was written so far.
+        let on_disk = writer.get_mut().clone();
+        let report = check(&on_disk);
+        assert_eq!(report.verdict, Verdict::UnsealedPrefix);
+        assert!(
+            report.records >= checkpoint_records,
+            "after record {i}: {} < {checkpoint_records}",
+            report.records
+        );
+        if checkpoint_records > 0 {
+            assert_eq!(
+                report.last_checkpoint.as_ref().unwrap().records_before + 1,
+                checkpoint_records
+            );
+        }
+    }
+}
+
+#[test]
+fn signatures_bind_the_journal_to_the_operator_key() {
+    let config = synthetic::golden_config();
+    let key = synthetic::golden_signing_key();
+    let public = key.verifying_key().to_bytes();
+    let signed = synthetic::bytes(
+        &config,
+        &Options {
+            signer: Some(key),
+            ..Options::default()
+        },
+    );
+    let trusted = VerifyOptions {
+        trusted_key: Some(public),
+        ..Default::default()
+    };
+    let report = verify::verify(&signed, &trusted);
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{}",
+        verify::render(&report)
+    );
+    assert!(report.signatures.trusted);
+    assert_eq!(report.signatures.valid, report.counts.checkpoints + 1);
+
+    let other = ed25519_dalek_key(9);
+    let wrong = VerifyOptions {
+        trusted_key: Some(other.verifying_key().to_bytes()),
+        ..Default::default()
+    };
+    assert_eq!(verify::verify(&signed, &wrong).verdict, Verdict::Tampered);
+
+    // An attacker who rewrites the journal and signs it with their own key is caught by the trusted key.
+    let forged = synthetic::bytes(
+        &config,
+        &Options {
+            signer: Some(other),
+            gaps_per_request: 2,
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        check(&forged).verdict,
+        Verdict::SealedIntact,
+        "self-consistent"
+    );
+    assert_eq!(verify::verify(&forged, &trusted).verdict, Verdict::Tampered);
+
+    // An unsigned journal cannot satisfy a trusted key.
+    assert_eq!(
+        verify::verify(&small(), &trusted).verdict,
+        Verdict::Tampered
+    );
+}
+
+fn ed25519_dalek_key(seed: u8) -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[seed; 32])
+}
+
+#[test]
+fn trusted_heads_cover_the_prefix_they_were_printed_for() {
+    let bytes = small();
+    let report = check(&bytes);
+    let final_head = report.chain_head.unwrap();
+    let checkpoint_head = report.last_checkpoint.as_ref().unwrap().chain_head;
+
+    let with = |head| VerifyOptions {
+        expect_head: Some(head),
+        ..Default::default()
+    };
+    let r = verify::verify(&bytes, &with(final_head));
+    assert_eq!(
+        (r.verdict, r.head_match),
+        (Verdict::SealedIntact, Some(HeadMatch::Final))
+    );
+    let r = verify::verify(&bytes, &with(checkpoint_head));
+    assert_eq!(r.verdict, Verdict::SealedIntact);
+    assert!(matches!(r.head_match, Some(HeadMatch::Prefix { .. })));
+
+    // A full rewrite with a recomputed chain is self-consistent, but not on the trusted chain.
+    let rewritten = synthetic::bytes(
+        &synthetic::golden_config(),
+        &Options {
+            gaps_per_request: 5,
+            ..Options::default()
+        },
+    );
+    assert_eq!(check(&rewritten).verdict, Verdict::SealedIntact);
+    let r = verify::verify(&rewritten, &with(final_head));
+    assert_eq!(
+        (r.verdict, r.head_match),
+        (Verdict::Tampered, Some(HeadMatch::NotFound))
+    );
+}
+
+#[test]
+fn records_iterate_in_order_and_decode() {
+    let bytes = small();
+    let report = check(&bytes);
+    let (_, header_end, _) = Header::decode(&bytes).unwrap();
+    let framed: Vec<_> =
+        verify::records(&bytes, header_end, report.verified_bytes as usize).collect();
+    assert_eq!(framed.len() as u64, report.records);
+    for (i, f) in framed.iter().enumerate() {
+        assert_eq!(f.sequence, i as u64);
+        Record::decode(f.kind, f.body).unwrap();
+    }
+    assert!(matches!(
+        Record::decode(framed.last().unwrap().kind, framed.last().unwrap().body),
+        Ok(Record::Seal(_))
+    ));
+}
+
+fn arbitrary_record() -> impl Strategy<Value = Record> {
+    prop_oneof![
+        (
+            any::<u64>(),
+            any::<u16>(),
+            ".{0,40}",
+            ".{0,200}",
+            any::<Option<i64>>()
+        )
+            .prop_map(|(at_ns, kind, subject, detail, value)| {
+                Record::Event(EventRecord {
+                    at_ns,
+                    kind,
+                    subject,
+                    detail,
+                    value,
+                })
+            }),
+        (0u64..1_000_000, 0u64..100, 0u64..1 << 40)
+            .prop_map(|(i, roll, t)| Record::Request(synthetic::request(i, roll, t))),
+        (6u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
+            .prop_map(|(kind_byte, body)| Record::Unknown { kind_byte, body }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever is appended, with whatever block size and checkpoints, comes back verified and
+    /// identical, and every truncation of it is an unsealed prefix of it.
+    #[test]
+    fn framing_round_trips(
+        records in proptest::collection::vec(arbitrary_record(), 0..60),
+        block_target in 1usize..2048,
+        checkpoint_every in 1usize..30,
+        cut_fraction in 0.0f64..1.0,
+    ) {
+        let config = synthetic::golden_config();
+        let header = synthetic::header(&config, None);
+        let mut writer = JournalWriter::create(Vec::new(), &header, None).unwrap().with_block_target(block_target);
+        for (i, record) in records.iter().enumerate() {
+            writer.append(record).unwrap();
+            if i % checkpoint_every == checkpoint_every - 1 {
+                writer.checkpoint(i as u64).unwrap();
+            }
+        }
+        let (bytes, sealed) = writer.seal(1, SealStatus::Completed, "").unwrap();
+        let report = check(&bytes);
+        prop_assert_eq!(report.verdict, Verdict::SealedIntact);
+        prop_assert_eq!(report.chain_head, Some(sealed.chain_head));
+        prop_assert_eq!(report.counts, sealed.counts);
+        let (_, header_end, _) = Header::decode(&bytes).unwrap();
+        let decoded: Vec<Record> = verify::records(&bytes, header_end, bytes.len())
+            .map(|f| Record::decode(f.kind, f.body).unwrap())
+            .filter(|r| !matches!(r, Record::Checkpoint(_) | Record::Seal(_)))
+            .collect();
+        prop_assert_eq!(&decoded, &records);
+
+        let cut = header_end + ((bytes.len() - header_end) as f64 * cut_fraction) as usize;
+        let partial = check(&bytes[..cut.min(bytes.len() - 1)]);
+        prop_assert_eq!(partial.verdict, Verdict::UnsealedPrefix);
+        prop_assert!(partial.records <= report.records);
+    }
+
+    /// Arbitrary bytes never panic the verifier, and are never sealed-intact.
+    #[test]
+    fn garbage_is_never_a_sealed_journal(noise in proptest::collection::vec(any::<u8>(), 0..4096), keep in 0usize..4096) {
+        let mut bytes = small();
+        let keep = keep.min(bytes.len());
+        bytes.truncate(keep);
+        bytes.extend_from_slice(&noise);
+        let report = check(&bytes);
+        prop_assert!(report.verdict != Verdict::SealedIntact || noise.is_empty() && keep == small().len());
+    }
+}
+
+fn header_len(bytes: &[u8]) -> usize {
+    Header::decode(bytes).unwrap().1
+}

@@ -1,0 +1,133 @@
+//! `percentes inspect`: a journal's header, and its records as JSON lines.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::ValueEnum;
+use percentes_analyzer::JournalFile;
+use percentes_formats::journal::records::{
+    class_name, event_kind_name, Outcome, Record, RecordKind,
+};
+use percentes_formats::journal::{verify, Verdict};
+use serde_json::json;
+
+use crate::show;
+
+/// Record kinds `--kind` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    Request,
+    Event,
+    Telemetry,
+    Checkpoint,
+    Seal,
+    /// Kinds this build does not know.
+    Other,
+}
+
+impl KindArg {
+    fn matches(self, kind: u8) -> bool {
+        matches!(
+            (self, RecordKind::from_byte(kind)),
+            (KindArg::Request, Some(RecordKind::Request))
+                | (KindArg::Event, Some(RecordKind::Event))
+                | (KindArg::Telemetry, Some(RecordKind::Telemetry))
+                | (KindArg::Checkpoint, Some(RecordKind::Checkpoint))
+                | (KindArg::Seal, Some(RecordKind::Seal))
+                | (KindArg::Other, None)
+        )
+    }
+}
+
+#[derive(Debug)]
+pub struct Options {
+    pub records: bool,
+    pub kinds: Vec<KindArg>,
+    pub from: u64,
+    pub limit: Option<u64>,
+    pub json: bool,
+    pub config: bool,
+}
+
+pub fn run(path: &Path, options: Options) -> Result<ExitCode> {
+    let file = JournalFile::open(path)?;
+    let report = file.verify(&Default::default());
+    if report.verdict != Verdict::SealedIntact {
+        eprintln!(
+            "percentes: warning: {} verifies as {}; only its verified prefix is shown{}",
+            path.display(),
+            report.verdict.name(),
+            report
+                .problem
+                .as_ref()
+                .map(|p| format!(" ({})", p.what))
+                .unwrap_or_default()
+        );
+    }
+    let Some(header) = report.header.as_ref() else {
+        anyhow::bail!(
+            "{}: no readable journal header ({})",
+            path.display(),
+            report.verdict.name()
+        );
+    };
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if !options.records {
+        if options.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&show::header_json(header, options.config))?
+            )?;
+        } else {
+            writeln!(out, "journal: {}", path.display())?;
+            write!(out, "{}", show::header_text(header, options.config))?;
+            write!(out, "{}", verify::render(&report))?;
+        }
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut printed = 0u64;
+    for (framed, decoded) in file.records(&report) {
+        if framed.sequence < options.from {
+            continue;
+        }
+        if !options.kinds.is_empty() && !options.kinds.iter().any(|k| k.matches(framed.kind)) {
+            continue;
+        }
+        if options.limit.is_some_and(|limit| printed >= limit) {
+            break;
+        }
+        let mut line = match decoded {
+            Ok(record) => {
+                let mut value = serde_json::to_value(&record)?;
+                annotate(&record, &mut value);
+                value
+            }
+            Err(error) => {
+                json!({"record": "undecodable", "kind_byte": framed.kind, "error": error.message})
+            }
+        };
+        line["sequence"] = json!(framed.sequence);
+        line["byte_offset"] = json!(framed.byte_offset);
+        writeln!(out, "{}", serde_json::to_string(&line)?)?;
+        printed += 1;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds names beside the stable codes, for people reading the JSON.
+fn annotate(record: &Record, value: &mut serde_json::Value) {
+    match record {
+        Record::Request(r) => {
+            value["outcome_name"] = json!(Outcome::from_byte(r.outcome).map(Outcome::name));
+            value["class_name"] = json!(class_name(r.class));
+        }
+        Record::Event(e) => value["kind_name"] = json!(event_kind_name(e.kind)),
+        _ => {}
+    }
+}

@@ -1,0 +1,307 @@
+//! Human and JSON renderings shared by the subcommands.
+
+use std::path::Path;
+
+use percentes_formats::config::{Config, FaultVariant, PinInForce};
+use percentes_formats::journal::{hex, Header};
+use percentes_formats::pins::{self, Value};
+use percentes_formats::schedule::ScheduleParams;
+use serde_json::{json, Value as Json};
+
+/// Seconds with millisecond precision, from ns.
+pub fn seconds(ns: u64) -> String {
+    format!("{}.{:03} s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
+}
+
+/// A Unix time in ns as an ISO 8601 UTC timestamp (civil-from-days, proleptic Gregorian).
+pub fn utc(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let nanos = unix_ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        nanos
+    )
+}
+
+fn pin_value(value: Value, unit: &str) -> String {
+    if unit.is_empty() {
+        value.to_string()
+    } else {
+        format!("{value} {unit}")
+    }
+}
+
+fn pin_line(p: &PinInForce) -> String {
+    let key = p.pin.key.unwrap_or("(not configurable)");
+    let mut line = format!(
+        "  {:<4} {key} = {}  [{}: {} {}]",
+        p.pin.clause,
+        pin_value(p.value, p.pin.unit),
+        p.pin.what,
+        pins::rule_words(p.pin.rule),
+        pin_value(p.pin.value, p.pin.unit),
+    );
+    if p.configured && p.value != p.pin.value {
+        line.push_str(" (configured stricter)");
+    }
+    if let Some(effective) = &p.effective {
+        line.push_str(&format!(" -> {effective}"));
+    }
+    if p.not_verifiable {
+        line.push_str(" NOT VERIFIABLE (server-side pin, hosted target)");
+    }
+    line
+}
+
+/// Lines describing a schedule.
+pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32]) -> String {
+    let mut out = format!(
+        "schedule: seed {}, {} arrivals, {requests} requests over {}, digest {}\n",
+        params.seed,
+        params.arrival.name(),
+        seconds(params.total_duration_ns()),
+        hex(digest)
+    );
+    let mut start = 0;
+    for phase in &params.phases {
+        out.push_str(&format!(
+            "  phase {:<15} from {:>12} for {:>12} at {} rps\n",
+            phase.name,
+            seconds(start),
+            seconds(phase.duration_ns),
+            phase.rate_rps
+        ));
+        start += phase.duration_ns;
+    }
+    let routes: Vec<String> = params
+        .routes
+        .iter()
+        .map(|r| format!("{} (weight {})", r.label, r.weight))
+        .collect();
+    out.push_str(&format!("  routes: {}\n", routes.join(", ")));
+    if let Some(t) = params.inject_at_ns {
+        out.push_str(&format!("  T_inject: {}\n", seconds(t)));
+    }
+    out
+}
+
+/// What `config check` prints.
+pub fn config_text(file: &Path, config: &Config) -> String {
+    let params = config.schedule_params();
+    let requests = params.iter().count() as u64;
+    let mut out = format!("config: {} is valid (schema_version 1)\n", file.display());
+    out.push_str(&format!("profile: {}", config.profile.name()));
+    if config.time_factor > 1 {
+        out.push_str(&format!(", time factor {}", config.time_factor));
+    }
+    match config.publishability() {
+        Ok(()) => out.push('\n'),
+        Err(why) => out.push_str(&format!(" -- {why}\n")),
+    }
+    out.push_str(&format!("blake3: {}\n", hex(&config.hash())));
+    let t = &config.target;
+    out.push_str(&format!(
+        "target: {} at {}, model {:?}, replicas {:?}, {}\n",
+        t.kind.name(),
+        t.base_url,
+        t.model,
+        t.replicas,
+        if t.stream {
+            "streaming (SSE)"
+        } else {
+            "not streaming"
+        }
+    ));
+    if t.tls.insecure {
+        out.push_str(
+            "tls: CERTIFICATE VERIFICATION OFF (recorded in the journal and every report)\n",
+        );
+    }
+    if let (None, Some(lambda_max)) = (config.schedule.rate_rps, config.calibration.lambda_max_rps)
+    {
+        out.push_str(&format!(
+            "rate: {} rps = {} replicas x {} x lambda_max {} rps (§1)\n",
+            config.rate_rps(),
+            t.replicas.len(),
+            config.value("calibration.lambda_r_fraction"),
+            lambda_max
+        ));
+    }
+    out.push_str(&schedule_lines(&params, requests, &params.digest()));
+    match config.fault.variant {
+        FaultVariant::None => out.push_str("fault: none\n"),
+        v => out.push_str(&format!(
+            "fault: {} of {} at T_inject\n",
+            v.name(),
+            config.fault.victim.as_deref().unwrap_or("?")
+        )),
+    }
+    out.push_str("pins in force (clause, key = value [what: rule pin]):\n");
+    for p in config.pins_in_force() {
+        out.push_str(&pin_line(&p));
+        out.push('\n');
+    }
+    out
+}
+
+fn json_value(v: Value) -> Json {
+    match v {
+        Value::Int(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::Bool(b) => json!(b),
+    }
+}
+
+/// What `config check --json` prints.
+pub fn config_json(config: &Config) -> Json {
+    let params = config.schedule_params();
+    json!({
+        "valid": true,
+        "profile": config.profile.name(),
+        "time_factor": config.time_factor,
+        "publishable": config.publishability().is_ok(),
+        "not_publishable_reason": config.publishability().err(),
+        "blake3": hex(&config.hash()),
+        "rate_rps": config.rate_rps(),
+        "schedule_requests": params.iter().count(),
+        "schedule_digest": hex(&params.digest()),
+        "pins": config.pins_in_force().iter().map(|p| json!({
+            "clause": p.pin.clause,
+            "key": p.pin.key,
+            "what": p.pin.what,
+            "value": json_value(p.value),
+            "pinned": json_value(p.pin.value),
+            "unit": p.pin.unit,
+            "rule": pins::rule_words(p.pin.rule),
+            "configured": p.configured,
+            "effective": p.effective,
+            "not_verifiable": p.not_verifiable,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// What `inspect` prints about a header.
+pub fn header_text(header: &Header, with_config: bool) -> String {
+    let mut out = format!("format: v1, codec {:?}\n", header.codec);
+    out.push_str(&format!("spec at capture: {}\n", header.spec_version));
+    out.push_str(&format!(
+        "tool: percentes {} (commit {})\n",
+        header.tool_version, header.tool_commit
+    ));
+    out.push_str(&format!("profile: {}", header.profile));
+    if header.profile == "dev" {
+        out.push_str(&format!(
+            ", time factor {} -- NOT PUBLISHABLE",
+            header.dev_time_factor
+        ));
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "config: {} bytes, blake3 {}\n",
+        header.config_bytes.len(),
+        hex(&header.config_hash)
+    ));
+    out.push_str(&schedule_lines(
+        &header.schedule,
+        header.schedule_requests,
+        &header.schedule_digest,
+    ));
+    out.push_str(&format!(
+        "clock: {}, epoch at monotonic {} ns = {} (realtime, for humans only)\n",
+        header.clock.source,
+        header.clock.monotonic_epoch_ns,
+        utc(header.clock.realtime_epoch_ns)
+    ));
+    for (key, value) in &header.host {
+        out.push_str(&format!("host: {key} = {value}\n"));
+    }
+    out.push_str(&format!(
+        "shard: {} of {}\n",
+        header.shard_index, header.shard_count
+    ));
+    out.push_str(&format!(
+        "signing key: {}\n",
+        header
+            .signing_key
+            .map(|k| hex(&k))
+            .unwrap_or_else(|| "none (journal not signed)".into())
+    ));
+    for (key, value) in &header.extensions {
+        out.push_str(&format!("extension: {key} ({} bytes)\n", value.len()));
+    }
+    if with_config {
+        out.push_str("--- config ---\n");
+        out.push_str(&String::from_utf8_lossy(&header.config_bytes));
+        if !header.config_bytes.ends_with(b"\n") {
+            out.push('\n');
+        }
+        out.push_str("--- end of config ---\n");
+    }
+    out
+}
+
+/// What `inspect --json` prints about a header.
+pub fn header_json(header: &Header, with_config: bool) -> Json {
+    let s = &header.schedule;
+    json!({
+        "format_version": 1,
+        "codec": header.codec,
+        "spec_version": header.spec_version,
+        "tool_version": header.tool_version,
+        "tool_commit": header.tool_commit,
+        "profile": header.profile,
+        "dev_time_factor": header.dev_time_factor,
+        "config_hash": hex(&header.config_hash),
+        "config_bytes": header.config_bytes.len(),
+        "config": with_config.then(|| String::from_utf8_lossy(&header.config_bytes).into_owned()),
+        "schedule": {
+            "seed": s.seed,
+            "arrival": s.arrival.name(),
+            "phases": s.phases.iter().map(|p| json!({"name": p.name, "duration_ns": p.duration_ns, "rate_rps": p.rate_rps})).collect::<Vec<_>>(),
+            "routes": s.routes.iter().map(|r| json!({"label": r.label, "weight": r.weight})).collect::<Vec<_>>(),
+            "inject_at_ns": s.inject_at_ns,
+            "requests": header.schedule_requests,
+            "digest": hex(&header.schedule_digest),
+        },
+        "clock": {
+            "monotonic_epoch_ns": header.clock.monotonic_epoch_ns,
+            "realtime_epoch_ns": header.clock.realtime_epoch_ns,
+            "realtime_epoch_utc": utc(header.clock.realtime_epoch_ns),
+            "source": header.clock.source,
+        },
+        "host": header.host.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+        "shard_index": header.shard_index,
+        "shard_count": header.shard_count,
+        "signing_key": header.signing_key.map(|k| hex(&k)),
+        "extensions": header.extensions.iter().map(|(k, v)| json!({"key": k, "bytes": v.len()})).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_renders_known_instants() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            utc(951_782_400_000_000_001),
+            "2000-02-29T00:00:00.000000001Z"
+        );
+        assert_eq!(utc(-1), "1969-12-31T23:59:59.999999999Z");
+    }
+}

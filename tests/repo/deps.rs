@@ -1,0 +1,80 @@
+//! Dependencies point one way, and the analyzer stays portable (DESIGN, style.md).
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// Every package reachable from `root` through normal dependencies, for this host
+/// (`cargo tree` resolves the locked graph without fetching other platforms' crates).
+fn reachable(root: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "-p",
+            root,
+        ])
+        .current_dir(super::golden::root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: BTreeSet<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect();
+    assert!(names.contains(root), "cargo tree did not list {root}");
+    names
+}
+
+#[test]
+fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
+    let deps = reachable("percentes-analyzer");
+    assert!(
+        deps.contains("memmap2") && deps.contains("blake3"),
+        "the walk must see transitive dependencies: {deps:?}"
+    );
+    for banned in [
+        "io-uring",
+        "compio",
+        "tokio-uring",
+        "tokio",
+        "hyper",
+        "percentes-recorder",
+        "percentes-scenarios",
+    ] {
+        assert!(
+            !deps.contains(banned),
+            "percentes-analyzer depends on {banned}"
+        );
+    }
+}
+
+#[test]
+fn formats_depends_on_no_io_policy() {
+    let deps = reachable("percentes-formats");
+    for banned in [
+        "io-uring",
+        "compio",
+        "tokio",
+        "hyper",
+        "memmap2",
+        "percentes-analyzer",
+    ] {
+        assert!(
+            !deps.contains(banned),
+            "percentes-formats depends on {banned}"
+        );
+    }
+}

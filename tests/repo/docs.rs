@@ -1,0 +1,55 @@
+//! Documents that must agree with the code.
+
+use super::golden::root;
+use percentes_formats::journal::records::{CLASSES, EVENT_KINDS};
+use percentes_formats::pins;
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(root().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn spec_holds_the_pin_table_verbatim() {
+    let spec = read("SPEC.md");
+    let table = pins::markdown_table();
+    assert!(
+        spec.contains(&table),
+        "SPEC.md's pin table differs from formats::pins::PINS; paste the output of `percentes config pins`"
+    );
+}
+
+#[test]
+fn journal_doc_lists_every_code() {
+    let doc = read("formats/JOURNAL.md");
+    for (code, name, _) in CLASSES {
+        assert!(
+            doc.contains(&format!("| {code} | `{name}` |")),
+            "class {code} {name} missing from JOURNAL.md"
+        );
+    }
+    for (code, name) in EVENT_KINDS {
+        assert!(
+            doc.contains(&format!("| {code} | `{name}` |")),
+            "event kind {code} {name} missing from JOURNAL.md"
+        );
+    }
+    assert!(
+        doc.contains(percentes_formats::journal::CODEC),
+        "JOURNAL.md must quote the codec string"
+    );
+}
+
+#[test]
+fn readme_commands_are_the_ones_ci_runs() {
+    let readme = read("README.md");
+    let ci = read(".ci/run");
+    let test_command = "cargo test --workspace --locked";
+    assert!(
+        readme.contains(test_command),
+        "README must show the test command"
+    );
+    assert!(
+        ci.contains(test_command),
+        ".ci/run must run the README's test command"
+    );
+}
