@@ -7,4 +7,5 @@ mod repo {
     pub mod deps;
     pub mod docs;
     pub mod golden;
+    pub mod independent;
 }

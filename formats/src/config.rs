@@ -760,13 +760,10 @@ fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str, Value>, C
             None => {}
         }
     }
-    // Mixed sections may be left empty after their pins are taken: drop them so serde sees the rest.
-    for section in ["calibration", "fault", "target"] {
-        if let Some(toml::Value::Table(t)) = table.get(section) {
-            if t.is_empty() && section == "calibration" {
-                table.remove(section);
-            }
-        }
+    // [calibration] may hold only pins; once they are taken, an empty section is dropped so the
+    // typed stage sees an absent (defaulted) section rather than an empty table.
+    if matches!(table.get("calibration"), Some(toml::Value::Table(t)) if t.is_empty()) {
+        table.remove("calibration");
     }
     Ok(configured)
 }

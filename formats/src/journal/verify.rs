@@ -13,8 +13,8 @@ use super::records::{
     REQUEST_OUTCOME_OFFSET,
 };
 use super::{
-    chain_step, hex, BLOCK_MAGIC, BLOCK_PAYLOAD_BYTES_MAX, BLOCK_PREFIX_BYTES, HASH_BYTES, MAGIC,
-    RECORD_BYTES_MAX, RECORD_PREFIX_BYTES,
+    chain_step, hex, BLOCK_MAGIC, BLOCK_PAYLOAD_BYTES_MAX, BLOCK_PREFIX_BYTES, FILE_PREFIX_BYTES,
+    HASH_BYTES, RECORD_BYTES_MAX, RECORD_PREFIX_BYTES,
 };
 
 /// The five verdicts (SPEC §J.7).
@@ -228,7 +228,7 @@ pub fn verify_with_progress(
         }
     };
     if header.codec != super::CODEC {
-        let at = MAGIC.len() + 12;
+        let at = FILE_PREFIX_BYTES;
         return report.fail(
             Verdict::UnsupportedVersion,
             problem(

@@ -1,0 +1,84 @@
+//! The independent verifier (scripts/verify_journal.py, written from formats/JOURNAL.md alone,
+//! with its own BLAKE3) must agree with `percentes verify`: if it ever disagrees, JOURNAL.md or
+//! the code is wrong.
+
+use std::process::Command;
+
+use super::golden::{percentes, root};
+
+fn python() -> Option<&'static str> {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: python3 is not installed; the independent verifier was not run");
+    }
+    ok.then_some("python3")
+}
+
+fn both(path: &str) -> (serde_json::Value, serde_json::Value) {
+    let (_, rust, _) = percentes(&["verify", "--json", path]);
+    let out = Command::new(python().unwrap())
+        .args(["scripts/verify_journal.py", "--json", path])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let independent: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (serde_json::from_str(&rust).unwrap(), independent)
+}
+
+#[test]
+fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
+    if python().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-independent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut paths: Vec<String> = ["sealed", "aborted", "torn", "signed"]
+        .iter()
+        .map(|n| format!("golden/v1/{n}.pj"))
+        .collect();
+    // Damaged copies: a flipped payload byte, a flipped chain value, a cut inside the header.
+    let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
+    for (name, edit) in [
+        ("flip-payload", 4000usize),
+        ("flip-chain", sealed.len() - 3),
+    ] {
+        let mut copy = sealed.clone();
+        copy[edit] ^= 0x40;
+        let path = dir.join(format!("{name}.pj"));
+        std::fs::write(&path, copy).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
+    let path = dir.join("cut-header.pj");
+    std::fs::write(&path, &sealed[..100]).unwrap();
+    paths.push(path.to_str().unwrap().to_owned());
+
+    for path in &paths {
+        let (rust, independent) = both(path);
+        assert_eq!(rust["verdict"], independent["verdict"], "{path}");
+        assert_eq!(rust["records"], independent["records"], "{path}");
+        if rust["verdict"] == "sealed-intact" {
+            assert_eq!(rust["chain_head"], independent["chain_head"], "{path}");
+            assert_eq!(independent["schedule_digest"], "matches", "{path}");
+            for key in [
+                "requests",
+                "completed",
+                "errored",
+                "censored",
+                "events",
+                "telemetry",
+                "checkpoints",
+            ] {
+                assert_eq!(
+                    rust["counts"][key], independent["counts"][key],
+                    "{path}: {key}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
