@@ -2,8 +2,9 @@
 //!
 //! Today this crate opens a journal through a read-only memory map, verifies it (the chain, the
 //! checkpoints, the signatures and the seal, by [`percentes_formats::journal::verify`]) and decodes
-//! its records. The estimators of SPEC §3-§7 (windows, Aalen-Johansen, refusals, tails, gates) are
-//! built on this reader. It has no io_uring, no network and no clock in its dependency tree, so a
+//! its records; and [`estimate`] holds the estimators of SPEC §3 and §7 (the Aalen-Johansen
+//! completion curve and its v0.1 Kaplan-Meier predecessor, quantile readings with their refusals,
+//! order-statistic tail intervals). Windows, frames, goodput, gates and reports build on these. It has no io_uring, no network and no clock in its dependency tree, so a
 //! journal captured on a Linux cluster can be audited and re-analyzed anywhere, years later.
 //!
 //! What it is not for: writing journals (the recorder does that through `formats`).
@@ -15,6 +16,7 @@
 //! println!("{}", report.verdict.name());
 //! ```
 
+pub mod estimate;
 mod file;
 
 pub use file::{JournalFile, OpenError, RELEASE_EVERY_BYTES};

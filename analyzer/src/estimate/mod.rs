@@ -1,0 +1,9 @@
+//! The estimators of SPEC §3 and §7, on plain slices: the analyzer's frames feed them, and their
+//! tests check them against hand-computed oracles and against R's survival package.
+
+pub mod incidence;
+pub mod quantile;
+pub mod tails;
+
+#[cfg(test)]
+mod fixtures;
