@@ -46,7 +46,11 @@ fn pin_value(value: Value, unit: &str) -> String {
 }
 
 fn pin_line(p: &PinInForce) -> String {
-    let key = p.pin.key.unwrap_or("(not configurable)");
+    let key = if p.pin.configurable {
+        p.pin.key.to_owned()
+    } else {
+        format!("({}, not configurable)", p.pin.key)
+    };
     let mut line = format!(
         "  {:<4} {key} = {}  [{}: {} {}]",
         p.pin.clause,

@@ -380,13 +380,12 @@ impl Config {
         }
     }
 
-    /// The value in force for a keyed pin.
+    /// The value in force for a pin: the configured one (equal or stricter), else the pin.
     pub fn value(&self, key: &str) -> Value {
-        let pin = pins::pin(key);
         self.configured
-            .get(pin.key.unwrap_or_default())
+            .get(key)
             .copied()
-            .unwrap_or(pin.value)
+            .unwrap_or(pins::pin(key).value)
     }
 
     /// A keyed duration pin in seconds, as nanoseconds after the dev time factor.
@@ -406,7 +405,7 @@ impl Config {
     pub fn pins_in_force(&self) -> Vec<PinInForce> {
         PINS.iter()
             .map(|pin| {
-                let configured = pin.key.and_then(|k| self.configured.get(k)).copied();
+                let configured = self.configured.get(pin.key).copied();
                 let value = configured.unwrap_or(pin.value);
                 let effective =
                     (self.time_factor > 1 && pin.dev_scaled && pin.unit == "s").then(|| {
@@ -666,8 +665,8 @@ const PINNED_ONLY_SECTIONS: &[&str] = &[
 /// Checks and removes every keyed pin from the table; returns the configured values.
 fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str, Value>, ConfigError> {
     let mut configured = BTreeMap::new();
-    for pin in PINS {
-        let Some(key) = pin.key else { continue };
+    for pin in PINS.iter().filter(|p| p.configurable) {
+        let key = pin.key;
         let (section, leaf) = match key.split_once('.') {
             Some((s, l)) => (Some(s), l),
             None => (None, key),
@@ -743,9 +742,8 @@ fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str, Value>, C
                         key: format!("{section}.{unknown}"),
                         known: PINS
                             .iter()
-                            .filter_map(|p| p.key)
-                            .filter(|k| k.starts_with(&prefix))
-                            .map(str::to_owned)
+                            .filter(|p| p.configurable && p.key.starts_with(&prefix))
+                            .map(|p| p.key.to_owned())
                             .collect(),
                     });
                 }

@@ -61,8 +61,10 @@ impl Value {
 /// One pinned number.
 #[derive(Clone, Copy, Debug)]
 pub struct Pin {
-    /// Dotted TOML key that may set it, or `None` where no configuration can express it.
-    pub key: Option<&'static str>,
+    /// Its stable name: the dotted TOML key where a configuration may set it.
+    pub key: &'static str,
+    /// Whether a configuration may state it (to the pin, or stricter where the rule allows).
+    pub configurable: bool,
     /// The SPEC.md clause that fixes it.
     pub clause: &'static str,
     /// What it is, in a few words.
@@ -76,10 +78,10 @@ pub struct Pin {
 }
 
 macro_rules! pins {
-    ($( $key:expr, $clause:expr, $what:expr, $value:expr, $unit:expr, $rule:ident, $side:ident, $scaled:expr; )*) => {
+    ($( $key:expr, $configurable:expr, $clause:expr, $what:expr, $value:expr, $unit:expr, $rule:ident, $side:ident, $scaled:expr; )*) => {
         /// The pin table. Order is SPEC.md's order.
         pub const PINS: &[Pin] = &[$(Pin {
-            key: $key, clause: $clause, what: $what, value: $value, unit: $unit,
+            key: $key, configurable: $configurable, clause: $clause, what: $what, value: $value, unit: $unit,
             rule: Rule::$rule, side: Side::$side, dev_scaled: $scaled,
         },)*];
     };
@@ -88,70 +90,77 @@ macro_rules! pins {
 use Value::{Float, Int};
 
 pins! {
-    Some("experiment.warmup_s"), "§1", "warm-up phase (discarded)", Int(60), "s", Exactly, Client, true;
-    Some("experiment.baseline_s"), "§1", "baseline phase", Int(300), "s", Exactly, Client, true;
-    Some("experiment.recovery_timeout_s"), "§1", "degradation-and-recovery window (recovery timeout)", Int(600), "s", Exactly, Client, true;
-    Some("experiment.cooldown_s"), "§1", "cooldown phase", Int(60), "s", Exactly, Client, true;
-    Some("calibration.lambda_r_fraction"), "§1", "per-replica load as a fraction of lambda_max", Float(0.65), "", Exactly, Client, false;
-    Some("target.max_tokens"), "§1", "max_tokens on every request", Int(256), "tokens", Exactly, Client, false;
-    Some("fault.partition_s"), "§1", "black-hole partition duration (expiry armed before firing)", Int(120), "s", Exactly, Server, true;
-    None, "§1", "black-hole: minimum dead-endpoint staleness with victim-bound traffic (G4)", Int(20), "s", AtLeast, Server, true;
-    None, "§1", "black-hole: recorded node-monitor grace period that fails the run", Int(120), "s", Exactly, Server, false;
-    Some("gates.replica_share_min_percent"), "§1", "G1: minimum share of baseline requests per replica", Int(45), "%", AtLeast, Server, false;
-    Some("gates.replica_share_max_percent"), "§1", "G1: maximum share of baseline requests per replica", Int(55), "%", AtMost, Server, false;
-    Some("client.connections_floor_per_replica"), "§1", "connection pool floor per replica", Int(4), "connections", AtLeast, Client, false;
-    Some("client.retries"), "§1", "retries", Int(0), "", Exactly, Client, false;
-    Some("gates.send_skew_p99_ms"), "§2", "send skew p99 (actual minus intended dispatch)", Int(5), "ms", AtMost, Client, false;
-    Some("gates.send_skew_max_ms"), "§2", "send skew max", Int(50), "ms", AtMost, Client, false;
-    Some("gates.undispatched_max"), "§2", "scheduled but never dispatched requests", Int(0), "requests", AtMost, Client, false;
-    Some("gates.host_cpu_max_percent"), "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
-    Some("gates.host_cpu_window_s"), "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
-    Some("gates.runtime_stall_p99_us"), "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
-    Some("client.timeout_s"), "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
-    Some("analysis.crossing_tolerance"), "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
-    Some("analysis.conditional_caveat_fraction"), "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;
-    Some("analysis.intertoken_floor_us"), "§3", "smallest recorded inter-chunk gap", Int(1), "us", Exactly, Client, false;
-    Some("analysis.histogram_lowest_us"), "§3", "histogram lowest discernible value", Int(1), "us", Exactly, Analysis, false;
-    Some("analysis.histogram_highest_us"), "§3", "histogram highest trackable value", Int(600_000_000), "us", Exactly, Analysis, false;
-    Some("analysis.histogram_significant_figures"), "§3", "histogram significant figures", Int(3), "", Exactly, Analysis, false;
-    None, "§3", "completion re-based to t_i may exceed the horizon by at most", Int(50), "ms", AtMost, Analysis, false;
-    Some("slo.ttft_ms"), "§4", "SLO: time to first token", Int(1000), "ms", Exactly, Analysis, false;
-    Some("slo.e2e_ms"), "§4", "SLO: end-to-end latency", Int(14_000), "ms", Exactly, Analysis, false;
-    Some("gates.baseline_goodput_min"), "§4", "G6: baseline goodput", Float(0.99), "", AtLeast, Analysis, false;
-    None, "§4", "SLO sweep: TTFT thresholds 800, 1000, 1500", Int(3), "values", Exactly, Analysis, false;
-    None, "§4", "SLO sweep: e2e thresholds 12, 14, 18 s", Int(3), "values", Exactly, Analysis, false;
-    None, "§4", "modal latency: bin width as a fraction of the window median", Float(0.01), "", Exactly, Analysis, false;
-    None, "§4", "modal latency: bin width floor", Int(1), "ms", Exactly, Analysis, false;
-    Some("recovery.window_s"), "§5", "detector sliding window R", Int(10), "s", Exactly, Analysis, true;
-    Some("recovery.entry_percent"), "§5", "detector entry, % of the baseline's goodput", Int(90), "%", Exactly, Analysis, false;
-    Some("recovery.exit_percent"), "§5", "detector exit, % of the baseline's goodput", Int(85), "%", Exactly, Analysis, false;
-    Some("recovery.hold_s"), "§5", "detector hold H", Int(30), "s", Exactly, Analysis, true;
-    Some("recovery.bucket_s"), "§5", "goodput bucket", Int(1), "s", Exactly, Analysis, true;
-    None, "§5", "sensitivity sweep cells (X 85/90/95 x R 5/10/20 x H 15/30/60)", Int(27), "cells", Exactly, Analysis, false;
-    Some("campaign.runs"), "§5", "runs per (variant, config)", Int(5), "runs", Exactly, Analysis, false;
-    Some("schema_version"), "§6", "configuration schema version", Int(1), "", Exactly, Client, false;
-    Some("statistics.confidence_percent"), "§7", "interval confidence level", Int(95), "%", Exactly, Analysis, false;
-    None, "§7", "t quantile for run-level intervals (df = 4)", Float(2.776), "", Exactly, Analysis, false;
-    None, "§7", "smallest completed sample with a p95 interval", Int(73), "requests", Exactly, Analysis, false;
-    None, "§7", "smallest completed sample with a p99 interval", Int(381), "requests", Exactly, Analysis, false;
-    Some("calibration.start_rps"), "§10", "calibration coarse ramp start (doubling)", Int(2), "rps", Exactly, Client, false;
-    Some("calibration.fine_step_percent"), "§10", "calibration fine step", Int(10), "%", Exactly, Client, false;
-    Some("calibration.settle_s"), "§10", "calibration step settle", Int(30), "s", Exactly, Client, true;
-    Some("calibration.measure_s"), "§10", "calibration step measured", Int(120), "s", Exactly, Client, true;
-    Some("calibration.step_goodput_min"), "§10", "calibration step passes at goodput", Float(0.99), "", AtLeast, Client, false;
-    Some("calibration.step_waiting_max"), "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
-    Some("calibration.disagreement_percent"), "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
-    Some("gates.waiting_queue_max"), "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
+    "experiment.warmup_s", true, "§1", "warm-up phase (discarded)", Int(60), "s", Exactly, Client, true;
+    "experiment.baseline_s", true, "§1", "baseline phase", Int(300), "s", Exactly, Client, true;
+    "experiment.recovery_timeout_s", true, "§1", "degradation-and-recovery window (recovery timeout)", Int(600), "s", Exactly, Client, true;
+    "experiment.cooldown_s", true, "§1", "cooldown phase", Int(60), "s", Exactly, Client, true;
+    "calibration.lambda_r_fraction", true, "§1", "per-replica load as a fraction of lambda_max", Float(0.65), "", Exactly, Client, false;
+    "target.max_tokens", true, "§1", "max_tokens on every request", Int(256), "tokens", Exactly, Client, false;
+    "fault.partition_s", true, "§1", "black-hole partition duration (expiry armed before firing)", Int(120), "s", Exactly, Server, true;
+    "fault.staleness_min_s", false, "§1", "black-hole: minimum dead-endpoint staleness with victim-bound traffic (G4)", Int(20), "s", AtLeast, Server, true;
+    "fault.node_monitor_grace_fail_s", false, "§1", "black-hole: a recorded node-monitor grace period this long or longer fails the run", Int(120), "s", Exactly, Server, false;
+    "gates.replica_share_min_percent", true, "§1", "G1: minimum share of baseline requests per replica", Int(45), "%", AtLeast, Server, false;
+    "gates.replica_share_max_percent", true, "§1", "G1: maximum share of baseline requests per replica", Int(55), "%", AtMost, Server, false;
+    "client.connections_floor_per_replica", true, "§1", "connection pool floor per replica", Int(4), "connections", AtLeast, Client, false;
+    "client.retries", true, "§1", "retries", Int(0), "", Exactly, Client, false;
+    "gates.send_skew_p99_ms", true, "§2", "send skew p99 (actual minus intended dispatch)", Int(5), "ms", AtMost, Client, false;
+    "gates.send_skew_max_ms", true, "§2", "send skew max", Int(50), "ms", AtMost, Client, false;
+    "gates.undispatched_max", true, "§2", "scheduled but never dispatched requests", Int(0), "requests", AtMost, Client, false;
+    "gates.host_cpu_max_percent", true, "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
+    "gates.host_cpu_window_s", true, "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
+    "gates.runtime_stall_p99_us", true, "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
+    "client.timeout_s", true, "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
+    "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
+    "analysis.conditional_caveat_fraction", true, "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;
+    "analysis.intertoken_floor_us", true, "§3", "smallest recorded inter-chunk gap", Int(1), "us", Exactly, Client, false;
+    "analysis.histogram_lowest_us", true, "§3", "histogram lowest discernible value", Int(1), "us", Exactly, Analysis, false;
+    "analysis.histogram_highest_us", true, "§3", "histogram highest trackable value", Int(600_000_000), "us", Exactly, Analysis, false;
+    "analysis.histogram_significant_figures", true, "§3", "histogram significant figures", Int(3), "", Exactly, Analysis, false;
+    "analysis.rebase_overshoot_max_ms", false, "§3", "completion re-based to t_i may exceed the horizon by at most", Int(50), "ms", AtMost, Analysis, false;
+    "slo.ttft_ms", true, "§4", "SLO: time to first token", Int(1000), "ms", Exactly, Analysis, false;
+    "slo.e2e_ms", true, "§4", "SLO: end-to-end latency", Int(14_000), "ms", Exactly, Analysis, false;
+    "gates.baseline_goodput_min", true, "§4", "G6: baseline goodput", Float(0.99), "", AtLeast, Analysis, false;
+    "slo.sweep_ttft_low_ms", false, "§4", "SLO sweep: lowest TTFT threshold (then the SLO's, then the highest)", Int(800), "ms", Exactly, Analysis, false;
+    "slo.sweep_ttft_high_ms", false, "§4", "SLO sweep: highest TTFT threshold", Int(1500), "ms", Exactly, Analysis, false;
+    "slo.sweep_e2e_low_ms", false, "§4", "SLO sweep: lowest e2e threshold (then the SLO's, then the highest)", Int(12_000), "ms", Exactly, Analysis, false;
+    "slo.sweep_e2e_high_ms", false, "§4", "SLO sweep: highest e2e threshold", Int(18_000), "ms", Exactly, Analysis, false;
+    "slo.modal_bin_fraction", false, "§4", "modal latency: bin width as a fraction of the window median", Float(0.01), "", Exactly, Analysis, false;
+    "slo.modal_bin_floor_ms", false, "§4", "modal latency: bin width floor", Int(1), "ms", Exactly, Analysis, false;
+    "recovery.window_s", true, "§5", "detector sliding window R", Int(10), "s", Exactly, Analysis, true;
+    "recovery.entry_percent", true, "§5", "detector entry, % of the baseline's goodput", Int(90), "%", Exactly, Analysis, false;
+    "recovery.exit_percent", true, "§5", "detector exit, % of the baseline's goodput", Int(85), "%", Exactly, Analysis, false;
+    "recovery.hold_s", true, "§5", "detector hold H", Int(30), "s", Exactly, Analysis, true;
+    "recovery.bucket_s", true, "§5", "goodput bucket", Int(1), "s", Exactly, Analysis, true;
+    "recovery.sweep_entry_low_percent", false, "§5", "sensitivity sweep: lowest entry X (then the pin, then the highest)", Int(85), "%", Exactly, Analysis, false;
+    "recovery.sweep_entry_high_percent", false, "§5", "sensitivity sweep: highest entry X", Int(95), "%", Exactly, Analysis, false;
+    "recovery.sweep_window_low_s", false, "§5", "sensitivity sweep: shortest window R", Int(5), "s", Exactly, Analysis, true;
+    "recovery.sweep_window_high_s", false, "§5", "sensitivity sweep: longest window R", Int(20), "s", Exactly, Analysis, true;
+    "recovery.sweep_hold_low_s", false, "§5", "sensitivity sweep: shortest hold H", Int(15), "s", Exactly, Analysis, true;
+    "recovery.sweep_hold_high_s", false, "§5", "sensitivity sweep: longest hold H (27 cells in all, exit fixed)", Int(60), "s", Exactly, Analysis, true;
+    "campaign.runs", true, "§5", "runs per (variant, config)", Int(5), "runs", Exactly, Analysis, false;
+    "schema_version", true, "§6", "configuration schema version", Int(1), "", Exactly, Client, false;
+    "statistics.confidence_percent", true, "§7", "interval confidence level", Int(95), "%", Exactly, Analysis, false;
+    "statistics.t_quantile_df4", false, "§7", "t quantile for run-level intervals (df = 4)", Float(2.776), "", Exactly, Analysis, false;
+    "statistics.p95_interval_min_n", false, "§7", "smallest completed sample with a p95 interval", Int(73), "requests", Exactly, Analysis, false;
+    "statistics.p99_interval_min_n", false, "§7", "smallest completed sample with a p99 interval", Int(381), "requests", Exactly, Analysis, false;
+    "calibration.start_rps", true, "§10", "calibration coarse ramp start (doubling)", Int(2), "rps", Exactly, Client, false;
+    "calibration.fine_step_percent", true, "§10", "calibration fine step", Int(10), "%", Exactly, Client, false;
+    "calibration.settle_s", true, "§10", "calibration step settle", Int(30), "s", Exactly, Client, true;
+    "calibration.measure_s", true, "§10", "calibration step measured", Int(120), "s", Exactly, Client, true;
+    "calibration.step_goodput_min", true, "§10", "calibration step passes at goodput", Float(0.99), "", AtLeast, Client, false;
+    "calibration.step_waiting_max", true, "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
+    "calibration.disagreement_percent", true, "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
+    "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
 }
 
-/// The pin with this config key. Panics if the key is not in the table: a typo in our own code.
+/// The pin with this key. Panics if the key is not in the table: a typo in our own code.
 pub fn pin(key: &str) -> &'static Pin {
     PINS.iter()
-        .find(|p| p.key == Some(key))
+        .find(|p| p.key == key)
         .unwrap_or_else(|| panic!("no pin has the key {key}: fix the caller"))
 }
 
-/// The pin with this config key as an integer (for the keyed integer pins).
+/// The pin with this key as an integer.
 pub fn int(key: &str) -> i64 {
     match pin(key).value {
         Value::Int(v) => v,
@@ -159,7 +168,7 @@ pub fn int(key: &str) -> i64 {
     }
 }
 
-/// The pin with this config key as a float.
+/// The pin with this key as a float.
 pub fn float(key: &str) -> f64 {
     match pin(key).value {
         Value::Float(v) => v,
@@ -190,7 +199,7 @@ pub fn rule_words(rule: Rule) -> &'static str {
 /// SPEC.md's pin table, rendered from [`PINS`]. `tests/spec_doc.rs` checks SPEC.md holds it verbatim.
 pub fn markdown_table() -> String {
     let mut out = String::from(
-        "| clause | pin | value | rule | config key | side | dev-scaled |\n|---|---|---|---|---|---|---|\n",
+        "| clause | pin | value | rule | key | side | dev-scaled |\n|---|---|---|---|---|---|---|\n",
     );
     for p in PINS {
         let unit = if p.unit.is_empty() {
@@ -205,9 +214,11 @@ pub fn markdown_table() -> String {
             p.value,
             unit,
             rule_words(p.rule),
-            p.key
-                .map(|k| format!("`{k}`"))
-                .unwrap_or_else(|| "(not configurable)".into()),
+            if p.configurable {
+                format!("`{}`", p.key)
+            } else {
+                format!("`{}` (not configurable)", p.key)
+            },
             match p.side {
                 Side::Client => "client",
                 Side::Server => "server",
@@ -217,6 +228,24 @@ pub fn markdown_table() -> String {
         ));
     }
     out
+}
+
+/// The §4 sweep's TTFT thresholds in ms: lowest, the SLO's, highest.
+pub fn slo_sweep_ttft_ms() -> [i64; 3] {
+    [
+        int("slo.sweep_ttft_low_ms"),
+        int("slo.ttft_ms"),
+        int("slo.sweep_ttft_high_ms"),
+    ]
+}
+
+/// The §4 sweep's end-to-end thresholds in ms: lowest, the SLO's, highest.
+pub fn slo_sweep_e2e_ms() -> [i64; 3] {
+    [
+        int("slo.sweep_e2e_low_ms"),
+        int("slo.e2e_ms"),
+        int("slo.sweep_e2e_high_ms"),
+    ]
 }
 
 /// The spec versions this build can apply (SPEC.md §A1).
@@ -230,11 +259,11 @@ mod tests {
 
     #[test]
     fn keys_are_unique() {
-        let mut keys: Vec<_> = PINS.iter().filter_map(|p| p.key).collect();
+        let mut keys: Vec<_> = PINS.iter().map(|p| p.key).collect();
         keys.sort();
         let before = keys.len();
         keys.dedup();
-        assert_eq!(before, keys.len(), "a config key appears twice in PINS");
+        assert_eq!(before, keys.len(), "a key appears twice in PINS");
     }
 
     #[test]

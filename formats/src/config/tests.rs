@@ -187,15 +187,23 @@ pin_tests! {
 }
 
 #[test]
-fn every_keyed_pin_has_its_test() {
-    for pin in PINS {
-        if let Some(key) = pin.key {
-            assert!(
-                TESTED.contains(&key),
-                "pin {key} has no weakening test: add it to pin_tests!"
-            );
-        }
+fn every_configurable_pin_has_its_test() {
+    for pin in PINS.iter().filter(|p| p.configurable) {
+        assert!(
+            TESTED.contains(&pin.key),
+            "pin {} has no weakening test: add it to pin_tests!",
+            pin.key
+        );
     }
+}
+
+#[test]
+fn a_pin_no_configuration_can_state_is_refused_as_unknown() {
+    let error = load(&with_key(BASE, "slo.sweep_ttft_low_ms", "700")).unwrap_err();
+    assert!(
+        matches!(&error, ConfigError::UnknownKey { key, .. } if key == "slo.sweep_ttft_low_ms"),
+        "{error:?}"
+    );
 }
 
 #[test]

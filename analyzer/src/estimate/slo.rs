@@ -1,0 +1,245 @@
+//! The SLO, goodput, the threshold sweep and the modal-latency distance (SPEC §4).
+//!
+//! A request meets the SLO iff it completed, its time to first token is at most the TTFT
+//! threshold and its end-to-end latency at most the e2e threshold (both from t_i). Goodput is the
+//! share of a window's *scheduled* requests that meet it: errored, censored and undispatched
+//! requests count in the denominator and never in the numerator. Every threshold comes from
+//! `percentes_formats::pins`.
+
+use percentes_formats::pins;
+
+const NS_PER_MS: u64 = 1_000_000;
+
+fn pin_ms(key: &str) -> u64 {
+    u64::try_from(pins::int(key)).expect("time pins are positive") * NS_PER_MS
+}
+
+/// One scheduled request as the SLO sees it. Latencies are from the intended send time t_i.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SloInput {
+    /// Present only for completed requests.
+    pub completed: Option<Completed>,
+}
+
+/// A completed request's two latencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completed {
+    pub ttft_ns: u64,
+    pub e2e_ns: u64,
+}
+
+/// An SLO: both thresholds inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slo {
+    pub ttft_ns: u64,
+    pub e2e_ns: u64,
+}
+
+impl Slo {
+    /// The pinned SLO (`slo.ttft_ms`, `slo.e2e_ms`).
+    pub fn pinned() -> Slo {
+        Slo {
+            ttft_ns: pin_ms("slo.ttft_ms"),
+            e2e_ns: pin_ms("slo.e2e_ms"),
+        }
+    }
+
+    pub fn met_by(self, request: &SloInput) -> bool {
+        request
+            .completed
+            .is_some_and(|c| c.ttft_ns <= self.ttft_ns && c.e2e_ns <= self.e2e_ns)
+    }
+}
+
+/// Goodput over a window's scheduled requests: `None` for an empty window (no ratio exists).
+pub fn goodput(slo: Slo, window: &[SloInput]) -> Option<f64> {
+    (!window.is_empty())
+        .then(|| window.iter().filter(|r| slo.met_by(r)).count() as f64 / window.len() as f64)
+}
+
+/// The sweep's thresholds, ns: (TTFT, e2e), each lowest, the SLO's, highest.
+pub fn sweep_thresholds_ns() -> ([u64; 3], [u64; 3]) {
+    let ns = |ms: i64| u64::try_from(ms).expect("time pins are positive") * NS_PER_MS;
+    (
+        pins::slo_sweep_ttft_ms().map(ns),
+        pins::slo_sweep_e2e_ms().map(ns),
+    )
+}
+
+/// Goodput at every cell of the 3 x 3 sweep: `[ttft][e2e]`.
+pub fn sweep(window: &[SloInput]) -> [[Option<f64>; 3]; 3] {
+    let (ttft, e2e) = sweep_thresholds_ns();
+    ttft.map(|ttft_ns| e2e.map(|e2e_ns| goodput(Slo { ttft_ns, e2e_ns }, window)))
+}
+
+/// The distance of the fault window's modal latency from a threshold, in baseline standard
+/// deviations: positive when the mode is below the threshold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distance {
+    /// `(threshold - mode) / sd`; a zero SD gives a signed infinity (or 0 when mode = threshold).
+    StandardDeviations {
+        mode_ns: u64,
+        sd_ns: f64,
+        distance: f64,
+    },
+    /// Fewer than 2 baseline completions or no fault-window completion.
+    InsufficientCompletedSamples,
+}
+
+/// The modal latency: the centre of the densest bin of width 1 % of the median (at least 1 ms),
+/// bins anchored at 0; the lowest such bin on a tie. The median is the lower median
+/// (the value of rank ceil(n/2)). `None` for no samples.
+pub fn modal_latency_ns(latencies_ns: &[u64]) -> Option<u64> {
+    if latencies_ns.is_empty() {
+        return None;
+    }
+    let mut sorted = latencies_ns.to_vec();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len().div_ceil(2) - 1];
+    // 1 % of the median, as an integer division so no float rounding moves a bin edge.
+    let divisor = (1.0 / pins::float("slo.modal_bin_fraction")).round() as u64;
+    let width = (median / divisor).max(pin_ms("slo.modal_bin_floor_ms"));
+    let mut best = (0u64, 0usize); // (bin, count)
+    let mut i = 0;
+    while i < sorted.len() {
+        let bin = sorted[i] / width;
+        let start = i;
+        while i < sorted.len() && sorted[i] / width == bin {
+            i += 1;
+        }
+        if i - start > best.1 {
+            best = (bin, i - start);
+        }
+    }
+    Some(best.0 * width + width / 2)
+}
+
+/// Sample standard deviation (n - 1), for n >= 2.
+pub fn sample_sd(values_ns: &[u64]) -> Option<f64> {
+    if values_ns.len() < 2 {
+        return None;
+    }
+    let n = values_ns.len() as f64;
+    let mean = values_ns.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let ss: f64 = values_ns.iter().map(|&v| (v as f64 - mean).powi(2)).sum();
+    Some((ss / (n - 1.0)).sqrt())
+}
+
+/// SPEC §4's distance for one latency (TTFT or e2e) and one threshold.
+pub fn modal_distance(baseline_ns: &[u64], fault_ns: &[u64], threshold_ns: u64) -> Distance {
+    let (Some(sd_ns), Some(mode_ns)) = (sample_sd(baseline_ns), modal_latency_ns(fault_ns)) else {
+        return Distance::InsufficientCompletedSamples;
+    };
+    let gap = threshold_ns as f64 - mode_ns as f64;
+    let distance = if sd_ns == 0.0 {
+        if gap == 0.0 {
+            0.0
+        } else {
+            gap.signum() * f64::INFINITY
+        }
+    } else {
+        gap / sd_ns
+    };
+    Distance::StandardDeviations {
+        mode_ns,
+        sd_ns,
+        distance,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn done(ttft_ms: u64, e2e_ms: u64) -> SloInput {
+        SloInput {
+            completed: Some(Completed {
+                ttft_ns: ttft_ms * MS,
+                e2e_ns: e2e_ms * MS,
+            }),
+        }
+    }
+    const FAILED: SloInput = SloInput { completed: None };
+
+    #[test]
+    fn goodput_counts_every_scheduled_request() {
+        // 4 scheduled: one meets, one too slow to first token, one errored, one at both limits.
+        let window = [
+            done(200, 5_000),
+            done(1_001, 5_000),
+            FAILED,
+            done(1_000, 14_000),
+        ];
+        assert_eq!(goodput(Slo::pinned(), &window), Some(0.5));
+        assert_eq!(goodput(Slo::pinned(), &[]), None);
+        let cells = sweep(&window);
+        assert_eq!(cells[0][0], Some(0.25), "800 ms / 12 s: only the fast one");
+        assert_eq!(
+            cells[2][2],
+            Some(0.75),
+            "1500 ms / 18 s: all but the failure"
+        );
+        assert_eq!(cells[1][1], goodput(Slo::pinned(), &window));
+        assert_eq!(sweep_thresholds_ns().0, [800 * MS, 1_000 * MS, 1_500 * MS]);
+        assert_eq!(
+            sweep_thresholds_ns().1,
+            [12_000 * MS, 14_000 * MS, 18_000 * MS]
+        );
+    }
+
+    #[test]
+    fn modal_latency_by_hand() {
+        // Median 50.3 ms: 1 % is 0.503 ms, under the 1 ms floor, so bins are 1 ms wide.
+        // Bin 50 ms holds three values, bin 51 ms two: the mode is the centre of bin 50, 50.5 ms.
+        let values = [
+            40_000_000, 50_100_000, 50_200_000, 50_300_000, 51_500_000, 51_600_000, 60_000_000,
+        ];
+        assert_eq!(modal_latency_ns(&values), Some(50_500_000));
+        // Median exactly 1000 ms: bins are 10 ms wide; [1020, 1030) ms holds three values.
+        let values = [900, 991, 992, 1_000, 1_021, 1_022, 1_023].map(|ms| ms * MS);
+        assert_eq!(modal_latency_ns(&values), Some(1_025 * MS));
+        // A tie between bins picks the lower one.
+        assert_eq!(modal_latency_ns(&[5 * MS, 50 * MS]), Some(5 * MS + MS / 2));
+        assert_eq!(modal_latency_ns(&[]), None);
+    }
+
+    #[test]
+    fn distance_cases() {
+        let baseline = [100 * MS, 200 * MS, 300 * MS]; // sd = 100 ms
+        let fault = [700 * MS, 700 * MS, 2_000 * MS];
+        match modal_distance(&baseline, &fault, 1_000 * MS) {
+            Distance::StandardDeviations {
+                mode_ns,
+                sd_ns,
+                distance,
+            } => {
+                assert_eq!(
+                    mode_ns,
+                    700 * MS + 3_500_000,
+                    "median 700 ms -> 7 ms bins; 700 ms sits in [700, 707)"
+                );
+                assert!((sd_ns - 100.0 * MS as f64).abs() < 1e-3);
+                assert!((distance - (1_000.0 - 703.5) / 100.0).abs() < 1e-9);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Zero SD: signed infinity.
+        let flat = [400 * MS, 400 * MS];
+        assert!(
+            matches!(modal_distance(&flat, &fault, 1_000 * MS), Distance::StandardDeviations { distance, .. } if distance == f64::INFINITY)
+        );
+        assert!(
+            matches!(modal_distance(&flat, &[3_000 * MS], 1_000 * MS), Distance::StandardDeviations { distance, .. } if distance == f64::NEG_INFINITY)
+        );
+        assert_eq!(
+            modal_distance(&[MS], &fault, MS),
+            Distance::InsufficientCompletedSamples
+        );
+        assert_eq!(
+            modal_distance(&baseline, &[], MS),
+            Distance::InsufficientCompletedSamples
+        );
+    }
+}
