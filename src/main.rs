@@ -86,6 +86,24 @@ enum Command {
         #[arg(long)]
         config: bool,
     },
+    /// Run the mock inference server: OpenAI-compatible, known timing model, fault modes.
+    ///
+    /// Serves POST /v1/chat/completions and /v1/completions (streaming SSE or not), GET /health,
+    /// GET /metrics (Prometheus), and GET/POST /admin/faults. Runs until Ctrl-C.
+    Mock {
+        /// Address to listen on (port 0 picks a free one and prints it).
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        listen: String,
+        /// Mock configuration (TOML); see --example-config. Defaults apply without one.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Replica name, overriding the config's (reported in X-Percentes-Replica).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print a commented example configuration and exit.
+        #[arg(long)]
+        example_config: bool,
+    },
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
@@ -186,7 +204,50 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        Command::Mock {
+            listen,
+            config,
+            name,
+            example_config,
+        } => mock(&listen, config.as_deref(), name, example_config),
     }
+}
+
+fn mock(
+    listen: &str,
+    config: Option<&Path>,
+    name: Option<String>,
+    example_config: bool,
+) -> Result<ExitCode> {
+    use percentes_scenarios::{config::MockConfig, mock};
+    if example_config {
+        print!("{}", mock::EXAMPLE_CONFIG);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut parsed = match config {
+        None => MockConfig::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            MockConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+    };
+    if let Some(name) = name {
+        parsed.name = name;
+    }
+    parsed.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let summary = format!(
+        "{} (max_num_seqs {}, {} fault{} scheduled)",
+        parsed.name,
+        parsed.capacity.max_num_seqs,
+        parsed.faults.len(),
+        if parsed.faults.len() == 1 { "" } else { "s" }
+    );
+    mock::run_blocking(parsed, listen, |addr| {
+        eprintln!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
+    })
+    .with_context(|| format!("mock on {listen}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode> {

@@ -1,0 +1,250 @@
+//! The mock's configuration (TOML, unknown keys refused). Every field has a default, so an empty
+//! file is a valid mock.
+//!
+//! ```toml
+//! name = "replica-0"         # reported in X-Percentes-Replica and /metrics
+//! seed = 1
+//! model = "mock"
+//!
+//! [timing]
+//! ttft = { kind = "log-normal", median_ms = 120.0, sigma = 0.25 }   # prefill, at one running sequence
+//! token_gap = { kind = "log-normal", median_ms = 4.0, sigma = 0.2 }  # each later token
+//! min_output_tokens = 16     # ignore_eos = false: output length uniform in [this, max_tokens]
+//!
+//! [capacity]
+//! max_num_seqs = 24          # sequences decoding at once; the rest wait in a FIFO queue
+//! slowdown_per_running = 0.01  # every duration x (1 + this x (running - 1))
+//!
+//! [[faults]]                 # scheduled from the mock's start; more can be armed by POST /admin/faults
+//! mode = "stall"
+//! at_ms = 30000
+//! duration_ms = 10000
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::timing::Distribution;
+
+/// Most faults one config may schedule.
+pub const FAULTS_MAX: usize = 256;
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockConfig {
+    #[serde(default = "default_name")]
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "default_model")]
+    pub model: String,
+    #[serde(default)]
+    pub timing: Timing,
+    #[serde(default)]
+    pub capacity: Capacity,
+    #[serde(default)]
+    pub faults: Vec<FaultPlan>,
+}
+
+fn default_name() -> String {
+    "replica-0".into()
+}
+fn default_model() -> String {
+    "mock".into()
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    pub ttft: Distribution,
+    pub token_gap: Distribution,
+    #[serde(default = "default_min_output")]
+    pub min_output_tokens: u32,
+}
+
+fn default_min_output() -> u32 {
+    16
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            ttft: Distribution::LogNormal {
+                median_ms: 120.0,
+                sigma: 0.25,
+            },
+            token_gap: Distribution::LogNormal {
+                median_ms: 4.0,
+                sigma: 0.2,
+            },
+            min_output_tokens: default_min_output(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capacity {
+    pub max_num_seqs: u32,
+    pub slowdown_per_running: f64,
+}
+
+impl Default for Capacity {
+    fn default() -> Capacity {
+        Capacity {
+            max_num_seqs: 24,
+            slowdown_per_running: 0.01,
+        }
+    }
+}
+
+/// The ways the mock can fail on purpose. The first five are service faults; the rest are
+/// hostile transport behaviours for testing client robustness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultMode {
+    /// All emission frozen; at expiry the held tokens flush, staggered over a few ms.
+    Stall,
+    /// New requests get 500.
+    Error,
+    /// In-flight connections are reset (RST) at fire; new admissions are reset after `after_tokens`.
+    StreamAbort,
+    /// Captured requests get no bytes, no FIN and no RST, ever.
+    SilentHang,
+    /// 503 for new requests and /health (a replica reloading weights).
+    SlowReload,
+    /// A status line that is not HTTP: `HTTP/1.1 2x0 OK`.
+    MalformedStatusLine,
+    /// A 1 MiB response header.
+    OversizedHeaders,
+    /// A chunk-size line that is not hexadecimal.
+    BrokenChunked,
+    /// A `data:` field that is not a JSON chunk, and no `[DONE]`.
+    InvalidSse,
+    /// Invalid UTF-8 inside a `data:` field.
+    InvalidUtf8,
+    /// FIN after `after_tokens` tokens, without the terminating chunk.
+    PrematureClose,
+    /// The response head trickled one byte every 100 ms.
+    SlowlorisHeaders,
+    /// A well-formed 200 whose content fails verification: another model's name, stale text.
+    IncorrectSuccess,
+}
+
+impl FaultMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultMode::Stall => "stall",
+            FaultMode::Error => "error",
+            FaultMode::StreamAbort => "stream-abort",
+            FaultMode::SilentHang => "silent-hang",
+            FaultMode::SlowReload => "slow-reload",
+            FaultMode::MalformedStatusLine => "malformed-status-line",
+            FaultMode::OversizedHeaders => "oversized-headers",
+            FaultMode::BrokenChunked => "broken-chunked",
+            FaultMode::InvalidSse => "invalid-sse",
+            FaultMode::InvalidUtf8 => "invalid-utf8",
+            FaultMode::PrematureClose => "premature-close",
+            FaultMode::SlowlorisHeaders => "slowloris-headers",
+            FaultMode::IncorrectSuccess => "incorrect-success",
+        }
+    }
+}
+
+/// A fault, from `at_ms` after the mock's start (or after arming) for `duration_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultPlan {
+    pub mode: FaultMode,
+    #[serde(default)]
+    pub at_ms: u64,
+    pub duration_ms: u64,
+    /// stream-abort and premature-close: tokens sent before the transport fails.
+    #[serde(default = "default_after_tokens")]
+    pub after_tokens: u32,
+}
+
+fn default_after_tokens() -> u32 {
+    3
+}
+
+impl MockConfig {
+    /// Parses and validates a mock configuration.
+    pub fn parse(text: &str) -> Result<MockConfig, String> {
+        let config: MockConfig =
+            toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.timing
+            .ttft
+            .validate()
+            .map_err(|e| format!("timing.ttft: {e}"))?;
+        self.timing
+            .token_gap
+            .validate()
+            .map_err(|e| format!("timing.token_gap: {e}"))?;
+        if self.capacity.max_num_seqs == 0 {
+            return Err("capacity.max_num_seqs must be at least 1".into());
+        }
+        let s = self.capacity.slowdown_per_running;
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(format!(
+                "capacity.slowdown_per_running = {s} must be finite and >= 0"
+            ));
+        }
+        if self.faults.len() > FAULTS_MAX {
+            return Err(format!(
+                "{} faults; at most {FAULTS_MAX}",
+                self.faults.len()
+            ));
+        }
+        if self.name.is_empty() || !self.name.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!(
+                "name {:?} must be non-empty printable ASCII (it goes in a header)",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for MockConfig {
+    fn default() -> MockConfig {
+        MockConfig {
+            name: default_name(),
+            seed: 0,
+            model: default_model(),
+            timing: Timing::default(),
+            capacity: Capacity::default(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_is_valid_and_unknown_keys_are_refused() {
+        assert_eq!(MockConfig::parse("").unwrap(), MockConfig::default());
+        let error = MockConfig::parse("nmae = \"x\"").unwrap_err();
+        assert!(error.contains("nmae"), "{error}");
+        let error = MockConfig::parse("[capacity]\nmax_num_seqs = 0\nslowdown_per_running = 0.0")
+            .unwrap_err();
+        assert!(error.contains("max_num_seqs"), "{error}");
+    }
+
+    #[test]
+    fn faults_parse() {
+        let config = MockConfig::parse(
+            "[[faults]]\nmode = \"stream-abort\"\nat_ms = 5\nduration_ms = 10\nafter_tokens = 2\n[[faults]]\nmode = \"slow-reload\"\nduration_ms = 1000\n",
+        )
+        .unwrap();
+        assert_eq!(config.faults[0].mode, FaultMode::StreamAbort);
+        assert_eq!(config.faults[1].at_ms, 0);
+        assert!(MockConfig::parse("[[faults]]\nmode = \"meteor\"\nduration_ms = 1\n").is_err());
+    }
+}

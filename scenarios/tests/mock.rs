@@ -1,0 +1,488 @@
+//! The mock seen from a socket: responses, gauges, and every fault mode's transport signature.
+//! Timings are compressed (tens to hundreds of ms); the whole file runs in a few seconds.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percentes_scenarios::config::{Capacity, FaultMode, FaultPlan, MockConfig, Timing};
+use percentes_scenarios::mock::{self, Mock};
+use percentes_scenarios::timing::Distribution;
+
+/// Starts a mock on an ephemeral port in its own runtime thread.
+fn start(config: MockConfig) -> (SocketAddr, Arc<Mock>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let state = Mock::new(config);
+            tx.send((listener.local_addr().unwrap(), Arc::clone(&state)))
+                .unwrap();
+            mock::serve(listener, state).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn fast() -> MockConfig {
+    MockConfig {
+        timing: Timing {
+            ttft: Distribution::Constant { ms: 20.0 },
+            token_gap: Distribution::Constant { ms: 5.0 },
+            min_output_tokens: 2,
+        },
+        ..MockConfig::default()
+    }
+}
+
+fn with_fault(mode: FaultMode, at_ms: u64, duration_ms: u64) -> MockConfig {
+    MockConfig {
+        faults: vec![FaultPlan {
+            mode,
+            at_ms,
+            duration_ms,
+            after_tokens: 3,
+        }],
+        ..fast()
+    }
+}
+
+/// How a connection ended from the client's side.
+#[derive(Debug, PartialEq, Eq)]
+enum Ending {
+    /// Orderly close (FIN).
+    Fin,
+    /// Connection reset (RST).
+    Reset,
+    /// Nothing more arrived before the read timeout: no FIN, no RST.
+    Silent,
+}
+
+struct Exchange {
+    bytes: Vec<u8>,
+    /// (ms since the request was sent, bytes so far) at each read.
+    reads: Vec<(f64, usize)>,
+    ending: Ending,
+}
+
+impl Exchange {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+    fn head(&self) -> String {
+        let text = self.text();
+        text.split("\r\n\r\n").next().unwrap_or_default().to_owned()
+    }
+    fn data_events(&self) -> usize {
+        self.text().matches("data: ").count()
+    }
+}
+
+fn body(stream: bool, max_tokens: u32, ignore_eos: bool) -> String {
+    format!(
+        r#"{{"model":"mock","messages":[{{"role":"user","content":"hello there"}}],"max_tokens":{max_tokens},"stream":{stream},"ignore_eos":{ignore_eos}}}"#
+    )
+}
+
+/// Sends one request with `Connection: close` and reads until FIN, RST, or `quiet` of silence.
+fn exchange(addr: SocketAddr, method: &str, path: &str, body: &str, quiet: Duration) -> Exchange {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(quiet)).unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: mock\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let sent = Instant::now();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    let mut reads = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let ending = loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break Ending::Fin,
+            Ok(n) => {
+                bytes.extend_from_slice(&chunk[..n]);
+                reads.push((sent.elapsed().as_secs_f64() * 1e3, bytes.len()));
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break Ending::Reset,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                break Ending::Silent
+            }
+            Err(e) => panic!("unexpected read error {e}"),
+        }
+    };
+    Exchange {
+        bytes,
+        reads,
+        ending,
+    }
+}
+
+fn chat(addr: SocketAddr, stream: bool, max_tokens: u32) -> Exchange {
+    exchange(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        &body(stream, max_tokens, true),
+        Duration::from_secs(3),
+    )
+}
+
+#[test]
+fn streams_one_token_per_event_with_usage_and_done() {
+    let (addr, _) = start(fast());
+    let ex = chat(addr, true, 8);
+    assert_eq!(ex.ending, Ending::Fin);
+    let head = ex.head().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains("x-percentes-replica: replica-0")
+            && head.contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    let text = ex.text();
+    assert_eq!(text.matches("\"content\":\"tok").count(), 8, "{text}");
+    assert!(
+        text.contains("\"completion_tokens\":8") && text.contains("data: [DONE]\n\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("0\r\n\r\n"), "terminating chunk");
+    assert!(text.contains("\"finish_reason\":\"length\""));
+}
+
+#[test]
+fn non_streaming_and_completions_and_eos() {
+    let (addr, _) = start(fast());
+    let ex = chat(addr, false, 5);
+    let text = ex.text();
+    assert!(
+        text.contains("\"completion_tokens\":5") && text.contains("\"object\":\"chat.completion\""),
+        "{text}"
+    );
+    let ex = exchange(
+        addr,
+        "POST",
+        "/v1/completions",
+        r#"{"prompt":"a b c","max_tokens":4,"stream":true,"ignore_eos":true}"#,
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        ex.text().matches("\"text\":\"tok").count(),
+        4,
+        "{}",
+        ex.text()
+    );
+    assert!(ex.text().contains("\"prompt_tokens\":3"));
+    // Without ignore_eos the length is drawn between min_output_tokens (2) and max_tokens.
+    for _ in 0..5 {
+        let ex = exchange(
+            addr,
+            "POST",
+            "/v1/chat/completions",
+            &body(false, 6, false),
+            Duration::from_secs(3),
+        );
+        let text = ex.text();
+        let n: u32 = text
+            .split("\"completion_tokens\":")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((2..=6).contains(&n), "{n}");
+    }
+}
+
+#[test]
+fn health_metrics_and_bad_requests() {
+    let (addr, _) = start(fast());
+    assert!(exchange(addr, "GET", "/health", "", Duration::from_secs(2))
+        .text()
+        .starts_with("HTTP/1.1 200"));
+    let metrics = exchange(addr, "GET", "/metrics", "", Duration::from_secs(2)).text();
+    assert!(
+        metrics.contains("percentes_mock_waiting{replica=\"replica-0\"} 0"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("vllm:num_requests_running"), "{metrics}");
+    assert!(exchange(addr, "GET", "/nope", "", Duration::from_secs(2))
+        .text()
+        .starts_with("HTTP/1.1 404"));
+    assert!(exchange(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        "{not json",
+        Duration::from_secs(2)
+    )
+    .text()
+    .starts_with("HTTP/1.1 400"));
+    assert!(exchange(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        r#"{"messages":[],"max_tokens":0}"#,
+        Duration::from_secs(2)
+    )
+    .text()
+    .starts_with("HTTP/1.1 400"));
+}
+
+#[test]
+fn stall_freezes_emission_and_flushes_at_expiry() {
+    // Stall from 100 ms to 500 ms; a 30-token stream started at 0 (20 ms TTFT, 5 ms gaps) is
+    // frozen mid-stream for about 400 ms.
+    let (addr, state) = start(with_fault(FaultMode::Stall, 100, 400));
+    let ex = chat(addr, true, 30);
+    assert_eq!(ex.ending, Ending::Fin);
+    let gaps: Vec<f64> = ex.reads.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let longest = gaps.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        longest > 300.0 && longest < 550.0,
+        "longest gap {longest} ms: {gaps:?}"
+    );
+    assert_eq!(ex.text().matches("\"content\":\"tok").count(), 30);
+    let audit = state.audit();
+    let events: Vec<_> = audit.iter().map(|r| r.event).collect();
+    assert_eq!(events, ["armed", "fired", "expired"]);
+    let fired_ms = audit[1].at_ns as f64 / 1e6;
+    let expired_ms = audit[2].at_ns as f64 / 1e6;
+    // Fired and expired at their times, give or take the timer wheel and a busy CI machine.
+    assert!(
+        (100.0..150.0).contains(&fired_ms) && (500.0..550.0).contains(&expired_ms),
+        "{audit:?}"
+    );
+}
+
+#[test]
+fn error_mode_answers_500() {
+    let (addr, _) = start(with_fault(FaultMode::Error, 0, 60_000));
+    let ex = chat(addr, true, 4);
+    assert!(ex.text().starts_with("HTTP/1.1 500"), "{}", ex.text());
+}
+
+#[test]
+fn stream_abort_resets_in_flight_and_new_streams() {
+    // In flight at fire (200 ms): a 100-token stream is reset with RST.
+    let (addr, _) = start(with_fault(FaultMode::StreamAbort, 200, 5_000));
+    let ex = chat(addr, true, 100);
+    assert_eq!(ex.ending, Ending::Reset, "{}", ex.text());
+    assert!(ex.data_events() > 3, "some tokens came before the reset");
+    // Admitted during the fault: reset after 3 tokens.
+    std::thread::sleep(Duration::from_millis(250));
+    let ex = chat(addr, true, 100);
+    assert_eq!(ex.ending, Ending::Reset);
+    assert_eq!(ex.data_events(), 3, "{}", ex.text());
+}
+
+#[test]
+fn silent_hang_sends_nothing_and_never_closes() {
+    let (addr, _) = start(with_fault(FaultMode::SilentHang, 0, 60_000));
+    let ex = exchange(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        &body(true, 4, true),
+        Duration::from_millis(1500),
+    );
+    assert_eq!(ex.ending, Ending::Silent);
+    assert!(ex.bytes.is_empty());
+}
+
+#[test]
+fn slow_reload_is_503_then_200() {
+    let (addr, _) = start(with_fault(FaultMode::SlowReload, 0, 300));
+    assert!(chat(addr, true, 2).text().starts_with("HTTP/1.1 503"));
+    assert!(exchange(addr, "GET", "/health", "", Duration::from_secs(2))
+        .text()
+        .starts_with("HTTP/1.1 503"));
+    std::thread::sleep(Duration::from_millis(350));
+    assert!(chat(addr, true, 2).text().starts_with("HTTP/1.1 200"));
+    assert!(exchange(addr, "GET", "/health", "", Duration::from_secs(2))
+        .text()
+        .starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn hostile_modes_produce_exactly_their_malformation() {
+    let check = |mode: FaultMode, inspect: &dyn Fn(&Exchange)| {
+        let (addr, _) = start(with_fault(mode, 0, 60_000));
+        let ex = chat(addr, true, 6);
+        inspect(&ex);
+    };
+    check(FaultMode::MalformedStatusLine, &|ex| {
+        assert!(
+            ex.text().starts_with("HTTP/1.1 2x0 OK\r\n"),
+            "{}",
+            ex.text()
+        );
+    });
+    check(FaultMode::OversizedHeaders, &|ex| {
+        assert!(
+            ex.head().len() > 1 << 20,
+            "head of {} bytes",
+            ex.head().len()
+        );
+        assert!(ex.text().starts_with("HTTP/1.1 200 OK"));
+    });
+    check(FaultMode::BrokenChunked, &|ex| {
+        assert_eq!(ex.data_events(), 3);
+        assert!(
+            ex.text().ends_with("zz\r\nnot a chunk\r\n"),
+            "{:?}",
+            ex.text()
+        );
+        assert_eq!(ex.ending, Ending::Fin);
+    });
+    check(FaultMode::InvalidSse, &|ex| {
+        let text = ex.text();
+        assert!(
+            text.contains("data: {\"choices\": [ this is not json"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("[DONE]") && text.ends_with("0\r\n\r\n"),
+            "framing intact, SSE payload broken"
+        );
+    });
+    check(FaultMode::InvalidUtf8, &|ex| {
+        assert!(ex.bytes.windows(3).any(|w| w == [0xc3, 0x28, 0xff]));
+        assert!(ex.text().contains("[DONE]"));
+    });
+    check(FaultMode::PrematureClose, &|ex| {
+        assert_eq!(ex.ending, Ending::Fin);
+        assert_eq!(ex.data_events(), 3);
+        assert!(!ex.text().ends_with("0\r\n\r\n"), "no terminating chunk");
+    });
+    check(FaultMode::IncorrectSuccess, &|ex| {
+        let text = ex.text();
+        assert!(
+            text.starts_with("HTTP/1.1 200")
+                && text.contains("\"model\":\"stale-model\"")
+                && text.contains("[DONE]"),
+            "{text}"
+        );
+        assert!(!text.contains("\"content\":\"tok"));
+    });
+    // Slowloris: the head trickles one byte per 100 ms; read 5 bytes and time them.
+    let (addr, _) = start(with_fault(FaultMode::SlowlorisHeaders, 0, 60_000));
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let b = body(true, 2, true);
+    stream
+        .write_all(
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\ncontent-length: {}\r\n\r\n{b}",
+                b.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        let mut one = [0u8; 16];
+        let n = stream.read(&mut one).unwrap();
+        got.extend_from_slice(&one[..n]);
+    }
+    assert_eq!(&got[..5], b"HTTP/");
+    assert!(
+        start.elapsed() >= Duration::from_millis(350),
+        "5 bytes in {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn admin_arms_a_fault_and_the_audit_records_it() {
+    let (addr, state) = start(fast());
+    let plan = r#"{"mode":"error","at_ms":50,"duration_ms":100}"#;
+    let ex = exchange(addr, "POST", "/admin/faults", plan, Duration::from_secs(2));
+    assert!(
+        ex.text().starts_with("HTTP/1.1 200") && ex.text().contains("\"fault_id\":0"),
+        "{}",
+        ex.text()
+    );
+    assert!(chat(addr, false, 1).text().starts_with("HTTP/1.1 200"));
+    std::thread::sleep(Duration::from_millis(80));
+    assert!(chat(addr, false, 1).text().starts_with("HTTP/1.1 500"));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(chat(addr, false, 1).text().starts_with("HTTP/1.1 200"));
+    let listed = exchange(addr, "GET", "/admin/faults", "", Duration::from_secs(2)).text();
+    assert!(
+        listed.contains("\"event\":\"fired\"") && listed.contains("\"event\":\"expired\""),
+        "{listed}"
+    );
+    assert_eq!(state.audit().len(), 3);
+    let bad = exchange(
+        addr,
+        "POST",
+        "/admin/faults",
+        r#"{"mode":"meteor"}"#,
+        Duration::from_secs(2),
+    );
+    assert!(bad.text().starts_with("HTTP/1.1 400"));
+}
+
+/// SPEC §8 needs an engine that overloads like a real one: at 1.3 x capacity the waiting queue
+/// grows and time to first token rises.
+#[test]
+fn overload_at_1_3_times_capacity_grows_the_queue_and_ttft() {
+    // 4 slots, 20 tokens at 10 ms + 30 ms TTFT: about 0.23 s a request, capacity about 17 rps.
+    let config = MockConfig {
+        timing: Timing {
+            ttft: Distribution::Constant { ms: 30.0 },
+            token_gap: Distribution::Constant { ms: 10.0 },
+            min_output_tokens: 1,
+        },
+        capacity: Capacity {
+            max_num_seqs: 4,
+            slowdown_per_running: 0.0,
+        },
+        ..MockConfig::default()
+    };
+    let (addr, state) = start(config);
+    let capacity_rps = 4.0 / 0.23;
+    let rate = 1.3 * capacity_rps;
+    let count = 40;
+    let begin = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..count {
+        let due = Duration::from_secs_f64(i as f64 / rate);
+        handles.push(std::thread::spawn(move || {
+            std::thread::sleep(due.saturating_sub(begin.elapsed()));
+            let ex = chat(addr, true, 20);
+            // TTFT: time of the first read carrying a token.
+            let text = ex.text();
+            let first = text
+                .find("\"content\":\"tok0")
+                .map(|at| ex.reads.iter().find(|(_, n)| *n > at).unwrap().0);
+            (i, first.unwrap())
+        }));
+    }
+    let mut peak_waiting = 0;
+    while begin.elapsed() < Duration::from_secs_f64(count as f64 / rate) {
+        peak_waiting = peak_waiting.max(state.waiting());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut ttft: Vec<(usize, f64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    ttft.sort_by_key(|x| x.0);
+    let early: f64 = ttft[..8].iter().map(|x| x.1).sum::<f64>() / 8.0;
+    let late: f64 = ttft[count - 8..].iter().map(|x| x.1).sum::<f64>() / 8.0;
+    assert!(
+        peak_waiting >= 3,
+        "the queue should grow; peak waiting {peak_waiting}"
+    );
+    assert!(
+        late > early + 100.0,
+        "TTFT should rise under overload: early {early:.0} ms, late {late:.0} ms"
+    );
+}
