@@ -103,6 +103,37 @@ enum Command {
         /// Print a commented example configuration and exit.
         #[arg(long)]
         example_config: bool,
+        /// Answer 503 (health included) for this long after start: a replica reloading weights.
+        #[arg(long, value_name = "MS")]
+        slow_reload_ms: Option<u64>,
+    },
+    /// Run the layer-7 round-robin router in front of mock replicas (no retries).
+    ///
+    /// Adds x-percentes-upstream to each response, logs each request by x-request-id, and takes
+    /// endpoint readiness from POST /admin/endpoints {"name": ..., "ready": true|false}.
+    Router {
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        listen: String,
+        /// An upstream as NAME=HOST:PORT; repeat for each replica.
+        #[arg(long = "upstream", value_name = "NAME=HOST:PORT", required = true)]
+        upstreams: Vec<String>,
+    },
+    /// Start N mock replicas and the router as child processes; print their addresses and pids;
+    /// stop them all on Ctrl-C.
+    Testbed {
+        #[arg(long, default_value_t = 2)]
+        replicas: usize,
+        /// Mock configuration for every replica.
+        #[arg(long, value_name = "FILE")]
+        mock_config: Option<PathBuf>,
+        /// Run each replica in a network namespace of its own (so it can be black-holed).
+        /// Needs root, iproute2 and iptables.
+        #[arg(long)]
+        isolated: bool,
+        /// Write service.addr and, per replica, NAME.addr and NAME.pid here (for injectors that
+        /// kill by pid file or call the router's /admin/endpoints).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
     },
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
@@ -209,7 +240,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             config,
             name,
             example_config,
-        } => mock(&listen, config.as_deref(), name, example_config),
+            slow_reload_ms,
+        } => mock(
+            &listen,
+            config.as_deref(),
+            name,
+            example_config,
+            slow_reload_ms,
+        ),
+        Command::Router { listen, upstreams } => router(&listen, &upstreams),
+        Command::Testbed {
+            replicas,
+            mock_config,
+            isolated,
+            state_dir,
+        } => testbed(
+            replicas,
+            mock_config.as_deref(),
+            isolated,
+            state_dir.as_deref(),
+        ),
     }
 }
 
@@ -218,8 +268,10 @@ fn mock(
     config: Option<&Path>,
     name: Option<String>,
     example_config: bool,
+    slow_reload_ms: Option<u64>,
 ) -> Result<ExitCode> {
-    use percentes_scenarios::{config::MockConfig, mock};
+    use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
+    use percentes_scenarios::mock;
     if example_config {
         print!("{}", mock::EXAMPLE_CONFIG);
         return Ok(ExitCode::SUCCESS);
@@ -235,6 +287,14 @@ fn mock(
     if let Some(name) = name {
         parsed.name = name;
     }
+    if let Some(duration_ms) = slow_reload_ms {
+        parsed.faults.push(FaultPlan {
+            mode: FaultMode::SlowReload,
+            at_ms: 0,
+            duration_ms,
+            after_tokens: 0,
+        });
+    }
     parsed.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let summary = format!(
         "{} (max_num_seqs {}, {} fault{} scheduled)",
@@ -247,6 +307,80 @@ fn mock(
         eprintln!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
     })
     .with_context(|| format!("mock on {listen}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
+    use percentes_scenarios::router::{self, Endpoint};
+    let endpoints = upstreams
+        .iter()
+        .map(|spec| match spec.split_once('=') {
+            Some((name, address)) if !name.is_empty() && !address.is_empty() => Ok(Endpoint {
+                name: name.into(),
+                address: address.into(),
+                ready: true,
+            }),
+            _ => Err(anyhow::anyhow!(
+                "--upstream {spec:?} must be NAME=HOST:PORT"
+            )),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let names: Vec<String> = endpoints.iter().map(|e| e.name.clone()).collect();
+    router::run_blocking(endpoints, listen, |addr| {
+        eprintln!(
+            "percentes router over {} listening on http://{addr}; Ctrl-C stops it",
+            names.join(", ")
+        );
+    })
+    .with_context(|| format!("router on {listen}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn testbed(
+    replicas: usize,
+    mock_config: Option<&Path>,
+    isolated: bool,
+    state_dir: Option<&Path>,
+) -> Result<ExitCode> {
+    use percentes_scenarios::testbed::Testbed;
+    if replicas == 0 {
+        bail!("--replicas must be at least 1");
+    }
+    let binary = std::env::current_exe()
+        .context("cannot find the percentes executable to start replicas")?;
+    let bed = if isolated {
+        Testbed::start_isolated(&binary, replicas, mock_config)
+    } else {
+        Testbed::start(&binary, replicas, mock_config)
+    }
+    .context("starting the testbed")?;
+    let write = |name: &str, text: String| -> Result<()> {
+        if let Some(dir) = state_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let path = dir.join(name);
+            std::fs::write(&path, format!("{text}\n"))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(())
+    };
+    println!(
+        "service (router): http://{}  (endpoints: GET/POST /admin/endpoints)",
+        bed.service()
+    );
+    write("service.addr", bed.service().to_string())?;
+    for (name, pid) in bed.pids() {
+        let address = bed
+            .replica(&name)
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        println!("{name}: http://{address} pid {pid}");
+        write(&format!("{name}.addr"), address)?;
+        write(&format!("{name}.pid"), pid.to_string())?;
+    }
+    println!("Ctrl-C stops the testbed and every replica.");
+    percentes_scenarios::wait_for_ctrl_c().context("waiting for Ctrl-C")?;
+    drop(bed);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,4 +8,5 @@ mod repo {
     pub mod docs;
     pub mod golden;
     pub mod independent;
+    pub mod testbed;
 }

@@ -22,4 +22,14 @@
 pub mod config;
 pub mod http;
 pub mod mock;
+pub mod router;
+pub mod testbed;
 pub mod timing;
+
+/// Blocks until Ctrl-C (SIGINT), for foreground commands that must clean up after themselves.
+pub fn wait_for_ctrl_c() -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(tokio::signal::ctrl_c())
+}

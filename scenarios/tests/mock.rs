@@ -486,3 +486,151 @@ fn overload_at_1_3_times_capacity_grows_the_queue_and_ttft() {
         "TTFT should rise under overload: early {early:.0} ms, late {late:.0} ms"
     );
 }
+
+mod router {
+    use super::*;
+    use percentes_scenarios::router::{self as rt, Endpoint, Router};
+
+    fn start_router(endpoints: Vec<Endpoint>) -> (SocketAddr, Arc<Router>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let router = Router::new(endpoints);
+                tx.send((listener.local_addr().unwrap(), Arc::clone(&router)))
+                    .unwrap();
+                rt::serve(listener, router).await.unwrap();
+            });
+        });
+        rx.recv().unwrap()
+    }
+
+    fn endpoint(name: &str, addr: SocketAddr) -> Endpoint {
+        Endpoint {
+            name: name.into(),
+            address: addr.to_string(),
+            ready: true,
+        }
+    }
+
+    fn request_with_id(addr: SocketAddr, id: &str) -> Exchange {
+        let b = body(true, 3, true);
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let request = format!("POST /v1/chat/completions HTTP/1.1\r\nx-request-id: {id}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}", b.len());
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut bytes = Vec::new();
+        let ending = match stream.read_to_end(&mut bytes) {
+            Ok(_) => Ending::Fin,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => Ending::Reset,
+            Err(e) => panic!("{e}"),
+        };
+        Exchange {
+            bytes,
+            reads: Vec::new(),
+            ending,
+        }
+    }
+
+    #[test]
+    fn round_robin_with_upstream_header_and_access_log() {
+        let (a, _) = start(MockConfig {
+            name: "replica-a".into(),
+            ..fast()
+        });
+        let (b, _) = start(MockConfig {
+            name: "replica-b".into(),
+            ..fast()
+        });
+        let (addr, router) = start_router(vec![endpoint("a", a), endpoint("b", b)]);
+        let mut served = Vec::new();
+        for i in 0..4 {
+            let ex = request_with_id(addr, &format!("req-{i}"));
+            let head = ex.head().to_ascii_lowercase();
+            assert!(head.starts_with("http/1.1 200"), "{head}");
+            assert!(
+                !head.contains("connection: close"),
+                "the upstream's connection header is not forwarded"
+            );
+            let upstream = head
+                .split("x-percentes-upstream: ")
+                .nth(1)
+                .unwrap()
+                .split("\r\n")
+                .next()
+                .unwrap()
+                .to_owned();
+            let replica = head
+                .split("x-percentes-replica: ")
+                .nth(1)
+                .unwrap()
+                .split("\r\n")
+                .next()
+                .unwrap()
+                .to_owned();
+            assert_eq!(replica, format!("replica-{upstream}"));
+            assert!(ex.text().contains("[DONE]"));
+            served.push(upstream);
+        }
+        assert_eq!(served, ["a", "b", "a", "b"]);
+        let log = router.access_log();
+        assert_eq!(log.len(), 4);
+        assert_eq!(
+            (
+                log[1].request_id.as_str(),
+                log[1].upstream.as_str(),
+                log[1].status,
+                log[1].outcome
+            ),
+            ("req-1", "b", 200, "completed")
+        );
+    }
+
+    #[test]
+    fn a_dead_upstream_gives_502_once_with_no_retry_and_readiness_removes_it() {
+        let (a, _) = start(fast());
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap(); // closed again at once
+        let (addr, router) = start_router(vec![endpoint("a", a), endpoint("dead", dead)]);
+        let first = request_with_id(addr, "x1");
+        let second = request_with_id(addr, "x2");
+        assert!(first.text().starts_with("HTTP/1.1 200"));
+        assert!(
+            second.text().starts_with("HTTP/1.1 502")
+                && second.text().contains("x-percentes-upstream: dead"),
+            "{}",
+            second.text()
+        );
+        assert_eq!(router.access_log()[1].outcome, "connect-failed");
+        let ex = exchange(
+            addr,
+            "POST",
+            "/admin/endpoints",
+            r#"{"name":"dead","ready":false}"#,
+            Duration::from_secs(2),
+        );
+        assert!(ex.text().starts_with("HTTP/1.1 200"));
+        for i in 0..3 {
+            assert!(request_with_id(addr, &format!("y{i}"))
+                .text()
+                .starts_with("HTTP/1.1 200"));
+        }
+        let ex = exchange(
+            addr,
+            "POST",
+            "/admin/endpoints",
+            r#"{"name":"nope","ready":false}"#,
+            Duration::from_secs(2),
+        );
+        assert!(ex.text().starts_with("HTTP/1.1 404"));
+    }
+}

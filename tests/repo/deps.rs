@@ -78,3 +78,23 @@ fn formats_depends_on_no_io_policy() {
         );
     }
 }
+
+#[test]
+fn the_mock_depends_on_neither_half_of_the_instrument() {
+    let deps = reachable("percentes-scenarios");
+    assert!(
+        deps.contains("tokio"),
+        "the walk must see the mock's runtime: {deps:?}"
+    );
+    for banned in [
+        "percentes-analyzer",
+        "percentes-recorder",
+        "io-uring",
+        "compio",
+    ] {
+        assert!(
+            !deps.contains(banned),
+            "percentes-scenarios depends on {banned}"
+        );
+    }
+}
