@@ -106,6 +106,9 @@ enum Command {
         /// Answer 503 (health included) for this long after start: a replica reloading weights.
         #[arg(long, value_name = "MS")]
         slow_reload_ms: Option<u64>,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// Run the layer-7 round-robin router in front of mock replicas (no retries).
     ///
@@ -241,12 +244,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             name,
             example_config,
             slow_reload_ms,
+            threads,
         } => mock(
             &listen,
             config.as_deref(),
             name,
             example_config,
             slow_reload_ms,
+            threads,
         ),
         Command::Router { listen, upstreams } => router(&listen, &upstreams),
         Command::Testbed {
@@ -269,6 +274,7 @@ fn mock(
     name: Option<String>,
     example_config: bool,
     slow_reload_ms: Option<u64>,
+    threads: Option<usize>,
 ) -> Result<ExitCode> {
     use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
     use percentes_scenarios::mock;
@@ -303,7 +309,7 @@ fn mock(
         parsed.faults.len(),
         if parsed.faults.len() == 1 { "" } else { "s" }
     );
-    mock::run_blocking(parsed, listen, |addr| {
+    mock::run_blocking(parsed, listen, threads, |addr| {
         eprintln!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
     })
     .with_context(|| format!("mock on {listen}"))?;

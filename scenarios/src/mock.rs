@@ -229,16 +229,19 @@ pub async fn serve(listener: TcpListener, mock: Arc<Mock>) -> std::io::Result<()
 /// The documented example configuration (`percentes mock --example-config`).
 pub const EXAMPLE_CONFIG: &str = include_str!("../mock.example.toml");
 
-/// Runs a mock on `listen` until Ctrl-C, on a runtime of its own. `ready` is called with the
-/// bound address before serving (port 0 picks a free port).
+/// Runs a mock on `listen` until Ctrl-C, on a runtime of its own (`threads` workers, default one
+/// per core). `ready` is called with the bound address before serving (port 0 picks a free port).
 pub fn run_blocking(
     config: MockConfig,
     listen: &str,
+    threads: Option<usize>,
     ready: impl FnOnce(std::net::SocketAddr),
 ) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = threads {
+        builder.worker_threads(threads.max(1));
+    }
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(async move {
         let listener = TcpListener::bind(listen).await?;
         ready(listener.local_addr()?);
