@@ -1,0 +1,323 @@
+//! One request's observation: HTTP events in, timestamps and a classification out (SPEC §3 and the
+//! response classes of formats/JOURNAL.md). Pure: the I/O happens in `client`.
+
+use percentes_formats::journal::records::Outcome;
+use serde_json::Value;
+
+use crate::http1::Event;
+use crate::sse::{SseError, SseEvent, SseParser};
+
+/// The response header that attributes a request to a replica (the mock's; a router's upstream
+/// header is used when present).
+pub const REPLICA_HEADERS: &[&str] = &["x-percentes-upstream", "x-percentes-replica"];
+
+/// A request's fate, decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    /// A class name from `percentes_formats::journal::records::CLASSES`.
+    pub class: &'static str,
+    pub detail: String,
+}
+
+impl Verdict {
+    pub fn errored(class: &'static str, detail: impl Into<String>) -> Verdict {
+        Verdict { outcome: Outcome::Errored, class, detail: detail.into() }
+    }
+}
+
+/// What a response has shown so far.
+#[derive(Debug)]
+pub struct Exchange {
+    streaming: bool,
+    expected_model: Option<String>,
+    pub status: Option<u16>,
+    pub replica: String,
+    pub response_head_ns: Option<u64>,
+    pub first_content_ns: Option<u64>,
+    last_content_ns: Option<u64>,
+    pub content_gaps_us: Vec<u32>,
+    pub content_events: u32,
+    pub usage_prompt_tokens: Option<u32>,
+    pub usage_completion_tokens: Option<u32>,
+    /// The server asked to close the connection after this response.
+    pub close_after: bool,
+    sse: SseParser,
+    done_marker: bool,
+    wrong_model: Option<String>,
+    body: Vec<u8>,
+    /// Set once the request's fate is known early (an error status, broken framing).
+    decided: Option<Verdict>,
+}
+
+impl Exchange {
+    pub fn new(streaming: bool, expected_model: Option<String>) -> Exchange {
+        Exchange {
+            streaming,
+            expected_model,
+            status: None,
+            replica: String::new(),
+            response_head_ns: None,
+            first_content_ns: None,
+            last_content_ns: None,
+            content_gaps_us: Vec::new(),
+            content_events: 0,
+            usage_prompt_tokens: None,
+            usage_completion_tokens: None,
+            close_after: false,
+            sse: SseParser::default(),
+            done_marker: false,
+            wrong_model: None,
+            body: Vec::new(),
+            decided: None,
+        }
+    }
+
+    /// The verdict, once the response has decided it (an error status or broken framing).
+    pub fn decided(&self) -> Option<&Verdict> {
+        self.decided.as_ref()
+    }
+
+    fn decide(&mut self, verdict: Verdict) {
+        if self.decided.is_none() {
+            self.decided = Some(verdict);
+        }
+    }
+
+    /// Takes one HTTP event observed at `now_ns`.
+    pub fn on_http(&mut self, event: Event, now_ns: u64) {
+        if self.decided.is_some() {
+            return;
+        }
+        match event {
+            Event::Head { status, headers } => {
+                self.status = Some(status);
+                self.response_head_ns = Some(now_ns);
+                for name in REPLICA_HEADERS {
+                    if let Some((_, v)) = headers.iter().find(|(k, _)| k == name) {
+                        self.replica = v.clone();
+                        break;
+                    }
+                }
+                self.close_after = headers.iter().any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+                match status {
+                    200..=299 => {}
+                    429 | 503 => self.decide(Verdict::errored("rejection", format!("HTTP {status}"))),
+                    502 | 504 => self.decide(Verdict::errored("dependency-failure", format!("HTTP {status}"))),
+                    _ => self.decide(Verdict::errored("http-status", format!("HTTP {status}"))),
+                }
+            }
+            Event::Data(bytes) => {
+                if !self.streaming {
+                    if self.body.len() + bytes.len() <= crate::http1::BODY_KEPT_BYTES_MAX {
+                        self.body.extend_from_slice(&bytes);
+                    }
+                    return;
+                }
+                let mut events = Vec::new();
+                match self.sse.feed(&bytes, &mut events) {
+                    Ok(()) => {}
+                    Err(SseError::InvalidUtf8) => return self.decide(Verdict::errored("malformed-sse", "invalid UTF-8 in the event stream")),
+                    Err(SseError::TooLarge) => return self.decide(Verdict::errored("malformed-sse", "an event over 1 MiB")),
+                }
+                for event in events {
+                    self.on_sse(event, now_ns);
+                    if self.decided.is_some() {
+                        return;
+                    }
+                }
+            }
+            Event::End => {}
+            Event::Malformed(why) => self.decide(Verdict::errored("malformed-framing", why)),
+        }
+    }
+
+    fn on_sse(&mut self, event: SseEvent, now_ns: u64) {
+        if self.done_marker {
+            return;
+        }
+        if event.data == "[DONE]" {
+            self.done_marker = true;
+            return;
+        }
+        let value: Value = match serde_json::from_str(&event.data) {
+            Ok(v) => v,
+            Err(_) => {
+                let shown: String = event.data.chars().take(60).collect();
+                return self.decide(Verdict::errored("malformed-sse", format!("data is not a JSON chunk: {shown:?}")));
+            }
+        };
+        if let Some(error) = value.get("error") {
+            return self.decide(Verdict::errored("http-status", format!("error event in the stream: {error}")));
+        }
+        self.check_model(&value);
+        let choice = &value["choices"][0];
+        let content = choice["delta"]["content"].as_str().or_else(|| choice["text"].as_str()).unwrap_or_default();
+        if !content.is_empty() {
+            self.content_event(now_ns);
+        }
+        self.read_usage(&value);
+    }
+
+    fn content_event(&mut self, now_ns: u64) {
+        match self.last_content_ns {
+            None => self.first_content_ns = Some(now_ns),
+            Some(last) => {
+                // SPEC §3: a gap under 1 us is recorded as 1 us.
+                let gap_us = (now_ns.saturating_sub(last) / 1000).clamp(1, u64::from(u32::MAX)) as u32;
+                self.content_gaps_us.push(gap_us);
+            }
+        }
+        self.last_content_ns = Some(now_ns);
+        self.content_events += 1;
+    }
+
+    fn check_model(&mut self, value: &Value) {
+        if let (Some(expected), Some(model)) = (&self.expected_model, value["model"].as_str()) {
+            if model != expected && self.wrong_model.is_none() {
+                self.wrong_model = Some(model.to_owned());
+            }
+        }
+    }
+
+    fn read_usage(&mut self, value: &Value) {
+        let usage = &value["usage"];
+        if let Some(n) = usage["prompt_tokens"].as_u64() {
+            self.usage_prompt_tokens = u32::try_from(n).ok();
+        }
+        if let Some(n) = usage["completion_tokens"].as_u64() {
+            self.usage_completion_tokens = u32::try_from(n).ok();
+        }
+    }
+
+    /// The verdict once the connection is done with: `ended` says whether the body ended as
+    /// framed (false: the peer closed first). `transport` is an I/O failure, if one happened.
+    pub fn finish(&mut self, ended: bool, transport: Option<Verdict>, now_ns: u64) -> Verdict {
+        if let Some(verdict) = self.decided.take() {
+            return verdict;
+        }
+        if let Some(verdict) = transport {
+            return verdict;
+        }
+        if self.status.is_none() {
+            return Verdict::errored("premature-close", "connection closed before a response");
+        }
+        if !ended {
+            return Verdict::errored("premature-close", "connection closed before the body's end");
+        }
+        if self.streaming {
+            if !self.done_marker {
+                return Verdict::errored("malformed-sse", "stream ended without data: [DONE]");
+            }
+        } else {
+            let value: Value = match serde_json::from_slice(&self.body) {
+                Ok(v) => v,
+                Err(_) => return Verdict::errored("malformed-framing", "2xx body is not a JSON completion"),
+            };
+            self.check_model(&value);
+            self.read_usage(&value);
+            let choice = &value["choices"][0];
+            let content = choice["message"]["content"].as_str().or_else(|| choice["text"].as_str()).unwrap_or_default();
+            if !content.is_empty() {
+                self.content_events = 1;
+                self.first_content_ns = Some(now_ns);
+            }
+        }
+        if let Some(model) = &self.wrong_model {
+            return Verdict::errored("incorrect-success", format!("model {model:?}, expected {:?}", self.expected_model.as_deref().unwrap_or("")));
+        }
+        Verdict { outcome: Outcome::Completed, class: "correct-success", detail: String::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(status: u16, headers: &[(&str, &str)]) -> Event {
+        Event::Head { status, headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+    }
+
+    fn chunk(text: &str) -> String {
+        format!("data: {{\"model\":\"mock\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    }
+
+    fn streamed(events: &[String], done: bool) -> (Exchange, Verdict) {
+        let mut x = Exchange::new(true, Some("mock".into()));
+        x.on_http(head(200, &[("x-percentes-replica", "replica-1")]), 1_000);
+        for (i, e) in events.iter().enumerate() {
+            x.on_http(Event::Data(e.clone().into_bytes()), 2_000_000 + i as u64 * 5_000_000);
+        }
+        if done {
+            x.on_http(Event::Data(b"data: {\"model\":\"mock\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".to_vec()), 20_000_000);
+        }
+        x.on_http(Event::End, 20_000_001);
+        let v = x.finish(true, None, 20_000_002);
+        (x, v)
+    }
+
+    #[test]
+    fn a_stream_completes_with_gaps_usage_and_replica() {
+        let (x, v) = streamed(&[chunk("a"), chunk("b")], true);
+        assert_eq!(v.class, "correct-success");
+        assert_eq!(x.first_content_ns, Some(2_000_000));
+        assert_eq!(x.content_gaps_us, [5_000]);
+        assert_eq!((x.content_events, x.usage_prompt_tokens, x.usage_completion_tokens), (2, Some(3), Some(2)));
+        assert_eq!(x.replica, "replica-1");
+    }
+
+    #[test]
+    fn stream_failures_are_classified() {
+        assert_eq!(streamed(&[chunk("a")], false).1.class, "malformed-sse");
+        assert_eq!(streamed(&["data: {not json\n\n".into()], true).1.class, "malformed-sse");
+        let wrong = "data: {\"model\":\"stale-model\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n".to_owned();
+        let (_, v) = streamed(&[wrong], true);
+        assert_eq!(v.class, "incorrect-success", "{v:?}");
+        let mut x = Exchange::new(true, None);
+        x.on_http(head(200, &[]), 1);
+        x.on_http(Event::Data(b"data: \xc3\x28\n\n".to_vec()), 2);
+        assert_eq!(x.finish(true, None, 3).class, "malformed-sse");
+    }
+
+    #[test]
+    fn statuses_and_transport() {
+        for (status, class) in [(429, "rejection"), (503, "rejection"), (502, "dependency-failure"), (504, "dependency-failure"), (500, "http-status"), (404, "http-status")] {
+            let mut x = Exchange::new(true, None);
+            x.on_http(head(status, &[]), 1);
+            assert_eq!(x.finish(true, None, 2).class, class, "{status}");
+        }
+        let mut x = Exchange::new(true, None);
+        assert_eq!(x.finish(false, None, 1).class, "premature-close");
+        let mut x = Exchange::new(true, None);
+        x.on_http(head(200, &[]), 1);
+        assert_eq!(x.finish(false, None, 1).class, "premature-close");
+        let mut x = Exchange::new(true, None);
+        x.on_http(Event::Malformed("malformed status line".into()), 1);
+        assert_eq!(x.finish(false, None, 2).class, "malformed-framing");
+        let mut x = Exchange::new(true, None);
+        x.on_http(head(200, &[]), 1);
+        assert_eq!(x.finish(false, Some(Verdict::errored("reset", "ECONNRESET")), 2).class, "reset");
+    }
+
+    #[test]
+    fn non_streaming_bodies() {
+        let mut x = Exchange::new(false, Some("mock".into()));
+        x.on_http(head(200, &[("connection", "close")]), 1);
+        x.on_http(Event::Data(br#"{"model":"mock","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#.to_vec()), 2);
+        x.on_http(Event::End, 3);
+        assert_eq!(x.finish(true, None, 4).class, "correct-success");
+        assert!(x.close_after);
+        let mut x = Exchange::new(false, None);
+        x.on_http(head(200, &[]), 1);
+        x.on_http(Event::Data(b"<html>".to_vec()), 2);
+        assert_eq!(x.finish(true, None, 3).class, "malformed-framing");
+    }
+
+    #[test]
+    fn sub_microsecond_gaps_are_floored_to_one() {
+        let mut x = Exchange::new(true, None);
+        x.on_http(head(200, &[]), 1);
+        x.on_http(Event::Data(format!("{}{}", chunk("a"), chunk("b")).into_bytes()), 10);
+        assert_eq!(x.content_gaps_us, [1]);
+    }
+}

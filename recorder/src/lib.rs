@@ -1,0 +1,14 @@
+//! The recorder: sends every scheduled request at its intended time, open loop, and writes what
+//! happened to the journal (SPEC §1, §2, §J).
+//!
+//! The protocol layers are plain, portable code with their own tests: [`http1`] (an incremental
+//! HTTP/1.1 response parser), [`sse`] (the HTML standard's event-stream parsing) and [`exchange`]
+//! (timestamps and the classification of one request's fate). The runtime parts (the pacer, the
+//! client on io_uring, the journal writer thread, self-check telemetry) are Linux only.
+//!
+//! What it is not for: statistics. The recorder computes nothing beyond its live progress line;
+//! the analyzer reads the journal.
+
+pub mod exchange;
+pub mod http1;
+pub mod sse;
