@@ -43,6 +43,31 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Record a run: send every scheduled request at its intended time and write the journal
+    /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
+    /// as aborted (exit 1).
+    Record {
+        config: PathBuf,
+        /// The journal to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Overwrite an existing journal.
+        #[arg(long)]
+        force: bool,
+        /// The operator's ed25519 secret key (64 hex digits, as `keygen` writes): signs every
+        /// checkpoint and the seal.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
+        /// Worker threads, each an io_uring runtime pacing its share of the schedule.
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        /// No progress line.
+        #[arg(long)]
+        quiet: bool,
+        /// Progress each second as JSON lines on stderr.
+        #[arg(long, value_enum)]
+        progress: Option<ProgressArg>,
+    },
     /// Validate configurations and list the pins.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -161,6 +186,12 @@ enum ConfigCommand {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum ProgressArg {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum ProfileArg {
     Experiment,
     Dev,
@@ -238,6 +269,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        Command::Record {
+            config,
+            output,
+            force,
+            sign_key,
+            workers,
+            quiet,
+            progress,
+        } => record(
+            &config,
+            output,
+            force,
+            sign_key.as_deref(),
+            workers,
+            quiet,
+            progress,
+        ),
         Command::Mock {
             listen,
             config,
@@ -456,6 +504,91 @@ fn verify_journal(
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(target_os = "linux")]
+fn record(
+    config_path: &Path,
+    output: PathBuf,
+    force: bool,
+    sign_key: Option<&Path>,
+    workers: usize,
+    quiet: bool,
+    progress: Option<ProgressArg>,
+) -> Result<ExitCode> {
+    use percentes_formats::journal::records::SealStatus;
+    use percentes_recorder::run::{self, Options, Progress};
+    let config = Config::load(config_path).with_context(|| format!("{}", config_path.display()))?;
+    let signing_key = sign_key
+        .map(|path| -> Result<ed25519_dalek::SigningKey> {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read signing key {}", path.display()))?;
+            let seed = journal::parse_hash(&text).with_context(|| {
+                format!(
+                    "{} does not hold a secret key (64 hex digits, as `percentes keygen` writes)",
+                    path.display()
+                )
+            })?;
+            Ok(ed25519_dalek::SigningKey::from_bytes(&seed))
+        })
+        .transpose()?;
+    if let Err(why) = config.publishability() {
+        eprintln!("percentes: {why}");
+    }
+    let options = Options {
+        output,
+        force,
+        signing_key,
+        tool_version: TOOL_VERSION.into(),
+        tool_commit: TOOL_COMMIT.into(),
+        workers,
+        progress: match (quiet, progress) {
+            (true, _) => Progress::Quiet,
+            (false, Some(ProgressArg::Json)) => Progress::Json,
+            _ => Progress::Human,
+        },
+        stop: run::stop_on_signals(),
+    };
+    let summary = run::record(&config, &options)?;
+    println!("journal: {}", summary.output.display());
+    println!(
+        "seal: {}{}",
+        summary.status.name(),
+        if summary.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", summary.reason)
+        }
+    );
+    println!("{}", run::counts_line(&summary.sealed.counts));
+    if summary.queue_full_events > 0 {
+        println!(
+            "writer queue was full {} times (recorded in the journal; the run fails its gate)",
+            summary.queue_full_events
+        );
+    }
+    println!(
+        "chain head (keep it outside the file; verify --expect-head): {}",
+        journal::hex(&summary.sealed.chain_head)
+    );
+    Ok(if summary.status == SealStatus::Completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn record(
+    _: &Path,
+    _: PathBuf,
+    _: bool,
+    _: Option<&Path>,
+    _: usize,
+    _: bool,
+    _: Option<ProgressArg>,
+) -> Result<ExitCode> {
+    bail!("`percentes record` runs on Linux only (it drives io_uring); every other command works here")
 }
 
 fn read_public_key(path: &Path) -> Result<[u8; 32]> {

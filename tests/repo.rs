@@ -8,5 +8,6 @@ mod repo {
     pub mod docs;
     pub mod golden;
     pub mod independent;
+    pub mod record;
     pub mod testbed;
 }

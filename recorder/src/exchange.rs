@@ -22,7 +22,11 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn errored(class: &'static str, detail: impl Into<String>) -> Verdict {
-        Verdict { outcome: Outcome::Errored, class, detail: detail.into() }
+        Verdict {
+            outcome: Outcome::Errored,
+            class,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -99,11 +103,18 @@ impl Exchange {
                         break;
                     }
                 }
-                self.close_after = headers.iter().any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+                self.close_after = headers
+                    .iter()
+                    .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
                 match status {
                     200..=299 => {}
-                    429 | 503 => self.decide(Verdict::errored("rejection", format!("HTTP {status}"))),
-                    502 | 504 => self.decide(Verdict::errored("dependency-failure", format!("HTTP {status}"))),
+                    429 | 503 => {
+                        self.decide(Verdict::errored("rejection", format!("HTTP {status}")))
+                    }
+                    502 | 504 => self.decide(Verdict::errored(
+                        "dependency-failure",
+                        format!("HTTP {status}"),
+                    )),
                     _ => self.decide(Verdict::errored("http-status", format!("HTTP {status}"))),
                 }
             }
@@ -117,8 +128,16 @@ impl Exchange {
                 let mut events = Vec::new();
                 match self.sse.feed(&bytes, &mut events) {
                     Ok(()) => {}
-                    Err(SseError::InvalidUtf8) => return self.decide(Verdict::errored("malformed-sse", "invalid UTF-8 in the event stream")),
-                    Err(SseError::TooLarge) => return self.decide(Verdict::errored("malformed-sse", "an event over 1 MiB")),
+                    Err(SseError::InvalidUtf8) => {
+                        return self.decide(Verdict::errored(
+                            "malformed-sse",
+                            "invalid UTF-8 in the event stream",
+                        ))
+                    }
+                    Err(SseError::TooLarge) => {
+                        return self
+                            .decide(Verdict::errored("malformed-sse", "an event over 1 MiB"))
+                    }
                 }
                 for event in events {
                     self.on_sse(event, now_ns);
@@ -144,15 +163,24 @@ impl Exchange {
             Ok(v) => v,
             Err(_) => {
                 let shown: String = event.data.chars().take(60).collect();
-                return self.decide(Verdict::errored("malformed-sse", format!("data is not a JSON chunk: {shown:?}")));
+                return self.decide(Verdict::errored(
+                    "malformed-sse",
+                    format!("data is not a JSON chunk: {shown:?}"),
+                ));
             }
         };
         if let Some(error) = value.get("error") {
-            return self.decide(Verdict::errored("http-status", format!("error event in the stream: {error}")));
+            return self.decide(Verdict::errored(
+                "http-status",
+                format!("error event in the stream: {error}"),
+            ));
         }
         self.check_model(&value);
         let choice = &value["choices"][0];
-        let content = choice["delta"]["content"].as_str().or_else(|| choice["text"].as_str()).unwrap_or_default();
+        let content = choice["delta"]["content"]
+            .as_str()
+            .or_else(|| choice["text"].as_str())
+            .unwrap_or_default();
         if !content.is_empty() {
             self.content_event(now_ns);
         }
@@ -164,7 +192,8 @@ impl Exchange {
             None => self.first_content_ns = Some(now_ns),
             Some(last) => {
                 // SPEC §3: a gap under 1 us is recorded as 1 us.
-                let gap_us = (now_ns.saturating_sub(last) / 1000).clamp(1, u64::from(u32::MAX)) as u32;
+                let gap_us =
+                    (now_ns.saturating_sub(last) / 1000).clamp(1, u64::from(u32::MAX)) as u32;
                 self.content_gaps_us.push(gap_us);
             }
         }
@@ -212,21 +241,39 @@ impl Exchange {
         } else {
             let value: Value = match serde_json::from_slice(&self.body) {
                 Ok(v) => v,
-                Err(_) => return Verdict::errored("malformed-framing", "2xx body is not a JSON completion"),
+                Err(_) => {
+                    return Verdict::errored(
+                        "malformed-framing",
+                        "2xx body is not a JSON completion",
+                    )
+                }
             };
             self.check_model(&value);
             self.read_usage(&value);
             let choice = &value["choices"][0];
-            let content = choice["message"]["content"].as_str().or_else(|| choice["text"].as_str()).unwrap_or_default();
+            let content = choice["message"]["content"]
+                .as_str()
+                .or_else(|| choice["text"].as_str())
+                .unwrap_or_default();
             if !content.is_empty() {
                 self.content_events = 1;
                 self.first_content_ns = Some(now_ns);
             }
         }
         if let Some(model) = &self.wrong_model {
-            return Verdict::errored("incorrect-success", format!("model {model:?}, expected {:?}", self.expected_model.as_deref().unwrap_or("")));
+            return Verdict::errored(
+                "incorrect-success",
+                format!(
+                    "model {model:?}, expected {:?}",
+                    self.expected_model.as_deref().unwrap_or("")
+                ),
+            );
         }
-        Verdict { outcome: Outcome::Completed, class: "correct-success", detail: String::new() }
+        Verdict {
+            outcome: Outcome::Completed,
+            class: "correct-success",
+            detail: String::new(),
+        }
     }
 }
 
@@ -235,7 +282,13 @@ mod tests {
     use super::*;
 
     fn head(status: u16, headers: &[(&str, &str)]) -> Event {
-        Event::Head { status, headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+        Event::Head {
+            status,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
     }
 
     fn chunk(text: &str) -> String {
@@ -246,7 +299,10 @@ mod tests {
         let mut x = Exchange::new(true, Some("mock".into()));
         x.on_http(head(200, &[("x-percentes-replica", "replica-1")]), 1_000);
         for (i, e) in events.iter().enumerate() {
-            x.on_http(Event::Data(e.clone().into_bytes()), 2_000_000 + i as u64 * 5_000_000);
+            x.on_http(
+                Event::Data(e.clone().into_bytes()),
+                2_000_000 + i as u64 * 5_000_000,
+            );
         }
         if done {
             x.on_http(Event::Data(b"data: {\"model\":\"mock\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".to_vec()), 20_000_000);
@@ -262,15 +318,27 @@ mod tests {
         assert_eq!(v.class, "correct-success");
         assert_eq!(x.first_content_ns, Some(2_000_000));
         assert_eq!(x.content_gaps_us, [5_000]);
-        assert_eq!((x.content_events, x.usage_prompt_tokens, x.usage_completion_tokens), (2, Some(3), Some(2)));
+        assert_eq!(
+            (
+                x.content_events,
+                x.usage_prompt_tokens,
+                x.usage_completion_tokens
+            ),
+            (2, Some(3), Some(2))
+        );
         assert_eq!(x.replica, "replica-1");
     }
 
     #[test]
     fn stream_failures_are_classified() {
         assert_eq!(streamed(&[chunk("a")], false).1.class, "malformed-sse");
-        assert_eq!(streamed(&["data: {not json\n\n".into()], true).1.class, "malformed-sse");
-        let wrong = "data: {\"model\":\"stale-model\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n".to_owned();
+        assert_eq!(
+            streamed(&["data: {not json\n\n".into()], true).1.class,
+            "malformed-sse"
+        );
+        let wrong =
+            "data: {\"model\":\"stale-model\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
+                .to_owned();
         let (_, v) = streamed(&[wrong], true);
         assert_eq!(v.class, "incorrect-success", "{v:?}");
         let mut x = Exchange::new(true, None);
@@ -281,7 +349,14 @@ mod tests {
 
     #[test]
     fn statuses_and_transport() {
-        for (status, class) in [(429, "rejection"), (503, "rejection"), (502, "dependency-failure"), (504, "dependency-failure"), (500, "http-status"), (404, "http-status")] {
+        for (status, class) in [
+            (429, "rejection"),
+            (503, "rejection"),
+            (502, "dependency-failure"),
+            (504, "dependency-failure"),
+            (500, "http-status"),
+            (404, "http-status"),
+        ] {
             let mut x = Exchange::new(true, None);
             x.on_http(head(status, &[]), 1);
             assert_eq!(x.finish(true, None, 2).class, class, "{status}");
@@ -296,7 +371,11 @@ mod tests {
         assert_eq!(x.finish(false, None, 2).class, "malformed-framing");
         let mut x = Exchange::new(true, None);
         x.on_http(head(200, &[]), 1);
-        assert_eq!(x.finish(false, Some(Verdict::errored("reset", "ECONNRESET")), 2).class, "reset");
+        assert_eq!(
+            x.finish(false, Some(Verdict::errored("reset", "ECONNRESET")), 2)
+                .class,
+            "reset"
+        );
     }
 
     #[test]
@@ -317,7 +396,10 @@ mod tests {
     fn sub_microsecond_gaps_are_floored_to_one() {
         let mut x = Exchange::new(true, None);
         x.on_http(head(200, &[]), 1);
-        x.on_http(Event::Data(format!("{}{}", chunk("a"), chunk("b")).into_bytes()), 10);
+        x.on_http(
+            Event::Data(format!("{}{}", chunk("a"), chunk("b")).into_bytes()),
+            10,
+        );
         assert_eq!(x.content_gaps_us, [1]);
     }
 }

@@ -13,7 +13,10 @@ pub const BODY_KEPT_BYTES_MAX: usize = 4 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// Status and headers (names lowercased).
-    Head { status: u16, headers: Vec<(String, String)> },
+    Head {
+        status: u16,
+        headers: Vec<(String, String)>,
+    },
     /// Body bytes, de-chunked.
     Data(Vec<u8>),
     /// The body ended as framed.
@@ -44,7 +47,10 @@ pub struct Parser {
 
 impl Default for Parser {
     fn default() -> Self {
-        Parser { state: State::Head, buf: Vec::new() }
+        Parser {
+            state: State::Head,
+            buf: Vec::new(),
+        }
     }
 }
 
@@ -74,28 +80,46 @@ impl Parser {
                 State::Head => {
                     let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") else {
                         if self.buf.len() > RESPONSE_HEAD_BYTES_MAX {
-                            return self.fail(out, format!("response head over {RESPONSE_HEAD_BYTES_MAX} bytes"));
+                            return self.fail(
+                                out,
+                                format!("response head over {RESPONSE_HEAD_BYTES_MAX} bytes"),
+                            );
                         }
                         return;
                     };
                     if end > RESPONSE_HEAD_BYTES_MAX {
-                        return self.fail(out, format!("response head over {RESPONSE_HEAD_BYTES_MAX} bytes"));
+                        return self.fail(
+                            out,
+                            format!("response head over {RESPONSE_HEAD_BYTES_MAX} bytes"),
+                        );
                     }
                     let head: Vec<u8> = self.buf.drain(..end + 4).collect();
                     match parse_head(&head[..end]) {
                         Err(why) => return self.fail(out, why),
                         Ok((status, headers)) => {
-                            let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-                            let chunked = header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+                            let header = |name: &str| {
+                                headers
+                                    .iter()
+                                    .find(|(k, _)| k == name)
+                                    .map(|(_, v)| v.clone())
+                            };
+                            let chunked = header("transfer-encoding")
+                                .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
                             let length = header("content-length");
-                            self.state = if status == 204 || status == 304 || (100..200).contains(&status) {
+                            self.state = if status == 204
+                                || status == 304
+                                || (100..200).contains(&status)
+                            {
                                 State::Done
                             } else if chunked {
                                 State::ChunkSize
                             } else if let Some(length) = length {
                                 match length.trim().parse::<u64>() {
                                     Ok(n) => State::Length(n),
-                                    Err(_) => return self.fail(out, format!("bad content-length {length:?}")),
+                                    Err(_) => {
+                                        return self
+                                            .fail(out, format!("bad content-length {length:?}"))
+                                    }
                                 }
                             } else {
                                 State::UntilClose
@@ -136,7 +160,10 @@ impl Parser {
                     match u64::from_str_radix(size_text, 16) {
                         Ok(0) if !size_text.is_empty() => self.state = State::Trailers,
                         Ok(n) if !size_text.is_empty() => self.state = State::ChunkData(n),
-                        _ => return self.fail(out, format!("chunk-size line {text:?} is not hexadecimal")),
+                        _ => {
+                            return self
+                                .fail(out, format!("chunk-size line {text:?} is not hexadecimal"))
+                        }
                     }
                 }
                 State::ChunkData(left) => {
@@ -146,11 +173,17 @@ impl Parser {
                     let take = (left as usize).min(self.buf.len());
                     out.push(Event::Data(self.buf.drain(..take).collect()));
                     let left = left - take as u64;
-                    self.state = if left == 0 { State::ChunkDataEnd } else { State::ChunkData(left) };
+                    self.state = if left == 0 {
+                        State::ChunkDataEnd
+                    } else {
+                        State::ChunkData(left)
+                    };
                 }
                 State::ChunkDataEnd => {
                     // Fail on the first byte that cannot begin CRLF, without waiting for a second.
-                    if self.buf.first().is_some_and(|&b| b != b'\r') || self.buf.get(1).is_some_and(|&b| b != b'\n') {
+                    if self.buf.first().is_some_and(|&b| b != b'\r')
+                        || self.buf.get(1).is_some_and(|&b| b != b'\n')
+                    {
                         return self.fail(out, "chunk data not followed by CRLF".into());
                     }
                     if self.buf.len() < 2 {
@@ -160,7 +193,9 @@ impl Parser {
                     self.state = State::ChunkSize;
                 }
                 State::Trailers => {
-                    let Some(end) = find_crlf(&self.buf) else { return };
+                    let Some(end) = find_crlf(&self.buf) else {
+                        return;
+                    };
                     let line: Vec<u8> = self.buf.drain(..end + 2).collect();
                     if end == 0 {
                         self.state = State::Done;
@@ -200,13 +235,26 @@ fn parse_head(head: &[u8]) -> Result<(u16, Vec<(String, String)>), String> {
     let mut parts = status_line.splitn(3, ' ');
     let version = parts.next().unwrap_or_default();
     let code = parts.next().unwrap_or_default();
-    if !(version == "HTTP/1.1" || version == "HTTP/1.0") || code.len() != 3 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("malformed status line {:?}", status_line.chars().take(80).collect::<String>()));
+    if !(version == "HTTP/1.1" || version == "HTTP/1.0")
+        || code.len() != 3
+        || !code.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(format!(
+            "malformed status line {:?}",
+            status_line.chars().take(80).collect::<String>()
+        ));
     }
-    let status: u16 = code.parse().map_err(|_| format!("malformed status code {code:?}"))?;
+    let status: u16 = code
+        .parse()
+        .map_err(|_| format!("malformed status code {code:?}"))?;
     let mut headers = Vec::new();
     for line in lines {
-        let (name, value) = line.split_once(':').ok_or_else(|| format!("malformed header line {:?}", line.chars().take(80).collect::<String>()))?;
+        let (name, value) = line.split_once(':').ok_or_else(|| {
+            format!(
+                "malformed header line {:?}",
+                line.chars().take(80).collect::<String>()
+            )
+        })?;
         if name.is_empty() || name.bytes().any(|b| b == b' ' || b == b'\t') {
             return Err(format!("malformed header name {name:?}"));
         }
@@ -233,7 +281,17 @@ mod tests {
     }
 
     fn body(events: &[Event]) -> Vec<u8> {
-        events.iter().filter_map(|e| if let Event::Data(d) = e { Some(d.clone()) } else { None }).flatten().collect()
+        events
+            .iter()
+            .filter_map(|e| {
+                if let Event::Data(d) = e {
+                    Some(d.clone())
+                } else {
+                    None
+                }
+            })
+            .flatten()
+            .collect()
     }
 
     #[test]
@@ -248,8 +306,14 @@ mod tests {
             assert_eq!(body(&events), b"hello", "step {step}");
             assert_eq!(events.last(), Some(&Event::End), "step {step}");
         }
-        let events = run(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 4, false);
-        assert!(matches!(&events[0], Event::Head { status: 200, headers } if headers[0] == ("content-length".into(), "5".into())));
+        let events = run(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            4,
+            false,
+        );
+        assert!(
+            matches!(&events[0], Event::Head { status: 200, headers } if headers[0] == ("content-length".into(), "5".into()))
+        );
     }
 
     #[test]
@@ -260,7 +324,10 @@ mod tests {
         // Closed before the framed end: no End event.
         let mut parser = Parser::default();
         let mut out = Vec::new();
-        parser.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", &mut out);
+        parser.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            &mut out,
+        );
         parser.eof(&mut out);
         assert!(!out.contains(&Event::End) && parser.done());
     }
@@ -268,15 +335,30 @@ mod tests {
     #[test]
     fn each_hostile_shape_is_malformed_framing() {
         for (bytes, needle) in [
-            (&b"HTTP/1.1 2x0 OK\r\ncontent-length: 2\r\n\r\n{}"[..], "status line"),
+            (
+                &b"HTTP/1.1 2x0 OK\r\ncontent-length: 2\r\n\r\n{}"[..],
+                "status line",
+            ),
             (&b"HTPT/1.1 200 OK\r\n\r\n"[..], "status line"),
-            (&b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n"[..], "hexadecimal"),
-            (&b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabcd"[..], "CRLF"),
+            (
+                &b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n"[..],
+                "hexadecimal",
+            ),
+            (
+                &b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabcd"[..],
+                "CRLF",
+            ),
             (&b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n"[..], "header"),
-            (&b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n"[..], "content-length"),
+            (
+                &b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n"[..],
+                "content-length",
+            ),
         ] {
             let events = run(bytes, 3, false);
-            assert!(matches!(events.last(), Some(Event::Malformed(why)) if why.contains(needle)), "{events:?}");
+            assert!(
+                matches!(events.last(), Some(Event::Malformed(why)) if why.contains(needle)),
+                "{events:?}"
+            );
         }
         let mut huge = b"HTTP/1.1 200 OK\r\nx-pad: ".to_vec();
         huge.extend(std::iter::repeat_n(b'a', RESPONSE_HEAD_BYTES_MAX + 10));

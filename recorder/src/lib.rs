@@ -11,4 +11,7 @@
 
 pub mod exchange;
 pub mod http1;
+pub mod request;
+#[cfg(target_os = "linux")]
+pub mod run;
 pub mod sse;

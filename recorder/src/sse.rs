@@ -71,7 +71,11 @@ impl SseParser {
         if line.is_empty() {
             if self.has_data {
                 out.push(SseEvent {
-                    event: if self.event.is_empty() { "message".into() } else { std::mem::take(&mut self.event) },
+                    event: if self.event.is_empty() {
+                        "message".into()
+                    } else {
+                        std::mem::take(&mut self.event)
+                    },
                     data: std::mem::take(&mut self.data),
                 });
             }
@@ -134,12 +138,17 @@ mod tests {
     #[test]
     fn no_dispatch_without_a_blank_line_and_without_data() {
         assert!(parse(b"data: a\n", 1).unwrap().is_empty());
-        assert!(parse(b"event: x\n\n: only a comment\n\n", 2).unwrap().is_empty());
+        assert!(parse(b"event: x\n\n: only a comment\n\n", 2)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
     fn invalid_utf8_and_oversized_events_are_errors() {
-        assert_eq!(parse(b"data: \xc3\x28\xff\n\n", 3), Err(SseError::InvalidUtf8));
+        assert_eq!(
+            parse(b"data: \xc3\x28\xff\n\n", 3),
+            Err(SseError::InvalidUtf8)
+        );
         let mut big = b"data: ".to_vec();
         big.extend(std::iter::repeat_n(b'a', EVENT_BYTES_MAX + 1));
         assert_eq!(parse(&big, 4096), Err(SseError::TooLarge));

@@ -1,0 +1,129 @@
+//! Request templates: the bytes of request i, from the route, the target and the index.
+
+use percentes_formats::config::{Config, Route};
+
+/// The target, from `target.base_url`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    /// The `host:port` to connect to.
+    pub address: String,
+}
+
+impl Target {
+    /// Parses an `http://host[:port]` base URL. `https://` is refused with the reason: the
+    /// recorder's TLS layer is not built yet.
+    pub fn parse(base_url: &str) -> Result<Target, String> {
+        let rest = if let Some(rest) = base_url.strip_prefix("http://") {
+            rest
+        } else if base_url.starts_with("https://") {
+            return Err(format!(
+                "target.base_url {base_url:?}: this recorder build speaks plain HTTP/1.1 only; TLS (rustls) is not built yet"
+            ));
+        } else {
+            return Err(format!(
+                "target.base_url {base_url:?} must start with http://"
+            ));
+        };
+        let authority = rest.split('/').next().unwrap_or_default();
+        if authority.is_empty() {
+            return Err(format!("target.base_url {base_url:?} has no host"));
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || p.is_empty() => match p.parse::<u16>() {
+                Ok(port) => (h.to_owned(), port),
+                Err(_) => return Err(format!("target.base_url {base_url:?}: bad port {p:?}")),
+            },
+            _ => (authority.to_owned(), 80),
+        };
+        Ok(Target {
+            address: format!("{host}:{port}"),
+            host,
+            port,
+        })
+    }
+}
+
+/// The request line, headers and body of scheduled request `index` on `route`.
+pub fn request_bytes(config: &Config, target: &Target, route: &Route, index: u64) -> Vec<u8> {
+    let max_tokens = config.value("target.max_tokens").as_f64().unwrap_or(256.0) as u64;
+    let ignore_eos = config
+        .target
+        .ignore_eos
+        .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
+    // A unique prefix per request (SPEC §1) so no two requests share a cached prefix, then filler
+    // words up to the route's fixed input length.
+    let mut prompt = format!("request {index} of percentes.");
+    for word in 0..route.prompt_tokens.saturating_sub(4) {
+        prompt.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+    }
+    let stream = config.target.stream;
+    let body = if route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions")
+    {
+        serde_json::json!({"model": config.target.model, "prompt": prompt, "max_tokens": max_tokens, "stream": stream, "ignore_eos": ignore_eos})
+    } else {
+        serde_json::json!({"model": config.target.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "stream": stream, "ignore_eos": ignore_eos})
+    };
+    let body = body.to_string();
+    let mut out = format!(
+        "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\nx-request-id: pct-{index}\r\ncontent-length: {}\r\n\r\n",
+        route.path,
+        target.host,
+        if stream { "text/event-stream" } else { "application/json" },
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            Target::parse("http://127.0.0.1:8000").unwrap().address,
+            "127.0.0.1:8000"
+        );
+        assert_eq!(Target::parse("http://svc/v1").unwrap().address, "svc:80");
+        assert!(Target::parse("https://api.example")
+            .unwrap_err()
+            .contains("TLS"));
+        assert!(Target::parse("http://").is_err());
+        assert!(Target::parse("http://h:x").is_err());
+    }
+
+    #[test]
+    fn request_i_is_unique_and_well_formed() {
+        let config = Config::parse(
+            percentes_formats::config::example(percentes_formats::config::Profile::Dev).as_bytes(),
+        )
+        .unwrap();
+        let target = Target::parse(&config.target.base_url).unwrap();
+        let a = String::from_utf8(request_bytes(&config, &target, &config.routes[0], 7)).unwrap();
+        let b = String::from_utf8(request_bytes(&config, &target, &config.routes[0], 8)).unwrap();
+        assert_ne!(a, b);
+        let (head, body) = a.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n")
+                && head.contains("x-request-id: pct-7")
+        );
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            (
+                json["max_tokens"].as_u64(),
+                json["ignore_eos"].as_bool(),
+                json["stream"].as_bool()
+            ),
+            (Some(256), Some(true), Some(true))
+        );
+        assert!(json["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("request 7 of percentes."));
+    }
+}

@@ -1,0 +1,906 @@
+//! The recording run (Linux): pacer and client on compio (io_uring), the journal writer thread,
+//! self-check telemetry, progress, drain and seal.
+
+use std::cell::{Cell, RefCell};
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use compio::io::{AsyncRead, AsyncWriteExt};
+use compio::net::TcpStream;
+use compio::BufResult;
+use ed25519_dalek::SigningKey;
+use percentes_formats::config::Config;
+use percentes_formats::journal::records::{
+    class_code, event_kind_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus,
+    TelemetryRecord,
+};
+use percentes_formats::journal::writer::Sealed;
+use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError, CODEC};
+use percentes_formats::pins::SPEC_VERSION_CURRENT;
+use percentes_formats::schedule::{Entry, ScheduleParams};
+
+use crate::exchange::{Exchange, Verdict};
+use crate::http1;
+use crate::request::{request_bytes, Target};
+
+/// Records the writer queue holds before a sender blocks (and a queue-full event is recorded).
+pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
+/// The writer commits a block at least this often.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
+/// The writer checkpoints (and fdatasyncs) at least this often (SPEC §J.5, §J.6).
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// Telemetry and progress period.
+pub const TELEMETRY_INTERVAL: Duration = Duration::from_secs(1);
+/// The stall ticker's period (SPEC §2's runtime-stall measure).
+pub const STALL_TICK: Duration = Duration::from_millis(1);
+/// Time between writing the header and the epoch, for the workers to start and connect.
+pub const EPOCH_LEAD: Duration = Duration::from_millis(300);
+
+/// How the live progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    Quiet,
+    Human,
+    Json,
+}
+
+/// What `record` needs beyond the configuration.
+#[derive(Debug)]
+pub struct Options {
+    pub output: PathBuf,
+    /// Overwrite an existing output file.
+    pub force: bool,
+    pub signing_key: Option<SigningKey>,
+    pub tool_version: String,
+    pub tool_commit: String,
+    /// Worker threads (pacer + client runtimes).
+    pub workers: usize,
+    pub progress: Progress,
+    /// Set from a signal handler: stop dispatching, drain, seal as aborted.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a finished run reports.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub output: PathBuf,
+    pub status: SealStatus,
+    pub reason: String,
+    pub sealed: Sealed,
+    pub undispatched: u64,
+    pub queue_full_events: u64,
+}
+
+/// Why a run could not be done. Failures of the target are outcomes, never errors.
+#[derive(Debug)]
+pub enum RecordError {
+    Refused(String),
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    Journal(WriteError),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Refused(why) => write!(f, "{why}"),
+            RecordError::Io { what, source } => write!(f, "{what}: {source}"),
+            RecordError::Journal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RecordError {
+    let what = what.into();
+    move |source| RecordError::Io { what, source }
+}
+
+/// Boxed: the bounded queue preallocates every slot, and records vary from tens of bytes to kilobytes.
+enum ToWriter {
+    Record(Box<Record>),
+    Finish(SealStatus, String),
+}
+
+/// Counters shared by workers, telemetry and progress.
+#[derive(Debug, Default)]
+struct Shared {
+    sent: AtomicU64,
+    in_flight: AtomicU64,
+    completed: AtomicU64,
+    errored: AtomicU64,
+    censored: AtomicU64,
+    undispatched: AtomicU64,
+    queue_depth: AtomicU64,
+    queue_full: AtomicU64,
+    skew_ns: Mutex<Vec<u64>>,
+    stall_ns: Mutex<Vec<u64>>,
+    done: AtomicBool,
+}
+
+#[derive(Clone)]
+struct Sender {
+    tx: SyncSender<ToWriter>,
+    shared: Arc<Shared>,
+}
+
+impl Sender {
+    /// Hands a record to the writer. A full queue blocks (nothing is dropped) and is counted, so
+    /// telemetry records a writer-queue-full event.
+    fn send(&self, record: Record) {
+        self.shared.queue_depth.fetch_add(1, Ordering::Relaxed);
+        match self.tx.try_send(ToWriter::Record(Box::new(record))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(message)) => {
+                self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
+                let _ = self.tx.send(message);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+/// The raw CLOCK_MONOTONIC reading, ns.
+fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to the valid, exclusively borrowed `ts`.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0, "CLOCK_MONOTONIC is always available on Linux");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    #[allow(unsafe_code)]
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as u64
+    } else {
+        100
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn host_facts(workers: usize) -> Vec<(String, String)> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    vec![
+        ("hostname".into(), read_trimmed("/proc/sys/kernel/hostname")),
+        ("kernel".into(), read_trimmed("/proc/sys/kernel/osrelease")),
+        ("cpu".into(), cpu),
+        (
+            "cores".into(),
+            std::thread::available_parallelism()
+                .map(|n| n.get().to_string())
+                .unwrap_or_default(),
+        ),
+        ("recorder-workers".into(), workers.to_string()),
+        ("io".into(), "compio 0.19.2, io_uring".into()),
+        ("tls".into(), "none (plain HTTP/1.1)".into()),
+    ]
+}
+
+/// /proc/stat's aggregate cpu line: (busy, total) jiffies.
+fn host_cpu() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// This process's CPU time, ns.
+fn recorder_cpu_ns(ticks: u64) -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // After the command name: state is not numeric, so utime and stime are fields 11 and 12 here.
+    let jiffies = fields.get(10).copied().unwrap_or(0) + fields.get(11).copied().unwrap_or(0);
+    jiffies * 1_000_000_000 / ticks
+}
+
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// Records a run. Blocks until the journal is sealed.
+pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError> {
+    let target = Target::parse(&config.target.base_url).map_err(RecordError::Refused)?;
+    let params: ScheduleParams = config.schedule_params();
+    params.validate().map_err(RecordError::Refused)?;
+    let workers = options.workers.clamp(1, 64);
+    let requests = params.iter().count() as u64;
+    let digest = params.digest();
+
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if options.force {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    let file = open.open(&options.output).map_err(io(format!(
+        "cannot create journal {} (use --force to overwrite)",
+        options.output.display()
+    )))?;
+
+    let lead_ns = EPOCH_LEAD.as_nanos() as u64;
+    let epoch = Instant::now() + EPOCH_LEAD;
+    let monotonic_epoch_ns = monotonic_now_ns() + lead_ns;
+    let realtime_epoch_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+        + lead_ns as i64;
+    let header = Header {
+        codec: CODEC.into(),
+        spec_version: SPEC_VERSION_CURRENT.into(),
+        tool_version: options.tool_version.clone(),
+        tool_commit: options.tool_commit.clone(),
+        profile: config.profile.name().into(),
+        dev_time_factor: config.time_factor,
+        config_hash: config.hash(),
+        config_bytes: config.raw_bytes().to_vec(),
+        schedule_requests: requests,
+        schedule_digest: digest,
+        schedule: params.clone(),
+        clock: ClockAnchors {
+            monotonic_epoch_ns,
+            realtime_epoch_ns,
+            source: "CLOCK_MONOTONIC".into(),
+        },
+        host: host_facts(workers),
+        shard_index: 0,
+        shard_count: 1,
+        signing_key: options
+            .signing_key
+            .as_ref()
+            .map(|k| k.verifying_key().to_bytes()),
+        extensions: Vec::new(),
+    };
+
+    let shared = Arc::new(Shared::default());
+    let (tx, rx) = sync_channel(WRITER_QUEUE_RECORDS_MAX);
+    let writer = {
+        let shared = Arc::clone(&shared);
+        let signer = options.signing_key.clone();
+        std::thread::Builder::new()
+            .name("journal-writer".into())
+            .spawn(move || writer_thread(file, &header, signer, rx, &shared, epoch))
+            .map_err(io("cannot start the journal writer thread"))?
+    };
+    let sender = Sender {
+        tx,
+        shared: Arc::clone(&shared),
+    };
+
+    let ticker = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("stall-ticker".into())
+            .spawn(move || stall_ticker(&shared))
+            .map_err(io("cannot start the stall ticker"))?
+    };
+    let telemetry = {
+        let shared = Arc::clone(&shared);
+        let sender = sender.clone();
+        let progress = options.progress;
+        let total = requests;
+        std::thread::Builder::new()
+            .name("telemetry".into())
+            .spawn(move || telemetry_thread(&shared, &sender, epoch, progress, total))
+            .map_err(io("cannot start the telemetry thread"))?
+    };
+
+    let timeout = Duration::from_nanos(config.duration_ns("client.timeout_s"));
+    let floor = (config
+        .value("client.connections_floor_per_replica")
+        .as_f64()
+        .unwrap_or(4.0) as usize
+        * config.target.replicas.len().max(1))
+    .div_ceil(workers);
+    let expected_model = Some(config.target.model.clone());
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        let ctx = WorkerContext {
+            worker: w,
+            workers,
+            params: params.clone(),
+            config: config.clone(),
+            target: target.clone(),
+            epoch,
+            timeout,
+            floor,
+            expected_model: expected_model.clone(),
+            sender: sender.clone(),
+            shared: Arc::clone(&shared),
+            stop: Arc::clone(&options.stop),
+        };
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn(move || worker(ctx))
+                .map_err(io("cannot start a worker thread"))?,
+        );
+    }
+    let mut worker_error = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => worker_error = Some(e),
+            Err(_) => worker_error = Some(RecordError::Refused("a worker thread panicked".into())),
+        }
+    }
+    shared.done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    let _ = telemetry.join();
+    let aborted = options.stop.load(Ordering::Relaxed);
+    let (status, reason) = match (&worker_error, aborted) {
+        (Some(e), _) => (SealStatus::Aborted, format!("recorder error: {e}")),
+        (None, true) => (
+            SealStatus::Aborted,
+            "stopped by signal (SIGINT or SIGTERM): dispatch stopped, in-flight requests drained"
+                .into(),
+        ),
+        (None, false) => (SealStatus::Completed, String::new()),
+    };
+    let _ = sender.tx.send(ToWriter::Finish(status, reason.clone()));
+    drop(sender);
+    let sealed = writer
+        .join()
+        .map_err(|_| RecordError::Refused("the journal writer thread panicked".into()))?
+        .map_err(RecordError::Journal)?;
+    Ok(Summary {
+        output: options.output.clone(),
+        status,
+        reason,
+        sealed,
+        undispatched: shared.undispatched.load(Ordering::Relaxed),
+        queue_full_events: shared.queue_full.load(Ordering::Relaxed),
+    })
+}
+
+fn writer_thread(
+    file: File,
+    header: &Header,
+    signer: Option<SigningKey>,
+    rx: Receiver<ToWriter>,
+    shared: &Shared,
+    epoch: Instant,
+) -> Result<Sealed, WriteError> {
+    let now_ns = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+    let mut writer = JournalWriter::create(file, header, signer)?;
+    writer.get_mut().sync_data()?;
+    let mut last_commit = Instant::now();
+    let mut last_checkpoint = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(ToWriter::Record(record)) => {
+                shared.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                writer.append(&record)?;
+            }
+            Ok(ToWriter::Finish(status, reason)) => {
+                let (file, sealed) = writer.seal(now_ns(), status, &reason)?;
+                file.sync_data()?;
+                return Ok(sealed);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                let (file, sealed) = writer.seal(
+                    now_ns(),
+                    SealStatus::Aborted,
+                    "the recorder stopped without finishing",
+                )?;
+                file.sync_data()?;
+                return Ok(sealed);
+            }
+        }
+        if last_commit.elapsed() >= COMMIT_INTERVAL {
+            writer.commit()?;
+            last_commit = Instant::now();
+        }
+        if last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
+            writer.checkpoint(now_ns())?;
+            writer.get_mut().sync_data()?;
+            last_checkpoint = Instant::now();
+        }
+    }
+}
+
+/// SPEC §2's runtime-stall measure: a thread that sleeps to absolute 1 ms deadlines and records
+/// how late each wake is. Whatever delays the workers (preemption, throttling, faults) delays it.
+fn stall_ticker(shared: &Shared) {
+    let mut deadline = Instant::now();
+    while !shared.done.load(Ordering::Relaxed) {
+        deadline += STALL_TICK;
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+        let late = Instant::now()
+            .saturating_duration_since(deadline)
+            .as_nanos() as u64;
+        shared.stall_ns.lock().expect("stall lock").push(late);
+        if late > 100 * STALL_TICK.as_nanos() as u64 {
+            // A long stall: resynchronize instead of firing a burst of catch-up ticks.
+            deadline = Instant::now();
+        }
+    }
+}
+
+fn telemetry_thread(
+    shared: &Shared,
+    sender: &Sender,
+    epoch: Instant,
+    progress: Progress,
+    total: u64,
+) {
+    let ticks = clock_ticks_per_second();
+    let mut last_cpu = host_cpu();
+    let mut last_self = recorder_cpu_ns(ticks);
+    let mut last_queue_full = 0;
+    let mut next = Instant::now() + TELEMETRY_INTERVAL;
+    loop {
+        let done = shared.done.load(Ordering::Relaxed);
+        let now = Instant::now();
+        if now < next && !done {
+            std::thread::sleep((next - now).min(Duration::from_millis(50)));
+            continue;
+        }
+        next += TELEMETRY_INTERVAL;
+        let at_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+        let cpu = host_cpu();
+        let busy_ppm = match (last_cpu, cpu) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+                ((b1 - b0) as f64 / (t1 - t0) as f64 * 1e6) as u32
+            }
+            _ => 0,
+        };
+        last_cpu = cpu;
+        let self_ns = recorder_cpu_ns(ticks);
+        let recorder_cpu = self_ns.saturating_sub(last_self);
+        last_self = self_ns;
+        let mut stall = std::mem::take(&mut *shared.stall_ns.lock().expect("stall lock"));
+        stall.sort_unstable();
+        let mut skew = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
+        skew.sort_unstable();
+        let depth = shared.queue_depth.load(Ordering::Relaxed);
+        let telemetry = TelemetryRecord {
+            at_ns,
+            interval_ns: TELEMETRY_INTERVAL.as_nanos() as u64,
+            host_cpu_busy_ppm: busy_ppm,
+            recorder_cpu_ns: recorder_cpu,
+            stall_p99_ns: quantile(&stall, 0.99),
+            stall_max_ns: stall.last().copied().unwrap_or(0),
+            stall_samples: stall.len() as u32,
+            skew_count: skew.len() as u32,
+            skew_p50_ns: quantile(&skew, 0.5),
+            skew_p99_ns: quantile(&skew, 0.99),
+            skew_max_ns: skew.last().copied().unwrap_or(0),
+            undispatched_total: shared.undispatched.load(Ordering::Relaxed),
+            in_flight: shared.in_flight.load(Ordering::Relaxed) as u32,
+            writer_queue_depth: depth as u32,
+            writer_queue_max: WRITER_QUEUE_RECORDS_MAX as u32,
+        };
+        let queue_full = shared.queue_full.load(Ordering::Relaxed);
+        if queue_full > last_queue_full {
+            sender.send(Record::Event(EventRecord {
+                at_ns,
+                kind: event_kind_code("writer-queue-full").expect("defined"),
+                subject: "journal-writer".into(),
+                detail: format!(
+                    "{} records waited for a full writer queue",
+                    queue_full - last_queue_full
+                ),
+                value: Some(queue_full as i64),
+            }));
+            last_queue_full = queue_full;
+        }
+        match progress {
+            Progress::Quiet => {}
+            Progress::Human => eprintln!(
+                "[{:>7.1} s] sent {}/{total}, in flight {}, completed {}, errored {}, censored {}, skew p99 {:.2} ms, stall p99 {:.2} ms, host CPU {:.0} %",
+                at_ns as f64 / 1e9,
+                shared.sent.load(Ordering::Relaxed),
+                telemetry.in_flight,
+                shared.completed.load(Ordering::Relaxed),
+                shared.errored.load(Ordering::Relaxed),
+                shared.censored.load(Ordering::Relaxed),
+                telemetry.skew_p99_ns as f64 / 1e6,
+                telemetry.stall_p99_ns as f64 / 1e6,
+                busy_ppm as f64 / 1e4
+            ),
+            Progress::Json => eprintln!(
+                "{}",
+                serde_json::json!({
+                    "at_ns": at_ns, "sent": shared.sent.load(Ordering::Relaxed), "scheduled": total,
+                    "in_flight": telemetry.in_flight, "completed": shared.completed.load(Ordering::Relaxed),
+                    "errored": shared.errored.load(Ordering::Relaxed), "censored": shared.censored.load(Ordering::Relaxed),
+                    "skew_p99_ns": telemetry.skew_p99_ns, "stall_p99_ns": telemetry.stall_p99_ns, "host_cpu_busy_ppm": busy_ppm,
+                })
+            ),
+        }
+        sender.send(Record::Telemetry(telemetry));
+        if done {
+            return;
+        }
+    }
+}
+
+struct WorkerContext {
+    worker: usize,
+    workers: usize,
+    params: ScheduleParams,
+    config: Config,
+    target: Target,
+    epoch: Instant,
+    timeout: Duration,
+    floor: usize,
+    expected_model: Option<String>,
+    sender: Sender,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+}
+
+type Pool = Rc<RefCell<Vec<(u64, TcpStream)>>>;
+
+fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
+    let runtime =
+        compio::runtime::Runtime::new().map_err(io("cannot start the io_uring runtime"))?;
+    let ctx = Rc::new(ctx);
+    runtime.block_on(async move {
+        let pool: Pool = Rc::new(RefCell::new(Vec::new()));
+        let next_connection = Rc::new(Cell::new((ctx.worker as u64) << 48));
+        for _ in 0..ctx.floor {
+            if let Ok(stream) = TcpStream::connect(ctx.target.address.as_str()).await {
+                let _ = stream.set_nodelay(true);
+                let id = next_connection.get();
+                next_connection.set(id + 1);
+                pool.borrow_mut().push((id, stream));
+            }
+        }
+        let outstanding = Rc::new(Cell::new(0usize));
+        let workers = ctx.workers as u64;
+        for entry in ctx
+            .params
+            .iter()
+            .filter(|e| e.index % workers == ctx.worker as u64)
+        {
+            let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
+            if !ctx.stop.load(Ordering::Relaxed) {
+                compio::time::sleep_until(due).await;
+            }
+            if ctx.stop.load(Ordering::Relaxed) {
+                // Stopped: this request is never sent; it is censored by the end of the run.
+                let mut record = blank(&entry);
+                record.outcome = Outcome::Censored as u8;
+                record.class = class_code("run-end").expect("defined");
+                record.terminal_ns = now_ns(ctx.epoch);
+                record.detail = "the run was stopped before this request's intended time".into();
+                ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
+                ctx.sender.send(Record::Request(record));
+                continue;
+            }
+            let dispatched = now_ns(ctx.epoch);
+            ctx.shared
+                .skew_ns
+                .lock()
+                .expect("skew lock")
+                .push(dispatched.saturating_sub(entry.intended_ns));
+            ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
+            ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            outstanding.set(outstanding.get() + 1);
+            let (ctx2, pool2, next2, out2) = (
+                Rc::clone(&ctx),
+                Rc::clone(&pool),
+                Rc::clone(&next_connection),
+                Rc::clone(&outstanding),
+            );
+            compio::runtime::spawn(async move {
+                let record = execute(&ctx2, &pool2, &next2, entry, dispatched).await;
+                let counter = match Outcome::from_byte(record.outcome) {
+                    Some(Outcome::Completed) => &ctx2.shared.completed,
+                    Some(Outcome::Errored) => &ctx2.shared.errored,
+                    Some(Outcome::Censored) => &ctx2.shared.censored,
+                    _ => &ctx2.shared.undispatched,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                ctx2.sender.send(Record::Request(record));
+                out2.set(out2.get() - 1);
+            })
+            .detach();
+        }
+        // Drain: every request ends by its own deadline, so this ends within one timeout.
+        while outstanding.get() > 0 {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    })
+}
+
+fn now_ns(epoch: Instant) -> u64 {
+    Instant::now().saturating_duration_since(epoch).as_nanos() as u64
+}
+
+fn blank(entry: &Entry) -> RequestRecord {
+    RequestRecord {
+        index: entry.index,
+        outcome: Outcome::Errored as u8,
+        class: 0,
+        route: entry.route,
+        intended_ns: entry.intended_ns,
+        dispatched_ns: None,
+        connect_start_ns: None,
+        connect_end_ns: None,
+        tls_done_ns: None,
+        request_written_ns: None,
+        response_head_ns: None,
+        first_content_ns: None,
+        terminal_ns: 0,
+        content_gaps_us: Vec::new(),
+        content_events: 0,
+        http_status: 0,
+        bytes_sent: 0,
+        bytes_received: 0,
+        usage_prompt_tokens: None,
+        usage_completion_tokens: None,
+        replica: String::new(),
+        connection_id: 0,
+        connection_reused: false,
+        detail: String::new(),
+    }
+}
+
+/// A connect failure that never reached the target (the client ran out of something): the
+/// request was not dispatched.
+fn local_exhaustion(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL)
+    )
+}
+
+fn connect_verdict(e: &std::io::Error) -> Verdict {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        ConnectionRefused => Verdict::errored("refused", e.to_string()),
+        ConnectionReset | ConnectionAborted => Verdict::errored("reset", e.to_string()),
+        _ if e.to_string().contains("lookup") || e.kind() == NotFound => {
+            Verdict::errored("dns", e.to_string())
+        }
+        _ => Verdict::errored("connect", e.to_string()),
+    }
+}
+
+fn transport_verdict(e: &std::io::Error) -> Verdict {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        ConnectionReset | ConnectionAborted | BrokenPipe => {
+            Verdict::errored("reset", e.to_string())
+        }
+        _ => Verdict::errored("premature-close", e.to_string()),
+    }
+}
+
+async fn execute(
+    ctx: &WorkerContext,
+    pool: &Pool,
+    next_connection: &Cell<u64>,
+    entry: Entry,
+    dispatched: u64,
+) -> RequestRecord {
+    let mut record = blank(&entry);
+    record.dispatched_ns = Some(dispatched);
+    let mut exchange = Exchange::new(ctx.config.target.stream, ctx.expected_model.clone());
+    let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.timeout;
+    let verdict = compio::time::timeout_at(
+        deadline,
+        talk(
+            ctx,
+            pool,
+            next_connection,
+            &entry,
+            &mut record,
+            &mut exchange,
+        ),
+    )
+    .await;
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err(_) => {
+            record.terminal_ns = (deadline - ctx.epoch).as_nanos() as u64;
+            Verdict {
+                outcome: Outcome::Censored,
+                class: "timeout",
+                detail: format!("no terminal event by the {:?} timeout", ctx.timeout),
+            }
+        }
+    };
+    if record.terminal_ns == 0 {
+        record.terminal_ns = now_ns(ctx.epoch);
+    }
+    if verdict.outcome == Outcome::Undispatched {
+        record.dispatched_ns = None;
+    }
+    record.outcome = verdict.outcome as u8;
+    record.class = class_code(verdict.class).expect("classes come from the table");
+    record.detail = verdict.detail;
+    record.http_status = exchange.status.unwrap_or(0);
+    record.replica = std::mem::take(&mut exchange.replica);
+    record.response_head_ns = exchange.response_head_ns;
+    record.first_content_ns = exchange.first_content_ns;
+    record.content_gaps_us = std::mem::take(&mut exchange.content_gaps_us);
+    record.content_events = exchange.content_events;
+    record.usage_prompt_tokens = exchange.usage_prompt_tokens;
+    record.usage_completion_tokens = exchange.usage_completion_tokens;
+    record
+}
+
+async fn talk(
+    ctx: &WorkerContext,
+    pool: &Pool,
+    next_connection: &Cell<u64>,
+    entry: &Entry,
+    record: &mut RequestRecord,
+    exchange: &mut Exchange,
+) -> Verdict {
+    let pooled = pool.borrow_mut().pop();
+    let (id, mut stream) = match pooled {
+        Some((id, stream)) => {
+            record.connection_reused = true;
+            (id, stream)
+        }
+        None => {
+            record.connect_start_ns = Some(now_ns(ctx.epoch));
+            match TcpStream::connect(ctx.target.address.as_str()).await {
+                Ok(stream) => {
+                    record.connect_end_ns = Some(now_ns(ctx.epoch));
+                    let _ = stream.set_nodelay(true);
+                    let id = next_connection.get();
+                    next_connection.set(id + 1);
+                    (id, stream)
+                }
+                Err(e) if local_exhaustion(&e) => {
+                    return Verdict {
+                        outcome: Outcome::Undispatched,
+                        class: "undispatched",
+                        detail: format!("the client could not open a connection: {e}"),
+                    };
+                }
+                Err(e) => {
+                    record.terminal_ns = now_ns(ctx.epoch);
+                    return connect_verdict(&e);
+                }
+            }
+        }
+    };
+    record.connection_id = id;
+    let route = &ctx.config.routes[entry.route as usize];
+    let bytes = request_bytes(&ctx.config, &ctx.target, route, entry.index);
+    record.bytes_sent = bytes.len() as u64;
+    let BufResult(written, _) = stream.write_all(bytes).await;
+    if let Err(e) = written {
+        return exchange.finish(false, Some(transport_verdict(&e)), now_ns(ctx.epoch));
+    }
+    record.request_written_ns = Some(now_ns(ctx.epoch));
+    let mut parser = http1::Parser::default();
+    let mut events = Vec::new();
+    let mut buf = Vec::with_capacity(64 << 10);
+    loop {
+        buf.clear();
+        let BufResult(read, b) = stream.read(buf).await;
+        buf = b;
+        let now = now_ns(ctx.epoch);
+        let n = match read {
+            Ok(n) => n,
+            Err(e) => return exchange.finish(false, Some(transport_verdict(&e)), now),
+        };
+        record.bytes_received += n as u64;
+        if n == 0 {
+            parser.eof(&mut events);
+        } else {
+            parser.feed(&buf[..n], &mut events);
+        }
+        let mut ended = false;
+        for event in events.drain(..) {
+            ended |= event == http1::Event::End;
+            exchange.on_http(event, now);
+        }
+        if exchange.decided().is_some() {
+            // The fate is known (an error status, broken framing): the connection is not reused.
+            return exchange.finish(false, None, now);
+        }
+        if ended {
+            let verdict = exchange.finish(true, None, now);
+            if !exchange.close_after {
+                pool.borrow_mut().push((id, stream));
+            }
+            return verdict;
+        }
+        if n == 0 {
+            return exchange.finish(false, None, now);
+        }
+    }
+}
+
+/// The counts a sealed journal ended with (for the summary line).
+pub fn counts_line(counts: &Counts) -> String {
+    format!(
+        "{} requests: {} completed, {} errored, {} censored, {} undispatched",
+        counts.requests, counts.completed, counts.errored, counts.censored, counts.undispatched
+    )
+}
+
+/// Writes `text` to stderr, ignoring a closed stderr.
+pub fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Async-signal-safe: a single atomic store.
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// A flag that becomes true on SIGINT or SIGTERM (a watcher thread copies the signal handler's
+/// static flag into it), for [`Options::stop`].
+pub fn stop_on_signals() -> Arc<AtomicBool> {
+    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to a static atomic, which is async-signal-safe.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    let watched = Arc::clone(&flag);
+    std::thread::spawn(move || loop {
+        if SIGNALLED.load(Ordering::SeqCst) {
+            watched.store(true, Ordering::SeqCst);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    flag
+}

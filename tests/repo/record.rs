@@ -1,0 +1,286 @@
+//! The recorder against the mock: every scheduled index exactly once, every outcome class the mock
+//! can provoke, a sealed journal; SIGKILL leaves a verifiable prefix; SIGINT seals as aborted.
+//! Runs use the dev profile at time factor 250 (a 1.68 s schedule, a 120 ms timeout: room for a
+//! debug build on a busy 2-core machine).
+
+#![cfg(target_os = "linux")]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use percentes_analyzer::JournalFile;
+use percentes_formats::config::Config;
+use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRecord};
+use percentes_formats::journal::Verdict;
+use percentes_recorder::run::{self, Options, Progress};
+use percentes_scenarios::config::{Capacity, FaultMode, FaultPlan, MockConfig, Timing};
+use percentes_scenarios::mock::{self, Mock};
+use percentes_scenarios::timing::Distribution;
+
+fn start_mock(config: MockConfig) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            mock::serve(listener, Mock::new(config)).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn fast_mock(fault: Option<FaultMode>) -> MockConfig {
+    MockConfig {
+        timing: Timing {
+            ttft: Distribution::Constant { ms: 2.0 },
+            token_gap: Distribution::Constant { ms: 0.0 },
+            min_output_tokens: 1,
+        },
+        capacity: Capacity {
+            max_num_seqs: 256,
+            slowdown_per_running: 0.0,
+        },
+        faults: fault
+            .map(|mode| {
+                vec![FaultPlan {
+                    mode,
+                    at_ms: 0,
+                    duration_ms: 600_000,
+                    after_tokens: 3,
+                }]
+            })
+            .unwrap_or_default(),
+        ..MockConfig::default()
+    }
+}
+
+fn config_for(addr: &str, factor: u32, rate: f64) -> Config {
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = {factor}\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+         [schedule]\nseed = 5\narrival = \"poisson\"\nrate_rps = {rate}\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    Config::parse(text.as_bytes()).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("percentes-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn record(config: &Config, output: &Path) -> run::Summary {
+    let options = Options {
+        output: output.to_owned(),
+        force: true,
+        signing_key: None,
+        tool_version: "test".into(),
+        tool_commit: "test".into(),
+        workers: 1,
+        progress: Progress::Quiet,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    run::record(config, &options).unwrap()
+}
+
+/// Verifies the journal and returns its request records, checking every scheduled index
+/// appears exactly once.
+fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
+    let journal = JournalFile::open(path).unwrap();
+    let report = journal.verify(&Default::default());
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{}",
+        percentes_formats::journal::verify::render(&report)
+    );
+    let mut requests: Vec<RequestRecord> = journal
+        .records(&report)
+        .filter_map(|(_, r)| match r.unwrap() {
+            Record::Request(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    requests.sort_by_key(|r| r.index);
+    let scheduled: Vec<u64> = config.schedule_params().iter().map(|e| e.index).collect();
+    let recorded: Vec<u64> = requests.iter().map(|r| r.index).collect();
+    assert_eq!(recorded, scheduled, "every scheduled index exactly once");
+    let header = journal.header().unwrap().0;
+    assert_eq!(header.schedule_digest, config.schedule_params().digest());
+    requests
+}
+
+#[test]
+fn a_clean_run_completes_every_request_and_seals() {
+    let addr = start_mock(fast_mock(None));
+    let config = config_for(&addr.to_string(), 250, 100.0);
+    let path = scratch("clean.pj");
+    let summary = record(&config, &path);
+    assert_eq!(summary.status.name(), "completed");
+    let requests = requests(&path, &config);
+    assert!(requests.len() > 100, "{}", requests.len());
+    for r in &requests {
+        assert_eq!(class_name(r.class), Some("correct-success"), "{r:?}");
+        assert_eq!(
+            r.content_events, 256,
+            "max_tokens 256 with ignore_eos: one token per event"
+        );
+        assert_eq!(r.content_gaps_us.len(), 255);
+        assert_eq!(r.usage_completion_tokens, Some(256));
+        assert_eq!(r.replica, "replica-0");
+        let d = r.dispatched_ns.unwrap();
+        assert!(d >= r.intended_ns, "never early");
+        assert!(r.first_content_ns.unwrap() > d && r.terminal_ns >= r.first_content_ns.unwrap());
+    }
+    assert!(
+        requests.iter().any(|r| r.connection_reused),
+        "keep-alive connections are reused"
+    );
+}
+
+#[test]
+fn every_outcome_class_the_mock_can_provoke() {
+    let cases: &[(Option<FaultMode>, &str)] = &[
+        (Some(FaultMode::Error), "http-status"),
+        (Some(FaultMode::SlowReload), "rejection"),
+        (Some(FaultMode::StreamAbort), "reset"),
+        (Some(FaultMode::SilentHang), "timeout"),
+        (Some(FaultMode::MalformedStatusLine), "malformed-framing"),
+        (Some(FaultMode::OversizedHeaders), "malformed-framing"),
+        (Some(FaultMode::BrokenChunked), "malformed-framing"),
+        (Some(FaultMode::InvalidSse), "malformed-sse"),
+        (Some(FaultMode::InvalidUtf8), "malformed-sse"),
+        (Some(FaultMode::PrematureClose), "premature-close"),
+        (Some(FaultMode::SlowlorisHeaders), "timeout"),
+        (Some(FaultMode::IncorrectSuccess), "incorrect-success"),
+    ];
+    for (fault, expected) in cases {
+        let addr = start_mock(fast_mock(*fault));
+        let config = config_for(&addr.to_string(), 250, 25.0);
+        let path = scratch(&format!("{}.pj", fault.map(|f| f.name()).unwrap_or("none")));
+        record(&config, &path);
+        let requests = requests(&path, &config);
+        for r in &requests {
+            assert_eq!(class_name(r.class), Some(*expected), "{fault:?}: {r:?}");
+            if *expected == "timeout" {
+                // AC4b: censored at exactly the timeout from t_i, a lower bound, not a duration.
+                assert_eq!(r.outcome, Outcome::Censored as u8);
+                assert_eq!(
+                    r.terminal_ns,
+                    r.intended_ns + config.duration_ns("client.timeout_s"),
+                    "{fault:?}"
+                );
+            } else {
+                assert_eq!(r.outcome, Outcome::Errored as u8, "{fault:?}");
+            }
+        }
+    }
+    // Nothing listening: refused, and the run still seals.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = config_for(&closed.to_string(), 250, 25.0);
+    let path = scratch("refused.pj");
+    record(&config, &path);
+    assert!(requests(&path, &config)
+        .iter()
+        .all(|r| class_name(r.class) == Some("refused")));
+}
+
+fn spawn_record(config_text: &str, name: &str) -> (std::process::Child, PathBuf) {
+    let config_path = scratch(&format!("{name}.toml"));
+    std::fs::write(&config_path, config_text).unwrap();
+    let journal = scratch(&format!("{name}.pj"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "record",
+            config_path.to_str().unwrap(),
+            "-o",
+            journal.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (child, journal)
+}
+
+fn slow_config(addr: SocketAddr) -> String {
+    // Factor 60: a 7 s schedule with a 0.5 s timeout.
+    format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 60\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+         [schedule]\nseed = 9\narrival = \"deterministic\"\nrate_rps = 50.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    )
+}
+
+#[test]
+fn sigkill_leaves_a_verifiable_prefix_up_to_the_last_checkpoint() {
+    let addr = start_mock(fast_mock(None));
+    let (mut child, journal) = spawn_record(&slow_config(addr), "killed");
+    std::thread::sleep(Duration::from_millis(2600));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let file = JournalFile::open(&journal).unwrap();
+    let report = file.verify(&Default::default());
+    assert_eq!(
+        report.verdict,
+        Verdict::UnsealedPrefix,
+        "{}",
+        percentes_formats::journal::verify::render(&report)
+    );
+    let checkpoint = report
+        .last_checkpoint
+        .clone()
+        .expect("a checkpoint every second");
+    assert!(checkpoint.sequence >= 1, "{checkpoint:?}");
+    assert!(
+        report.records > checkpoint.records_before,
+        "everything up to the last checkpoint verifies"
+    );
+}
+
+#[test]
+fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
+    let addr = start_mock(fast_mock(None));
+    let text = slow_config(addr);
+    let (child, journal) = spawn_record(&text, "interrupted");
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "an aborted run exits 1");
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let requests = requests(&journal, &config);
+    let file = JournalFile::open(&journal).unwrap();
+    let report = file.verify(&Default::default());
+    assert_eq!(report.seal.as_ref().unwrap().status, "aborted");
+    let run_end = requests
+        .iter()
+        .filter(|r| class_name(r.class) == Some("run-end"))
+        .count();
+    let completed = requests
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed as u8)
+        .count();
+    assert!(
+        run_end > 0 && completed > 0,
+        "completed {completed}, never sent {run_end}"
+    );
+    assert!(requests
+        .iter()
+        .filter(|r| class_name(r.class) == Some("run-end"))
+        .all(|r| r.dispatched_ns.is_none()));
+}
