@@ -215,6 +215,41 @@ pub struct Fault {
     pub variant: FaultVariant,
     /// The replica taken out; must be one of `target.replicas`.
     pub victim: Option<String>,
+    /// How the recorder applies the fault at T_inject. Required for a fault run.
+    pub injector: Option<Injector>,
+    /// `exec`: the command (argv) run at T_inject, e.g. a `kubectl delete pod` line.
+    #[serde(default)]
+    pub fire_command: Vec<String>,
+    /// `exec`: the command run when the fault is removed (black-hole: at the pinned partition's end).
+    #[serde(default)]
+    pub remove_command: Vec<String>,
+    /// `kill-pid-file`: the file holding the victim's process id (SIGKILL at T_inject).
+    pub pid_file: Option<String>,
+    /// `mock-admin`: the victim mock's address (`host:port`), and the mock fault mode to arm there.
+    pub admin_address: Option<String>,
+    pub mock_mode: Option<String>,
+    /// Independent confirmation: `host:port` of the victim, which must stop answering.
+    pub confirm_address: Option<String>,
+}
+
+/// The recorder's fault injectors (SPEC §1; the armed, fired, confirmed and expiry events go in
+/// the journal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Injector {
+    Exec,
+    KillPidFile,
+    MockAdmin,
+}
+
+impl Injector {
+    pub fn name(self) -> &'static str {
+        match self {
+            Injector::Exec => "exec",
+            Injector::KillPidFile => "kill-pid-file",
+            Injector::MockAdmin => "mock-admin",
+        }
+    }
 }
 
 /// `[[routes]]`: one request template and its weight in the route mix.
@@ -619,6 +654,34 @@ impl Config {
                         ),
                     ));
                 }
+            }
+        }
+        if self.fault.variant != FaultVariant::None {
+            let f = &self.fault;
+            let missing = |what: &str| ConfigError::Invalid {
+                key: "fault.injector".into(),
+                message: what.into(),
+            };
+            match f.injector {
+                None => {
+                    return Err(missing(
+                        "a fault run needs an injector: exec, kill-pid-file or mock-admin",
+                    ))
+                }
+                Some(Injector::Exec) if f.fire_command.is_empty() => {
+                    return Err(missing(
+                        "injector \"exec\" needs fault.fire_command (an argv list)",
+                    ))
+                }
+                Some(Injector::KillPidFile) if f.pid_file.is_none() => {
+                    return Err(missing("injector \"kill-pid-file\" needs fault.pid_file"))
+                }
+                Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
+                    return Err(missing(
+                        "injector \"mock-admin\" needs fault.admin_address and fault.mock_mode",
+                    ))
+                }
+                _ => {}
             }
         }
         if let Some(victim) = &self.fault.victim {

@@ -15,7 +15,7 @@ use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::TcpStream;
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
-use percentes_formats::config::Config;
+use percentes_formats::config::{Config, FaultVariant, Injector};
 use percentes_formats::journal::records::{
     class_code, event_kind_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus,
     TelemetryRecord,
@@ -331,6 +331,19 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .map_err(io("cannot start the telemetry thread"))?
     };
 
+    let fault = if config.inject_at_ns().is_some() {
+        let sender = sender.clone();
+        let config = config.clone();
+        let stop = Arc::clone(&options.stop);
+        Some(
+            std::thread::Builder::new()
+                .name("fault-plan".into())
+                .spawn(move || fault_thread(&config, epoch, &sender, &stop))
+                .map_err(io("cannot start the fault-plan thread"))?,
+        )
+    } else {
+        None
+    };
     let timeout = Duration::from_nanos(config.duration_ns("client.timeout_s"));
     let floor = (config
         .value("client.connections_floor_per_replica")
@@ -371,6 +384,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         }
     }
     shared.done.store(true, Ordering::Relaxed);
+    if let Some(fault) = fault {
+        let _ = fault.join();
+    }
     let _ = ticker.join();
     let _ = telemetry.join();
     let aborted = options.stop.load(Ordering::Relaxed);
@@ -859,6 +875,198 @@ async fn talk(
         }
         if n == 0 {
             return exchange.finish(false, None, now);
+        }
+    }
+}
+
+/// Sleeps until `due`, waking early when `stop` is set (then returns false).
+fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep((due - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute
+/// deadline, confirmed independently, removed or expired after the pinned partition (black-hole).
+fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicBool) {
+    let Some(inject_ns) = config.inject_at_ns() else {
+        return;
+    };
+    let fault = &config.fault;
+    let Some(injector) = fault.injector else {
+        return;
+    };
+    let victim = fault.victim.clone().unwrap_or_default();
+    let partition_ns =
+        (fault.variant == FaultVariant::BlackHole).then(|| config.duration_ns("fault.partition_s"));
+    let event = |kind: &str, at_ns: u64, detail: String, value: Option<i64>| {
+        Record::Event(EventRecord {
+            at_ns,
+            kind: event_kind_code(kind).expect("defined"),
+            subject: victim.clone(),
+            detail,
+            value,
+        })
+    };
+    sender.send(event(
+        "fault-armed",
+        now_ns(epoch),
+        format!(
+            "{} of {victim} by {} at T_inject {:.3} s{}",
+            fault.variant.name(),
+            injector.name(),
+            inject_ns as f64 / 1e9,
+            partition_ns
+                .map(|p| format!(", expiry {:.3} s later (pinned partition)", p as f64 / 1e9))
+                .unwrap_or_default()
+        ),
+        Some(inject_ns as i64),
+    ));
+    if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
+        return;
+    }
+    let fired_ns = now_ns(epoch);
+    let started = Instant::now();
+    let result = apply(injector, fault, partition_ns);
+    let took = started.elapsed();
+    match result {
+        Ok(detail) => sender.send(event(
+            "fault-fired",
+            fired_ns,
+            format!(
+                "{detail} (took {:.1} ms; {:.3} ms after T_inject)",
+                took.as_secs_f64() * 1e3,
+                (fired_ns as f64 - inject_ns as f64) / 1e6
+            ),
+            Some(fired_ns as i64 - inject_ns as i64),
+        )),
+        Err(why) => {
+            sender.send(event("fault-failed", fired_ns, why, None));
+            return;
+        }
+    }
+    if let Some(address) = &fault.confirm_address {
+        // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut confirmed = false;
+        while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+            let answered = address
+                .parse::<std::net::SocketAddr>()
+                .ok()
+                .is_some_and(|a| {
+                    std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok()
+                });
+            if !answered {
+                confirmed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (kind, detail) = if confirmed {
+            ("fault-confirmed", format!("{address} stopped answering"))
+        } else {
+            (
+                "fault-failed",
+                format!("{address} still answers 5 s after the fault fired: impact not confirmed"),
+            )
+        };
+        sender.send(event(kind, now_ns(epoch), detail, None));
+    }
+    if let Some(partition_ns) = partition_ns {
+        if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {
+            return;
+        }
+        let at = now_ns(epoch);
+        if fault.remove_command.is_empty() {
+            sender.send(event(
+                "fault-expired",
+                at,
+                "the pinned partition elapsed; the injector's own armed expiry removes it".into(),
+                None,
+            ));
+        } else {
+            match run_command(&fault.remove_command) {
+                Ok(detail) => sender.send(event("fault-removed", at, detail, None)),
+                Err(why) => sender.send(event(
+                    "fault-failed",
+                    at,
+                    format!("removal failed: {why}"),
+                    None,
+                )),
+            }
+        }
+    }
+}
+
+fn run_command(argv: &[String]) -> Result<String, String> {
+    let (program, args) = argv.split_first().ok_or("empty command")?;
+    let status = std::process::Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(format!("{} exited 0", argv.join(" ")))
+    } else {
+        Err(format!("{} exited {status}", argv.join(" ")))
+    }
+}
+
+fn apply(
+    injector: Injector,
+    fault: &percentes_formats::config::Fault,
+    partition_ns: Option<u64>,
+) -> Result<String, String> {
+    match injector {
+        Injector::Exec => run_command(&fault.fire_command),
+        Injector::KillPidFile => {
+            let path = fault.pid_file.as_deref().unwrap_or_default();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
+            let pid: i32 = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("pid file {path} holds {:?}, not a pid", text.trim()))?;
+            // SAFETY: kill(2) with a pid read from the operator's pid file; no memory is involved.
+            #[allow(unsafe_code)]
+            let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
+            if rc == 0 {
+                Ok(format!("SIGKILL to pid {pid} from {path}"))
+            } else {
+                Err(format!(
+                    "kill({pid}, SIGKILL) failed: {}",
+                    std::io::Error::last_os_error()
+                ))
+            }
+        }
+        Injector::MockAdmin => {
+            let address = fault.admin_address.as_deref().unwrap_or_default();
+            let mode = fault.mock_mode.as_deref().unwrap_or_default();
+            let duration_ms = partition_ns.map(|p| p / 1_000_000).unwrap_or(3_600_000);
+            let body = serde_json::json!({"mode": mode, "at_ms": 0, "duration_ms": duration_ms})
+                .to_string();
+            let request = format!("POST /admin/faults HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let mut stream = std::net::TcpStream::connect(address)
+                .map_err(|e| format!("mock admin {address}: {e}"))?;
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            std::io::Write::write_all(&mut stream, request.as_bytes())
+                .map_err(|e| format!("mock admin {address}: {e}"))?;
+            let mut response = String::new();
+            let _ = std::io::Read::read_to_string(&mut stream, &mut response);
+            if response.starts_with("HTTP/1.1 200") {
+                Ok(format!("mock {address} armed {mode} for {duration_ms} ms"))
+            } else {
+                Err(format!(
+                    "mock admin {address} answered {:?}",
+                    response.lines().next().unwrap_or_default()
+                ))
+            }
         }
     }
 }

@@ -284,3 +284,140 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
         .filter(|r| class_name(r.class) == Some("run-end"))
         .all(|r| r.dispatched_ns.is_none()));
 }
+
+fn fault_config(base_url: &str, injector_lines: &str) -> Config {
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\n\
+         [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n[fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\n{injector_lines}\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    Config::parse(text.as_bytes()).unwrap()
+}
+
+fn events(path: &Path) -> Vec<percentes_formats::journal::records::EventRecord> {
+    let journal = JournalFile::open(path).unwrap();
+    let report = journal.verify(&Default::default());
+    journal
+        .records(&report)
+        .filter_map(|(_, r)| match r.unwrap() {
+            Record::Event(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+fn event_named<'a>(
+    events: &'a [percentes_formats::journal::records::EventRecord],
+    name: &str,
+) -> Option<&'a percentes_formats::journal::records::EventRecord> {
+    events
+        .iter()
+        .find(|e| percentes_formats::journal::records::event_kind_name(e.kind) == Some(name))
+}
+
+/// AC3: the fault fires within 500 ms of T_inject; armed and fire times are recorded.
+#[test]
+fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
+    let addr = start_mock(fast_mock(None));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    );
+    let inject_ns = config.inject_at_ns().unwrap();
+    let path = scratch("fault-admin.pj");
+    record(&config, &path);
+    let events = events(&path);
+    let armed = event_named(&events, "fault-armed").expect("armed");
+    let fired = event_named(&events, "fault-fired").expect("fired");
+    assert!(armed.at_ns < inject_ns);
+    let lateness = fired.at_ns as i64 - inject_ns as i64;
+    assert!(
+        (0..500_000_000).contains(&lateness),
+        "fired {lateness} ns after T_inject"
+    );
+    // Requests sent before the fire complete; requests sent well after it get the injected 500.
+    let requests = requests(&path, &config);
+    assert!(requests
+        .iter()
+        .filter(|r| r.dispatched_ns.unwrap() + 100_000_000 < inject_ns)
+        .all(|r| r.outcome == Outcome::Completed as u8));
+    let after: Vec<_> = requests
+        .iter()
+        .filter(|r| r.dispatched_ns.unwrap() > fired.at_ns + 50_000_000)
+        .collect();
+    assert!(
+        !after.is_empty()
+            && after
+                .iter()
+                .all(|r| class_name(r.class) == Some("http-status") && r.http_status == 500)
+    );
+}
+
+/// A clean delete on the testbed through the kill-pid-file injector: confirmed independently; the
+/// victim's in-flight requests fail; the router, still routing to the dead endpoint, answers 502
+/// for it (dependency failure), attributed to the victim.
+#[test]
+fn a_clean_delete_through_the_testbed_router() {
+    use percentes_scenarios::testbed::Testbed;
+    let mock_config = scratch("fast-mock.toml");
+    std::fs::write(&mock_config, "[timing]\nttft = { kind = \"constant\", ms = 5.0 }\ntoken_gap = { kind = \"constant\", ms = 0.2 }\n[capacity]\nmax_num_seqs = 256\nslowdown_per_running = 0.0\n").unwrap();
+    let bed = Testbed::start(
+        Path::new(env!("CARGO_BIN_EXE_percentes")),
+        2,
+        Some(&mock_config),
+    )
+    .unwrap();
+    let pid_file = scratch("replica-1.pid");
+    let pid = bed
+        .pids()
+        .into_iter()
+        .find(|(n, _)| n == "replica-1")
+        .unwrap()
+        .1;
+    std::fs::write(&pid_file, pid.to_string()).unwrap();
+    let victim = bed.replica("replica-1").unwrap();
+    let config = fault_config(
+        &bed.service().to_string(),
+        &format!(
+            "injector = \"kill-pid-file\"\npid_file = \"{}\"\nconfirm_address = \"{victim}\"",
+            pid_file.display()
+        ),
+    );
+    let path = scratch("clean-delete.pj");
+    record(&config, &path);
+    let events = events(&path);
+    let fired = event_named(&events, "fault-fired").expect("fired");
+    assert!(
+        fired.detail.contains(&format!("SIGKILL to pid {pid}")),
+        "{}",
+        fired.detail
+    );
+    assert!(
+        event_named(&events, "fault-confirmed").is_some(),
+        "{events:?}"
+    );
+    let requests = requests(&path, &config);
+    let on_victim_after: Vec<_> = requests
+        .iter()
+        .filter(|r| r.replica == "replica-1" && r.dispatched_ns.unwrap() > fired.at_ns + 50_000_000)
+        .collect();
+    assert!(!on_victim_after.is_empty());
+    assert!(
+        on_victim_after
+            .iter()
+            .all(|r| class_name(r.class) == Some("dependency-failure") && r.http_status == 502),
+        "{:?}",
+        on_victim_after.first()
+    );
+    let survivor_after = requests
+        .iter()
+        .filter(|r| r.replica == "replica-0" && r.dispatched_ns.unwrap() > fired.at_ns)
+        .count();
+    assert!(
+        survivor_after > 0
+            && requests
+                .iter()
+                .filter(|r| r.replica == "replica-0")
+                .all(|r| r.outcome == Outcome::Completed as u8)
+    );
+}

@@ -23,6 +23,8 @@ lambda_max_rps = 20.0
 [fault]
 variant = "clean-delete"
 victim = "replica-1"
+injector = "kill-pid-file"
+pid_file = "/run/replica-1.pid"
 
 [[routes]]
 label = "chat"
@@ -362,4 +364,20 @@ fn non_finite_values_are_refused() {
     assert!(matches!(error, ConfigError::WeakensPin { .. }), "{error:?}");
     let error = load(&with_key(BASE, "gates.waiting_queue_max", "-inf")).unwrap_err();
     assert!(matches!(error, ConfigError::WeakensPin { .. }), "{error:?}");
+}
+
+#[test]
+fn a_fault_run_needs_a_complete_injector() {
+    let error = load(&BASE.replace(
+        "injector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"\n",
+        "",
+    ))
+    .unwrap_err();
+    assert!(error.to_string().contains("injector"), "{error}");
+    let error =
+        load(&BASE.replace("injector = \"kill-pid-file\"", "injector = \"exec\"")).unwrap_err();
+    assert!(error.to_string().contains("fire_command"), "{error}");
+    let error = load(&BASE.replace("injector = \"kill-pid-file\"", "injector = \"mock-admin\""))
+        .unwrap_err();
+    assert!(error.to_string().contains("admin_address"), "{error}");
 }
