@@ -15,3 +15,5 @@ pub mod request;
 #[cfg(target_os = "linux")]
 pub mod run;
 pub mod sse;
+#[cfg(all(test, target_os = "linux"))]
+mod tls_tests;

@@ -9,38 +9,39 @@ pub struct Target {
     pub port: u16,
     /// The `host:port` to connect to.
     pub address: String,
+    /// `https://`: TLS (rustls) on every connection.
+    pub tls: bool,
 }
 
 impl Target {
-    /// Parses an `http://host[:port]` base URL. `https://` is refused with the reason: the
-    /// recorder's TLS layer is not built yet.
+    /// Parses an `http://` or `https://` base URL (ports default to 80 and 443).
     pub fn parse(base_url: &str) -> Result<Target, String> {
-        let rest = if let Some(rest) = base_url.strip_prefix("http://") {
-            rest
-        } else if base_url.starts_with("https://") {
-            return Err(format!(
-                "target.base_url {base_url:?}: this recorder build speaks plain HTTP/1.1 only; TLS (rustls) is not built yet"
-            ));
+        let (rest, tls) = if let Some(rest) = base_url.strip_prefix("http://") {
+            (rest, false)
+        } else if let Some(rest) = base_url.strip_prefix("https://") {
+            (rest, true)
         } else {
             return Err(format!(
-                "target.base_url {base_url:?} must start with http://"
+                "target.base_url {base_url:?} must start with http:// or https://"
             ));
         };
         let authority = rest.split('/').next().unwrap_or_default();
         if authority.is_empty() {
             return Err(format!("target.base_url {base_url:?} has no host"));
         }
+        let default_port = if tls { 443 } else { 80 };
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || p.is_empty() => match p.parse::<u16>() {
                 Ok(port) => (h.to_owned(), port),
                 Err(_) => return Err(format!("target.base_url {base_url:?}: bad port {p:?}")),
             },
-            _ => (authority.to_owned(), 80),
+            _ => (authority.to_owned(), default_port),
         };
         Ok(Target {
             address: format!("{host}:{port}"),
             host,
             port,
+            tls,
         })
     }
 }
@@ -89,9 +90,9 @@ mod tests {
             "127.0.0.1:8000"
         );
         assert_eq!(Target::parse("http://svc/v1").unwrap().address, "svc:80");
-        assert!(Target::parse("https://api.example")
-            .unwrap_err()
-            .contains("TLS"));
+        let tls = Target::parse("https://api.example").unwrap();
+        assert_eq!((tls.address.as_str(), tls.tls), ("api.example:443", true));
+        assert!(Target::parse("ftp://x").is_err());
         assert!(Target::parse("http://").is_err());
         assert!(Target::parse("http://h:x").is_err());
     }

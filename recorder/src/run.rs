@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::TcpStream;
+use compio::tls::{TlsConnector, TlsStream};
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, Injector};
@@ -149,6 +150,114 @@ impl Sender {
     }
 }
 
+/// A connection: plain TCP or TLS over TCP.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Conn {
+    async fn read(&mut self, buf: Vec<u8>) -> BufResult<usize, Vec<u8>> {
+        match self {
+            Conn::Plain(s) => s.read(buf).await,
+            Conn::Tls(s) => s.read(buf).await,
+        }
+    }
+    async fn write_all(&mut self, buf: Vec<u8>) -> BufResult<(), Vec<u8>> {
+        match self {
+            Conn::Plain(s) => s.write_all(buf).await,
+            Conn::Tls(s) => {
+                // TLS buffers inside the session: the request leaves only when flushed.
+                let BufResult(written, buf) = s.write_all(buf).await;
+                match written {
+                    Ok(()) => BufResult(compio::io::AsyncWrite::flush(&mut **s).await, buf),
+                    Err(e) => BufResult(Err(e), buf),
+                }
+            }
+        }
+    }
+}
+
+/// Accepts any certificate (target.tls.insecure): the handshake's signatures are still checked,
+/// the certificate chain is not. Recorded in the journal's host facts.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The TLS client configuration for an https target: Mozilla's roots plus `target.tls.ca_file`,
+/// ALPN http/1.1, verification on unless `target.tls.insecure`.
+fn tls_connector(config: &Config) -> Result<TlsConnector, RecordError> {
+    use rustls::pki_types::pem::PemObject;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = &config.target.tls.ca_file {
+        let certificates = rustls::pki_types::CertificateDer::pem_file_iter(path)
+            .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+        for certificate in certificates {
+            let certificate = certificate
+                .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+            roots
+                .add(certificate)
+                .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| RecordError::Refused(format!("TLS setup: {e}")))?;
+    let mut tls = if config.target.tls.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsConnector::from(Arc::new(tls)))
+}
+
 /// The raw CLOCK_MONOTONIC reading, ns.
 fn monotonic_now_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -179,7 +288,7 @@ fn read_trimmed(path: &str) -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn host_facts(workers: usize) -> Vec<(String, String)> {
+fn host_facts(workers: usize, config: &Config, target: &Target) -> Vec<(String, String)> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -201,7 +310,17 @@ fn host_facts(workers: usize) -> Vec<(String, String)> {
         ),
         ("recorder-workers".into(), workers.to_string()),
         ("io".into(), "compio 0.19.2, io_uring".into()),
-        ("tls".into(), "none (plain HTTP/1.1)".into()),
+        (
+            "tls".into(),
+            match (target.tls, config.target.tls.insecure) {
+                (false, _) => "none (plain HTTP/1.1)".into(),
+                (true, false) => "rustls 0.23 (aws-lc-rs), certificate verification on".into(),
+                (true, true) => {
+                    "rustls 0.23 (aws-lc-rs), CERTIFICATE VERIFICATION OFF (target.tls.insecure)"
+                        .into()
+                }
+            },
+        ),
     ]
 }
 
@@ -288,7 +407,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             realtime_epoch_ns,
             source: "CLOCK_MONOTONIC".into(),
         },
-        host: host_facts(workers),
+        host: host_facts(workers, config, &target),
         shard_index: 0,
         shard_count: 1,
         signing_key: options
@@ -352,6 +471,17 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         * config.target.replicas.len().max(1))
     .div_ceil(workers);
     let expected_model = Some(config.target.model.clone());
+    let tls = if target.tls {
+        Some(tls_connector(config)?)
+    } else {
+        None
+    };
+    let server_name = config
+        .target
+        .tls
+        .server_name
+        .clone()
+        .unwrap_or_else(|| target.host.clone());
     let mut handles = Vec::new();
     for w in 0..workers {
         let ctx = WorkerContext {
@@ -364,6 +494,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             timeout,
             floor,
             expected_model: expected_model.clone(),
+            tls: tls.clone(),
+            server_name: server_name.clone(),
             sender: sender.clone(),
             shared: Arc::clone(&shared),
             stop: Arc::clone(&options.stop),
@@ -592,12 +724,45 @@ struct WorkerContext {
     timeout: Duration,
     floor: usize,
     expected_model: Option<String>,
+    tls: Option<TlsConnector>,
+    server_name: String,
     sender: Sender,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 }
 
-type Pool = Rc<RefCell<Vec<(u64, TcpStream)>>>;
+type Pool = Rc<RefCell<Vec<(u64, Conn)>>>;
+
+/// Opens a connection (and its TLS session for https), recording connect and TLS times.
+async fn open(
+    ctx: &WorkerContext,
+    record: Option<&mut RequestRecord>,
+) -> Result<Conn, (std::io::Error, bool)> {
+    let mut record = record;
+    if let Some(r) = record.as_deref_mut() {
+        r.connect_start_ns = Some(now_ns(ctx.epoch));
+    }
+    let stream = TcpStream::connect(ctx.target.address.as_str())
+        .await
+        .map_err(|e| (e, false))?;
+    let _ = stream.set_nodelay(true);
+    if let Some(r) = record.as_deref_mut() {
+        r.connect_end_ns = Some(now_ns(ctx.epoch));
+    }
+    match &ctx.tls {
+        None => Ok(Conn::Plain(stream)),
+        Some(connector) => {
+            let tls = connector
+                .connect(&ctx.server_name, stream)
+                .await
+                .map_err(|e| (e, true))?;
+            if let Some(r) = record {
+                r.tls_done_ns = Some(now_ns(ctx.epoch));
+            }
+            Ok(Conn::Tls(Box::new(tls)))
+        }
+    }
+}
 
 fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
     let runtime =
@@ -607,11 +772,10 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         let pool: Pool = Rc::new(RefCell::new(Vec::new()));
         let next_connection = Rc::new(Cell::new((ctx.worker as u64) << 48));
         for _ in 0..ctx.floor {
-            if let Ok(stream) = TcpStream::connect(ctx.target.address.as_str()).await {
-                let _ = stream.set_nodelay(true);
+            if let Ok(conn) = open(&ctx, None).await {
                 let id = next_connection.get();
                 next_connection.set(id + 1);
-                pool.borrow_mut().push((id, stream));
+                pool.borrow_mut().push((id, conn));
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
@@ -802,33 +966,35 @@ async fn talk(
 ) -> Verdict {
     let pooled = pool.borrow_mut().pop();
     let (id, mut stream) = match pooled {
-        Some((id, stream)) => {
+        Some((id, conn)) => {
             record.connection_reused = true;
-            (id, stream)
+            (id, conn)
         }
-        None => {
-            record.connect_start_ns = Some(now_ns(ctx.epoch));
-            match TcpStream::connect(ctx.target.address.as_str()).await {
-                Ok(stream) => {
-                    record.connect_end_ns = Some(now_ns(ctx.epoch));
-                    let _ = stream.set_nodelay(true);
-                    let id = next_connection.get();
-                    next_connection.set(id + 1);
-                    (id, stream)
-                }
-                Err(e) if local_exhaustion(&e) => {
-                    return Verdict {
-                        outcome: Outcome::Undispatched,
-                        class: "undispatched",
-                        detail: format!("the client could not open a connection: {e}"),
-                    };
-                }
-                Err(e) => {
-                    record.terminal_ns = now_ns(ctx.epoch);
-                    return connect_verdict(&e);
-                }
+        None => match open(ctx, Some(record)).await {
+            Ok(conn) => {
+                let id = next_connection.get();
+                next_connection.set(id + 1);
+                (id, conn)
             }
-        }
+            Err((e, _)) if local_exhaustion(&e) => {
+                return Verdict {
+                    outcome: Outcome::Undispatched,
+                    class: "undispatched",
+                    detail: format!("the client could not open a connection: {e}"),
+                };
+            }
+            Err((e, true)) => {
+                record.terminal_ns = now_ns(ctx.epoch);
+                return Verdict::errored(
+                    "tls",
+                    format!("TLS handshake with {}: {e}", ctx.server_name),
+                );
+            }
+            Err((e, false)) => {
+                record.terminal_ns = now_ns(ctx.epoch);
+                return connect_verdict(&e);
+            }
+        },
     };
     record.connection_id = id;
     let route = &ctx.config.routes[entry.route as usize];
