@@ -571,11 +571,18 @@ fn record(
         "chain head (keep it outside the file; verify --expect-head): {}",
         journal::hex(&summary.sealed.chain_head)
     );
-    Ok(if summary.status == SealStatus::Completed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    if summary.status != SealStatus::Completed {
+        return Ok(ExitCode::from(1));
+    }
+    if summary.sealed.counts.undispatched > 0 {
+        // SPEC §2: any scheduled request never dispatched fails the run.
+        eprintln!(
+            "percentes: RUN INVALID (SPEC §2): {} scheduled requests were never dispatched; nothing from this run may be published",
+            summary.sealed.counts.undispatched
+        );
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -765,8 +765,14 @@ async fn open(
 }
 
 fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
-    let runtime =
-        compio::runtime::Runtime::new().map_err(io("cannot start the io_uring runtime"))?;
+    // Thread per core: worker w runs on core w (mod the cores there are).
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let runtime = compio::runtime::Runtime::builder()
+        .thread_affinity(std::collections::HashSet::from([ctx.worker % cores]))
+        .build()
+        .map_err(io("cannot start the io_uring runtime"))?;
     let ctx = Rc::new(ctx);
     runtime.block_on(async move {
         let pool: Pool = Rc::new(RefCell::new(Vec::new()));

@@ -421,3 +421,64 @@ fn a_clean_delete_through_the_testbed_router() {
                 .all(|r| r.outcome == Outcome::Completed as u8)
     );
 }
+
+/// AC2c: a request the client could not dispatch (here: the recorder runs out of file
+/// descriptors under `prlimit`) is recorded as undispatched, still exactly once, and fails the
+/// run: exit 2 with the clause named.
+#[test]
+fn undispatched_requests_are_recorded_and_fail_the_run() {
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED undispatched test: prlimit (util-linux) is not installed");
+        return;
+    }
+    // Requests take 400 ms, so at 200 rps connections pile up past the 40-descriptor limit.
+    let slow = MockConfig {
+        timing: Timing {
+            ttft: Distribution::Constant { ms: 400.0 },
+            token_gap: Distribution::Constant { ms: 0.0 },
+            min_output_tokens: 1,
+        },
+        capacity: Capacity {
+            max_num_seqs: 1000,
+            slowdown_per_running: 0.0,
+        },
+        ..MockConfig::default()
+    };
+    let addr = start_mock(slow);
+    let config = config_for(&addr.to_string(), 250, 200.0);
+    let config_path = scratch("fd.toml");
+    std::fs::write(&config_path, config.raw_bytes()).unwrap();
+    let journal = scratch("fd.pj");
+    let output = std::process::Command::new("prlimit")
+        .args([
+            "--nofile=40:40",
+            env!("CARGO_BIN_EXE_percentes"),
+            "record",
+            config_path.to_str().unwrap(),
+            "-o",
+            journal.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RUN INVALID (SPEC §2)") && stderr.contains("never dispatched"),
+        "{stderr}"
+    );
+    let requests = requests(&journal, &config);
+    let undispatched: Vec<_> = requests
+        .iter()
+        .filter(|r| r.outcome == Outcome::Undispatched as u8)
+        .collect();
+    assert!(!undispatched.is_empty());
+    assert!(undispatched
+        .iter()
+        .all(|r| r.dispatched_ns.is_none() && class_name(r.class) == Some("undispatched")));
+}
