@@ -263,6 +263,29 @@ pub struct Route {
     /// Fixed input length of the generated prompt, in tokens.
     #[serde(default = "prompt_tokens_default")]
     pub prompt_tokens: u32,
+    /// A prompt set: one prompt per line; request i uses line i mod n, after its unique prefix.
+    /// Without it, prompts are generated to `prompt_tokens`.
+    pub prompt_file: Option<String>,
+    /// What a success must show to count as a correct success (otherwise: incorrect success).
+    #[serde(default)]
+    pub verify: Verify,
+}
+
+/// `[routes.verify]`: the per-route verification rule. By default the `model` field of every
+/// response must equal `target.model`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verify {
+    /// The exact HTTP status required (default: any 2xx).
+    pub status: Option<u16>,
+    /// A response header that must be present: `name` or `name: value` (value compared exactly).
+    pub header: Option<String>,
+    /// A top-level JSON field every chunk (or the body) must carry, and its value
+    /// (default: `model` = `target.model`).
+    pub json_field: Option<String>,
+    pub json_value: Option<String>,
+    /// BLAKE3 (hex) of the whole generated text.
+    pub content_blake3: Option<String>,
 }
 
 fn one() -> u32 {

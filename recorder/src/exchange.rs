@@ -30,11 +30,35 @@ impl Verdict {
     }
 }
 
+/// A route's verification rule, resolved (see `percentes_formats::config::Verify`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rule {
+    pub status: Option<u16>,
+    /// Lowercased header name and, optionally, the exact value.
+    pub header: Option<(String, Option<String>)>,
+    /// A top-level JSON field and the value it must have.
+    pub field: Option<(String, String)>,
+    /// BLAKE3 of the whole content text.
+    pub content_blake3: Option<[u8; 32]>,
+}
+
+impl Rule {
+    /// The default rule: the `model` field equals `model`.
+    pub fn model(model: &str) -> Rule {
+        Rule {
+            field: Some(("model".into(), model.into())),
+            ..Rule::default()
+        }
+    }
+}
+
 /// What a response has shown so far.
 #[derive(Debug)]
 pub struct Exchange {
     streaming: bool,
-    expected_model: Option<String>,
+    rule: Rule,
+    content: blake3::Hasher,
+    failed_check: Option<String>,
     pub status: Option<u16>,
     pub replica: String,
     pub response_head_ns: Option<u64>,
@@ -48,17 +72,27 @@ pub struct Exchange {
     pub close_after: bool,
     sse: SseParser,
     done_marker: bool,
-    wrong_model: Option<String>,
     body: Vec<u8>,
     /// Set once the request's fate is known early (an error status, broken framing).
     decided: Option<Verdict>,
 }
 
 impl Exchange {
+    /// An exchange checked by the default rule (the `model` field), when a model is given.
     pub fn new(streaming: bool, expected_model: Option<String>) -> Exchange {
+        Exchange::with_rule(
+            streaming,
+            expected_model.map(|m| Rule::model(&m)).unwrap_or_default(),
+        )
+    }
+
+    /// An exchange checked by `rule`.
+    pub fn with_rule(streaming: bool, rule: Rule) -> Exchange {
         Exchange {
             streaming,
-            expected_model,
+            rule,
+            content: blake3::Hasher::new(),
+            failed_check: None,
             status: None,
             replica: String::new(),
             response_head_ns: None,
@@ -71,7 +105,6 @@ impl Exchange {
             close_after: false,
             sse: SseParser::default(),
             done_marker: false,
-            wrong_model: None,
             body: Vec::new(),
             decided: None,
         }
@@ -106,6 +139,7 @@ impl Exchange {
                 self.close_after = headers
                     .iter()
                     .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+                self.check_head(status, &headers);
                 match status {
                     200..=299 => {}
                     429 | 503 => {
@@ -175,13 +209,14 @@ impl Exchange {
                 format!("error event in the stream: {error}"),
             ));
         }
-        self.check_model(&value);
+        self.check_field(&value);
         let choice = &value["choices"][0];
         let content = choice["delta"]["content"]
             .as_str()
             .or_else(|| choice["text"].as_str())
             .unwrap_or_default();
         if !content.is_empty() {
+            self.content.update(content.as_bytes());
             self.content_event(now_ns);
         }
         self.read_usage(&value);
@@ -201,10 +236,43 @@ impl Exchange {
         self.content_events += 1;
     }
 
-    fn check_model(&mut self, value: &Value) {
-        if let (Some(expected), Some(model)) = (&self.expected_model, value["model"].as_str()) {
-            if model != expected && self.wrong_model.is_none() {
-                self.wrong_model = Some(model.to_owned());
+    fn fail_check(&mut self, why: String) {
+        if self.failed_check.is_none() {
+            self.failed_check = Some(why);
+        }
+    }
+
+    fn check_head(&mut self, status: u16, headers: &[(String, String)]) {
+        if let Some((name, value)) = self.rule.header.clone() {
+            let found = headers
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone());
+            let ok = match (&found, &value) {
+                (None, _) => false,
+                (Some(_), None) => true,
+                (Some(f), Some(v)) => f == v,
+            };
+            if !ok {
+                self.fail_check(format!(
+                    "header {name} is {found:?}, expected {}",
+                    value.as_deref().unwrap_or("present")
+                ));
+            }
+        }
+        if let Some(expected) = self.rule.status {
+            if (200..300).contains(&status) && expected != status {
+                self.fail_check(format!("status {status}, expected {expected}"));
+            }
+        }
+    }
+
+    fn check_field(&mut self, value: &Value) {
+        if let Some((field, expected)) = self.rule.field.clone() {
+            let found = &value[field.as_str()];
+            // A chunk without the field (a bare usage chunk from some servers) is not checked.
+            if !found.is_null() && found.as_str() != Some(expected.as_str()) {
+                self.fail_check(format!("{field} is {found}, expected {expected:?}"));
             }
         }
     }
@@ -248,26 +316,30 @@ impl Exchange {
                     )
                 }
             };
-            self.check_model(&value);
+            self.check_field(&value);
             self.read_usage(&value);
             let choice = &value["choices"][0];
             let content = choice["message"]["content"]
                 .as_str()
                 .or_else(|| choice["text"].as_str())
                 .unwrap_or_default();
+            self.content.update(content.as_bytes());
             if !content.is_empty() {
                 self.content_events = 1;
                 self.first_content_ns = Some(now_ns);
             }
         }
-        if let Some(model) = &self.wrong_model {
-            return Verdict::errored(
-                "incorrect-success",
-                format!(
-                    "model {model:?}, expected {:?}",
-                    self.expected_model.as_deref().unwrap_or("")
-                ),
-            );
+        if let Some(expected) = self.rule.content_blake3 {
+            let found = self.content.finalize();
+            if *found.as_bytes() != expected {
+                self.fail_check(format!(
+                    "content BLAKE3 {} is not the expected one",
+                    found.to_hex()
+                ));
+            }
+        }
+        if let Some(why) = self.failed_check.take() {
+            return Verdict::errored("incorrect-success", why);
         }
         Verdict {
             outcome: Outcome::Completed,
@@ -401,5 +473,63 @@ mod tests {
             10,
         );
         assert_eq!(x.content_gaps_us, [1]);
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+
+    fn run(rule: Rule, headers: &[(&str, &str)], status: u16) -> Verdict {
+        let mut x = Exchange::with_rule(true, rule);
+        let headers = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        x.on_http(Event::Head { status, headers }, 1);
+        let body = "data: {\"model\":\"mock\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
+        x.on_http(Event::Data(body.as_bytes().to_vec()), 2);
+        x.on_http(Event::End, 3);
+        x.finish(true, None, 4)
+    }
+
+    #[test]
+    fn each_rule_passes_and_fails() {
+        assert_eq!(run(Rule::model("mock"), &[], 200).class, "correct-success");
+        assert_eq!(
+            run(Rule::model("other"), &[], 200).class,
+            "incorrect-success"
+        );
+        let status = Rule {
+            status: Some(200),
+            ..Rule::default()
+        };
+        assert_eq!(run(status.clone(), &[], 200).class, "correct-success");
+        assert_eq!(run(status, &[], 203).class, "incorrect-success");
+        let header = Rule {
+            header: Some(("x-cache".into(), Some("HIT".into()))),
+            ..Rule::default()
+        };
+        assert_eq!(
+            run(header.clone(), &[("x-cache", "HIT")], 200).class,
+            "correct-success"
+        );
+        assert_eq!(
+            run(header.clone(), &[("x-cache", "MISS")], 200).class,
+            "incorrect-success"
+        );
+        assert_eq!(run(header, &[], 200).class, "incorrect-success");
+        let digest = Rule {
+            content_blake3: Some(*blake3::hash(b"hi").as_bytes()),
+            ..Rule::default()
+        };
+        assert_eq!(run(digest, &[], 200).class, "correct-success");
+        let digest = Rule {
+            content_blake3: Some(*blake3::hash(b"stale").as_bytes()),
+            ..Rule::default()
+        };
+        let verdict = run(digest, &[], 200);
+        assert_eq!(verdict.class, "incorrect-success");
+        assert!(verdict.detail.contains("BLAKE3"), "{verdict:?}");
     }
 }

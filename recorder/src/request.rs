@@ -46,18 +46,33 @@ impl Target {
     }
 }
 
-/// The request line, headers and body of scheduled request `index` on `route`.
-pub fn request_bytes(config: &Config, target: &Target, route: &Route, index: u64) -> Vec<u8> {
+/// The request line, headers and body of scheduled request `index` on `route`. `prompt` is the
+/// route's prompt-set line for this request, if it has a prompt set.
+pub fn request_bytes(
+    config: &Config,
+    target: &Target,
+    route: &Route,
+    index: u64,
+    prompt_line: Option<&str>,
+) -> Vec<u8> {
     let max_tokens = config.value("target.max_tokens").as_f64().unwrap_or(256.0) as u64;
     let ignore_eos = config
         .target
         .ignore_eos
         .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
-    // A unique prefix per request (SPEC §1) so no two requests share a cached prefix, then filler
-    // words up to the route's fixed input length.
+    // A unique prefix per request (SPEC §1) so no two requests share a cached prefix, then the
+    // prompt-set line or filler words up to the route's fixed input length.
     let mut prompt = format!("request {index} of percentes.");
-    for word in 0..route.prompt_tokens.saturating_sub(4) {
-        prompt.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+    match prompt_line {
+        Some(line) => {
+            prompt.push(' ');
+            prompt.push_str(line);
+        }
+        None => {
+            for word in 0..route.prompt_tokens.saturating_sub(4) {
+                prompt.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+            }
+        }
     }
     let stream = config.target.stream;
     let body = if route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions")
@@ -104,8 +119,16 @@ mod tests {
         )
         .unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
-        let a = String::from_utf8(request_bytes(&config, &target, &config.routes[0], 7)).unwrap();
-        let b = String::from_utf8(request_bytes(&config, &target, &config.routes[0], 8)).unwrap();
+        let a =
+            String::from_utf8(request_bytes(&config, &target, &config.routes[0], 7, None)).unwrap();
+        let b = String::from_utf8(request_bytes(
+            &config,
+            &target,
+            &config.routes[0],
+            8,
+            Some("a line"),
+        ))
+        .unwrap();
         assert_ne!(a, b);
         let (head, body) = a.split_once("\r\n\r\n").unwrap();
         assert!(
@@ -127,4 +150,57 @@ mod tests {
             .unwrap()
             .starts_with("request 7 of percentes."));
     }
+}
+
+/// Loads a route's prompt set: one prompt per non-empty line.
+pub fn load_prompts(path: &str) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
+    let prompts: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if prompts.is_empty() {
+        return Err(format!("prompt_file {path} has no prompt (one per line)"));
+    }
+    Ok(prompts)
+}
+
+/// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
+pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, String> {
+    let v = &route.verify;
+    let header = v.header.as_deref().map(|h| match h.split_once(':') {
+        Some((name, value)) => (
+            name.trim().to_ascii_lowercase(),
+            Some(value.trim().to_owned()),
+        ),
+        None => (h.trim().to_ascii_lowercase(), None),
+    });
+    let field = match (&v.json_field, &v.json_value) {
+        (None, None) => Some(("model".to_owned(), config.target.model.clone())),
+        (Some(f), Some(value)) => Some((f.clone(), value.clone())),
+        (None, Some(value)) => Some(("model".to_owned(), value.clone())),
+        (Some(f), None) => {
+            return Err(format!(
+                "routes {:?}: verify.json_field {f:?} needs verify.json_value",
+                route.label
+            ))
+        }
+    };
+    let content_blake3 = match &v.content_blake3 {
+        None => None,
+        Some(hex) => Some(percentes_formats::journal::parse_hash(hex).ok_or_else(|| {
+            format!(
+                "routes {:?}: verify.content_blake3 must be 64 hex digits",
+                route.label
+            )
+        })?),
+    };
+    Ok(crate::exchange::Rule {
+        status: v.status,
+        header,
+        field,
+        content_blake3,
+    })
 }

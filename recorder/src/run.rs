@@ -26,9 +26,10 @@ use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError
 use percentes_formats::pins::SPEC_VERSION_CURRENT;
 use percentes_formats::schedule::{Entry, ScheduleParams};
 
+use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
-use crate::request::{request_bytes, Target};
+use crate::request::{load_prompts, request_bytes, rule, Target};
 
 /// Records the writer queue holds before a sender blocks (and a queue-full event is recorded).
 pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
@@ -470,12 +471,29 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .unwrap_or(4.0) as usize
         * config.target.replicas.len().max(1))
     .div_ceil(workers);
-    let expected_model = Some(config.target.model.clone());
     let tls = if target.tls {
         Some(tls_connector(config)?)
     } else {
         None
     };
+    let rules: Vec<Rule> = config
+        .routes
+        .iter()
+        .map(|r| rule(config, r))
+        .collect::<Result<_, _>>()
+        .map_err(RecordError::Refused)?;
+    let prompts: Vec<Option<Arc<Vec<String>>>> = config
+        .routes
+        .iter()
+        .map(|r| {
+            r.prompt_file
+                .as_deref()
+                .map(load_prompts)
+                .transpose()
+                .map(|p| p.map(Arc::new))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(RecordError::Refused)?;
     let server_name = config
         .target
         .tls
@@ -493,8 +511,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             epoch,
             timeout,
             floor,
-            expected_model: expected_model.clone(),
             tls: tls.clone(),
+            rules: rules.clone(),
+            prompts: prompts.clone(),
             server_name: server_name.clone(),
             sender: sender.clone(),
             shared: Arc::clone(&shared),
@@ -723,8 +742,9 @@ struct WorkerContext {
     epoch: Instant,
     timeout: Duration,
     floor: usize,
-    expected_model: Option<String>,
     tls: Option<TlsConnector>,
+    rules: Vec<Rule>,
+    prompts: Vec<Option<Arc<Vec<String>>>>,
     server_name: String,
     sender: Sender,
     shared: Arc<Shared>,
@@ -917,7 +937,10 @@ async fn execute(
 ) -> RequestRecord {
     let mut record = blank(&entry);
     record.dispatched_ns = Some(dispatched);
-    let mut exchange = Exchange::new(ctx.config.target.stream, ctx.expected_model.clone());
+    let mut exchange = Exchange::with_rule(
+        ctx.config.target.stream,
+        ctx.rules[entry.route as usize].clone(),
+    );
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.timeout;
     let verdict = compio::time::timeout_at(
         deadline,
@@ -1004,7 +1027,10 @@ async fn talk(
     };
     record.connection_id = id;
     let route = &ctx.config.routes[entry.route as usize];
-    let bytes = request_bytes(&ctx.config, &ctx.target, route, entry.index);
+    let prompt = ctx.prompts[entry.route as usize]
+        .as_ref()
+        .map(|set| set[(entry.index % set.len() as u64) as usize].as_str());
+    let bytes = request_bytes(&ctx.config, &ctx.target, route, entry.index, prompt);
     record.bytes_sent = bytes.len() as u64;
     let BufResult(written, _) = stream.write_all(bytes).await;
     if let Err(e) = written {

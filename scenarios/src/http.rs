@@ -204,6 +204,17 @@ pub fn chunk(data: &[u8]) -> Vec<u8> {
 /// The terminating chunk.
 pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
+/// Answers a request that could not be read (malformed, over a limit) with its status and a JSON
+/// error, asking the client to close.
+pub async fn answer_unreadable(stream: &mut TcpStream, status: u16, why: &str) {
+    let body = serde_json::json!({"error": {"message": why}}).to_string();
+    let _ = send(
+        stream,
+        &full_response(status, "application/json", &[], body.as_bytes(), true),
+    )
+    .await;
+}
+
 /// Sets SO_LINGER to zero, so that dropping the socket sends RST instead of FIN.
 pub fn reset_on_close(stream: &TcpStream) {
     let _ = socket2::SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));

@@ -267,12 +267,7 @@ async fn connection(mut stream: TcpStream, mock: Arc<Mock>) {
             Ok(request) => request,
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => return close_orderly(stream).await,
             Err(ReadError::Bad(status, why)) => {
-                let body = json!({"error": {"message": why}}).to_string();
-                let _ = http::send(
-                    &mut stream,
-                    &http::full_response(status, "application/json", &[], body.as_bytes(), true),
-                )
-                .await;
+                http::answer_unreadable(&mut stream, status, &why).await;
                 return close_orderly(stream).await;
             }
         };

@@ -145,12 +145,7 @@ async fn client(mut stream: TcpStream, router: Arc<Router>) {
             Ok(r) => r,
             Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
             Err(ReadError::Bad(status, why)) => {
-                let body = json!({"error": {"message": why}}).to_string();
-                let _ = http::send(
-                    &mut stream,
-                    &http::full_response(status, "application/json", &[], body.as_bytes(), true),
-                )
-                .await;
+                http::answer_unreadable(&mut stream, status, &why).await;
                 return;
             }
         };

@@ -193,6 +193,16 @@ fn every_outcome_class_the_mock_can_provoke() {
     assert!(requests(&path, &config)
         .iter()
         .all(|r| class_name(r.class) == Some("refused")));
+    // A name that can never resolve (.invalid, RFC 6761): dns, and the run still seals.
+    let config = config_for("percentes-test.invalid:8000", 250, 10.0);
+    let path = scratch("dns.pj");
+    record(&config, &path);
+    let requests = requests(&path, &config);
+    assert!(
+        requests.iter().all(|r| class_name(r.class) == Some("dns")),
+        "{:?}",
+        requests.first()
+    );
 }
 
 fn spawn_record(config_text: &str, name: &str) -> (std::process::Child, PathBuf) {
@@ -481,4 +491,48 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
     assert!(undispatched
         .iter()
         .all(|r| r.dispatched_ns.is_none() && class_name(r.class) == Some("undispatched")));
+}
+
+/// A route's prompt set (request i uses line i mod n after its unique prefix) and its
+/// verification rule (here a response header): met, a correct success; missed, an incorrect one.
+#[test]
+fn prompt_sets_and_verification_rules() {
+    let addr = start_mock(fast_mock(None));
+    let prompts = scratch("prompts.txt");
+    std::fs::write(&prompts, "one\n\ntwo words\nthree little words\n").unwrap();
+    let make = |verify: &str, name: &str| {
+        let text = format!(
+            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+             [schedule]\nseed = 4\narrival = \"deterministic\"\nrate_rps = 10.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n\
+             prompt_file = \"{}\"\n[routes.verify]\n{verify}\n",
+            prompts.display()
+        );
+        let config = Config::parse(text.as_bytes()).unwrap();
+        let path = scratch(name);
+        record(&config, &path);
+        requests(&path, &config)
+    };
+    let good = make(
+        "header = \"x-percentes-replica: replica-0\"\nstatus = 200",
+        "verified.pj",
+    );
+    for r in &good {
+        assert_eq!(class_name(r.class), Some("correct-success"), "{r:?}");
+        // "request N of percentes." is 4 words; the mock counts words as prompt tokens.
+        let line_words = [1u32, 2, 3][(r.index % 3) as usize];
+        assert_eq!(
+            r.usage_prompt_tokens,
+            Some(4 + line_words),
+            "request {}",
+            r.index
+        );
+    }
+    let bad = make(
+        "header = \"x-percentes-replica: replica-9\"",
+        "unverified.pj",
+    );
+    assert!(bad
+        .iter()
+        .all(|r| class_name(r.class) == Some("incorrect-success")
+            && r.detail.contains("x-percentes-replica")));
 }
