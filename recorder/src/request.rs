@@ -94,6 +94,59 @@ pub fn request_bytes(
     out
 }
 
+/// Loads a route's prompt set: one prompt per non-empty line.
+pub fn load_prompts(path: &str) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
+    let prompts: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if prompts.is_empty() {
+        return Err(format!("prompt_file {path} has no prompt (one per line)"));
+    }
+    Ok(prompts)
+}
+
+/// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
+pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, String> {
+    let v = &route.verify;
+    let header = v.header.as_deref().map(|h| match h.split_once(':') {
+        Some((name, value)) => (
+            name.trim().to_ascii_lowercase(),
+            Some(value.trim().to_owned()),
+        ),
+        None => (h.trim().to_ascii_lowercase(), None),
+    });
+    let field = match (&v.json_field, &v.json_value) {
+        (None, None) => Some(("model".to_owned(), config.target.model.clone())),
+        (Some(f), Some(value)) => Some((f.clone(), value.clone())),
+        (None, Some(value)) => Some(("model".to_owned(), value.clone())),
+        (Some(f), None) => {
+            return Err(format!(
+                "routes {:?}: verify.json_field {f:?} needs verify.json_value",
+                route.label
+            ))
+        }
+    };
+    let content_blake3 = match &v.content_blake3 {
+        None => None,
+        Some(hex) => Some(percentes_formats::journal::parse_hash(hex).ok_or_else(|| {
+            format!(
+                "routes {:?}: verify.content_blake3 must be 64 hex digits",
+                route.label
+            )
+        })?),
+    };
+    Ok(crate::exchange::Rule {
+        status: v.status,
+        header,
+        field,
+        content_blake3,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,57 +203,4 @@ mod tests {
             .unwrap()
             .starts_with("request 7 of percentes."));
     }
-}
-
-/// Loads a route's prompt set: one prompt per non-empty line.
-pub fn load_prompts(path: &str) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
-    let prompts: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if prompts.is_empty() {
-        return Err(format!("prompt_file {path} has no prompt (one per line)"));
-    }
-    Ok(prompts)
-}
-
-/// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
-pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, String> {
-    let v = &route.verify;
-    let header = v.header.as_deref().map(|h| match h.split_once(':') {
-        Some((name, value)) => (
-            name.trim().to_ascii_lowercase(),
-            Some(value.trim().to_owned()),
-        ),
-        None => (h.trim().to_ascii_lowercase(), None),
-    });
-    let field = match (&v.json_field, &v.json_value) {
-        (None, None) => Some(("model".to_owned(), config.target.model.clone())),
-        (Some(f), Some(value)) => Some((f.clone(), value.clone())),
-        (None, Some(value)) => Some(("model".to_owned(), value.clone())),
-        (Some(f), None) => {
-            return Err(format!(
-                "routes {:?}: verify.json_field {f:?} needs verify.json_value",
-                route.label
-            ))
-        }
-    };
-    let content_blake3 = match &v.content_blake3 {
-        None => None,
-        Some(hex) => Some(percentes_formats::journal::parse_hash(hex).ok_or_else(|| {
-            format!(
-                "routes {:?}: verify.content_blake3 must be 64 hex digits",
-                route.label
-            )
-        })?),
-    };
-    Ok(crate::exchange::Rule {
-        status: v.status,
-        header,
-        field,
-        content_blake3,
-    })
 }
