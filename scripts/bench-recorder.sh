@@ -45,7 +45,7 @@ sleep 0.5
 cat > "$work/sse-mock.toml" <<'TOML'
 [timing]
 ttft = { kind = "constant", ms = 50.0 }
-token_gap = { kind = "constant", ms = 4.0 }
+token_gap = { kind = "constant", ms = 2.0 }
 [capacity]
 max_num_seqs = 1000
 slowdown_per_running = 0.0
