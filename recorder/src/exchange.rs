@@ -1,7 +1,10 @@
 //! One request's observation: HTTP events in, timestamps and a classification out (SPEC §3 and the
 //! response classes of formats/JOURNAL.md). Pure: the I/O happens in `client`.
 
+use std::borrow::Cow;
+
 use percentes_formats::journal::records::Outcome;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::http1::Event;
@@ -10,6 +13,60 @@ use crate::sse::{SseError, SseEvent, SseParser};
 /// The response header that attributes a request to a replica (the mock's; a router's upstream
 /// header is used when present).
 pub const REPLICA_HEADERS: &[&str] = &["x-percentes-upstream", "x-percentes-replica"];
+
+/// What the recorder reads of a chunk (or a non-streamed body): borrowed, so a token costs no
+/// allocation. Other fields are skipped unread.
+#[derive(Deserialize)]
+struct ChunkIn<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    choices: Option<Vec<ChoiceIn<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageIn>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceIn<'a> {
+    #[serde(borrow, default)]
+    delta: Option<TextIn<'a>>,
+    #[serde(borrow, default)]
+    message: Option<TextIn<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct TextIn<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct UsageIn {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+impl ChunkIn<'_> {
+    /// The first choice's text: a delta's content, a message's content, or a completion's text.
+    fn content(&self) -> &str {
+        let Some(choice) = self.choices.as_ref().and_then(|c| c.first()) else {
+            return "";
+        };
+        choice
+            .delta
+            .as_ref()
+            .and_then(|d| d.content.as_deref())
+            .or_else(|| choice.message.as_ref().and_then(|m| m.content.as_deref()))
+            .or(choice.text.as_deref())
+            .unwrap_or_default()
+    }
+}
 
 /// A request's fate, decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,8 +250,8 @@ impl Exchange {
             self.done_marker = true;
             return;
         }
-        let value: Value = match serde_json::from_str(&event.data) {
-            Ok(v) => v,
+        let chunk: ChunkIn = match serde_json::from_str(&event.data) {
+            Ok(c) => c,
             Err(_) => {
                 let shown: String = event.data.chars().take(60).collect();
                 return self.decide(Verdict::errored(
@@ -203,23 +260,22 @@ impl Exchange {
                 ));
             }
         };
-        if let Some(error) = value.get("error") {
+        if chunk.error.is_some() {
+            let shown: String = event.data.chars().take(120).collect();
             return self.decide(Verdict::errored(
                 "http-status",
-                format!("error event in the stream: {error}"),
+                format!("error event in the stream: {shown}"),
             ));
         }
-        self.check_field(&value);
-        let choice = &value["choices"][0];
-        let content = choice["delta"]["content"]
-            .as_str()
-            .or_else(|| choice["text"].as_str())
-            .unwrap_or_default();
+        self.check_chunk(&chunk, &event.data);
+        let content = chunk.content();
         if !content.is_empty() {
-            self.content.update(content.as_bytes());
+            if self.rule.content_blake3.is_some() {
+                self.content.update(content.as_bytes());
+            }
             self.content_event(now_ns);
         }
-        self.read_usage(&value);
+        self.read_usage(&chunk);
     }
 
     fn content_event(&mut self, now_ns: u64) {
@@ -267,23 +323,41 @@ impl Exchange {
         }
     }
 
-    fn check_field(&mut self, value: &Value) {
-        if let Some((field, expected)) = self.rule.field.clone() {
-            let found = &value[field.as_str()];
-            // A chunk without the field (a bare usage chunk from some servers) is not checked.
-            if !found.is_null() && found.as_str() != Some(expected.as_str()) {
-                self.fail_check(format!("{field} is {found}, expected {expected:?}"));
+    /// The JSON-field rule: `model` is read from the typed chunk; any other field (rare) from a
+    /// generic parse of the raw text.
+    fn check_chunk(&mut self, chunk: &ChunkIn, raw: &str) {
+        let Some((field, expected)) = self.rule.field.clone() else {
+            return;
+        };
+        let found: Option<String> = if field == "model" {
+            chunk.model.as_deref().map(str::to_owned)
+        } else {
+            match serde_json::from_str::<Value>(raw) {
+                Ok(value) if !value[field.as_str()].is_null() => Some(
+                    value[field.as_str()]
+                        .to_string()
+                        .trim_matches('"')
+                        .to_owned(),
+                ),
+                _ => None,
+            }
+        };
+        // A chunk without the field (a bare usage chunk from some servers) is not checked.
+        if let Some(found) = found {
+            if found != expected {
+                self.fail_check(format!("{field} is {found:?}, expected {expected:?}"));
             }
         }
     }
 
-    fn read_usage(&mut self, value: &Value) {
-        let usage = &value["usage"];
-        if let Some(n) = usage["prompt_tokens"].as_u64() {
-            self.usage_prompt_tokens = u32::try_from(n).ok();
-        }
-        if let Some(n) = usage["completion_tokens"].as_u64() {
-            self.usage_completion_tokens = u32::try_from(n).ok();
+    fn read_usage(&mut self, chunk: &ChunkIn) {
+        if let Some(usage) = &chunk.usage {
+            if let Some(n) = usage.prompt_tokens {
+                self.usage_prompt_tokens = u32::try_from(n).ok();
+            }
+            if let Some(n) = usage.completion_tokens {
+                self.usage_completion_tokens = u32::try_from(n).ok();
+            }
         }
     }
 
@@ -307,8 +381,10 @@ impl Exchange {
                 return Verdict::errored("malformed-sse", "stream ended without data: [DONE]");
             }
         } else {
-            let value: Value = match serde_json::from_slice(&self.body) {
-                Ok(v) => v,
+            let body = std::mem::take(&mut self.body);
+            let text = String::from_utf8_lossy(&body);
+            let chunk: ChunkIn = match serde_json::from_str(&text) {
+                Ok(c) => c,
                 Err(_) => {
                     return Verdict::errored(
                         "malformed-framing",
@@ -316,14 +392,12 @@ impl Exchange {
                     )
                 }
             };
-            self.check_field(&value);
-            self.read_usage(&value);
-            let choice = &value["choices"][0];
-            let content = choice["message"]["content"]
-                .as_str()
-                .or_else(|| choice["text"].as_str())
-                .unwrap_or_default();
-            self.content.update(content.as_bytes());
+            self.check_chunk(&chunk, &text);
+            self.read_usage(&chunk);
+            let content = chunk.content();
+            if self.rule.content_blake3.is_some() {
+                self.content.update(content.as_bytes());
+            }
             if !content.is_empty() {
                 self.content_events = 1;
                 self.first_content_ns = Some(now_ns);

@@ -46,52 +46,97 @@ impl Target {
     }
 }
 
-/// The request line, headers and body of scheduled request `index` on `route`. `prompt` is the
-/// route's prompt-set line for this request, if it has a prompt set.
-pub fn request_bytes(
-    config: &Config,
-    target: &Target,
-    route: &Route,
-    index: u64,
-    prompt_line: Option<&str>,
-) -> Vec<u8> {
-    let max_tokens = config.value("target.max_tokens").as_f64().unwrap_or(256.0) as u64;
-    let ignore_eos = config
-        .target
-        .ignore_eos
-        .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
-    // A unique prefix per request (SPEC §1) so no two requests share a cached prefix, then the
-    // prompt-set line or filler words up to the route's fixed input length.
-    let mut prompt = format!("request {index} of percentes.");
-    match prompt_line {
-        Some(line) => {
-            prompt.push(' ');
-            prompt.push_str(line);
-        }
-        None => {
-            for word in 0..route.prompt_tokens.saturating_sub(4) {
-                prompt.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+/// A route's request, prebuilt: everything but the index is fixed, so building request i is a
+/// few appends (no JSON value per request).
+#[derive(Clone, Debug)]
+pub struct Template {
+    /// The request line and headers up to the request id's digits.
+    head_prefix: Vec<u8>,
+    /// The JSON body up to the prompt's index digits.
+    body_prefix: Vec<u8>,
+    /// JSON-escaped prompt continuations after the digits (one per prompt-set line, or one
+    /// generated filler), each ending the body.
+    body_suffixes: Vec<Vec<u8>>,
+}
+
+fn json_string_inner(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into());
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+impl Template {
+    /// `prompts` is the route's prompt set, if it has one.
+    pub fn new(
+        config: &Config,
+        target: &Target,
+        route: &Route,
+        prompts: Option<&[String]>,
+    ) -> Template {
+        let max_tokens = config.value("target.max_tokens").as_f64().unwrap_or(256.0) as u64;
+        let ignore_eos = config
+            .target
+            .ignore_eos
+            .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
+        let stream = config.target.stream;
+        let completions =
+            route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions");
+        let model = serde_json::to_string(&config.target.model).unwrap_or_default();
+        // A unique prefix per request (SPEC §1): "request {index} of percentes.", then the prompt.
+        let opening = if completions {
+            "\"prompt\":\""
+        } else {
+            "\"messages\":[{\"role\":\"user\",\"content\":\""
+        };
+        let closing = if completions { "\"}" } else { "\"}]}" };
+        let body_prefix = format!(
+            "{{\"model\":{model},\"max_tokens\":{max_tokens},\"stream\":{stream},\"ignore_eos\":{ignore_eos},{opening}request "
+        )
+        .into_bytes();
+        let continuations: Vec<String> = match prompts {
+            Some(lines) => lines
+                .iter()
+                .map(|l| format!(" of percentes. {}", json_string_inner(l)))
+                .collect(),
+            None => {
+                let mut filler = String::from(" of percentes.");
+                for word in 0..route.prompt_tokens.saturating_sub(4) {
+                    filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+                }
+                vec![filler]
             }
+        };
+        let body_suffixes = continuations
+            .into_iter()
+            .map(|c| format!("{c}{closing}").into_bytes())
+            .collect();
+        let head_prefix = format!(
+            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\nx-request-id: pct-",
+            route.path,
+            target.host,
+            if stream { "text/event-stream" } else { "application/json" },
+        )
+        .into_bytes();
+        Template {
+            head_prefix,
+            body_prefix,
+            body_suffixes,
         }
     }
-    let stream = config.target.stream;
-    let body = if route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions")
-    {
-        serde_json::json!({"model": config.target.model, "prompt": prompt, "max_tokens": max_tokens, "stream": stream, "ignore_eos": ignore_eos})
-    } else {
-        serde_json::json!({"model": config.target.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "stream": stream, "ignore_eos": ignore_eos})
-    };
-    let body = body.to_string();
-    let mut out = format!(
-        "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\nx-request-id: pct-{index}\r\ncontent-length: {}\r\n\r\n",
-        route.path,
-        target.host,
-        if stream { "text/event-stream" } else { "application/json" },
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
+
+    /// The bytes of scheduled request `index` (a prompt set's line i mod n).
+    pub fn bytes(&self, index: u64) -> Vec<u8> {
+        use std::io::Write;
+        let digits = index.to_string();
+        let suffix = &self.body_suffixes[(index % self.body_suffixes.len() as u64) as usize];
+        let body_len = self.body_prefix.len() + digits.len() + suffix.len();
+        let mut out = Vec::with_capacity(self.head_prefix.len() + 64 + body_len);
+        out.extend_from_slice(&self.head_prefix);
+        let _ = write!(out, "{digits}\r\ncontent-length: {body_len}\r\n\r\n");
+        out.extend_from_slice(&self.body_prefix);
+        out.extend_from_slice(digits.as_bytes());
+        out.extend_from_slice(suffix);
+        out
+    }
 }
 
 /// Loads a route's prompt set: one prompt per non-empty line.
@@ -172,16 +217,18 @@ mod tests {
         )
         .unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
-        let a =
-            String::from_utf8(request_bytes(&config, &target, &config.routes[0], 7, None)).unwrap();
-        let b = String::from_utf8(request_bytes(
-            &config,
-            &target,
-            &config.routes[0],
-            8,
-            Some("a line"),
-        ))
-        .unwrap();
+        let template = Template::new(&config, &target, &config.routes[0], None);
+        let a = String::from_utf8(template.bytes(7)).unwrap();
+        let b = String::from_utf8(template.bytes(8)).unwrap();
+        let lines = vec!["a \"quoted\" line".to_owned(), "two".to_owned()];
+        let with_set = Template::new(&config, &target, &config.routes[0], Some(&lines));
+        let c = String::from_utf8(with_set.bytes(4)).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(c.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(
+            json["messages"][0]["content"],
+            "request 4 of percentes. a \"quoted\" line"
+        );
         assert_ne!(a, b);
         let (head, body) = a.split_once("\r\n\r\n").unwrap();
         assert!(

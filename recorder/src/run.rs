@@ -29,9 +29,10 @@ use percentes_formats::schedule::{Entry, ScheduleParams};
 use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
-use crate::request::{load_prompts, request_bytes, rule, Target};
+use crate::request::{load_prompts, rule, Target, Template};
 
-/// Records the writer queue holds before a sender blocks (and a queue-full event is recorded).
+/// Messages the writer queue holds before a sender blocks (and a queue-full event is recorded); a
+/// message is one record or a worker's batch of up to [`BATCH_RECORDS_MAX`].
 pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
 /// The writer commits a block at least this often.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
@@ -110,6 +111,9 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RecordError {
 /// Boxed: the bounded queue preallocates every slot, and records vary from tens of bytes to kilobytes.
 enum ToWriter {
     Record(Box<Record>),
+    /// A worker's finished records, handed over together: one wake-up of the writer per batch
+    /// rather than per request (a context switch per request dominated the recorder's CPU).
+    Batch(Vec<Record>),
     Finish(SealStatus, String),
 }
 
@@ -139,8 +143,21 @@ impl Sender {
     /// Hands a record to the writer. A full queue blocks (nothing is dropped) and is counted, so
     /// telemetry records a writer-queue-full event.
     fn send(&self, record: Record) {
-        self.shared.queue_depth.fetch_add(1, Ordering::Relaxed);
-        match self.tx.try_send(ToWriter::Record(Box::new(record))) {
+        self.send_message(ToWriter::Record(Box::new(record)), 1);
+    }
+
+    fn send_batch(&self, records: Vec<Record>) {
+        if !records.is_empty() {
+            let n = records.len() as u64;
+            self.send_message(ToWriter::Batch(records), n);
+        }
+    }
+
+    fn send_message(&self, message: ToWriter, records: u64) {
+        self.shared
+            .queue_depth
+            .fetch_add(records, Ordering::Relaxed);
+        match self.tx.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(message)) => {
                 self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
@@ -482,17 +499,14 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| rule(config, r))
         .collect::<Result<_, _>>()
         .map_err(RecordError::Refused)?;
-    let prompts: Vec<Option<Arc<Vec<String>>>> = config
+    let templates: Vec<Template> = config
         .routes
         .iter()
         .map(|r| {
-            r.prompt_file
-                .as_deref()
-                .map(load_prompts)
-                .transpose()
-                .map(|p| p.map(Arc::new))
+            let prompts = r.prompt_file.as_deref().map(load_prompts).transpose()?;
+            Ok(Template::new(config, &target, r, prompts.as_deref()))
         })
-        .collect::<Result<_, _>>()
+        .collect::<Result<_, String>>()
         .map_err(RecordError::Refused)?;
     let server_name = config
         .target
@@ -513,7 +527,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             floor,
             tls: tls.clone(),
             rules: rules.clone(),
-            prompts: prompts.clone(),
+            templates: templates.clone(),
             server_name: server_name.clone(),
             sender: sender.clone(),
             shared: Arc::clone(&shared),
@@ -584,6 +598,14 @@ fn writer_thread(
             Ok(ToWriter::Record(record)) => {
                 shared.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 writer.append(&record)?;
+            }
+            Ok(ToWriter::Batch(records)) => {
+                shared
+                    .queue_depth
+                    .fetch_sub(records.len() as u64, Ordering::Relaxed);
+                for record in &records {
+                    writer.append(record)?;
+                }
             }
             Ok(ToWriter::Finish(status, reason)) => {
                 let (file, sealed) = writer.seal(now_ns(), status, &reason)?;
@@ -744,7 +766,7 @@ struct WorkerContext {
     floor: usize,
     tls: Option<TlsConnector>,
     rules: Vec<Rule>,
-    prompts: Vec<Option<Arc<Vec<String>>>>,
+    templates: Vec<Template>,
     server_name: String,
     sender: Sender,
     shared: Arc<Shared>,
@@ -785,12 +807,13 @@ async fn open(
 }
 
 fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
-    // Thread per core: worker w runs on core w (mod the cores there are).
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    // Thread per core: worker w runs on the w-th CPU this process may use (taskset and cgroup
+    // limits respected), wrapping around.
+    let allowed = allowed_cpus();
     let runtime = compio::runtime::Runtime::builder()
-        .thread_affinity(std::collections::HashSet::from([ctx.worker % cores]))
+        .thread_affinity(std::collections::HashSet::from([
+            allowed[ctx.worker % allowed.len()]
+        ]))
         .build()
         .map_err(io("cannot start the io_uring runtime"))?;
     let ctx = Rc::new(ctx);
@@ -805,6 +828,17 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
+        let batch = Rc::new(Batch::default());
+        let running = Rc::new(Cell::new(true));
+        let flusher = {
+            let (ctx, batch, running) = (Rc::clone(&ctx), Rc::clone(&batch), Rc::clone(&running));
+            compio::runtime::spawn(async move {
+                while running.get() {
+                    compio::time::sleep(BATCH_INTERVAL).await;
+                    batch.flush(&ctx);
+                }
+            })
+        };
         let workers = ctx.workers as u64;
         for entry in ctx
             .params
@@ -823,23 +857,23 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 record.terminal_ns = now_ns(ctx.epoch);
                 record.detail = "the run was stopped before this request's intended time".into();
                 ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
-                ctx.sender.send(Record::Request(record));
+                batch.push(&ctx, Record::Request(record));
                 continue;
             }
             let dispatched = now_ns(ctx.epoch);
-            ctx.shared
+            batch
                 .skew_ns
-                .lock()
-                .expect("skew lock")
+                .borrow_mut()
                 .push(dispatched.saturating_sub(entry.intended_ns));
             ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
             ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
             outstanding.set(outstanding.get() + 1);
-            let (ctx2, pool2, next2, out2) = (
+            let (ctx2, pool2, next2, out2, batch2) = (
                 Rc::clone(&ctx),
                 Rc::clone(&pool),
                 Rc::clone(&next_connection),
                 Rc::clone(&outstanding),
+                Rc::clone(&batch),
             );
             compio::runtime::spawn(async move {
                 let record = execute(&ctx2, &pool2, &next2, entry, dispatched).await;
@@ -851,7 +885,7 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-                ctx2.sender.send(Record::Request(record));
+                batch2.push(&ctx2, Record::Request(record));
                 out2.set(out2.get() - 1);
             })
             .detach();
@@ -860,8 +894,71 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         while outstanding.get() > 0 {
             compio::time::sleep(Duration::from_millis(5)).await;
         }
+        running.set(false);
+        let _ = flusher.await;
+        batch.flush(&ctx);
         Ok(())
     })
+}
+
+/// How often a worker hands its finished records and skew samples over.
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
+/// A worker hands its records over at once when this many are waiting.
+pub const BATCH_RECORDS_MAX: usize = 256;
+
+/// A worker's finished records and skew samples, waiting to be handed over in one piece.
+#[derive(Default)]
+struct Batch {
+    records: RefCell<Vec<Record>>,
+    skew_ns: RefCell<Vec<u64>>,
+}
+
+impl Batch {
+    fn push(&self, ctx: &WorkerContext, record: Record) {
+        let full = {
+            let mut records = self.records.borrow_mut();
+            records.push(record);
+            records.len() >= BATCH_RECORDS_MAX
+        };
+        if full {
+            self.flush(ctx);
+        }
+    }
+
+    fn flush(&self, ctx: &WorkerContext) {
+        let records = std::mem::take(&mut *self.records.borrow_mut());
+        ctx.sender.send_batch(records);
+        let skews = std::mem::take(&mut *self.skew_ns.borrow_mut());
+        if !skews.is_empty() {
+            ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
+        }
+    }
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status), ascending.
+fn allowed_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.trim().parse::<usize>()),
+        }
+    }
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
+    cpus
 }
 
 fn now_ns(epoch: Instant) -> u64 {
@@ -1026,11 +1123,7 @@ async fn talk(
         },
     };
     record.connection_id = id;
-    let route = &ctx.config.routes[entry.route as usize];
-    let prompt = ctx.prompts[entry.route as usize]
-        .as_ref()
-        .map(|set| set[(entry.index % set.len() as u64) as usize].as_str());
-    let bytes = request_bytes(&ctx.config, &ctx.target, route, entry.index, prompt);
+    let bytes = ctx.templates[entry.route as usize].bytes(entry.index);
     record.bytes_sent = bytes.len() as u64;
     let BufResult(written, _) = stream.write_all(bytes).await;
     if let Err(e) = written {
