@@ -3,6 +3,7 @@
 
 pub mod incidence;
 pub mod quantile;
+pub mod recovery;
 pub mod runs;
 pub mod slo;
 pub mod tails;

@@ -1,0 +1,369 @@
+//! Recovery detection (SPEC §5): the hysteresis detector over SLO-goodput, the single-replica
+//! plateau, the two baselines, the 27-cell sensitivity sweep and the integrated deficit.
+//!
+//! The input is a goodput series in 1 s buckets by intended time: per bucket, how many scheduled
+//! requests met the SLO and how many were scheduled. Windowed goodput is a ratio of sums:
+//! `W(t) = sum met / sum scheduled` over the R buckets ending at bucket t (bucket t covers
+//! `[t, t+1)` s). The detector looks only at windows that start at or after the fire anchor.
+//! Recovery is entered at the first t with `W(t) >= X% x baseline` whose hold survives: `W`
+//! stays at or above the exit level (85 % x baseline) at every t' in `(t, t + H]`. Time to
+//! recovery is the entering window's end (`t + 1`) minus the fire anchor.
+//!
+//! ```
+//! use percentes_analyzer::estimate::recovery::{detect, Bucket, Detector, Detection};
+//! // 20 s at goodput 0.5 after the fault, then back to 1.0 for 60 s.
+//! let series: Vec<Bucket> = (0..80).map(|s| Bucket { met: if s < 20 { 5 } else { 10 }, scheduled: 10 }).collect();
+//! let found = detect(&series, 0, 1.0, Detector::pinned());
+//! // W(t) over 10 s first reaches 0.9 with the window ending at 28 s.
+//! assert!(matches!(found, Detection::Recovered { ttr_s, .. } if ttr_s == 28));
+//! ```
+
+use percentes_formats::pins;
+
+/// One second of a run, by intended time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bucket {
+    /// Scheduled requests that met the SLO.
+    pub met: u64,
+    pub scheduled: u64,
+}
+
+/// Detector parameters: window R and hold H in buckets (seconds), entry and exit as fractions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Detector {
+    pub window_s: u64,
+    pub hold_s: u64,
+    pub entry: f64,
+    pub exit: f64,
+}
+
+impl Detector {
+    /// The pinned detector (R 10 s, H 30 s, entry 90 %, exit 85 %).
+    pub fn pinned() -> Detector {
+        Detector {
+            window_s: pins::int("recovery.window_s") as u64,
+            hold_s: pins::int("recovery.hold_s") as u64,
+            entry: pins::float("recovery.entry_percent") / 100.0,
+            exit: pins::float("recovery.exit_percent") / 100.0,
+        }
+    }
+
+    /// The 27 cells of the sensitivity sweep (entry x window x hold; exit fixed at the pin).
+    pub fn sweep() -> Vec<Detector> {
+        let exit = pins::float("recovery.exit_percent") / 100.0;
+        let entries = [
+            pins::int("recovery.sweep_entry_low_percent"),
+            pins::int("recovery.entry_percent"),
+            pins::int("recovery.sweep_entry_high_percent"),
+        ];
+        let windows = [
+            pins::int("recovery.sweep_window_low_s"),
+            pins::int("recovery.window_s"),
+            pins::int("recovery.sweep_window_high_s"),
+        ];
+        let holds = [
+            pins::int("recovery.sweep_hold_low_s"),
+            pins::int("recovery.hold_s"),
+            pins::int("recovery.sweep_hold_high_s"),
+        ];
+        let mut cells = Vec::with_capacity(27);
+        for &x in &entries {
+            for &r in &windows {
+                for &h in &holds {
+                    cells.push(Detector {
+                        window_s: r as u64,
+                        hold_s: h as u64,
+                        entry: x as f64 / 100.0,
+                        exit,
+                    });
+                }
+            }
+        }
+        cells
+    }
+}
+
+/// What the detector found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Detection {
+    /// Entered at the window ending `entry_end_s` (absolute, s from the series' start), surviving
+    /// the hold. `ttr_s` is that end minus the fire anchor.
+    Recovered { ttr_s: u64, entry_end_s: u64 },
+    /// No entry survived its hold within the series (the 600 s timeout, when the series ends there).
+    NotRecovered,
+    /// The baseline goodput is zero or missing: there is nothing to recover to.
+    NoBaseline,
+}
+
+/// Windowed goodput over buckets `[end + 1 - window, end]`; `None` when nothing was scheduled.
+pub fn windowed(series: &[Bucket], end: usize, window: usize) -> Option<f64> {
+    let start = (end + 1).checked_sub(window)?;
+    let (met, scheduled) = series[start..=end]
+        .iter()
+        .fold((0, 0), |(m, s), b| (m + b.met, s + b.scheduled));
+    (scheduled > 0).then(|| met as f64 / scheduled as f64)
+}
+
+/// Runs the detector from the fire anchor (bucket `anchor_s`) against `baseline` goodput.
+pub fn detect(series: &[Bucket], anchor_s: usize, baseline: f64, detector: Detector) -> Detection {
+    // Also catches NaN: a baseline that is not a positive number has nothing to recover to.
+    if baseline.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return Detection::NoBaseline;
+    }
+    let window = detector.window_s.max(1) as usize;
+    let hold = detector.hold_s as usize;
+    let entry = detector.entry * baseline;
+    let exit = detector.exit * baseline;
+    let first_end = anchor_s + window - 1;
+    let mut t = first_end;
+    while t < series.len() {
+        if windowed(series, t, window).is_some_and(|w| w >= entry) {
+            let hold_end = t + hold;
+            if hold_end >= series.len() {
+                // The hold cannot be observed to its end: not a recovery (never inferred).
+                return Detection::NotRecovered;
+            }
+            let survived =
+                (t + 1..=hold_end).all(|u| windowed(series, u, window).is_none_or(|w| w >= exit));
+            if survived {
+                let entry_end_s = (t + 1) as u64;
+                return Detection::Recovered {
+                    ttr_s: entry_end_s - anchor_s as u64,
+                    entry_end_s,
+                };
+            }
+        }
+        t += 1;
+    }
+    Detection::NotRecovered
+}
+
+/// Goodput as a ratio of sums over buckets `[from, to)`.
+pub fn goodput_between(series: &[Bucket], from: usize, to: usize) -> Option<f64> {
+    let to = to.min(series.len());
+    if from >= to {
+        return None;
+    }
+    let (met, scheduled) = series[from..to]
+        .iter()
+        .fold((0, 0), |(m, s), b| (m + b.met, s + b.scheduled));
+    (scheduled > 0).then(|| met as f64 / scheduled as f64)
+}
+
+/// The single-replica equilibrium (SPEC §5).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plateau {
+    Estimable {
+        from_s: u64,
+        to_s: u64,
+        goodput: f64,
+    },
+    NotEstimable {
+        from_s: u64,
+        to_s: u64,
+        reason: &'static str,
+    },
+}
+
+/// The plateau window runs from the fire anchor + R to the earlier of the recovery-to-pre-fault
+/// entry and the timeout; it is estimable only if it spans at least R and its goodput is above 0.
+pub fn plateau(
+    series: &[Bucket],
+    anchor_s: usize,
+    timeout_s: usize,
+    pre_fault: Detection,
+    window_s: usize,
+) -> Plateau {
+    let from = anchor_s + window_s;
+    let timeout_end = anchor_s + timeout_s;
+    let to = match pre_fault {
+        Detection::Recovered { entry_end_s, .. } => (entry_end_s as usize).min(timeout_end),
+        _ => timeout_end,
+    }
+    .min(series.len());
+    let bounds = (from as u64, to as u64);
+    if to < from + window_s {
+        return Plateau::NotEstimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            reason: "plateau shorter than R",
+        };
+    }
+    match goodput_between(series, from, to) {
+        Some(g) if g > 0.0 => Plateau::Estimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            goodput: g,
+        },
+        _ => Plateau::NotEstimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            reason: "zero SLO-goodput",
+        },
+    }
+}
+
+/// The integrated goodput deficit: the area between the baseline and the observed bucket goodput
+/// from the fire anchor to `until_s` (recovery, or the timeout), in goodput-seconds. Buckets with
+/// nothing scheduled contribute nothing.
+pub fn deficit(series: &[Bucket], anchor_s: usize, until_s: usize, baseline: f64) -> f64 {
+    series[anchor_s.min(series.len())..until_s.min(series.len())]
+        .iter()
+        .filter(|b| b.scheduled > 0)
+        .map(|b| baseline - b.met as f64 / b.scheduled as f64)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A series from (seconds, goodput in tenths) segments, 10 scheduled per second.
+    fn script(segments: &[(usize, u64)]) -> Vec<Bucket> {
+        segments
+            .iter()
+            .flat_map(|&(n, tenths)| {
+                std::iter::repeat_n(
+                    Bucket {
+                        met: tenths,
+                        scheduled: 10,
+                    },
+                    n,
+                )
+            })
+            .collect()
+    }
+
+    const R: u64 = 10;
+
+    #[test]
+    fn scripted_recovery_is_found_within_r() {
+        // Fault at 0: 40 s at 0.3, then back at 1.0 for 100 s. Truth: recovery at 40 s.
+        let series = script(&[(40, 3), (100, 10)]);
+        match detect(&series, 0, 1.0, Detector::pinned()) {
+            Detection::Recovered { ttr_s, .. } => assert!(ttr_s.abs_diff(40) <= R, "TTR {ttr_s}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn hand_computed_entry_time() {
+        // 20 s at 0.5, then 1.0. W(t) over 10 s reaches 0.9 when 8 of 10 buckets are at 1.0:
+        // window [t-9, t] with 8 recovered buckets, 2 at 0.5: (8 + 1) / 10 = 0.9 at t = 27, so the
+        // entering window ends at 28 s; W never drops below 0.85 afterwards.
+        let series = script(&[(20, 5), (80, 10)]);
+        assert_eq!(
+            detect(&series, 0, 1.0, Detector::pinned()),
+            Detection::Recovered {
+                ttr_s: 28,
+                entry_end_s: 28
+            }
+        );
+        // Against a lower baseline (the plateau's 0.5), entry is immediate: the first full window.
+        assert_eq!(
+            detect(&series, 0, 0.5, Detector::pinned()),
+            Detection::Recovered {
+                ttr_s: 10,
+                entry_end_s: 10
+            }
+        );
+    }
+
+    #[test]
+    fn hysteresis_stops_a_flapping_script_from_reading_as_early_recovery() {
+        // Flapping: 15 s recovered, 15 s at 0.2, repeated, then truly recovered from 120 s.
+        let mut segments = Vec::new();
+        for _ in 0..4 {
+            segments.push((15, 10));
+            segments.push((15, 2));
+        }
+        segments.push((120, 10));
+        let series = script(&segments);
+        match detect(&series, 0, 1.0, Detector::pinned()) {
+            Detection::Recovered { ttr_s, .. } => assert!(
+                (120..=120 + R).contains(&ttr_s),
+                "flapping read as recovery at {ttr_s}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn non_recovery_within_the_timeout_is_reported() {
+        let series = script(&[(600, 4)]);
+        assert_eq!(
+            detect(&series, 0, 1.0, Detector::pinned()),
+            Detection::NotRecovered
+        );
+        // An entry whose hold would run past the series' end is not a recovery.
+        let series = script(&[(590, 4), (10, 10)]);
+        assert_eq!(
+            detect(&series, 0, 1.0, Detector::pinned()),
+            Detection::NotRecovered
+        );
+        assert_eq!(
+            detect(&series, 0, 0.0, Detector::pinned()),
+            Detection::NoBaseline
+        );
+    }
+
+    #[test]
+    fn the_two_baselines_give_distinct_answers_and_plateau_estimability() {
+        // Fault at 0: 60 s at 0.6 (the survivor's equilibrium), then two replicas again.
+        let series = script(&[(60, 6), (200, 10)]);
+        let pre = detect(&series, 0, 1.0, Detector::pinned());
+        let Detection::Recovered { entry_end_s, .. } = pre else {
+            panic!("{pre:?}")
+        };
+        let found = plateau(&series, 0, 600, pre, R as usize);
+        let Plateau::Estimable {
+            from_s,
+            to_s,
+            goodput,
+        } = found.clone()
+        else {
+            panic!("{found:?}")
+        };
+        assert_eq!((from_s, to_s), (R, entry_end_s));
+        assert!(goodput > 0.6 - 1e-12 && goodput < 0.75, "{goodput}");
+        let equilibrium = detect(&series, 0, goodput, Detector::pinned());
+        assert_ne!(equilibrium, pre, "both baselines reported, never conflated");
+
+        // Recovered to the pre-fault level too soon for a plateau of R seconds.
+        let quick = script(&[(5, 6), (200, 10)]);
+        let pre = detect(&quick, 0, 1.0, Detector::pinned());
+        assert!(matches!(
+            plateau(&quick, 0, 600, pre, R as usize),
+            Plateau::NotEstimable {
+                reason: "plateau shorter than R",
+                ..
+            }
+        ));
+        // A survivor that serves nothing within the SLO.
+        let dead = script(&[(600, 0)]);
+        assert!(matches!(
+            plateau(&dead, 0, 600, Detection::NotRecovered, R as usize),
+            Plateau::NotEstimable {
+                reason: "zero SLO-goodput",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn sweep_has_27_cells_with_exit_fixed() {
+        let cells = Detector::sweep();
+        assert_eq!(cells.len(), 27);
+        assert!(cells.iter().all(|c| (c.exit - 0.85).abs() < 1e-12));
+        assert!(cells.contains(&Detector::pinned()));
+        let windows: std::collections::BTreeSet<u64> = cells.iter().map(|c| c.window_s).collect();
+        assert_eq!(windows.into_iter().collect::<Vec<_>>(), [5, 10, 20]);
+    }
+
+    #[test]
+    fn deficit_by_hand() {
+        // Baseline 1.0; 10 s at 0.5 then 1.0: deficit 10 x 0.5 = 5 goodput-seconds up to 20 s.
+        let series = script(&[(10, 5), (10, 10)]);
+        assert!((deficit(&series, 0, 20, 1.0) - 5.0).abs() < 1e-12);
+    }
+}
