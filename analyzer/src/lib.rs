@@ -18,5 +18,6 @@
 
 pub mod estimate;
 mod file;
+pub mod load;
 
 pub use file::{JournalFile, OpenError, RELEASE_EVERY_BYTES};

@@ -143,6 +143,17 @@ fn a_clean_run_completes_every_request_and_seals() {
         requests.iter().any(|r| r.connection_reused),
         "keep-alive connections are reused"
     );
+    // The analyzer's loader accepts what the recorder wrote: schedule regenerated, every index once.
+    let run = percentes_analyzer::load::load(&JournalFile::open(&path).unwrap()).unwrap();
+    assert_eq!(run.requests.len(), requests.len());
+    assert!(run.missing.is_empty());
+    assert_eq!(
+        run.not_publishable.len(),
+        1,
+        "only the dev profile: {:?}",
+        run.not_publishable
+    );
+    assert_eq!(run.telemetry.len() as u64, run.report.counts.telemetry);
 }
 
 #[test]
