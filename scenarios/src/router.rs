@@ -128,6 +128,37 @@ pub fn run_blocking(
     })
 }
 
+/// Starts a router on an ephemeral loopback port in a background thread (see
+/// [`crate::mock::spawn_background`]).
+pub fn spawn_background(
+    endpoints: Vec<Endpoint>,
+) -> std::io::Result<(std::net::SocketAddr, Arc<Router>)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("router".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => return drop(tx.send(Err(e))),
+            };
+            runtime.block_on(async move {
+                let listener = match TcpListener::bind("127.0.0.1:0").await {
+                    Ok(l) => l,
+                    Err(e) => return drop(tx.send(Err(e))),
+                };
+                let router = Router::new(endpoints);
+                let _ = tx.send(listener.local_addr().map(|a| (a, Arc::clone(&router))));
+                let _ = serve(listener, router).await;
+            });
+        })?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the router thread ended before it listened"))?
+}
+
 /// Serves clients until the listener fails.
 pub async fn serve(listener: TcpListener, router: Arc<Router>) -> std::io::Result<()> {
     loop {

@@ -12,22 +12,7 @@ use percentes_scenarios::timing::Distribution;
 
 /// Starts a mock on an ephemeral port in its own runtime thread.
 fn start(config: MockConfig) -> (SocketAddr, Arc<Mock>) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let state = Mock::new(config);
-            tx.send((listener.local_addr().unwrap(), Arc::clone(&state)))
-                .unwrap();
-            mock::serve(listener, state).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
+    mock::spawn_background(config, 2).unwrap()
 }
 
 fn fast() -> MockConfig {
@@ -494,22 +479,7 @@ mod router {
     use percentes_scenarios::router::{self as rt, Endpoint, Router};
 
     fn start_router(endpoints: Vec<Endpoint>) -> (SocketAddr, Arc<Router>) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let router = Router::new(endpoints);
-                tx.send((listener.local_addr().unwrap(), Arc::clone(&router)))
-                    .unwrap();
-                rt::serve(listener, router).await.unwrap();
-            });
-        });
-        rx.recv().unwrap()
+        rt::spawn_background(endpoints).unwrap()
     }
 
     fn endpoint(name: &str, addr: SocketAddr) -> Endpoint {

@@ -1,7 +1,8 @@
 //! The recorder against the mock: every scheduled index exactly once, every outcome class the mock
 //! can provoke, a sealed journal; SIGKILL leaves a verifiable prefix; SIGINT seals as aborted.
-//! Runs use the dev profile at time factor 250 (a 1.68 s schedule, a 120 ms timeout: room for a
-//! debug build on a busy 2-core machine).
+//! Runs use the dev profile at time factor 250 (a 1.68 s schedule, a 120 ms timeout) where every
+//! request fails fast, and 100 (a 4.2 s schedule, a 300 ms timeout) where they must complete: room
+//! for a debug build on a busy 2-core machine.
 
 #![cfg(target_os = "linux")]
 
@@ -17,24 +18,11 @@ use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRe
 use percentes_formats::journal::Verdict;
 use percentes_recorder::run::{self, Options, Progress};
 use percentes_scenarios::config::{Capacity, FaultMode, FaultPlan, MockConfig, Timing};
-use percentes_scenarios::mock::{self, Mock};
+use percentes_scenarios::mock;
 use percentes_scenarios::timing::Distribution;
 
 fn start_mock(config: MockConfig) -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            mock::serve(listener, Mock::new(config)).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
+    mock::spawn_background(config, 1).unwrap().0
 }
 
 fn fast_mock(fault: Option<FaultMode>) -> MockConfig {
@@ -120,12 +108,12 @@ fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
 #[test]
 fn a_clean_run_completes_every_request_and_seals() {
     let addr = start_mock(fast_mock(None));
-    let config = config_for(&addr.to_string(), 250, 100.0);
+    let config = config_for(&addr.to_string(), 100, 40.0);
     let path = scratch("clean.pj");
     let summary = record(&config, &path);
     assert_eq!(summary.status.name(), "completed");
     let requests = requests(&path, &config);
-    assert!(requests.len() > 100, "{}", requests.len());
+    assert!(requests.len() > 120, "{}", requests.len());
     for r in &requests {
         assert_eq!(class_name(r.class), Some("correct-success"), "{r:?}");
         assert_eq!(
@@ -308,7 +296,7 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
 
 fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\n\
          [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n[fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\n{injector_lines}\n\
          [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
     );
@@ -513,7 +501,7 @@ fn prompt_sets_and_verification_rules() {
     std::fs::write(&prompts, "one\n\ntwo words\nthree little words\n").unwrap();
     let make = |verify: &str, name: &str| {
         let text = format!(
-            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
              [schedule]\nseed = 4\narrival = \"deterministic\"\nrate_rps = 10.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n\
              prompt_file = \"{}\"\n[routes.verify]\n{verify}\n",
             prompts.display()
