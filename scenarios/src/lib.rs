@@ -26,6 +26,49 @@ pub mod router;
 pub mod testbed;
 pub mod timing;
 
+/// Starts a server on an ephemeral loopback port, on a runtime of its own (`workers` threads) in a
+/// background thread. `make` builds the shared state inside the runtime (the mock arms its faults
+/// as tasks); `serve` runs until the process ends. Returns the address and the state.
+fn spawn_background<S, M, F, Fut>(
+    name: String,
+    workers: usize,
+    make: M,
+    serve: F,
+) -> std::io::Result<(std::net::SocketAddr, std::sync::Arc<S>)>
+where
+    S: Send + Sync + 'static,
+    M: FnOnce() -> std::sync::Arc<S> + Send + 'static,
+    F: FnOnce(tokio::net::TcpListener, std::sync::Arc<S>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = std::io::Result<()>>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name(name).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers.max(1))
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => return drop(tx.send(Err(e))),
+        };
+        runtime.block_on(async move {
+            let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+                Ok(l) => l,
+                Err(e) => return drop(tx.send(Err(e))),
+            };
+            let state = make();
+            let _ = tx.send(
+                listener
+                    .local_addr()
+                    .map(|a| (a, std::sync::Arc::clone(&state))),
+            );
+            let _ = serve(listener, state).await;
+        });
+    })?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the server thread ended before it listened"))?
+}
+
 /// Blocks until Ctrl-C (SIGINT), for foreground commands that must clean up after themselves.
 pub fn wait_for_ctrl_c() -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()

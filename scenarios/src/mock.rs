@@ -259,31 +259,12 @@ pub fn spawn_background(
     config: MockConfig,
     workers: usize,
 ) -> std::io::Result<(std::net::SocketAddr, Arc<Mock>)> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name(format!("mock-{}", config.name))
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers.max(1))
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => return drop(tx.send(Err(e))),
-            };
-            runtime.block_on(async move {
-                let listener = match TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => return drop(tx.send(Err(e))),
-                };
-                let state = Mock::new(config);
-                let address = listener.local_addr();
-                let _ = tx.send(address.map(|a| (a, Arc::clone(&state))));
-                let _ = serve(listener, state).await;
-            });
-        })?;
-    rx.recv()
-        .map_err(|_| std::io::Error::other("the mock thread ended before it listened"))?
+    crate::spawn_background(
+        format!("mock-{}", config.name),
+        workers,
+        move || Mock::new(config),
+        serve,
+    )
 }
 
 /// How a request left its connection.

@@ -133,30 +133,7 @@ pub fn run_blocking(
 pub fn spawn_background(
     endpoints: Vec<Endpoint>,
 ) -> std::io::Result<(std::net::SocketAddr, Arc<Router>)> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("router".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(r) => r,
-                Err(e) => return drop(tx.send(Err(e))),
-            };
-            runtime.block_on(async move {
-                let listener = match TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => return drop(tx.send(Err(e))),
-                };
-                let router = Router::new(endpoints);
-                let _ = tx.send(listener.local_addr().map(|a| (a, Arc::clone(&router))));
-                let _ = serve(listener, router).await;
-            });
-        })?;
-    rx.recv()
-        .map_err(|_| std::io::Error::other("the router thread ended before it listened"))?
+    crate::spawn_background("router".into(), 2, move || Router::new(endpoints), serve)
 }
 
 /// Serves clients until the listener fails.
