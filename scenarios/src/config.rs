@@ -168,6 +168,24 @@ fn default_after_tokens() -> u32 {
 }
 
 impl MockConfig {
+    /// A mock with constant timing (first token after `ttft_ms`, then one every `gap_ms`),
+    /// `max_num_seqs` decode slots and no occupancy slowdown: exact timings for tests and
+    /// benchmarks.
+    pub fn constant(ttft_ms: f64, gap_ms: f64, max_num_seqs: u32) -> MockConfig {
+        MockConfig {
+            timing: Timing {
+                ttft: Distribution::Constant { ms: ttft_ms },
+                token_gap: Distribution::Constant { ms: gap_ms },
+                min_output_tokens: 1,
+            },
+            capacity: Capacity {
+                max_num_seqs,
+                slowdown_per_running: 0.0,
+            },
+            ..MockConfig::default()
+        }
+    }
+
     /// Parses and validates a mock configuration.
     pub fn parse(text: &str) -> Result<MockConfig, String> {
         let config: MockConfig =

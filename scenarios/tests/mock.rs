@@ -6,9 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use percentes_scenarios::config::{Capacity, FaultMode, FaultPlan, MockConfig, Timing};
+use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
 use percentes_scenarios::mock::{self, Mock};
-use percentes_scenarios::timing::Distribution;
 
 /// Starts a mock on an ephemeral port in its own runtime thread.
 fn start(config: MockConfig) -> (SocketAddr, Arc<Mock>) {
@@ -16,14 +15,9 @@ fn start(config: MockConfig) -> (SocketAddr, Arc<Mock>) {
 }
 
 fn fast() -> MockConfig {
-    MockConfig {
-        timing: Timing {
-            ttft: Distribution::Constant { ms: 20.0 },
-            token_gap: Distribution::Constant { ms: 5.0 },
-            min_output_tokens: 2,
-        },
-        ..MockConfig::default()
-    }
+    let mut config = MockConfig::constant(20.0, 5.0, 24);
+    config.timing.min_output_tokens = 2;
+    config
 }
 
 fn with_fault(mode: FaultMode, at_ms: u64, duration_ms: u64) -> MockConfig {
@@ -424,18 +418,7 @@ fn admin_arms_a_fault_and_the_audit_records_it() {
 #[test]
 fn overload_at_1_3_times_capacity_grows_the_queue_and_ttft() {
     // 4 slots, 20 tokens at 10 ms + 30 ms TTFT: about 0.23 s a request, capacity about 17 rps.
-    let config = MockConfig {
-        timing: Timing {
-            ttft: Distribution::Constant { ms: 30.0 },
-            token_gap: Distribution::Constant { ms: 10.0 },
-            min_output_tokens: 1,
-        },
-        capacity: Capacity {
-            max_num_seqs: 4,
-            slowdown_per_running: 0.0,
-        },
-        ..MockConfig::default()
-    };
+    let config = MockConfig::constant(30.0, 10.0, 4);
     let (addr, state) = start(config);
     let capacity_rps = 4.0 / 0.23;
     let rate = 1.3 * capacity_rps;

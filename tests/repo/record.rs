@@ -17,9 +17,8 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRecord};
 use percentes_formats::journal::Verdict;
 use percentes_recorder::run::{self, Options, Progress};
-use percentes_scenarios::config::{Capacity, FaultMode, FaultPlan, MockConfig, Timing};
+use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
 use percentes_scenarios::mock;
-use percentes_scenarios::timing::Distribution;
 
 fn start_mock(config: MockConfig) -> SocketAddr {
     mock::spawn_background(config, 1).unwrap().0
@@ -27,15 +26,6 @@ fn start_mock(config: MockConfig) -> SocketAddr {
 
 fn fast_mock(fault: Option<FaultMode>) -> MockConfig {
     MockConfig {
-        timing: Timing {
-            ttft: Distribution::Constant { ms: 2.0 },
-            token_gap: Distribution::Constant { ms: 0.0 },
-            min_output_tokens: 1,
-        },
-        capacity: Capacity {
-            max_num_seqs: 256,
-            slowdown_per_running: 0.0,
-        },
         faults: fault
             .map(|mode| {
                 vec![FaultPlan {
@@ -46,7 +36,7 @@ fn fast_mock(fault: Option<FaultMode>) -> MockConfig {
                 }]
             })
             .unwrap_or_default(),
-        ..MockConfig::default()
+        ..MockConfig::constant(2.0, 0.0, 256)
     }
 }
 
@@ -445,18 +435,7 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
         return;
     }
     // Requests take 400 ms, so at 200 rps connections pile up past the 40-descriptor limit.
-    let slow = MockConfig {
-        timing: Timing {
-            ttft: Distribution::Constant { ms: 400.0 },
-            token_gap: Distribution::Constant { ms: 0.0 },
-            min_output_tokens: 1,
-        },
-        capacity: Capacity {
-            max_num_seqs: 1000,
-            slowdown_per_running: 0.0,
-        },
-        ..MockConfig::default()
-    };
+    let slow = MockConfig::constant(400.0, 0.0, 1000);
     let addr = start_mock(slow);
     let config = config_for(&addr.to_string(), 250, 200.0);
     let config_path = scratch("fd.toml");
