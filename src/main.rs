@@ -89,6 +89,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Analyze a journal under a spec version: verify it, cut the windows, estimate, gate, and
+    /// write report.json, report.md and histograms.hlog.
+    ///
+    /// A tampered journal is refused (exit 1). An unsealed, aborted or dev-profile one is analyzed
+    /// for diagnosis, and every output says NOT PUBLISHABLE and why. A run that fails the
+    /// client-validity gate (§2) publishes no statistic and exits 2.
+    Analyze {
+        journal: PathBuf,
+        /// The spec version whose rules to apply: v0.2 (Aalen-Johansen) or v0.1 (Kaplan-Meier
+        /// with errors censored, kept for re-analysis of archived journals; amendment A1).
+        #[arg(long, default_value = pins::SPEC_VERSION_CURRENT, value_parser = spec_version)]
+        spec: String,
+        /// The folder the report files go in (created if needed; files in it are replaced).
+        #[arg(short, long, default_value = "report")]
+        output: PathBuf,
+        /// Print report.json to standard output instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one row per scheduled request as a Parquet file, for pandas, DuckDB or Spark.
+    ///
+    /// Times are ns from the run's epoch; absent timestamps are null. The file's key-value
+    /// metadata cites the spec version at capture, the config hash and the journal's chain head.
+    Export {
+        journal: PathBuf,
+        /// The Parquet file to write.
+        #[arg(long, value_name = "FILE")]
+        parquet: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print a journal's header, and with --records its records as JSON lines.
     Inspect {
         journal: PathBuf,
@@ -220,6 +252,62 @@ fn version_line() -> &'static str {
     )
 }
 
+/// Accepts only the spec versions this build can apply.
+fn spec_version(value: &str) -> Result<String, String> {
+    if pins::SPEC_VERSIONS.contains(&value) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "this build applies spec versions {} (SPEC §11)",
+            pins::SPEC_VERSIONS.join(" and ")
+        ))
+    }
+}
+
+fn load_run(path: &Path) -> Result<(JournalFile, percentes_analyzer::load::Run)> {
+    let file = JournalFile::open(path)?;
+    let run = percentes_analyzer::load::load(&file)
+        .with_context(|| format!("cannot analyze {}", path.display()))?;
+    Ok((file, run))
+}
+
+fn analyze(path: &Path, spec: &str, output: &Path, json: bool) -> Result<ExitCode> {
+    use percentes_analyzer::{analysis, estimate::incidence::Method, report};
+    let method = Method::for_spec(spec).context("spec version checked by the parser")?;
+    let (file, run) = load_run(path)?;
+    let analyzer = analysis::Analyzer {
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("PERCENTES_COMMIT").into(),
+    };
+    let result = analysis::analyze(&run, &file, method, &analyzer);
+    report::write(&result, output)
+        .with_context(|| format!("cannot write the report into {}", output.display()))?;
+    if json {
+        print!("{}", report::json(&result));
+    } else {
+        show::analysis_summary(&result, path, output);
+    }
+    Ok(if result.validity.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
+    if parquet.exists() && !force {
+        bail!("{} exists; pass --force to replace it", parquet.display());
+    }
+    let (_file, run) = load_run(path)?;
+    let rows = percentes_analyzer::export::parquet(run, parquet)
+        .with_context(|| format!("cannot write {}", parquet.display()))?;
+    eprintln!(
+        "wrote {rows} rows (one per scheduled request) to {}",
+        parquet.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -269,6 +357,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        Command::Analyze {
+            journal,
+            spec,
+            output,
+            json,
+        } => analyze(&journal, &spec, &output, json),
+        Command::Export {
+            journal,
+            parquet,
+            force,
+        } => export(&journal, &parquet, force),
         Command::Record {
             config,
             output,

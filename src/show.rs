@@ -295,6 +295,72 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
     })
 }
 
+/// What `analyze` prints: where the files went, the verdicts, and the headline numbers.
+pub fn analysis_summary(
+    report: &percentes_analyzer::analysis::Report,
+    journal: &Path,
+    output: &Path,
+) {
+    println!("journal: {}", journal.display());
+    println!(
+        "spec applied: {} (at capture: {}); chain head {}",
+        report.provenance.spec_applied,
+        report.provenance.spec_at_capture,
+        report.provenance.chain_head
+    );
+    for why in &report.not_publishable {
+        println!("{why}");
+    }
+    let failed: Vec<_> = report
+        .validity
+        .gates
+        .iter()
+        .filter(|g| g.status != "pass")
+        .collect();
+    if failed.is_empty() {
+        println!("client validity (§2): every gate passed");
+    } else {
+        println!("client validity (§2): INVALID, no statistic is published (exit 2)");
+        for g in failed {
+            println!(
+                "  {}: {} (limit {}, observed {}{})",
+                g.gate,
+                g.status,
+                g.limit,
+                g.observed,
+                g.by.as_deref()
+                    .map(|b| format!(", {b}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    println!("audit: {}", report.audit.decision);
+    for w in &report.windows {
+        let readings: Vec<&str> = w
+            .completion
+            .readings
+            .iter()
+            .map(|r| r.text.as_str())
+            .collect();
+        println!(
+            "{:<12} {:>7} scheduled  errored {:.4}  censored {:.4}  goodput {}  {}",
+            w.window,
+            w.scheduled,
+            w.error_rate.value.unwrap_or(0.0),
+            w.censored_rate.value.unwrap_or(0.0),
+            w.goodput
+                .value
+                .map_or_else(|| "n/a".to_owned(), |g| format!("{g:.4}")),
+            readings.join("; ")
+        );
+    }
+    println!(
+        "wrote {} into {}",
+        percentes_analyzer::report::FILES.join(", "),
+        output.display()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,16 @@ impl JournalFile {
             .map(|(h, len, _)| (h, len))
     }
 
+    /// The framed records of the verified prefix, in order, not yet decoded (a reader that wants
+    /// only some kinds decodes only those).
+    pub fn framed<'a>(&'a self, report: &VerifyReport) -> impl Iterator<Item = Framed<'a>> + 'a {
+        let header_end = self
+            .header()
+            .map(|(_, len)| len)
+            .unwrap_or(self.bytes().len());
+        verify::records(self.bytes(), header_end, report.verified_bytes as usize)
+    }
+
     /// The records of the verified prefix, decoded, in order. Decoding errors are returned per
     /// record (a kind written by a later version is [`Record::Unknown`], not an error).
     pub fn records<'a>(
@@ -114,6 +124,11 @@ impl JournalFile {
             .unwrap_or(self.bytes().len());
         verify::records(self.bytes(), header_end, report.verified_bytes as usize)
             .map(|framed| (framed, Record::decode(framed.kind, framed.body)))
+    }
+
+    /// Hands back the pages before `offset` (a reader that moves forward calls this as it goes).
+    pub(crate) fn release_before(&self, offset: u64) {
+        self.release(0, offset);
     }
 
     /// Tells the kernel the pages of `[from, to)` will not be needed soon.

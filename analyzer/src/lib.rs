@@ -16,8 +16,13 @@
 //! println!("{}", report.verdict.name());
 //! ```
 
+pub mod analysis;
 pub mod estimate;
+pub mod export;
 mod file;
+pub mod frame;
 pub mod load;
+pub mod report;
+pub mod windows;
 
 pub use file::{JournalFile, OpenError, RELEASE_EVERY_BYTES};

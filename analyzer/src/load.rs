@@ -4,16 +4,14 @@
 //! A tampered journal is refused. An unsealed, aborted or escaped one loads for diagnosis, and
 //! the run says why it is not publishable, as does a dev-profile run.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use percentes_formats::config::Config;
-use percentes_formats::journal::records::{
-    EventRecord, Record, RequestRecord, SealStatus, TelemetryRecord,
-};
+use percentes_formats::journal::records::{Record, SealStatus};
 use percentes_formats::journal::verify::{render, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 
+use crate::frame::{Events, Requests, Telemetry, NO_RECORD};
 use crate::JournalFile;
 
 /// A journal, checked and decoded.
@@ -23,10 +21,11 @@ pub struct Run {
     /// The configuration the run was recorded with, parsed from the header's bytes.
     pub config: Config,
     pub report: VerifyReport,
-    /// Request records in index order, exactly one per index present.
-    pub requests: Vec<RequestRecord>,
-    pub events: Vec<EventRecord>,
-    pub telemetry: Vec<TelemetryRecord>,
+    /// One row per scheduled request of the shard, in index order; rows without a record are
+    /// listed in `missing`.
+    pub requests: Requests,
+    pub events: Events,
+    pub telemetry: Telemetry,
     /// Scheduled indices of this shard with no record (possible only in an unpublishable run).
     pub missing: Vec<u64>,
     /// Why nothing from this run may be published; empty when it may be.
@@ -92,12 +91,21 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
         )));
     }
     let shard = (u64::from(header.shard_index), u64::from(header.shard_count));
-    let mut scheduled: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+    if shard.1 == 0 || shard.0 >= shard.1 {
+        return Err(LoadError::Schedule(format!(
+            "shard {} of {} does not exist",
+            shard.0, shard.1
+        )));
+    }
+    // Dense rows: the shard's p-th scheduled index is row p, so no map from index to row is kept.
+    let mut requests = Requests::with_capacity(
+        usize::try_from(header.schedule_requests / shard.1 + 1).unwrap_or(0),
+    );
     let mut total = 0u64;
     for entry in params.iter() {
         total += 1;
         if entry.index % shard.1 == shard.0 {
-            scheduled.insert(entry.index, (entry.intended_ns, entry.route));
+            requests.push_scheduled(entry.index, entry.intended_ns, entry.route, entry.phase);
         }
     }
     if total != header.schedule_requests {
@@ -106,19 +114,27 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
             header.schedule_requests
         )));
     }
-
-    let mut requests: Vec<RequestRecord> = Vec::with_capacity(scheduled.len());
-    let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut events = Vec::new();
-    let mut telemetry = Vec::new();
+    requests.reserve_records();
+    let mut first_sequence = vec![0u64; 0];
+    let mut events = Events::default();
+    let mut telemetry = Telemetry::default();
+    let mut released = 0u64;
     for (framed, decoded) in file.records(&report) {
+        if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
+            file.release_before(framed.byte_offset);
+            released = framed.byte_offset;
+        }
         let record = decoded.map_err(|e| LoadError::Record {
             sequence: framed.sequence,
-            message: e.to_string(),
+            message: format!("{e} (byte offset {})", framed.byte_offset),
         })?;
         match record {
             Record::Request(r) => {
-                let Some(&(intended_ns, route)) = scheduled.get(&r.index) else {
+                let row = (r.index % shard.1 == shard.0)
+                    .then(|| usize::try_from(r.index / shard.1).ok())
+                    .flatten()
+                    .filter(|&row| row < requests.len());
+                let Some(row) = row else {
                     return Err(LoadError::Record {
                         sequence: framed.sequence,
                         message: format!(
@@ -127,15 +143,19 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
                         ),
                     });
                 };
-                if let Some(first) = seen.insert(r.index, framed.sequence) {
+                if requests.outcome[row] != NO_RECORD {
+                    if first_sequence.is_empty() {
+                        first_sequence = sequences_of(file, &report, r.index);
+                    }
                     return Err(LoadError::Record {
                         sequence: framed.sequence,
                         message: format!(
-                            "request index {} appears twice (records {first} and {})",
-                            r.index, framed.sequence
+                            "request index {} appears twice (records {:?})",
+                            r.index, first_sequence
                         ),
                     });
                 }
+                let (intended_ns, route) = (requests.intended_ns[row], requests.route[row]);
                 if r.intended_ns != intended_ns || r.route != route {
                     return Err(LoadError::Record {
                         sequence: framed.sequence,
@@ -145,18 +165,25 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
                         ),
                     });
                 }
-                requests.push(r);
+                if percentes_formats::journal::records::Outcome::from_byte(r.outcome).is_none() {
+                    return Err(LoadError::Record {
+                        sequence: framed.sequence,
+                        message: format!(
+                            "request {} has outcome byte {}, which no version defines",
+                            r.index, r.outcome
+                        ),
+                    });
+                }
+                requests.fill(row, &r);
             }
-            Record::Event(e) => events.push(e),
-            Record::Telemetry(t) => telemetry.push(t),
+            Record::Event(e) => events.rows.push(e),
+            Record::Telemetry(t) => telemetry.rows.push(t),
             Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
         }
     }
-    requests.sort_unstable_by_key(|r| r.index);
-    let missing: Vec<u64> = scheduled
-        .keys()
-        .filter(|i| !seen.contains_key(i))
-        .copied()
+    let missing: Vec<u64> = (0..requests.len())
+        .filter(|&row| requests.outcome[row] == NO_RECORD)
+        .map(|row| requests.index[row])
         .collect();
 
     let mut not_publishable = Vec::new();
@@ -201,10 +228,20 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
     })
 }
 
+/// The sequence numbers of every record of request `index` (only for the duplicate error).
+fn sequences_of(file: &JournalFile, report: &VerifyReport, index: u64) -> Vec<u64> {
+    file.records(report)
+        .filter_map(|(framed, decoded)| match decoded {
+            Ok(Record::Request(r)) if r.index == index => Some(framed.sequence),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use percentes_formats::journal::records::Record;
+    use percentes_formats::journal::records::{Record, RequestRecord};
     use percentes_formats::journal::synthetic::{self, Ending, Options};
     use percentes_formats::journal::JournalWriter;
 
@@ -241,10 +278,7 @@ mod tests {
     fn a_golden_loads_with_every_index_once() {
         let run = load(&file("sealed.pj", &synthetic::small_sealed())).unwrap();
         assert_eq!(run.requests.len() as u64, run.header.schedule_requests);
-        assert!(run
-            .requests
-            .windows(2)
-            .all(|w| w[0].index + 1 == w[1].index));
+        assert!(run.requests.index.windows(2).all(|w| w[0] + 1 == w[1]));
         assert!(run.missing.is_empty());
         assert_eq!(
             run.not_publishable.len(),
@@ -252,7 +286,7 @@ mod tests {
             "dev profile only: {:?}",
             run.not_publishable
         );
-        assert!(!run.telemetry.is_empty() && !run.events.is_empty());
+        assert!(!run.telemetry.rows.is_empty() && !run.events.rows.is_empty());
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn a_clean_run_completes_every_request_and_seals() {
         "only the dev profile: {:?}",
         run.not_publishable
     );
-    assert_eq!(run.telemetry.len() as u64, run.report.counts.telemetry);
+    assert_eq!(run.telemetry.rows.len() as u64, run.report.counts.telemetry);
 }
 
 #[test]

@@ -15,6 +15,7 @@ use super::records::{
 use super::writer::{JournalWriter, Sealed, WriteError};
 use super::{ClockAnchors, Header, CODEC};
 use crate::config::Config;
+use crate::schedule::Entry;
 
 /// The configuration the goldens are made from: a dev profile at a low rate, so a journal holds
 /// a few dozen requests.
@@ -202,6 +203,160 @@ fn request_with_gaps(index: u64, outcome_roll: u64, intended_ns: u64, gaps: u32)
     }
 }
 
+/// A telemetry sample for the second ending at `at_ns` that passes every client gate: host CPU
+/// 10-30 %, stall p99 40-100 us.
+pub fn telemetry_at(at_ns: u64) -> TelemetryRecord {
+    let h = mix(at_ns);
+    TelemetryRecord {
+        at_ns,
+        interval_ns: 1_000_000_000,
+        host_cpu_busy_ppm: 100_000 + (h % 200_000) as u32,
+        recorder_cpu_ns: 2_000_000 + h % 1_000_000,
+        stall_p99_ns: 40_000 + h % 60_000,
+        stall_max_ns: 200_000 + h % 300_000,
+        stall_samples: 10_000,
+        skew_count: 6,
+        skew_p50_ns: 60_000,
+        skew_p99_ns: 210_000,
+        skew_max_ns: 220_000,
+        undispatched_total: 0,
+        in_flight: 3,
+        writer_queue_depth: 1,
+        writer_queue_max: 4,
+    }
+}
+
+/// A completed request with exact timings, for analyzer oracles: dispatched `skew_ns` after t_i,
+/// first content at `ttft_ns` and done at `e2e_ns` from t_i, with `gaps_us` between content events.
+pub fn completed(
+    entry: &Entry,
+    skew_ns: u64,
+    ttft_ns: u64,
+    e2e_ns: u64,
+    gaps_us: Vec<u32>,
+) -> RequestRecord {
+    let t = entry.intended_ns;
+    RequestRecord {
+        index: entry.index,
+        outcome: Outcome::Completed as u8,
+        class: 0,
+        route: entry.route,
+        intended_ns: t,
+        dispatched_ns: Some(t + skew_ns),
+        connect_start_ns: None,
+        connect_end_ns: None,
+        tls_done_ns: None,
+        request_written_ns: Some(t + skew_ns),
+        response_head_ns: Some(t + ttft_ns),
+        first_content_ns: Some(t + ttft_ns),
+        terminal_ns: t + e2e_ns,
+        content_events: gaps_us.len() as u32 + 1,
+        content_gaps_us: gaps_us,
+        http_status: 200,
+        bytes_sent: 300,
+        bytes_received: 900,
+        usage_prompt_tokens: Some(128),
+        usage_completion_tokens: Some(256),
+        replica: "replica-0".into(),
+        connection_id: entry.index % 8,
+        connection_reused: true,
+        detail: String::new(),
+    }
+}
+
+/// A request that ended without completing: `class` by name (e.g. `reset`, `timeout`), at
+/// `after_ns` from t_i.
+pub fn ended(entry: &Entry, class: &str, after_ns: u64) -> RequestRecord {
+    let code = class_code(class).expect("a known class name");
+    let outcome = super::records::CLASSES
+        .iter()
+        .find(|(c, _, _)| *c == code)
+        .map(|(_, _, o)| *o)
+        .expect("every class has an outcome");
+    let mut r = completed(entry, 50_000, after_ns, after_ns, Vec::new());
+    r.outcome = outcome as u8;
+    r.class = code;
+    r.first_content_ns = None;
+    r.content_events = 0;
+    r.response_head_ns = None;
+    r.http_status = 0;
+    if outcome == Outcome::Undispatched {
+        r.dispatched_ns = None;
+        r.request_written_ns = None;
+        r.terminal_ns = entry.intended_ns;
+    }
+    r.detail = class.into();
+    r
+}
+
+/// A journal scripted record by record, for analyzer oracles: `request` gives each scheduled
+/// entry's record (`None` leaves it out), and `events` and `telemetry` are interleaved by time.
+/// Sealed with `status`; checkpoints every 64 records.
+pub fn scripted(
+    config: &Config,
+    request: &dyn Fn(&Entry) -> Option<RequestRecord>,
+    mut events: Vec<EventRecord>,
+    mut telemetry: Vec<TelemetryRecord>,
+    status: SealStatus,
+) -> Vec<u8> {
+    let header = header(config, None);
+    let params = header.schedule.clone();
+    let mut writer = JournalWriter::create(Vec::new(), &header, None)
+        .expect("a synthetic header is valid")
+        .with_block_target(16 * 1024);
+    events.sort_by_key(|e| e.at_ns);
+    telemetry.sort_by_key(|t| t.at_ns);
+    let mut timed: Vec<(u64, Record)> = events
+        .into_iter()
+        .map(|e| (e.at_ns, Record::Event(e)))
+        .chain(
+            telemetry
+                .into_iter()
+                .map(|t| (t.at_ns, Record::Telemetry(t))),
+        )
+        .collect();
+    timed.sort_by_key(|(at, _)| *at);
+    let mut timed = timed.into_iter().peekable();
+    let mut count = 0u64;
+    let mut last = 0u64;
+    let mut append = |writer: &mut JournalWriter<Vec<u8>>, record: &Record, at: u64| {
+        writer.append(record).expect("synthetic records fit");
+        count += 1;
+        if count.is_multiple_of(64) {
+            writer.checkpoint(at).expect("checkpoint");
+        }
+    };
+    for entry in params.iter() {
+        while let Some((at, _)) = timed.peek() {
+            if *at > entry.intended_ns {
+                break;
+            }
+            let (at, record) = timed.next().expect("peeked");
+            append(&mut writer, &record, at);
+        }
+        if let Some(record) = request(&entry) {
+            append(&mut writer, &Record::Request(record), entry.intended_ns);
+        }
+        last = entry.intended_ns;
+    }
+    for (at, record) in timed {
+        append(&mut writer, &record, at);
+        last = last.max(at);
+    }
+    writer
+        .seal(
+            last + 1,
+            status,
+            if status == SealStatus::Completed {
+                ""
+            } else {
+                "scripted"
+            },
+        )
+        .expect("seal")
+        .0
+}
+
 /// Writes a synthetic journal for `config` to `out`. Returns the seal summary when sealed.
 pub fn write<W: Write>(
     out: W,
@@ -236,24 +391,7 @@ pub fn write<W: Write>(
             }));
         }
         while entry.intended_ns >= next_telemetry_ns {
-            let h = mix(next_telemetry_ns);
-            extra.push(Record::Telemetry(TelemetryRecord {
-                at_ns: next_telemetry_ns,
-                interval_ns: 1_000_000_000,
-                host_cpu_busy_ppm: 100_000 + (h % 200_000) as u32,
-                recorder_cpu_ns: 2_000_000 + h % 1_000_000,
-                stall_p99_ns: 40_000 + h % 60_000,
-                stall_max_ns: 200_000 + h % 300_000,
-                stall_samples: 10_000,
-                skew_count: 6,
-                skew_p50_ns: 60_000,
-                skew_p99_ns: 210_000,
-                skew_max_ns: 220_000,
-                undispatched_total: 0,
-                in_flight: 3,
-                writer_queue_depth: 1,
-                writer_queue_max: 4,
-            }));
+            extra.push(Record::Telemetry(telemetry_at(next_telemetry_ns)));
             next_telemetry_ns += 1_000_000_000;
         }
         let roll = mix(entry.index.wrapping_mul(31).wrapping_add(params.seed)) % 100;

@@ -1,0 +1,210 @@
+//! The run's rows, one column per field: one row per scheduled request, one per event, one per
+//! telemetry sample (SPEC §3, §9).
+//!
+//! The request table is dense: row `p` is the shard's `p`-th scheduled index, filled in from the
+//! schedule before any record is read, so a request with no record is a row whose outcome is
+//! [`NO_RECORD`], never a missing row. Absent timestamps are [`NONE`]. Free text (replica names,
+//! failure details) is interned: a journal of ten million requests carries a few hundred distinct
+//! strings, and the table stays near 120 bytes a row.
+//!
+//! [`crate::export`] turns these columns into polars frames without copying the primitive ones.
+
+use std::collections::HashMap;
+
+use percentes_formats::journal::records::{EventRecord, Outcome, RequestRecord, TelemetryRecord};
+
+/// The value of an absent timestamp or count.
+pub const NONE: u64 = u64::MAX;
+/// The outcome byte of a scheduled request that has no record (only in an unpublishable run).
+pub const NO_RECORD: u8 = u8::MAX;
+
+/// Strings stored once, referred to by number.
+#[derive(Clone, Debug, Default)]
+pub struct Interned {
+    pub values: Vec<String>,
+    lookup: HashMap<String, u32>,
+}
+
+impl Interned {
+    /// The number of `value`, adding it when new.
+    pub fn id(&mut self, value: &str) -> u32 {
+        if let Some(&id) = self.lookup.get(value) {
+            return id;
+        }
+        let id = self.values.len() as u32;
+        self.values.push(value.to_owned());
+        self.lookup.insert(value.to_owned(), id);
+        id
+    }
+
+    pub fn get(&self, id: u32) -> &str {
+        self.values.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// The number of `value` if it was ever interned.
+    pub fn find(&self, value: &str) -> Option<u32> {
+        self.lookup.get(value).copied()
+    }
+}
+
+/// One row per scheduled request of the shard, in index order.
+#[derive(Clone, Debug, Default)]
+pub struct Requests {
+    pub index: Vec<u64>,
+    pub intended_ns: Vec<u64>,
+    pub route: Vec<u32>,
+    /// Index into the schedule's phases.
+    pub phase: Vec<u32>,
+    /// [`Outcome`] as its byte, or [`NO_RECORD`].
+    pub outcome: Vec<u8>,
+    pub class: Vec<u16>,
+    pub dispatched_ns: Vec<u64>,
+    pub connect_start_ns: Vec<u64>,
+    pub connect_end_ns: Vec<u64>,
+    pub tls_done_ns: Vec<u64>,
+    pub request_written_ns: Vec<u64>,
+    pub response_head_ns: Vec<u64>,
+    pub first_content_ns: Vec<u64>,
+    pub terminal_ns: Vec<u64>,
+    pub content_events: Vec<u32>,
+    pub http_status: Vec<u16>,
+    pub bytes_sent: Vec<u64>,
+    pub bytes_received: Vec<u64>,
+    /// [`NONE`] as `u32::MAX` when the server reported no usage.
+    pub usage_prompt_tokens: Vec<u32>,
+    pub usage_completion_tokens: Vec<u32>,
+    /// Into [`Requests::replicas`]; the empty string is "unattributed".
+    pub replica: Vec<u32>,
+    pub connection_id: Vec<u64>,
+    pub connection_reused: Vec<bool>,
+    /// Into [`Requests::details`].
+    pub detail: Vec<u32>,
+    pub replicas: Interned,
+    pub details: Interned,
+}
+
+fn opt(value: Option<u64>) -> u64 {
+    value.unwrap_or(NONE)
+}
+
+impl Requests {
+    /// An empty table with room for `rows`.
+    pub fn with_capacity(rows: usize) -> Requests {
+        let mut replicas = Interned::default();
+        replicas.id("");
+        Requests {
+            index: Vec::with_capacity(rows),
+            intended_ns: Vec::with_capacity(rows),
+            route: Vec::with_capacity(rows),
+            phase: Vec::with_capacity(rows),
+            replicas,
+            ..Requests::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Adds a scheduled row with no record yet.
+    pub fn push_scheduled(&mut self, index: u64, intended_ns: u64, route: u32, phase: u32) {
+        self.index.push(index);
+        self.intended_ns.push(intended_ns);
+        self.route.push(route);
+        self.phase.push(phase);
+    }
+
+    /// Gives every scheduled row its record columns, all "no record" until [`Requests::fill`].
+    pub fn reserve_records(&mut self) {
+        let n = self.len();
+        self.outcome = vec![NO_RECORD; n];
+        self.class = vec![0; n];
+        for column in [
+            &mut self.dispatched_ns,
+            &mut self.connect_start_ns,
+            &mut self.connect_end_ns,
+            &mut self.tls_done_ns,
+            &mut self.request_written_ns,
+            &mut self.response_head_ns,
+            &mut self.first_content_ns,
+            &mut self.terminal_ns,
+        ] {
+            *column = vec![NONE; n];
+        }
+        self.content_events = vec![0; n];
+        self.http_status = vec![0; n];
+        self.bytes_sent = vec![0; n];
+        self.bytes_received = vec![0; n];
+        self.usage_prompt_tokens = vec![u32::MAX; n];
+        self.usage_completion_tokens = vec![u32::MAX; n];
+        self.replica = vec![0; n];
+        self.connection_id = vec![NONE; n];
+        self.connection_reused = vec![false; n];
+        let empty = self.details.id("");
+        self.detail = vec![empty; n];
+    }
+
+    /// Writes `record` into row `row`.
+    pub fn fill(&mut self, row: usize, record: &RequestRecord) {
+        self.outcome[row] = record.outcome;
+        self.class[row] = record.class;
+        self.dispatched_ns[row] = opt(record.dispatched_ns);
+        self.connect_start_ns[row] = opt(record.connect_start_ns);
+        self.connect_end_ns[row] = opt(record.connect_end_ns);
+        self.tls_done_ns[row] = opt(record.tls_done_ns);
+        self.request_written_ns[row] = opt(record.request_written_ns);
+        self.response_head_ns[row] = opt(record.response_head_ns);
+        self.first_content_ns[row] = opt(record.first_content_ns);
+        self.terminal_ns[row] = record.terminal_ns;
+        self.content_events[row] = record.content_events;
+        self.http_status[row] = record.http_status;
+        self.bytes_sent[row] = record.bytes_sent;
+        self.bytes_received[row] = record.bytes_received;
+        self.usage_prompt_tokens[row] = record.usage_prompt_tokens.unwrap_or(u32::MAX);
+        self.usage_completion_tokens[row] = record.usage_completion_tokens.unwrap_or(u32::MAX);
+        self.replica[row] = self.replicas.id(&record.replica);
+        self.connection_id[row] = record.connection_id;
+        self.connection_reused[row] = record.connection_reused;
+        self.detail[row] = self.details.id(&record.detail);
+    }
+
+    /// The outcome of row `row`, `None` when it has no record.
+    pub fn outcome(&self, row: usize) -> Option<Outcome> {
+        Outcome::from_byte(self.outcome[row])
+    }
+
+    /// The replica that served row `row`, `None` when unattributed.
+    pub fn replica_name(&self, row: usize) -> Option<&str> {
+        Some(self.replicas.get(self.replica[row])).filter(|name| !name.is_empty())
+    }
+}
+
+/// One row per event record.
+#[derive(Clone, Debug, Default)]
+pub struct Events {
+    pub rows: Vec<EventRecord>,
+}
+
+impl Events {
+    /// The first event of `kind` (by name), in journal order.
+    pub fn first(&self, kind: &str) -> Option<&EventRecord> {
+        let code = percentes_formats::journal::records::event_kind_code(kind)?;
+        self.rows.iter().find(|e| e.kind == code)
+    }
+
+    /// Every event of `kind`.
+    pub fn all<'a>(&'a self, kind: &str) -> impl Iterator<Item = &'a EventRecord> + 'a {
+        let code = percentes_formats::journal::records::event_kind_code(kind);
+        self.rows.iter().filter(move |e| Some(e.kind) == code)
+    }
+}
+
+/// One row per telemetry sample, in journal order.
+#[derive(Clone, Debug, Default)]
+pub struct Telemetry {
+    pub rows: Vec<TelemetryRecord>,
+}

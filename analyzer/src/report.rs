@@ -1,0 +1,395 @@
+//! Writing an [`analysis::Report`](crate::analysis::Report): `report.json` for machines,
+//! `report.md` for people, and `histograms.hlog`, the per-window latency histograms in
+//! HdrHistogram's interval-log format (SPEC §9).
+//!
+//! Output is deterministic: JSON keys are sorted (through `serde_json::Value`, whose map is
+//! ordered), floats print in Rust's shortest round-trip form in JSON and with fixed decimals in
+//! Markdown, and no output carries a timestamp of the analysis or a path.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+
+use crate::analysis::{Distribution, Gate, Report, WindowReport};
+
+/// The files [`write`] creates in its output folder.
+pub const FILES: [&str; 3] = ["report.json", "report.md", "histograms.hlog"];
+
+/// `report.json`: sorted keys, two-space indent, a final newline.
+pub fn json(report: &Report) -> String {
+    let value = serde_json::to_value(report).expect("a report always serializes");
+    let mut text = serde_json::to_string_pretty(&value).expect("a JSON value always prints");
+    text.push('\n');
+    text
+}
+
+/// Writes the three files into `dir` (created if needed).
+pub fn write(report: &Report, dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("report.json"), json(report))?;
+    std::fs::write(dir.join("report.md"), markdown(report))?;
+    std::fs::write(dir.join("histograms.hlog"), interval_log(report)?)?;
+    Ok(())
+}
+
+/// The per-window histograms as an HdrHistogram interval log (V2, deflate-compressed, base64).
+/// One line per window and latency, tagged `<latency>.<window>` (e.g. `ttft.baseline`); the start
+/// timestamp is the window's start in seconds from the run's epoch, the length its duration.
+/// Values are microseconds.
+pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut serializer = V2DeflateSerializer::new();
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder.add_comment(&format!(
+        "percentes {} histograms; values in microseconds, conditional on completion; spec {}; chain head {}",
+        report.schema, report.provenance.spec_applied, report.provenance.chain_head
+    ));
+    builder.add_comment(
+        "start timestamps are seconds from the run's epoch (CLOCK_MONOTONIC at the recorder)",
+    );
+    let mut log = builder.begin_log_with(&mut out, &mut serializer)?;
+    for window in &report.windows {
+        for (latency, dist) in [
+            ("ttft", &window.ttft),
+            ("e2e", &window.e2e),
+            ("inter-chunk", &window.inter_chunk),
+        ] {
+            let Some(histogram) = &dist.histogram else {
+                continue;
+            };
+            let tag_text = format!("{latency}.{}", window.window);
+            let tag = Tag::new(&tag_text);
+            let start = Duration::from_secs_f64(window.start_s);
+            let length = Duration::from_secs_f64((window.end_s - window.start_s).max(0.0));
+            log.write_histogram(histogram.inner(), start, length, tag)
+                .map_err(|e| io::Error::other(format!("{e:?}")))?;
+        }
+    }
+    Ok(out)
+}
+
+fn opt_share(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a (nothing scheduled)".into(), |v| format!("{v:.4}"))
+}
+
+fn ms(us: u64) -> String {
+    format!("{}.{:03} ms", us / 1000, us % 1000)
+}
+
+/// `report.md`: the same report for people, in a fixed layout.
+pub fn markdown(report: &Report) -> String {
+    let mut md = String::new();
+    let p = &report.provenance;
+    let _ = writeln!(md, "# percentes report\n");
+    if report.not_publishable.is_empty() {
+        let _ = writeln!(md, "Publishable: every condition of §9 holds.\n");
+    } else {
+        for why in &report.not_publishable {
+            let _ = writeln!(md, "**{why}**\n");
+        }
+    }
+    if p.tls_insecure {
+        let _ = writeln!(
+            md,
+            "**TLS certificate verification was OFF for this run.**\n"
+        );
+    }
+    let _ = writeln!(md, "| | |\n|---|---|");
+    for (k, v) in [
+        ("spec applied", p.spec_applied.clone()),
+        ("spec at capture", p.spec_at_capture.clone()),
+        ("completion curve", p.curve_method.clone()),
+        (
+            "analyzer",
+            format!("{} ({})", p.analyzer_version, p.analyzer_commit),
+        ),
+        (
+            "recorder",
+            format!("{} ({})", p.recorder_version, p.recorder_commit),
+        ),
+        ("config hash (BLAKE3)", p.config_hash.clone()),
+        ("journal chain head", p.chain_head.clone()),
+        (
+            "journal",
+            format!("{}; seal: {}", p.journal_verdict, p.seal),
+        ),
+        ("schedule digest", p.schedule_digest.clone()),
+        (
+            "profile",
+            if p.profile == "dev" {
+                format!("dev (time factor {})", p.dev_time_factor)
+            } else {
+                p.profile.clone()
+            },
+        ),
+        ("target", p.target_kind.clone()),
+        ("fault", p.fault_variant.clone()),
+    ] {
+        let _ = writeln!(md, "| {k} | `{v}` |");
+    }
+
+    let v = &report.validity;
+    let _ = writeln!(
+        md,
+        "\n## Client validity (§2): {}\n",
+        if v.valid {
+            "VALID"
+        } else {
+            "INVALID: no statistic is published, exit 2"
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| gate | status | limit | observed | by | n | how |\n|---|---|---|---|---|---|---|"
+    );
+    for Gate {
+        gate,
+        status,
+        limit,
+        observed,
+        by,
+        n,
+        note,
+        ..
+    } in &v.gates
+    {
+        let _ = writeln!(
+            md,
+            "| {gate} | {status} | {limit} | {observed} | {} | {n} | {note} |",
+            by.as_deref().unwrap_or("")
+        );
+    }
+
+    let t = &report.timeline;
+    let _ = writeln!(md, "\n## Windows (§3, by intended send time)\n");
+    if let (Some(inject), Some(anchor)) = (t.inject_s, t.fire_anchor_s) {
+        let _ = writeln!(
+            md,
+            "T_inject {inject:.3} s; fired {}; fire anchor {anchor:.3} s. {}\n",
+            t.fired_s
+                .map_or("never (no fault-fired event)".into(), |f| format!(
+                    "{f:.3} s"
+                )),
+            t.recovery_note
+        );
+    }
+    let _ = writeln!(
+        md,
+        "| window | from (s) | to (s) | scheduled |\n|---|---|---|---|"
+    );
+    for w in &t.windows {
+        let _ = writeln!(
+            md,
+            "| {} | {:.3} | {:.3} | {} |",
+            w.window, w.start_s, w.end_s, w.scheduled
+        );
+    }
+
+    if let Some(withheld) = &report.windows_withheld {
+        let _ = writeln!(md, "\n**Statistics withheld:** {withheld}\n");
+    } else {
+        window_tables(&mut md, &report.windows);
+    }
+
+    if let Some(f) = &report.in_flight_at_fire {
+        let _ = writeln!(md, "\n## In flight at fire (§3)\n");
+        let _ = writeln!(
+            md,
+            "Fired at {:.3} s; victim `{}`. {}.\n",
+            f.fired_s, f.victim, f.note
+        );
+        let _ = writeln!(
+            md,
+            "| served by | completed | errored | censored |\n|---|---|---|---|"
+        );
+        for (name, o) in [
+            ("victim", &f.on_victim),
+            ("survivors", &f.on_survivors),
+            ("unattributed", &f.unattributed),
+        ] {
+            let _ = writeln!(
+                md,
+                "| {name} | {} | {} | {} |",
+                o.completed, o.errored, o.censored
+            );
+        }
+    }
+
+    let a = &report.audit;
+    let _ = writeln!(md, "\n## Coordinated-omission audit\n");
+    let _ = writeln!(md, "**Decision: {}**\n", a.decision);
+    let _ = writeln!(md, "- Workload: {}", a.workload_model);
+    let _ = writeln!(md, "- Clock: {}", a.clock_model);
+    let _ = writeln!(
+        md,
+        "- Stages: {}",
+        a.stages
+            .iter()
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    );
+    let _ = writeln!(md, "- Reconciliation: {}", a.reconciliation);
+    let s = &a.skew_us;
+    let _ = writeln!(
+        md,
+        "- Send skew over {} dispatches of the measured windows: p50 {}, p90 {}, p99 {}, p99.9 {}, max {}",
+        s.n, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.p99_9), ms(s.max)
+    );
+    let tm = &a.telemetry;
+    let _ = writeln!(
+        md,
+        "- Generator telemetry ({} samples): host CPU max 5 s {}, recorder CPU {} of one core, stall p99 max {}, stall max {}, writer queue max {}, queue-full events {}, undispatched {}",
+        tm.samples,
+        tm.host_cpu_max_5s_percent.map_or("n/a".into(), |v| format!("{v:.1} %")),
+        tm.recorder_cpu_percent_of_one_core.map_or("n/a".into(), |v| format!("{v:.1} %")),
+        tm.stall_p99_max_us.map_or("n/a".into(), |v| format!("{v:.1} us")),
+        tm.stall_max_us.map_or("n/a".into(), |v| format!("{v:.1} us")),
+        tm.writer_queue_max,
+        tm.writer_queue_full_events,
+        tm.undispatched_total
+    );
+    let _ = writeln!(md, "\n| phase | s | requested rps | achieved rps | scheduled | dispatched | target gap ms (CV) | scheduled gap ms (CV) | dispatched gap ms (CV) | KS vs target |\n|---|---|---|---|---|---|---|---|---|---|");
+    let f3 = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+    for r in &a.phases {
+        let _ = writeln!(
+            md,
+            "| {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.3} ({:.1}) | {} ({}) | {} ({}) | {} |",
+            r.phase,
+            r.duration_s,
+            r.requested_rps,
+            r.achieved_rps,
+            r.scheduled,
+            r.dispatched,
+            r.target_mean_gap_ms,
+            r.target_cv,
+            f3(r.scheduled_mean_gap_ms),
+            f3(r.scheduled_cv),
+            f3(r.dispatched_mean_gap_ms),
+            f3(r.dispatched_cv),
+            f3(r.dispatched_ks)
+        );
+    }
+    md
+}
+
+fn window_tables(md: &mut String, windows: &[WindowReport]) {
+    let _ = writeln!(
+        md,
+        "\n## Outcomes (error and censored rates over all scheduled requests)\n"
+    );
+    let _ = writeln!(md, "| window | scheduled | completed | errored | censored | undispatched | no record | error rate | censored rate | goodput (§4) | throughput (rps) |\n|---|---|---|---|---|---|---|---|---|---|---|");
+    for w in windows {
+        let o = &w.outcomes;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            w.window,
+            w.scheduled,
+            o.completed,
+            o.errored,
+            o.censored,
+            o.undispatched,
+            o.no_record,
+            opt_share(w.error_rate.value),
+            opt_share(w.censored_rate.value),
+            opt_share(w.goodput.value),
+            w.throughput_rps
+                .value
+                .map_or("n/a".into(), |v| format!("{v:.3}"))
+        );
+    }
+    for w in windows {
+        let _ = writeln!(
+            md,
+            "\n### {} ({:.3} s to {:.3} s, {} scheduled)\n",
+            w.window, w.start_s, w.end_s, w.scheduled
+        );
+        if !w.classes.is_empty() {
+            let _ = writeln!(
+                md,
+                "Classes: {}\n",
+                w.classes
+                    .iter()
+                    .map(|(c, n)| format!("{c} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let c = &w.completion;
+        let _ = writeln!(
+            md,
+            "Completion curve, {}, n = {}: {}; final incidence {:.4}, ceiling {:.4}, within 1 s {:.4}.\n",
+            c.method,
+            c.n,
+            c.readings.iter().map(|r| r.text.clone()).collect::<Vec<_>>().join("; "),
+            c.final_incidence,
+            c.ceiling,
+            c.within_1s
+        );
+        if let Some(caveat) = &w.caveat {
+            let _ = writeln!(md, "**Caveat:** {caveat}.\n");
+        }
+        let _ = writeln!(md, "| latency ({}) | n | p50 | p90 | p95 | p99 | p99.9 (descriptive) | max (descriptive) |\n|---|---|---|---|---|---|---|---|", w.ttft.label);
+        for (name, d) in [
+            ("TTFT", &w.ttft),
+            ("end-to-end", &w.e2e),
+            ("inter-chunk (pooled)", &w.inter_chunk),
+        ] {
+            distribution_row(md, name, d);
+        }
+        for (name, d) in [("TTFT", &w.ttft), ("end-to-end", &w.e2e)] {
+            for t in &d.tails {
+                let _ = writeln!(md, "- {name}: {}", t.text);
+            }
+        }
+        if w.ttft.tails.is_empty() && w.e2e.tails.is_empty() {
+            let _ = writeln!(md, "- no completed samples");
+        }
+        let cells: Vec<String> = w
+            .goodput_sweep
+            .iter()
+            .map(|c| format!("{}/{} ms {}", c.ttft_ms, c.e2e_ms, opt_share(c.goodput)))
+            .collect();
+        let _ = writeln!(md, "\nGoodput sweep (TTFT/e2e): {}", cells.join(", "));
+        for m in &w.modal_distance {
+            let _ = writeln!(
+                md,
+                "\nModal {} latency vs the {} ms threshold (§4): mode {}, baseline SD {}, distance {}",
+                m.latency,
+                m.threshold_ms,
+                m.mode_ms.map_or("n/a".into(), |v| format!("{v:.3} ms")),
+                m.baseline_sd_ms.map_or("n/a".into(), |v| format!("{v:.3} ms")),
+                m.distance
+            );
+        }
+    }
+}
+
+fn distribution_row(md: &mut String, name: &str, d: &Distribution) {
+    if d.n == 0 {
+        let _ = writeln!(md, "| {name} | 0 | | | | | | |");
+        return;
+    }
+    let p = |q: &str| {
+        d.percentiles_us
+            .iter()
+            .find(|(n, _)| n == q)
+            .map_or(String::new(), |(_, v)| ms(*v))
+    };
+    let _ = writeln!(
+        md,
+        "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+        d.n,
+        p("p50"),
+        p("p90"),
+        p("p95"),
+        p("p99"),
+        d.p99_9_us.map_or(String::new(), ms),
+        d.max_us.map_or(String::new(), ms)
+    );
+}
