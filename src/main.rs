@@ -309,7 +309,19 @@ fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap's own exit status for a usage error is 2, which SPEC §10 reserves for a gate-invalid
+    // run; a bad command line is an error (1). Help and version still exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     match run(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -207,3 +207,147 @@ fn version_names_the_format_and_spec() {
         "{stdout}"
     );
 }
+
+#[test]
+fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
+    let dir = scratch("analyze");
+    let golden = root().join("golden/v1/sealed.pj");
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (code, stdout, stderr) = percentes(&["analyze", golden.to_str().unwrap(), "-o", &out("a")]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("NOT PUBLISHABLE: dev profile"), "{stdout}");
+    assert!(stdout.contains("every gate passed"), "{stdout}");
+    let read = |sub: &str, file: &str| std::fs::read(dir.join(sub).join(file)).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&read("a", "report.json")).unwrap();
+    assert_eq!(json["schema"], "percentes-report/1");
+    assert_eq!(json["provenance"]["spec_applied"], "v0.2");
+    assert_eq!(
+        json["provenance"]["chain_head"],
+        "5a2cf0ec574f9f9e8e492a2963c8c75d32dab83372be0be5a8bc1fc85b01ae28"
+    );
+    // Same journal, same spec, same analyzer: the same bytes in every file (SPEC §9).
+    let (code, _, _) = percentes(&["analyze", golden.to_str().unwrap(), "-o", &out("b")]);
+    assert_eq!(code, 0);
+    for file in ["report.json", "report.md", "histograms.hlog"] {
+        assert_eq!(
+            read("a", file),
+            read("b", file),
+            "{file} differs between two analyses"
+        );
+    }
+    // --json prints report.json itself.
+    let (_, stdout, _) = percentes(&[
+        "analyze",
+        golden.to_str().unwrap(),
+        "-o",
+        &out("c"),
+        "--json",
+    ]);
+    assert_eq!(stdout.as_bytes(), read("a", "report.json").as_slice());
+
+    // A spec version this build does not know is a usage error: exit 1, not the gate's 2.
+    let (code, _, stderr) = percentes(&[
+        "analyze",
+        golden.to_str().unwrap(),
+        "--spec",
+        "v0.3",
+        "-o",
+        &out("d"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("v0.1 and v0.2"), "{stderr}");
+
+    // A tampered journal is not analyzed.
+    let mut bytes = std::fs::read(&golden).unwrap();
+    let at = bytes.len() - 300;
+    bytes[at] ^= 0x01;
+    std::fs::write(dir.join("tampered.pj"), &bytes).unwrap();
+    let (code, _, stderr) = percentes(&["analyze", &out("tampered.pj"), "-o", &out("e")]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("does not verify") && stderr.contains("tampered"),
+        "{stderr}"
+    );
+    assert!(!dir.join("e").exists(), "no report for a tampered journal");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn analyze_exits_2_and_publishes_nothing_when_a_client_gate_fails() {
+    use percentes_formats::journal::records::SealStatus;
+    use percentes_formats::journal::synthetic;
+    let dir = scratch("gate");
+    let config = synthetic::golden_config();
+    // Host CPU at 90 % every second: G2.3 fails.
+    let telemetry = (1..=5)
+        .map(|s| {
+            let mut t = synthetic::telemetry_at(s * 1_000_000_000);
+            t.host_cpu_busy_ppm = 900_000;
+            t
+        })
+        .collect();
+    let bytes = synthetic::scripted(
+        &config,
+        &|e| {
+            Some(synthetic::completed(
+                e,
+                100_000,
+                50_000_000,
+                100_000_000,
+                vec![],
+            ))
+        },
+        Vec::new(),
+        telemetry,
+        SealStatus::Completed,
+    );
+    let journal = dir.join("hot.pj");
+    std::fs::write(&journal, bytes).unwrap();
+    let report = dir.join("report");
+    let (code, stdout, _) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("G2.3 host CPU"), "{stdout}");
+    assert!(stdout.contains("20.000 % over"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["validity"]["valid"], false);
+    assert_eq!(json["windows"].as_array().unwrap().len(), 0);
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("Statistics withheld"), "{md}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn export_writes_one_parquet_row_per_scheduled_request() {
+    let dir = scratch("export");
+    let golden = root().join("golden/v1/sealed.pj");
+    let file = dir.join("run.parquet");
+    let (code, _, stderr) = percentes(&[
+        "export",
+        golden.to_str().unwrap(),
+        "--parquet",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("wrote 33 rows"), "{stderr}");
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert!(
+        bytes.windows(21).any(|w| w == b"percentes.config_hash"),
+        "the provenance is in the file's metadata"
+    );
+    let (code, _, stderr) = percentes(&[
+        "export",
+        golden.to_str().unwrap(),
+        "--parquet",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--force"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

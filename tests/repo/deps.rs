@@ -6,10 +6,17 @@ use std::process::Command;
 /// Every package reachable from `root` through normal dependencies, for this host
 /// (`cargo tree` resolves the locked graph without fetching other platforms' crates).
 fn reachable(root: &str) -> BTreeSet<String> {
+    reachable_pruned(root, &[])
+}
+
+/// As [`reachable`], without the subtrees of the `pruned` packages.
+fn reachable_pruned(root: &str, pruned: &[&str]) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let prune_args: Vec<String> = pruned.iter().map(|p| format!("--prune={p}")).collect();
     let out = Command::new(cargo)
+        .arg("tree")
+        .args(&prune_args)
         .args([
-            "tree",
             "--locked",
             "--offline",
             "-e",
@@ -42,15 +49,17 @@ fn reachable(root: &str) -> BTreeSet<String> {
 fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
     let deps = reachable("percentes-analyzer");
     assert!(
-        deps.contains("memmap2") && deps.contains("blake3"),
+        deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars"),
         "the walk must see transitive dependencies: {deps:?}"
     );
     for banned in [
         "io-uring",
         "compio",
         "tokio-uring",
-        "tokio",
         "hyper",
+        "reqwest",
+        "h2",
+        "rustls",
         "percentes-recorder",
         "percentes-scenarios",
     ] {
@@ -59,6 +68,13 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
             "percentes-analyzer depends on {banned}"
         );
     }
+    // polars-core links tokio (with its `net` feature) as its internal task runtime; nothing in
+    // the analyzer calls it for I/O. Any other path to an async runtime is a regression.
+    let without_polars = reachable_pruned("percentes-analyzer", &["polars"]);
+    assert!(
+        !without_polars.contains("tokio") && !without_polars.contains("mio"),
+        "tokio reaches the analyzer other than through polars"
+    );
 }
 
 #[test]

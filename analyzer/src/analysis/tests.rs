@@ -605,3 +605,69 @@ fn the_parquet_export_has_one_row_per_scheduled_request() {
     assert_eq!(outcome.get(1), Some("completed"));
     let _ = std::fs::remove_file(path);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Whether some errored request of `rows` ended strictly before some completed one (on the
+    /// latency axis): exactly where v0.1 and v0.2 part (A1).
+    fn error_precedes_completion(outcomes: &[(bool, u64)]) -> bool {
+        let first_error = outcomes
+            .iter()
+            .filter(|(done, _)| !done)
+            .map(|&(_, t)| t)
+            .min();
+        let last_completion = outcomes
+            .iter()
+            .filter(|(done, _)| *done)
+            .map(|&(_, t)| t)
+            .max();
+        matches!((first_error, last_completion), (Some(e), Some(c)) if e < c)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        /// Per request: (errored?, latency in 50 ms steps), cycled over the schedule.
+        #[test]
+        fn reanalysis_is_identical_and_versions_part_exactly_where_errors_precede_completions(
+            pattern in proptest::collection::vec((proptest::bool::weighted(0.2), 1u64..40), 1..60),
+        ) {
+            let script = pattern.clone();
+            let request = move |e: &Entry| {
+                let (errored, steps) = script[e.index as usize % script.len()];
+                Some(if errored {
+                    ended(e, "reset", steps * 50 * MS)
+                } else {
+                    completed(e, 100_000, steps * 25 * MS, steps * 50 * MS, vec![])
+                })
+            };
+            let bytes = synthetic::scripted(&config(STEADY), &request, Vec::new(), quiet_telemetry(42), SealStatus::Completed);
+            let v2 = analyze_bytes("prop.pj", &bytes, Method::AalenJohansen);
+            let again = analyze_bytes("prop.pj", &bytes, Method::AalenJohansen);
+            prop_assert_eq!(report::json(&v2), report::json(&again));
+            prop_assert_eq!(report::markdown(&v2), report::markdown(&again));
+            let v1 = analyze_bytes("prop.pj", &bytes, Method::KaplanMeierErrorsCensored);
+            let file = journal_file("prop.pj", &bytes);
+            let run = crate::load::load(&file).unwrap();
+            for (w2, w1) in v2.windows.iter().zip(&v1.windows) {
+                let rows: Vec<(bool, u64)> = (0..run.requests.len())
+                    .filter(|&r| (w2.start_s..w2.end_s).contains(&(run.requests.intended_ns[r] as f64 / 1e9)))
+                    .map(|r| (
+                        run.requests.outcome(r) == Some(Outcome::Completed),
+                        run.requests.terminal_ns[r] - run.requests.intended_ns[r],
+                    ))
+                    .collect();
+                let apart = w2
+                    .completion
+                    .grid
+                    .iter()
+                    .zip(&w1.completion.grid)
+                    .any(|(a, b)| (a.incidence - b.incidence).abs() > 1e-12)
+                    || (w2.completion.final_incidence - w1.completion.final_incidence).abs() > 1e-12;
+                prop_assert_eq!(apart, error_precedes_completion(&rows), "window {}", w2.window);
+            }
+        }
+    }
+}

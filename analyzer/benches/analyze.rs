@@ -1,0 +1,140 @@
+//! Benchmark: the whole analysis of one journal (verify, load, windows, estimators, gates, audit,
+//! the inter-chunk second pass, and writing report.json, report.md and histograms.hlog), its wall
+//! time per stage and its peak memory, for journals of 1 M and 10 M requests (BENCHMARKS.md).
+//!
+//! `cargo bench -p percentes-analyzer --bench analyze [-- REQUESTS...]` (default: 1000000 10000000).
+//! Journals are synthetic (formats::journal::synthetic): an experiment-profile schedule over 420 s
+//! at the rate that gives the requested count, 94 % of requests completed with 32 content gaps
+//! each (a streamed response), 4 % errored, 2 % censored. Each analysis runs in a child process
+//! so its peak RSS (VmHWM, which counts the journal's mapped pages while they are resident) is
+//! its own. Files live in a temporary folder and are deleted afterwards.
+
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use percentes_analyzer::analysis::{self, Analyzer};
+use percentes_analyzer::estimate::incidence::Method;
+use percentes_analyzer::{load, report, JournalFile};
+use percentes_formats::config::Config;
+use percentes_formats::journal::synthetic::{self, Options};
+
+const GAPS: u32 = 32;
+
+fn config_for(requests: u64) -> Config {
+    let rate = requests as f64 / 420.0;
+    let text = format!(
+        "schema_version = 1\nprofile = \"experiment\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\n\
+         model = \"mock\"\n[schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = {rate:.3}\n[fault]\nvariant = \"none\"\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    Config::parse(text.as_bytes()).expect("bench config")
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn child(args: &[&str]) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    match args.first().map(String::as_str) {
+        Some("generate") => {
+            let requests: u64 = args[1].parse().unwrap();
+            let path = PathBuf::from(&args[2]);
+            let out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).unwrap());
+            let options = Options {
+                gaps_per_request: GAPS,
+                checkpoint_every_records: 50_000,
+                block_target_bytes: 64 << 10,
+                ..Options::default()
+            };
+            synthetic::write(out, &config_for(requests), &options).unwrap();
+        }
+        Some("analyze") => {
+            let path = Path::new(&args[1]);
+            let out = PathBuf::from(&args[2]);
+            // Warm the page cache so the number is CPU, not disk (streamed: no copy held).
+            std::io::copy(
+                &mut std::fs::File::open(path).unwrap(),
+                &mut std::io::sink(),
+            )
+            .unwrap();
+            let start = Instant::now();
+            let file = JournalFile::open(path).unwrap();
+            let run = load::load(&file).unwrap();
+            let loaded = start.elapsed().as_secs_f64();
+            let result =
+                analysis::analyze(&run, &file, Method::AalenJohansen, &Analyzer::default());
+            let analyzed = start.elapsed().as_secs_f64();
+            report::write(&result, &out).unwrap();
+            let total = start.elapsed().as_secs_f64();
+            println!(
+                "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {}",
+                file.bytes().len(),
+                run.requests.len(),
+                analyzed - loaded,
+                total - analyzed,
+                peak_rss_kib()
+            );
+        }
+        _ => {
+            let sizes: Vec<u64> = if args.is_empty() {
+                vec![1_000_000, 10_000_000]
+            } else {
+                args.iter().map(|a| a.parse().unwrap()).collect()
+            };
+            let dir = std::env::temp_dir()
+                .join(format!("percentes-analyze-bench-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            println!("| requests | journal | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) |");
+            println!("|---|---|---|---|---|---|---|");
+            for requests in sizes {
+                let path = dir.join(format!("{requests}.pj"));
+                child(&["generate", &requests.to_string(), path.to_str().unwrap()]);
+                let line = child(&[
+                    "analyze",
+                    path.to_str().unwrap(),
+                    dir.join(format!("report-{requests}")).to_str().unwrap(),
+                ]);
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let bytes: f64 = f[0].parse().unwrap();
+                let hwm_kib: f64 = f[6].parse().unwrap();
+                println!(
+                    "| {} | {:.2} GB | {} s | {} s | {} s | {} s | {:.2} GiB |",
+                    f[1],
+                    bytes / 1e9,
+                    f[2],
+                    f[3],
+                    f[4],
+                    f[5],
+                    hwm_kib / 1048576.0
+                );
+                let _ = std::fs::remove_file(&path);
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
