@@ -82,3 +82,47 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Python's HdrHistogram (PyPI `hdrhistogram`, which `.ci/run` installs) decodes every histogram
+/// of a report's interval log to the counts, max and nearest-rank percentiles report.json prints
+/// (scripts/check_hlog.py), on the sealed golden's three windows.
+#[test]
+fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
+    if python().is_none() {
+        return;
+    }
+    let has_hdrh = Command::new("python3")
+        .args(["-c", "import hdrh"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_hdrh {
+        eprintln!(
+            "SKIPPED: the Python package hdrhistogram is not installed (pip install hdrhistogram)"
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-hlog-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        root().join("golden/v1/sealed.pj").to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let out = Command::new("python3")
+        .arg("scripts/check_hlog.py")
+        .arg(&dir)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches(": agrees").count(), 9, "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

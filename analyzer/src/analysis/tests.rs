@@ -119,7 +119,7 @@ fn reading<'a>(w: &'a WindowReport, q: &str) -> &'a str {
 /// other half complete at 1 s.
 fn a1_journal() -> Vec<u8> {
     let request = |e: &Entry| {
-        Some(if e.index % 2 == 0 {
+        Some(if e.index.is_multiple_of(2) {
             ended(e, "reset", 500 * MS)
         } else {
             completed(e, 100_000, 200 * MS, S, vec![1000; 4])
@@ -190,7 +190,7 @@ fn reanalysis_is_byte_identical_and_the_versions_differ_only_where_errors_preced
     let clean = synthetic::scripted(
         &config(STEADY),
         &|e: &Entry| {
-            Some(if e.index % 7 == 0 {
+            Some(if e.index.is_multiple_of(7) {
                 ended(e, "timeout", 3 * S)
             } else {
                 completed(e, 100_000, 150 * MS, 700 * MS, vec![500; 3])
@@ -235,7 +235,7 @@ fn censored_requests_stay_on_the_curve_and_out_of_the_histograms() {
     let bytes = synthetic::scripted(
         &config(STEADY),
         &|e: &Entry| {
-            Some(if e.index % 10 == 0 {
+            Some(if e.index.is_multiple_of(10) {
                 ended(e, "timeout", 3 * S)
             } else {
                 completed(e, 100_000, 100 * MS, 400 * MS, vec![])
