@@ -54,6 +54,8 @@ pub struct Report {
     /// Why `windows` is empty, when it is.
     pub windows_withheld: Option<String>,
     pub in_flight_at_fire: Option<InFlight>,
+    /// The §5 recovery analysis of a fault run (withheld with the windows when invalid).
+    pub recovery: Option<crate::recovery::RecoveryReport>,
     pub audit: Audit,
 }
 
@@ -93,7 +95,10 @@ pub struct Gate {
     /// E.g. `G2.1 send skew p99`.
     pub gate: String,
     pub clause: &'static str,
-    /// `pass`, `fail` or `unobserved` (which counts as failed, §10).
+    /// `run-invalidating`, `label-only` (G3, G4) or `reported` (hosted G6).
+    pub effect: &'static str,
+    /// `pass`, `fail`, `unobserved` (which counts as failed, §10), `not applicable`,
+    /// `not evaluable` (a server-side gate against a hosted target, §6) or `campaign-level` (G5).
     pub status: &'static str,
     pub limit: String,
     pub observed: String,
@@ -393,7 +398,11 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         }
     }
 
-    let validity = gates(run, &cut, &rows_of);
+    let mut validity = gates(run, &cut, &rows_of);
+    validity
+        .gates
+        .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
+    validity.valid = validity.gates.iter().all(gate_holds);
     let audit = audit(run, &cut, &rows_of, &validity);
     let mut not_publishable = run.not_publishable.clone();
     if config.target.tls.insecure {
@@ -425,13 +434,13 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         let failed: Vec<&str> = validity
             .gates
             .iter()
-            .filter(|g| g.status != "pass")
+            .filter(|g| !gate_holds(g))
             .map(|g| g.gate.as_str())
             .collect();
         (
             Vec::new(),
             Some(format!(
-                "the run is invalid (§2, §9): {} failed; no statistic is published",
+                "the run is invalid (§9, §10): {} did not pass; no statistic is published",
                 failed.join(", ")
             )),
         )
@@ -440,6 +449,11 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         .fault
         .and_then(|f| f.fired_ns)
         .map(|fired| in_flight_at(run, fired));
+    let recovery = if validity.valid {
+        crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates)
+    } else {
+        None
+    };
 
     Report {
         schema: REPORT_SCHEMA,
@@ -466,6 +480,7 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         windows: windows_out,
         windows_withheld: withheld,
         in_flight_at_fire: in_flight,
+        recovery,
         audit,
     }
 }
@@ -1043,6 +1058,16 @@ fn gates(run: &Run, cut: &[Window], rows_of: &[Vec<usize>]) -> Validity {
     }
 }
 
+/// Whether a gate's reading leaves the run valid: only a run-invalidating gate that failed or
+/// went unobserved invalidates it.
+pub fn gate_holds(gate: &Gate) -> bool {
+    gate.effect != crate::gates::RUN_INVALIDATING
+        || matches!(
+            gate.status,
+            "pass" | "not applicable" | "not evaluable" | "campaign-level"
+        )
+}
+
 fn measured_span(cut: &[Window]) -> (u64, u64) {
     let measured: Vec<&Window> = cut.iter().filter(|w| w.kind.measured()).collect();
     (
@@ -1104,11 +1129,13 @@ fn limit_gate(
     note: &str,
 ) -> Gate {
     let clause = "§2";
+    let effect = crate::gates::RUN_INVALIDATING;
     let limit_text = format!("{} {limit} {unit}", if strict { "<" } else { "<=" });
     match observed {
         None => Gate {
             gate: gate.into(),
             clause,
+            effect,
             status: "unobserved",
             limit: limit_text,
             observed: "not observed".into(),
@@ -1127,6 +1154,7 @@ fn limit_gate(
             Gate {
                 gate: gate.into(),
                 clause,
+                effect,
                 status: if pass { "pass" } else { "fail" },
                 limit: limit_text,
                 observed: if unit == "requests" {
@@ -1254,7 +1282,7 @@ fn audit(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], validity: &Validity)
     let failed: Vec<&str> = validity
         .gates
         .iter()
-        .filter(|g| g.status != "pass")
+        .filter(|g| g.gate.starts_with("G2") && g.status != "pass")
         .map(|g| g.gate.as_str())
         .collect();
     let decision = if !failed.is_empty() || !reconciled || telemetry.writer_queue_full_events > 0 {

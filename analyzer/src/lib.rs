@@ -21,7 +21,9 @@ pub mod estimate;
 pub mod export;
 mod file;
 pub mod frame;
+pub mod gates;
 pub mod load;
+pub mod recovery;
 pub mod report;
 pub mod windows;
 

@@ -219,6 +219,10 @@ pub fn markdown(report: &Report) -> String {
         }
     }
 
+    if let Some(r) = &report.recovery {
+        recovery_section(&mut md, r);
+    }
+
     let a = &report.audit;
     let _ = writeln!(md, "\n## Coordinated-omission audit\n");
     let _ = writeln!(md, "**Decision: {}**\n", a.decision);
@@ -392,4 +396,125 @@ fn distribution_row(md: &mut String, name: &str, d: &Distribution) {
         d.p99_9_us.map_or(String::new(), ms),
         d.max_us.map_or(String::new(), ms)
     );
+}
+
+fn recovery_section(md: &mut String, r: &crate::recovery::RecoveryReport) {
+    let f = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
+    let _ = writeln!(md, "\n## Recovery (§5): {}\n", r.variant);
+    let _ = writeln!(md, "Label: {}.", r.label);
+    if let Some(label) = &r.node_loss_label {
+        let _ = writeln!(md, "Node-loss label: {label}.");
+    }
+    let _ = writeln!(
+        md,
+        "\nSLO-goodput in {:.3} s buckets by intended time; detector R {:.3} s, H {:.3} s, entry 90 %, exit 85 %; fire anchor {:.3} s; recovery timeout {:.3} s.\n",
+        r.bucket_s, r.window_s, r.hold_s, r.fire_anchor_s, r.timeout_s
+    );
+    let _ = writeln!(
+        md,
+        "| baseline | window | goodput | time to recovery |\n|---|---|---|---|"
+    );
+    let b = &r.pre_fault_baseline;
+    let _ = writeln!(
+        md,
+        "| two-replica pre-fault | {:.3}-{:.3} s (n {}) | {} | {} |",
+        b.from_s,
+        b.to_s,
+        b.n,
+        f(b.goodput),
+        r.to_pre_fault.text
+    );
+    let e = &r.equilibrium;
+    let _ = writeln!(
+        md,
+        "| single-replica equilibrium (plateau) | {:.3}-{:.3} s, {} | {} | {} |",
+        e.from_s,
+        e.to_s,
+        e.note,
+        f(e.goodput),
+        r.to_equilibrium.text
+    );
+    let _ = writeln!(md);
+    for caveat in &r.caveats {
+        let _ = writeln!(md, "- Caveat: {caveat}.");
+    }
+    let _ = writeln!(
+        md,
+        "- Integrated goodput deficit (anchor to recovery or timeout): {} goodput-seconds.",
+        f(r.deficit_goodput_s)
+    );
+    let _ = writeln!(md, "\n| component | baseline | recovery |\n|---|---|---|");
+    for c in &r.components {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            c.component,
+            f(c.baseline),
+            c.ttr.text
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nSensitivity (exit fixed at 85 %): {}.\n",
+        r.sweep_note
+    );
+    let _ = writeln!(md, "| entry % | R (s) | H (s) | to pre-fault (s) | to equilibrium (s) |\n|---|---|---|---|---|");
+    for row in &r.sweep {
+        let _ = writeln!(
+            md,
+            "| {} | {:.3} | {:.3} | {} | {} |",
+            row.entry_percent,
+            row.window_s,
+            row.hold_s,
+            f(row.to_pre_fault_s),
+            f(row.to_equilibrium_s)
+        );
+    }
+    let _ = writeln!(md, "\n### Decomposition (measured boundaries only)\n");
+    let _ = writeln!(
+        md,
+        "| boundary | at (s) | since anchor (s) | evidence |\n|---|---|---|---|"
+    );
+    for d in &r.decomposition {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            d.boundary,
+            f(d.at_s),
+            f(d.since_anchor_s),
+            d.evidence
+        );
+    }
+    let _ = writeln!(md, "\n### Failure-injection timeline\n");
+    let _ = writeln!(md, "| state | from (s) | evidence |\n|---|---|---|");
+    for s in &r.timeline {
+        let _ = writeln!(md, "| {} | {} | {} |", s.state, f(s.from_s), s.evidence);
+    }
+    let _ = writeln!(md);
+    for d in &r.durations {
+        let _ = writeln!(
+            md,
+            "- {}: {} ({}){}",
+            d.duration,
+            d.seconds.map_or("N/A".to_owned(), |v| format!("{v:.3} s")),
+            d.definition,
+            if d.note.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", d.note)
+            }
+        );
+    }
+    if r.experiment_invalid.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nNo abort condition fired: a failure here is the product's, not the experiment's."
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "\n**The experiment is invalid (not a product failure):** {}.",
+            r.experiment_invalid.join("; ")
+        );
+    }
 }
