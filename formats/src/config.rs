@@ -171,6 +171,10 @@ pub struct Target {
     pub ignore_eos: Option<bool>,
     #[serde(default)]
     pub tls: Tls,
+    /// Each replica's own address (`name = "ip:port"`), probed directly by the recorder: its
+    /// waiting-queue gauge from /metrics (G7) and whether it answers (replica-ready, §5).
+    #[serde(default)]
+    pub replica_addresses: BTreeMap<String, String>,
 }
 
 fn yes() -> bool {
@@ -613,6 +617,24 @@ impl Config {
                     "a hosted run is not a run of the §1 experiment: fault.variant must be \"none\""
                         .into(),
             });
+        }
+        for (name, address) in &self.target.replica_addresses {
+            let key = format!("target.replica_addresses.{name}");
+            if !self.target.replicas.contains(name) {
+                return Err(invalid(
+                    &key,
+                    format!(
+                        "{name:?} is not one of target.replicas {:?}",
+                        self.target.replicas
+                    ),
+                ));
+            }
+            if address.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    &key,
+                    format!("{address:?} is not an ip:port address (the probe does no DNS)"),
+                ));
+            }
         }
         if self.fault.variant != FaultVariant::None {
             if self.target.replicas.len() != 2 {

@@ -11,6 +11,7 @@
 
 pub mod exchange;
 pub mod http1;
+pub mod probe;
 pub mod request;
 #[cfg(target_os = "linux")]
 pub mod run;

@@ -481,6 +481,25 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
+    // One probe thread per replica with a direct address (G7, replica-ready).
+    let mut probes = Vec::new();
+    for (name, address) in &config.target.replica_addresses {
+        let Ok(address) = address.parse::<std::net::SocketAddr>() else {
+            continue; // the config loader refuses these; never reached
+        };
+        let sender = sender.clone();
+        let shared = Arc::clone(&shared);
+        let stop = Arc::clone(&options.stop);
+        let name = name.clone();
+        let period = Duration::from_nanos(config.duration_ns("recovery.bucket_s"))
+            .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX);
+        probes.push(
+            std::thread::Builder::new()
+                .name(format!("probe-{name}"))
+                .spawn(move || probe_thread(&name, address, period, epoch, &sender, &shared, &stop))
+                .map_err(io("cannot start a probe thread"))?,
+        );
+    }
     let timeout = Duration::from_nanos(config.duration_ns("client.timeout_s"));
     let floor = (config
         .value("client.connections_floor_per_replica")
@@ -554,6 +573,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     }
     let _ = ticker.join();
     let _ = telemetry.join();
+    for probe in probes {
+        let _ = probe.join();
+    }
     let aborted = options.stop.load(Ordering::Relaxed);
     let (status, reason) = match (&worker_error, aborted) {
         (Some(e), _) => (SealStatus::Aborted, format!("recorder error: {e}")),
@@ -1181,6 +1203,43 @@ fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
             return false;
         }
         std::thread::sleep((due - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
+const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
+const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
+
+/// Probes one replica's own address each `period` on absolute deadlines until the run is done,
+/// journaling each result as a `probe` event (formats/JOURNAL.md).
+fn probe_thread(
+    name: &str,
+    address: std::net::SocketAddr,
+    period: Duration,
+    epoch: Instant,
+    sender: &Sender,
+    shared: &Shared,
+    stop: &AtomicBool,
+) {
+    let mut due = epoch;
+    while !shared.done.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+        let at_ns = now_ns(epoch);
+        let found = crate::probe::probe(address, period.min(Duration::from_millis(500)));
+        let (detail, value) = found.detail_and_value();
+        sender.send(Record::Event(EventRecord {
+            at_ns,
+            kind: event_kind_code("probe").expect("defined"),
+            subject: name.to_owned(),
+            detail,
+            value,
+        }));
+        due += period;
+        let now = Instant::now();
+        if due < now {
+            // A slow probe (a silent replica) skips the deadlines it missed instead of bursting.
+            due = now;
+        }
+        std::thread::sleep(due.saturating_duration_since(Instant::now()).min(period));
     }
 }
 

@@ -375,6 +375,7 @@ fn a_clean_delete_through_the_testbed_router() {
         .1;
     std::fs::write(&pid_file, pid.to_string()).unwrap();
     let victim = bed.replica("replica-1").unwrap();
+    let survivor = bed.replica("replica-0").unwrap();
     let config = fault_config(
         &bed.service().to_string(),
         &format!(
@@ -382,6 +383,12 @@ fn a_clean_delete_through_the_testbed_router() {
             pid_file.display()
         ),
     );
+    // The replicas' own addresses: the recorder probes them directly (G7, replica-ready).
+    let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap().replace(
+        "replicas = [\"replica-0\", \"replica-1\"]\n",
+        &format!("replicas = [\"replica-0\", \"replica-1\"]\nreplica_addresses = {{ \"replica-0\" = \"{survivor}\", \"replica-1\" = \"{victim}\" }}\n"),
+    );
+    let config = Config::parse(text.as_bytes()).unwrap();
     let path = scratch("clean-delete.pj");
     record(&config, &path);
     let events = events(&path);
@@ -408,6 +415,49 @@ fn a_clean_delete_through_the_testbed_router() {
         "{:?}",
         on_victim_after.first()
     );
+    // Direct probes: both replicas answered before the fire, the victim never after it.
+    let probes: Vec<_> = events
+        .iter()
+        .filter(|e| percentes_formats::journal::records::event_kind_name(e.kind) == Some("probe"))
+        .collect();
+    for name in ["replica-0", "replica-1"] {
+        assert!(
+            probes.iter().any(|p| p.subject == name
+                && p.detail == "ok"
+                && p.value == Some(0)
+                && p.at_ns < fired.at_ns),
+            "no baseline probe of {name}: {probes:?}"
+        );
+    }
+    let victim_after: Vec<_> = probes
+        .iter()
+        .filter(|p| p.subject == "replica-1" && p.at_ns > fired.at_ns + 50_000_000)
+        .collect();
+    assert!(
+        !victim_after.is_empty()
+            && victim_after
+                .iter()
+                .all(|p| p.detail.starts_with("down: connect")),
+        "{victim_after:?}"
+    );
+    // The analyzer reads them: G7 observed and passing, G1 and fault fidelity passing.
+    let file = JournalFile::open(&path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let report = percentes_analyzer::analysis::analyze(
+        &run,
+        &file,
+        percentes_analyzer::estimate::incidence::Method::AalenJohansen,
+        &Default::default(),
+    );
+    for gate in ["G1", "G7", "fault fidelity"] {
+        let g = report
+            .validity
+            .gates
+            .iter()
+            .find(|g| g.gate.starts_with(gate))
+            .unwrap();
+        assert_eq!(g.status, "pass", "{g:?}");
+    }
     let survivor_after = requests
         .iter()
         .filter(|r| r.replica == "replica-0" && r.dispatched_ns.unwrap() > fired.at_ns)

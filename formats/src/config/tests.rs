@@ -381,3 +381,32 @@ fn a_fault_run_needs_a_complete_injector() {
         .unwrap_err();
     assert!(error.to_string().contains("admin_address"), "{error}");
 }
+
+#[test]
+fn replica_addresses_must_name_declared_replicas_by_ip_and_port() {
+    let ok = with_key(
+        BASE,
+        "target.replica_addresses",
+        r#"{ "replica-0" = "127.0.0.1:8001", "replica-1" = "[::1]:8002" }"#,
+    );
+    let config = load(&ok).unwrap();
+    assert_eq!(config.target.replica_addresses["replica-1"], "[::1]:8002");
+    let stranger = with_key(
+        BASE,
+        "target.replica_addresses",
+        r#"{ "replica-9" = "127.0.0.1:8001" }"#,
+    );
+    let error = load(&stranger).unwrap_err().to_string();
+    assert!(
+        error.contains("target.replica_addresses.replica-9")
+            && error.contains("not one of target.replicas"),
+        "{error}"
+    );
+    let named = with_key(
+        BASE,
+        "target.replica_addresses",
+        r#"{ "replica-0" = "replica-0.svc:8000" }"#,
+    );
+    let error = load(&named).unwrap_err().to_string();
+    assert!(error.contains("not an ip:port address"), "{error}");
+}

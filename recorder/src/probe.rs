@@ -1,0 +1,175 @@
+//! Direct probes of each replica (`target.replica_addresses`): once per goodput bucket, a plain
+//! `GET /metrics` to every replica's own address, journaled as a `probe` event (formats/JOURNAL.md):
+//! detail `ok` with the waiting-queue gauge in thousandths as the value, or `down: <why>`.
+//!
+//! The analyzer reads G7 (baseline waiting queue, SPEC §10) and the replica-ready boundary (§5)
+//! from these. The probe runs on its own thread with blocking sockets and short timeouts, far from
+//! the dispatch path; each probe is one short connection, a negligible load on the replica.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// The waiting-queue gauges the probe reads, summed over their label sets: vLLM's name first
+/// (the mock exports it too).
+pub const WAITING_METRICS: [&str; 1] = ["vllm:num_requests_waiting"];
+
+/// Most bytes of a /metrics answer the probe reads.
+const ANSWER_BYTES_MAX: usize = 1 << 20;
+
+/// What one probe found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Probe {
+    /// Answered 200; the waiting gauge if the answer carries one.
+    Up {
+        waiting: Option<f64>,
+    },
+    Down(String),
+}
+
+impl Probe {
+    /// The event's detail and value.
+    pub fn detail_and_value(&self) -> (String, Option<i64>) {
+        match self {
+            Probe::Up { waiting } => ("ok".into(), waiting.map(|w| (w * 1000.0).round() as i64)),
+            Probe::Down(why) => (format!("down: {why}"), None),
+        }
+    }
+}
+
+/// Probes `address` once, giving up after `timeout` in all.
+pub fn probe(address: SocketAddr, timeout: Duration) -> Probe {
+    let deadline = Instant::now() + timeout;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    let mut stream = match TcpStream::connect_timeout(&address, timeout) {
+        Ok(s) => s,
+        Err(e) => return Probe::Down(format!("connect: {e}")),
+    };
+    let _ = stream.set_nodelay(true);
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    if let Err(e) = stream
+        .set_write_timeout(Some(left()))
+        .and_then(|_| stream.write_all(request.as_bytes()))
+    {
+        return Probe::Down(format!("write: {e}"));
+    }
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        if Instant::now() >= deadline {
+            return Probe::Down(format!(
+                "no complete answer within {} ms",
+                timeout.as_millis()
+            ));
+        }
+        if let Err(e) = stream.set_read_timeout(Some(left())) {
+            return Probe::Down(format!("read: {e}"));
+        }
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                answer.extend_from_slice(&buffer[..n]);
+                if answer.len() > ANSWER_BYTES_MAX {
+                    return Probe::Down("answer over 1 MiB".into());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Probe::Down(format!("read: {e}")),
+        }
+    }
+    parse(&answer)
+}
+
+/// Reads a `Connection: close` answer: the status, then the gauge from the body.
+pub fn parse(answer: &[u8]) -> Probe {
+    let text = String::from_utf8_lossy(answer);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return Probe::Down("malformed answer: no end of head".into());
+    };
+    let status = head.lines().next().unwrap_or_default();
+    let code = status.split_whitespace().nth(1).unwrap_or_default();
+    if code != "200" {
+        return Probe::Down(format!("status line {status:?}"));
+    }
+    Probe::Up {
+        waiting: waiting(body),
+    }
+}
+
+/// The sum of the waiting gauges' samples in a Prometheus text body, `None` when absent.
+pub fn waiting(body: &str) -> Option<f64> {
+    let mut total = None;
+    for line in body.lines() {
+        let line = line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        for name in WAITING_METRICS {
+            let Some(rest) = line.strip_prefix(name) else {
+                continue;
+            };
+            // The name must end here: a label set or the value follows.
+            if !(rest.starts_with('{') || rest.starts_with(' ')) {
+                continue;
+            }
+            let value = rest.rsplit_once('}').map_or(rest, |(_, v)| v);
+            if let Some(v) = value
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+            {
+                if v.is_finite() {
+                    *total.get_or_insert(0.0) += v;
+                }
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_is_summed_over_label_sets_and_other_metrics_ignored() {
+        let body = "# TYPE vllm:num_requests_waiting gauge\n\
+                    vllm:num_requests_waiting{model_name=\"a\"} 2\n\
+                    vllm:num_requests_waiting{model_name=\"b\"} 1.5\n\
+                    vllm:num_requests_waiting_total 99\n\
+                    vllm:num_requests_running{model_name=\"a\"} 7\n";
+        assert_eq!(waiting(body), Some(3.5));
+        assert_eq!(waiting("vllm:num_requests_waiting 0\n"), Some(0.0));
+        assert_eq!(waiting("other 1\n"), None);
+        assert_eq!(waiting("vllm:num_requests_waiting{a=\"}\"} NaN\n"), None);
+    }
+
+    #[test]
+    fn answers_parse_to_up_or_down() {
+        let ok =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nvllm:num_requests_waiting 4\n";
+        assert_eq!(parse(ok), Probe::Up { waiting: Some(4.0) });
+        assert_eq!(parse(ok).detail_and_value(), ("ok".into(), Some(4000)));
+        let busy = b"HTTP/1.1 503 Service Unavailable\r\n\r\n";
+        assert!(matches!(parse(busy), Probe::Down(why) if why.contains("503")));
+        assert!(matches!(parse(b"garbage"), Probe::Down(_)));
+    }
+
+    #[test]
+    fn a_closed_port_is_down() {
+        // Bind, learn the port, close: nothing listens there now.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let found = probe(port, Duration::from_millis(200));
+        assert!(
+            matches!(&found, Probe::Down(why) if why.starts_with("connect")),
+            "{found:?}"
+        );
+    }
+}
