@@ -108,6 +108,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
+    /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
+    /// Welch comparisons between two variants with Holm's correction; the headline.
+    ///
+    /// Each journal is verified and analyzed as `analyze` would; invalid runs are dropped and
+    /// named. Writes campaign.json and campaign.md.
+    Campaign {
+        #[arg(required = true)]
+        journals: Vec<PathBuf>,
+        /// The spec version applied to every run.
+        #[arg(long, default_value = pins::SPEC_VERSION_CURRENT, value_parser = spec_version)]
+        spec: String,
+        /// The folder campaign.json and campaign.md go in.
+        #[arg(short, long, default_value = "campaign")]
+        output: PathBuf,
+    },
     /// Export one row per scheduled request as a Parquet file, for pandas, DuckDB or Spark.
     ///
     /// Times are ns from the run's epoch; absent timestamps are null. The file's key-value
@@ -280,14 +296,62 @@ fn analyze(path: &Path, spec: &str, output: &Path, json: bool) -> Result<ExitCod
         commit: env!("PERCENTES_COMMIT").into(),
     };
     let result = analysis::analyze(&run, &file, method, &analyzer);
-    report::write(&result, output)
+    let written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
     if json {
         print!("{}", report::json(&result));
     } else {
-        show::analysis_summary(&result, path, output);
+        show::analysis_summary(&result, path, output, &written);
     }
     Ok(if result.validity.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+fn campaign(paths: &[PathBuf], spec: &str, output: &Path) -> Result<ExitCode> {
+    use percentes_analyzer::campaign::{self, CampaignRun};
+    use percentes_analyzer::{analysis, estimate::incidence::Method};
+    let method = Method::for_spec(spec).context("spec version checked by the parser")?;
+    let analyzer = analysis::Analyzer {
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("PERCENTES_COMMIT").into(),
+    };
+    let mut runs = Vec::new();
+    for path in paths {
+        let (file, run) = load_run(path)?;
+        let report = analysis::analyze(&run, &file, method, &analyzer);
+        runs.push(CampaignRun {
+            name: path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            accelerator: run
+                .header
+                .host
+                .iter()
+                .filter(|(k, _)| k.starts_with("accelerator"))
+                .cloned()
+                .collect(),
+            report,
+        });
+    }
+    let result = campaign::build(&runs);
+    std::fs::create_dir_all(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let mut json = serde_json::to_string_pretty(&serde_json::to_value(&result)?)?;
+    json.push('\n');
+    std::fs::write(output.join("campaign.json"), json)?;
+    let md = campaign::markdown(&result);
+    std::fs::write(output.join("campaign.md"), &md)?;
+    print!("{md}");
+    println!(
+        "wrote campaign.json and campaign.md into {}",
+        output.display()
+    );
+    let any_valid = runs.iter().any(|r| r.report.validity.valid);
+    Ok(if any_valid {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
@@ -380,6 +444,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             parquet,
             force,
         } => export(&journal, &parquet, force),
+        Command::Campaign {
+            journals,
+            spec,
+            output,
+        } => campaign(&journals, &spec, &output),
         Command::Record {
             config,
             output,

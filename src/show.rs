@@ -300,6 +300,7 @@ pub fn analysis_summary(
     report: &percentes_analyzer::analysis::Report,
     journal: &Path,
     output: &Path,
+    written: &[&str],
 ) {
     println!("journal: {}", journal.display());
     println!(
@@ -354,11 +355,7 @@ pub fn analysis_summary(
             readings.join("; ")
         );
     }
-    println!(
-        "wrote {} into {}",
-        percentes_analyzer::report::FILES.join(", "),
-        output.display()
-    );
+    println!("wrote {} into {}", written.join(", "), output.display());
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ fn main() {
             let result =
                 analysis::analyze(&run, &file, Method::AalenJohansen, &Analyzer::default());
             let analyzed = start.elapsed().as_secs_f64();
-            report::write(&result, &out).unwrap();
+            report::write(&result, &run.requests, &out).unwrap();
             let total = start.elapsed().as_secs_f64();
             println!(
                 "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {}",

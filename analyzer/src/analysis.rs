@@ -30,7 +30,7 @@ pub const QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
 /// Tail quantiles that get order-statistic intervals (§7).
 pub const TAIL_QUANTILES: [f64; 2] = [0.95, 0.99];
 /// Points at which the report tabulates the completion curve, as fractions of the horizon.
-const CURVE_GRID_POINTS: u64 = 30;
+const CURVE_GRID_POINTS: u64 = 100;
 
 /// Who analyzed: the caller's version and commit (the binary knows its own build).
 #[derive(Clone, Debug, Default)]

@@ -17,12 +17,14 @@
 //! ```
 
 pub mod analysis;
+pub mod campaign;
 pub mod estimate;
 pub mod export;
 mod file;
 pub mod frame;
 pub mod gates;
 pub mod load;
+pub mod plots;
 pub mod recovery;
 pub mod report;
 pub mod windows;

@@ -1,6 +1,6 @@
 //! Writing an [`analysis::Report`](crate::analysis::Report): `report.json` for machines,
-//! `report.md` for people, and `histograms.hlog`, the per-window latency histograms in
-//! HdrHistogram's interval-log format (SPEC §9).
+//! `report.md` for people, `report.html` with the plots inline, and `histograms.hlog`, the
+//! per-window latency histograms in HdrHistogram's interval-log format (SPEC §9).
 //!
 //! Output is deterministic: JSON keys are sorted (through `serde_json::Value`, whose map is
 //! ordered), floats print in Rust's shortest round-trip form in JSON and with fixed decimals in
@@ -15,9 +15,12 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use crate::analysis::{Distribution, Gate, Report, WindowReport};
+use crate::frame::Requests;
 
-/// The files [`write`] creates in its output folder.
-pub const FILES: [&str; 3] = ["report.json", "report.md", "histograms.hlog"];
+/// The files [`write`] always creates in its output folder; beside them go the plots
+/// ([`crate::plots`]): `completion.svg` (when statistics are published), `goodput.svg` (fault
+/// runs), `latency.svg`.
+pub const FILES: [&str; 4] = ["report.json", "report.md", "report.html", "histograms.hlog"];
 
 /// `report.json`: sorted keys, two-space indent, a final newline.
 pub fn json(report: &Report) -> String {
@@ -27,13 +30,22 @@ pub fn json(report: &Report) -> String {
     text
 }
 
-/// Writes the three files into `dir` (created if needed).
-pub fn write(report: &Report, dir: &Path) -> io::Result<()> {
+/// Writes the report files and plots of `report` (analyzed from `requests`) into `dir`
+/// (created if needed). Returns the names written.
+pub fn write(report: &Report, requests: &Requests, dir: &Path) -> io::Result<Vec<&'static str>> {
     std::fs::create_dir_all(dir)?;
+    let md = markdown(report);
+    let plots = crate::plots::all(report, requests);
     std::fs::write(dir.join("report.json"), json(report))?;
-    std::fs::write(dir.join("report.md"), markdown(report))?;
+    std::fs::write(dir.join("report.html"), crate::plots::html(&md, &plots))?;
+    std::fs::write(dir.join("report.md"), md)?;
     std::fs::write(dir.join("histograms.hlog"), interval_log(report)?)?;
-    Ok(())
+    let mut written = FILES.to_vec();
+    for (name, svg) in &plots {
+        std::fs::write(dir.join(name), svg)?;
+        written.push(name);
+    }
+    Ok(written)
 }
 
 /// The per-window histograms as an HdrHistogram interval log (V2, deflate-compressed, base64).

@@ -351,3 +351,45 @@ fn export_writes_one_parquet_row_per_scheduled_request() {
     assert!(stderr.contains("--force"), "{stderr}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn campaign_reads_journals_and_writes_its_summary() {
+    let dir = scratch("campaign");
+    let out = dir.join("c");
+    let golden = |n: &str| {
+        root()
+            .join(format!("golden/v1/{n}.pj"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (code, stdout, stderr) = percentes(&[
+        "campaign",
+        &golden("sealed"),
+        &golden("signed"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("## Headline"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("campaign.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "percentes-campaign/1");
+    // Two runs of a no-fault config: one group, short of the five §5 asks for, and said so.
+    let dropped = json["groups"][0]["dropped"].to_string();
+    assert!(dropped.contains("asks for 5"), "{dropped}");
+    assert!(std::fs::read_to_string(out.join("campaign.md"))
+        .unwrap()
+        .contains("NOT PUBLISHABLE"));
+    // A journal that is not one stops the campaign with its name.
+    std::fs::write(dir.join("notes.pj"), "hello").unwrap();
+    let (code, _, stderr) = percentes(&[
+        "campaign",
+        dir.join("notes.pj").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("notes.pj"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1072,4 +1072,162 @@ mod recovery_reports {
             .unwrap()
             .starts_with("not node-loss-representative"));
     }
+
+    #[test]
+    fn a_campaign_summarizes_five_runs_per_variant_and_compares_them() {
+        use crate::campaign::{build, markdown, CampaignRun};
+        let durations = [10u64, 12, 14, 16, 30];
+        let mut runs: Vec<CampaignRun> = durations
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| CampaignRun {
+                name: format!("clean-{i}.pj"),
+                report: run_with(
+                    FAULT,
+                    failing_while(move |t| (INJECT..INJECT + d * S).contains(&t)),
+                    fault_events(),
+                ),
+                accelerator: Vec::new(),
+            })
+            .collect();
+        for i in 0..5u64 {
+            runs.push(CampaignRun {
+                name: format!("black-hole-{i}.pj"),
+                report: black_hole(false, 12 + i),
+                accelerator: Vec::new(),
+            });
+        }
+        let c = build(&runs);
+        assert_eq!(c.groups.len(), 2);
+        let clean = c
+            .groups
+            .iter()
+            .find(|g| g.variant == "clean-delete")
+            .unwrap();
+        assert!(clean.dropped.is_empty(), "{:?}", clean.dropped);
+        let ttr = clean
+            .scalars
+            .iter()
+            .find(|s| s.name == "TTR to the two-replica pre-fault baseline")
+            .unwrap();
+        assert!(ttr.heavy_tailed && ttr.role == "secondary");
+        // Values verbatim, each within R of its script, in run order.
+        let values: Vec<f64> = ttr.values.iter().map(|(_, v)| *v).collect();
+        for (v, d) in values.iter().zip(durations) {
+            assert!((v - d as f64).abs() <= 1.0, "{v} vs {d}");
+        }
+        // The summary by hand from those values: median, mean, t = 2.776 interval.
+        let s = ttr.summary.as_ref().unwrap();
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(s.median, sorted[2]);
+        let mean = values.iter().sum::<f64>() / 5.0;
+        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+        let (lo, hi) = s.t_interval.unwrap();
+        assert!((lo - (mean - 2.776 * sd / 5f64.sqrt())).abs() < 1e-9);
+        assert!((hi - (mean + 2.776 * sd / 5f64.sqrt())).abs() < 1e-9);
+        assert!(
+            ttr.text
+                .starts_with("TTR to the two-replica pre-fault baseline: median"),
+            "{}",
+            ttr.text
+        );
+        // Welch comparisons over the secondaries, Holm-adjusted (never below the raw p).
+        assert!(!c.comparisons.is_empty());
+        assert!(c
+            .comparisons
+            .iter()
+            .all(|x| x.p_holm >= x.p && x.p_holm <= 1.0));
+        // Headline: measured slots filled, the rest left visibly empty.
+        assert!(c.headline.contains("over 5 runs"), "{}", c.headline);
+        // Under black-hole the victim never answers, so its in-flight requests carry no replica
+        // header: the client cannot attribute them, and the slots stay empty rather than guessed.
+        assert!(
+            c.headline
+                .contains("under black-hole, [not measured] failed and [not measured] timed out"),
+            "{}",
+            c.headline
+        );
+        assert!(
+            c.headline
+                .contains("Under clean delete, 0.0 % of the requests"),
+            "{}",
+            c.headline
+        );
+        // Only traffic-restored is measured (no timeline events, the victim never went down on its
+        // probe): it is the one segment, and the largest.
+        assert!(
+            c.headline
+                .contains("of which traffic-restored were measured, the fire to traffic-restored"),
+            "{}",
+            c.headline
+        );
+        assert!(markdown(&c).contains("## Headline"));
+        // A dropped run is named, never imputed.
+        let mut invalid = runs[..5].to_vec();
+        invalid[4].report = run_with(
+            FAULT,
+            |e: &Entry| Some(completed(e, 100_000, 100 * MS, 500 * MS, vec![])),
+            fault_events(),
+        );
+        let c = build(&invalid);
+        let g = &c.groups;
+        assert!(
+            g.iter().any(|g| g.dropped.iter().any(|d| d.contains("G1"))),
+            "{g:?}"
+        );
+    }
+
+    #[test]
+    fn plots_and_the_html_report_are_self_contained_and_deterministic() {
+        let events = fault_events();
+        let fate = failing_while(|t| (INJECT..INJECT + 20 * S).contains(&t));
+        let request = move |e: &Entry| {
+            Some(fate(e).unwrap_or_else(|| {
+                let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+                r.replica = format!("replica-{}", e.index % 2);
+                r
+            }))
+        };
+        let bytes = synthetic::scripted(
+            &config(FAULT),
+            &request,
+            events,
+            quiet_telemetry(102),
+            SealStatus::Completed,
+        );
+        let file = journal_file("plots.pj", &bytes);
+        let run = crate::load::load(&file).unwrap();
+        let report = analyze(&run, &file, Method::AalenJohansen, &Analyzer::default());
+        let plots = crate::plots::all(&report, &run.requests);
+        let names: Vec<&str> = plots.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["completion.svg", "goodput.svg", "latency.svg"]);
+        for (name, svg) in &plots {
+            assert!(
+                svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+                    && svg.ends_with("</svg>\n"),
+                "{name}"
+            );
+        }
+        // The goodput timeline marks the fire anchor and both recoveries.
+        let goodput = &plots[1].1;
+        for mark in [
+            "fire anchor",
+            "recovered to pre-fault",
+            "equilibrium reached",
+        ] {
+            assert!(goodput.contains(mark), "{mark}");
+        }
+        let html = crate::plots::html(&report::markdown(&report), &plots);
+        assert_eq!(html.matches("<svg").count(), 3);
+        assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+        assert!(html.contains("<h2>Recovery (§5): clean-delete</h2>"));
+        assert_eq!(
+            html,
+            crate::plots::html(
+                &report::markdown(&report),
+                &crate::plots::all(&report, &run.requests)
+            )
+        );
+    }
 }
