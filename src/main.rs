@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
+#[cfg(target_os = "linux")]
+mod demo;
 mod inspect;
 mod show;
 
@@ -31,6 +33,22 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the replica-loss study end to end on this machine (Linux; about 2 minutes): two mock
+    /// replicas behind a router, a clean delete under load in the dev profile, recorded,
+    /// verified and analyzed into one folder (journal, report.json, report.md, report.html,
+    /// plots). Needs no root and no installs. NOT PUBLISHABLE by construction.
+    Demo {
+        /// The folder everything goes in.
+        #[arg(short, long, default_value = "demo-out")]
+        output: PathBuf,
+        /// Replace what an earlier demo wrote there.
+        #[arg(long)]
+        force: bool,
+        /// The dev profile's time factor: 10 (about 1 m 45 s of load) or up to 100 (about 10 s;
+        /// the tests use it). The mocks are sized to it.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(10..=100))]
+        time_factor: u32,
+    },
     /// Write a commented, valid example configuration.
     Init {
         /// Which profile the example is for.
@@ -310,6 +328,16 @@ fn analyze(path: &Path, spec: &str, output: &Path, json: bool) -> Result<ExitCod
     })
 }
 
+#[cfg(target_os = "linux")]
+fn demo(output: &Path, force: bool, time_factor: u32) -> Result<ExitCode> {
+    demo::run(output, force, time_factor)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn demo(_: &Path, _: bool, _: u32) -> Result<ExitCode> {
+    bail!("`percentes demo` records, and recording runs on Linux only (it drives io_uring)")
+}
+
 fn campaign(paths: &[PathBuf], spec: &str, output: &Path) -> Result<ExitCode> {
     use percentes_analyzer::campaign::{self, CampaignRun};
     use percentes_analyzer::{analysis, estimate::incidence::Method};
@@ -433,6 +461,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        Command::Demo {
+            output,
+            force,
+            time_factor,
+        } => demo(&output, force, time_factor),
         Command::Analyze {
             journal,
             spec,
@@ -728,6 +761,7 @@ fn record(
             _ => Progress::Human,
         },
         stop: run::stop_on_signals(),
+        timeline: None,
     };
     let summary = run::record(&config, &options)?;
     println!("journal: {}", summary.output.display());

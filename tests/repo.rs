@@ -2,7 +2,20 @@
 //! must agree with the code, and the direction of dependencies. One test binary on purpose: each
 //! extra binary costs a link on CI's two cores.
 
+/// One machine-heavy test at a time: tests that record, run the testbed or put the CPU under
+/// pressure take this lock, so the client-validity gate a test reads is not failed by its
+/// neighbours (two cores; cargo runs a binary's tests in parallel). Light tests run beside them.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`MACHINE`]; a test that panicked while holding it does not poison the rest.
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 mod repo {
+    pub mod acceptance;
     pub mod cli;
     pub mod deps;
     pub mod docs;

@@ -432,6 +432,17 @@ fn compare(groups: &[Group]) -> (Vec<Comparison>, String) {
     )
 }
 
+/// The headline's sentence filled from one run (a report's own line; `campaign` fills it over
+/// the five runs of each variant).
+pub fn single_run_headline(report: &Report) -> String {
+    build(&[CampaignRun {
+        name: "this run".into(),
+        report: report.clone(),
+        accelerator: Vec::new(),
+    }])
+    .headline
+}
+
 /// Whether two variants keep one order by median TTR to the pre-fault baseline across the sweep.
 fn ordering(runs: &[CampaignRun]) -> String {
     let mut by_variant: BTreeMap<&str, Vec<&crate::recovery::RecoveryReport>> = BTreeMap::new();

@@ -147,7 +147,7 @@ pub fn markdown(report: &Report) -> String {
     let v = &report.validity;
     let _ = writeln!(
         md,
-        "\n## Client validity (§2): {}\n",
+        "\n## Validity (§2, §10): {}\n",
         if v.valid {
             "VALID"
         } else {
@@ -156,22 +156,23 @@ pub fn markdown(report: &Report) -> String {
     );
     let _ = writeln!(
         md,
-        "| gate | status | limit | observed | by | n | how |\n|---|---|---|---|---|---|---|"
+        "| gate | clause | effect | status | limit | observed | by | n | how |\n|---|---|---|---|---|---|---|---|---|"
     );
     for Gate {
         gate,
+        clause,
+        effect,
         status,
         limit,
         observed,
         by,
         n,
         note,
-        ..
     } in &v.gates
     {
         let _ = writeln!(
             md,
-            "| {gate} | {status} | {limit} | {observed} | {} | {n} | {note} |",
+            "| {gate} | {clause} | {effect} | {status} | {limit} | {observed} | {} | {n} | {note} |",
             by.as_deref().unwrap_or("")
         );
     }
@@ -198,6 +199,14 @@ pub fn markdown(report: &Report) -> String {
             md,
             "| {} | {:.3} | {:.3} | {} |",
             w.window, w.start_s, w.end_s, w.scheduled
+        );
+    }
+
+    if !report.headline.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Headline (this run; `percentes campaign` fills it over 5 runs)\n\n> {}",
+            report.headline
         );
     }
 

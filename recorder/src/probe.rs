@@ -1,6 +1,7 @@
 //! Direct probes of each replica (`target.replica_addresses`): once per goodput bucket, a plain
-//! `GET /metrics` to every replica's own address, journaled as a `probe` event (formats/JOURNAL.md):
-//! detail `ok` with the waiting-queue gauge in thousandths as the value, or `down: <why>`.
+//! `GET /health` and `GET /metrics` to every replica's own address, journaled as a `probe` event
+//! (formats/JOURNAL.md): detail `ok` with the waiting-queue gauge in thousandths as the value, or
+//! `down: <why>` (not answering, or not healthy yet, as a replica still loading its weights).
 //!
 //! The analyzer reads G7 (baseline waiting queue, SPEC §10) and the replica-ready boundary (§5)
 //! from these. The probe runs on its own thread with blocking sockets and short timeouts, far from
@@ -37,63 +38,81 @@ impl Probe {
     }
 }
 
-/// Probes `address` once, giving up after `timeout` in all.
+/// Probes `address` once, giving up after `timeout` in all: `GET /health` must answer 200 (a
+/// replica that is up but still loading is not ready), then `GET /metrics` gives the gauge.
 pub fn probe(address: SocketAddr, timeout: Duration) -> Probe {
     let deadline = Instant::now() + timeout;
+    match get(address, "/health", deadline) {
+        Err(why) => return Probe::Down(why),
+        Ok(answer) => {
+            if let Err(why) = status_ok(&answer) {
+                return Probe::Down(format!("health: {why}"));
+            }
+        }
+    }
+    match get(address, "/metrics", deadline) {
+        Err(why) => Probe::Down(format!("metrics: {why}")),
+        Ok(answer) => parse(&answer),
+    }
+}
+
+/// One `Connection: close` GET, read to its end or the deadline.
+fn get(address: SocketAddr, path: &str, deadline: Instant) -> Result<Vec<u8>, String> {
     let left = || {
         deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1))
     };
-    let mut stream = match TcpStream::connect_timeout(&address, timeout) {
-        Ok(s) => s,
-        Err(e) => return Probe::Down(format!("connect: {e}")),
-    };
+    let mut stream =
+        TcpStream::connect_timeout(&address, left()).map_err(|e| format!("connect: {e}"))?;
     let _ = stream.set_nodelay(true);
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-    if let Err(e) = stream
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream
         .set_write_timeout(Some(left()))
         .and_then(|_| stream.write_all(request.as_bytes()))
-    {
-        return Probe::Down(format!("write: {e}"));
-    }
+        .map_err(|e| format!("write: {e}"))?;
     let mut answer = Vec::new();
     let mut buffer = [0u8; 16 * 1024];
     loop {
         if Instant::now() >= deadline {
-            return Probe::Down(format!(
-                "no complete answer within {} ms",
-                timeout.as_millis()
-            ));
+            return Err("no complete answer in time".into());
         }
-        if let Err(e) = stream.set_read_timeout(Some(left())) {
-            return Probe::Down(format!("read: {e}"));
-        }
+        stream
+            .set_read_timeout(Some(left()))
+            .map_err(|e| format!("read: {e}"))?;
         match stream.read(&mut buffer) {
-            Ok(0) => break,
+            Ok(0) => return Ok(answer),
             Ok(n) => {
                 answer.extend_from_slice(&buffer[..n]);
                 if answer.len() > ANSWER_BYTES_MAX {
-                    return Probe::Down("answer over 1 MiB".into());
+                    return Err("answer over 1 MiB".into());
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Probe::Down(format!("read: {e}")),
+            Err(e) => return Err(format!("read: {e}")),
         }
     }
-    parse(&answer)
 }
 
-/// Reads a `Connection: close` answer: the status, then the gauge from the body.
+/// `Ok` for a 200 status line, else the line.
+fn status_ok(answer: &[u8]) -> Result<(), String> {
+    let text = String::from_utf8_lossy(answer);
+    let status = text.lines().next().unwrap_or_default();
+    if status.split_whitespace().nth(1) == Some("200") {
+        Ok(())
+    } else {
+        Err(format!("status line {status:?}"))
+    }
+}
+
+/// Reads a `/metrics` answer: the status, then the gauge from the body.
 pub fn parse(answer: &[u8]) -> Probe {
     let text = String::from_utf8_lossy(answer);
     let Some((head, body)) = text.split_once("\r\n\r\n") else {
         return Probe::Down("malformed answer: no end of head".into());
     };
-    let status = head.lines().next().unwrap_or_default();
-    let code = status.split_whitespace().nth(1).unwrap_or_default();
-    if code != "200" {
-        return Probe::Down(format!("status line {status:?}"));
+    if let Err(why) = status_ok(head.as_bytes()) {
+        return Probe::Down(why);
     }
     Probe::Up {
         waiting: waiting(body),

@@ -67,6 +67,51 @@ pub struct Options {
     pub progress: Progress,
     /// Set from a signal handler: stop dispatching, drain, seal as aborted.
     pub stop: Arc<AtomicBool>,
+    /// Timeline boundaries reported by the environment while the run goes on (a controller in the
+    /// same process, as the demo's): journaled as `timeline` events at the instant reported.
+    pub timeline: Option<TimelineInbox>,
+}
+
+/// Where a controller reports timeline boundaries (reschedule, container start, weight load,
+/// detection...) for the journal; see formats/JOURNAL.md for the subjects the analyzer reads.
+#[derive(Clone, Debug, Default)]
+pub struct TimelineInbox(Arc<std::sync::Mutex<Vec<Reported>>>);
+
+/// One reported boundary: when, subject, detail, value.
+type Reported = (Instant, String, String, Option<i64>);
+
+impl TimelineInbox {
+    /// Reports that `subject` happened now.
+    pub fn report(&self, subject: &str, detail: &str, value: Option<i64>) {
+        self.report_at(Instant::now(), subject, detail, value);
+    }
+
+    /// Reports that `subject` happened at `at` (on the monotonic clock, as the recorder's epoch).
+    pub fn report_at(&self, at: Instant, subject: &str, detail: &str, value: Option<i64>) {
+        if let Ok(mut inbox) = self.0.lock() {
+            inbox.push((at, subject.to_owned(), detail.to_owned(), value));
+        }
+    }
+
+    fn drain(&self) -> Vec<Reported> {
+        self.0
+            .lock()
+            .map(|mut inbox| std::mem::take(&mut *inbox))
+            .unwrap_or_default()
+    }
+}
+
+/// Journals what the inbox holds as `timeline` events.
+fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
+    for (at, subject, detail, value) in inbox.drain() {
+        sender.send(Record::Event(EventRecord {
+            at_ns: at.saturating_duration_since(epoch).as_nanos() as u64,
+            kind: event_kind_code("timeline").expect("defined"),
+            subject,
+            detail,
+            value,
+        }));
+    }
 }
 
 /// What a finished run reports.
@@ -130,6 +175,8 @@ struct Shared {
     queue_full: AtomicU64,
     skew_ns: Mutex<Vec<u64>>,
     stall_ns: Mutex<Vec<u64>>,
+    /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
+    stall_pool: Mutex<StallPool>,
     done: AtomicBool,
 }
 
@@ -457,6 +504,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .spawn(move || stall_ticker(&shared))
             .map_err(io("cannot start the stall ticker"))?
     };
+    let measured = measured_span(config);
     let telemetry = {
         let shared = Arc::clone(&shared);
         let sender = sender.clone();
@@ -464,7 +512,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let total = requests;
         std::thread::Builder::new()
             .name("telemetry".into())
-            .spawn(move || telemetry_thread(&shared, &sender, epoch, progress, total))
+            .spawn(move || telemetry_thread(&shared, &sender, epoch, progress, total, measured))
             .map_err(io("cannot start the telemetry thread"))?
     };
 
@@ -500,6 +548,22 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 .map_err(io("cannot start a probe thread"))?,
         );
     }
+    let timeline = options.timeline.clone().map(|inbox| {
+        let sender = sender.clone();
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("timeline".into())
+            .spawn(move || {
+                while !shared.done.load(Ordering::Relaxed) {
+                    journal_timeline(&inbox, epoch, &sender);
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                journal_timeline(&inbox, epoch, &sender);
+            })
+    });
+    let timeline = timeline
+        .transpose()
+        .map_err(io("cannot start the timeline thread"))?;
     let timeout = Duration::from_nanos(config.duration_ns("client.timeout_s"));
     let floor = (config
         .value("client.connections_floor_per_replica")
@@ -573,8 +637,29 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     }
     let _ = ticker.join();
     let _ = telemetry.join();
+    {
+        let pool = shared.stall_pool.lock().expect("stall pool lock");
+        if let Some(p99) = pool.p99_upper_ns() {
+            sender.send(Record::Event(EventRecord {
+                at_ns: now_ns(epoch),
+                kind: event_kind_code("stall-summary").expect("defined"),
+                subject: "runtime-stall".into(),
+                detail: format!(
+                    "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us",
+                    pool.count,
+                    measured.0 as f64 / 1e9,
+                    measured.1 as f64 / 1e9,
+                    pool.max_ns
+                ),
+                value: Some(p99 as i64),
+            }));
+        }
+    }
     for probe in probes {
         let _ = probe.join();
+    }
+    if let Some(timeline) = timeline {
+        let _ = timeline.join();
     }
     let aborted = options.stop.load(Ordering::Relaxed);
     let (status, reason) = match (&worker_error, aborted) {
@@ -659,6 +744,60 @@ fn writer_thread(
 
 /// SPEC §2's runtime-stall measure: a thread that sleeps to absolute 1 ms deadlines and records
 /// how late each wake is. Whatever delays the workers (preemption, throttling, faults) delays it.
+/// The stall ticker's lateness pooled over the measured span: 10 us buckets up to 100 ms and one
+/// bucket beyond, so memory is fixed whatever the run length and the p99 is exact to 10 us.
+#[derive(Debug)]
+struct StallPool {
+    buckets: Vec<u64>,
+    beyond: u64,
+    count: u64,
+    max_ns: u64,
+}
+
+const STALL_POOL_BUCKET_NS: u64 = 10_000;
+const STALL_POOL_BUCKETS: usize = 10_000;
+
+impl Default for StallPool {
+    fn default() -> Self {
+        StallPool {
+            buckets: vec![0; STALL_POOL_BUCKETS],
+            beyond: 0,
+            count: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl StallPool {
+    fn add(&mut self, late_ns: u64) {
+        match self
+            .buckets
+            .get_mut((late_ns / STALL_POOL_BUCKET_NS) as usize)
+        {
+            Some(bucket) => *bucket += 1,
+            None => self.beyond += 1,
+        }
+        self.count += 1;
+        self.max_ns = self.max_ns.max(late_ns);
+    }
+
+    /// The nearest-rank p99, as the upper edge of its bucket (the maximum beyond the last one).
+    fn p99_upper_ns(&self) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = (self.count as f64 * 0.99).ceil() as u64;
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(((i as u64 + 1) * STALL_POOL_BUCKET_NS).min(self.max_ns.max(1)));
+            }
+        }
+        Some(self.max_ns)
+    }
+}
+
 fn stall_ticker(shared: &Shared) {
     let mut deadline = Instant::now();
     while !shared.done.load(Ordering::Relaxed) {
@@ -684,6 +823,7 @@ fn telemetry_thread(
     epoch: Instant,
     progress: Progress,
     total: u64,
+    measured: (u64, u64),
 ) {
     let ticks = clock_ticks_per_second();
     let mut last_cpu = host_cpu();
@@ -712,6 +852,13 @@ fn telemetry_thread(
         last_self = self_ns;
         let mut stall = std::mem::take(&mut *shared.stall_ns.lock().expect("stall lock"));
         stall.sort_unstable();
+        let interval_ns = TELEMETRY_INTERVAL.as_nanos() as u64;
+        if at_ns > measured.0 && at_ns.saturating_sub(interval_ns) < measured.1 {
+            let mut pool = shared.stall_pool.lock().expect("stall pool lock");
+            for &late in &stall {
+                pool.add(late);
+            }
+        }
         let mut skew = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
         skew.sort_unstable();
         let depth = shared.queue_depth.load(Ordering::Relaxed);
@@ -1206,6 +1353,25 @@ fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
+/// The measured span in ns from the epoch: every phase but warm-up and cooldown (SPEC §2 reads the
+/// client gate there).
+fn measured_span(config: &Config) -> (u64, u64) {
+    let params = config.schedule_params();
+    let mut at = 0u64;
+    let (mut start, mut end) = (None, 0u64);
+    for phase in &params.phases {
+        let measured = phase.name != "warmup" && phase.name != "cooldown";
+        if measured && start.is_none() {
+            start = Some(at);
+        }
+        at += phase.duration_ns;
+        if measured {
+            end = at;
+        }
+    }
+    (start.unwrap_or(0), end)
+}
+
 /// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
 const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
 const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
@@ -1461,4 +1627,43 @@ pub fn stop_on_signals() -> Arc<AtomicBool> {
         std::thread::sleep(Duration::from_millis(20));
     });
     flag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stall_pool_reads_the_nearest_rank_p99_at_its_bucket_edge() {
+        let mut pool = StallPool::default();
+        assert_eq!(pool.p99_upper_ns(), None);
+        // 990 ticks at 40 us, 10 at 3 ms: rank 990 is the last 40 us sample.
+        for _ in 0..990 {
+            pool.add(40_000);
+        }
+        for _ in 0..10 {
+            pool.add(3_000_000);
+        }
+        assert_eq!(
+            pool.p99_upper_ns(),
+            Some(50_000),
+            "the 40-50 us bucket's upper edge"
+        );
+        // One more slow tick moves rank 991 into the slow ones: the bucket edge, capped at the
+        // largest sample seen.
+        pool.add(3_000_000);
+        assert_eq!(pool.p99_upper_ns(), Some(3_000_000));
+        // Beyond the last bucket the maximum is read.
+        let mut far = StallPool::default();
+        far.add(250_000_000);
+        assert_eq!(far.p99_upper_ns(), Some(250_000_000));
+    }
+
+    #[test]
+    fn the_measured_span_excludes_warmup_and_cooldown() {
+        let text = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\n\
+                    [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 5.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
+        let config = Config::parse(text.as_bytes()).unwrap();
+        assert_eq!(measured_span(&config), (6_000_000_000, 36_000_000_000));
+    }
 }

@@ -94,6 +94,7 @@ fn run(addr: SocketAddr, tls_lines: &str, name: &str) -> (PathBuf, Config) {
         workers: 1,
         progress: Progress::Quiet,
         stop: Arc::new(AtomicBool::new(false)),
+        timeline: None,
     };
     record(&config, &options).unwrap();
     (output, config)

@@ -404,6 +404,11 @@ impl Testbed {
             .collect()
     }
 
+    /// The instant the testbed started: every record's `at_ns` counts from it.
+    pub fn started_at(&self) -> Instant {
+        self.start
+    }
+
     pub fn records(&self) -> &[InjectorRecord] {
         &self.records
     }
@@ -475,6 +480,33 @@ impl Testbed {
             format!("{address} refuses connections: {refused}"),
         );
         Ok(())
+    }
+
+    /// Collects a replica that something else killed (the recorder's kill-pid-file injector): waits
+    /// for its exit so [`Testbed::restart`] can bring it back. Errors if it is still running after
+    /// `timeout`.
+    pub fn reap(&mut self, name: &str, timeout: Duration) -> std::io::Result<()> {
+        let replica = self
+            .replicas
+            .iter_mut()
+            .find(|r| r.name == name)
+            .ok_or_else(|| std::io::Error::other(format!("no replica {name}")))?;
+        let Some(child) = replica.child.as_mut() else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                replica.child = None;
+                let detail = format!("exited: {status}");
+                self.record("external-kill", name, "reaped", detail);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(std::io::Error::other(format!("{name} is still running")));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Brings a deleted replica back on the same address after `delay`, reloading for `reload`

@@ -64,6 +64,7 @@ fn record(config: &Config, output: &Path) -> run::Summary {
         workers: 1,
         progress: Progress::Quiet,
         stop: Arc::new(AtomicBool::new(false)),
+        timeline: None,
     };
     run::record(config, &options).unwrap()
 }
@@ -97,6 +98,7 @@ fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
 
 #[test]
 fn a_clean_run_completes_every_request_and_seals() {
+    let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let config = config_for(&addr.to_string(), 100, 40.0);
     let path = scratch("clean.pj");
@@ -136,6 +138,7 @@ fn a_clean_run_completes_every_request_and_seals() {
 
 #[test]
 fn every_outcome_class_the_mock_can_provoke() {
+    let _machine = crate::machine();
     let cases: &[(Option<FaultMode>, &str)] = &[
         (Some(FaultMode::Error), "http-status"),
         (Some(FaultMode::SlowReload), "rejection"),
@@ -224,6 +227,7 @@ fn slow_config(addr: SocketAddr) -> String {
 
 #[test]
 fn sigkill_leaves_a_verifiable_prefix_up_to_the_last_checkpoint() {
+    let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let (mut child, journal) = spawn_record(&slow_config(addr), "killed");
     std::thread::sleep(Duration::from_millis(2600));
@@ -250,6 +254,7 @@ fn sigkill_leaves_a_verifiable_prefix_up_to_the_last_checkpoint() {
 
 #[test]
 fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
+    let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let text = slow_config(addr);
     let (child, journal) = spawn_record(&text, "interrupted");
@@ -317,6 +322,7 @@ fn event_named<'a>(
 /// AC3: the fault fires within 500 ms of T_inject; armed and fire times are recorded.
 #[test]
 fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
+    let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let config = fault_config(
         &addr.to_string(),
@@ -357,6 +363,7 @@ fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
 /// for it (dependency failure), attributed to the victim.
 #[test]
 fn a_clean_delete_through_the_testbed_router() {
+    let _machine = crate::machine();
     use percentes_scenarios::testbed::Testbed;
     let mock_config = scratch("fast-mock.toml");
     std::fs::write(&mock_config, "[timing]\nttft = { kind = \"constant\", ms = 5.0 }\ntoken_gap = { kind = \"constant\", ms = 0.2 }\n[capacity]\nmax_num_seqs = 256\nslowdown_per_running = 0.0\n").unwrap();
@@ -476,6 +483,7 @@ fn a_clean_delete_through_the_testbed_router() {
 /// run: exit 2 with the clause named.
 #[test]
 fn undispatched_requests_are_recorded_and_fail_the_run() {
+    let _machine = crate::machine();
     if std::process::Command::new("prlimit")
         .arg("--version")
         .output()
@@ -525,6 +533,7 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
 /// verification rule (here a response header): met, a correct success; missed, an incorrect one.
 #[test]
 fn prompt_sets_and_verification_rules() {
+    let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let prompts = scratch("prompts.txt");
     std::fs::write(&prompts, "one\n\ntwo words\nthree little words\n").unwrap();

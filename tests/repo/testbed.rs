@@ -27,6 +27,7 @@ fn upstream_of(head: &str) -> String {
 
 #[test]
 fn clean_delete_resets_in_flight_and_restart_brings_the_replica_back() {
+    let _machine = crate::machine();
     let binary = Path::new(env!("CARGO_BIN_EXE_percentes"));
     let mut bed = Testbed::start(binary, 2, None).unwrap();
     let service = bed.service();
@@ -137,6 +138,7 @@ fn clean_delete_resets_in_flight_and_restart_brings_the_replica_back() {
 /// it did not run.
 #[test]
 fn black_hole_silences_the_victim_until_its_armed_expiry() {
+    let _machine = crate::machine();
     if let Some(why) = percentes_scenarios::testbed::isolation_unavailable() {
         eprintln!("SKIPPED black-hole test: {why}");
         return;

@@ -1230,4 +1230,79 @@ mod recovery_reports {
             )
         );
     }
+
+    #[test]
+    fn g5_compares_accelerator_fingerprints_across_a_campaign() {
+        use crate::campaign::{build, CampaignRun};
+        let mut report = run_with(FAULT, |_| None, fault_events());
+        report.provenance.target_kind = "self-hosted".into();
+        let facts = |clock: &str| vec![("accelerator.clock_mhz".to_owned(), clock.to_owned())];
+        let runs = |report: &Report, a: Vec<(String, String)>, b: Vec<(String, String)>| {
+            vec![
+                CampaignRun {
+                    name: "a.pj".into(),
+                    report: report.clone(),
+                    accelerator: a,
+                },
+                CampaignRun {
+                    name: "b.pj".into(),
+                    report: report.clone(),
+                    accelerator: b,
+                },
+            ]
+        };
+        assert!(
+            build(&runs(&report, facts("1980"), facts("1980"))).groups[0]
+                .g5
+                .starts_with("pass")
+        );
+        assert!(
+            build(&runs(&report, facts("1980"), facts("1755"))).groups[0]
+                .g5
+                .starts_with("fail")
+        );
+        assert!(build(&runs(&report, facts("1980"), Vec::new())).groups[0]
+            .g5
+            .starts_with("unobserved"));
+        // The mock has no accelerator.
+        report.provenance.target_kind = "mock".into();
+        assert!(build(&runs(&report, Vec::new(), Vec::new())).groups[0]
+            .g5
+            .starts_with("not applicable"));
+    }
+
+    #[test]
+    fn a_recorded_node_monitor_grace_of_120_s_fails_a_black_hole_run() {
+        let text = FAULT
+            .replace("variant = \"clean-delete\"", "variant = \"black-hole\"")
+            .replace(
+                "injector = \"kill-pid-file\"\npid_file = \"state/replica-1.pid\"",
+                "injector = \"exec\"\nfire_command = [\"true\"]",
+            );
+        let with_grace = |seconds: i64| {
+            let mut events = fault_events();
+            events.push(event(
+                INJECT + S,
+                "timeline",
+                "node-monitor-grace",
+                Some(seconds),
+            ));
+            run_with(&text, |_| None, events)
+        };
+        assert_eq!(
+            gate_of(&with_grace(40), "node-monitor grace").status,
+            "pass"
+        );
+        let r = with_grace(120);
+        assert_eq!(gate_of(&r, "node-monitor grace").status, "fail");
+        assert!(!r.validity.valid);
+        assert_eq!(
+            gate_of(
+                &run_with(&text, |_| None, fault_events()),
+                "node-monitor grace"
+            )
+            .status,
+            "not applicable"
+        );
+    }
 }

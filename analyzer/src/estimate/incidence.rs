@@ -125,7 +125,14 @@ impl CompletionCurve {
                         error_incidence += event_free * errored as f64 / n_j;
                         event_free *= 1.0 - (completed + errored) as f64 / n_j;
                     }
-                    (1.0 - event_free) - error_incidence
+                    if completed > 0 {
+                        (1.0 - event_free) - error_incidence
+                    } else {
+                        // The curve moves only at completions. Recomputing (1 - S) - E at an
+                        // error-only step is the same number in exact arithmetic but can round
+                        // a few ulps off it (even below zero); carry the previous value instead.
+                        steps.last().map_or(0.0, |s: &Step| s.incidence)
+                    }
                 }
                 Method::KaplanMeierErrorsCensored => {
                     if completed > 0 {
@@ -280,5 +287,23 @@ mod tests {
         let censored = CompletionCurve::estimate(&obs(&[(30, C), (30, C)]), Method::AalenJohansen);
         assert_eq!((censored.final_incidence(), censored.ceiling()), (0.0, 1.0));
         assert_eq!(censored.at(0), 0.0);
+    }
+
+    /// Error-only steps carry the curve unchanged: exactly 0 before the first completion (never a
+    /// rounding residue like -1e-17), exactly the last value after the last one.
+    #[test]
+    fn error_only_steps_leave_the_curve_exactly_where_it_was() {
+        let mut list: Vec<(u64, Fate)> = (1..=7).map(|t| (t, E)).collect();
+        list.extend((8..=10).map(|t| (t, D)));
+        list.extend((11..=13).map(|t| (t, E)));
+        let curve = CompletionCurve::estimate(&obs(&list), Method::AalenJohansen);
+        for step in &curve.steps[..7] {
+            assert_eq!(step.incidence.to_bits(), 0.0f64.to_bits(), "{step:?}");
+        }
+        let last_completion = curve.steps[9].incidence;
+        for step in &curve.steps[10..] {
+            assert_eq!(step.incidence.to_bits(), last_completion.to_bits());
+        }
+        assert!((last_completion - 3.0 / 13.0).abs() < 1e-15);
     }
 }

@@ -158,6 +158,7 @@ pub const EVENT_KINDS: &[(u16, &str)] = &[
     (21, "timeline"),
     (30, "operator-abort"),
     (40, "writer-queue-full"),
+    (41, "stall-summary"),
 ];
 
 pub fn event_kind_name(code: u16) -> Option<&'static str> {

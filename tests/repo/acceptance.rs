@@ -1,0 +1,278 @@
+//! The acceptance criteria of SPEC §8, through the real recorder and the real analyzer against the
+//! mock (record -> verify -> analyze). They certify the instrument against the mock, not any
+//! claim about real GPUs. Timings use the dev profile; where an AC's own numbers (the stall D,
+//! the rate) are scaled down to keep the suite short, the test says so.
+//!
+//! Each test names a deliberate break it catches: a change to the instrument that makes it fail.
+//! The AC4 break was run as a mutation check (cli.rs); the others follow from what each asserts.
+//! AC3 (fire within 500 ms) and AC2c (undispatched) are in record.rs; AC5 at journal level is in
+//! the analyzer's recovery tests and end to end in the demo test (cli.rs); AC7 is `.ci/run`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use percentes_analyzer::analysis::{self, Report};
+use percentes_analyzer::estimate::incidence::Method;
+use percentes_analyzer::JournalFile;
+use percentes_formats::config::Config;
+use percentes_recorder::run::{self, Options, Progress};
+use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
+use percentes_scenarios::mock;
+use percentes_scenarios::timing::Distribution;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("percentes-acceptance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A single-replica dev config. `stream = false` (one body per request, its arrival the first
+/// content) keeps the suite's CPU low where an AC is about latency, not token timing.
+fn config(addr: &str, factor: u32, rate: f64, arrival: &str) -> Config {
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = {factor}\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\nstream = false\n\
+         [schedule]\nseed = 8\narrival = \"{arrival}\"\nrate_rps = {rate}\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    Config::parse(text.as_bytes()).unwrap()
+}
+
+/// Records `config` into `name` and analyzes it under v0.2. A run this shared two-core machine
+/// spoiled (only the client gate failed: the instrument refused, as it must) is recorded again,
+/// up to three times; any other failure is the test's. Tests that need a gate to fail call
+/// [`record_once`].
+/// `make` starts the mock afresh for each attempt (a scheduled mock fault fires once) and gives
+/// the configuration aimed at it.
+fn record_and_analyze(name: &str, make: impl Fn() -> Config) -> Report {
+    let mut report = record_once(&make(), name);
+    for _ in 0..2 {
+        let only_client_gate = report
+            .validity
+            .gates
+            .iter()
+            .filter(|g| !analysis::gate_holds(g))
+            .all(|g| g.gate.starts_with("G2"));
+        if report.validity.valid || !only_client_gate {
+            break;
+        }
+        eprintln!(
+            "{name}: the client gate failed on this busy machine ({}); recording again",
+            report.windows_withheld.clone().unwrap_or_default()
+        );
+        report = record_once(&make(), name);
+    }
+    report
+}
+
+fn record_once(config: &Config, name: &str) -> Report {
+    let path = scratch(name);
+    let options = Options {
+        output: path.clone(),
+        force: true,
+        signing_key: None,
+        tool_version: "test".into(),
+        tool_commit: "test".into(),
+        workers: 1,
+        progress: Progress::Quiet,
+        stop: Arc::new(AtomicBool::new(false)),
+        timeline: None,
+    };
+    run::record(config, &options).unwrap();
+    analyze(&path)
+}
+
+fn analyze(path: &Path) -> Report {
+    let file = JournalFile::open(path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    assert_eq!(run.report.verdict.name(), "sealed-intact");
+    analysis::analyze(&run, &file, Method::AalenJohansen, &Default::default())
+}
+
+fn measurement(report: &Report) -> &analysis::WindowReport {
+    report
+        .windows
+        .iter()
+        .find(|w| w.window == "measurement")
+        .unwrap_or_else(|| panic!("no statistics: {:?}", report.windows_withheld))
+}
+
+fn percentile_ms(d: &analysis::Distribution, q: &str) -> f64 {
+    d.percentiles_us.iter().find(|(n, _)| n == q).unwrap().1 as f64 / 1000.0
+}
+
+/// AC1: p50, p95 and p99 within +-2 % or 1 ms (the greater) of a known injected distribution.
+/// The mock's TTFT is uniform on [200, 220] ms, so the true quantiles are 210, 219 and 219.8 ms.
+/// Deliberate break: recording the histogram in the wrong unit, or at one significant figure
+/// instead of the pinned three, moves p50 out of the band.
+#[test]
+fn ac1_percentiles_match_a_known_distribution() {
+    let _machine = crate::machine();
+    // Factor 50: measurement 6 s at 100 rps = about 600 completions; timeout 0.6 s.
+    let report = record_and_analyze("ac1.pj", || {
+        let mut mock_config = MockConfig::constant(0.0, 0.0, 4096);
+        mock_config.timing.ttft = Distribution::Uniform {
+            low_ms: 200.0,
+            high_ms: 220.0,
+        };
+        let addr = mock::spawn_background(mock_config, 1).unwrap().0;
+        config(&addr.to_string(), 50, 100.0, "poisson")
+    });
+    let m = measurement(&report);
+    assert!(m.ttft.n > 500, "{}", m.ttft.n);
+    assert_eq!(m.outcomes.completed, m.scheduled, "every request completes");
+    for (q, truth) in [("p50", 210.0), ("p95", 219.0), ("p99", 219.8)] {
+        let got = percentile_ms(&m.ttft, q);
+        let band = (truth * 0.02f64).max(1.0);
+        assert!(
+            (got - truth).abs() <= band,
+            "{q}: {got} ms vs {truth} ms (band {band})"
+        );
+    }
+}
+
+/// AC2 and AC2b: a mid-run stall of D shows in p99.9 and max within 5 % of D, and the samples
+/// attributable to it are within +-10 % of D x lambda. Scaled: D = 1 s at 40 rps (deterministic
+/// arrivals, so D x lambda = 40 exactly) instead of D = 10 s at 20 rps, to keep the test short;
+/// the tolerances are the AC's. Deliberate break: dropping requests that exceed a latency cap
+/// (the coordinated-omission failure) empties the stall's tail and fails both.
+#[test]
+fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
+    let _machine = crate::machine();
+    let d_ms = 1000u64;
+    let report = record_and_analyze("ac2.pj", || {
+        let mut mock_config = MockConfig::constant(2.0, 0.0, 4096);
+        // The recorder starts within a fraction of a second; warm-up is 3 s and measurement 15 s
+        // at factor 20, so a stall 8 s after the mock starts lies inside the measurement window.
+        mock_config.faults = vec![FaultPlan {
+            mode: FaultMode::Stall,
+            at_ms: 8000,
+            duration_ms: d_ms,
+            after_tokens: 0,
+        }];
+        let addr = mock::spawn_background(mock_config, 1).unwrap().0;
+        config(&addr.to_string(), 20, 40.0, "deterministic")
+    });
+    let m = measurement(&report);
+    let d = d_ms as f64;
+    let e2e_max = m.e2e.max_us.unwrap() as f64 / 1000.0;
+    let e2e_p999 = m.e2e.p99_9_us.unwrap() as f64 / 1000.0;
+    assert!(
+        (e2e_max - d).abs() <= 0.05 * d,
+        "max {e2e_max} ms vs D {d} ms"
+    );
+    assert!(
+        (e2e_p999 - d).abs() <= 0.05 * d,
+        "p99.9 {e2e_p999} ms vs D {d} ms"
+    );
+    // AC2b from the journal's rows: latency above normal service plus the mock's 20 ms flush
+    // spread means the request waited on the stall.
+    let file = JournalFile::open(&scratch("ac2.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let r = &run.requests;
+    let stalled = (0..r.len())
+        .filter(|&i| r.terminal_ns[i].saturating_sub(r.intended_ns[i]) > 30_000_000)
+        .count() as f64;
+    let expected = d / 1000.0 * 40.0;
+    assert!(
+        (stalled - expected).abs() <= 0.1 * expected,
+        "{stalled} stalled samples vs D x lambda = {expected}"
+    );
+}
+
+/// AC2d: with CPU pressure on 80 % of the cores (stress-ng, installed by .ci/run), the client gate
+/// fires on the pinned thresholds and the run publishes nothing. Deliberate break: reading the
+/// recorder's own CPU instead of the host's keeps the gate passing under pressure.
+#[test]
+fn ac2d_cpu_pressure_fires_the_client_gate() {
+    let _machine = crate::machine();
+    if std::process::Command::new("stress-ng")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "SKIPPED AC2d: stress-ng is not installed (apt-get install stress-ng; .ci/run does)"
+        );
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = ((cores as f64) * 0.8).ceil() as usize;
+    let mut stress = std::process::Command::new("stress-ng")
+        .args([
+            "--cpu",
+            &workers.to_string(),
+            "--cpu-load",
+            "100",
+            "--timeout",
+            "60s",
+            "--quiet",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let addr = mock::spawn_background(MockConfig::constant(2.0, 0.0, 4096), 1)
+        .unwrap()
+        .0;
+    // Factor 20: 15 s of measurement, three 5 s CPU windows.
+    let report = record_once(&config(&addr.to_string(), 20, 20.0, "poisson"), "ac2d.pj");
+    let _ = stress.kill();
+    let _ = stress.wait();
+    let cpu = report
+        .validity
+        .gates
+        .iter()
+        .find(|g| g.gate.starts_with("G2.3"))
+        .unwrap();
+    assert_eq!(cpu.status, "fail", "{cpu:?}");
+    assert!(!report.validity.valid && report.windows.is_empty());
+    assert!(
+        report.audit.decision.starts_with("rerun required"),
+        "{}",
+        report.audit.decision
+    );
+}
+
+/// AC4b: in silent-hang mode the affected requests are censored at exactly the timeout, counted,
+/// on the curve as censored, and absent from the histograms. Deliberate break: recording a hung
+/// request as errored at its cutoff puts it in the error rate and pulls the ceiling to 0.
+#[test]
+fn ac4b_silent_hangs_are_censored_on_the_curve_and_out_of_the_histograms() {
+    let _machine = crate::machine();
+    let mut mock_config = MockConfig::constant(2.0, 0.0, 4096);
+    mock_config.faults = vec![FaultPlan {
+        mode: FaultMode::SilentHang,
+        at_ms: 0,
+        duration_ms: 600_000,
+        after_tokens: 0,
+    }];
+    let addr = mock::spawn_background(mock_config, 1).unwrap().0;
+    let config = config(&addr.to_string(), 250, 25.0, "poisson");
+    let report = record_and_analyze("ac4b.pj", || config.clone());
+    let m = measurement(&report);
+    assert_eq!(m.outcomes.censored, m.scheduled);
+    assert_eq!(m.censored_rate.value, Some(1.0));
+    assert_eq!(m.error_rate.value, Some(0.0));
+    assert_eq!((m.ttft.n, m.e2e.n), (0, 0), "absent from the histograms");
+    assert_eq!(m.completion.final_incidence, 0.0);
+    assert_eq!(
+        m.completion.ceiling, 1.0,
+        "censored mass could still complete"
+    );
+    let horizon = config.duration_ns("client.timeout_s");
+    let p50 = &m.completion.readings[0].text;
+    assert_eq!(
+        p50,
+        &format!(
+            "p50 > {}.{:03} s (horizon); ceiling 1.0000",
+            horizon / 1_000_000_000,
+            horizon / 1_000_000 % 1000
+        )
+    );
+    let file = JournalFile::open(&scratch("ac4b.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let r = &run.requests;
+    assert!(
+        (0..r.len()).all(|i| r.terminal_ns[i] == r.intended_ns[i] + horizon),
+        "censored at exactly the timeout"
+    );
+}
