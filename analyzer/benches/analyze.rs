@@ -9,9 +9,10 @@
 //! so its peak RSS (VmHWM, which counts the journal's mapped pages while they are resident) is
 //! its own. Files live in a temporary folder and are deleted afterwards.
 
+mod common;
+
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use percentes_analyzer::analysis::{self, Analyzer};
@@ -23,36 +24,7 @@ use percentes_formats::journal::synthetic::{self, Options};
 const GAPS: u32 = 32;
 
 fn config_for(requests: u64) -> Config {
-    let rate = requests as f64 / 420.0;
-    let text = format!(
-        "schema_version = 1\nprofile = \"experiment\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\n\
-         model = \"mock\"\n[schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = {rate:.3}\n[fault]\nvariant = \"none\"\n\
-         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
-    );
-    Config::parse(text.as_bytes()).expect("bench config")
-}
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-fn child(args: &[&str]) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::config_at(requests as f64 / 420.0)
 }
 
 fn main() {
@@ -97,7 +69,7 @@ fn main() {
                 run.requests.len(),
                 analyzed - loaded,
                 total - analyzed,
-                peak_rss_kib()
+                common::peak_rss_kib().0
             );
         }
         _ => {
@@ -113,8 +85,8 @@ fn main() {
             println!("|---|---|---|---|---|---|---|");
             for requests in sizes {
                 let path = dir.join(format!("{requests}.pj"));
-                child(&["generate", &requests.to_string(), path.to_str().unwrap()]);
-                let line = child(&[
+                common::child(&["generate", &requests.to_string(), path.to_str().unwrap()]);
+                let line = common::child(&[
                     "analyze",
                     path.to_str().unwrap(),
                     dir.join(format!("report-{requests}")).to_str().unwrap(),

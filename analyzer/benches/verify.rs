@@ -6,9 +6,10 @@
 //! are synthetic (formats::journal::synthetic) with 64 content gaps per completed request, about
 //! the shape of a 64-token stream; they live in a temporary folder and are deleted afterwards.
 
+mod common;
+
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use percentes_analyzer::JournalFile;
@@ -22,39 +23,7 @@ const BYTES_PER_REQUEST: f64 = 455.0;
 fn config_for(megabytes: u64) -> Config {
     // Experiment-profile phases sum to 420 s; pick the rate that fills `megabytes`.
     let requests = megabytes as f64 * 1048576.0 / BYTES_PER_REQUEST;
-    let rate = requests / 420.0;
-    let text = format!(
-        "schema_version = 1\nprofile = \"experiment\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\n\
-         model = \"mock\"\n[schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = {rate:.3}\n[fault]\nvariant = \"none\"\n\
-         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
-    );
-    Config::parse(text.as_bytes()).expect("bench config")
-}
-
-fn peak_rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmHWM:"), field("RssAnon:"))
-}
-
-fn child(args: &[&str]) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::config_at(requests / 420.0)
 }
 
 fn main() {
@@ -102,7 +71,7 @@ fn main() {
             let report = journal.verify(&Default::default());
             let seconds = start.elapsed().as_secs_f64();
             assert_eq!(report.verdict, Verdict::SealedIntact);
-            let (hwm, anon) = peak_rss_kib();
+            let (hwm, anon) = common::peak_rss_kib();
             // Diagnostic: the chain's hashing alone over the same map, 64 KiB at a time (what
             // verify costs beyond raw BLAKE3 is then map faults plus framing).
             let start = Instant::now();
@@ -126,14 +95,14 @@ fn main() {
             let dir =
                 std::env::temp_dir().join(format!("percentes-verify-bench-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            let raw: f64 = child(&["raw", "256"]).trim().parse().unwrap();
+            let raw: f64 = common::child(&["raw", "256"]).trim().parse().unwrap();
             println!("raw single-core BLAKE3 (in memory, best of 3): {raw:.3} GB/s");
             println!("| journal | requests | verify time | verify speed | share of raw BLAKE3 | keyed hashing alone over the map | peak RSS (VmHWM) | anonymous RSS |");
             println!("|---|---|---|---|---|---|---|---|");
             for megabytes in sizes {
                 let path = dir.join(format!("{megabytes}.pj"));
-                child(&["generate", &megabytes.to_string(), path.to_str().unwrap()]);
-                let line = child(&["verify", path.to_str().unwrap()]);
+                common::child(&["generate", &megabytes.to_string(), path.to_str().unwrap()]);
+                let line = common::child(&["verify", path.to_str().unwrap()]);
                 let f: Vec<&str> = line.split_whitespace().collect();
                 let bytes: f64 = f[0].parse().unwrap();
                 let seconds: f64 = f[2].parse().unwrap();

@@ -401,12 +401,13 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         }
     }
 
-    let mut validity = gates(run, &cut, &rows_of);
+    let skews = measured_skews(run, &cut, &rows_of);
+    let mut validity = gates(run, &cut, &skews);
     validity
         .gates
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
     validity.valid = validity.gates.iter().all(gate_holds);
-    let audit = audit(run, &cut, &rows_of, &validity);
+    let audit = audit(run, &cut, &skews, &validity);
     let mut not_publishable = run.not_publishable.clone();
     if config.target.tls.insecure {
         not_publishable.push(
@@ -650,13 +651,15 @@ fn inter_chunk(run: &Run, file: &JournalFile, cut: &[Window]) -> Vec<LatencyHist
         {
             continue;
         }
-        let Ok(percentes_formats::journal::records::Record::Request(r)) =
-            percentes_formats::journal::records::Record::decode(framed.kind, framed.body)
+        // The gaps are read in place (JOURNAL.md's layout); the load pass already decoded and
+        // checked every record in full.
+        let Some((intended_ns, gaps)) =
+            percentes_formats::journal::records::request_gaps(framed.body)
         else {
             continue;
         };
-        if let Some(w) = windows::locate(cut, r.intended_ns) {
-            for &gap in &r.content_gaps_us {
+        if let Some(w) = windows::locate(cut, intended_ns) {
+            for gap in gaps {
                 histograms[w].record_us(u64::from(gap));
             }
         }
@@ -970,21 +973,27 @@ fn in_flight_at(run: &Run, fired_ns: u64) -> InFlight {
 }
 
 /// The client-validity gate (§2) over the measured windows.
-fn gates(run: &Run, cut: &[Window], rows_of: &[Vec<usize>]) -> Validity {
+/// Send skew (dispatch minus intended, ns) of every dispatched request of the measured windows,
+/// sorted: the gate and the audit read the same vector.
+fn measured_skews(run: &Run, cut: &[Window], rows_of: &[Vec<usize>]) -> Vec<u64> {
     let requests = &run.requests;
-    let measured_rows = cut
+    let mut skews: Vec<u64> = cut
         .iter()
         .zip(rows_of)
         .filter(|(w, _)| w.kind.measured())
-        .flat_map(|(_, rows)| rows.iter().copied());
-    let mut skews: Vec<u64> = measured_rows
+        .flat_map(|(_, rows)| rows.iter().copied())
         .filter(|&row| requests.dispatched_ns[row] != NONE)
         .map(|row| requests.dispatched_ns[row].saturating_sub(requests.intended_ns[row]))
         .collect();
     skews.sort_unstable();
+    skews
+}
+
+fn gates(run: &Run, cut: &[Window], skews: &[u64]) -> Validity {
+    let requests = &run.requests;
     let ms = |key: &str| run.config.value(key).as_f64().unwrap_or(f64::NAN);
     let mut gates = Vec::new();
-    let skew_p99 = nearest_rank(&skews, 0.99);
+    let skew_p99 = nearest_rank(skews, 0.99);
     let skew_max = skews.last().copied();
     let limit_p99 = ms("gates.send_skew_p99_ms");
     let limit_max = ms("gates.send_skew_max_ms");
@@ -1202,7 +1211,7 @@ fn limit_gate(
 }
 
 /// The coordinated-omission audit.
-fn audit(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], validity: &Validity) -> Audit {
+fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Validity) -> Audit {
     let requests = &run.requests;
     let n = requests.len() as u64;
     let count = |column: &[u64]| column.iter().filter(|&&v| v != NONE).count() as u64;
@@ -1239,23 +1248,14 @@ fn audit(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], validity: &Validity)
         if funnel_ok { "yes" } else { "NO" }
     );
 
-    let mut skews: Vec<u64> = cut
-        .iter()
-        .zip(rows_of)
-        .filter(|(w, _)| w.kind.measured())
-        .flat_map(|(_, rows)| rows.iter().copied())
-        .filter(|&r| requests.dispatched_ns[r] != NONE)
-        .map(|r| (requests.dispatched_ns[r].saturating_sub(requests.intended_ns[r])) / 1000)
-        .collect();
-    skews.sort_unstable();
-    let q = |p| nearest_rank(&skews, p).unwrap_or(0);
+    let q = |p| nearest_rank(skews_ns, p).unwrap_or(0) / 1000;
     let skew_us = SkewSummary {
-        n: skews.len() as u64,
+        n: skews_ns.len() as u64,
         p50: q(0.5),
         p90: q(0.9),
         p99: q(0.99),
         p99_9: q(0.999),
-        max: skews.last().copied().unwrap_or(0),
+        max: skews_ns.last().copied().unwrap_or(0) / 1000,
     };
 
     let params = &run.header.schedule;

@@ -121,34 +121,14 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
         "%",
         "secondary",
         false,
-        |r| {
-            let f = r
-                .in_flight_at_fire
-                .as_ref()
-                .ok_or("the fault never fired")?;
-            let o = &f.on_victim;
-            let n = o.completed + o.errored + o.censored;
-            (n > 0)
-                .then(|| o.errored as f64 / n as f64 * 100.0)
-                .ok_or_else(|| "nothing in flight on the victim".into())
-        },
+        |r| victim_share(r, |o| o.errored),
     ),
     (
         "in flight on the victim at fire: timed out",
         "%",
         "secondary",
         false,
-        |r| {
-            let f = r
-                .in_flight_at_fire
-                .as_ref()
-                .ok_or("the fault never fired")?;
-            let o = &f.on_victim;
-            let n = o.completed + o.errored + o.censored;
-            (n > 0)
-                .then(|| o.censored as f64 / n as f64 * 100.0)
-                .ok_or_else(|| "nothing in flight on the victim".into())
-        },
+        |r| victim_share(r, |o| o.censored),
     ),
     (
         "baseline TTFT p50 (conditional on completion)",
@@ -201,6 +181,19 @@ fn window<'a>(r: &'a Report, name: &str) -> Result<&'a crate::analysis::WindowRe
         .iter()
         .find(|w| w.window == name)
         .ok_or_else(|| format!("no {name} window"))
+}
+
+/// The share (%) of the requests in flight on the victim at fire that `count` picks.
+fn victim_share(r: &Report, count: fn(&crate::analysis::Outcomes) -> u64) -> Result<f64, String> {
+    let f = r
+        .in_flight_at_fire
+        .as_ref()
+        .ok_or("the fault never fired")?;
+    let o = &f.on_victim;
+    let n = o.completed + o.errored + o.censored;
+    (n > 0)
+        .then(|| count(o) as f64 / n as f64 * 100.0)
+        .ok_or_else(|| "nothing in flight on the victim".into())
 }
 
 fn ttft_p50(r: &Report, name: &str) -> Result<f64, String> {

@@ -111,6 +111,34 @@ pub fn class_code(name: &str) -> Option<u16> {
 pub const REQUEST_INDEX_OFFSET: usize = 0;
 pub const REQUEST_OUTCOME_OFFSET: usize = 8;
 
+/// A request body's intended time and its content gaps, read in place without decoding the rest
+/// (JOURNAL.md's byte layout: the fixed fields, seven optional timestamps, the terminal time,
+/// then the gaps as a u64 count and that many u32). For readers that need only the gaps, such as
+/// the analyzer's pooled inter-chunk pass. `None` for a body too short for what it announces.
+pub fn request_gaps(body: &[u8]) -> Option<(u64, impl Iterator<Item = u32> + '_)> {
+    let u64_at = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(body.get(at..at + 8)?.try_into().ok()?))
+    };
+    let intended = u64_at(15)?;
+    let mut at = 23;
+    for _ in 0..7 {
+        match *body.get(at)? {
+            0 => at += 1,
+            1 => at += 9,
+            _ => return None,
+        }
+    }
+    at += 8; // terminal time
+    let count = usize::try_from(u64_at(at)?).ok()?;
+    at += 8;
+    let gaps = body.get(at..at.checked_add(count.checked_mul(4)?)?)?;
+    Some((
+        intended,
+        gaps.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    ))
+}
+
 /// One scheduled request, exactly once per index per journal. Times are ns from the epoch.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct RequestRecord {
@@ -509,5 +537,37 @@ mod tests {
         let bytes = Record::Request(record).encode_body();
         let error = Record::decode(RecordKind::Request as u8, &bytes).unwrap_err();
         assert!(error.message.contains("does not belong"), "{error}");
+    }
+
+    #[test]
+    fn request_gaps_reads_what_a_full_decode_reads() {
+        for index in 0..200u64 {
+            let mut r = crate::journal::synthetic::request(index, index % 100, index * 1_000_000);
+            // Vary which optional timestamps are present.
+            if index % 3 == 0 {
+                r.tls_done_ns = Some(7);
+            }
+            if index % 5 == 0 {
+                r.connect_start_ns = None;
+                r.connect_end_ns = None;
+            }
+            if index % 7 == 0 {
+                r.first_content_ns = None;
+            }
+            let body = Record::Request(r.clone()).encode_body();
+            let (intended, gaps) = request_gaps(&body).unwrap();
+            assert_eq!(intended, r.intended_ns);
+            assert_eq!(gaps.collect::<Vec<_>>(), r.content_gaps_us);
+        }
+        assert!(request_gaps(&[0u8; 10]).is_none());
+        // Cut anywhere, a body gives the whole gaps or nothing: never a partial read, never a
+        // read beyond its end.
+        let r = crate::journal::synthetic::request(1, 50, 1_000);
+        let body = Record::Request(r.clone()).encode_body();
+        for cut in 0..body.len() {
+            if let Some((_, gaps)) = request_gaps(&body[..cut]) {
+                assert_eq!(gaps.collect::<Vec<_>>(), r.content_gaps_us, "cut at {cut}");
+            }
+        }
     }
 }
