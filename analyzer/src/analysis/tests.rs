@@ -1305,4 +1305,25 @@ mod recovery_reports {
             "not applicable"
         );
     }
+
+    #[test]
+    fn black_hole_assertions_go_unobserved_without_their_evidence() {
+        let text = FAULT
+            .replace("variant = \"clean-delete\"", "variant = \"black-hole\"")
+            .replace(
+                "injector = \"kill-pid-file\"\npid_file = \"state/replica-1.pid\"",
+                "injector = \"exec\"\nfire_command = [\"true\"]",
+            );
+        // The fault fired but nothing was in flight toward the victim, and nothing after the
+        // fire went unanswered: both assertions lack their evidence.
+        let quiet = run_with(&text, |_| None, fault_events());
+        assert_eq!(gate_of(&quiet, "G4").status, "unobserved");
+        // No fire at all: both unobserved, and fault fidelity fails the run.
+        let mut unfired = fault_events();
+        unfired.retain(|e| e.kind != event_kind_code("fault-fired").unwrap());
+        let r = run_with(&text, |_| None, unfired);
+        assert_eq!(gate_of(&r, "G3").status, "unobserved");
+        assert_eq!(gate_of(&r, "G4").status, "unobserved");
+        assert_eq!(gate_of(&r, "fault fidelity").status, "fail");
+    }
 }
