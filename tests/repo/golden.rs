@@ -144,3 +144,41 @@ fn the_writer_still_writes_the_golden_bytes() {
         );
     }
 }
+
+/// Recorded runs and their expected analyses (golden/runs): `demo-clean-delete.pj` is
+/// `percentes demo --time-factor 100` recorded on the project's 2-core machine (a clean delete
+/// with the orchestrator's reschedule, every gate passing). Any analyzer change that moves a
+/// number shows up as a diff of the expected report.json and report.md; review it like code and
+/// regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden`. The journals themselves are
+/// recordings and are never regenerated.
+#[test]
+fn recorded_runs_analyze_to_their_expected_reports() {
+    use percentes_analyzer::analysis::{self, Analyzer};
+    use percentes_analyzer::estimate::incidence::Method;
+    use percentes_analyzer::{load, report, JournalFile};
+    // One recording today; the catalogue's scenarios add theirs to this list.
+    let names: &[&str] = &["demo-clean-delete"];
+    for name in names {
+        let dir = root().join("golden/runs");
+        let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();
+        let run = load::load(&file).unwrap();
+        let analyzer = Analyzer {
+            version: "golden".into(),
+            commit: "golden".into(),
+        };
+        let result = analysis::analyze(&run, &file, Method::AalenJohansen, &analyzer);
+        assert!(
+            result.validity.valid,
+            "{name}: {:?}",
+            result.windows_withheld
+        );
+        compare(
+            &dir.join(format!("{name}.report.json")),
+            &report::json(&result),
+        );
+        compare(
+            &dir.join(format!("{name}.report.md")),
+            &report::markdown(&result),
+        );
+    }
+}
