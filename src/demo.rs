@@ -103,9 +103,12 @@ pub fn run(output: &Path, force: bool, time_factor: u32) -> Result<ExitCode> {
          derived from it is labelled NOT PUBLISHABLE.",
         seconds + 5.0
     );
-    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
+    // An earlier demo's folder (it holds demo.toml) is replaced, so README command 1 can run
+    // again; any other non-empty folder needs --force.
+    let earlier_demo = output.join("demo.toml").is_file();
+    if output.exists() && !force && !earlier_demo && std::fs::read_dir(output)?.next().is_some() {
         bail!(
-            "{} exists and is not empty; pass --force to replace what the demo writes there",
+            "{} exists, is not empty and holds no earlier demo; pass --force to write the demo there anyway",
             output.display()
         );
     }

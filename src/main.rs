@@ -41,7 +41,8 @@ enum Command {
         /// The folder everything goes in.
         #[arg(short, long, default_value = "demo-out")]
         output: PathBuf,
-        /// Replace what an earlier demo wrote there.
+        /// Write into a folder that holds other files (an earlier demo's folder is replaced
+        /// without it).
         #[arg(long)]
         force: bool,
         /// The dev profile's time factor: 10 (about 1 m 45 s of load) or up to 100 (about 10 s;
