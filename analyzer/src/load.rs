@@ -82,6 +82,13 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
 
     // The schedule, regenerated from the header's parameters, must match its recorded digest.
     let params = &header.schedule;
+    // The header's schedule must be the one its own configuration defines: the analysis sizes
+    // its windows and goodput series from it, and the configuration is what the pins bound.
+    if *params != config.schedule_params() {
+        return Err(LoadError::Schedule(
+            "the header's schedule parameters are not the ones its configuration defines".into(),
+        ));
+    }
     let digest = params.digest();
     if digest != header.schedule_digest {
         return Err(LoadError::Schedule(format!(
@@ -304,6 +311,21 @@ mod tests {
         assert!(error.to_string().contains("not scheduled"), "{error}");
         let error = load(&file("moved.pj", &edited(|r| r[2].intended_ns += 1))).unwrap_err();
         assert!(error.to_string().contains("the schedule says"), "{error}");
+        // A header whose schedule disagrees with its own configuration (a crafted phase of any
+        // length, its digest recomputed to match) is refused before anything is sized from it.
+        let config = synthetic::golden_config();
+        let mut header = synthetic::header(&config, None);
+        header.schedule.phases[1].duration_ns *= 2;
+        header.schedule_digest = header.schedule.digest();
+        let writer = JournalWriter::create(Vec::new(), &header, None).unwrap();
+        let crafted = writer.seal(1, SealStatus::Completed, "").unwrap().0;
+        let error = load(&file("crafted.pj", &crafted)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("not the ones its configuration defines"),
+            "{error}"
+        );
         let error = load(&file(
             "missing.pj",
             &edited(|r| {
