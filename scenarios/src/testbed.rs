@@ -396,6 +396,15 @@ impl Testbed {
             .map(|r| r.address)
     }
 
+    /// The network namespace a replica of an isolated testbed runs in (for injectors that act
+    /// inside it, such as a black-hole's `ip netns exec NAMESPACE iptables ...`).
+    pub fn namespace(&self, name: &str) -> Option<&str> {
+        self.replicas
+            .iter()
+            .find(|r| r.name == name)
+            .and_then(|r| r.namespace.as_deref())
+    }
+
     /// Process ids of the replicas that are running, by name (for pid-file injectors).
     pub fn pids(&self) -> Vec<(String, u32)> {
         self.replicas

@@ -416,7 +416,8 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     assert!(stdout.contains("verify: sealed-intact"), "{stdout}");
     for file in [
         "run.pj",
-        "demo.toml",
+        "run.toml",
+        "scenario.md",
         "mock.toml",
         "report/report.json",
         "report/report.md",

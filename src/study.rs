@@ -1,0 +1,815 @@
+//! Scenario files and the study runner: `percentes scenario list|run`, and the demo.
+//!
+//! A scenario file (`scenarios/catalogue/*.toml`) declares one governed experiment the way
+//! seeds/004 asks: the question and the expected behaviour, the blast radius (target, boundary,
+//! protected and shed traffic, what must stay authoritative, the cleanup path), the budgets and
+//! abort conditions, the local testbed it runs on, and the run configuration as a template. A
+//! scenario that cannot be executed here says why in `refused` and is never faked.
+//!
+//! `run` starts the testbed, fills the template's placeholders with the testbed's addresses,
+//! records through the real recorder, plays the orchestrator's part around the recorder's fault,
+//! verifies and analyzes the journal, and writes everything into one folder. Runs are always
+//! time-compressed (dev profile, NOT PUBLISHABLE) unless `--experiment` asks for the pinned
+//! full-length profile.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use percentes_analyzer::{analysis, estimate::incidence::Method, report, JournalFile};
+use percentes_formats::config::{Config, FaultVariant};
+use percentes_recorder::run::{self, Options, Progress, TimelineInbox};
+use percentes_scenarios::testbed::{isolation_unavailable, Testbed};
+use serde::Deserialize;
+
+/// The replica-loss clean delete, which `percentes demo` runs.
+pub const DEMO_SCENARIO: &str =
+    include_str!("../scenarios/catalogue/replica-loss-clean-delete.toml");
+
+/// One scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub scenario: Meta,
+    #[serde(default)]
+    pub blast_radius: Option<BlastRadius>,
+    #[serde(default)]
+    pub budgets: Option<Budgets>,
+    #[serde(default)]
+    pub testbed: Option<TestbedPlan>,
+    #[serde(default)]
+    pub run: Option<RunPlan>,
+}
+
+/// `[run]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunPlan {
+    /// The run configuration without `schema_version`, `profile`, `[dev]` and `[calibration]`
+    /// (the runner writes those), with placeholders: `{service}`, `{replica:NAME}`,
+    /// `{pid-file:NAME}`, `{netns:NAME}` and `{partition_s}` (the pinned partition after the
+    /// time factor).
+    pub config: String,
+}
+
+/// `[scenario]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub name: String,
+    /// The question the experiment answers (seeds/004's catalogue).
+    pub question: String,
+    /// What the service is expected to do.
+    pub expectation: String,
+    /// Conditions that end the experiment as invalid or escaped rather than as a finding.
+    #[serde(default)]
+    pub abort: Vec<String>,
+    /// Why this scenario cannot run here; such a scenario is listed and refused, never faked.
+    #[serde(default)]
+    pub refused: Option<String>,
+}
+
+/// `[blast_radius]`: recorded before injection (seeds/004, "Define the blast radius").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlastRadius {
+    pub target: String,
+    pub boundary: String,
+    #[serde(default)]
+    pub protected: Vec<String>,
+    #[serde(default)]
+    pub shed: Vec<String>,
+    #[serde(default)]
+    pub authoritative: Vec<String>,
+    pub cleanup: String,
+}
+
+/// `[budgets]`: degradation bounds during the fault window, in experiment time (the dev profile
+/// divides the latency budgets by its time factor, as it divides every duration).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub e2e_p95_ms: Option<f64>,
+    pub e2e_p99_ms: Option<f64>,
+    pub error_rate: Option<f64>,
+}
+
+/// `[testbed]`: the local stand-in for the cluster.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestbedPlan {
+    #[serde(default = "two")]
+    pub replicas: usize,
+    /// Replicas in network namespaces (root, iproute2, iptables): needed for a black-hole.
+    #[serde(default)]
+    pub isolated: bool,
+    /// Each mock replica is built to serve exactly this many requests per second; the run's
+    /// `calibration.lambda_max_rps` is set to it.
+    pub capacity_rps: f64,
+    /// What plays the control plane after the fault.
+    pub orchestrator: OrchestratorPlan,
+}
+
+fn two() -> usize {
+    2
+}
+
+/// `[testbed.orchestrator]`, in experiment seconds (divided by the time factor).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum OrchestratorPlan {
+    /// Nothing acts: the endpoint stays routable (a black-hole's stale endpoint) and the
+    /// partition's own armed expiry heals it.
+    None,
+    /// A replacement: the endpoint is removed `detection_s` after the victim dies, the replica is
+    /// rescheduled `reschedule_s` later and loads for `weight_load_s` before it is ready.
+    Replace {
+        detection_s: f64,
+        reschedule_s: f64,
+        weight_load_s: f64,
+    },
+}
+
+impl Scenario {
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
+        let scenario: Scenario =
+            toml::from_str(text).with_context(|| format!("{origin}: not a valid scenario file"))?;
+        if scenario.scenario.refused.is_none() {
+            for (what, missing) in [
+                ("[blast_radius]", scenario.blast_radius.is_none()),
+                ("[testbed]", scenario.testbed.is_none()),
+                ("[run] config", scenario.run.is_none()),
+            ] {
+                if missing {
+                    bail!("{origin}: a runnable scenario needs {what} (or `refused` with the reason it cannot run)");
+                }
+            }
+        }
+        Ok(scenario)
+    }
+
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read scenario {}", path.display()))?;
+        Scenario::parse(&text, &path.display().to_string())
+    }
+}
+
+/// `percentes scenario list DIR`.
+pub fn list(dir: &Path) -> Result<ExitCode> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let mut bad = 0;
+    for path in &paths {
+        match Scenario::load(path) {
+            Ok(s) => {
+                let status = match (&s.scenario.refused, &s.testbed) {
+                    (Some(why), _) => format!("refused: {why}"),
+                    (None, Some(t)) if t.isolated => match isolation_unavailable() {
+                        Some(why) => format!("runnable (isolated testbed; not here: {why})"),
+                        None => "runnable (isolated testbed)".into(),
+                    },
+                    _ => "runnable".into(),
+                };
+                println!("{}  [{}]", s.scenario.name, path.display());
+                println!("  question: {}", s.scenario.question);
+                println!("  expects:  {}", s.scenario.expectation);
+                println!("  status:   {status}");
+            }
+            Err(e) => {
+                bad += 1;
+                println!("{}: {e:#}", path.display());
+            }
+        }
+    }
+    if paths.is_empty() {
+        bail!("{} holds no scenario files (*.toml)", dir.display());
+    }
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// How a run is timed.
+#[derive(Clone, Copy, Debug)]
+pub enum Timing {
+    /// The dev profile with this time factor.
+    Dev(u32),
+    /// The pinned full-length experiment profile.
+    Experiment,
+}
+
+impl Timing {
+    fn factor(self) -> u32 {
+        match self {
+            Timing::Dev(f) => f,
+            Timing::Experiment => 1,
+        }
+    }
+}
+
+/// A mock whose capacity is exactly `capacity_rps`: constant timings, no slowdown, and a service
+/// time of 40 % of the (scaled) client timeout, so a baseline request completes well inside the
+/// horizon while an overloaded survivor's queue pushes requests past it.
+fn mock_text(capacity_rps: f64, factor: u32) -> String {
+    let timeout_s = 30.0 / f64::from(factor);
+    let seqs = (capacity_rps * 0.4 * timeout_s).round().max(1.0);
+    let service_ms = seqs / capacity_rps * 1000.0;
+    let ttft_ms = service_ms * 0.125;
+    let gap_ms = (service_ms - ttft_ms) / 255.0;
+    format!(
+        "# Mock replicas written by the percentes study runner: capacity {capacity_rps} requests/s each.\n\
+         [timing]\nttft = {{ kind = \"constant\", ms = {ttft_ms:.3} }}\ntoken_gap = {{ kind = \"constant\", ms = {gap_ms:.4} }}\n\
+         [capacity]\nmax_num_seqs = {seqs}\nslowdown_per_running = 0.0\n"
+    )
+}
+
+/// Fills `{name}` placeholders; an unknown one is an error that names it.
+fn fill(template: &str, values: &BTreeMap<String, String>) -> Result<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after.find('}');
+        let key = close.map(|c| &after[..c]);
+        match key {
+            Some(k)
+                if !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c))
+                    && k.chars().next().is_some_and(|c| c.is_ascii_lowercase()) =>
+            {
+                let value = values.get(k).with_context(|| {
+                    format!(
+                        "the scenario's config names the placeholder {{{k}}}, which this testbed does not define (it defines: {})",
+                        values.keys().map(|k| format!("{{{k}}}")).collect::<Vec<_>>().join(", ")
+                    )
+                })?;
+                out.push_str(value);
+                rest = &after[k.len() + 1..];
+            }
+            // Not a placeholder (an inline table, say): copied as it is.
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The run configuration's text for this testbed and timing.
+fn config_text(
+    scenario: &Scenario,
+    capacity_rps: f64,
+    timing: Timing,
+    values: &BTreeMap<String, String>,
+) -> Result<String> {
+    let template = scenario.run.as_ref().map_or("", |r| r.config.as_str());
+    let profile = match timing {
+        Timing::Dev(f) => format!("profile = \"dev\"\n\n[dev]\ntime_factor = {f}\n"),
+        Timing::Experiment => "profile = \"experiment\"\n".into(),
+    };
+    let body = fill(template, values)?;
+    Ok(format!(
+        "# {}: written by the percentes study runner from its scenario file.\nschema_version = 1\n{profile}\n[calibration]\n# The testbed's mocks are built to this capacity.\nlambda_max_rps = {capacity_rps}\n{body}",
+        scenario.scenario.name
+    ))
+}
+
+/// `percentes scenario run` (and the demo): returns the exit code the run earned.
+pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> Result<ExitCode> {
+    let meta = &scenario.scenario;
+    if let Some(why) = &meta.refused {
+        bail!(
+            "scenario {} cannot run: {why}. It is listed so that its absence is visible; nothing was recorded",
+            meta.name
+        );
+    }
+    let plan = scenario
+        .testbed
+        .as_ref()
+        .context("checked by Scenario::parse")?;
+    if plan.isolated {
+        if let Some(why) = isolation_unavailable() {
+            bail!("scenario {} needs an isolated testbed (network namespaces), which cannot start here: {why}", meta.name);
+        }
+    }
+    let factor = timing.factor();
+    let minutes = 1020.0 / f64::from(factor) / 60.0;
+    println!("percentes scenario {}: {}", meta.name, meta.question);
+    match timing {
+        Timing::Dev(f) => println!(
+            "About {:.1} min of load (dev profile, time factor {f}); everything derived from it is labelled NOT PUBLISHABLE.",
+            minutes
+        ),
+        Timing::Experiment => println!(
+            "About {minutes:.0} min of load: the pinned experiment profile, every pin in force."
+        ),
+    }
+    prepare_folder(output, force)?;
+    let binary =
+        std::env::current_exe().context("cannot find this executable to start the mocks")?;
+    let mock_path = output.join("mock.toml");
+    std::fs::write(&mock_path, mock_text(plan.capacity_rps, factor))?;
+    let mut bed = if plan.isolated {
+        Testbed::start_isolated(&binary, plan.replicas, Some(&mock_path))
+    } else {
+        Testbed::start(&binary, plan.replicas, Some(&mock_path))
+    }
+    .context("cannot start the testbed")?;
+
+    let mut values = BTreeMap::new();
+    values.insert("service".to_owned(), bed.service().to_string());
+    for (name, pid) in bed.pids() {
+        let pid_file = output.join(format!("{name}.pid"));
+        std::fs::write(&pid_file, pid.to_string())?;
+        values.insert(
+            format!("pid-file:{name}"),
+            std::fs::canonicalize(&pid_file)?.display().to_string(),
+        );
+        if let Some(address) = bed.replica(&name) {
+            values.insert(format!("replica:{name}"), address.to_string());
+        }
+        if let Some(ns) = bed.namespace(&name) {
+            values.insert(format!("netns:{name}"), ns.to_owned());
+        }
+    }
+    // The partition as the recorder will time it: parse once with a stand-in to read the pin.
+    let mut probe_values = values.clone();
+    probe_values.insert("partition_s".into(), "0".into());
+    let probe =
+        Config::parse(config_text(scenario, plan.capacity_rps, timing, &probe_values)?.as_bytes())
+            .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    values.insert(
+        "partition_s".into(),
+        format!("{:.3}", probe.duration_ns("fault.partition_s") as f64 / 1e9),
+    );
+    let text = config_text(scenario, plan.capacity_rps, timing, &values)?;
+    let config_path = output.join("run.toml");
+    std::fs::write(&config_path, &text)?;
+    let config = Config::parse(text.as_bytes())
+        .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    println!(
+        "testbed: router {}, {} replicas{}; config {}",
+        bed.service(),
+        plan.replicas,
+        if plan.isolated {
+            " in network namespaces"
+        } else {
+            ""
+        },
+        config_path.display()
+    );
+
+    let journal = output.join("run.pj");
+    let inbox = TimelineInbox::default();
+    let options = Options {
+        output: journal.clone(),
+        force: true,
+        signing_key: None,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        tool_commit: env!("PERCENTES_COMMIT").into(),
+        workers: 1,
+        progress: Progress::Human,
+        stop: run::stop_on_signals(),
+        timeline: Some(inbox.clone()),
+    };
+    let finished = Arc::new(AtomicBool::new(false));
+    let recorder = {
+        let finished = Arc::clone(&finished);
+        let config = config.clone();
+        std::thread::spawn(move || {
+            let result = run::record(&config, &options);
+            finished.store(true, Ordering::Relaxed);
+            result
+        })
+    };
+    if let (
+        OrchestratorPlan::Replace {
+            detection_s,
+            reschedule_s,
+            weight_load_s,
+        },
+        Some(victim),
+    ) = (&plan.orchestrator, config.fault.victim.as_deref())
+    {
+        if config.fault.variant != FaultVariant::None {
+            let steps = Replacement {
+                detection: scaled(*detection_s, factor),
+                reschedule: scaled(*reschedule_s, factor),
+                weight_load: scaled(*weight_load_s, factor),
+            };
+            replace(&mut bed, victim, &steps, &inbox, &finished);
+        }
+    }
+    let summary = recorder
+        .join()
+        .map_err(|_| anyhow::anyhow!("the recorder thread panicked"))??;
+    drop(bed);
+    println!(
+        "\njournal: {} ({})",
+        journal.display(),
+        summary.status.name()
+    );
+
+    let file = JournalFile::open(&journal)?;
+    let verified = file.verify(&Default::default());
+    println!("verify: {}", verified.verdict.name());
+    let loaded = percentes_analyzer::load::load(&file)
+        .with_context(|| format!("cannot analyze {}", journal.display()))?;
+    let result = analysis::analyze(
+        &loaded,
+        &file,
+        Method::AalenJohansen,
+        &analysis::Analyzer {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("PERCENTES_COMMIT").into(),
+        },
+    );
+    let report_dir = output.join("report");
+    let written = report::write(&result, &loaded.requests, &report_dir)?;
+    let declaration = declaration_text(scenario, &result, factor);
+    std::fs::write(output.join("scenario.md"), &declaration)?;
+    headline(&result);
+    print!("\n{declaration}");
+    println!(
+        "\nwrote {} into {}; open {} in a browser",
+        written.join(", "),
+        report_dir.display(),
+        report_dir.join("report.html").display()
+    );
+    Ok(if result.validity.valid {
+        ExitCode::SUCCESS
+    } else {
+        println!("the run failed a validity gate (see report.md); exit 2");
+        ExitCode::from(2)
+    })
+}
+
+/// An earlier run's folder (it holds run.toml) is replaced; any other non-empty folder needs
+/// `force`.
+fn prepare_folder(output: &Path, force: bool) -> Result<()> {
+    let earlier = output.join("run.toml").is_file() || output.join("demo.toml").is_file();
+    if output.exists() && !force && !earlier && std::fs::read_dir(output)?.next().is_some() {
+        bail!(
+            "{} exists, is not empty and holds no earlier run; pass --force to write there anyway",
+            output.display()
+        );
+    }
+    std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))
+}
+
+fn scaled(seconds: f64, factor: u32) -> Duration {
+    Duration::from_secs_f64(seconds / f64::from(factor))
+}
+
+struct Replacement {
+    detection: Duration,
+    reschedule: Duration,
+    weight_load: Duration,
+}
+
+/// The orchestrator's part in a replacement: notice the victim died (the recorder's injector
+/// killed it at T_inject), remove its endpoint, reschedule it, let it load, mark it ready; each
+/// boundary into the journal's timeline.
+fn replace(
+    bed: &mut Testbed,
+    victim: &str,
+    steps: &Replacement,
+    inbox: &TimelineInbox,
+    finished: &AtomicBool,
+) {
+    let Some(address) = bed.replica(victim) else {
+        inbox.report(
+            "orchestrator",
+            &format!("no replica named {victim} on the testbed"),
+            None,
+        );
+        return;
+    };
+    loop {
+        if finished.load(Ordering::Relaxed) {
+            return;
+        }
+        if std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = bed.reap(victim, Duration::from_secs(2));
+    std::thread::sleep(steps.detection);
+    if bed.set_ready(victim, false).is_ok() {
+        inbox.report(
+            "detected",
+            &format!("the orchestrator removed {victim}'s endpoint from the service"),
+            None,
+        );
+    }
+    inbox.report(
+        "reschedule",
+        &format!("{victim} rescheduled; it starts after the scheduling delay"),
+        None,
+    );
+    let started = bed.started_at();
+    let records_before = bed.records().len();
+    match bed.restart(
+        victim,
+        steps.reschedule,
+        steps.weight_load,
+        Duration::from_secs(30),
+    ) {
+        Ok(()) => {
+            for record in &bed.records()[records_before..] {
+                let at = started + Duration::from_nanos(record.at_ns);
+                match record.event {
+                    "fired" => inbox.report_at(
+                        at,
+                        "container-start",
+                        &format!("{victim} process listening (loading)"),
+                        None,
+                    ),
+                    "ready" => inbox.report_at(
+                        at,
+                        "weight-load",
+                        &format!("{victim} healthy: weights loaded; endpoint ready"),
+                        None,
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        Err(e) => inbox.report("restart-failed", &e.to_string(), None),
+    }
+}
+
+/// The scenario's declaration and how the run measured against its budgets, as markdown.
+fn declaration_text(scenario: &Scenario, report: &analysis::Report, factor: u32) -> String {
+    use std::fmt::Write;
+    let meta = &scenario.scenario;
+    let mut out = format!(
+        "# Scenario {}\n\n- question: {}\n- expectation: {}\n",
+        meta.name, meta.question, meta.expectation
+    );
+    if let Some(b) = &scenario.blast_radius {
+        let _ = writeln!(
+            out,
+            "\n## Blast radius (declared before injection)\n\n- target: {}\n- boundary: {}",
+            b.target, b.boundary
+        );
+        for (label, items) in [
+            ("protected", &b.protected),
+            ("may shed", &b.shed),
+            ("must stay authoritative", &b.authoritative),
+        ] {
+            for item in items {
+                let _ = writeln!(out, "- {label}: {item}");
+            }
+        }
+        let _ = writeln!(out, "- cleanup path: {}", b.cleanup);
+    }
+    if !meta.abort.is_empty() {
+        let _ = writeln!(out, "\n## Abort conditions\n");
+        for a in &meta.abort {
+            let _ = writeln!(out, "- {a}");
+        }
+    }
+    if let Some(b) = &scenario.budgets {
+        let _ = writeln!(out, "\n## Budgets in the fault window\n");
+        if factor > 1 {
+            let _ = writeln!(out, "Latency budgets are divided by the time factor {factor}, as every duration of the dev profile is.\n");
+        }
+        let fault = report.windows.iter().find(|w| w.window == "fault");
+        let e2e = |q: &str| {
+            fault.and_then(|w| {
+                w.e2e
+                    .percentiles_us
+                    .iter()
+                    .find(|(k, _)| k == q)
+                    .map(|(_, v)| *v as f64 / 1000.0)
+            })
+        };
+        let verdict = |measured: Option<f64>, limit: f64| match measured {
+            None => "not measured".to_owned(),
+            Some(m) if m <= limit => format!("{m:.3}: within"),
+            Some(m) => format!("{m:.3}: OVER"),
+        };
+        if let Some(ms) = b.e2e_p95_ms {
+            let limit = ms / f64::from(factor);
+            let _ = writeln!(
+                out,
+                "- e2e p95 <= {limit:.3} ms: {}",
+                verdict(e2e("p95"), limit)
+            );
+        }
+        if let Some(ms) = b.e2e_p99_ms {
+            let limit = ms / f64::from(factor);
+            let _ = writeln!(
+                out,
+                "- e2e p99 <= {limit:.3} ms: {}",
+                verdict(e2e("p99"), limit)
+            );
+        }
+        if let Some(rate) = b.error_rate {
+            let _ = writeln!(
+                out,
+                "- error rate <= {rate}: {}",
+                verdict(fault.and_then(|w| w.error_rate.value), rate)
+            );
+        }
+    }
+    out
+}
+
+/// The headline numbers on the terminal.
+pub fn headline(report: &analysis::Report) {
+    println!("\n== headline numbers (dev profile: NOT PUBLISHABLE) ==");
+    for g in report
+        .validity
+        .gates
+        .iter()
+        .filter(|g| !analysis::gate_holds(g))
+    {
+        println!("gate {}: {} ({})", g.gate, g.status, g.observed);
+    }
+    for w in &report.windows {
+        let p50 = w
+            .ttft
+            .percentiles_us
+            .iter()
+            .find(|(q, _)| q == "p50")
+            .map(|(_, v)| *v);
+        println!(
+            "{:<9} scheduled {:>5}  errored {:.4}  censored {:.4}  goodput {}  TTFT p50 {}  completion within 1 s {:.4}",
+            w.window,
+            w.scheduled,
+            w.error_rate.value.unwrap_or(0.0),
+            w.censored_rate.value.unwrap_or(0.0),
+            w.goodput.value.map_or("n/a".into(), |g| format!("{g:.4}")),
+            p50.map_or("n/a".into(), |us| format!("{:.1} ms", us as f64 / 1000.0)),
+            w.completion.within_1s
+        );
+    }
+    if let Some(f) = &report.in_flight_at_fire {
+        let o = &f.on_victim;
+        println!(
+            "in flight on {} at fire: {} errored, {} censored, {} completed",
+            f.victim, o.errored, o.censored, o.completed
+        );
+    }
+    if let Some(r) = &report.recovery {
+        println!("{}", r.label);
+        println!(
+            "time to the single-replica equilibrium: {}",
+            r.to_equilibrium.text
+        );
+        println!(
+            "time to the two-replica pre-fault baseline: {}",
+            r.to_pre_fault.text
+        );
+        for b in r
+            .decomposition
+            .iter()
+            .filter(|b| b.since_anchor_s.is_some())
+        {
+            println!(
+                "  {}: {:.3} s after the fire",
+                b.boundary,
+                b.since_anchor_s.unwrap_or(0.0)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalogue() -> Vec<(PathBuf, Scenario)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/catalogue");
+        let mut all: Vec<(PathBuf, Scenario)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .map(|p| {
+                let s = Scenario::load(&p).unwrap();
+                (p, s)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Stand-in values for every placeholder a two-replica testbed defines.
+    fn values() -> BTreeMap<String, String> {
+        let mut v = BTreeMap::new();
+        v.insert("service".into(), "127.0.0.1:9000".into());
+        v.insert("partition_s".into(), "12.000".into());
+        for (i, name) in ["replica-0", "replica-1"].iter().enumerate() {
+            v.insert(format!("replica:{name}"), format!("127.0.0.1:900{}", i + 1));
+            v.insert(format!("pid-file:{name}"), format!("/tmp/{name}.pid"));
+            v.insert(format!("netns:{name}"), format!("ns{i}"));
+        }
+        v
+    }
+
+    #[test]
+    fn every_runnable_catalogue_scenario_loads_under_dev_and_experiment() {
+        let all = catalogue();
+        let names: Vec<&str> = all.iter().map(|(_, s)| s.scenario.name.as_str()).collect();
+        for expected in [
+            "replica-loss-clean-delete",
+            "replica-loss-black-hole",
+            "pod-churn",
+            "load-under-rollout",
+            "load-under-rollback",
+        ] {
+            assert!(names.contains(&expected), "{expected} missing: {names:?}");
+        }
+        for (path, s) in &all {
+            let Some(plan) = &s.testbed else {
+                assert!(s.scenario.refused.is_some(), "{}", path.display());
+                continue;
+            };
+            assert_eq!(
+                path.file_stem().unwrap().to_str().unwrap(),
+                s.scenario.name,
+                "a scenario file is named after its scenario"
+            );
+            for timing in [Timing::Dev(10), Timing::Experiment] {
+                let text = config_text(s, plan.capacity_rps, timing, &values()).unwrap();
+                let config = Config::parse(text.as_bytes())
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
+                assert_eq!(config.calibration.lambda_max_rps, Some(plan.capacity_rps));
+                assert!(config.fault.victim.is_some(), "{}", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn the_demo_is_the_catalogues_clean_delete() {
+        let built_in = Scenario::parse(DEMO_SCENARIO, "built-in").unwrap();
+        assert_eq!(built_in.scenario.name, "replica-loss-clean-delete");
+    }
+
+    #[test]
+    fn placeholders_are_filled_and_an_unknown_one_is_named() {
+        let v = values();
+        assert_eq!(
+            fill("a = \"{service}\"\nb = { c = 1 }\n", &v).unwrap(),
+            "a = \"127.0.0.1:9000\"\nb = { c = 1 }\n"
+        );
+        let e = fill("x = \"{replica:replica-7}\"", &v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("{replica:replica-7}") && e.contains("{service}"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_scenario_without_its_parts_or_a_reason_is_refused_at_load() {
+        let e = Scenario::parse(
+            "[scenario]\nname = \"x\"\nquestion = \"q\"\nexpectation = \"e\"\n",
+            "x.toml",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("needs [blast_radius]"), "{e:#}");
+        let e = Scenario::parse(
+            "[scenario]\nname = \"x\"\nquestion = \"q\"\nexpectation = \"e\"\nrefusd = \"typo\"\n",
+            "x.toml",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("refusd"), "{e:#}");
+    }
+
+    #[test]
+    fn a_refused_scenario_runs_nothing_and_says_why() {
+        let (_, rollout) = catalogue()
+            .into_iter()
+            .find(|(_, s)| s.scenario.name == "load-under-rollout")
+            .unwrap();
+        let out = std::env::temp_dir().join(format!("percentes-refused-{}", std::process::id()));
+        let e = run(&rollout, &out, false, Timing::Dev(100))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("executable rollout controller"), "{e}");
+        assert!(
+            !out.exists(),
+            "a refused scenario must not create its folder"
+        );
+    }
+}
