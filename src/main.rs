@@ -11,6 +11,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[cfg(target_os = "linux")]
+mod calibrate;
+#[cfg(target_os = "linux")]
 mod demo;
 mod inspect;
 mod show;
@@ -86,6 +88,25 @@ enum Command {
     /// Scenario files (seeds/004's governed experiments) run on the local testbed (Linux).
     #[command(subcommand)]
     Scenario(ScenarioCommand),
+    /// Measure lambda_max of one replica addressed directly (SPEC §10, Linux): a coarse ramp
+    /// from 2 rps doubling until a step fails, then steps 10 % above the last pass; each step a
+    /// recorded journal (30 s settle + 120 s measured, divided by a dev time factor); run twice,
+    /// a third time when the two differ by more than 10 %. Writes every step's configuration and
+    /// journal, calibration.json and calibration.md. Exit 0 calibrated, 2 calibration invalid.
+    Calibrate {
+        /// The run configuration to calibrate for (its target, routes, profile and pins); the
+        /// replica's address comes from target.replica_addresses.
+        config: PathBuf,
+        /// The folder the trace goes in.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Which replica (default: the first of target.replicas).
+        #[arg(long)]
+        replica: Option<String>,
+        /// Write into a folder that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
     /// Write a commented, valid example configuration.
     Init {
         /// Which profile the example is for.
@@ -376,6 +397,21 @@ fn demo(_: &Path, _: bool, _: u32) -> Result<ExitCode> {
 }
 
 #[cfg(target_os = "linux")]
+fn calibrate_command(
+    config: &Path,
+    output: &Path,
+    replica: Option<&str>,
+    force: bool,
+) -> Result<ExitCode> {
+    calibrate::calibrate(config, output, replica, force)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool) -> Result<ExitCode> {
+    bail!("`percentes calibrate` records, and recording runs on Linux only (it drives io_uring)")
+}
+
+#[cfg(target_os = "linux")]
 fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
     match command {
         ScenarioCommand::List { dir } => study::list(&dir),
@@ -531,6 +567,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             time_factor,
         } => demo(&output, force, time_factor),
         Command::Scenario(command) => scenario(command),
+        Command::Calibrate {
+            config,
+            output,
+            replica,
+            force,
+        } => calibrate_command(&config, &output, replica.as_deref(), force),
         Command::Analyze {
             journal,
             spec,

@@ -210,6 +210,12 @@ pub struct ScheduleSection {
 pub struct Calibration {
     /// Measured single-replica capacity (§10). Required for a fault run.
     pub lambda_max_rps: Option<f64>,
+    /// This run is one step of a calibration ramp (§10, written by `percentes calibrate`): one
+    /// replica addressed directly, no fault, `schedule.rate_rps` is the step's rate, and the
+    /// schedule is the pinned settle (phase `warmup`) then the pinned measured span (phase
+    /// `measurement`).
+    #[serde(default)]
+    pub step: bool,
 }
 
 /// `[fault]` (the non-pinned part).
@@ -515,7 +521,12 @@ impl Config {
             duration_ns: self.duration_ns(key),
             rate_rps,
         };
-        let phases = if self.fault.variant == FaultVariant::None {
+        let phases = if self.calibration.step {
+            vec![
+                phase("warmup", "calibration.settle_s"),
+                phase("measurement", "calibration.measure_s"),
+            ]
+        } else if self.fault.variant == FaultVariant::None {
             vec![
                 phase("warmup", "experiment.warmup_s"),
                 phase("measurement", "experiment.baseline_s"),
@@ -682,6 +693,23 @@ impl Config {
                 "schedule.rate_rps",
                 "required when fault.variant = \"none\"".into(),
             ));
+        }
+        if self.calibration.step {
+            if self.fault.variant != FaultVariant::None {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§10",
+                    message: "a calibration step (calibration.step = true) injects no fault; set fault.variant = \"none\"".into(),
+                });
+            }
+            if self.target.replicas.len() != 1 {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§10",
+                    message: format!(
+                        "a calibration step addresses one replica directly; target.replicas lists {}",
+                        self.target.replicas.len()
+                    ),
+                });
+            }
         }
         for key in ["schedule.rate_rps", "calibration.lambda_max_rps"] {
             let value = if key == "schedule.rate_rps" {

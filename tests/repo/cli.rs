@@ -536,3 +536,110 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// §10 calibration end to end against one mock addressed directly, at time factor 100 (each
+/// step 0.3 s settle + 1.2 s measured). The mock has 8 slots of 200 ms: capacity 40 rps. The
+/// ramp must pass 2, 4, 8 and 16 rps, find lambda_max between 16 and 44 rps (the fine steps stop
+/// at the first failure past the capacity), run at least two calibrations, and leave every
+/// step's configuration and a sealed journal behind.
+///
+/// Breaks this catches: a ramp that keeps doubling past a failing step; a step verdict that
+/// ignores goodput or the waiting gauge (lambda_max would run to the recorder's maximum); step
+/// journals that are not written or do not verify.
+#[test]
+fn calibrate_finds_the_mocks_capacity_and_writes_the_whole_trace() {
+    let _machine = crate::machine();
+    let dir = scratch("calibrate");
+    let mock = dir.join("mock.toml");
+    std::fs::write(
+        &mock,
+        "[timing]\nttft = { kind = \"constant\", ms = 25.0 }\ntoken_gap = { kind = \"constant\", ms = 0.6863 }\n\
+         [capacity]\nmax_num_seqs = 8\nslowdown_per_running = 0.0\n",
+    )
+    .unwrap();
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_percentes"));
+    let bed = percentes_scenarios::testbed::Testbed::start(binary, 1, Some(&mock)).unwrap();
+    let address = bed.replica("replica-0").unwrap();
+    let config = dir.join("run.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"schema_version = 1
+profile = "dev"
+
+[dev]
+time_factor = 100
+
+[target]
+kind = "mock"
+base_url = "http://{service}"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+replica_addresses = {{ "replica-0" = "{address}" }}
+
+[schedule]
+seed = 4
+arrival = "poisson"
+
+[calibration]
+lambda_max_rps = 20.0
+
+[fault]
+variant = "clean-delete"
+victim = "replica-1"
+injector = "kill-pid-file"
+pid_file = "/nonexistent.pid"
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+"#,
+            service = bed.service()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("trace");
+    let (code, stdout, stderr) = percentes(&[
+        "calibrate",
+        config.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    drop(bed);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("calibration.json")).unwrap()).unwrap();
+    let lambda = trace["lambda_max_rps"].as_f64().unwrap();
+    assert!(
+        (16.0..=44.0).contains(&lambda),
+        "lambda_max {lambda}: {stdout}"
+    );
+    let lambda_r = trace["lambda_r_rps"].as_f64().unwrap();
+    assert!((lambda_r - 0.65 * lambda).abs() < 0.001, "{lambda_r}");
+    let calibrations = trace["calibrations"].as_array().unwrap();
+    assert!((2..=3).contains(&calibrations.len()), "{stdout}");
+    for c in calibrations {
+        let steps = c["steps"].as_array().unwrap();
+        let rates: Vec<f64> = steps
+            .iter()
+            .map(|s| s["rate_rps"].as_f64().unwrap())
+            .collect();
+        assert_eq!(&rates[..4], [2.0, 4.0, 8.0, 16.0], "{rates:?}");
+        assert!(
+            steps.iter().any(|s| !s["passed"].as_bool().unwrap()),
+            "no failing step: {rates:?}"
+        );
+        for s in steps {
+            let journal = out.join(s["journal"].as_str().unwrap());
+            let (code, verdict, _) = percentes(&["verify", journal.to_str().unwrap()]);
+            assert_eq!(code, 0, "{verdict}");
+            assert!(journal.with_extension("toml").is_file());
+        }
+    }
+    let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    assert!(
+        md.contains("NOT PUBLISHABLE") && md.contains("| step | stage |"),
+        "{md}"
+    );
+    assert!(stdout.contains("lambda_max_rps = "), "{stdout}");
+}

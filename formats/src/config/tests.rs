@@ -410,3 +410,50 @@ fn replica_addresses_must_name_declared_replicas_by_ip_and_port() {
     let error = load(&named).unwrap_err().to_string();
     assert!(error.contains("not an ip:port address"), "{error}");
 }
+
+#[test]
+fn a_calibration_step_is_one_replica_no_fault_and_the_pinned_settle_then_measure() {
+    let step = BASE
+        .replace(
+            "replicas = [\"replica-0\", \"replica-1\"]",
+            "replicas = [\"replica-0\"]",
+        )
+        .replace("lambda_max_rps = 20.0", "step = true")
+        .replace(
+            "variant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"",
+            "variant = \"none\"",
+        );
+    let step = with_key(&step, "schedule.rate_rps", "8.0");
+    let config = load(&step).unwrap();
+    let params = config.schedule_params();
+    let phases: Vec<(&str, u64, f64)> = params
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.duration_ns, p.rate_rps))
+        .collect();
+    // Dev factor 10: 30 s settle and 120 s measured become 3 s and 12 s.
+    assert_eq!(
+        phases,
+        [
+            ("warmup", 3_000_000_000, 8.0),
+            ("measurement", 12_000_000_000, 8.0)
+        ]
+    );
+    assert_eq!(params.inject_at_ns, None);
+
+    let two = step.replace("replicas = [\"replica-0\"]", "replicas = [\"a\", \"b\"]");
+    let error = load(&two).unwrap_err();
+    assert!(
+        error.to_string().contains("§10") && error.to_string().contains("one replica"),
+        "{error}"
+    );
+    let faulted = with_key(BASE, "calibration.step", "true");
+    let error = load(&faulted).unwrap_err();
+    assert!(error.to_string().contains("§10"), "{error}");
+    // The step's durations are pins: a shorter settle does not load.
+    let error = load(&with_key(&step, "calibration.settle_s", "10")).unwrap_err();
+    assert!(
+        error.to_string().contains("calibration.settle_s"),
+        "{error}"
+    );
+}

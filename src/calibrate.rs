@@ -1,0 +1,674 @@
+//! `percentes calibrate` (SPEC §10): lambda_max of one replica addressed directly, by a coarse
+//! ramp from the pinned start rate doubling until a step fails, then steps 10 % above the last
+//! passing rate until one fails. Each step is a recorded journal (settle, then the measured span;
+//! both pinned, dev-scaled) analyzed like any run. Two calibrations; when they differ by more
+//! than 10 % of the larger, a third decides by the median. The whole trace is written.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use percentes_analyzer::{analysis, estimate::incidence::Method, gates, JournalFile};
+use percentes_formats::config::Config;
+use percentes_formats::pins;
+use percentes_formats::schedule::RATE_RPS_MAX;
+use percentes_recorder::run::{self, Options, Progress};
+use serde::Serialize;
+
+/// What one step measured, and its verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub rate_rps: f64,
+    /// `coarse` or `fine`.
+    pub stage: &'static str,
+    pub journal: String,
+    pub scheduled: u64,
+    /// SLO goodput over the measured span's scheduled requests.
+    pub goodput: Option<f64>,
+    /// Mean waiting-queue gauge of the replica over the measured span (its probes).
+    pub waiting_mean: Option<f64>,
+    /// Run-invalidating gates that did not hold (the client gate, G2).
+    pub client_gate: Vec<String>,
+    pub passed: bool,
+    /// Why it failed, one line per reason; empty when it passed.
+    pub reasons: Vec<String>,
+}
+
+/// What a step function reports to the ramp.
+pub trait StepRunner {
+    fn step(&mut self, rate_rps: f64, stage: &'static str) -> Result<Step>;
+}
+
+/// One calibration: its steps and lambda_max, or why there is none.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ramp {
+    pub steps: Vec<Step>,
+    pub lambda_max_rps: Option<f64>,
+    pub note: String,
+}
+
+/// Rates are written to the configuration with three decimals; the ramp works on those values.
+fn round3(rate: f64) -> f64 {
+    (rate * 1000.0).round() / 1000.0
+}
+
+/// The §10 ramp: from `start` doubling until a step fails (`start` failing invalidates the
+/// calibration), then each step `fine` (0.10) above the last passing rate, below the coarse
+/// rate that failed, until one fails. lambda_max is the last passing rate.
+pub fn ramp(start: f64, fine: f64, runner: &mut dyn StepRunner) -> Result<Ramp> {
+    let mut steps = Vec::new();
+    let mut rate = start;
+    let mut last_pass: Option<f64> = None;
+    let failed_at = loop {
+        let step = runner.step(rate, "coarse")?;
+        let passed = step.passed;
+        steps.push(step);
+        if !passed {
+            break rate;
+        }
+        last_pass = Some(rate);
+        if rate * 2.0 > RATE_RPS_MAX {
+            return Ok(Ramp {
+                steps,
+                lambda_max_rps: None,
+                note: format!(
+                    "every coarse step passed up to {rate} rps and the next would exceed the recorder's {RATE_RPS_MAX} rps: the capacity is beyond what one calibration can offer"
+                ),
+            });
+        }
+        rate *= 2.0;
+    };
+    let Some(mut passing) = last_pass else {
+        return Ok(Ramp {
+            steps,
+            lambda_max_rps: None,
+            note: format!("the first step ({start} rps) failed: the calibration is invalid (§10)"),
+        });
+    };
+    loop {
+        let next = round3(passing * (1.0 + fine));
+        if next >= failed_at || next <= passing {
+            break;
+        }
+        let step = runner.step(next, "fine")?;
+        let passed = step.passed;
+        steps.push(step);
+        if !passed {
+            break;
+        }
+        passing = next;
+    }
+    Ok(Ramp {
+        steps,
+        lambda_max_rps: Some(passing),
+        note: format!("last passing step {passing} rps"),
+    })
+}
+
+/// The decision over the calibrations so far: `Ok(Some(lambda))` when decided, `Ok(None)` when
+/// a third is needed, `Err(why)` when the calibration is invalid.
+pub fn decide(lambdas: &[Option<f64>], disagreement: f64) -> Result<Option<f64>, String> {
+    let valid: Vec<f64> = lambdas.iter().flatten().copied().collect();
+    if valid.len() < lambdas.len() {
+        return Err("a calibration found no lambda_max (see its note)".into());
+    }
+    match valid.as_slice() {
+        [a, b] => {
+            let larger = a.max(*b);
+            if (a - b).abs() > disagreement * larger {
+                Ok(None)
+            } else {
+                // Agreeing runs: the lower, a capacity both demonstrated.
+                Ok(Some(a.min(*b)))
+            }
+        }
+        [a, b, c] => {
+            let mut v = [*a, *b, *c];
+            v.sort_by(f64::total_cmp);
+            Ok(Some(v[1]))
+        }
+        _ => Err(format!(
+            "{} calibrations: two or three expected",
+            valid.len()
+        )),
+    }
+}
+
+/// Records one step against the replica and analyzes its journal.
+struct Recorder<'a> {
+    base: toml::Table,
+    source: &'a Path,
+    replica: String,
+    address: String,
+    scheme: &'static str,
+    output: &'a Path,
+    calibration: usize,
+    count: usize,
+}
+
+impl StepRunner for Recorder<'_> {
+    fn step(&mut self, rate_rps: f64, stage: &'static str) -> Result<Step> {
+        self.count += 1;
+        let stem = format!("c{}-s{:02}-{rate_rps}rps", self.calibration, self.count);
+        let text = self.step_config(rate_rps)?;
+        let config_path = self.output.join(format!("{stem}.toml"));
+        std::fs::write(&config_path, &text)?;
+        let config = Config::parse(text.as_bytes()).with_context(|| {
+            format!(
+                "the step configuration {} derived from {} does not load",
+                config_path.display(),
+                self.source.display()
+            )
+        })?;
+        let journal = self.output.join(format!("{stem}.pj"));
+        let options = Options {
+            output: journal.clone(),
+            force: true,
+            signing_key: None,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            tool_commit: env!("PERCENTES_COMMIT").into(),
+            workers: 1,
+            progress: Progress::Quiet,
+            stop: run::stop_on_signals(),
+            timeline: None,
+        };
+        let summary =
+            run::record(&config, &options).with_context(|| format!("recording step {stem}"))?;
+        if summary.status.name() != "completed" {
+            bail!(
+                "step {stem} ended {} ({}): the calibration stops",
+                summary.status.name(),
+                summary.reason
+            );
+        }
+        let step = evaluate(&journal, rate_rps, stage, &self.replica)?;
+        println!(
+            "  calibration {} step {:>2} {:<6} {:>9.3} rps: {}{}",
+            self.calibration,
+            self.count,
+            stage,
+            rate_rps,
+            if step.passed { "pass" } else { "FAIL" },
+            if step.passed {
+                String::new()
+            } else {
+                format!(" ({})", step.reasons.join("; "))
+            }
+        );
+        Ok(step)
+    }
+}
+
+impl Recorder<'_> {
+    /// The user's configuration, turned into one step: this replica only, addressed directly,
+    /// no fault, the step's rate, `calibration.step = true`.
+    fn step_config(&self, rate_rps: f64) -> Result<String> {
+        let mut t = self.base.clone();
+        let table = |t: &mut toml::Table, key: &str| -> Result<toml::Table> {
+            Ok(match t.remove(key) {
+                Some(toml::Value::Table(table)) => table,
+                None => toml::Table::new(),
+                Some(_) => bail!("`{key}` is not a table"),
+            })
+        };
+        let mut target = table(&mut t, "target")?;
+        target.insert(
+            "base_url".into(),
+            format!("{}://{}", self.scheme, self.address).into(),
+        );
+        target.insert(
+            "replicas".into(),
+            toml::Value::Array(vec![self.replica.clone().into()]),
+        );
+        let mut addresses = toml::Table::new();
+        addresses.insert(self.replica.clone(), self.address.clone().into());
+        target.insert("replica_addresses".into(), addresses.into());
+        t.insert("target".into(), target.into());
+        let mut schedule = table(&mut t, "schedule")?;
+        schedule.insert("rate_rps".into(), rate_rps.into());
+        // Each calibration draws its own arrivals (seed + index - 1), so the runs that must agree
+        // are independent samples rather than one schedule replayed.
+        let seed = schedule
+            .get("seed")
+            .and_then(toml::Value::as_integer)
+            .unwrap_or(0);
+        schedule.insert(
+            "seed".into(),
+            seed.wrapping_add(self.calibration as i64 - 1).into(),
+        );
+        t.insert("schedule".into(), schedule.into());
+        let mut calibration = table(&mut t, "calibration")?;
+        calibration.remove("lambda_max_rps");
+        calibration.insert("step".into(), true.into());
+        t.insert("calibration".into(), calibration.into());
+        // The fault section keeps only its pinned keys (none matter without a fault).
+        let mut fault = toml::Table::new();
+        fault.insert("variant".into(), "none".into());
+        t.insert("fault".into(), fault.into());
+        let body = toml::to_string(&t).context("cannot write the step configuration")?;
+        Ok(format!(
+            "# A calibration step at {rate_rps} rps against {} ({}), written by `percentes calibrate` from {}.\n{body}",
+            self.replica,
+            self.address,
+            self.source.display()
+        ))
+    }
+}
+
+/// Analyzes a step's journal into its verdict (§10: goodput >= 0.99 over the measured span,
+/// mean waiting-queue gauge <= 1.0, client gate clean).
+pub fn evaluate(journal: &Path, rate_rps: f64, stage: &'static str, replica: &str) -> Result<Step> {
+    let file = JournalFile::open(journal)?;
+    let run = percentes_analyzer::load::load(&file)
+        .with_context(|| format!("cannot analyze {}", journal.display()))?;
+    let result = analysis::analyze(
+        &run,
+        &file,
+        Method::AalenJohansen,
+        &analysis::Analyzer {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("PERCENTES_COMMIT").into(),
+        },
+    );
+    let goodput_min = run
+        .config
+        .value("calibration.step_goodput_min")
+        .as_f64()
+        .unwrap_or(0.99);
+    let waiting_max = run
+        .config
+        .value("calibration.step_waiting_max")
+        .as_f64()
+        .unwrap_or(1.0);
+    let mut reasons = Vec::new();
+    let client_gate: Vec<String> = result
+        .validity
+        .gates
+        .iter()
+        .filter(|g| g.effect == gates::RUN_INVALIDATING && !analysis::gate_holds(g))
+        .map(|g| format!("{} {} ({})", g.gate, g.status, g.observed))
+        .collect();
+    if !client_gate.is_empty() {
+        reasons.push(format!("client gate: {}", client_gate.join(", ")));
+    }
+    let timeline = &result.timeline;
+    let measured = timeline.windows.iter().find(|w| w.window == "measurement");
+    let window = result.windows.iter().find(|w| w.window == "measurement");
+    let goodput = window.and_then(|w| w.goodput.value);
+    match goodput {
+        Some(g) if g >= goodput_min => {}
+        Some(g) => reasons.push(format!("goodput {g:.4} < {goodput_min}")),
+        None => reasons.push(
+            "goodput not measured (the client gate withheld it, or no request was scheduled)"
+                .into(),
+        ),
+    }
+    let waiting: Vec<f64> = match measured {
+        Some(m) => gates::waiting_samples(&run)
+            .into_iter()
+            .filter(|&(at, who, _)| {
+                who == replica && (at as f64) >= m.start_s * 1e9 && (at as f64) < m.end_s * 1e9
+            })
+            .map(|(_, _, v)| v)
+            .collect(),
+        None => Vec::new(),
+    };
+    let waiting_mean =
+        (!waiting.is_empty()).then(|| waiting.iter().sum::<f64>() / waiting.len() as f64);
+    match waiting_mean {
+        Some(w) if w <= waiting_max => {}
+        Some(w) => reasons.push(format!("mean waiting queue {w:.3} > {waiting_max}")),
+        None => reasons.push(format!(
+            "no waiting-queue probe of {replica} in the measured span (its /metrics must expose the waiting gauge)"
+        )),
+    }
+    Ok(Step {
+        rate_rps,
+        stage,
+        journal: journal
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        scheduled: measured.map_or(0, |m| m.scheduled),
+        goodput,
+        waiting_mean,
+        client_gate,
+        passed: reasons.is_empty(),
+        reasons,
+    })
+}
+
+/// The whole trace, written as calibration.json.
+#[derive(Debug, Serialize)]
+struct Trace {
+    schema: &'static str,
+    config: String,
+    replica: String,
+    address: String,
+    /// Why the trace may not be published (the dev profile), if it may not.
+    not_publishable: Option<String>,
+    calibrations: Vec<Ramp>,
+    lambda_max_rps: Option<f64>,
+    lambda_r_rps: Option<f64>,
+    decision: String,
+}
+
+/// `percentes calibrate CONFIG -o DIR [--replica NAME]`.
+pub fn calibrate(
+    config_path: &Path,
+    output: &Path,
+    replica: Option<&str>,
+    force: bool,
+) -> Result<ExitCode> {
+    let config = Config::load(config_path)?;
+    if config.calibration.step {
+        bail!(
+            "{} is itself a calibration step; give the run configuration it belongs to",
+            config_path.display()
+        );
+    }
+    let replica = match replica {
+        Some(r) => r.to_owned(),
+        None => config
+            .target
+            .replicas
+            .first()
+            .cloned()
+            .context("target.replicas is empty")?,
+    };
+    let Some(address) = config.target.replica_addresses.get(&replica).cloned() else {
+        bail!(
+            "calibration addresses one replica directly (§10): target.replica_addresses has no address for {replica:?} (it lists {:?})",
+            config.target.replica_addresses.keys().collect::<Vec<_>>()
+        );
+    };
+    let scheme = if config.target.base_url.starts_with("https://") {
+        "https"
+    } else {
+        "http"
+    };
+    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
+        bail!(
+            "{} exists and is not empty; pass --force to write the calibration there",
+            output.display()
+        );
+    }
+    std::fs::create_dir_all(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let text = std::str::from_utf8(config.raw_bytes()).context("the configuration is UTF-8")?;
+    let base: toml::Table = toml::from_str(text).context("the configuration's TOML")?;
+    let start = config
+        .value("calibration.start_rps")
+        .as_f64()
+        .unwrap_or(2.0);
+    let fine = config
+        .value("calibration.fine_step_percent")
+        .as_f64()
+        .unwrap_or(10.0)
+        / 100.0;
+    let disagreement = config
+        .value("calibration.disagreement_percent")
+        .as_f64()
+        .unwrap_or(10.0)
+        / 100.0;
+    let per_step = (config.duration_ns("calibration.settle_s")
+        + config.duration_ns("calibration.measure_s")) as f64
+        / 1e9;
+    println!(
+        "percentes calibrate: {replica} at {address}, steps of {per_step:.1} s (settle + measured{}), from {start} rps doubling, then +{:.0} % steps",
+        if config.time_factor > 1 {
+            format!(", dev time factor {}: NOT PUBLISHABLE", config.time_factor)
+        } else {
+            String::new()
+        },
+        fine * 100.0
+    );
+    let mut calibrations: Vec<Ramp> = Vec::new();
+    let decision = loop {
+        let index = calibrations.len() + 1;
+        let mut runner = Recorder {
+            base: base.clone(),
+            source: config_path,
+            replica: replica.clone(),
+            address: address.clone(),
+            scheme,
+            output,
+            calibration: index,
+            count: 0,
+        };
+        let ramp = ramp(start, fine, &mut runner)?;
+        println!("calibration {index}: {}", ramp.note);
+        let found = ramp.lambda_max_rps.is_some();
+        calibrations.push(ramp);
+        if !found {
+            // No lambda_max from this one: the calibration is invalid whatever another finds.
+            break Err(format!("calibration {index} found no lambda_max"));
+        }
+        if calibrations.len() < 2 {
+            continue;
+        }
+        let lambdas: Vec<Option<f64>> = calibrations.iter().map(|c| c.lambda_max_rps).collect();
+        match decide(&lambdas, disagreement) {
+            Ok(Some(lambda)) => break Ok(lambda),
+            Ok(None) => println!(
+                "the two calibrations differ by more than {:.0} % of the larger: a third decides by the median",
+                disagreement * 100.0
+            ),
+            Err(why) => break Err(why),
+        }
+    };
+    let fraction = config
+        .value("calibration.lambda_r_fraction")
+        .as_f64()
+        .unwrap_or(0.65);
+    let (lambda_max, lambda_r, decision_text) = match &decision {
+        Ok(l) => (
+            Some(*l),
+            Some(round3(fraction * l)),
+            match calibrations.len() {
+                3 => format!("median of three calibrations: {l} rps"),
+                _ => format!(
+                    "the two calibrations agree within {:.0} %: the lower, {l} rps",
+                    disagreement * 100.0
+                ),
+            },
+        ),
+        Err(why) => (None, None, format!("calibration invalid: {why}")),
+    };
+    let trace = Trace {
+        schema: "percentes-calibration/1",
+        config: config_path.display().to_string(),
+        replica: replica.clone(),
+        address,
+        not_publishable: config.publishability().err(),
+        calibrations,
+        lambda_max_rps: lambda_max,
+        lambda_r_rps: lambda_r,
+        decision: decision_text.clone(),
+    };
+    let json = serde_json::to_string_pretty(&trace)?;
+    std::fs::write(output.join("calibration.json"), format!("{json}\n"))?;
+    std::fs::write(output.join("calibration.md"), markdown(&trace))?;
+    println!("{decision_text}");
+    let written: Vec<PathBuf> = vec![
+        output.join("calibration.json"),
+        output.join("calibration.md"),
+    ];
+    match (lambda_max, lambda_r) {
+        (Some(max), Some(r)) => {
+            println!(
+                "lambda_max = {max} rps, lambda_r = {fraction} x lambda_max = {r} rps per replica\n\
+                 put this in the run configuration:\n\n[calibration]\nlambda_max_rps = {max}\n"
+            );
+            println!(
+                "trace: {}",
+                written
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => {
+            println!(
+                "trace: {}",
+                written
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn markdown(trace: &Trace) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "# Calibration of {} ({})\n\nFrom {} (SPEC §10). {}\n\n",
+        trace.replica,
+        trace.address,
+        trace.config,
+        trace
+            .not_publishable
+            .clone()
+            .unwrap_or_else(|| "Publishable profile.".to_owned())
+    );
+    let _ = writeln!(
+        out,
+        "- decision: {}\n- lambda_max: {}\n- lambda_r: {}\n",
+        trace.decision,
+        trace
+            .lambda_max_rps
+            .map_or("none".into(), |l| format!("{l} rps")),
+        trace
+            .lambda_r_rps
+            .map_or("none".into(), |l| format!("{l} rps")),
+    );
+    for (i, c) in trace.calibrations.iter().enumerate() {
+        let _ = writeln!(out, "## Calibration {}: {}\n", i + 1, c.note);
+        let _ = writeln!(out, "| step | stage | rate (rps) | scheduled | goodput | mean waiting | verdict | journal |\n|---|---|---|---|---|---|---|---|");
+        for (j, s) in c.steps.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                j + 1,
+                s.stage,
+                s.rate_rps,
+                s.scheduled,
+                s.goodput.map_or("n/a".into(), |g| format!("{g:.4}")),
+                s.waiting_mean.map_or("n/a".into(), |w| format!("{w:.3}")),
+                if s.passed {
+                    "pass".to_owned()
+                } else {
+                    format!("fail: {}", s.reasons.join("; "))
+                },
+                s.journal
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "A step passes iff its goodput over the measured span is >= {}, the replica's mean waiting-queue gauge is <= {}, and the client gate holds.",
+        pins::pin("calibration.step_goodput_min").value,
+        pins::pin("calibration.step_waiting_max").value,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replica whose steps pass up to `capacity` rps.
+    struct Simulated {
+        capacity: f64,
+        rates: Vec<f64>,
+    }
+
+    impl StepRunner for Simulated {
+        fn step(&mut self, rate_rps: f64, stage: &'static str) -> Result<Step> {
+            self.rates.push(rate_rps);
+            let passed = rate_rps <= self.capacity;
+            Ok(Step {
+                rate_rps,
+                stage,
+                journal: String::new(),
+                scheduled: 0,
+                goodput: Some(if passed { 1.0 } else { 0.9 }),
+                waiting_mean: Some(0.0),
+                client_gate: Vec::new(),
+                passed,
+                reasons: if passed {
+                    vec![]
+                } else {
+                    vec!["goodput".into()]
+                },
+            })
+        }
+    }
+
+    fn run(capacity: f64) -> (Ramp, Vec<f64>) {
+        let mut sim = Simulated {
+            capacity,
+            rates: Vec::new(),
+        };
+        let ramp = ramp(2.0, 0.10, &mut sim).unwrap();
+        (ramp, sim.rates)
+    }
+
+    #[test]
+    fn the_ramp_doubles_then_climbs_by_ten_percent_of_the_last_pass() {
+        // Hand-worked: 2, 4, 8, 16 pass, 32 fails; then 17.6, 19.36 pass, 21.296 fails.
+        let (ramp, rates) = run(20.0);
+        assert_eq!(rates, [2.0, 4.0, 8.0, 16.0, 32.0, 17.6, 19.36, 21.296]);
+        assert_eq!(ramp.lambda_max_rps, Some(19.36));
+        let stages: Vec<&str> = ramp.steps.iter().map(|s| s.stage).collect();
+        assert_eq!(
+            stages,
+            ["coarse", "coarse", "coarse", "coarse", "coarse", "fine", "fine", "fine"]
+        );
+    }
+
+    #[test]
+    fn the_fine_stage_never_reaches_the_coarse_rate_that_failed() {
+        // 8 passes, 16 fails; fine: 8.8, 9.68, 10.648, 11.713, 12.884, 14.172, 15.589 pass, and
+        // the next (17.148) would be past 16, so it is not run.
+        let (ramp, rates) = run(15.9);
+        assert_eq!(ramp.lambda_max_rps, Some(15.589));
+        assert!(rates.iter().all(|&r| r != 17.148), "{rates:?}");
+        assert_eq!(*rates.last().unwrap(), 15.589);
+    }
+
+    #[test]
+    fn a_failing_first_step_invalidates_the_calibration() {
+        let (ramp, rates) = run(1.0);
+        assert_eq!(rates, [2.0]);
+        assert_eq!(ramp.lambda_max_rps, None);
+        assert!(ramp.note.contains("invalid"), "{}", ramp.note);
+    }
+
+    #[test]
+    fn a_capacity_beyond_the_recorder_is_named_not_guessed() {
+        let (ramp, _) = run(f64::INFINITY);
+        assert_eq!(ramp.lambda_max_rps, None);
+        assert!(ramp.note.contains("beyond"), "{}", ramp.note);
+    }
+
+    #[test]
+    fn two_agreeing_calibrations_give_the_lower_and_disagreeing_ones_need_a_third() {
+        assert_eq!(decide(&[Some(19.36), Some(17.6)], 0.10), Ok(Some(17.6)));
+        // 17.6 vs 21.296: differ by 3.696 > 2.1296.
+        assert_eq!(decide(&[Some(21.296), Some(17.6)], 0.10), Ok(None));
+        assert_eq!(
+            decide(&[Some(21.296), Some(17.6), Some(19.36)], 0.10),
+            Ok(Some(19.36))
+        );
+        // Exactly 10 % of the larger is agreement.
+        assert_eq!(decide(&[Some(10.0), Some(9.0)], 0.10), Ok(Some(9.0)));
+        assert!(decide(&[Some(10.0), None], 0.10).is_err());
+    }
+}
