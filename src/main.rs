@@ -892,6 +892,13 @@ fn record(
         "chain head (keep it outside the file; verify --expect-head): {}",
         journal::hex(&summary.sealed.chain_head)
     );
+    if summary.status == SealStatus::Escaped {
+        // seeds/004: an escaped experiment is invalid, not an error of the instrument.
+        eprintln!(
+            "percentes: EXPERIMENT ESCAPED: a declared abort trigger fired; offered load stopped and the journal is sealed `escaped`. `percentes analyze` lists what incident response must retain"
+        );
+        return Ok(ExitCode::from(2));
+    }
     if summary.status != SealStatus::Completed {
         return Ok(ExitCode::from(1));
     }

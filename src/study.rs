@@ -1,10 +1,12 @@
 //! Scenario files and the study runner: `percentes scenario list|run`, and the demo.
 //!
 //! A scenario file (`scenarios/catalogue/*.toml`) declares one governed experiment the way
-//! seeds/004 asks: the question and the expected behaviour, the blast radius (target, boundary,
-//! protected and shed traffic, what must stay authoritative, the cleanup path), the budgets and
-//! abort conditions, the local testbed it runs on, and the run configuration as a template. A
-//! scenario that cannot be executed here says why in `refused` and is never faked.
+//! seeds/004 asks: the question and the expected behaviour, the budgets and abort conditions, the
+//! local testbed it runs on, and the run configuration as a template. The configuration carries
+//! the `[declaration]` (experiment id, release, dataset, target, boundary, protected and shed
+//! traffic, what must stay authoritative, the cleanup path, the abort triggers the recorder
+//! enforces), so the declaration is in the journal before injection. A scenario that cannot be
+//! executed here says why in `refused` and is never faked.
 //!
 //! `run` starts the testbed, fills the template's placeholders with the testbed's addresses,
 //! records through the real recorder, plays the orchestrator's part around the recorder's fault,
@@ -35,8 +37,6 @@ pub const DEMO_SCENARIO: &str =
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub scenario: Meta,
-    #[serde(default)]
-    pub blast_radius: Option<BlastRadius>,
     #[serde(default)]
     pub budgets: Option<Budgets>,
     #[serde(default)]
@@ -71,21 +71,6 @@ pub struct Meta {
     /// Why this scenario cannot run here; such a scenario is listed and refused, never faked.
     #[serde(default)]
     pub refused: Option<String>,
-}
-
-/// `[blast_radius]`: recorded before injection (seeds/004, "Define the blast radius").
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BlastRadius {
-    pub target: String,
-    pub boundary: String,
-    #[serde(default)]
-    pub protected: Vec<String>,
-    #[serde(default)]
-    pub shed: Vec<String>,
-    #[serde(default)]
-    pub authoritative: Vec<String>,
-    pub cleanup: String,
 }
 
 /// `[budgets]`: degradation bounds during the fault window, in experiment time (the dev profile
@@ -140,7 +125,6 @@ impl Scenario {
             toml::from_str(text).with_context(|| format!("{origin}: not a valid scenario file"))?;
         if scenario.scenario.refused.is_none() {
             for (what, missing) in [
-                ("[blast_radius]", scenario.blast_radius.is_none()),
                 ("[testbed]", scenario.testbed.is_none()),
                 ("[run] config", scenario.run.is_none()),
             ] {
@@ -362,6 +346,12 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
     std::fs::write(&config_path, &text)?;
     let config = Config::parse(text.as_bytes())
         .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    if config.declaration.is_none() {
+        bail!(
+            "scenario {}: its configuration has no [declaration]; a governed experiment records its blast radius before injection (seeds/004)",
+            meta.name
+        );
+    }
     println!(
         "testbed: router {}, {} replicas{}; config {}",
         bed.service(),
@@ -441,7 +431,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
     );
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
-    let declaration = declaration_text(scenario, &result, factor);
+    let declaration = declaration_text(scenario, &config, &result, factor);
     std::fs::write(output.join("scenario.md"), &declaration)?;
     headline(&result);
     print!("\n{declaration}");
@@ -556,29 +546,62 @@ fn replace(
 }
 
 /// The scenario's declaration and how the run measured against its budgets, as markdown.
-fn declaration_text(scenario: &Scenario, report: &analysis::Report, factor: u32) -> String {
+fn declaration_text(
+    scenario: &Scenario,
+    config: &Config,
+    report: &analysis::Report,
+    factor: u32,
+) -> String {
     use std::fmt::Write;
     let meta = &scenario.scenario;
     let mut out = format!(
         "# Scenario {}\n\n- question: {}\n- expectation: {}\n",
         meta.name, meta.question, meta.expectation
     );
-    if let Some(b) = &scenario.blast_radius {
+    if let Some(d) = &config.declaration {
         let _ = writeln!(
             out,
-            "\n## Blast radius (declared before injection)\n\n- target: {}\n- boundary: {}",
-            b.target, b.boundary
+            "\n## Declaration (in the journal before injection)\n\n- experiment: {}\n- release: {}\n- dataset: {}\n- target: {}\n- boundary: {}",
+            d.experiment_id, d.release, d.dataset, d.target, d.boundary
         );
         for (label, items) in [
-            ("protected", &b.protected),
-            ("may shed", &b.shed),
-            ("must stay authoritative", &b.authoritative),
+            ("protected", &d.protected),
+            ("may shed", &d.shed),
+            ("must stay authoritative", &d.authoritative),
+            ("protection", &d.protections),
         ] {
             for item in items {
                 let _ = writeln!(out, "- {label}: {item}");
             }
         }
-        let _ = writeln!(out, "- cleanup path: {}", b.cleanup);
+        let _ = writeln!(out, "- cleanup path: {}", d.cleanup);
+        if let Some(rate) = d.abort.protected_failure_rate {
+            let _ = writeln!(
+                out,
+                "- abort trigger: protected routes {:?} failing more than {rate} over {} s (at least {} requests)",
+                d.protected_routes, d.abort.window_s, d.abort.min_requests
+            );
+        }
+        if d.abort.undeclared_replica_errors {
+            let _ = writeln!(
+                out,
+                "- abort trigger: an error on a replica other than {}",
+                d.target
+            );
+        }
+        if d.abort.cleanup_failure {
+            let _ = writeln!(out, "- abort trigger: the fault's removal fails");
+        }
+    }
+    if let Some(c) = &report.cleanup {
+        let _ = writeln!(out, "\n## Cleanup\n\n{}", c.verdict);
+    }
+    if let Some(e) = &report.escape {
+        let _ = writeln!(
+            out,
+            "\n## ESCAPED at {:.3} s ({}): see report.md for what to retain",
+            e.at_s, e.trigger
+        );
     }
     if !meta.abort.is_empty() {
         let _ = writeln!(out, "\n## Abort conditions\n");
@@ -754,6 +777,11 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
                 assert_eq!(config.calibration.lambda_max_rps, Some(plan.capacity_rps));
                 assert!(config.fault.victim.is_some(), "{}", path.display());
+                let d = config
+                    .declaration
+                    .as_ref()
+                    .expect("a runnable scenario declares");
+                assert_eq!(Some(&d.target), config.fault.victim.as_ref());
             }
         }
     }
@@ -787,7 +815,7 @@ mod tests {
             "x.toml",
         )
         .unwrap_err();
-        assert!(format!("{e:#}").contains("needs [blast_radius]"), "{e:#}");
+        assert!(format!("{e:#}").contains("needs [testbed]"), "{e:#}");
         let e = Scenario::parse(
             "[scenario]\nname = \"x\"\nquestion = \"q\"\nexpectation = \"e\"\nrefusd = \"typo\"\n",
             "x.toml",

@@ -56,6 +56,10 @@ pub struct Report {
     pub in_flight_at_fire: Option<InFlight>,
     /// The §5 recovery analysis of a fault run (withheld with the windows when invalid).
     pub recovery: Option<crate::recovery::RecoveryReport>,
+    /// The cleanup verdict of a fault run that fired (seeds/004): never withheld.
+    pub cleanup: Option<crate::escape::CleanupReport>,
+    /// What an escaped experiment's report keeps (seeds/004): never withheld.
+    pub escape: Option<crate::escape::EscapeReport>,
     /// The appendix's headline sentence filled from this run alone (empty slots say
     /// `[not measured]`); `percentes campaign` fills it over five runs.
     pub headline: String,
@@ -406,6 +410,7 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
     validity
         .gates
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
+    validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(gate_holds);
     let audit = audit(run, &cut, &skews, &validity);
     let mut not_publishable = run.not_publishable.clone();
@@ -459,6 +464,8 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         None
     };
 
+    let cleanup = crate::escape::cleanup(run);
+    let escape = crate::escape::escape(run, cleanup.as_ref());
     let mut report = Report {
         schema: REPORT_SCHEMA,
         provenance: provenance(run, method, analyzer),
@@ -485,6 +492,8 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         windows_withheld: withheld,
         in_flight_at_fire: in_flight,
         recovery,
+        cleanup,
+        escape,
         headline: String::new(),
         audit,
     };

@@ -18,6 +18,7 @@
 
 pub mod analysis;
 pub mod campaign;
+pub mod escape;
 pub mod estimate;
 pub mod export;
 mod file;

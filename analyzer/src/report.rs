@@ -177,6 +177,31 @@ pub fn markdown(report: &Report) -> String {
         );
     }
 
+    if let Some(e) = &report.escape {
+        let _ = writeln!(
+            md,
+            "\n## ESCAPED EXPERIMENT (seeds/004): {} at {:.3} s\n\nOffered load stopped and the original clock kept; hand this to incident response. Retain:\n\n| item | value |\n|---|---|",
+            e.trigger, e.at_s
+        );
+        for r in &e.retain {
+            let _ = writeln!(md, "| {} | {} |", r.item, r.value.replace('|', "\\|"));
+        }
+    }
+    if let Some(c) = &report.cleanup {
+        let _ = writeln!(md, "\n## Cleanup (seeds/004)\n\n**{}**\n", c.verdict);
+        let _ = writeln!(
+            md,
+            "- removal: {}{}\n- healthy observations of the target after it: {}",
+            c.removal,
+            c.removal_at_s
+                .map_or(String::new(), |at| format!(" at {at:.3} s")),
+            c.healthy_observations
+        );
+        for a in &c.attempts {
+            let _ = writeln!(md, "- attempt: {a}");
+        }
+    }
+
     let t = &report.timeline;
     let _ = writeln!(md, "\n## Windows (§3, by intended send time)\n");
     if let (Some(inject), Some(anchor)) = (t.inject_s, t.fire_anchor_s) {

@@ -218,6 +218,83 @@ pub struct Calibration {
     pub step: bool,
 }
 
+/// `[declaration]` (seeds/004): the experiment's identity and blast radius, recorded in the
+/// journal before injection, and the abort triggers the recorder enforces live. A run whose
+/// trigger fires is an escaped experiment: load stops, the clock is kept, the seal says `escaped`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    pub experiment_id: String,
+    /// The release and dataset under test, as the operator names them.
+    pub release: String,
+    pub dataset: String,
+    /// The one replica the fault may affect (one of `target.replicas`; the fault's victim).
+    pub target: String,
+    /// The exact boundary: pod, network path, resource pool.
+    pub boundary: String,
+    /// Protected traffic, in words (health, control, the survivors' traffic ...).
+    #[serde(default)]
+    pub protected: Vec<String>,
+    /// Work allowed to shed, in words, with its expected status and error classes.
+    #[serde(default)]
+    pub shed: Vec<String>,
+    /// State that must remain authoritative (manifests, catalogs, caches, endpoint lists).
+    #[serde(default)]
+    pub authoritative: Vec<String>,
+    /// Route labels whose traffic is protected (the abort budget applies to them).
+    #[serde(default)]
+    pub protected_routes: Vec<String>,
+    /// Route labels allowed to shed.
+    #[serde(default)]
+    pub shed_routes: Vec<String>,
+    /// Protections expected to act (timeouts, breakers, caches, admission, shedding).
+    #[serde(default)]
+    pub protections: Vec<String>,
+    /// The cleanup path, which must not depend on the disrupted component.
+    pub cleanup: String,
+    #[serde(default)]
+    pub abort: Abort,
+}
+
+/// `[declaration.abort]`: the triggers. Durations are in experiment seconds (the dev profile
+/// divides them by its time factor).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Abort {
+    /// Escape when the share of protected requests that end errored or censored, among those
+    /// ending in the last `window_s`, exceeds this (with at least `min_requests` of them).
+    pub protected_failure_rate: Option<f64>,
+    #[serde(default = "abort_window_default")]
+    pub window_s: f64,
+    #[serde(default = "abort_min_requests_default")]
+    pub min_requests: u32,
+    /// Escape when a request answered by a replica other than the declared target errors.
+    #[serde(default)]
+    pub undeclared_replica_errors: bool,
+    /// Escape when the fault's removal fails (cleanup cannot restore state).
+    #[serde(default = "yes")]
+    pub cleanup_failure: bool,
+}
+
+impl Default for Abort {
+    fn default() -> Abort {
+        Abort {
+            protected_failure_rate: None,
+            window_s: abort_window_default(),
+            min_requests: abort_min_requests_default(),
+            undeclared_replica_errors: false,
+            cleanup_failure: true,
+        }
+    }
+}
+
+fn abort_window_default() -> f64 {
+    5.0
+}
+fn abort_min_requests_default() -> u32 {
+    10
+}
+
 /// `[fault]` (the non-pinned part).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -318,6 +395,8 @@ struct Typed {
     calibration: Calibration,
     fault: Fault,
     routes: Vec<Route>,
+    #[serde(default)]
+    declaration: Option<Declaration>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -339,6 +418,8 @@ pub struct Config {
     pub calibration: Calibration,
     pub fault: Fault,
     pub routes: Vec<Route>,
+    /// The seeds/004 declaration and abort triggers, when the run is a governed experiment.
+    pub declaration: Option<Declaration>,
     /// Pinned keys the file sets (to the pin or stricter).
     configured: BTreeMap<&'static str, Value>,
 }
@@ -420,6 +501,7 @@ impl Config {
             calibration: typed.calibration,
             fault: typed.fault,
             routes: typed.routes,
+            declaration: typed.declaration,
             configured,
         };
         config.check_relations()?;
@@ -554,6 +636,81 @@ impl Config {
                 .collect(),
             inject_at_ns: self.inject_at_ns(),
         }
+    }
+
+    /// The declaration's references: its target and route labels exist, the classes are
+    /// disjoint, the budget is a share and the window positive.
+    fn check_declaration(&self, d: &Declaration) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: format!("declaration.{key}"),
+            message,
+        };
+        if !self.target.replicas.contains(&d.target) {
+            return Err(invalid(
+                "target",
+                format!(
+                    "{:?} must name one of target.replicas {:?}",
+                    d.target, self.target.replicas
+                ),
+            ));
+        }
+        if let Some(victim) = &self.fault.victim {
+            if self.fault.variant != FaultVariant::None && *victim != d.target {
+                return Err(ConfigError::Inconsistent {
+                    clause: "seeds/004",
+                    message: format!(
+                        "the declared target {:?} is not the fault's victim {victim:?}: one named fault, one declared blast radius",
+                        d.target
+                    ),
+                });
+            }
+        }
+        let labels: Vec<&str> = self.routes.iter().map(|r| r.label.as_str()).collect();
+        for (key, list) in [
+            ("protected_routes", &d.protected_routes),
+            ("shed_routes", &d.shed_routes),
+        ] {
+            if let Some(unknown) = list.iter().find(|l| !labels.contains(&l.as_str())) {
+                return Err(invalid(
+                    key,
+                    format!("{unknown:?} is not a route label (routes: {labels:?})"),
+                ));
+            }
+        }
+        if let Some(both) = d
+            .protected_routes
+            .iter()
+            .find(|l| d.shed_routes.contains(l))
+        {
+            return Err(invalid(
+                "shed_routes",
+                format!("{both:?} is also protected; a route is one or the other"),
+            ));
+        }
+        if let Some(rate) = d.abort.protected_failure_rate {
+            if !(0.0..1.0).contains(&rate) {
+                return Err(invalid(
+                    "abort.protected_failure_rate",
+                    format!("{rate} must be a share in [0, 1)"),
+                ));
+            }
+            if d.protected_routes.is_empty() {
+                return Err(invalid(
+                    "abort.protected_failure_rate",
+                    "a budget for protected traffic needs declaration.protected_routes".into(),
+                ));
+            }
+        }
+        if !(d.abort.window_s.is_finite() && d.abort.window_s > 0.0) {
+            return Err(invalid(
+                "abort.window_s",
+                format!("{} must be a positive number of seconds", d.abort.window_s),
+            ));
+        }
+        if d.experiment_id.trim().is_empty() {
+            return Err(invalid("experiment_id", "must not be empty".into()));
+        }
+        Ok(())
     }
 
     /// Rules that relate several keys.
@@ -693,6 +850,9 @@ impl Config {
                 "schedule.rate_rps",
                 "required when fault.variant = \"none\"".into(),
             ));
+        }
+        if let Some(d) = &self.declaration {
+            self.check_declaration(d)?;
         }
         if self.calibration.step {
             if self.fault.variant != FaultVariant::None {

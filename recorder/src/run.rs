@@ -18,8 +18,8 @@ use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, Injector};
 use percentes_formats::journal::records::{
-    class_code, event_kind_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus,
-    TelemetryRecord,
+    class_code, event_kind_code, event_kind_name, Counts, EventRecord, Outcome, Record,
+    RequestRecord, SealStatus, TelemetryRecord,
 };
 use percentes_formats::journal::writer::Sealed;
 use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError, CODEC};
@@ -178,6 +178,8 @@ struct Shared {
     /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
     stall_pool: Mutex<StallPool>,
     done: AtomicBool,
+    /// Set once, by the writer's escape watch, when a declared abort trigger fires.
+    escaped: Mutex<Option<String>>,
 }
 
 #[derive(Clone)]
@@ -487,9 +489,10 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let writer = {
         let shared = Arc::clone(&shared);
         let signer = options.signing_key.clone();
+        let watch = EscapeWatch::new(config, Arc::clone(&options.stop));
         std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || writer_thread(file, &header, signer, rx, &shared, epoch))
+            .spawn(move || writer_thread(file, &header, signer, rx, &shared, epoch, watch))
             .map_err(io("cannot start the journal writer thread"))?
     };
     let sender = Sender {
@@ -662,8 +665,16 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let _ = timeline.join();
     }
     let aborted = options.stop.load(Ordering::Relaxed);
+    let escaped = shared.escaped.lock().expect("escape lock").clone();
     let (status, reason) = match (&worker_error, aborted) {
         (Some(e), _) => (SealStatus::Aborted, format!("recorder error: {e}")),
+        (None, true) if escaped.is_some() => (
+            SealStatus::Escaped,
+            format!(
+                "{}; offered load stopped, in-flight requests drained, the clock kept",
+                escaped.unwrap_or_default()
+            ),
+        ),
         (None, true) => (
             SealStatus::Aborted,
             "stopped by signal (SIGINT or SIGTERM): dispatch stopped, in-flight requests drained"
@@ -687,6 +698,134 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     })
 }
 
+/// The declared abort triggers (seeds/004), watched on the writer thread, which sees every
+/// record in the order it journals them. When one fires the watch journals an `escape` event,
+/// notes the reason for the seal and raises the stop flag: dispatch stops, in-flight requests
+/// drain, the fault plan runs its cleanup, and the journal is sealed `escaped`.
+struct EscapeWatch {
+    stop: Arc<AtomicBool>,
+    /// Route index -> protected.
+    protected: Vec<bool>,
+    budget: Option<f64>,
+    window_ns: u64,
+    min_requests: usize,
+    /// Protected requests ending in the window: (terminal_ns, failed).
+    recent: std::collections::VecDeque<(u64, bool)>,
+    failed_in_window: usize,
+    /// The declared target, when errors elsewhere are a trigger.
+    undeclared: Option<String>,
+    cleanup: bool,
+    fired: bool,
+}
+
+impl EscapeWatch {
+    fn new(config: &Config, stop: Arc<AtomicBool>) -> Option<EscapeWatch> {
+        let d = config.declaration.as_ref()?;
+        let a = &d.abort;
+        Some(EscapeWatch {
+            stop,
+            protected: config
+                .routes
+                .iter()
+                .map(|r| d.protected_routes.contains(&r.label))
+                .collect(),
+            budget: a.protected_failure_rate,
+            window_ns: (a.window_s * 1e9 / f64::from(config.time_factor)) as u64,
+            min_requests: a.min_requests.max(1) as usize,
+            recent: std::collections::VecDeque::new(),
+            failed_in_window: 0,
+            undeclared: a.undeclared_replica_errors.then(|| d.target.clone()),
+            cleanup: a.cleanup_failure,
+            fired: false,
+        })
+    }
+
+    /// Looks at one record about to be journaled; returns the escape event when a trigger fires.
+    fn observe(&mut self, record: &Record) -> Option<EventRecord> {
+        if self.fired {
+            return None;
+        }
+        let (trigger, at_ns, detail) = match record {
+            Record::Request(r) => self.observe_request(r)?,
+            Record::Event(e)
+                if self.cleanup
+                    && event_kind_name(e.kind) == Some("fault-failed")
+                    && e.detail.starts_with("removal failed") =>
+            {
+                (
+                    "cleanup-failed",
+                    e.at_ns,
+                    format!("cleanup cannot restore state: {}", e.detail),
+                )
+            }
+            _ => return None,
+        };
+        self.fired = true;
+        self.stop.store(true, Ordering::SeqCst);
+        Some(EventRecord {
+            at_ns,
+            kind: event_kind_code("escape").expect("defined"),
+            subject: trigger.into(),
+            detail,
+            value: None,
+        })
+    }
+
+    fn observe_request(&mut self, r: &RequestRecord) -> Option<(&'static str, u64, String)> {
+        let stopped = class_code("run-end") == Some(r.class);
+        if stopped {
+            return None;
+        }
+        let errored = r.outcome == Outcome::Errored as u8;
+        if let Some(target) = &self.undeclared {
+            if errored && !r.replica.is_empty() && r.replica != *target {
+                return Some((
+                    "undeclared-replica",
+                    r.terminal_ns,
+                    format!(
+                        "request {} errored on {}, outside the declared target {target}: {}",
+                        r.index, r.replica, r.detail
+                    ),
+                ));
+            }
+        }
+        let budget = self.budget?;
+        if !self
+            .protected
+            .get(r.route as usize)
+            .copied()
+            .unwrap_or(false)
+        {
+            return None;
+        }
+        let failed = errored || r.outcome == Outcome::Censored as u8;
+        self.recent.push_back((r.terminal_ns, failed));
+        self.failed_in_window += usize::from(failed);
+        while let Some(&(at, f)) = self.recent.front() {
+            if at + self.window_ns >= r.terminal_ns {
+                break;
+            }
+            self.recent.pop_front();
+            self.failed_in_window -= usize::from(f);
+        }
+        let n = self.recent.len();
+        let share = self.failed_in_window as f64 / n as f64;
+        (n >= self.min_requests && share > budget).then(|| {
+            (
+                "protected-budget",
+                r.terminal_ns,
+                format!(
+                    "protected traffic over its abort budget: {} of the {n} protected requests ending in the last {:.3} s failed ({share:.4} > {budget}); the last, request {}, {}",
+                    self.failed_in_window,
+                    self.window_ns as f64 / 1e9,
+                    r.index,
+                    if r.detail.is_empty() { "no detail" } else { r.detail.as_str() }
+                ),
+            )
+        })
+    }
+}
+
 fn writer_thread(
     file: File,
     header: &Header,
@@ -694,7 +833,14 @@ fn writer_thread(
     rx: Receiver<ToWriter>,
     shared: &Shared,
     epoch: Instant,
+    mut watch: Option<EscapeWatch>,
 ) -> Result<Sealed, WriteError> {
+    let mut escape = |record: &Record, shared: &Shared| -> Option<Record> {
+        let event = watch.as_mut()?.observe(record)?;
+        *shared.escaped.lock().expect("escape lock") =
+            Some(format!("escaped ({}): {}", event.subject, event.detail));
+        Some(Record::Event(event))
+    };
     let now_ns = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
     let mut writer = JournalWriter::create(file, header, signer)?;
     writer.get_mut().sync_data()?;
@@ -705,6 +851,9 @@ fn writer_thread(
             Ok(ToWriter::Record(record)) => {
                 shared.queue_depth.fetch_sub(1, Ordering::Relaxed);
                 writer.append(&record)?;
+                if let Some(event) = escape(&record, shared) {
+                    writer.append(&event)?;
+                }
             }
             Ok(ToWriter::Batch(records)) => {
                 shared
@@ -712,6 +861,9 @@ fn writer_thread(
                     .fetch_sub(records.len() as u64, Ordering::Relaxed);
                 for record in &records {
                     writer.append(record)?;
+                    if let Some(event) = escape(record, shared) {
+                        writer.append(&event)?;
+                    }
                 }
             }
             Ok(ToWriter::Finish(status, reason)) => {
@@ -1470,9 +1622,11 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
     }
     if let Some(address) = &fault.confirm_address {
         // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
+        // It runs even when the run is stopping (an escape right after the fire): the confirmed
+        // target is part of what an escaped experiment must retain.
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut confirmed = false;
-        while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        while Instant::now() < deadline {
             let answered = address
                 .parse::<std::net::SocketAddr>()
                 .ok()
@@ -1497,6 +1651,25 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
     }
     if let Some(partition_ns) = partition_ns {
         if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {
+            // The run stops early (a signal, or an escape): no further injection, and the
+            // cleanup runs now rather than at the pinned expiry, recorded either way.
+            if !fault.remove_command.is_empty() {
+                let at = now_ns(epoch);
+                match run_command(&fault.remove_command) {
+                    Ok(detail) => sender.send(event(
+                        "fault-removed",
+                        at,
+                        format!("early, the run stopping: {detail}"),
+                        None,
+                    )),
+                    Err(why) => sender.send(event(
+                        "fault-failed",
+                        at,
+                        format!("removal failed (early, the run stopping): {why}"),
+                        None,
+                    )),
+                }
+            }
             return;
         }
         let at = now_ns(epoch);

@@ -643,3 +643,196 @@ path = "/v1/chat/completions"
     );
     assert!(stdout.contains("lambda_max_rps = "), "{stdout}");
 }
+
+/// seeds/004's escaped experiment, end to end: a clean delete whose declaration protects the
+/// only route with a zero failure budget. The victim's in-flight requests error at the fire, the
+/// recorder's watch fires, offered load stops on the original clock, and the journal is sealed
+/// `escaped` (record exits 2). The analysis fails the containment gate (exit 2) and its report
+/// keeps the ten items incident response needs, and a cleanup verdict.
+///
+/// Breaks this catches: a watch that never fires (sealed completed, exit 0); load that keeps
+/// going after the escape (no request censored `run-end` after it); a retention item dropped
+/// from the report.
+#[test]
+fn an_escaped_experiment_stops_load_seals_escaped_and_reports_what_to_retain() {
+    let _machine = crate::machine();
+    let dir = scratch("escape");
+    let mock = dir.join("mock.toml");
+    // Capacity 20 rps at factor 100 (the demo's mock): 2 slots of 100 ms.
+    std::fs::write(
+        &mock,
+        "[timing]\nttft = { kind = \"constant\", ms = 12.5 }\ntoken_gap = { kind = \"constant\", ms = 0.3431 }\n\
+         [capacity]\nmax_num_seqs = 2\nslowdown_per_running = 0.0\n",
+    )
+    .unwrap();
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_percentes"));
+    let bed = percentes_scenarios::testbed::Testbed::start(binary, 2, Some(&mock)).unwrap();
+    let (r0, r1) = (
+        bed.replica("replica-0").unwrap(),
+        bed.replica("replica-1").unwrap(),
+    );
+    let pid = bed
+        .pids()
+        .into_iter()
+        .find(|(n, _)| n == "replica-1")
+        .unwrap()
+        .1;
+    let pid_file = dir.join("replica-1.pid");
+    std::fs::write(&pid_file, pid.to_string()).unwrap();
+    let config = dir.join("run.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"schema_version = 1
+profile = "dev"
+
+[dev]
+time_factor = 100
+
+[target]
+kind = "mock"
+base_url = "http://{service}"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+replica_addresses = {{ "replica-0" = "{r0}", "replica-1" = "{r1}" }}
+
+[schedule]
+seed = 5
+arrival = "deterministic"
+
+[calibration]
+lambda_max_rps = 20.0
+
+[fault]
+variant = "clean-delete"
+victim = "replica-1"
+injector = "kill-pid-file"
+pid_file = "{pid_file}"
+confirm_address = "{r1}"
+
+[declaration]
+experiment_id = "escape-test-1"
+release = "mock (this build)"
+dataset = "generated prompts, 128 tokens"
+target = "replica-1"
+boundary = "the replica-1 process"
+protected_routes = ["chat"]
+protections = ["client timeout 0.3 s"]
+cleanup = "none: the test leaves replica-1 dead"
+
+[declaration.abort]
+protected_failure_rate = 0.0
+min_requests = 1
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+"#,
+            service = bed.service(),
+            pid_file = pid_file.display()
+        ),
+    )
+    .unwrap();
+    let journal = dir.join("run.pj");
+    let (code, stdout, stderr) = percentes(&[
+        "record",
+        config.to_str().unwrap(),
+        "-o",
+        journal.to_str().unwrap(),
+        "--quiet",
+    ]);
+    drop(bed);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("seal: escaped (escaped (protected-budget)"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("EXPERIMENT ESCAPED"), "{stderr}");
+    let (code, verdict, _) = percentes(&["verify", journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "an escaped seal is sealed-intact: {verdict}");
+
+    let out = dir.join("report");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let escape = &report["escape"];
+    assert_eq!(escape["trigger"], "protected-budget", "{escape}");
+    let items: Vec<&str> = escape["retain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["item"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        items,
+        [
+            "experiment id",
+            "release",
+            "dataset",
+            "controller action",
+            "confirmed target",
+            "offered load",
+            "first escaped impact",
+            "active protections",
+            "cleanup attempts",
+            "last trusted state"
+        ]
+    );
+    let value = |item: &str| {
+        escape["retain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["item"] == item)
+            .unwrap()["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(value("experiment id"), "escape-test-1");
+    assert!(
+        value("controller action").contains("SIGKILL"),
+        "{}",
+        value("controller action")
+    );
+    assert!(
+        value("confirmed target").contains("stopped answering"),
+        "{}",
+        value("confirmed target")
+    );
+    // Load stopped: requests after the escape were never sent.
+    let offered = value("offered load");
+    let never: u64 = offered
+        .split("; ")
+        .find(|p| p.contains("never sent"))
+        .and_then(|p| p.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{offered}"));
+    assert!(never > 50, "{offered}");
+    let containment = report["validity"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"] == "containment")
+        .unwrap();
+    assert_eq!(containment["status"], "fail", "{containment}");
+    // Cleanup is part of the verdict: nothing brought replica-1 back, so it is not confirmed.
+    assert_eq!(report["cleanup"]["removal"], "not applicable");
+    assert_eq!(
+        report["cleanup"]["confirmed"], false,
+        "{}",
+        report["cleanup"]
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## ESCAPED EXPERIMENT (seeds/004): protected-budget"),
+        "{md}"
+    );
+    assert!(md.contains("NOT PUBLISHABLE: the run was escaped"), "{md}");
+}

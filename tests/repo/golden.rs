@@ -147,7 +147,10 @@ fn the_writer_still_writes_the_golden_bytes() {
 
 /// Recorded runs and their expected analyses (golden/runs): `demo-clean-delete.pj` is
 /// `percentes demo --time-factor 100` recorded on the project's 2-core machine (a clean delete
-/// with the orchestrator's reschedule, every gate passing). Any analyzer change that moves a
+/// with the orchestrator's reschedule, every gate passing: the catalogue's clean-delete
+/// scenario); `replica-loss-black-hole.pj` and `pod-churn.pj` are `percentes scenario run
+/// scenarios/catalogue/NAME.toml --time-factor 100` (the black-hole as root, in network
+/// namespaces; G3 and G4 passing, cleanup confirmed). Any analyzer change that moves a
 /// number shows up as a diff of the expected report.json and report.md; review it like code and
 /// regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden`. The journals themselves are
 /// recordings and are never regenerated.
@@ -156,10 +159,22 @@ fn recorded_runs_analyze_to_their_expected_reports() {
     use percentes_analyzer::analysis::{self, Analyzer};
     use percentes_analyzer::estimate::incidence::Method;
     use percentes_analyzer::{load, report, JournalFile};
-    // One recording today; the catalogue's scenarios add theirs to this list.
-    let names: &[&str] = &["demo-clean-delete"];
-    for name in names {
-        let dir = root().join("golden/runs");
+    // Every recording in golden/runs: the demo's, and one per runnable catalogue scenario.
+    let dir = root().join("golden/runs");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".pj").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["demo-clean-delete", "pod-churn", "replica-loss-black-hole"],
+        "a recording without its expected reports, or a scenario without its recording"
+    );
+    for name in &names {
         let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();
         let run = load::load(&file).unwrap();
         let analyzer = Analyzer {

@@ -308,6 +308,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
     assert_eq!(in_flight["censored"], on_victim.len() as u64, "{in_flight}");
     // The declaration came along.
     let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
-    assert!(declaration.contains("## Blast radius (declared before injection)"));
+    assert!(declaration.contains("## Declaration (in the journal before injection)"));
+    assert!(declaration.contains("cleanup confirmed"), "{declaration}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -1018,6 +1018,117 @@ mod recovery_reports {
         run_with(&text, fate, events)
     }
 
+    /// Cleanup is part of the verdict (seeds/004): removal, then two healthy observations.
+    #[test]
+    fn the_cleanup_verdict_reads_removal_and_the_healthy_observations_after_it() {
+        // Expired by the armed expiry, probes ok after it: confirmed by observation.
+        let r = black_hole(false, 12);
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.removal, c.confirmed), ("expired", true), "{c:?}");
+        assert_eq!(c.removal_at_s, Some(48.0));
+        assert!(
+            c.healthy_observations >= 2
+                && c.verdict.starts_with("cleanup confirmed by observation"),
+            "{c:?}"
+        );
+
+        let black_hole_text = FAULT
+            .replace("variant = \"clean-delete\"", "variant = \"black-hole\"")
+            .replace(
+                "injector = \"kill-pid-file\"\npid_file = \"state/replica-1.pid\"",
+                "injector = \"exec\"\nfire_command = [\"true\"]\nremove_command = [\"true\"]",
+            );
+        let with = |extra: Vec<EventRecord>| {
+            let mut events = fault_events();
+            events.extend(extra);
+            run_with(&black_hole_text, |_| None, events)
+        };
+        // A confirmed removal.
+        let r = with(vec![event(
+            INJECT + 12 * S,
+            "fault-removed",
+            "replica-1",
+            None,
+        )]);
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.removal, c.confirmed), ("confirmed", true), "{c:?}");
+        assert_eq!(c.attempts.len(), 1);
+        // A failed removal: not confirmed, whatever the probes say.
+        let mut failed = event(INJECT + 12 * S, "fault-failed", "replica-1", None);
+        failed.detail = "removal failed: iptables exited 1".into();
+        let r = with(vec![failed]);
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.removal, c.confirmed), ("failed", false), "{c:?}");
+        assert!(c.verdict.contains("FAILED"), "{}", c.verdict);
+        // Nothing recorded.
+        let r = with(vec![]);
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.removal, c.confirmed), ("not recorded", false), "{c:?}");
+        // A removal after which the target was observed healthy only once (the probes of
+        // waiting_probes stop at 102 s; a removal at 101.5 s leaves one).
+        let r = with(vec![event(
+            101 * S + 500 * MS,
+            "fault-removed",
+            "replica-1",
+            None,
+        )]);
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.healthy_observations, c.confirmed), (1, false), "{c:?}");
+        // A clean delete is not undone: removal not applicable, the replacement observed.
+        let r = run_with(FAULT, |_| None, fault_events());
+        let c = r.cleanup.as_ref().unwrap();
+        assert_eq!((c.removal, c.confirmed), ("not applicable", true), "{c:?}");
+        assert!(r.escape.is_none());
+    }
+
+    /// The containment gate applies with a declaration; an `escape` event fails it and the
+    /// report keeps the seeds/004 retention list.
+    #[test]
+    fn an_escape_event_fails_containment_and_the_report_keeps_the_retention_list() {
+        let declared = format!(
+            "{FAULT}\n[declaration]\nexperiment_id = \"x-7\"\nrelease = \"rel\"\ndataset = \"ds\"\ntarget = \"replica-1\"\nboundary = \"the pod\"\nprotected_routes = [\"chat\"]\nprotections = [\"breaker\"]\ncleanup = \"kubectl\"\n[declaration.abort]\nprotected_failure_rate = 0.05\n"
+        );
+        let r = run_with(&declared, |_| None, fault_events());
+        assert_eq!(gate_of(&r, "containment").status, "pass");
+        assert!(r.escape.is_none());
+        let r = run_with(FAULT, |_| None, fault_events());
+        assert_eq!(gate_of(&r, "containment").status, "not applicable");
+
+        let mut events = fault_events();
+        let mut escape = event(FIRED + 2 * S, "escape", "protected-budget", None);
+        escape.detail = "protected traffic over its abort budget".into();
+        events.push(escape);
+        let r = run_with(&declared, |_| None, events);
+        let g = gate_of(&r, "containment");
+        assert_eq!(g.status, "fail", "{g:?}");
+        assert!(!r.validity.valid && r.windows.is_empty());
+        let e = r.escape.as_ref().unwrap();
+        assert_eq!(e.trigger, "protected-budget");
+        assert!((e.at_s - 38.05).abs() < 1e-9, "{}", e.at_s);
+        let value = |item: &str| {
+            e.retain
+                .iter()
+                .find(|x| x.item == item)
+                .unwrap()
+                .value
+                .clone()
+        };
+        assert_eq!(value("experiment id"), "x-7");
+        assert_eq!(value("active protections"), "breaker");
+        // Last trusted: the start of the 5 s window (dev factor 10: 0.5 s) before the escape.
+        assert!(
+            value("last trusted state").starts_with("37.550 s"),
+            "{}",
+            value("last trusted state")
+        );
+        assert_eq!(e.retain.len(), 10);
+        let md = crate::report::markdown(&r);
+        assert!(
+            md.contains("## ESCAPED EXPERIMENT (seeds/004): protected-budget at 38.050 s"),
+            "{md}"
+        );
+    }
+
     #[test]
     fn black_hole_assertions_decide_the_node_loss_label_without_invalidating() {
         let r = black_hole(false, 12);

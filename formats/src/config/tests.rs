@@ -457,3 +457,69 @@ fn a_calibration_step_is_one_replica_no_fault_and_the_pinned_settle_then_measure
         "{error}"
     );
 }
+
+#[test]
+fn a_declaration_must_name_the_victim_real_routes_and_a_sane_budget() {
+    let declared = format!(
+        "{BASE}\n[declaration]\nexperiment_id = \"e1\"\nrelease = \"r\"\ndataset = \"d\"\ntarget = \"replica-1\"\nboundary = \"b\"\nprotected_routes = [\"chat\"]\ncleanup = \"c\"\n\n[declaration.abort]\nprotected_failure_rate = 0.1\n"
+    );
+    let config = load(&declared).unwrap();
+    let d = config.declaration.unwrap();
+    assert_eq!(
+        (
+            d.abort.window_s,
+            d.abort.min_requests,
+            d.abort.cleanup_failure
+        ),
+        (5.0, 10, true)
+    );
+    for (from, to, says) in [
+        (
+            "target = \"replica-1\"",
+            "target = \"replica-0\"",
+            "seeds/004",
+        ),
+        (
+            "target = \"replica-1\"",
+            "target = \"replica-7\"",
+            "declaration.target",
+        ),
+        (
+            "protected_routes = [\"chat\"]",
+            "protected_routes = [\"nope\"]",
+            "declaration.protected_routes",
+        ),
+        (
+            "protected_routes = [\"chat\"]",
+            "protected_routes = [\"chat\"]\nshed_routes = [\"chat\"]",
+            "declaration.shed_routes",
+        ),
+        (
+            "protected_failure_rate = 0.1",
+            "protected_failure_rate = 1.5",
+            "declaration.abort.protected_failure_rate",
+        ),
+        (
+            "protected_routes = [\"chat\"]",
+            "",
+            "needs declaration.protected_routes",
+        ),
+        (
+            "protected_failure_rate = 0.1",
+            "protected_failure_rate = 0.1\nwindow_s = 0",
+            "declaration.abort.window_s",
+        ),
+        (
+            "experiment_id = \"e1\"",
+            "experiment_id = \" \"",
+            "declaration.experiment_id",
+        ),
+        ("boundary = \"b\"", "boundary = \"b\"\nblast = 1", "blast"),
+    ] {
+        assert!(declared.contains(from), "{from}");
+        let error = load(&declared.replacen(from, to, 1))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says), "{to}: {error}");
+    }
+}

@@ -185,6 +185,7 @@ pub const EVENT_KINDS: &[(u16, &str)] = &[
     (20, "phase"),
     (21, "timeline"),
     (30, "operator-abort"),
+    (31, "escape"),
     (40, "writer-queue-full"),
     (41, "stall-summary"),
 ];

@@ -1,0 +1,314 @@
+//! Escaped experiments and the cleanup verdict (seeds/004, SPEC §10).
+//!
+//! An experiment escapes when one of its declared abort triggers fires (the recorder journals an
+//! `escape` event, stops offered load and seals `escaped`). Its report keeps what incident
+//! response needs, in the order seeds/004 lists it, and the containment gate fails the run: an
+//! escaped experiment is invalid, not a finding about the service.
+//!
+//! Cleanup is part of every fault run's verdict: was the fault's removal confirmed, and did a
+//! second healthy observation of the target follow it?
+
+use percentes_formats::config::FaultVariant;
+use percentes_formats::journal::records::{class_code, EventRecord, Outcome};
+use serde::Serialize;
+
+use crate::analysis::Gate;
+use crate::gates::RUN_INVALIDATING;
+use crate::load::Run;
+
+/// Probes of the target that must answer `ok` after the removal for cleanup to be confirmed:
+/// the observation that the fault ended, and a second that it stayed ended.
+pub const HEALTHY_OBSERVATIONS: usize = 2;
+
+/// What an escaped experiment's report keeps.
+#[derive(Clone, Debug, Serialize)]
+pub struct EscapeReport {
+    /// The trigger (`protected-budget`, `undeclared-replica`, `cleanup-failed`).
+    pub trigger: String,
+    pub at_s: f64,
+    /// The seeds/004 retention list, item by item, each filled from the journal or marked
+    /// `not recorded`.
+    pub retain: Vec<Retained>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Retained {
+    pub item: &'static str,
+    pub value: String,
+}
+
+/// The cleanup verdict of a fault run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CleanupReport {
+    /// `confirmed`, `expired` (the armed expiry, unconfirmed by the recorder), `failed`,
+    /// `not recorded`, or `not applicable` (a deletion is not undone).
+    pub removal: &'static str,
+    pub removal_at_s: Option<f64>,
+    /// Every removal attempt in the journal, with its time.
+    pub attempts: Vec<String>,
+    /// `ok` probes of the target after the removal (after the fire for a deletion).
+    pub healthy_observations: u64,
+    pub confirmed: bool,
+    pub verdict: String,
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn event_line(e: &EventRecord) -> String {
+    format!("{:.3} s: {}", seconds(e.at_ns), e.detail)
+}
+
+/// The cleanup verdict, for a fault run that fired.
+pub fn cleanup(run: &Run) -> Option<CleanupReport> {
+    let config = &run.config;
+    let variant = config.fault.variant;
+    if variant == FaultVariant::None {
+        return None;
+    }
+    let fired = run.events.first("fault-fired")?.at_ns;
+    let target = config.fault.victim.as_deref().unwrap_or_default();
+    let mut attempts: Vec<(u64, &'static str, String)> = Vec::new();
+    for (kind, what) in [("fault-removed", "removed"), ("fault-expired", "expired")] {
+        for e in run.events.all(kind) {
+            attempts.push((e.at_ns, what, event_line(e)));
+        }
+    }
+    for e in run
+        .events
+        .all("fault-failed")
+        .filter(|e| e.detail.starts_with("removal failed"))
+    {
+        attempts.push((e.at_ns, "failed", event_line(e)));
+    }
+    attempts.sort_by_key(|a| a.0);
+    let (removal, removal_at) = if variant == FaultVariant::CleanDelete {
+        ("not applicable", None)
+    } else if let Some(a) = attempts.iter().find(|a| a.1 == "removed") {
+        ("confirmed", Some(a.0))
+    } else if let Some(a) = attempts.iter().find(|a| a.1 == "failed") {
+        ("failed", Some(a.0))
+    } else if let Some(a) = attempts.iter().find(|a| a.1 == "expired") {
+        ("expired", Some(a.0))
+    } else {
+        ("not recorded", None)
+    };
+    let since = removal_at.unwrap_or(fired);
+    let healthy = run
+        .events
+        .all("probe")
+        .filter(|e| e.subject == target && e.detail == "ok" && e.at_ns >= since)
+        .count();
+    let probed = config.target.replica_addresses.contains_key(target);
+    let removal_ok = matches!(removal, "confirmed" | "expired" | "not applicable");
+    let confirmed = removal_ok && healthy >= HEALTHY_OBSERVATIONS;
+    let verdict = match (removal, confirmed) {
+        (_, true) if removal == "not applicable" => format!(
+            "cleanup confirmed: a deletion is not undone; {target} answered healthy {healthy} times after the fire (its replacement)"
+        ),
+        ("expired", true) => format!(
+            "cleanup confirmed by observation: the armed expiry ended the fault (no removal command confirmed it) and {target} answered healthy {healthy} times after"
+        ),
+        (_, true) => format!(
+            "cleanup confirmed: removal confirmed at {:.3} s and {target} answered healthy {healthy} times after",
+            seconds(since)
+        ),
+        ("failed", false) => "cleanup FAILED: the removal command did not confirm the fault's end".to_owned(),
+        ("not recorded", false) => {
+            "cleanup NOT confirmed: no removal or expiry is recorded".to_owned()
+        }
+        (_, false) if !probed => format!(
+            "cleanup NOT confirmed: {target} has no direct address (target.replica_addresses), so no healthy observation can follow the removal"
+        ),
+        ("not applicable", false) => format!(
+            "cleanup NOT confirmed: {target} answered healthy {healthy} times after the fire; {HEALTHY_OBSERVATIONS} are needed (its replacement serving, observed twice)"
+        ),
+        (_, false) => format!(
+            "cleanup NOT confirmed: {target} answered healthy {healthy} times after the removal; {HEALTHY_OBSERVATIONS} are needed (the observation that the fault ended and a second that it stayed ended)"
+        ),
+    };
+    Some(CleanupReport {
+        removal,
+        removal_at_s: removal_at.map(seconds),
+        attempts: attempts.into_iter().map(|a| a.2).collect(),
+        healthy_observations: healthy as u64,
+        confirmed,
+        verdict,
+    })
+}
+
+/// The containment gate (seeds/004): applies to a run with a `[declaration]`; fails when the
+/// experiment escaped.
+pub fn containment_gate(run: &Run) -> Gate {
+    let mut gate = Gate {
+        gate: "containment".into(),
+        clause: "§10",
+        effect: RUN_INVALIDATING,
+        status: "not applicable",
+        limit: "no declared abort trigger fires (seeds/004)".into(),
+        observed: String::new(),
+        by: None,
+        n: 0,
+        note: String::new(),
+    };
+    if run.config.declaration.is_none() {
+        gate.note = "no [declaration]: no abort trigger was armed".into();
+        return gate;
+    }
+    match run.events.first("escape") {
+        Some(e) => {
+            gate.status = "fail";
+            gate.n = 1;
+            gate.observed = format!(
+                "escaped at {:.3} s ({}): {}",
+                seconds(e.at_ns),
+                e.subject,
+                e.detail
+            );
+            gate.note = "an escaped experiment is invalid, not a finding about the service; the report keeps what incident response needs".into();
+        }
+        None => {
+            gate.status = "pass";
+            gate.observed = "no trigger fired".into();
+        }
+    }
+    gate
+}
+
+/// The retention list of an escaped experiment.
+pub fn escape(run: &Run, cleanup: Option<&CleanupReport>) -> Option<EscapeReport> {
+    let e = run.events.first("escape")?;
+    let config = &run.config;
+    let d = config.declaration.as_ref();
+    let declared = |f: fn(&percentes_formats::config::Declaration) -> String| {
+        d.map_or("not recorded (no [declaration])".to_owned(), f)
+    };
+    let armed = run.events.first("fault-armed");
+    let fired = run.events.first("fault-fired");
+    let controller = match (armed, fired) {
+        (_, Some(f)) => format!(
+            "{}; fired at {:.3} s: {}",
+            armed.map_or("not armed".to_owned(), |a| a.detail.clone()),
+            seconds(f.at_ns),
+            f.detail
+        ),
+        (Some(a), None) => format!("{}; never fired (the run stopped first)", a.detail),
+        (None, None) => "no fault plan".to_owned(),
+    };
+    let confirmed = match run.events.first("fault-confirmed") {
+        Some(c) => format!(
+            "{} (declared {}): {} at {:.3} s",
+            config.fault.victim.as_deref().unwrap_or("?"),
+            declared(|d| d.boundary.clone()),
+            c.detail,
+            seconds(c.at_ns)
+        ),
+        None => format!(
+            "not confirmed (declared target {})",
+            declared(|d| d.target.clone())
+        ),
+    };
+    let requests = &run.requests;
+    let sent_before = (0..requests.len())
+        .filter(|&r| {
+            let at = requests.dispatched_ns[r];
+            at != crate::frame::NONE && at <= e.at_ns
+        })
+        .count();
+    let run_end = class_code("run-end");
+    let never_sent = (0..requests.len())
+        .filter(|&r| {
+            requests.outcome(r) == Some(Outcome::Censored)
+                && Some(requests.class[r]) == run_end
+                && requests.dispatched_ns[r] == crate::frame::NONE
+        })
+        .count();
+    let offered = format!(
+        "{} rps scheduled ({} requests in the schedule); {sent_before} sent up to the escape; {never_sent} never sent after it (censored, class run-end)",
+        config.rate_rps(),
+        requests.len()
+    );
+    let window_s = d.map_or(0.0, |d| d.abort.window_s / f64::from(config.time_factor));
+    let trusted_ns = e.at_ns.saturating_sub((window_s * 1e9) as u64);
+    let mut last_probes: Vec<String> = config
+        .target
+        .replicas
+        .iter()
+        .map(|name| {
+            match run
+                .events
+                .all("probe")
+                .filter(|p| p.subject == *name && p.at_ns <= trusted_ns)
+                .last()
+            {
+                Some(p) => format!("{name} {} at {:.3} s", p.detail, seconds(p.at_ns)),
+                None => format!("{name} not probed before"),
+            }
+        })
+        .collect();
+    last_probes.sort();
+    let last_trusted = format!(
+        "{:.3} s, the start of the trigger's {window_s:.3} s window (nothing after it is trusted); last probes: {}",
+        seconds(trusted_ns),
+        last_probes.join(", ")
+    );
+    let attempts = match cleanup {
+        Some(c) if !c.attempts.is_empty() => format!("{}; {}", c.attempts.join("; "), c.verdict),
+        Some(c) => c.verdict.clone(),
+        None => "no fault fired: nothing to clean up".to_owned(),
+    };
+    let retain = vec![
+        Retained {
+            item: "experiment id",
+            value: declared(|d| d.experiment_id.clone()),
+        },
+        Retained {
+            item: "release",
+            value: declared(|d| d.release.clone()),
+        },
+        Retained {
+            item: "dataset",
+            value: declared(|d| d.dataset.clone()),
+        },
+        Retained {
+            item: "controller action",
+            value: controller,
+        },
+        Retained {
+            item: "confirmed target",
+            value: confirmed,
+        },
+        Retained {
+            item: "offered load",
+            value: offered,
+        },
+        Retained {
+            item: "first escaped impact",
+            value: format!("{:.3} s ({}): {}", seconds(e.at_ns), e.subject, e.detail),
+        },
+        Retained {
+            item: "active protections",
+            value: declared(|d| {
+                if d.protections.is_empty() {
+                    "none declared".into()
+                } else {
+                    d.protections.join("; ")
+                }
+            }),
+        },
+        Retained {
+            item: "cleanup attempts",
+            value: attempts,
+        },
+        Retained {
+            item: "last trusted state",
+            value: last_trusted,
+        },
+    ];
+    Some(EscapeReport {
+        trigger: e.subject.clone(),
+        at_s: seconds(e.at_ns),
+        retain,
+    })
+}
