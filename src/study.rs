@@ -40,6 +40,8 @@ pub struct Scenario {
     #[serde(default)]
     pub budgets: Option<Budgets>,
     #[serde(default)]
+    pub expect: Vec<Expect>,
+    #[serde(default)]
     pub testbed: Option<TestbedPlan>,
     #[serde(default)]
     pub run: Option<RunPlan>,
@@ -78,9 +80,31 @@ pub struct Meta {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budgets {
+    /// The route the budgets bound (its segment of the fault window); all traffic without one.
+    pub route: Option<String>,
     pub e2e_p95_ms: Option<f64>,
     pub e2e_p99_ms: Option<f64>,
     pub error_rate: Option<f64>,
+}
+
+/// `[[expect]]`: what one route's requests may end as in one window (seeds/004's expectations,
+/// made checkable): the HTTP statuses and terminal classes allowed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub route: String,
+    /// The windows whose requests are checked (default: fault and recovery, everything from
+    /// T_inject to the end of the measured span, whatever the §5 detector decided).
+    #[serde(default = "after_injection")]
+    pub windows: Vec<String>,
+    #[serde(default)]
+    pub statuses: Vec<u16>,
+    #[serde(default)]
+    pub classes: Vec<String>,
+}
+
+fn after_injection() -> Vec<String> {
+    vec!["fault".into(), "recovery".into()]
 }
 
 /// `[testbed]`: the local stand-in for the cluster.
@@ -97,6 +121,9 @@ pub struct TestbedPlan {
     pub capacity_rps: f64,
     /// What plays the control plane after the fault.
     pub orchestrator: OrchestratorPlan,
+    /// The mocks' slowdown under a `cpu-throttle` (default 4).
+    #[serde(default)]
+    pub throttle_factor: Option<f64>,
 }
 
 fn two() -> usize {
@@ -207,7 +234,7 @@ impl Timing {
 /// inside the horizon and the SLO (TTFT 1 s, e2e 14 s, which no time factor scales) while an
 /// overloaded survivor's queue pushes requests past it. Unscaled (the experiment profile) that is
 /// 120 sequences of 6 s with a 0.75 s first token, about what a real replica shows.
-fn mock_text(capacity_rps: f64, factor: u32) -> String {
+fn mock_text(capacity_rps: f64, factor: u32, throttle: Option<f64>) -> String {
     let timeout_s = 30.0 / f64::from(factor);
     let seqs = (capacity_rps * (0.4 * timeout_s).min(6.0)).round().max(1.0);
     let service_ms = seqs / capacity_rps * 1000.0;
@@ -216,7 +243,8 @@ fn mock_text(capacity_rps: f64, factor: u32) -> String {
     format!(
         "# Mock replicas written by the percentes study runner: capacity {capacity_rps} requests/s each.\n\
          [timing]\nttft = {{ kind = \"constant\", ms = {ttft_ms:.3} }}\ntoken_gap = {{ kind = \"constant\", ms = {gap_ms:.4} }}\n\
-         [capacity]\nmax_num_seqs = {seqs}\nslowdown_per_running = 0.0\n"
+         [capacity]\nmax_num_seqs = {seqs}\nslowdown_per_running = 0.0\n{}",
+        throttle.map_or(String::new(), |t| format!("throttle_factor = {t}\n"))
     )
 }
 
@@ -309,7 +337,10 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
     let binary =
         std::env::current_exe().context("cannot find this executable to start the mocks")?;
     let mock_path = output.join("mock.toml");
-    std::fs::write(&mock_path, mock_text(plan.capacity_rps, factor))?;
+    std::fs::write(
+        &mock_path,
+        mock_text(plan.capacity_rps, factor, plan.throttle_factor),
+    )?;
     let mut bed = if plan.isolated {
         Testbed::start_isolated(&binary, plan.replicas, Some(&mock_path))
     } else {
@@ -612,31 +643,48 @@ fn declaration_text(
         }
     }
     if let Some(b) = &scenario.budgets {
-        let _ = writeln!(out, "\n## Budgets in the fault window\n");
+        let _ = writeln!(
+            out,
+            "\n## Budgets in the fault window{}\n",
+            b.route
+                .as_deref()
+                .map_or(String::new(), |r| format!(", route {r}"))
+        );
         if factor > 1 {
             let _ = writeln!(out, "Latency budgets are divided by the time factor {factor}, as every duration of the dev profile is.\n");
         }
         let fault = report.windows.iter().find(|w| w.window == "fault");
-        let e2e = |q: &str| {
-            fault.and_then(|w| {
-                w.e2e
-                    .percentiles_us
-                    .iter()
-                    .find(|(k, _)| k == q)
-                    .map(|(_, v)| *v as f64 / 1000.0)
-            })
+        let segment = b
+            .route
+            .as_deref()
+            .and_then(|r| fault.and_then(|w| w.routes.iter().find(|s| s.route == r)));
+        let (p95, p99, errors) = match (&b.route, fault, segment) {
+            (Some(_), _, Some(s)) => (s.e2e_p95_us, s.e2e_p99_us, s.error_rate),
+            (Some(_), _, None) => (None, None, None),
+            (None, Some(w), _) => {
+                let q = |k: &str| {
+                    w.e2e
+                        .percentiles_us
+                        .iter()
+                        .find(|(q, _)| q == k)
+                        .map(|(_, v)| *v)
+                };
+                (q("p95"), q("p99"), w.error_rate.value)
+            }
+            (None, None, _) => (None, None, None),
         };
-        let verdict = |measured: Option<f64>, limit: f64| match measured {
-            None => "not measured".to_owned(),
-            Some(m) if m <= limit => format!("{m:.3}: within"),
-            Some(m) => format!("{m:.3}: OVER"),
+        let verdict = |measured: Option<f64>, limit: f64, unit: &str| match measured {
+            None => "not measured (withheld or no sample)".to_owned(),
+            Some(m) if m <= limit => format!("{m:.3}{unit}: within"),
+            Some(m) => format!("{m:.3}{unit}: OVER"),
         };
+        let as_ms = |us: Option<u64>| us.map(|v| v as f64 / 1000.0);
         if let Some(ms) = b.e2e_p95_ms {
             let limit = ms / f64::from(factor);
             let _ = writeln!(
                 out,
                 "- e2e p95 <= {limit:.3} ms: {}",
-                verdict(e2e("p95"), limit)
+                verdict(as_ms(p95), limit, " ms")
             );
         }
         if let Some(ms) = b.e2e_p99_ms {
@@ -644,18 +692,93 @@ fn declaration_text(
             let _ = writeln!(
                 out,
                 "- e2e p99 <= {limit:.3} ms: {}",
-                verdict(e2e("p99"), limit)
+                verdict(as_ms(p99), limit, " ms")
             );
         }
         if let Some(rate) = b.error_rate {
-            let _ = writeln!(
-                out,
-                "- error rate <= {rate}: {}",
-                verdict(fault.and_then(|w| w.error_rate.value), rate)
-            );
+            let _ = writeln!(out, "- error rate <= {rate}: {}", verdict(errors, rate, ""));
+        }
+    }
+    if !scenario.expect.is_empty() {
+        let _ = writeln!(out, "\n## Expectations, checked\n");
+        for e in &scenario.expect {
+            let _ = writeln!(out, "- {}", expectation(e, report));
         }
     }
     out
+}
+
+/// One `[[expect]]` checked against its route's segments of its windows (counts add up).
+fn expectation(e: &Expect, report: &analysis::Report) -> String {
+    let span = e.windows.join(" + ");
+    let windows: Vec<&analysis::WindowReport> = report
+        .windows
+        .iter()
+        .filter(|w| e.windows.iter().any(|name| name == w.window))
+        .collect();
+    if windows.is_empty() {
+        return format!(
+            "{} in {span}: not measured (the windows are withheld or absent)",
+            e.route
+        );
+    }
+    let mut scheduled = 0;
+    let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut classes: BTreeMap<String, u64> = BTreeMap::new();
+    for w in &windows {
+        let Some(segment) = w.routes.iter().find(|s| s.route == e.route) else {
+            return format!("{} in {span}: no such route in the report", e.route);
+        };
+        scheduled += segment.scheduled;
+        for (s, n) in &segment.statuses {
+            *statuses.entry(*s).or_default() += n;
+        }
+        for (c, n) in &segment.classes {
+            *classes.entry(c.clone()).or_default() += n;
+        }
+    }
+    let mut unexpected = Vec::new();
+    if !e.statuses.is_empty() {
+        for (status, n) in &statuses {
+            if !e.statuses.contains(status) {
+                unexpected.push(format!("status {status} x{n}"));
+            }
+        }
+    }
+    if !e.classes.is_empty() {
+        for (class, n) in &classes {
+            if !e.classes.contains(class) {
+                unexpected.push(format!("class {class} x{n}"));
+            }
+        }
+    }
+    let seen = format!(
+        "statuses {}; classes {}",
+        statuses
+            .iter()
+            .map(|(s, n)| format!("{s} x{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        classes
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if unexpected.is_empty() {
+        format!(
+            "{} in {span} ({scheduled} scheduled): as expected ({seen})",
+            e.route
+        )
+    } else {
+        format!(
+            "{} in {span} ({scheduled} scheduled): UNEXPECTED {} (allowed statuses {:?}, classes {:?})",
+            e.route,
+            unexpected.join(", "),
+            e.statuses,
+            e.classes
+        )
+    }
 }
 
 /// The headline numbers on the terminal.
@@ -704,13 +827,10 @@ pub fn headline(report: &analysis::Report) {
     if let Some(r) = &report.recovery {
         println!("{}", r.label);
         println!(
-            "time to the single-replica equilibrium: {}",
+            "time to the degraded equilibrium: {}",
             r.to_equilibrium.text
         );
-        println!(
-            "time to the two-replica pre-fault baseline: {}",
-            r.to_pre_fault.text
-        );
+        println!("time to the pre-fault baseline: {}", r.to_pre_fault.text);
         for b in r
             .decomposition
             .iter()
@@ -765,6 +885,8 @@ mod tests {
             "replica-loss-clean-delete",
             "replica-loss-black-hole",
             "pod-churn",
+            "store-outage-under-spike",
+            "noisy-neighbour-cpu-throttle",
             "load-under-rollout",
             "load-under-rollback",
         ] {
@@ -791,6 +913,20 @@ mod tests {
                     .as_ref()
                     .expect("a runnable scenario declares");
                 assert_eq!(Some(&d.target), config.fault.victim.as_ref());
+                // Every route an expectation or a budget names is a route of the run.
+                let labels: Vec<&str> = config.routes.iter().map(|r| r.label.as_str()).collect();
+                for route in s
+                    .expect
+                    .iter()
+                    .map(|e| e.route.as_str())
+                    .chain(s.budgets.iter().filter_map(|b| b.route.as_deref()))
+                {
+                    assert!(
+                        labels.contains(&route),
+                        "{}: {route} is not a route",
+                        path.display()
+                    );
+                }
             }
         }
     }

@@ -170,6 +170,9 @@ pub struct WindowReport {
     pub caveat: Option<String>,
     /// Only on the fault window: §4's distance of its modal latency from each threshold.
     pub modal_distance: Vec<ModalDistance>,
+    /// The window segmented by route (seeds/004: a global rate cannot prove containment); only
+    /// when the configuration has more than one route.
+    pub routes: Vec<RouteSegment>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -180,6 +183,23 @@ pub struct Outcomes {
     pub undispatched: u64,
     /// Scheduled but absent from an unsealed or cut-off journal.
     pub no_record: u64,
+}
+
+/// One route's share of a window.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouteSegment {
+    pub route: String,
+    pub scheduled: u64,
+    pub outcomes: Outcomes,
+    /// Terminal classes, by name.
+    pub classes: std::collections::BTreeMap<String, u64>,
+    /// HTTP statuses of the requests that got a response head.
+    pub statuses: std::collections::BTreeMap<u16, u64>,
+    /// Errored over scheduled.
+    pub error_rate: Option<f64>,
+    /// Completed-only end-to-end latency, nearest rank, in microseconds.
+    pub e2e_p95_us: Option<u64>,
+    pub e2e_p99_us: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -497,7 +517,8 @@ pub fn analyze(run: &Run, file: &JournalFile, method: Method, analyzer: &Analyze
         headline: String::new(),
         audit,
     };
-    if report.validity.valid {
+    // The appendix's headline is the §1 experiment's sentence; a degradation scenario has none.
+    if report.validity.valid && config.fault.variant.is_replica_loss() {
         report.headline = crate::campaign::single_run_headline(&report);
     }
     report
@@ -768,9 +789,61 @@ fn window_report(
         },
         caveat,
         modal_distance,
+        routes: route_segments(run, rows),
         outcomes,
         classes,
     }
+}
+
+/// The rows of a window split by route, when there is more than one route.
+fn route_segments(run: &Run, rows: &[usize]) -> Vec<RouteSegment> {
+    let routes = &run.config.routes;
+    if routes.len() < 2 {
+        return Vec::new();
+    }
+    let requests = &run.requests;
+    routes
+        .iter()
+        .enumerate()
+        .map(|(index, route)| {
+            let mine: Vec<usize> = rows
+                .iter()
+                .copied()
+                .filter(|&r| requests.route[r] as usize == index)
+                .collect();
+            let outcomes = count_outcomes(requests, mine.iter().copied());
+            let mut classes = std::collections::BTreeMap::new();
+            let mut statuses = std::collections::BTreeMap::new();
+            for &row in &mine {
+                if requests.outcome(row).is_some() {
+                    let code = requests.class[row];
+                    let name =
+                        class_name(code).map_or_else(|| format!("class-{code}"), str::to_owned);
+                    *classes.entry(name).or_insert(0u64) += 1;
+                }
+                if requests.http_status[row] != 0 {
+                    *statuses.entry(requests.http_status[row]).or_insert(0u64) += 1;
+                }
+            }
+            let mut e2e_us: Vec<u64> = mine
+                .iter()
+                .filter_map(|&r| e2e_ns(requests, r))
+                .map(crate::estimate::histogram::ns_to_us)
+                .collect();
+            e2e_us.sort_unstable();
+            let scheduled = mine.len() as u64;
+            RouteSegment {
+                route: route.label.clone(),
+                scheduled,
+                error_rate: (scheduled > 0).then(|| outcomes.errored as f64 / scheduled as f64),
+                e2e_p95_us: nearest_rank(&e2e_us, 0.95),
+                e2e_p99_us: nearest_rank(&e2e_us, 0.99),
+                outcomes,
+                classes,
+                statuses,
+            }
+        })
+        .collect()
 }
 
 fn modal(

@@ -78,6 +78,8 @@ pub fn evaluate(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], met: &[bool])
         g1.note =
             "hosted target: a server-side pin is reported not verifiable, never satisfied (§6)"
                 .into();
+    } else if fault_run && !variant.is_replica_loss() {
+        g1.note = "a degradation scenario, not the §1 replica-loss experiment".into();
     } else if fault_run {
         let requests = &run.requests;
         let attributed: Vec<&str> = baseline_rows

@@ -350,10 +350,14 @@ pub fn analyze(
     let partition_s = seconds(config.duration_ns("fault.partition_s"));
     Some(RecoveryReport {
         variant: config.fault.variant.name().into(),
-        label: if black_hole {
-            format!("partition heal: the same replica returns when the partition expires, so it cannot take less than the {partition_s:.3} s partition; no claim about recovery from node loss")
-        } else {
-            "recovery".into()
+        label: match config.fault.variant {
+            FaultVariant::BlackHole => format!("partition heal: the same replica returns when the partition expires, so it cannot take less than the {partition_s:.3} s partition; no claim about recovery from node loss"),
+            FaultVariant::Degradation => format!(
+                "recovery from a degradation ({}) that lasted the pinned {:.3} s: a governed scenario, not the §1 replica-loss experiment, so the single-replica equilibrium is only descriptive",
+                config.fault.mock_mode.as_deref().unwrap_or("exec"),
+                seconds(config.duration_ns("fault.degradation_s"))
+            ),
+            _ => "recovery".into(),
         },
         node_loss_label,
         bucket_s,

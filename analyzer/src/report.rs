@@ -370,6 +370,38 @@ fn window_tables(md: &mut String, windows: &[WindowReport]) {
                     .join(", ")
             );
         }
+        if !w.routes.is_empty() {
+            let _ = writeln!(md, "| route | scheduled | completed | errored | censored | error rate | statuses | classes | e2e p95 (completed) | e2e p99 (completed) |\n|---|---|---|---|---|---|---|---|---|---|");
+            for r in &w.routes {
+                let join = |m: Vec<String>| {
+                    if m.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        m.join(", ")
+                    }
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.route,
+                    r.scheduled,
+                    r.outcomes.completed,
+                    r.outcomes.errored,
+                    r.outcomes.censored,
+                    opt_share(r.error_rate),
+                    join(
+                        r.statuses
+                            .iter()
+                            .map(|(s, n)| format!("{s} x{n}"))
+                            .collect()
+                    ),
+                    join(r.classes.iter().map(|(c, n)| format!("{c} {n}")).collect()),
+                    r.e2e_p95_us.map_or("n/a".into(), ms),
+                    r.e2e_p99_us.map_or("n/a".into(), ms),
+                );
+            }
+            md.push('\n');
+        }
         let c = &w.completion;
         let _ = writeln!(
             md,

@@ -140,6 +140,11 @@ pub enum FaultVariant {
     CleanDelete,
     /// Pre-armed full network partition of the victim for the pinned duration.
     BlackHole,
+    /// A named degradation of the victim for the pinned duration (`fault.degradation_s`), such
+    /// as a store outage or a CPU throttle (seeds/004's scenario catalogue), armed through the
+    /// mock's admin API or an exec'd command. A governed scenario, not the §1 experiment: the
+    /// replica-loss gates (G1, G3, G4) and the headline do not apply.
+    Degradation,
 }
 
 impl FaultVariant {
@@ -148,7 +153,13 @@ impl FaultVariant {
             FaultVariant::None => "none",
             FaultVariant::CleanDelete => "clean-delete",
             FaultVariant::BlackHole => "black-hole",
+            FaultVariant::Degradation => "degradation",
         }
+    }
+
+    /// Whether this is a variant of the §1 replica-loss experiment.
+    pub fn is_replica_loss(self) -> bool {
+        matches!(self, FaultVariant::CleanDelete | FaultVariant::BlackHole)
     }
 }
 
@@ -202,6 +213,9 @@ pub struct ScheduleSection {
     pub arrival: Arrival,
     /// Total offered rate. Under a fault variant it must equal replicas x lambda_r (§1).
     pub rate_rps: Option<f64>,
+    /// A traffic spike with a degradation: the rate times this from T_inject for the pinned
+    /// degradation (phase `spike`), then the rate again (seeds/004's store-outage-under-spike).
+    pub spike_factor: Option<f64>,
 }
 
 /// `[calibration]` (the non-pinned part).
@@ -317,6 +331,10 @@ pub struct Fault {
     pub mock_mode: Option<String>,
     /// Independent confirmation: `host:port` of the victim, which must stop answering.
     pub confirm_address: Option<String>,
+    /// Confirmation of a degradation instead: `POST confirm_path` at `confirm_address` must
+    /// answer `confirm_status` (a store outage: an uncached lookup answers 503).
+    pub confirm_path: Option<String>,
+    pub confirm_status: Option<u16>,
 }
 
 /// The recorder's fault injectors (SPEC §1; the armed, fired, confirmed and expiry events go in
@@ -356,6 +374,16 @@ pub struct Route {
     /// What a success must show to count as a correct success (otherwise: incorrect success).
     #[serde(default)]
     pub verify: Verify,
+    /// Whether this route's responses stream (SSE); default `target.stream`. A route that
+    /// answers one JSON body (a lookup beside the generation routes) sets `false`.
+    pub stream: Option<bool>,
+}
+
+impl Route {
+    /// Whether requests of this route ask for, and expect, a stream.
+    pub fn streams(&self, target: &Target) -> bool {
+        self.stream.unwrap_or(target.stream)
+    }
 }
 
 /// `[routes.verify]`: the per-route verification rule. By default the `model` field of every
@@ -603,7 +631,29 @@ impl Config {
             duration_ns: self.duration_ns(key),
             rate_rps,
         };
-        let phases = if self.calibration.step {
+        let spike = self
+            .schedule
+            .spike_factor
+            .filter(|_| self.fault.variant == FaultVariant::Degradation);
+        let phases = if let Some(factor) = spike {
+            let recovery = self.duration_ns("experiment.recovery_timeout_s");
+            let spike_ns = self.duration_ns("fault.degradation_s").min(recovery);
+            vec![
+                phase("warmup", "experiment.warmup_s"),
+                phase("baseline", "experiment.baseline_s"),
+                Phase {
+                    name: "spike".into(),
+                    duration_ns: spike_ns,
+                    rate_rps: rate_rps * factor,
+                },
+                Phase {
+                    name: "fault-recovery".into(),
+                    duration_ns: recovery - spike_ns,
+                    rate_rps,
+                },
+                phase("cooldown", "experiment.cooldown_s"),
+            ]
+        } else if self.calibration.step {
             vec![
                 phase("warmup", "calibration.settle_s"),
                 phase("measurement", "calibration.measure_s"),
@@ -804,8 +854,31 @@ impl Config {
                 ));
             }
         }
+        if let Some(factor) = self.schedule.spike_factor {
+            if self.fault.variant != FaultVariant::Degradation {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: format!(
+                        "schedule.spike_factor changes the offered rate, which the {} experiment pins; a spike belongs to a degradation scenario",
+                        self.fault.variant.name()
+                    ),
+                });
+            }
+            if !(factor.is_finite() && (1.0..=10.0).contains(&factor)) {
+                return Err(invalid(
+                    "schedule.spike_factor",
+                    format!("{factor} must lie in 1..=10"),
+                ));
+            }
+        }
+        if self.fault.variant == FaultVariant::Degradation && self.target.replicas.is_empty() {
+            return Err(invalid(
+                "target.replicas",
+                "a degradation needs the replica it degrades".into(),
+            ));
+        }
         if self.fault.variant != FaultVariant::None {
-            if self.target.replicas.len() != 2 {
+            if self.fault.variant.is_replica_loss() && self.target.replicas.len() != 2 {
                 return Err(ConfigError::Inconsistent {
                     clause: "§1",
                     message: format!(
@@ -912,6 +985,28 @@ impl Config {
                 Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
                     return Err(missing(
                         "injector \"mock-admin\" needs fault.admin_address and fault.mock_mode",
+                    ))
+                }
+                _ if f.confirm_path.is_some() != f.confirm_status.is_some()
+                    || (f.confirm_path.is_some() && f.confirm_address.is_none()) =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_path".into(),
+                        message: "fault.confirm_path, fault.confirm_status and fault.confirm_address go together".into(),
+                    })
+                }
+                _ if f.variant == FaultVariant::Degradation
+                    && f.confirm_address.is_some()
+                    && f.confirm_path.is_none() =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_path".into(),
+                        message: "a degraded replica still answers: confirm a degradation with fault.confirm_path and fault.confirm_status, not by silence".into(),
+                    })
+                }
+                Some(Injector::KillPidFile) if f.variant == FaultVariant::Degradation => {
+                    return Err(missing(
+                        "a degradation is removed after the pinned fault.degradation_s; a kill cannot be: use mock-admin or exec",
                     ))
                 }
                 _ => {}

@@ -97,6 +97,7 @@ pins! {
     "calibration.lambda_r_fraction", true, "§1", "per-replica load as a fraction of lambda_max", Float(0.65), "", Exactly, Client, false;
     "target.max_tokens", true, "§1", "max_tokens on every request", Int(256), "tokens", Exactly, Client, false;
     "fault.partition_s", true, "§1", "black-hole partition duration (expiry armed before firing)", Int(120), "s", Exactly, Server, true;
+    "fault.degradation_s", true, "§10", "degradation scenario: fault duration (and the spike's)", Int(120), "s", Exactly, Client, true;
     "fault.staleness_min_s", false, "§1", "black-hole: minimum dead-endpoint staleness with victim-bound traffic (G4)", Int(20), "s", AtLeast, Server, true;
     "fault.node_monitor_grace_fail_s", false, "§1", "black-hole: a recorded node-monitor grace period this long or longer fails the run", Int(120), "s", Exactly, Server, false;
     "gates.replica_share_min_percent", true, "§1", "G1: minimum share of baseline requests per replica", Int(45), "%", AtLeast, Server, false;

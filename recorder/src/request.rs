@@ -77,7 +77,7 @@ impl Template {
             .target
             .ignore_eos
             .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
-        let stream = config.target.stream;
+        let stream = route.streams(&config.target);
         let completions =
             route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions");
         let model = serde_json::to_string(&config.target.model).unwrap_or_default();

@@ -1355,10 +1355,12 @@ async fn execute(
 ) -> RequestRecord {
     let mut record = blank(&entry);
     record.dispatched_ns = Some(dispatched);
-    let mut exchange = Exchange::with_rule(
-        ctx.config.target.stream,
-        ctx.rules[entry.route as usize].clone(),
-    );
+    let streams = ctx
+        .config
+        .routes
+        .get(entry.route as usize)
+        .is_none_or(|r| r.streams(&ctx.config.target));
+    let mut exchange = Exchange::with_rule(streams, ctx.rules[entry.route as usize].clone());
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.timeout;
     let verdict = compio::time::timeout_at(
         deadline,
@@ -1572,8 +1574,13 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
         return;
     };
     let victim = fault.victim.clone().unwrap_or_default();
-    let partition_ns =
-        (fault.variant == FaultVariant::BlackHole).then(|| config.duration_ns("fault.partition_s"));
+    // How long the fault lasts before it is removed or expires: the pinned partition of a
+    // black-hole, the pinned duration of a degradation; a clean delete is not undone.
+    let partition_ns = match fault.variant {
+        FaultVariant::BlackHole => Some(config.duration_ns("fault.partition_s")),
+        FaultVariant::Degradation => Some(config.duration_ns("fault.degradation_s")),
+        FaultVariant::None | FaultVariant::CleanDelete => None,
+    };
     let event = |kind: &str, at_ns: u64, detail: String, value: Option<i64>| {
         Record::Event(EventRecord {
             at_ns,
@@ -1592,7 +1599,7 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             injector.name(),
             inject_ns as f64 / 1e9,
             partition_ns
-                .map(|p| format!(", expiry {:.3} s later (pinned partition)", p as f64 / 1e9))
+                .map(|p| format!(", expiry {:.3} s later (pinned duration)", p as f64 / 1e9))
                 .unwrap_or_default()
         ),
         Some(inject_ns as i64),
@@ -1626,26 +1633,46 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
         // target is part of what an escaped experiment must retain.
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut confirmed = false;
+        let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
+        let mut last = String::new();
         while Instant::now() < deadline {
-            let answered = address
-                .parse::<std::net::SocketAddr>()
-                .ok()
-                .is_some_and(|a| {
-                    std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok()
-                });
-            if !answered {
+            let target = address.parse::<std::net::SocketAddr>().ok();
+            let impact = match (target, expected) {
+                (Some(a), Some((path, status))) => match status_of(a, path) {
+                    Ok(got) => {
+                        last = format!("answered {got}");
+                        got == status
+                    }
+                    Err(why) => {
+                        last = why;
+                        false
+                    }
+                },
+                (Some(a), None) => {
+                    std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_err()
+                }
+                (None, _) => false,
+            };
+            if impact {
                 confirmed = true;
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let (kind, detail) = if confirmed {
-            ("fault-confirmed", format!("{address} stopped answering"))
-        } else {
-            (
+        let (kind, detail) = match (confirmed, expected) {
+            (true, None) => ("fault-confirmed", format!("{address} stopped answering")),
+            (true, Some((path, status))) => (
+                "fault-confirmed",
+                format!("POST {path} at {address} answered {status}"),
+            ),
+            (false, None) => (
                 "fault-failed",
                 format!("{address} still answers 5 s after the fault fired: impact not confirmed"),
-            )
+            ),
+            (false, Some((path, status))) => (
+                "fault-failed",
+                format!("POST {path} at {address} did not answer {status} within 5 s ({last}): impact not confirmed"),
+            ),
         };
         sender.send(event(kind, now_ns(epoch), detail, None));
     }
@@ -1677,7 +1704,7 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             sender.send(event(
                 "fault-expired",
                 at,
-                "the pinned partition elapsed; the injector's own armed expiry removes it".into(),
+                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
                 None,
             ));
         } else {
@@ -1692,6 +1719,35 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             }
         }
     }
+}
+
+/// The status a `POST path` with an empty JSON body gets from `address` (for confirming a
+/// degradation's impact independently of the injector).
+fn status_of(address: std::net::SocketAddr, path: &str) -> Result<u16, String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200))
+        .map_err(|e| format!("{address}: {e}"))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("{address}: {e}"))?;
+    let mut head = [0u8; 32];
+    let mut got = 0;
+    while got < 12 {
+        match stream.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(format!("{address}: {e}")),
+        }
+    }
+    let line = String::from_utf8_lossy(&head[..got]).into_owned();
+    line.strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("{address} answered {line:?}, not an HTTP/1.1 status line"))
 }
 
 fn run_command(argv: &[String]) -> Result<String, String> {

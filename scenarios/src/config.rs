@@ -42,7 +42,31 @@ pub struct MockConfig {
     #[serde(default)]
     pub capacity: Capacity,
     #[serde(default)]
+    pub store: Store,
+    #[serde(default)]
     pub faults: Vec<FaultPlan>,
+}
+
+/// `[store]`: the document lookups (`POST /v1/store/cached`, `/v1/store/uncached`). A cached
+/// lookup answers from the replica's cache; an uncached one reads the store behind it, which a
+/// `store-outage` takes away (503, explicitly). seeds/004's store-outage and noisy-neighbour
+/// scenarios use them as cheap, protected work beside the heavy generation routes.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Store {
+    /// A cache hit's service time.
+    pub cache_ms: f64,
+    /// A store read's service time.
+    pub store_ms: f64,
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store {
+            cache_ms: 2.0,
+            store_ms: 40.0,
+        }
+    }
 }
 
 fn default_name() -> String {
@@ -86,6 +110,13 @@ impl Default for Timing {
 pub struct Capacity {
     pub max_num_seqs: u32,
     pub slowdown_per_running: f64,
+    /// Under a `cpu-throttle`, every duration is this many times longer.
+    #[serde(default = "default_throttle_factor")]
+    pub throttle_factor: f64,
+}
+
+fn default_throttle_factor() -> f64 {
+    4.0
 }
 
 impl Default for Capacity {
@@ -93,6 +124,7 @@ impl Default for Capacity {
         Capacity {
             max_num_seqs: 24,
             slowdown_per_running: 0.01,
+            throttle_factor: default_throttle_factor(),
         }
     }
 }
@@ -128,6 +160,14 @@ pub enum FaultMode {
     SlowlorisHeaders,
     /// A well-formed 200 whose content fails verification: another model's name, stale text.
     IncorrectSuccess,
+    /// The document store behind the replica is gone: cached lookups still answer from the
+    /// cache, uncached lookups fail with 503 (explicitly, type `dependency_unavailable`);
+    /// generation is unaffected.
+    StoreOutage,
+    /// A noisy neighbour throttles the replica's CPU: every duration is `throttle_factor` times
+    /// longer, and new generation requests are shed with 503 while any wait for a slot; lookups
+    /// (cheap work) still answer.
+    CpuThrottle,
 }
 
 impl FaultMode {
@@ -146,6 +186,8 @@ impl FaultMode {
             FaultMode::PrematureClose => "premature-close",
             FaultMode::SlowlorisHeaders => "slowloris-headers",
             FaultMode::IncorrectSuccess => "incorrect-success",
+            FaultMode::StoreOutage => "store-outage",
+            FaultMode::CpuThrottle => "cpu-throttle",
         }
     }
 }
@@ -181,6 +223,7 @@ impl MockConfig {
             capacity: Capacity {
                 max_num_seqs,
                 slowdown_per_running: 0.0,
+                throttle_factor: default_throttle_factor(),
             },
             ..MockConfig::default()
         }
@@ -236,6 +279,7 @@ impl Default for MockConfig {
             model: default_model(),
             timing: Timing::default(),
             capacity: Capacity::default(),
+            store: Store::default(),
             faults: Vec::new(),
         }
     }

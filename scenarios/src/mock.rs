@@ -174,7 +174,19 @@ impl Mock {
 
     fn multiplier(&self) -> f64 {
         let running = self.running.load(Ordering::Relaxed).max(1);
-        1.0 + self.config.capacity.slowdown_per_running * (running - 1) as f64
+        (1.0 + self.config.capacity.slowdown_per_running * (running - 1) as f64) * self.throttle()
+    }
+
+    /// The CPU throttle's factor now (1 without one).
+    fn throttle(&self) -> f64 {
+        if self
+            .active(FaultMode::CpuThrottle, Instant::now())
+            .is_some()
+        {
+            self.config.capacity.throttle_factor.max(1.0)
+        } else {
+            1.0
+        }
     }
 
     /// Prometheus text exposition.
@@ -384,6 +396,8 @@ async fn handle(stream: &mut TcpStream, mock: &Arc<Mock>, request: Request) -> N
                 .await
             }
         },
+        ("POST" | "GET", "/v1/store/cached") => lookup(stream, mock, true).await,
+        ("POST" | "GET", "/v1/store/uncached") => lookup(stream, mock, false).await,
         ("POST", "/v1/chat/completions") => complete(stream, mock, &request, Api::Chat).await,
         ("POST", "/v1/completions") => complete(stream, mock, &request, Api::Completions).await,
         (
@@ -580,7 +594,17 @@ async fn complete(stream: &mut TcpStream, mock: &Arc<Mock>, request: &Request, a
             FaultMode::InvalidSse => sabotage = Sabotage::InvalidSse,
             FaultMode::InvalidUtf8 => sabotage = Sabotage::InvalidUtf8,
             FaultMode::IncorrectSuccess => sabotage = Sabotage::IncorrectSuccess,
-            FaultMode::Stall => {}
+            FaultMode::CpuThrottle if mock.waiting() > 0 => {
+                mock.count("shed");
+                return respond(
+                    stream,
+                    503,
+                    &json!({"error": {"message": "overloaded: shedding generation under CPU contention", "type": "overloaded"}}),
+                    false,
+                )
+                .await;
+            }
+            FaultMode::Stall | FaultMode::StoreOutage | FaultMode::CpuThrottle => {}
         }
     }
 
@@ -597,6 +621,55 @@ async fn complete(stream: &mut TcpStream, mock: &Arc<Mock>, request: &Request, a
     mock.running.fetch_sub(1, Ordering::Relaxed);
     drop(permit);
     next
+}
+
+/// A document lookup: from the replica's cache, or from the store behind it (which a
+/// `store-outage` takes away: an explicit 503, never a stale or partial answer).
+async fn lookup(stream: &mut TcpStream, mock: &Arc<Mock>, cached: bool) -> Next {
+    let now = Instant::now();
+    if !cached && mock.active(FaultMode::StoreOutage, now).is_some() {
+        mock.count("store-unavailable");
+        return respond_named(
+            stream,
+            mock,
+            503,
+            &json!({"error": {"message": "document store unavailable", "type": "dependency_unavailable"}}),
+        )
+        .await;
+    }
+    let store = &mock.config.store;
+    let ms = if cached {
+        store.cache_ms
+    } else {
+        store.store_ms
+    };
+    tokio::time::sleep(Duration::from_secs_f64(
+        ms.max(0.0) / 1000.0 * mock.throttle(),
+    ))
+    .await;
+    mock.count(if cached { "cache-hit" } else { "store-read" });
+    respond_named(
+        stream,
+        mock,
+        200,
+        &json!({"object": "document", "model": mock.config.model, "cache": if cached { "hit" } else { "miss" }, "replica": mock.config.name, "content": "verified document"}),
+    )
+    .await
+}
+
+/// A JSON response that names the replica (the recorder attributes requests by this header).
+async fn respond_named(stream: &mut TcpStream, mock: &Mock, status: u16, body: &Value) -> Next {
+    let bytes = http::full_response(
+        status,
+        "application/json",
+        &[(REPLICA_HEADER, &mock.config.name)],
+        body.to_string().as_bytes(),
+        false,
+    );
+    match http::send(stream, &bytes).await {
+        Ok(()) => Next::KeepAlive,
+        Err(_) => Next::Gone,
+    }
 }
 
 async fn capture(stream: &mut TcpStream, mock: &Arc<Mock>) -> Next {

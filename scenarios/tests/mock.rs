@@ -589,3 +589,89 @@ mod router {
         assert!(ex.text().starts_with("HTTP/1.1 404"));
     }
 }
+
+#[test]
+fn a_store_outage_fails_uncached_lookups_explicitly_and_keeps_the_cache_answering() {
+    // Outage from 150 ms for 300 ms.
+    let (addr, mock) = start(with_fault(FaultMode::StoreOutage, 150, 300));
+    let quiet = Duration::from_millis(500);
+    let lookup = |path: &str| exchange(addr, "POST", path, "{}", quiet);
+    let hit = lookup("/v1/store/cached");
+    assert!(hit.head().starts_with("HTTP/1.1 200"), "{}", hit.head());
+    assert!(
+        hit.head().contains("x-percentes-replica: replica-0"),
+        "{}",
+        hit.head()
+    );
+    assert!(hit.text().contains(r#""cache":"hit""#), "{}", hit.text());
+    let miss = lookup("/v1/store/uncached");
+    assert!(miss.head().starts_with("HTTP/1.1 200") && miss.text().contains(r#""cache":"miss""#));
+    std::thread::sleep(Duration::from_millis(200));
+    // During the outage: the cache answers, the store does not, and says so.
+    let hit = lookup("/v1/store/cached");
+    assert!(hit.head().starts_with("HTTP/1.1 200"), "{}", hit.head());
+    let miss = lookup("/v1/store/uncached");
+    assert!(miss.head().starts_with("HTTP/1.1 503"), "{}", miss.head());
+    assert!(
+        miss.text().contains("dependency_unavailable"),
+        "{}",
+        miss.text()
+    );
+    // Generation is not the store's business.
+    assert!(chat(addr, false, 4).head().starts_with("HTTP/1.1 200"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(lookup("/v1/store/uncached")
+        .head()
+        .starts_with("HTTP/1.1 200"));
+    let metrics = mock.metrics();
+    assert!(
+        metrics.contains(r#"outcome="store-unavailable"} 1"#),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_cpu_throttle_slows_everything_and_sheds_generation_while_requests_wait() {
+    // One decode slot; 20 ms to first token, 5 ms a token; throttle x4 from 0 ms for 2 s.
+    let mut config = with_fault(FaultMode::CpuThrottle, 0, 2000);
+    config.capacity.max_num_seqs = 1;
+    let (addr, mock) = start(config);
+    std::thread::sleep(Duration::from_millis(50));
+    // A lookup is cheap even throttled: 2 ms x 4.
+    let started = Instant::now();
+    let hit = exchange(
+        addr,
+        "POST",
+        "/v1/store/cached",
+        "{}",
+        Duration::from_millis(500),
+    );
+    assert!(hit.head().starts_with("HTTP/1.1 200"));
+    assert!(
+        started.elapsed() >= Duration::from_millis(8),
+        "{:?}",
+        started.elapsed()
+    );
+    // Generation takes 4 x (20 + 3 x 5) = 140 ms; a second request arriving while the first
+    // holds the only slot waits, and a third arriving while one waits is shed.
+    let first = std::thread::spawn(move || chat(addr, false, 4));
+    std::thread::sleep(Duration::from_millis(30));
+    let second = std::thread::spawn(move || chat(addr, false, 4));
+    std::thread::sleep(Duration::from_millis(30));
+    let third = chat(addr, false, 4);
+    assert!(third.head().starts_with("HTTP/1.1 503"), "{}", third.head());
+    assert!(third.text().contains("overloaded"), "{}", third.text());
+    let first = first.join().unwrap();
+    let second = second.join().unwrap();
+    assert!(first.head().starts_with("HTTP/1.1 200") && second.head().starts_with("HTTP/1.1 200"));
+    assert!(
+        first.reads.last().unwrap().0 >= 130.0,
+        "{:?}",
+        first.reads.last()
+    );
+    assert!(
+        mock.metrics().contains(r#"outcome="shed"} 1"#),
+        "{}",
+        mock.metrics()
+    );
+}

@@ -150,7 +150,9 @@ fn the_writer_still_writes_the_golden_bytes() {
 /// with the orchestrator's reschedule, every gate passing: the catalogue's clean-delete
 /// scenario); `replica-loss-black-hole.pj` and `pod-churn.pj` are `percentes scenario run
 /// scenarios/catalogue/NAME.toml --time-factor 100` (the black-hole as root, in network
-/// namespaces; G3 and G4 passing, cleanup confirmed). Any analyzer change that moves a
+/// namespaces; G3 and G4 passing, cleanup confirmed), as are `store-outage-under-spike.pj`
+/// and `noisy-neighbour-cpu-throttle.pj` (one replica, a degradation, routes segmented). Any
+/// analyzer change that moves a
 /// number shows up as a diff of the expected report.json and report.md; review it like code and
 /// regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden`. The journals themselves are
 /// recordings and are never regenerated.
@@ -171,7 +173,13 @@ fn recorded_runs_analyze_to_their_expected_reports() {
     names.sort();
     assert_eq!(
         names,
-        ["demo-clean-delete", "pod-churn", "replica-loss-black-hole"],
+        [
+            "demo-clean-delete",
+            "noisy-neighbour-cpu-throttle",
+            "pod-churn",
+            "replica-loss-black-hole",
+            "store-outage-under-spike"
+        ],
         "a recording without its expected reports, or a scenario without its recording"
     );
     for name in &names {

@@ -150,6 +150,7 @@ pin_tests! {
     weakening_lambda_r_fraction_is_refused => "calibration.lambda_r_fraction",
     weakening_max_tokens_is_refused => "target.max_tokens",
     weakening_partition_is_refused => "fault.partition_s",
+    weakening_degradation_is_refused => "fault.degradation_s",
     weakening_share_min_is_refused => "gates.replica_share_min_percent",
     weakening_share_max_is_refused => "gates.replica_share_max_percent",
     weakening_connection_floor_is_refused => "client.connections_floor_per_replica",
@@ -522,4 +523,54 @@ fn a_declaration_must_name_the_victim_real_routes_and_a_sane_budget() {
             .to_string();
         assert!(error.contains(says), "{to}: {error}");
     }
+}
+
+#[test]
+fn a_degradation_spikes_the_rate_for_the_pinned_duration_and_a_replica_loss_cannot() {
+    const S: u64 = 1_000_000_000;
+    let degradation = BASE
+        .replace("variant = \"clean-delete\"", "variant = \"degradation\"")
+        .replace(
+            "injector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"",
+            "injector = \"mock-admin\"\nadmin_address = \"127.0.0.1:8001\"\nmock_mode = \"store-outage\"",
+        )
+        .replace("replicas = [\"replica-0\", \"replica-1\"]", "replicas = [\"replica-1\"]");
+    let plain = load(&degradation).unwrap();
+    let names: Vec<String> = plain
+        .schedule_params()
+        .phases
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert_eq!(names, ["warmup", "baseline", "fault-recovery", "cooldown"]);
+    let spiked = load(&with_key(&degradation, "schedule.spike_factor", "2.0")).unwrap();
+    let phases: Vec<(String, u64, f64)> = spiked
+        .schedule_params()
+        .phases
+        .iter()
+        .map(|p| (p.name.clone(), p.duration_ns, p.rate_rps))
+        .collect();
+    // One replica at 0.65 x 20 rps = 13 rps; dev factor 10: the 120 s spike is 12 s at 26 rps,
+    // then the rest of the 60 s recovery window at 13 rps.
+    assert_eq!(
+        phases,
+        [
+            ("warmup".into(), 6 * S, 13.0),
+            ("baseline".into(), 30 * S, 13.0),
+            ("spike".into(), 12 * S, 26.0),
+            ("fault-recovery".into(), 48 * S, 13.0),
+            ("cooldown".into(), 6 * S, 13.0),
+        ]
+    );
+    assert_eq!(spiked.inject_at_ns(), Some(36 * S));
+    let error = load(&with_key(BASE, "schedule.spike_factor", "2.0")).unwrap_err();
+    assert!(error.to_string().contains("pins"), "{error}");
+    let error = load(&with_key(&degradation, "schedule.spike_factor", "11")).unwrap_err();
+    assert!(
+        error.to_string().contains("schedule.spike_factor"),
+        "{error}"
+    );
+    let killed = BASE.replace("variant = \"clean-delete\"", "variant = \"degradation\"");
+    let error = load(&killed).unwrap_err();
+    assert!(error.to_string().contains("mock-admin or exec"), "{error}");
 }
