@@ -1862,6 +1862,212 @@ pub fn stop_on_signals() -> Arc<AtomicBool> {
 mod tests {
     use super::*;
 
+    const MS: u64 = 1_000_000;
+
+    /// A dev (factor 10) two-route configuration with a declaration: `protected` on route 0.
+    fn declared(abort: &str) -> Config {
+        Config::parse(
+            format!(
+                r#"schema_version = 1
+profile = "dev"
+[target]
+kind = "mock"
+base_url = "http://127.0.0.1:9"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+[schedule]
+seed = 1
+arrival = "poisson"
+[calibration]
+lambda_max_rps = 20.0
+[fault]
+variant = "clean-delete"
+victim = "replica-1"
+injector = "kill-pid-file"
+pid_file = "/nonexistent"
+[declaration]
+experiment_id = "t"
+release = "r"
+dataset = "d"
+target = "replica-1"
+boundary = "b"
+protected_routes = ["protected"]
+shed_routes = ["shed"]
+cleanup = "c"
+[declaration.abort]
+{abort}
+[[routes]]
+label = "protected"
+path = "/v1/chat/completions"
+[[routes]]
+label = "shed"
+path = "/v1/chat/completions"
+"#
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn request(index: u64, route: u32, class: &str, terminal_ns: u64, replica: &str) -> Record {
+        let code = class_code(class).unwrap();
+        let outcome = match class {
+            "correct-success" => Outcome::Completed,
+            "timeout" | "run-end" => Outcome::Censored,
+            _ => Outcome::Errored,
+        };
+        Record::Request(RequestRecord {
+            index,
+            outcome: outcome as u8,
+            class: code,
+            route,
+            intended_ns: terminal_ns.saturating_sub(MS),
+            dispatched_ns: None,
+            connect_start_ns: None,
+            connect_end_ns: None,
+            tls_done_ns: None,
+            request_written_ns: None,
+            response_head_ns: None,
+            first_content_ns: None,
+            terminal_ns,
+            content_gaps_us: Vec::new(),
+            content_events: 0,
+            http_status: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            usage_prompt_tokens: None,
+            usage_completion_tokens: None,
+            replica: replica.into(),
+            connection_id: 0,
+            connection_reused: false,
+            detail: String::new(),
+        })
+    }
+
+    #[test]
+    fn the_protected_budget_counts_only_protected_requests_ending_inside_its_window() {
+        // 20 % over 5 s (dev factor 10: 0.5 s), at least 5 requests.
+        let config = declared("protected_failure_rate = 0.2\nmin_requests = 5");
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = EscapeWatch::new(&config, Arc::clone(&stop)).unwrap();
+        assert_eq!(watch.window_ns, 500 * MS);
+        // Shed-route failures never count; run-end censoring never counts.
+        for i in 0..20 {
+            assert!(watch
+                .observe(&request(i, 1, "reset", i * MS, "replica-1"))
+                .is_none());
+            assert!(watch
+                .observe(&request(100 + i, 0, "run-end", i * MS, ""))
+                .is_none());
+        }
+        // Four protected requests, one failed: 1 of 4 is over 0.2 but under min_requests.
+        let mut at = 100 * MS;
+        for (i, class) in [
+            "correct-success",
+            "timeout",
+            "correct-success",
+            "correct-success",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(watch
+                .observe(&request(200 + i as u64, 0, class, at, "replica-0"))
+                .is_none());
+            at += 10 * MS;
+        }
+        // A fifth success: 1 of 5 = 0.2, not above the budget.
+        assert!(watch
+            .observe(&request(210, 0, "correct-success", at, "replica-0"))
+            .is_none());
+        // 0.6 s later the first five have left the window: a failure now is 1 of 1, too few.
+        at += 600 * MS;
+        assert!(watch
+            .observe(&request(211, 0, "reset", at, "replica-0"))
+            .is_none());
+        assert!(!stop.load(Ordering::SeqCst));
+        for i in 0..3 {
+            assert!(watch
+                .observe(&request(
+                    212 + i,
+                    0,
+                    "correct-success",
+                    at + MS,
+                    "replica-0"
+                ))
+                .is_none());
+        }
+        // 2 of 5 = 0.4 > 0.2 with 5 >= 5: the watch fires, once, and raises the stop flag.
+        let event = watch
+            .observe(&request(215, 0, "refused", at + 2 * MS, "replica-0"))
+            .unwrap();
+        assert_eq!(event.subject, "protected-budget");
+        assert_eq!(event.at_ns, at + 2 * MS);
+        assert!(
+            event.detail.contains("2 of the 5 protected requests"),
+            "{}",
+            event.detail
+        );
+        assert!(stop.load(Ordering::SeqCst));
+        assert!(watch
+            .observe(&request(216, 0, "refused", at + 3 * MS, "replica-0"))
+            .is_none());
+    }
+
+    #[test]
+    fn errors_outside_the_declared_target_and_failed_cleanup_are_triggers() {
+        let config = declared("undeclared_replica_errors = true");
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = EscapeWatch::new(&config, Arc::clone(&stop)).unwrap();
+        // Errors on the target, and an unattributed error, are inside the blast radius.
+        assert!(watch
+            .observe(&request(1, 0, "reset", MS, "replica-1"))
+            .is_none());
+        assert!(watch.observe(&request(2, 0, "reset", MS, "")).is_none());
+        let event = watch
+            .observe(&request(3, 1, "http-status", 2 * MS, "replica-0"))
+            .unwrap();
+        assert_eq!(event.subject, "undeclared-replica");
+        assert!(event.detail.contains("replica-0"), "{}", event.detail);
+
+        let mut watch = EscapeWatch::new(&declared(""), Arc::new(AtomicBool::new(false))).unwrap();
+        // Off by default: an error elsewhere is not a trigger.
+        assert!(watch
+            .observe(&request(3, 1, "http-status", 2 * MS, "replica-0"))
+            .is_none());
+        let failed = |detail: &str| {
+            Record::Event(EventRecord {
+                at_ns: 9 * MS,
+                kind: event_kind_code("fault-failed").unwrap(),
+                subject: "replica-1".into(),
+                detail: detail.into(),
+                value: None,
+            })
+        };
+        // A failed fire is fault fidelity's business; a failed removal is an escape.
+        assert!(watch.observe(&failed("kill(1, SIGKILL) failed")).is_none());
+        let event = watch
+            .observe(&failed("removal failed: iptables exited 1"))
+            .unwrap();
+        assert_eq!(
+            (event.subject.as_str(), event.at_ns),
+            ("cleanup-failed", 9 * MS)
+        );
+
+        let mut off = EscapeWatch::new(
+            &declared("cleanup_failure = false"),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        assert!(off.observe(&failed("removal failed: x")).is_none());
+        // No declaration, no watch.
+        let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap();
+        let (head, tail) = text.split_once("[declaration]").unwrap();
+        let routes = &tail[tail.find("[[routes]]").unwrap()..];
+        let plain = Config::parse(format!("{head}{routes}").as_bytes()).unwrap();
+        assert!(EscapeWatch::new(&plain, Arc::new(AtomicBool::new(false))).is_none());
+    }
+
     #[test]
     fn the_stall_pool_reads_the_nearest_rank_p99_at_its_bucket_edge() {
         let mut pool = StallPool::default();
