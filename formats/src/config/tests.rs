@@ -574,3 +574,18 @@ fn a_degradation_spikes_the_rate_for_the_pinned_duration_and_a_replica_loss_cann
     let error = load(&killed).unwrap_err();
     assert!(error.to_string().contains("mock-admin or exec"), "{error}");
 }
+
+#[test]
+fn the_experiment_examples_commented_declaration_loads_when_uncommented() {
+    let text = example(Profile::Experiment);
+    let at = text.find("# [declaration]").unwrap();
+    let uncommented: String = text[at..]
+        .lines()
+        .map(|l| l.strip_prefix("# ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let config = load(&format!("{}{uncommented}\n", &text[..at])).unwrap();
+    let d = config.declaration.unwrap();
+    assert_eq!(d.target, "replica-1");
+    assert!(d.abort.undeclared_replica_errors);
+}
