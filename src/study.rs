@@ -826,11 +826,19 @@ pub fn headline(report: &analysis::Report) {
     }
     if let Some(r) = &report.recovery {
         println!("{}", r.label);
-        println!(
-            "time to the degraded equilibrium: {}",
-            r.to_equilibrium.text
-        );
-        println!("time to the pre-fault baseline: {}", r.to_pre_fault.text);
+        let (equilibrium, baseline) = if r.variant == "degradation" {
+            ("the degraded equilibrium", "the pre-fault baseline")
+        } else {
+            (
+                "the single-replica equilibrium",
+                "the two-replica pre-fault baseline",
+            )
+        };
+        println!("time to {equilibrium}: {}", r.to_equilibrium.text);
+        println!("time to {baseline}: {}", r.to_pre_fault.text);
+        if let Some(relapse) = &r.relapse {
+            println!("RELAPSE: {relapse}");
+        }
         for b in r
             .decomposition
             .iter()

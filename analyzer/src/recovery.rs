@@ -40,6 +40,9 @@ pub struct RecoveryReport {
     pub equilibrium: PlateauReport,
     pub to_equilibrium: Ttr,
     pub caveats: Vec<&'static str>,
+    /// When goodput fell below the exit threshold again after the recovery to the pre-fault
+    /// baseline (within the recovery timeout): the recovery did not last.
+    pub relapse: Option<String>,
     /// Area between the pre-fault baseline and the observed goodput from the anchor to the
     /// recovery (or the timeout), in goodput-seconds.
     pub deficit_goodput_s: Option<f64>,
@@ -320,6 +323,23 @@ pub fn analyze(
         Detection::Recovered { entry_end_s, .. } => entry_end_s as usize,
         _ => anchor + timeout_buckets,
     };
+    let relapse = match (pre, baseline_goodput) {
+        (Detection::Recovered { entry_end_s, .. }, Some(g)) => recovery::relapse(
+            &series,
+            entry_end_s as usize,
+            anchor + timeout_buckets,
+            g,
+            detector,
+        )
+        .map(|t| {
+            format!(
+                "goodput fell below the exit threshold ({:.0} % of the pre-fault baseline) again in the window ending {:.3} s after the fire, after this recovery had held for H: the recovery did not last. A degradation that builds slowly (a survivor's queue filling) can pass the hold first; this TTR understates the disruption, so read the goodput timeline and the sweep beside it",
+                detector.exit * 100.0,
+                (t + 1) as f64 * bucket_s - seconds(anchor_ns)
+            )
+        }),
+        _ => None,
+    };
     let deficit = baseline_goodput.map(|g| recovery::deficit(&series, anchor, until, g) * bucket_s);
 
     let components = components(
@@ -375,6 +395,7 @@ pub fn analyze(
         equilibrium,
         to_equilibrium,
         caveats: CAVEATS.to_vec(),
+        relapse,
         deficit_goodput_s: deficit,
         sweep,
         sweep_note,

@@ -513,6 +513,9 @@ fn recovery_section(md: &mut String, r: &crate::recovery::RecoveryReport) {
         r.to_equilibrium.text
     );
     let _ = writeln!(md);
+    if let Some(relapse) = &r.relapse {
+        let _ = writeln!(md, "- **Relapse:** {relapse}.");
+    }
     for caveat in &r.caveats {
         let _ = writeln!(md, "- Caveat: {caveat}.");
     }

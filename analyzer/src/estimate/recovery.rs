@@ -138,6 +138,24 @@ pub fn detect(series: &[Bucket], anchor_s: usize, baseline: f64, detector: Detec
     Detection::NotRecovered
 }
 
+/// After a recovery entered at the window ending `entry_end_s` (exclusive end, as
+/// [`Detection::Recovered`] gives it), the end bucket of the first later R-window whose goodput is
+/// below the exit threshold, up to bucket `until` (exclusive): a relapse the hold did not see.
+/// A degradation that builds slowly (a survivor's queue filling) can pass the hold at first and
+/// fall through the baseline later; the TTR then understates the disruption.
+pub fn relapse(
+    series: &[Bucket],
+    entry_end_s: usize,
+    until: usize,
+    baseline: f64,
+    detector: Detector,
+) -> Option<usize> {
+    let window = detector.window_s.max(1) as usize;
+    let exit = detector.exit * baseline;
+    (entry_end_s..until.min(series.len()))
+        .find(|&t| windowed(series, t, window).is_some_and(|w| w < exit))
+}
+
 /// Goodput as a ratio of sums over buckets `[from, to)`.
 pub fn goodput_between(series: &[Bucket], from: usize, to: usize) -> Option<f64> {
     let to = to.min(series.len());
@@ -235,6 +253,32 @@ mod tests {
     }
 
     const R: u64 = 10;
+
+    #[test]
+    fn a_relapse_after_the_hold_is_found_where_the_window_first_drops_below_exit() {
+        // Fault at 0: 20 s at 0.3, 40 s at 1.0 (past R + H = 40 s), then 0.5 for 30 s, then 1.0.
+        let series = script(&[(20, 3), (40, 10), (30, 5), (30, 10)]);
+        let Detection::Recovered { entry_end_s, .. } = detect(&series, 0, 1.0, Detector::pinned())
+        else {
+            panic!("no recovery")
+        };
+        // Entry: the window 19..=28 holds one 0.3 and nine 1.0, 0.93 >= 0.9 (the one before,
+        // 18..=27, is 0.86); it ends at bucket 28, so entry_end 29. The hold runs to 58.
+        assert_eq!(entry_end_s, 29);
+        // The 10 s window ending at t holds (t - 59) buckets at 0.5 from t = 60: goodput
+        // 1 - 0.05 (t - 59) < 0.85 first when t - 59 > 3, at t = 63.
+        assert_eq!(
+            relapse(&series, 30, series.len(), 1.0, Detector::pinned()),
+            Some(63)
+        );
+        // Bounded by `until`, and absent when goodput stays up.
+        assert_eq!(relapse(&series, 30, 63, 1.0, Detector::pinned()), None);
+        let steady = script(&[(20, 3), (100, 10)]);
+        assert_eq!(
+            relapse(&steady, 30, steady.len(), 1.0, Detector::pinned()),
+            None
+        );
+    }
 
     #[test]
     fn scripted_recovery_is_found_within_r() {
