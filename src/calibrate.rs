@@ -12,7 +12,7 @@ use percentes_analyzer::{analysis, estimate::incidence::Method, gates, JournalFi
 use percentes_formats::config::Config;
 use percentes_formats::pins;
 use percentes_formats::schedule::RATE_RPS_MAX;
-use percentes_recorder::run::{self, Options, Progress};
+use percentes_recorder::run::{self, Progress};
 use serde::Serialize;
 
 /// What one step measured, and its verdict.
@@ -161,17 +161,7 @@ impl StepRunner for Recorder<'_> {
             )
         })?;
         let journal = self.output.join(format!("{stem}.pj"));
-        let options = Options {
-            output: journal.clone(),
-            force: true,
-            signing_key: None,
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            tool_commit: env!("PERCENTES_COMMIT").into(),
-            workers: 1,
-            progress: Progress::Quiet,
-            stop: run::stop_on_signals(),
-            timeline: None,
-        };
+        let options = crate::study::recorder_options(journal.clone(), Progress::Quiet, None);
         let summary =
             run::record(&config, &options).with_context(|| format!("recording step {stem}"))?;
         if summary.status.name() != "completed" {
@@ -494,33 +484,23 @@ pub fn calibrate(
         output.join("calibration.json"),
         output.join("calibration.md"),
     ];
+    println!(
+        "trace: {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     match (lambda_max, lambda_r) {
         (Some(max), Some(r)) => {
             println!(
                 "lambda_max = {max} rps, lambda_r = {fraction} x lambda_max = {r} rps per replica\n\
                  put this in the run configuration:\n\n[calibration]\nlambda_max_rps = {max}\n"
             );
-            println!(
-                "trace: {}",
-                written
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
             Ok(ExitCode::SUCCESS)
         }
-        _ => {
-            println!(
-                "trace: {}",
-                written
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            Ok(ExitCode::from(2))
-        }
+        _ => Ok(ExitCode::from(2)),
     }
 }
 

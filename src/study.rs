@@ -399,17 +399,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
 
     let journal = output.join("run.pj");
     let inbox = TimelineInbox::default();
-    let options = Options {
-        output: journal.clone(),
-        force: true,
-        signing_key: None,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        tool_commit: env!("PERCENTES_COMMIT").into(),
-        workers: 1,
-        progress: Progress::Human,
-        stop: run::stop_on_signals(),
-        timeline: Some(inbox.clone()),
-    };
+    let options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()));
     let finished = Arc::new(AtomicBool::new(false));
     let recorder = {
         let finished = Arc::clone(&finished);
@@ -480,6 +470,26 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
         println!("the run failed a validity gate (see report.md); exit 2");
         ExitCode::from(2)
     })
+}
+
+/// The recorder's options for a run this binary drives itself (a scenario, a calibration step):
+/// one worker, no signing key, overwrite, stop on SIGINT or SIGTERM.
+pub fn recorder_options(
+    output: PathBuf,
+    progress: Progress,
+    timeline: Option<TimelineInbox>,
+) -> Options {
+    Options {
+        output,
+        force: true,
+        signing_key: None,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        tool_commit: env!("PERCENTES_COMMIT").into(),
+        workers: 1,
+        progress,
+        stop: run::stop_on_signals(),
+        timeline,
+    }
 }
 
 /// An earlier run's folder (it holds run.toml) is replaced; any other non-empty folder needs

@@ -852,31 +852,7 @@ fn degradation_scenarios_meet_their_declared_expectations() {
     let dir = scratch("degradations");
     for name in ["store-outage-under-spike", "noisy-neighbour-cpu-throttle"] {
         let out = dir.join(name);
-        let mut attempt = 0;
-        let (code, stdout) = loop {
-            attempt += 1;
-            let (code, stdout, stderr) = percentes(&[
-                "scenario",
-                "run",
-                &format!("scenarios/catalogue/{name}.toml"),
-                "--time-factor",
-                "100",
-                "--force",
-                "-o",
-                out.to_str().unwrap(),
-            ]);
-            assert!(
-                code == 0 || code == 2,
-                "{name}: exit {code}: {stdout}{stderr}"
-            );
-            let only_g2 = stdout
-                .lines()
-                .filter(|l| l.starts_with("gate "))
-                .all(|l| l.starts_with("gate G2"));
-            if code == 0 || !only_g2 || attempt == 3 {
-                break (code, stdout);
-            }
-        };
+        let (code, stdout) = super::golden::scenario_run(name, 100, &out);
         assert_eq!(code, 0, "{name}: {stdout}");
         let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
         assert!(!declaration.contains("UNEXPECTED"), "{name}: {declaration}");
