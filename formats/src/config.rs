@@ -331,10 +331,14 @@ pub struct Fault {
     pub mock_mode: Option<String>,
     /// Independent confirmation: `host:port` of the victim, which must stop answering.
     pub confirm_address: Option<String>,
-    /// Confirmation of a degradation instead: `POST confirm_path` at `confirm_address` must
-    /// answer `confirm_status` (a store outage: an uncached lookup answers 503).
+    /// Confirmation of a degradation instead: `confirm_method confirm_path` at
+    /// `confirm_address` must answer `confirm_status` (a store outage: an uncached lookup answers
+    /// 503), and its body contain `confirm_contains` when set (a resource gauge in `/metrics`).
     pub confirm_path: Option<String>,
     pub confirm_status: Option<u16>,
+    /// `GET` or `POST` (the default; the body is `{}`).
+    pub confirm_method: Option<String>,
+    pub confirm_contains: Option<String>,
 }
 
 /// The recorder's fault injectors (SPEC §1; the armed, fired, confirmed and expiry events go in
@@ -993,6 +997,24 @@ impl Config {
                     return Err(ConfigError::Invalid {
                         key: "fault.confirm_path".into(),
                         message: "fault.confirm_path, fault.confirm_status and fault.confirm_address go together".into(),
+                    })
+                }
+                _ if (f.confirm_method.is_some() || f.confirm_contains.is_some())
+                    && f.confirm_path.is_none() =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_method".into(),
+                        message: "fault.confirm_method and fault.confirm_contains qualify fault.confirm_path, which is missing".into(),
+                    })
+                }
+                _ if f
+                    .confirm_method
+                    .as_deref()
+                    .is_some_and(|m| m != "GET" && m != "POST") =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_method".into(),
+                        message: format!("{:?}: GET or POST", f.confirm_method.as_deref().unwrap_or_default()),
                     })
                 }
                 _ if f.variant == FaultVariant::Degradation

@@ -1634,14 +1634,24 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut confirmed = false;
         let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
+        let method = fault.confirm_method.as_deref().unwrap_or("POST");
+        let contains = fault.confirm_contains.as_deref();
         let mut last = String::new();
         while Instant::now() < deadline {
             let target = address.parse::<std::net::SocketAddr>().ok();
             let impact = match (target, expected) {
-                (Some(a), Some((path, status))) => match status_of(a, path) {
-                    Ok(got) => {
-                        last = format!("answered {got}");
-                        got == status
+                (Some(a), Some((path, status))) => match answer_of(a, method, path) {
+                    Ok((got, body)) => {
+                        let found = contains.is_none_or(|c| body.contains(c));
+                        last = format!(
+                            "answered {got}{}",
+                            if found {
+                                ""
+                            } else {
+                                " without the expected text"
+                            }
+                        );
+                        got == status && found
                     }
                     Err(why) => {
                         last = why;
@@ -1663,7 +1673,10 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             (true, None) => ("fault-confirmed", format!("{address} stopped answering")),
             (true, Some((path, status))) => (
                 "fault-confirmed",
-                format!("POST {path} at {address} answered {status}"),
+                format!(
+                    "{method} {path} at {address} answered {status}{}",
+                    contains.map_or(String::new(), |c| format!(" with {c:?}"))
+                ),
             ),
             (false, None) => (
                 "fault-failed",
@@ -1671,7 +1684,7 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             ),
             (false, Some((path, status))) => (
                 "fault-failed",
-                format!("POST {path} at {address} did not answer {status} within 5 s ({last}): impact not confirmed"),
+                format!("{method} {path} at {address} did not answer {status}{} within 5 s ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
             ),
         };
         sender.send(event(kind, now_ns(epoch), detail, None));
@@ -1721,33 +1734,63 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
     }
 }
 
-/// The status a `POST path` with an empty JSON body gets from `address` (for confirming a
-/// degradation's impact independently of the injector).
-fn status_of(address: std::net::SocketAddr, path: &str) -> Result<u16, String> {
+/// The status and body a `method path` request (a `POST` carries `{}`) gets from `address`,
+/// for confirming a degradation's impact independently of the injector. Reads at most 64 KiB.
+fn answer_of(
+    address: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200))
         .map_err(|e| format!("{address}: {e}"))?;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let body = if method == "POST" { "{}" } else { "" };
     let request = format!(
-        "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
     );
     stream
         .write_all(request.as_bytes())
         .map_err(|e| format!("{address}: {e}"))?;
-    let mut head = [0u8; 32];
-    let mut got = 0;
-    while got < 12 {
-        match stream.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) => return Err(format!("{address}: {e}")),
+    // Read to the end of the body its content-length announces (a server may keep the
+    // connection open), to the close, or to 64 KiB, whichever comes first.
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while response.len() < 64 * 1024 {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+        }
+        let text = String::from_utf8_lossy(&response);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())
+                    .flatten()
+            });
+            if length.is_some_and(|n| body.len() >= n) {
+                break;
+            }
         }
     }
-    let line = String::from_utf8_lossy(&head[..got]).into_owned();
-    line.strip_prefix("HTTP/1.1 ")
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
         .and_then(|rest| rest.get(..3))
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("{address} answered {line:?}, not an HTTP/1.1 status line"))
+        .ok_or_else(|| {
+            format!(
+                "{address} answered {:?}, not an HTTP/1.1 status line",
+                text.lines().next().unwrap_or_default()
+            )
+        })?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    Ok((status, body))
 }
 
 fn run_command(argv: &[String]) -> Result<String, String> {

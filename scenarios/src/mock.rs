@@ -210,6 +210,19 @@ impl Mock {
             "percentes_mock_running{{replica=\"{name}\"}} {}\n",
             self.running()
         ));
+        // The resources the degradation modes take away, as the resource itself reports them:
+        // what a scenario confirms its impact by, independently of the injector's own answer.
+        let now = Instant::now();
+        out.push_str("# HELP percentes_mock_cpu_throttled Whether a cpu-throttle holds the replica's CPU.\n# TYPE percentes_mock_cpu_throttled gauge\n");
+        out.push_str(&format!(
+            "percentes_mock_cpu_throttled{{replica=\"{name}\"}} {}\n",
+            u8::from(self.active(FaultMode::CpuThrottle, now).is_some())
+        ));
+        out.push_str("# HELP percentes_mock_store_available Whether the document store answers.\n# TYPE percentes_mock_store_available gauge\n");
+        out.push_str(&format!(
+            "percentes_mock_store_available{{replica=\"{name}\"}} {}\n",
+            u8::from(self.active(FaultMode::StoreOutage, now).is_none())
+        ));
         // The names vLLM exports, so probes written for vLLM read the mock unchanged.
         let model = &self.config.model;
         out.push_str("# TYPE vllm:num_requests_waiting gauge\n");

@@ -876,22 +876,34 @@ fn degradation_scenarios_meet_their_declared_expectations() {
             .unwrap();
         assert!(fault["routes"].as_array().unwrap().len() >= 2, "{name}");
         assert_eq!(report["escape"], serde_json::Value::Null, "{name}");
+        // The impact was confirmed independently: the store outage by an uncached lookup's 503,
+        // the throttle by the replica's own CPU gauge.
+        let (_, events, _) = percentes(&[
+            "inspect",
+            out.join("run.pj").to_str().unwrap(),
+            "--records",
+            "--kind",
+            "event",
+        ]);
+        let confirmed = events
+            .lines()
+            .find(|l| l.contains("\"fault-confirmed\""))
+            .unwrap_or_else(|| panic!("{name}: no fault-confirmed event: {events}"));
         if name == "store-outage-under-spike" {
-            let (_, events, _) = percentes(&[
-                "inspect",
-                out.join("run.pj").to_str().unwrap(),
-                "--records",
-                "--kind",
-                "event",
-            ]);
             assert!(
-                events.contains("POST /v1/store/uncached at") && events.contains("answered 503"),
-                "{events}"
+                confirmed.contains("POST /v1/store/uncached at")
+                    && confirmed.contains("answered 503"),
+                "{confirmed}"
             );
             // The spike doubled the rate from T_inject.
             let (_, header, _) =
                 percentes(&["inspect", out.join("run.pj").to_str().unwrap(), "--json"]);
             assert!(header.contains("\"spike\""), "{header}");
+        } else {
+            assert!(
+                confirmed.contains("GET /metrics at") && confirmed.contains("cpu_throttled"),
+                "{confirmed}"
+            );
         }
     }
 }

@@ -570,6 +570,26 @@ fn a_degradation_spikes_the_rate_for_the_pinned_duration_and_a_replica_loss_cann
         error.to_string().contains("schedule.spike_factor"),
         "{error}"
     );
+    // Confirmation by a request: method and expected text qualify a path; silence is not one.
+    let confirm = |extra: &str| {
+        load(&degradation.replace(
+            "mock_mode = \"store-outage\"",
+            &format!("mock_mode = \"store-outage\"\nconfirm_address = \"127.0.0.1:8001\"\n{extra}"),
+        ))
+    };
+    confirm("confirm_path = \"/metrics\"\nconfirm_status = 200\nconfirm_method = \"GET\"\nconfirm_contains = \"x 1\"").unwrap();
+    for (extra, says) in [
+        ("", "not by silence"),
+        ("confirm_path = \"/metrics\"", "go together"),
+        ("confirm_method = \"GET\"", "which is missing"),
+        (
+            "confirm_path = \"/m\"\nconfirm_status = 200\nconfirm_method = \"PUT\"",
+            "GET or POST",
+        ),
+    ] {
+        let error = confirm(extra).unwrap_err().to_string();
+        assert!(error.contains(says), "{extra}: {error}");
+    }
     let killed = BASE.replace("variant = \"clean-delete\"", "variant = \"degradation\"");
     let error = load(&killed).unwrap_err();
     assert!(error.to_string().contains("mock-admin or exec"), "{error}");
