@@ -121,7 +121,8 @@ enum Command {
     },
     /// Record a run: send every scheduled request at its intended time and write the journal
     /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
-    /// as aborted (exit 1).
+    /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
+    /// seals it as escaped (exit 2).
     Record {
         config: PathBuf,
         /// The journal to write.
