@@ -1896,6 +1896,11 @@ pub fn stop_on_signals() -> Arc<AtomicBool> {
             watched.store(true, Ordering::SeqCst);
             return;
         }
+        // Nobody else holds the flag any more (the run it belonged to is over): stop watching,
+        // so a process that records many runs (calibrate) does not keep a poller per run.
+        if Arc::strong_count(&watched) == 1 {
+            return;
+        }
         std::thread::sleep(Duration::from_millis(20));
     });
     flag
