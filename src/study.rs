@@ -464,11 +464,22 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
         report_dir.display(),
         report_dir.join("report.html").display()
     );
-    Ok(if result.validity.valid {
-        ExitCode::SUCCESS
-    } else {
-        println!("the run failed a validity gate (see report.md); exit 2");
-        ExitCode::from(2)
+    use percentes_formats::journal::records::SealStatus;
+    Ok(match summary.status {
+        // Stopped by a signal or a recorder error: the report is for diagnosis only (as
+        // `record` says with its exit 1).
+        SealStatus::Aborted => {
+            println!(
+                "the run was aborted ({}); the report is for diagnosis only; exit 1",
+                summary.reason
+            );
+            ExitCode::from(1)
+        }
+        _ if result.validity.valid => ExitCode::SUCCESS,
+        _ => {
+            println!("the run failed a validity gate (see report.md); exit 2");
+            ExitCode::from(2)
+        }
     })
 }
 

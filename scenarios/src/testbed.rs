@@ -112,12 +112,18 @@ pub struct Testbed {
 /// Spawns `binary ARGS`, waits for its `listening on http://ADDR` line on stderr, and keeps
 /// draining stderr in the background so the child never blocks on a full pipe.
 fn spawn_listening(binary: &Path, args: &[String]) -> std::io::Result<(Child, SocketAddr)> {
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    // A process group of its own: a Ctrl-C at the terminal reaches the controller, which stops
+    // its run cleanly (the recorder drains in-flight requests against live replicas) and then
+    // ends the children through Drop, instead of every replica dying mid-drain.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn()?;
     let stderr = child.stderr.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

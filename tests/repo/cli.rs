@@ -907,3 +907,76 @@ fn degradation_scenarios_meet_their_declared_expectations() {
         }
     }
 }
+
+/// Ctrl-C during a scenario run: the terminal's SIGINT reaches the whole foreground process
+/// group. The runner stops dispatch, drains in-flight requests against replicas that are still
+/// alive (they run in process groups of their own), seals the journal `aborted`, writes the
+/// report for diagnosis, exits 1, and leaves no replica behind.
+///
+/// Breaks this catches: replicas in the runner's group (they die with the SIGINT and the drain
+/// records their resets as errors after the stop); an aborted run reported as exit 0; replicas
+/// orphaned after the runner exits.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_scenario_drains_seals_aborted_and_leaves_no_replica() {
+    use std::os::unix::process::CommandExt;
+    let _machine = crate::machine();
+    let dir = scratch("ctrl-c");
+    let out = dir.join("out");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "scenario",
+            "run",
+            "scenarios/catalogue/pod-churn.toml",
+            "--time-factor",
+            "100",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Mid-baseline (warm-up ends at 0.6 s, the fault fires at 3.6 s).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let group = format!("-{}", child.id());
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("run.pj (aborted)"), "{stdout}");
+    assert!(stdout.contains("the run was aborted"), "{stdout}");
+    assert!(out.join("report/report.md").is_file());
+    // Nothing errored: the stop came before the fault, and the replicas were alive for the
+    // drain; the requests not yet due are censored `run-end`.
+    let (_, records, _) = percentes(&[
+        "inspect",
+        out.join("run.pj").to_str().unwrap(),
+        "--records",
+        "--kind",
+        "request",
+    ]);
+    let errored: Vec<&str> = records
+        .lines()
+        .filter(|l| l.contains("\"outcome_name\":\"errored\""))
+        .collect();
+    assert!(
+        errored.is_empty(),
+        "{} errored: {:?}",
+        errored.len(),
+        errored.first()
+    );
+    assert!(records.contains("\"class_name\":\"run-end\""));
+    // And no replica outlives the runner.
+    for name in ["replica-0", "replica-1"] {
+        let pid = std::fs::read_to_string(out.join(format!("{name}.pid"))).unwrap();
+        let alive = std::path::Path::new(&format!("/proc/{}", pid.trim())).exists();
+        assert!(!alive, "{name} (pid {pid}) outlived the runner");
+    }
+}
