@@ -599,12 +599,22 @@ path = "/v1/chat/completions"
     )
     .unwrap();
     let out = dir.join("trace");
-    let (code, stdout, stderr) = percentes(&[
-        "calibrate",
-        config.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    // A step the busy machine fails on the client gate ends the calibration (a step must have
+    // a clean gate, §10); that is the gate working, so the whole calibration is run again.
+    let mut attempt = 0;
+    let (code, stdout, stderr) = loop {
+        attempt += 1;
+        let (code, stdout, stderr) = percentes(&[
+            "calibrate",
+            config.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--force",
+        ]);
+        if code != 2 || !stdout.contains("client gate:") || attempt == 3 {
+            break (code, stdout, stderr);
+        }
+    };
     drop(bed);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let trace: serde_json::Value =
