@@ -255,6 +255,20 @@ impl MockConfig {
                 "capacity.slowdown_per_running = {s} must be finite and >= 0"
             ));
         }
+        let t = self.capacity.throttle_factor;
+        if !(t.is_finite() && (1.0..=100.0).contains(&t)) {
+            return Err(format!(
+                "capacity.throttle_factor = {t} must lie in 1..=100"
+            ));
+        }
+        for (key, ms) in [
+            ("store.cache_ms", self.store.cache_ms),
+            ("store.store_ms", self.store.store_ms),
+        ] {
+            if !(ms.is_finite() && (0.0..=60_000.0).contains(&ms)) {
+                return Err(format!("{key} = {ms} must lie in 0..=60000 ms"));
+            }
+        }
         if self.faults.len() > FAULTS_MAX {
             return Err(format!(
                 "{} faults; at most {FAULTS_MAX}",
@@ -297,6 +311,24 @@ mod tests {
         let error = MockConfig::parse("[capacity]\nmax_num_seqs = 0\nslowdown_per_running = 0.0")
             .unwrap_err();
         assert!(error.contains("max_num_seqs"), "{error}");
+        // Durations a lookup or a throttle would sleep for must be finite and bounded.
+        for (text, key) in [
+            ("[store]\ncache_ms = inf\nstore_ms = 1.0", "store.cache_ms"),
+            ("[store]\ncache_ms = 1.0\nstore_ms = -1.0", "store.store_ms"),
+            (
+                "[capacity]\nmax_num_seqs = 1\nslowdown_per_running = 0.0\nthrottle_factor = nan",
+                "throttle_factor",
+            ),
+            (
+                "[capacity]\nmax_num_seqs = 1\nslowdown_per_running = 0.0\nthrottle_factor = 0.5",
+                "throttle_factor",
+            ),
+        ] {
+            let error = MockConfig::parse(text).unwrap_err();
+            assert!(error.contains(key), "{text}: {error}");
+        }
+        let store = MockConfig::parse("[store]\ncache_ms = 0.5\nstore_ms = 10.0").unwrap();
+        assert_eq!((store.store.cache_ms, store.store.store_ms), (0.5, 10.0));
     }
 
     #[test]
