@@ -130,6 +130,45 @@ fn two() -> usize {
     2
 }
 
+impl TestbedPlan {
+    /// Every number the runner turns into a process count, a rate or a sleep, in range.
+    fn check(&self) -> Result<()> {
+        let finite_in = |key: &str, v: f64, low: f64, high: f64| {
+            if v.is_finite() && (low..=high).contains(&v) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("{key} = {v} must lie in {low}..={high}"))
+            }
+        };
+        if !(1..=percentes_scenarios::testbed::ISOLATED_REPLICAS_MAX).contains(&self.replicas) {
+            bail!(
+                "replicas = {} must lie in 1..={}",
+                self.replicas,
+                percentes_scenarios::testbed::ISOLATED_REPLICAS_MAX
+            );
+        }
+        finite_in("capacity_rps", self.capacity_rps, 0.1, 10_000.0)?;
+        if let Some(t) = self.throttle_factor {
+            finite_in("throttle_factor", t, 1.0, 100.0)?;
+        }
+        if let OrchestratorPlan::Replace {
+            detection_s,
+            reschedule_s,
+            weight_load_s,
+        } = self.orchestrator
+        {
+            for (key, v) in [
+                ("orchestrator.detection_s", detection_s),
+                ("orchestrator.reschedule_s", reschedule_s),
+                ("orchestrator.weight_load_s", weight_load_s),
+            ] {
+                finite_in(key, v, 0.0, 3600.0)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `[testbed.orchestrator]`, in experiment seconds (divided by the time factor).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
@@ -150,6 +189,10 @@ impl Scenario {
     pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
         let scenario: Scenario =
             toml::from_str(text).with_context(|| format!("{origin}: not a valid scenario file"))?;
+        if let Some(plan) = &scenario.testbed {
+            plan.check()
+                .with_context(|| format!("{origin}: [testbed]"))?;
+        }
         if scenario.scenario.refused.is_none() {
             for (what, missing) in [
                 ("[testbed]", scenario.testbed.is_none()),
@@ -996,6 +1039,21 @@ mod tests {
         )
         .unwrap_err();
         assert!(format!("{e:#}").contains("refusd"), "{e:#}");
+    }
+
+    #[test]
+    fn testbed_numbers_out_of_range_are_refused_at_load() {
+        let base = "[scenario]\nname = \"x\"\nquestion = \"q\"\nexpectation = \"e\"\nrefused = \"not here\"\n[testbed]\n";
+        for (testbed, says) in [
+            ("capacity_rps = nan\norchestrator = { kind = \"none\" }", "capacity_rps"),
+            ("capacity_rps = 0.0\norchestrator = { kind = \"none\" }", "capacity_rps"),
+            ("replicas = 0\ncapacity_rps = 20.0\norchestrator = { kind = \"none\" }", "replicas"),
+            ("capacity_rps = 20.0\nthrottle_factor = 0.1\norchestrator = { kind = \"none\" }", "throttle_factor"),
+            ("capacity_rps = 20.0\norchestrator = { kind = \"replace\", detection_s = -1.0, reschedule_s = 1.0, weight_load_s = 1.0 }", "detection_s"),
+        ] {
+            let e = Scenario::parse(&format!("{base}{testbed}\n"), "x.toml").unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{testbed}: {e:#}");
+        }
     }
 
     #[test]
