@@ -556,6 +556,31 @@ fn prepare_folder(output: &Path, force: bool) -> Result<()> {
             output.display()
         );
     }
+    // What a run writes here is removed first, so nothing of an earlier run (a plot that an
+    // invalid run would not draw, a pid file) survives to be read as this one's. Anything else
+    // in the folder is left alone, and so is a folder that holds no earlier run (`--force`).
+    if earlier {
+        for entry in std::fs::read_dir(output)? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let ours = matches!(
+                name.as_str(),
+                "run.pj" | "run.toml" | "demo.toml" | "mock.toml" | "scenario.md"
+            ) || name.ends_with(".pid");
+            if ours && path.is_file() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove the earlier {}", path.display()))?;
+            }
+        }
+        let report = output.join("report");
+        if report.is_dir() {
+            std::fs::remove_dir_all(&report)
+                .with_context(|| format!("cannot remove the earlier {}", report.display()))?;
+        }
+    }
     std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))
 }
 
@@ -1054,6 +1079,32 @@ mod tests {
             let e = Scenario::parse(&format!("{base}{testbed}\n"), "x.toml").unwrap_err();
             assert!(format!("{e:#}").contains(says), "{testbed}: {e:#}");
         }
+    }
+
+    #[test]
+    fn an_earlier_runs_outputs_are_removed_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("percentes-prepare-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("report")).unwrap();
+        for f in [
+            "run.toml",
+            "run.pj",
+            "replica-1.pid",
+            "notes.txt",
+            "report/goodput.svg",
+        ] {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        prepare_folder(&dir, false).unwrap();
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["notes.txt"]);
+        // A folder that holds no earlier run needs --force.
+        let e = prepare_folder(&dir, false).unwrap_err().to_string();
+        assert!(e.contains("--force"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
