@@ -383,6 +383,21 @@ pub fn calibrate(
             output.display()
         );
     }
+    // An earlier calibration's trace in this folder goes first, so no step of it can be read
+    // as one of this calibration's; other files stay.
+    if output.join("calibration.json").is_file() {
+        for entry in std::fs::read_dir(output)? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if is_trace_file(&name) && path.is_file() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove the earlier {}", path.display()))?;
+            }
+        }
+    }
     std::fs::create_dir_all(output)
         .with_context(|| format!("cannot create {}", output.display()))?;
     let text = std::str::from_utf8(config.raw_bytes()).context("the configuration is UTF-8")?;
@@ -502,6 +517,29 @@ pub fn calibrate(
         }
         _ => Ok(ExitCode::from(2)),
     }
+}
+
+/// The files a calibration writes: calibration.json and .md, and `cK-sNN-RATErps.toml|.pj`.
+fn is_trace_file(name: &str) -> bool {
+    if name == "calibration.json" || name == "calibration.md" {
+        return true;
+    }
+    let Some(stem) = name
+        .strip_suffix(".pj")
+        .or_else(|| name.strip_suffix(".toml"))
+    else {
+        return false;
+    };
+    let mut parts = stem.splitn(3, '-');
+    let (Some(c), Some(step), Some(rate)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    c.strip_prefix('c').is_some_and(digits)
+        && step.strip_prefix('s').is_some_and(digits)
+        && rate
+            .strip_suffix("rps")
+            .is_some_and(|r| r.parse::<f64>().is_ok())
 }
 
 fn markdown(trace: &Trace) -> String {
@@ -636,6 +674,27 @@ mod tests {
         let (ramp, _) = run(f64::INFINITY);
         assert_eq!(ramp.lambda_max_rps, None);
         assert!(ramp.note.contains("beyond"), "{}", ramp.note);
+    }
+
+    #[test]
+    fn only_a_calibrations_own_files_count_as_its_trace() {
+        for name in [
+            "calibration.json",
+            "calibration.md",
+            "c1-s01-2rps.pj",
+            "c2-s11-28.346rps.toml",
+        ] {
+            assert!(is_trace_file(name), "{name}");
+        }
+        for name in [
+            "run.pj",
+            "c1-s01.pj",
+            "cx-s01-2rps.pj",
+            "c1-s01-2rps.txt",
+            "my-config.toml",
+        ] {
+            assert!(!is_trace_file(name), "{name}");
+        }
     }
 
     #[test]
