@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use percentes_analyzer::{analysis, estimate::incidence::Method, gates, JournalFile};
+use percentes_analyzer::{analysis, gates, JournalFile};
 use percentes_formats::config::Config;
 use percentes_formats::pins;
 use percentes_formats::schedule::RATE_RPS_MAX;
@@ -249,17 +249,7 @@ impl Recorder<'_> {
 /// mean waiting-queue gauge <= 1.0, client gate clean).
 pub fn evaluate(journal: &Path, rate_rps: f64, stage: &'static str, replica: &str) -> Result<Step> {
     let file = JournalFile::open(journal)?;
-    let run = percentes_analyzer::load::load(&file)
-        .with_context(|| format!("cannot analyze {}", journal.display()))?;
-    let result = analysis::analyze(
-        &run,
-        &file,
-        Method::AalenJohansen,
-        &analysis::Analyzer {
-            version: env!("CARGO_PKG_VERSION").into(),
-            commit: env!("PERCENTES_COMMIT").into(),
-        },
-    );
+    let (run, result) = crate::study::analyze_journal(&file, journal)?;
     let goodput_min = run
         .config
         .value("calibration.step_goodput_min")

@@ -484,17 +484,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
     let file = JournalFile::open(&journal)?;
     let verified = file.verify(&Default::default());
     println!("verify: {}", verified.verdict.name());
-    let loaded = percentes_analyzer::load::load(&file)
-        .with_context(|| format!("cannot analyze {}", journal.display()))?;
-    let result = analysis::analyze(
-        &loaded,
-        &file,
-        Method::AalenJohansen,
-        &analysis::Analyzer {
-            version: env!("CARGO_PKG_VERSION").into(),
-            commit: env!("PERCENTES_COMMIT").into(),
-        },
-    );
+    let (loaded, result) = analyze_journal(&file, &journal)?;
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
     let declaration = declaration_text(scenario, &config, &result, factor);
@@ -524,6 +514,26 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
             ExitCode::from(2)
         }
     })
+}
+
+/// Loads an open journal and analyzes it under the current spec (v0.2, Aalen-Johansen), as
+/// this binary's analyses of its own recordings do.
+pub fn analyze_journal(
+    file: &JournalFile,
+    path: &Path,
+) -> Result<(percentes_analyzer::load::Run, analysis::Report)> {
+    let run = percentes_analyzer::load::load(file)
+        .with_context(|| format!("cannot analyze {}", path.display()))?;
+    let report = analysis::analyze(
+        &run,
+        file,
+        Method::AalenJohansen,
+        &analysis::Analyzer {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("PERCENTES_COMMIT").into(),
+        },
+    );
+    Ok((run, report))
 }
 
 /// The recorder's options for a run this binary drives itself (a scenario, a calibration step):
