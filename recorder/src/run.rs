@@ -1964,32 +1964,17 @@ path = "/v1/chat/completions"
             "timeout" | "run-end" => Outcome::Censored,
             _ => Outcome::Errored,
         };
-        Record::Request(RequestRecord {
+        let mut record = blank(&Entry {
             index,
-            outcome: outcome as u8,
-            class: code,
-            route,
             intended_ns: terminal_ns.saturating_sub(MS),
-            dispatched_ns: None,
-            connect_start_ns: None,
-            connect_end_ns: None,
-            tls_done_ns: None,
-            request_written_ns: None,
-            response_head_ns: None,
-            first_content_ns: None,
-            terminal_ns,
-            content_gaps_us: Vec::new(),
-            content_events: 0,
-            http_status: 0,
-            bytes_sent: 0,
-            bytes_received: 0,
-            usage_prompt_tokens: None,
-            usage_completion_tokens: None,
-            replica: replica.into(),
-            connection_id: 0,
-            connection_reused: false,
-            detail: String::new(),
-        })
+            route,
+            phase: 0,
+        });
+        record.outcome = outcome as u8;
+        record.class = code;
+        record.terminal_ns = terminal_ns;
+        record.replica = replica.into();
+        Record::Request(record)
     }
 
     #[test]
