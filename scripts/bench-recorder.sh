@@ -13,9 +13,10 @@ floor=$(ls -t target/release/deps/floor-* | grep -v '\.d$' | head -1)
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 
-echo "== the machine's wake-up floor (io_uring absolute timeouts, nothing else running)"
-"$floor" 2000 1000
-"$floor" 20000 100
+echo "== the machine's wake-up floor (io_uring absolute timeouts, nothing else running), pinned like the recorder"
+taskset -c 1 "$floor" 2000 1000
+taskset -c 1 "$floor" poisson 1000 10
+taskset -c 1 "$floor" poisson 10000 10
 
 # nginx: fixed answers for any method; SSE as one body.
 cat > "$work/nginx.conf" <<CONF

@@ -2,6 +2,7 @@
 //! response classes of formats/JOURNAL.md). Pure: the I/O happens in `client`.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use percentes_formats::journal::records::Outcome;
 use serde::Deserialize;
@@ -113,8 +114,11 @@ impl Rule {
 #[derive(Debug)]
 pub struct Exchange {
     streaming: bool,
-    rule: Rule,
-    content: blake3::Hasher,
+    /// Shared by every exchange of the route: built once, never cloned per request.
+    rule: Rc<Rule>,
+    /// The running content digest, kept only when the rule checks one (a hasher is about 2 KB,
+    /// and every in-flight request's future would carry it).
+    content: Option<Box<blake3::Hasher>>,
     failed_check: Option<String>,
     pub status: Option<u16>,
     pub replica: String,
@@ -144,11 +148,12 @@ impl Exchange {
     }
 
     /// An exchange checked by `rule`.
-    pub fn with_rule(streaming: bool, rule: Rule) -> Exchange {
+    pub fn with_rule(streaming: bool, rule: impl Into<Rc<Rule>>) -> Exchange {
+        let rule = rule.into();
         Exchange {
             streaming,
+            content: rule.content_blake3.map(|_| Box::new(blake3::Hasher::new())),
             rule,
-            content: blake3::Hasher::new(),
             failed_check: None,
             status: None,
             replica: String::new(),
@@ -270,8 +275,8 @@ impl Exchange {
         self.check_chunk(&chunk, &event.data);
         let content = chunk.content();
         if !content.is_empty() {
-            if self.rule.content_blake3.is_some() {
-                self.content.update(content.as_bytes());
+            if let Some(hasher) = self.content.as_mut() {
+                hasher.update(content.as_bytes());
             }
             self.content_event(now_ns);
         }
@@ -299,12 +304,10 @@ impl Exchange {
     }
 
     fn check_head(&mut self, status: u16, headers: &[(String, String)]) {
-        if let Some((name, value)) = self.rule.header.clone() {
-            let found = headers
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.clone());
-            let ok = match (&found, &value) {
+        let rule = Rc::clone(&self.rule);
+        if let Some((name, value)) = &rule.header {
+            let found = headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+            let ok = match (found, value) {
                 (None, _) => false,
                 (Some(_), None) => true,
                 (Some(f), Some(v)) => f == v,
@@ -326,25 +329,26 @@ impl Exchange {
     /// The JSON-field rule: `model` is read from the typed chunk; any other field (rare) from a
     /// generic parse of the raw text.
     fn check_chunk(&mut self, chunk: &ChunkIn, raw: &str) {
-        let Some((field, expected)) = self.rule.field.clone() else {
+        let rule = Rc::clone(&self.rule);
+        let Some((field, expected)) = &rule.field else {
             return;
         };
-        let found: Option<String> = if field == "model" {
-            chunk.model.as_deref().map(str::to_owned)
+        let found: Option<Cow<str>> = if field == "model" {
+            chunk.model.as_deref().map(Cow::Borrowed)
         } else {
             match serde_json::from_str::<Value>(raw) {
-                Ok(value) if !value[field.as_str()].is_null() => Some(
+                Ok(value) if !value[field.as_str()].is_null() => Some(Cow::Owned(
                     value[field.as_str()]
                         .to_string()
                         .trim_matches('"')
                         .to_owned(),
-                ),
+                )),
                 _ => None,
             }
         };
         // A chunk without the field (a bare usage chunk from some servers) is not checked.
         if let Some(found) = found {
-            if found != expected {
+            if found.as_ref() != expected.as_str() {
                 self.fail_check(format!("{field} is {found:?}, expected {expected:?}"));
             }
         }
@@ -395,16 +399,16 @@ impl Exchange {
             self.check_chunk(&chunk, &text);
             self.read_usage(&chunk);
             let content = chunk.content();
-            if self.rule.content_blake3.is_some() {
-                self.content.update(content.as_bytes());
+            if let Some(hasher) = self.content.as_mut() {
+                hasher.update(content.as_bytes());
             }
             if !content.is_empty() {
                 self.content_events = 1;
                 self.first_content_ns = Some(now_ns);
             }
         }
-        if let Some(expected) = self.rule.content_blake3 {
-            let found = self.content.finalize();
+        if let (Some(expected), Some(hasher)) = (self.rule.content_blake3, self.content.as_ref()) {
+            let found = hasher.finalize();
             if *found.as_bytes() != expected {
                 self.fail_check(format!(
                     "content BLAKE3 {} is not the expected one",
