@@ -138,6 +138,10 @@ enum Command {
         /// Worker threads, each an io_uring runtime pacing its share of the schedule.
         #[arg(long, default_value_t = 1)]
         workers: usize,
+        /// Leave out the loopback canary, the receive-path check (SPEC §2) that streams one
+        /// event each 10 ms to every worker and journals how late the worker saw it.
+        #[arg(long)]
+        no_canary: bool,
         /// No progress line.
         #[arg(long)]
         quiet: bool,
@@ -596,6 +600,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             force,
             sign_key,
             workers,
+            no_canary,
             quiet,
             progress,
         } => record(
@@ -604,8 +609,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             force,
             sign_key.as_deref(),
             workers,
-            quiet,
-            progress,
+            !no_canary,
+            match (quiet, progress) {
+                (true, _) => percentes_recorder::run::Progress::Quiet,
+                (false, Some(ProgressArg::Json)) => percentes_recorder::run::Progress::Json,
+                _ => percentes_recorder::run::Progress::Human,
+            },
         ),
         Command::Mock {
             listen,
@@ -834,11 +843,11 @@ fn record(
     force: bool,
     sign_key: Option<&Path>,
     workers: usize,
-    quiet: bool,
-    progress: Option<ProgressArg>,
+    canary: bool,
+    progress: percentes_recorder::run::Progress,
 ) -> Result<ExitCode> {
     use percentes_formats::journal::records::SealStatus;
-    use percentes_recorder::run::{self, Options, Progress};
+    use percentes_recorder::run::{self, Options};
     let config = Config::load(config_path).with_context(|| format!("{}", config_path.display()))?;
     let signing_key = sign_key
         .map(|path| -> Result<ed25519_dalek::SigningKey> {
@@ -863,11 +872,8 @@ fn record(
         tool_version: TOOL_VERSION.into(),
         tool_commit: TOOL_COMMIT.into(),
         workers,
-        progress: match (quiet, progress) {
-            (true, _) => Progress::Quiet,
-            (false, Some(ProgressArg::Json)) => Progress::Json,
-            _ => Progress::Human,
-        },
+        canary,
+        progress,
         stop: run::stop_on_signals(),
         timeline: None,
     };

@@ -550,6 +550,7 @@ pub fn recorder_options(
         tool_version: env!("CARGO_PKG_VERSION").into(),
         tool_commit: env!("PERCENTES_COMMIT").into(),
         workers: 1,
+        canary: true,
         progress,
         stop: run::stop_on_signals(),
         timeline,

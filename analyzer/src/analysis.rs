@@ -7,7 +7,7 @@
 
 use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
-use percentes_formats::journal::records::{class_name, Outcome};
+use percentes_formats::journal::records::{class_name, EventRecord, Outcome};
 use percentes_formats::pins;
 use serde::Serialize;
 
@@ -173,6 +173,26 @@ pub struct WindowReport {
     /// The window segmented by route (seeds/004: a global rate cannot prove containment); only
     /// when the configuration has more than one route.
     pub routes: Vec<RouteSegment>,
+    /// The receive-path check (§2): how late the recorder's read loop saw events of known
+    /// timing. Reported, never a gate.
+    pub receive_path: ReceivePath,
+}
+
+/// The loopback canary's reading over one window (SPEC §2 receive-path caveat): the recorder
+/// streamed itself events of known timing through the same read loop as the responses, and
+/// journaled each second's lag (seen minus written) as a `canary` event.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReceivePath {
+    /// Canary summaries (one a second) whose second overlaps the window.
+    pub canary_seconds: u64,
+    pub canary_samples: u64,
+    /// The highest per-second nearest-rank p99 lag, us: an upper bound on the window's pooled
+    /// p99 (every second's p99 at most x leaves at most 1 % of the samples above x).
+    pub canary_p99_max_us: Option<f64>,
+    /// The largest single lag, us.
+    pub canary_max_us: Option<f64>,
+    /// The reading in words: what it bounds, or why there is none.
+    pub text: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -790,8 +810,73 @@ fn window_report(
         caveat,
         modal_distance,
         routes: route_segments(run, rows),
+        receive_path: receive_path(run, window),
         outcomes,
         classes,
+    }
+}
+
+/// One `canary` event read back: (p99, samples, max, interval), ns; `None` when its detail is
+/// not in the recorder's form (formats/JOURNAL.md), so a damaged or foreign event is skipped.
+fn canary_reading(e: &EventRecord) -> Option<(u64, u64, u64, u64)> {
+    let field = |key: &str| -> Option<u64> {
+        e.detail
+            .split_whitespace()
+            .find_map(|t| t.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+    };
+    Some((
+        u64::try_from(e.value?).ok()?,
+        field("samples")?,
+        field("max_ns")?,
+        field("interval_ns")?,
+    ))
+}
+
+/// The receive-path check over one window: the canary seconds that overlap it.
+fn receive_path(run: &Run, window: &Window) -> ReceivePath {
+    let readings: Vec<_> = run
+        .events
+        .all("canary")
+        .filter_map(canary_reading)
+        .collect();
+    let overlapping: Vec<_> = run
+        .events
+        .all("canary")
+        .filter_map(|e| Some((e.at_ns, canary_reading(e)?)))
+        .filter(|(at, (_, _, _, interval))| {
+            *at > window.start_ns && at.saturating_sub(*interval) < window.end_ns
+        })
+        .map(|(_, r)| r)
+        .collect();
+    let samples: u64 = overlapping.iter().map(|r| r.1).sum();
+    let p99 = overlapping.iter().map(|r| r.0).max();
+    let max = overlapping.iter().map(|r| r.2).max();
+    let us = |ns: u64| ns as f64 / 1e3;
+    let text = match (p99, max) {
+        (Some(p99), Some(max)) => format!(
+            "loopback canary: the read loop saw events of known timing at most {} late (highest per-second p99 {}; {samples} events over {} s). First-token and inter-token times here are taken when the read loop sees them, so they may be late by as much",
+            duration_text(max),
+            duration_text(p99),
+            overlapping.len()
+        ),
+        _ if readings.is_empty() => "no loopback canary in this journal (recorded with --no-canary, or by a recorder without one): the read loop's lag is not bounded here".into(),
+        _ => "no loopback canary second overlaps this window".into(),
+    };
+    ReceivePath {
+        canary_seconds: overlapping.len() as u64,
+        canary_samples: samples,
+        canary_p99_max_us: p99.map(us),
+        canary_max_us: max.map(us),
+        text,
+    }
+}
+
+/// A lag in the unit that reads best: us below 1 ms, ms otherwise.
+fn duration_text(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("{:.0} us", ns as f64 / 1e3)
+    } else {
+        format!("{:.3} ms", ns as f64 / 1e6)
     }
 }
 

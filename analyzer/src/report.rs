@@ -416,6 +416,11 @@ fn window_tables(md: &mut String, windows: &[WindowReport]) {
         if let Some(caveat) = &w.caveat {
             let _ = writeln!(md, "**Caveat:** {caveat}.\n");
         }
+        let _ = writeln!(
+            md,
+            "Receive path (§2, not a gate): {}.\n",
+            w.receive_path.text
+        );
         let _ = writeln!(md, "| latency ({}) | n | p50 | p90 | p95 | p99 | p99.9 (descriptive) | max (descriptive) |\n|---|---|---|---|---|---|---|---|", w.ttft.label);
         for (name, d) in [
             ("TTFT", &w.ttft),

@@ -26,6 +26,7 @@ use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError
 use percentes_formats::pins::SPEC_VERSION_CURRENT;
 use percentes_formats::schedule::{Entry, ScheduleParams};
 
+use crate::canary::{self, CanaryServer, LagSummary};
 use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
@@ -64,6 +65,8 @@ pub struct Options {
     pub tool_commit: String,
     /// Worker threads (pacer + client runtimes).
     pub workers: usize,
+    /// Run the loopback canary (SPEC §2 receive-path check; [`crate::canary`]).
+    pub canary: bool,
     pub progress: Progress,
     /// Set from a signal handler: stop dispatching, drain, seal as aborted.
     pub stop: Arc<AtomicBool>,
@@ -175,6 +178,8 @@ struct Shared {
     queue_full: AtomicU64,
     skew_ns: Mutex<Vec<u64>>,
     stall_ns: Mutex<Vec<u64>>,
+    /// The canary's lags (ns) since the last telemetry tick, from every worker.
+    canary_ns: Mutex<Vec<u64>>,
     /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
     stall_pool: Mutex<StallPool>,
     done: AtomicBool,
@@ -355,7 +360,13 @@ fn read_trimmed(path: &str) -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn host_facts(workers: usize, config: &Config, target: &Target) -> Vec<(String, String)> {
+fn host_facts(
+    workers: usize,
+    deferred_task_work: bool,
+    canary: bool,
+    config: &Config,
+    target: &Target,
+) -> Vec<(String, String)> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -376,7 +387,26 @@ fn host_facts(workers: usize, config: &Config, target: &Target) -> Vec<(String, 
                 .unwrap_or_default(),
         ),
         ("recorder-workers".into(), workers.to_string()),
-        ("io".into(), "compio 0.19.2, io_uring".into()),
+        (
+            "canary".into(),
+            if canary {
+                format!(
+                    "loopback, one event each {} ms to every worker",
+                    canary::CANARY_INTERVAL.as_millis()
+                )
+            } else {
+                "off".into()
+            },
+        ),
+        (
+            "io".into(),
+            if deferred_task_work {
+                "compio 0.19.2, io_uring (single issuer, deferred task work)".into()
+            } else {
+                "compio 0.19.2, io_uring (plain setup: this kernel refuses deferred task work)"
+                    .into()
+            },
+        ),
         (
             "tls".into(),
             match (target.tls, config.target.tls.insecure) {
@@ -449,6 +479,22 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         options.output.display()
     )))?;
 
+    let deferred_task_work = deferred_task_work_available();
+    let canary_server = if options.canary {
+        match CanaryServer::bind() {
+            Ok(server) => Some(server),
+            Err(e) => {
+                if options.progress != Progress::Quiet {
+                    say(&format!(
+                        "the loopback canary cannot bind 127.0.0.1 ({e}); recording without it"
+                    ));
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
     let lead_ns = EPOCH_LEAD.as_nanos() as u64;
     let epoch = Instant::now() + EPOCH_LEAD;
     let monotonic_epoch_ns = monotonic_now_ns() + lead_ns;
@@ -474,7 +520,13 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             realtime_epoch_ns,
             source: "CLOCK_MONOTONIC".into(),
         },
-        host: host_facts(workers, config, &target),
+        host: host_facts(
+            workers,
+            deferred_task_work,
+            canary_server.is_some(),
+            config,
+            &target,
+        ),
         shard_index: 0,
         shard_count: 1,
         signing_key: options
@@ -500,6 +552,19 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         shared: Arc::clone(&shared),
     };
 
+    // The loopback canary (SPEC §2): a failure to bind loses the check, not the run.
+    let (canary_address, canary_server) = match canary_server {
+        Some(server) => {
+            let address = server.address().ok();
+            let shared = Arc::clone(&shared);
+            let thread = std::thread::Builder::new()
+                .name("canary".into())
+                .spawn(move || server.serve(epoch, workers, &shared.done))
+                .map_err(io("cannot start the canary thread"))?;
+            (address, Some(thread))
+        }
+        None => (None, None),
+    };
     let ticker = {
         let shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -611,6 +676,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             epoch,
             timeout,
             floor,
+            canary: canary_address,
+            deferred_task_work,
             tls: tls.clone(),
             rules: rules.clone(),
             templates: templates.clone(),
@@ -640,6 +707,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     }
     let _ = ticker.join();
     let _ = telemetry.join();
+    if let Some(canary) = canary_server {
+        let _ = canary.join();
+    }
     {
         let pool = shared.stall_pool.lock().expect("stall pool lock");
         if let Some(p99) = pool.p99_upper_ns() {
@@ -1011,6 +1081,16 @@ fn telemetry_thread(
                 pool.add(late);
             }
         }
+        let mut lags = std::mem::take(&mut *shared.canary_ns.lock().expect("canary lock"));
+        if let Some(summary) = LagSummary::of(&mut lags) {
+            sender.send(Record::Event(EventRecord {
+                at_ns,
+                kind: event_kind_code("canary").expect("defined"),
+                subject: "loopback".into(),
+                detail: summary.detail(TELEMETRY_INTERVAL),
+                value: Some(summary.p99_ns as i64),
+            }));
+        }
         let mut skew = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
         skew.sort_unstable();
         let depth = shared.queue_depth.load(Ordering::Relaxed);
@@ -1085,6 +1165,10 @@ struct WorkerContext {
     epoch: Instant,
     timeout: Duration,
     floor: usize,
+    /// The loopback canary's address, when it runs.
+    canary: Option<std::net::SocketAddr>,
+    /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.
+    deferred_task_work: bool,
     tls: Option<TlsConnector>,
     rules: Vec<Rule>,
     templates: Vec<Template>,
@@ -1094,7 +1178,56 @@ struct WorkerContext {
     stop: Arc<AtomicBool>,
 }
 
-type Pool = Rc<RefCell<Vec<(u64, Conn)>>>;
+/// A worker's own state, shared by the request tasks of its one thread.
+struct Local {
+    /// Idle keep-alive connections, most recently used last.
+    connections: RefCell<Vec<(u64, Conn)>>,
+    /// The next connection id: the worker's index in the top 16 bits, a counter below.
+    next_connection: Cell<u64>,
+    /// Read buffers of finished requests, reused so a request does not allocate one.
+    buffers: RefCell<Vec<Vec<u8>>>,
+    /// Each route's verification rule, shared by its exchanges.
+    rules: Vec<Rc<Rule>>,
+}
+
+/// The size of one read buffer: one read takes whatever the socket holds, up to this.
+const READ_BUFFER: usize = 64 << 10;
+/// At most this many read buffers are kept between requests (4 MiB of address space a worker);
+/// a burst of concurrency above it allocates and frees its own.
+const SPARE_BUFFERS: usize = 64;
+
+impl Local {
+    fn new(ctx: &WorkerContext) -> Local {
+        Local {
+            connections: RefCell::new(Vec::new()),
+            next_connection: Cell::new((ctx.worker as u64) << 48),
+            buffers: RefCell::new(Vec::new()),
+            rules: ctx.rules.iter().cloned().map(Rc::new).collect(),
+        }
+    }
+
+    fn connection_id(&self) -> u64 {
+        let id = self.next_connection.get();
+        self.next_connection.set(id + 1);
+        id
+    }
+
+    fn buffer(&self) -> Vec<u8> {
+        self.buffers
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(READ_BUFFER))
+    }
+
+    /// Keeps a finished request's buffer for the next one, up to [`SPARE_BUFFERS`].
+    fn give_back(&self, mut buf: Vec<u8>) {
+        let mut spare = self.buffers.borrow_mut();
+        if spare.len() < SPARE_BUFFERS {
+            buf.clear();
+            spare.push(buf);
+        }
+    }
+}
 
 /// Opens a connection (and its TLS session for https), recording connect and TLS times.
 async fn open(
@@ -1127,11 +1260,34 @@ async fn open(
     }
 }
 
+/// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
+/// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
+/// work (Linux 6.1 and later): a completion is processed when the worker next asks the ring for
+/// completions, instead of interrupting it wherever it is. Same timestamps (they are taken in user
+/// space when the worker sees the completion either way), less CPU a request (BENCHMARKS.md).
+fn ring_setup(deferred: bool) -> compio::driver::ProactorBuilder {
+    let mut ring = compio::driver::ProactorBuilder::new();
+    if deferred {
+        ring.single_issuer(true)
+            .defer_taskrun(true)
+            .coop_taskrun(true)
+            .taskrun_flag(true);
+    }
+    ring
+}
+
+/// Whether this kernel accepts [`ring_setup`]'s deferred task work; an older one refuses the
+/// flags, and the workers then set their rings up plain.
+fn deferred_task_work_available() -> bool {
+    ring_setup(true).build().is_ok()
+}
+
 fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
     // Thread per core: worker w runs on the w-th CPU this process may use (taskset and cgroup
     // limits respected), wrapping around.
     let allowed = allowed_cpus();
     let runtime = compio::runtime::Runtime::builder()
+        .with_proactor(ring_setup(ctx.deferred_task_work))
         .thread_affinity(std::collections::HashSet::from([
             allowed[ctx.worker % allowed.len()]
         ]))
@@ -1139,13 +1295,22 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         .map_err(io("cannot start the io_uring runtime"))?;
     let ctx = Rc::new(ctx);
     runtime.block_on(async move {
-        let pool: Pool = Rc::new(RefCell::new(Vec::new()));
-        let next_connection = Rc::new(Cell::new((ctx.worker as u64) << 48));
+        let local = Rc::new(Local::new(&ctx));
+        if let Some(address) = ctx.canary {
+            let (shared, epoch) = (Arc::clone(&ctx.shared), ctx.epoch);
+            compio::runtime::spawn(async move {
+                // Ends with the stream, or when the runtime is dropped at the end of the run.
+                canary::watch(address, epoch, |lag| {
+                    shared.canary_ns.lock().expect("canary lock").push(lag)
+                })
+                .await
+            })
+            .detach();
+        }
         for _ in 0..ctx.floor {
             if let Ok(conn) = open(&ctx, None).await {
-                let id = next_connection.get();
-                next_connection.set(id + 1);
-                pool.borrow_mut().push((id, conn));
+                let id = local.connection_id();
+                local.connections.borrow_mut().push((id, conn));
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
@@ -1189,15 +1354,16 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
             ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
             outstanding.set(outstanding.get() + 1);
-            let (ctx2, pool2, next2, out2, batch2) = (
+            let (ctx2, local2, out2, batch2) = (
                 Rc::clone(&ctx),
-                Rc::clone(&pool),
-                Rc::clone(&next_connection),
+                Rc::clone(&local),
                 Rc::clone(&outstanding),
                 Rc::clone(&batch),
             );
-            compio::runtime::spawn(async move {
-                let record = execute(&ctx2, &pool2, &next2, entry, dispatched).await;
+            let task = async move {
+                // Boxed: the exchange's state is several KB, and the task that owns it is moved
+                // into the executor's slot; a box moves once, a large future three times.
+                let record = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
                 let counter = match Outcome::from_byte(record.outcome) {
                     Some(Outcome::Completed) => &ctx2.shared.completed,
                     Some(Outcome::Errored) => &ctx2.shared.errored,
@@ -1208,8 +1374,8 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                 batch2.push(&ctx2, Record::Request(record));
                 out2.set(out2.get() - 1);
-            })
-            .detach();
+            };
+            compio::runtime::spawn(task).detach();
         }
         // Drain: every request ends by its own deadline, so this ends within one timeout.
         while outstanding.get() > 0 {
@@ -1348,8 +1514,7 @@ fn transport_verdict(e: &std::io::Error) -> Verdict {
 
 async fn execute(
     ctx: &WorkerContext,
-    pool: &Pool,
-    next_connection: &Cell<u64>,
+    local: &Local,
     entry: Entry,
     dispatched: u64,
 ) -> RequestRecord {
@@ -1360,18 +1525,11 @@ async fn execute(
         .routes
         .get(entry.route as usize)
         .is_none_or(|r| r.streams(&ctx.config.target));
-    let mut exchange = Exchange::with_rule(streams, ctx.rules[entry.route as usize].clone());
+    let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]));
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.timeout;
     let verdict = compio::time::timeout_at(
         deadline,
-        talk(
-            ctx,
-            pool,
-            next_connection,
-            &entry,
-            &mut record,
-            &mut exchange,
-        ),
+        talk(ctx, local, &entry, &mut record, &mut exchange),
     )
     .await;
     let verdict = match verdict {
@@ -1407,24 +1565,19 @@ async fn execute(
 
 async fn talk(
     ctx: &WorkerContext,
-    pool: &Pool,
-    next_connection: &Cell<u64>,
+    local: &Local,
     entry: &Entry,
     record: &mut RequestRecord,
     exchange: &mut Exchange,
 ) -> Verdict {
-    let pooled = pool.borrow_mut().pop();
+    let pooled = local.connections.borrow_mut().pop();
     let (id, mut stream) = match pooled {
         Some((id, conn)) => {
             record.connection_reused = true;
             (id, conn)
         }
         None => match open(ctx, Some(record)).await {
-            Ok(conn) => {
-                let id = next_connection.get();
-                next_connection.set(id + 1);
-                (id, conn)
-            }
+            Ok(conn) => (local.connection_id(), conn),
             Err((e, _)) if local_exhaustion(&e) => {
                 return Verdict {
                     outcome: Outcome::Undispatched,
@@ -1455,15 +1608,15 @@ async fn talk(
     record.request_written_ns = Some(now_ns(ctx.epoch));
     let mut parser = http1::Parser::default();
     let mut events = Vec::new();
-    let mut buf = Vec::with_capacity(64 << 10);
-    loop {
+    let mut buf = local.buffer();
+    let verdict = loop {
         buf.clear();
         let BufResult(read, b) = stream.read(buf).await;
         buf = b;
         let now = now_ns(ctx.epoch);
         let n = match read {
             Ok(n) => n,
-            Err(e) => return exchange.finish(false, Some(transport_verdict(&e)), now),
+            Err(e) => break exchange.finish(false, Some(transport_verdict(&e)), now),
         };
         record.bytes_received += n as u64;
         if n == 0 {
@@ -1478,19 +1631,23 @@ async fn talk(
         }
         if exchange.decided().is_some() {
             // The fate is known (an error status, broken framing): the connection is not reused.
-            return exchange.finish(false, None, now);
+            break exchange.finish(false, None, now);
         }
         if ended {
             let verdict = exchange.finish(true, None, now);
             if !exchange.close_after {
-                pool.borrow_mut().push((id, stream));
+                local.connections.borrow_mut().push((id, stream));
             }
-            return verdict;
+            break verdict;
         }
         if n == 0 {
-            return exchange.finish(false, None, now);
+            break exchange.finish(false, None, now);
         }
-    }
+    };
+    // A read cut short by the deadline never gets here: its buffer goes with the dropped
+    // operation, and the next request takes a fresh one.
+    local.give_back(buf);
+    verdict
 }
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).

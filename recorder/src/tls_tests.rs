@@ -92,6 +92,7 @@ fn run(addr: SocketAddr, tls_lines: &str, name: &str) -> (PathBuf, Config) {
         tool_version: "test".into(),
         tool_commit: "test".into(),
         workers: 1,
+        canary: true,
         progress: Progress::Quiet,
         stop: Arc::new(AtomicBool::new(false)),
         timeline: None,

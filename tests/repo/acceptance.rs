@@ -73,6 +73,7 @@ fn record_once(config: &Config, name: &str) -> Report {
         tool_version: "test".into(),
         tool_commit: "test".into(),
         workers: 1,
+        canary: true,
         progress: Progress::Quiet,
         stop: Arc::new(AtomicBool::new(false)),
         timeline: None,

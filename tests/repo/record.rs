@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::Config;
-use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRecord};
+use percentes_formats::journal::records::{
+    class_name, event_kind_name, Outcome, Record, RequestRecord,
+};
 use percentes_formats::journal::Verdict;
 use percentes_recorder::run::{self, Options, Progress};
 use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
@@ -62,6 +64,7 @@ fn record(config: &Config, output: &Path) -> run::Summary {
         tool_version: "test".into(),
         tool_commit: "test".into(),
         workers: 1,
+        canary: true,
         progress: Progress::Quiet,
         stop: Arc::new(AtomicBool::new(false)),
         timeline: None,
@@ -134,6 +137,28 @@ fn a_clean_run_completes_every_request_and_seals() {
         run.not_publishable
     );
     assert_eq!(run.telemetry.rows.len() as u64, run.report.counts.telemetry);
+    // The loopback canary (SPEC §2): one summary a telemetry second, from the worker's read loop.
+    let canaries: Vec<_> = events(&path)
+        .into_iter()
+        .filter(|e| event_kind_name(e.kind) == Some("canary"))
+        .collect();
+    assert!(
+        canaries.len() + 2 >= run.telemetry.rows.len(),
+        "{} canary summaries over {} telemetry seconds",
+        canaries.len(),
+        run.telemetry.rows.len()
+    );
+    for c in &canaries {
+        assert_eq!(c.subject, "loopback");
+        let p99 = c.value.expect("the p99 lag") as u64;
+        assert!(p99 > 0 && p99 < 1_000_000_000, "{c:?}");
+        assert!(c.detail.starts_with("samples=") && c.detail.contains(" interval_ns=1000000000"));
+    }
+    let (header, _) = JournalFile::open(&path).unwrap().header().unwrap();
+    assert!(header
+        .host
+        .iter()
+        .any(|(k, v)| k == "canary" && v.starts_with("loopback")));
 }
 
 #[test]

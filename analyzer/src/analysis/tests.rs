@@ -1438,3 +1438,85 @@ mod recovery_reports {
         assert_eq!(gate_of(&r, "fault fidelity").status, "fail");
     }
 }
+
+/// The receive-path check (§2): the loopback canary's per-second summaries, read per window.
+mod receive_path_reports {
+    use super::*;
+
+    fn canary(at_ns: u64, p99_us: i64, samples: u64, max_us: u64) -> EventRecord {
+        EventRecord {
+            at_ns,
+            kind: event_kind_code("canary").unwrap(),
+            subject: "loopback".into(),
+            detail: format!(
+                "samples={samples} p50_ns=1000 max_ns={} interval_ns=1000000000",
+                max_us * 1000
+            ),
+            value: Some(p99_us * 1000),
+        }
+    }
+
+    fn steady_with(events: Vec<EventRecord>) -> Report {
+        let request = |e: &Entry| Some(completed(e, 100_000, 200 * MS, S, vec![1000; 4]));
+        let bytes = synthetic::scripted(
+            &config(STEADY),
+            &request,
+            events,
+            quiet_telemetry(42),
+            SealStatus::Completed,
+        );
+        analyze_bytes("canary.pj", &bytes, Method::AalenJohansen)
+    }
+
+    #[test]
+    fn each_window_reads_the_canary_seconds_that_overlap_it() {
+        // STEADY: warm-up [0, 6 s), measurement [6 s, 36 s), cooldown [36 s, 42 s). A summary
+        // at t covers (t - 1 s, t].
+        let r = steady_with(vec![
+            canary(6 * S, 30, 100, 35),             // (5, 6]: warm-up only
+            canary(7 * S, 200, 100, 900),           // measurement
+            canary(8 * S, 400, 90, 450),            // measurement
+            canary(36 * S + 500 * MS, 50, 100, 60), // (35.5, 36.5]: measurement and cooldown
+        ]);
+        let m = &window(&r, "measurement").receive_path;
+        // Hand-computed: seconds 7, 8 and 36.5; samples 100 + 90 + 100; the highest p99 is
+        // 400 us (second 8), the largest lag 900 us (second 7).
+        assert_eq!((m.canary_seconds, m.canary_samples), (3, 290));
+        assert_eq!(m.canary_p99_max_us, Some(400.0));
+        assert_eq!(m.canary_max_us, Some(900.0));
+        assert!(
+            m.text.contains(
+                "at most 900 us late (highest per-second p99 400 us; 290 events over 3 s)"
+            ),
+            "{}",
+            m.text
+        );
+        let w = &window(&r, "warm-up").receive_path;
+        assert_eq!((w.canary_seconds, w.canary_samples), (1, 100));
+        assert_eq!(
+            (w.canary_p99_max_us, w.canary_max_us),
+            (Some(30.0), Some(35.0))
+        );
+        let c = &window(&r, "cooldown").receive_path;
+        assert_eq!((c.canary_seconds, c.canary_p99_max_us), (1, Some(50.0)));
+        let md = report::markdown(&r);
+        assert!(md.contains("Receive path (§2, not a gate): loopback canary: the read loop saw events of known timing at most 900 us late"), "{md}");
+    }
+
+    #[test]
+    fn a_summary_not_in_the_recorders_form_is_skipped_and_absence_is_said() {
+        let mut garbled = canary(7 * S, 200, 100, 900);
+        garbled.detail = "samples=lots".into();
+        let mut negative = canary(8 * S, 0, 100, 900);
+        negative.value = Some(-5);
+        let r = steady_with(vec![garbled, negative, canary(38 * S, 20, 100, 25)]);
+        let m = &window(&r, "measurement").receive_path;
+        assert_eq!((m.canary_seconds, m.canary_p99_max_us), (0, None));
+        assert_eq!(m.text, "no loopback canary second overlaps this window");
+        let none = steady_with(Vec::new());
+        assert!(window(&none, "measurement")
+            .receive_path
+            .text
+            .starts_with("no loopback canary in this journal"));
+    }
+}

@@ -188,6 +188,7 @@ pub const EVENT_KINDS: &[(u16, &str)] = &[
     (31, "escape"),
     (40, "writer-queue-full"),
     (41, "stall-summary"),
+    (42, "canary"),
 ];
 
 pub fn event_kind_name(code: u16) -> Option<&'static str> {
