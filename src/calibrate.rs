@@ -376,17 +376,7 @@ pub fn calibrate(
     // An earlier calibration's trace in this folder goes first, so no step of it can be read
     // as one of this calibration's; other files stay.
     if output.join("calibration.json").is_file() {
-        for entry in std::fs::read_dir(output)? {
-            let path = entry?.path();
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if is_trace_file(&name) && path.is_file() {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("cannot remove the earlier {}", path.display()))?;
-            }
-        }
+        crate::study::remove_files_named(output, is_trace_file)?;
     }
     std::fs::create_dir_all(output)
         .with_context(|| format!("cannot create {}", output.display()))?;

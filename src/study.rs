@@ -571,21 +571,12 @@ fn prepare_folder(output: &Path, force: bool) -> Result<()> {
     // invalid run would not draw, a pid file) survives to be read as this one's. Anything else
     // in the folder is left alone, and so is a folder that holds no earlier run (`--force`).
     if earlier {
-        for entry in std::fs::read_dir(output)? {
-            let path = entry?.path();
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let ours = matches!(
-                name.as_str(),
+        remove_files_named(output, |name| {
+            matches!(
+                name,
                 "run.pj" | "run.toml" | "demo.toml" | "mock.toml" | "scenario.md"
-            ) || name.ends_with(".pid");
-            if ours && path.is_file() {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("cannot remove the earlier {}", path.display()))?;
-            }
-        }
+            ) || name.ends_with(".pid")
+        })?;
         let report = output.join("report");
         if report.is_dir() {
             std::fs::remove_dir_all(&report)
@@ -593,6 +584,23 @@ fn prepare_folder(output: &Path, force: bool) -> Result<()> {
         }
     }
     std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))
+}
+
+/// Removes the plain files directly in `folder` whose names `ours` accepts: an earlier run's
+/// outputs, before a new run writes its own there. Folders and other files stay.
+pub fn remove_files_named(folder: &Path, ours: impl Fn(&str) -> bool) -> Result<()> {
+    for entry in std::fs::read_dir(folder)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if ours(&name) && path.is_file() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove the earlier {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn scaled(seconds: f64, factor: u32) -> Duration {

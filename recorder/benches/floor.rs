@@ -39,7 +39,7 @@ fn main() {
                 arrival: Arrival::Poisson,
                 phases: vec![Phase {
                     name: "measurement".into(),
-                    duration_ns: seconds * 1_000_000_000,
+                    duration_ns: seconds.saturating_mul(1_000_000_000),
                     rate_rps: rate,
                 }],
                 routes: vec![RouteWeight {
@@ -48,6 +48,10 @@ fn main() {
                 }],
                 inject_at_ns: None,
             };
+            if let Err(why) = params.validate() {
+                eprintln!("floor: not a schedule: {why}");
+                std::process::exit(2);
+            }
             (
                 params.iter().map(|e| e.intended_ns).collect(),
                 format!("a Poisson schedule at {rate} rps for {seconds} s"),
@@ -56,11 +60,19 @@ fn main() {
             let wakes: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(2000);
             let spacing_us: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
             (
-                (0..wakes).map(|i| i * spacing_us * 1_000).collect(),
+                (0..wakes)
+                    .map(|i| i.saturating_mul(spacing_us).saturating_mul(1_000))
+                    .collect(),
                 format!("{spacing_us} us spacing"),
             )
         };
     let wakes = deadlines_ns.len();
+    if wakes == 0 {
+        eprintln!(
+            "floor: {what} has no wakes to time; give a count, or a rate and seconds above 0"
+        );
+        std::process::exit(2);
+    }
     let runtime = compio::runtime::Runtime::new().expect("io_uring runtime");
     let cpu_before = cpu_ns();
     let mut late_ns: Vec<u64> = runtime.block_on(async move {
@@ -83,7 +95,7 @@ fn main() {
         "floor: {wakes} wakes at {what} on compio sleep_until: lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; CPU {:.1} us a wake",
         q(0.5),
         q(0.99),
-        *late_ns.last().unwrap() as f64 / 1e3,
-        cpu as f64 / 1e3 / wakes.max(1) as f64
+        late_ns[wakes - 1] as f64 / 1e3,
+        cpu as f64 / 1e3 / wakes as f64
     );
 }

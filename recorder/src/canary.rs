@@ -66,7 +66,9 @@ impl CanaryServer {
         let mut conns: Vec<StdTcpStream> = Vec::new();
         let mut requests_seen: Vec<bool> = Vec::new();
         let accept_until = Instant::now() + CANARY_ACCEPT_WAIT;
-        let mut next = Instant::now();
+        // The first event goes out at the epoch: a stamp before it would read as 0 (times are
+        // ns after the epoch) and its lag as nothing.
+        let mut next = epoch.max(Instant::now());
         while !stop.load(Ordering::Relaxed) {
             if conns.len() < streams && Instant::now() < accept_until {
                 match self.listener.accept() {
@@ -275,14 +277,14 @@ mod tests {
         assert_eq!((one.p50_ns, one.p99_ns, one.max_ns), (7, 7, 7));
     }
 
-    /// Streams the canary to one reader for 300 ms. The reader's runtime is blocked for
-    /// `stall` (thread sleep, so nothing on it runs) 100 ms in. Returns the lags it saw and why
-    /// its stream ended.
-    fn stream_for_300ms(stall: Duration) -> (Vec<u64>, String) {
+    /// Streams the canary to one reader for 300 ms, from an epoch `lead` ahead. The reader's
+    /// runtime is blocked for `stall` (thread sleep, so nothing on it runs) 100 ms in. Returns
+    /// the lags it saw and why its stream ended.
+    fn stream_for_300ms(lead: Duration, stall: Duration) -> (Vec<u64>, String) {
         let server = CanaryServer::bind().unwrap();
         let address = server.address().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let epoch = Instant::now();
+        let epoch = Instant::now() + lead;
         let serving = {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || server.serve(epoch, 1, &stop))
@@ -313,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_worker_sees_every_event_of_its_stream_with_a_small_positive_lag() {
-        let (mut lags, ended) = stream_for_300ms(Duration::ZERO);
+        let (mut lags, ended) = stream_for_300ms(Duration::ZERO, Duration::ZERO);
         assert_eq!(ended, "the canary stream ended");
         // 300 ms at one event each 10 ms, less the connect: a loaded machine may lose a few
         // ticks to the server thread's own lateness, never most of them.
@@ -325,10 +327,23 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_streamed_before_the_epoch() {
+        // The epoch is 150 ms ahead: of the 300 ms only the last 150 carry events (at most 16 at
+        // 10 ms). A server that streamed from its start would send about 30, the first 15
+        // stamped 0 and read as no lag at all.
+        let (lags, _) = stream_for_300ms(Duration::from_millis(150), Duration::ZERO);
+        assert!(
+            !lags.is_empty() && lags.len() <= 16,
+            "{} events after a 150 ms lead",
+            lags.len()
+        );
+    }
+
+    #[test]
     fn a_busy_read_loop_shows_up_as_lag() {
         // Events written while the reader's runtime is stuck for 50 ms are seen late, and the
         // canary's maximum lag says so.
-        let (mut lags, _) = stream_for_300ms(Duration::from_millis(50));
+        let (mut lags, _) = stream_for_300ms(Duration::ZERO, Duration::from_millis(50));
         let s = LagSummary::of(&mut lags).unwrap();
         assert!(
             s.max_ns >= 30_000_000,

@@ -1360,7 +1360,7 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 Rc::clone(&outstanding),
                 Rc::clone(&batch),
             );
-            let task = async move {
+            compio::runtime::spawn(async move {
                 // Boxed: the exchange's state is several KB, and the task that owns it is moved
                 // into the executor's slot; a box moves once, a large future three times.
                 let record = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
@@ -1374,8 +1374,8 @@ fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                 batch2.push(&ctx2, Record::Request(record));
                 out2.set(out2.get() - 1);
-            };
-            compio::runtime::spawn(task).detach();
+            })
+            .detach();
         }
         // Drain: every request ends by its own deadline, so this ends within one timeout.
         while outstanding.get() > 0 {
