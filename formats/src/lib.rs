@@ -8,6 +8,7 @@
 //! - [`config`]: the strict TOML configuration, its three profiles, pin enforcement at load.
 //! - [`pins`]: the one table of pinned numbers, each with its SPEC.md clause.
 //! - [`schedule`]: intended send times as a pure function of the parameters and the index.
+//! - [`spec`]: the specification versions and what each changes.
 //!
 //! It does no network I/O and reads no clock; the recorder and the analyzer bring those.
 //!
@@ -24,3 +25,4 @@ pub mod config;
 pub mod journal;
 pub mod pins;
 pub mod schedule;
+pub mod spec;

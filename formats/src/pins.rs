@@ -34,7 +34,6 @@ pub enum Side {
 pub enum Value {
     Int(i64),
     Float(f64),
-    Bool(bool),
 }
 
 impl fmt::Display for Value {
@@ -42,18 +41,16 @@ impl fmt::Display for Value {
         match self {
             Value::Int(v) => write!(f, "{v}"),
             Value::Float(v) => write!(f, "{v:?}"),
-            Value::Bool(v) => write!(f, "{v}"),
         }
     }
 }
 
 impl Value {
-    /// The value as f64 for ordered comparison (booleans are never compared by order).
-    pub fn as_f64(self) -> Option<f64> {
+    /// The value as f64 (every pin is a number).
+    pub fn as_f64(self) -> f64 {
         match self {
-            Value::Int(v) => Some(v as f64),
-            Value::Float(v) => Some(v),
-            Value::Bool(_) => None,
+            Value::Int(v) => v as f64,
+            Value::Float(v) => v,
         }
     }
 }
@@ -77,111 +74,109 @@ pub struct Pin {
     pub dev_scaled: bool,
 }
 
+macro_rules! pin_type {
+    (Int) => { i64 };
+    (Float) => { f64 };
+}
+
 macro_rules! pins {
-    ($( $key:expr, $configurable:expr, $clause:expr, $what:expr, $value:expr, $unit:expr, $rule:ident, $side:ident, $scaled:expr; )*) => {
+    ($( $name:ident = $key:expr, $configurable:expr, $clause:expr, $what:expr, $kind:ident($value:expr), $unit:expr, $rule:ident, $side:ident, $scaled:expr; )*) => {
+        $(
+            #[doc = concat!("SPEC ", $clause, ": ", $what, " (`", $key, "`).")]
+            pub const $name: Pin = Pin {
+                key: $key, configurable: $configurable, clause: $clause, what: $what,
+                value: Value::$kind($value), unit: $unit, rule: Rule::$rule, side: Side::$side,
+                dev_scaled: $scaled,
+            };
+        )*
         /// The pin table. Order is SPEC.md's order.
-        pub const PINS: &[Pin] = &[$(Pin {
-            key: $key, configurable: $configurable, clause: $clause, what: $what, value: $value, unit: $unit,
-            rule: Rule::$rule, side: Side::$side, dev_scaled: $scaled,
-        },)*];
+        pub const PINS: &[Pin] = &[$($name,)*];
+
+        /// Each pinned value as a typed constant (`value::CLIENT_TIMEOUT_S` is the i64 30): code
+        /// that needs the number itself, not a configuration's stricter value, reads it here, and
+        /// a pin read as the wrong type is a compile error.
+        pub mod value {
+            $(
+                #[doc = concat!("The pinned value of [`", stringify!($name), "`](super::", stringify!($name), ").")]
+                pub const $name: pin_type!($kind) = $value;
+            )*
+        }
     };
 }
 
-use Value::{Float, Int};
-
 pins! {
-    "experiment.warmup_s", true, "§1", "warm-up phase (discarded)", Int(60), "s", Exactly, Client, true;
-    "experiment.baseline_s", true, "§1", "baseline phase", Int(300), "s", Exactly, Client, true;
-    "experiment.recovery_timeout_s", true, "§1", "degradation-and-recovery window (recovery timeout)", Int(600), "s", Exactly, Client, true;
-    "experiment.cooldown_s", true, "§1", "cooldown phase", Int(60), "s", Exactly, Client, true;
-    "calibration.lambda_r_fraction", true, "§1", "per-replica load as a fraction of lambda_max", Float(0.65), "", Exactly, Client, false;
-    "target.max_tokens", true, "§1", "max_tokens on every request", Int(256), "tokens", Exactly, Client, false;
-    "fault.partition_s", true, "§1", "black-hole partition duration (expiry armed before firing)", Int(120), "s", Exactly, Server, true;
-    "fault.degradation_s", true, "§10", "degradation scenario: fault duration (and the spike's)", Int(120), "s", Exactly, Client, true;
-    "fault.staleness_min_s", false, "§1", "black-hole: minimum dead-endpoint staleness with victim-bound traffic (G4)", Int(20), "s", AtLeast, Server, true;
-    "fault.node_monitor_grace_fail_s", false, "§1", "black-hole: a recorded node-monitor grace period this long or longer fails the run", Int(120), "s", Exactly, Server, false;
-    "gates.replica_share_min_percent", true, "§1", "G1: minimum share of baseline requests per replica", Int(45), "%", AtLeast, Server, false;
-    "gates.replica_share_max_percent", true, "§1", "G1: maximum share of baseline requests per replica", Int(55), "%", AtMost, Server, false;
-    "client.connections_floor_per_replica", true, "§1", "connection pool floor per replica", Int(4), "connections", AtLeast, Client, false;
-    "client.retries", true, "§1", "retries", Int(0), "", Exactly, Client, false;
-    "gates.send_skew_p99_ms", true, "§2", "send skew p99 (actual minus intended dispatch)", Int(5), "ms", AtMost, Client, false;
-    "gates.send_skew_max_ms", true, "§2", "send skew max", Int(50), "ms", AtMost, Client, false;
-    "gates.undispatched_max", true, "§2", "scheduled but never dispatched requests", Int(0), "requests", AtMost, Client, false;
-    "gates.host_cpu_max_percent", true, "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
-    "gates.host_cpu_window_s", true, "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
-    "gates.runtime_stall_p99_us", true, "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
-    "client.timeout_s", true, "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
-    "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
-    "analysis.conditional_caveat_fraction", true, "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;
-    "analysis.intertoken_floor_us", true, "§3", "smallest recorded inter-chunk gap", Int(1), "us", Exactly, Client, false;
-    "analysis.histogram_lowest_us", true, "§3", "histogram lowest discernible value", Int(1), "us", Exactly, Analysis, false;
-    "analysis.histogram_highest_us", true, "§3", "histogram highest trackable value", Int(600_000_000), "us", Exactly, Analysis, false;
-    "analysis.histogram_significant_figures", true, "§3", "histogram significant figures", Int(3), "", Exactly, Analysis, false;
-    "analysis.rebase_overshoot_max_ms", false, "§3", "completion re-based to t_i may exceed the horizon by at most", Int(50), "ms", AtMost, Analysis, false;
-    "slo.ttft_ms", true, "§4", "SLO: time to first token", Int(1000), "ms", Exactly, Analysis, false;
-    "slo.e2e_ms", true, "§4", "SLO: end-to-end latency", Int(14_000), "ms", Exactly, Analysis, false;
-    "gates.baseline_goodput_min", true, "§4", "G6: baseline goodput", Float(0.99), "", AtLeast, Analysis, false;
-    "slo.sweep_ttft_low_ms", false, "§4", "SLO sweep: lowest TTFT threshold (then the SLO's, then the highest)", Int(800), "ms", Exactly, Analysis, false;
-    "slo.sweep_ttft_high_ms", false, "§4", "SLO sweep: highest TTFT threshold", Int(1500), "ms", Exactly, Analysis, false;
-    "slo.sweep_e2e_low_ms", false, "§4", "SLO sweep: lowest e2e threshold (then the SLO's, then the highest)", Int(12_000), "ms", Exactly, Analysis, false;
-    "slo.sweep_e2e_high_ms", false, "§4", "SLO sweep: highest e2e threshold", Int(18_000), "ms", Exactly, Analysis, false;
-    "slo.modal_bin_fraction", false, "§4", "modal latency: bin width as a fraction of the window median", Float(0.01), "", Exactly, Analysis, false;
-    "slo.modal_bin_floor_ms", false, "§4", "modal latency: bin width floor", Int(1), "ms", Exactly, Analysis, false;
-    "recovery.window_s", true, "§5", "detector sliding window R", Int(10), "s", Exactly, Analysis, true;
-    "recovery.entry_percent", true, "§5", "detector entry, % of the baseline's goodput", Int(90), "%", Exactly, Analysis, false;
-    "recovery.exit_percent", true, "§5", "detector exit, % of the baseline's goodput", Int(85), "%", Exactly, Analysis, false;
-    "recovery.hold_s", true, "§5", "detector hold H", Int(30), "s", Exactly, Analysis, true;
-    "recovery.bucket_s", true, "§5", "goodput bucket", Int(1), "s", Exactly, Analysis, true;
-    "recovery.sweep_entry_low_percent", false, "§5", "sensitivity sweep: lowest entry X (then the pin, then the highest)", Int(85), "%", Exactly, Analysis, false;
-    "recovery.sweep_entry_high_percent", false, "§5", "sensitivity sweep: highest entry X", Int(95), "%", Exactly, Analysis, false;
-    "recovery.sweep_window_low_s", false, "§5", "sensitivity sweep: shortest window R", Int(5), "s", Exactly, Analysis, true;
-    "recovery.sweep_window_high_s", false, "§5", "sensitivity sweep: longest window R", Int(20), "s", Exactly, Analysis, true;
-    "recovery.sweep_hold_low_s", false, "§5", "sensitivity sweep: shortest hold H", Int(15), "s", Exactly, Analysis, true;
-    "recovery.sweep_hold_high_s", false, "§5", "sensitivity sweep: longest hold H (27 cells in all, exit fixed)", Int(60), "s", Exactly, Analysis, true;
-    "campaign.runs", true, "§5", "runs per (variant, config)", Int(5), "runs", Exactly, Analysis, false;
-    "schema_version", true, "§6", "configuration schema version", Int(1), "", Exactly, Client, false;
-    "statistics.confidence_percent", true, "§7", "interval confidence level", Int(95), "%", Exactly, Analysis, false;
-    "statistics.t_quantile_df4", false, "§7", "t quantile for run-level intervals (df = 4)", Float(2.776), "", Exactly, Analysis, false;
-    "statistics.p95_interval_min_n", false, "§7", "smallest completed sample with a p95 interval", Int(73), "requests", Exactly, Analysis, false;
-    "statistics.p99_interval_min_n", false, "§7", "smallest completed sample with a p99 interval", Int(381), "requests", Exactly, Analysis, false;
-    "calibration.start_rps", true, "§10", "calibration coarse ramp start (doubling)", Int(2), "rps", Exactly, Client, false;
-    "calibration.fine_step_percent", true, "§10", "calibration fine step", Int(10), "%", Exactly, Client, false;
-    "calibration.settle_s", true, "§10", "calibration step settle", Int(30), "s", Exactly, Client, true;
-    "calibration.measure_s", true, "§10", "calibration step measured", Int(120), "s", Exactly, Client, true;
-    "calibration.step_goodput_min", true, "§10", "calibration step passes at goodput", Float(0.99), "", AtLeast, Client, false;
-    "calibration.step_waiting_max", true, "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
-    "calibration.disagreement_percent", true, "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
-    "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
+    EXPERIMENT_WARMUP_S = "experiment.warmup_s", true, "§1", "warm-up phase (discarded)", Int(60), "s", Exactly, Client, true;
+    EXPERIMENT_BASELINE_S = "experiment.baseline_s", true, "§1", "baseline phase", Int(300), "s", Exactly, Client, true;
+    EXPERIMENT_RECOVERY_TIMEOUT_S = "experiment.recovery_timeout_s", true, "§1", "degradation-and-recovery window (recovery timeout)", Int(600), "s", Exactly, Client, true;
+    EXPERIMENT_COOLDOWN_S = "experiment.cooldown_s", true, "§1", "cooldown phase", Int(60), "s", Exactly, Client, true;
+    CALIBRATION_LAMBDA_R_FRACTION = "calibration.lambda_r_fraction", true, "§1", "per-replica load as a fraction of lambda_max", Float(0.65), "", Exactly, Client, false;
+    TARGET_MAX_TOKENS = "target.max_tokens", true, "§1", "max_tokens on every request", Int(256), "tokens", Exactly, Client, false;
+    FAULT_PARTITION_S = "fault.partition_s", true, "§1", "black-hole partition duration (expiry armed before firing)", Int(120), "s", Exactly, Server, true;
+    FAULT_DEGRADATION_S = "fault.degradation_s", true, "§10", "degradation scenario: fault duration (and the spike's)", Int(120), "s", Exactly, Client, true;
+    FAULT_STALENESS_MIN_S = "fault.staleness_min_s", false, "§1", "black-hole: minimum dead-endpoint staleness with victim-bound traffic (G4)", Int(20), "s", AtLeast, Server, true;
+    FAULT_NODE_MONITOR_GRACE_FAIL_S = "fault.node_monitor_grace_fail_s", false, "§1", "black-hole: a recorded node-monitor grace period this long or longer fails the run", Int(120), "s", Exactly, Server, false;
+    GATES_REPLICA_SHARE_MIN_PERCENT = "gates.replica_share_min_percent", true, "§1", "G1: minimum share of baseline requests per replica", Int(45), "%", AtLeast, Server, false;
+    GATES_REPLICA_SHARE_MAX_PERCENT = "gates.replica_share_max_percent", true, "§1", "G1: maximum share of baseline requests per replica", Int(55), "%", AtMost, Server, false;
+    CLIENT_CONNECTIONS_FLOOR_PER_REPLICA = "client.connections_floor_per_replica", true, "§1", "connection pool floor per replica", Int(4), "connections", AtLeast, Client, false;
+    CLIENT_RETRIES = "client.retries", true, "§1", "retries", Int(0), "", Exactly, Client, false;
+    GATES_SEND_SKEW_P99_MS = "gates.send_skew_p99_ms", true, "§2", "send skew p99 (actual minus intended dispatch)", Int(5), "ms", AtMost, Client, false;
+    GATES_SEND_SKEW_MAX_MS = "gates.send_skew_max_ms", true, "§2", "send skew max", Int(50), "ms", AtMost, Client, false;
+    GATES_UNDISPATCHED_MAX = "gates.undispatched_max", true, "§2", "scheduled but never dispatched requests", Int(0), "requests", AtMost, Client, false;
+    GATES_HOST_CPU_MAX_PERCENT = "gates.host_cpu_max_percent", true, "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
+    GATES_HOST_CPU_WINDOW_S = "gates.host_cpu_window_s", true, "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
+    GATES_RUNTIME_STALL_P99_US = "gates.runtime_stall_p99_us", true, "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
+    CLIENT_TIMEOUT_S = "client.timeout_s", true, "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
+    ANALYSIS_CROSSING_TOLERANCE = "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
+    ANALYSIS_CONDITIONAL_CAVEAT_FRACTION = "analysis.conditional_caveat_fraction", true, "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;
+    ANALYSIS_INTERTOKEN_FLOOR_US = "analysis.intertoken_floor_us", true, "§3", "smallest recorded inter-chunk gap", Int(1), "us", Exactly, Client, false;
+    ANALYSIS_HISTOGRAM_LOWEST_US = "analysis.histogram_lowest_us", true, "§3", "histogram lowest discernible value", Int(1), "us", Exactly, Analysis, false;
+    ANALYSIS_HISTOGRAM_HIGHEST_US = "analysis.histogram_highest_us", true, "§3", "histogram highest trackable value", Int(600_000_000), "us", Exactly, Analysis, false;
+    ANALYSIS_HISTOGRAM_SIGNIFICANT_FIGURES = "analysis.histogram_significant_figures", true, "§3", "histogram significant figures", Int(3), "", Exactly, Analysis, false;
+    ANALYSIS_REBASE_OVERSHOOT_MAX_MS = "analysis.rebase_overshoot_max_ms", false, "§3", "completion re-based to t_i may exceed the horizon by at most", Int(50), "ms", AtMost, Analysis, false;
+    SLO_TTFT_MS = "slo.ttft_ms", true, "§4", "SLO: time to first token", Int(1000), "ms", Exactly, Analysis, false;
+    SLO_E2E_MS = "slo.e2e_ms", true, "§4", "SLO: end-to-end latency", Int(14_000), "ms", Exactly, Analysis, false;
+    GATES_BASELINE_GOODPUT_MIN = "gates.baseline_goodput_min", true, "§4", "G6: baseline goodput", Float(0.99), "", AtLeast, Analysis, false;
+    SLO_SWEEP_TTFT_LOW_MS = "slo.sweep_ttft_low_ms", false, "§4", "SLO sweep: lowest TTFT threshold (then the SLO's, then the highest)", Int(800), "ms", Exactly, Analysis, false;
+    SLO_SWEEP_TTFT_HIGH_MS = "slo.sweep_ttft_high_ms", false, "§4", "SLO sweep: highest TTFT threshold", Int(1500), "ms", Exactly, Analysis, false;
+    SLO_SWEEP_E2E_LOW_MS = "slo.sweep_e2e_low_ms", false, "§4", "SLO sweep: lowest e2e threshold (then the SLO's, then the highest)", Int(12_000), "ms", Exactly, Analysis, false;
+    SLO_SWEEP_E2E_HIGH_MS = "slo.sweep_e2e_high_ms", false, "§4", "SLO sweep: highest e2e threshold", Int(18_000), "ms", Exactly, Analysis, false;
+    SLO_MODAL_BIN_FRACTION = "slo.modal_bin_fraction", false, "§4", "modal latency: bin width as a fraction of the window median", Float(0.01), "", Exactly, Analysis, false;
+    SLO_MODAL_BIN_FLOOR_MS = "slo.modal_bin_floor_ms", false, "§4", "modal latency: bin width floor", Int(1), "ms", Exactly, Analysis, false;
+    RECOVERY_WINDOW_S = "recovery.window_s", true, "§5", "detector sliding window R", Int(10), "s", Exactly, Analysis, true;
+    RECOVERY_ENTRY_PERCENT = "recovery.entry_percent", true, "§5", "detector entry, % of the baseline's goodput", Int(90), "%", Exactly, Analysis, false;
+    RECOVERY_EXIT_PERCENT = "recovery.exit_percent", true, "§5", "detector exit, % of the baseline's goodput", Int(85), "%", Exactly, Analysis, false;
+    RECOVERY_HOLD_S = "recovery.hold_s", true, "§5", "detector hold H", Int(30), "s", Exactly, Analysis, true;
+    RECOVERY_BUCKET_S = "recovery.bucket_s", true, "§5", "goodput bucket", Int(1), "s", Exactly, Analysis, true;
+    RECOVERY_SWEEP_ENTRY_LOW_PERCENT = "recovery.sweep_entry_low_percent", false, "§5", "sensitivity sweep: lowest entry X (then the pin, then the highest)", Int(85), "%", Exactly, Analysis, false;
+    RECOVERY_SWEEP_ENTRY_HIGH_PERCENT = "recovery.sweep_entry_high_percent", false, "§5", "sensitivity sweep: highest entry X", Int(95), "%", Exactly, Analysis, false;
+    RECOVERY_SWEEP_WINDOW_LOW_S = "recovery.sweep_window_low_s", false, "§5", "sensitivity sweep: shortest window R", Int(5), "s", Exactly, Analysis, true;
+    RECOVERY_SWEEP_WINDOW_HIGH_S = "recovery.sweep_window_high_s", false, "§5", "sensitivity sweep: longest window R", Int(20), "s", Exactly, Analysis, true;
+    RECOVERY_SWEEP_HOLD_LOW_S = "recovery.sweep_hold_low_s", false, "§5", "sensitivity sweep: shortest hold H", Int(15), "s", Exactly, Analysis, true;
+    RECOVERY_SWEEP_HOLD_HIGH_S = "recovery.sweep_hold_high_s", false, "§5", "sensitivity sweep: longest hold H (27 cells in all, exit fixed)", Int(60), "s", Exactly, Analysis, true;
+    CAMPAIGN_RUNS = "campaign.runs", true, "§5", "runs per (variant, config)", Int(5), "runs", Exactly, Analysis, false;
+    SCHEMA_VERSION = "schema_version", true, "§6", "configuration schema version", Int(1), "", Exactly, Client, false;
+    STATISTICS_CONFIDENCE_PERCENT = "statistics.confidence_percent", true, "§7", "interval confidence level", Int(95), "%", Exactly, Analysis, false;
+    STATISTICS_T_QUANTILE_DF4 = "statistics.t_quantile_df4", false, "§7", "t quantile for run-level intervals (df = 4)", Float(2.776), "", Exactly, Analysis, false;
+    STATISTICS_P95_INTERVAL_MIN_N = "statistics.p95_interval_min_n", false, "§7", "smallest completed sample with a p95 interval", Int(73), "requests", Exactly, Analysis, false;
+    STATISTICS_P99_INTERVAL_MIN_N = "statistics.p99_interval_min_n", false, "§7", "smallest completed sample with a p99 interval", Int(381), "requests", Exactly, Analysis, false;
+    CALIBRATION_START_RPS = "calibration.start_rps", true, "§10", "calibration coarse ramp start (doubling)", Int(2), "rps", Exactly, Client, false;
+    CALIBRATION_FINE_STEP_PERCENT = "calibration.fine_step_percent", true, "§10", "calibration fine step", Int(10), "%", Exactly, Client, false;
+    CALIBRATION_SETTLE_S = "calibration.settle_s", true, "§10", "calibration step settle", Int(30), "s", Exactly, Client, true;
+    CALIBRATION_MEASURE_S = "calibration.measure_s", true, "§10", "calibration step measured", Int(120), "s", Exactly, Client, true;
+    CALIBRATION_STEP_GOODPUT_MIN = "calibration.step_goodput_min", true, "§10", "calibration step passes at goodput", Float(0.99), "", AtLeast, Client, false;
+    CALIBRATION_STEP_WAITING_MAX = "calibration.step_waiting_max", true, "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
+    CALIBRATION_DISAGREEMENT_PERCENT = "calibration.disagreement_percent", true, "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
+    GATES_WAITING_QUEUE_MAX = "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
 }
 
-/// The pin with this key. Panics if the key is not in the table: a typo in our own code.
-pub fn pin(key: &str) -> &'static Pin {
-    PINS.iter()
-        .find(|p| p.key == key)
-        .unwrap_or_else(|| panic!("no pin has the key {key}: fix the caller"))
-}
-
-/// The pin with this key as an integer.
-pub fn int(key: &str) -> i64 {
-    match pin(key).value {
-        Value::Int(v) => v,
-        other => panic!("pin {key} is {other:?}, not an integer: fix the caller"),
-    }
-}
-
-/// The pin with this key as a float.
-pub fn float(key: &str) -> f64 {
-    match pin(key).value {
-        Value::Float(v) => v,
-        Value::Int(v) => v as f64,
-        Value::Bool(_) => panic!("pin {key} is a boolean: fix the caller"),
-    }
+/// The pin with this stable key (what a configuration file or a report names), if any.
+pub fn find(key: &str) -> Option<&'static Pin> {
+    PINS.iter().find(|p| p.key == key)
 }
 
 /// Whether `configured` weakens `pin`. Types must already agree (the loader checks that).
 pub fn weakens(pin: &Pin, configured: Value) -> bool {
     match (pin.rule, pin.value, configured) {
-        (_, Value::Bool(a), Value::Bool(b)) => a != b,
         (Rule::Exactly, a, b) => a.as_f64() != b.as_f64(),
         (Rule::AtMost, a, b) => b.as_f64() > a.as_f64(),
         (Rule::AtLeast, a, b) => b.as_f64() < a.as_f64(),
@@ -232,27 +227,18 @@ pub fn markdown_table() -> String {
 }
 
 /// The §4 sweep's TTFT thresholds in ms: lowest, the SLO's, highest.
-pub fn slo_sweep_ttft_ms() -> [i64; 3] {
-    [
-        int("slo.sweep_ttft_low_ms"),
-        int("slo.ttft_ms"),
-        int("slo.sweep_ttft_high_ms"),
-    ]
-}
+pub const SLO_SWEEP_TTFT_MS: [i64; 3] = [
+    value::SLO_SWEEP_TTFT_LOW_MS,
+    value::SLO_TTFT_MS,
+    value::SLO_SWEEP_TTFT_HIGH_MS,
+];
 
 /// The §4 sweep's end-to-end thresholds in ms: lowest, the SLO's, highest.
-pub fn slo_sweep_e2e_ms() -> [i64; 3] {
-    [
-        int("slo.sweep_e2e_low_ms"),
-        int("slo.e2e_ms"),
-        int("slo.sweep_e2e_high_ms"),
-    ]
-}
-
-/// The spec versions this build can apply (SPEC.md §A1).
-pub const SPEC_VERSIONS: &[&str] = &["v0.1", "v0.2"];
-/// The spec version a new capture is recorded under.
-pub const SPEC_VERSION_CURRENT: &str = "v0.2";
+pub const SLO_SWEEP_E2E_MS: [i64; 3] = [
+    value::SLO_SWEEP_E2E_LOW_MS,
+    value::SLO_E2E_MS,
+    value::SLO_SWEEP_E2E_HIGH_MS,
+];
 
 #[cfg(test)]
 mod tests {
@@ -269,14 +255,14 @@ mod tests {
 
     #[test]
     fn direction_of_weakening() {
-        let skew = pin("gates.send_skew_p99_ms");
+        let skew = &GATES_SEND_SKEW_P99_MS;
         assert!(weakens(skew, Value::Int(6)));
         assert!(!weakens(skew, Value::Int(4)));
         assert!(!weakens(skew, Value::Int(5)));
-        let goodput = pin("gates.baseline_goodput_min");
+        let goodput = &GATES_BASELINE_GOODPUT_MIN;
         assert!(weakens(goodput, Value::Float(0.98)));
         assert!(!weakens(goodput, Value::Float(0.995)));
-        let timeout = pin("client.timeout_s");
+        let timeout = &CLIENT_TIMEOUT_S;
         assert!(weakens(timeout, Value::Int(29)));
         assert!(weakens(timeout, Value::Int(31)));
     }

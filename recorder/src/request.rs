@@ -1,6 +1,7 @@
 //! Request templates: the bytes of request i, from the route, the target and the index.
 
 use percentes_formats::config::{Config, Route};
+use percentes_formats::pins;
 
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,7 +73,7 @@ impl Template {
         route: &Route,
         prompts: Option<&[String]>,
     ) -> Template {
-        let max_tokens = config.value("target.max_tokens").as_f64().unwrap_or(256.0) as u64;
+        let max_tokens = config.number(&pins::TARGET_MAX_TOKENS) as u64;
         let ignore_eos = config
             .target
             .ignore_eos

@@ -17,13 +17,15 @@ use compio::tls::{TlsConnector, TlsStream};
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, Injector};
+use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
-    class_code, event_kind_code, event_kind_name, Counts, EventRecord, Outcome, Record,
+    class_code, Counts, EventRecord, Outcome, Record,
     RequestRecord, SealStatus, TelemetryRecord,
 };
 use percentes_formats::journal::writer::Sealed;
 use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError, CODEC};
-use percentes_formats::pins::SPEC_VERSION_CURRENT;
+use percentes_formats::pins;
+use percentes_formats::spec::Spec;
 use percentes_formats::schedule::{Entry, ScheduleParams};
 
 use crate::canary::{self, CanaryServer, LagSummary};
@@ -109,7 +111,7 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
     for (at, subject, detail, value) in inbox.drain() {
         sender.send(Record::Event(EventRecord {
             at_ns: at.saturating_duration_since(epoch).as_nanos() as u64,
-            kind: event_kind_code("timeline").expect("defined"),
+            kind: EventKind::Timeline.code(),
             subject,
             detail,
             value,
@@ -505,7 +507,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         + lead_ns as i64;
     let header = Header {
         codec: CODEC.into(),
-        spec_version: SPEC_VERSION_CURRENT.into(),
+        spec_version: Spec::CURRENT.name().into(),
         tool_version: options.tool_version.clone(),
         tool_commit: options.tool_commit.clone(),
         profile: config.profile.name().into(),
@@ -607,7 +609,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&options.stop);
         let name = name.clone();
-        let period = Duration::from_nanos(config.duration_ns("recovery.bucket_s"))
+        let period = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
             .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX);
         probes.push(
             std::thread::Builder::new()
@@ -632,11 +634,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let timeline = timeline
         .transpose()
         .map_err(io("cannot start the timeline thread"))?;
-    let timeout = Duration::from_nanos(config.duration_ns("client.timeout_s"));
+    let timeout = Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S));
     let floor = (config
-        .value("client.connections_floor_per_replica")
-        .as_f64()
-        .unwrap_or(4.0) as usize
+        .number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize
         * config.target.replicas.len().max(1))
     .div_ceil(workers);
     let tls = if target.tls {
@@ -715,7 +715,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         if let Some(p99) = pool.p99_upper_ns() {
             sender.send(Record::Event(EventRecord {
                 at_ns: now_ns(epoch),
-                kind: event_kind_code("stall-summary").expect("defined"),
+                kind: EventKind::StallSummary.code(),
                 subject: "runtime-stall".into(),
                 detail: format!(
                     "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us",
@@ -819,7 +819,7 @@ impl EscapeWatch {
             Record::Request(r) => self.observe_request(r)?,
             Record::Event(e)
                 if self.cleanup
-                    && event_kind_name(e.kind) == Some("fault-failed")
+                    && e.is(EventKind::FaultFailed)
                     && e.detail.starts_with("removal failed") =>
             {
                 (
@@ -834,7 +834,7 @@ impl EscapeWatch {
         self.stop.store(true, Ordering::SeqCst);
         Some(EventRecord {
             at_ns,
-            kind: event_kind_code("escape").expect("defined"),
+            kind: EventKind::Escape.code(),
             subject: trigger.into(),
             detail,
             value: None,
@@ -1085,7 +1085,7 @@ fn telemetry_thread(
         if let Some(summary) = LagSummary::of(&mut lags) {
             sender.send(Record::Event(EventRecord {
                 at_ns,
-                kind: event_kind_code("canary").expect("defined"),
+                kind: EventKind::Canary.code(),
                 subject: "loopback".into(),
                 detail: summary.detail(TELEMETRY_INTERVAL),
                 value: Some(summary.p99_ns as i64),
@@ -1115,7 +1115,7 @@ fn telemetry_thread(
         if queue_full > last_queue_full {
             sender.send(Record::Event(EventRecord {
                 at_ns,
-                kind: event_kind_code("writer-queue-full").expect("defined"),
+                kind: EventKind::WriterQueueFull.code(),
                 subject: "journal-writer".into(),
                 detail: format!(
                     "{} records waited for a full writer queue",
@@ -1705,7 +1705,7 @@ fn probe_thread(
         let (detail, value) = found.detail_and_value();
         sender.send(Record::Event(EventRecord {
             at_ns,
-            kind: event_kind_code("probe").expect("defined"),
+            kind: EventKind::Probe.code(),
             subject: name.to_owned(),
             detail,
             value,
@@ -1734,21 +1734,15 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
     // How long the fault lasts before it is removed or expires: the pinned partition of a
     // black-hole, the pinned duration of a degradation; a clean delete is not undone.
     let partition_ns = match fault.variant {
-        FaultVariant::BlackHole => Some(config.duration_ns("fault.partition_s")),
-        FaultVariant::Degradation => Some(config.duration_ns("fault.degradation_s")),
+        FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
+        FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
         FaultVariant::None | FaultVariant::CleanDelete => None,
     };
-    let event = |kind: &str, at_ns: u64, detail: String, value: Option<i64>| {
-        Record::Event(EventRecord {
-            at_ns,
-            kind: event_kind_code(kind).expect("defined"),
-            subject: victim.clone(),
-            detail,
-            value,
-        })
+    let event = |kind: EventKind, at_ns: u64, detail: String, value: Option<i64>| {
+        Record::Event(EventRecord::new(at_ns, kind, victim.clone(), detail, value))
     };
     sender.send(event(
-        "fault-armed",
+        EventKind::FaultArmed,
         now_ns(epoch),
         format!(
             "{} of {victim} by {} at T_inject {:.3} s{}",
@@ -1770,7 +1764,7 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
     let took = started.elapsed();
     match result {
         Ok(detail) => sender.send(event(
-            "fault-fired",
+            EventKind::FaultFired,
             fired_ns,
             format!(
                 "{detail} (took {:.1} ms; {:.3} ms after T_inject)",
@@ -1780,7 +1774,7 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             Some(fired_ns as i64 - inject_ns as i64),
         )),
         Err(why) => {
-            sender.send(event("fault-failed", fired_ns, why, None));
+            sender.send(event(EventKind::FaultFailed, fired_ns, why, None));
             return;
         }
     }
@@ -1827,20 +1821,20 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
             std::thread::sleep(Duration::from_millis(10));
         }
         let (kind, detail) = match (confirmed, expected) {
-            (true, None) => ("fault-confirmed", format!("{address} stopped answering")),
+            (true, None) => (EventKind::FaultConfirmed, format!("{address} stopped answering")),
             (true, Some((path, status))) => (
-                "fault-confirmed",
+                EventKind::FaultConfirmed,
                 format!(
                     "{method} {path} at {address} answered {status}{}",
                     contains.map_or(String::new(), |c| format!(" with {c:?}"))
                 ),
             ),
             (false, None) => (
-                "fault-failed",
+                EventKind::FaultFailed,
                 format!("{address} still answers 5 s after the fault fired: impact not confirmed"),
             ),
             (false, Some((path, status))) => (
-                "fault-failed",
+                EventKind::FaultFailed,
                 format!("{method} {path} at {address} did not answer {status}{} within 5 s ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
             ),
         };
@@ -1854,13 +1848,13 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
                 let at = now_ns(epoch);
                 match run_command(&fault.remove_command) {
                     Ok(detail) => sender.send(event(
-                        "fault-removed",
+                        EventKind::FaultRemoved,
                         at,
                         format!("early, the run stopping: {detail}"),
                         None,
                     )),
                     Err(why) => sender.send(event(
-                        "fault-failed",
+                        EventKind::FaultFailed,
                         at,
                         format!("removal failed (early, the run stopping): {why}"),
                         None,
@@ -1872,16 +1866,16 @@ fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicB
         let at = now_ns(epoch);
         if fault.remove_command.is_empty() {
             sender.send(event(
-                "fault-expired",
+                EventKind::FaultExpired,
                 at,
                 "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
                 None,
             ));
         } else {
             match run_command(&fault.remove_command) {
-                Ok(detail) => sender.send(event("fault-removed", at, detail, None)),
+                Ok(detail) => sender.send(event(EventKind::FaultRemoved, at, detail, None)),
                 Err(why) => sender.send(event(
-                    "fault-failed",
+                    EventKind::FaultFailed,
                     at,
                     format!("removal failed: {why}"),
                     None,
@@ -2228,7 +2222,7 @@ path = "/v1/chat/completions"
         let failed = |detail: &str| {
             Record::Event(EventRecord {
                 at_ns: 9 * MS,
-                kind: event_kind_code("fault-failed").unwrap(),
+                kind: EventKind::FaultFailed.code(),
                 subject: "replica-1".into(),
                 detail: detail.into(),
                 value: None,

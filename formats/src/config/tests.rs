@@ -71,7 +71,6 @@ fn load(text: &str) -> Result<Config, ConfigError> {
 /// A value that weakens the pin, in TOML syntax.
 fn weakened(pin: &Pin) -> String {
     match (pin.rule, pin.value) {
-        (_, Value::Bool(b)) => (!b).to_string(),
         (Rule::AtMost, Value::Int(v)) | (Rule::Exactly, Value::Int(v)) => (v + 1).to_string(),
         (Rule::AtLeast, Value::Int(v)) => (v - 1).to_string(),
         (Rule::AtMost, Value::Float(v)) | (Rule::Exactly, Value::Float(v)) => {
@@ -103,7 +102,7 @@ fn pinned(pin: &Pin) -> String {
 /// Proves one pin: weakening is refused with an error naming key, clause, pin and value; the
 /// pinned value and a stricter one load.
 fn check_pin(key: &str) {
-    let pin = pins::pin(key);
+    let pin = pins::find(key).expect("a pin of the table");
     let bad = weakened(pin);
     let error =
         load(&with_key(BASE, key, &bad)).expect_err(&format!("{key} = {bad} must be refused"));
@@ -128,7 +127,7 @@ fn check_pin(key: &str) {
 
     let config = load(&with_key(BASE, key, &pinned(pin)))
         .unwrap_or_else(|e| panic!("{key} at its pin: {e}"));
-    assert_eq!(config.value(key).as_f64(), pin.value.as_f64());
+    assert_eq!(config.value(pin).as_f64(), pin.value.as_f64());
     if let Some(strict) = stricter(pin) {
         load(&with_key(BASE, key, &strict))
             .unwrap_or_else(|e| panic!("{key} = {strict} is stricter: {e}"));
@@ -232,14 +231,14 @@ fn examples_load_under_their_profiles() {
 fn dev_factor_scales_durations_and_nothing_else() {
     let dev = load(BASE).unwrap();
     assert_eq!(dev.time_factor, 10);
-    assert_eq!(dev.duration_ns("client.timeout_s"), 3_000_000_000);
-    assert_eq!(dev.duration_ns("experiment.baseline_s"), 30_000_000_000);
+    assert_eq!(dev.duration_ns(&pins::CLIENT_TIMEOUT_S), 3_000_000_000);
+    assert_eq!(dev.duration_ns(&pins::EXPERIMENT_BASELINE_S), 30_000_000_000);
     assert_eq!(
-        dev.duration_ns("gates.host_cpu_window_s"),
+        dev.duration_ns(&pins::GATES_HOST_CPU_WINDOW_S),
         5_000_000_000,
         "a gate window is not a timeline duration"
     );
-    assert_eq!(dev.value("gates.send_skew_p99_ms"), Value::Int(5));
+    assert_eq!(dev.value(&pins::GATES_SEND_SKEW_P99_MS), Value::Int(5));
     assert_eq!(dev.inject_at_ns(), Some(36_000_000_000));
     let phases: Vec<_> = dev
         .schedule_params()
@@ -262,14 +261,14 @@ fn dev_factor_scales_durations_and_nothing_else() {
             .replace("[dev]\ntime_factor = 10\n", ""),
     )
     .unwrap();
-    assert_eq!(experiment.duration_ns("client.timeout_s"), 30_000_000_000);
+    assert_eq!(experiment.duration_ns(&pins::CLIENT_TIMEOUT_S), 30_000_000_000);
 }
 
 #[test]
 fn unknown_keys_are_refused_with_the_known_ones() {
     let error = load(&with_key(BASE, "gates.skew_p99", "5")).unwrap_err();
     assert!(
-        matches!(&error, ConfigError::UnknownKey { key, known } if key == "gates.skew_p99" && known.contains(&"gates.send_skew_p99_ms".to_string())),
+        matches!(&error, ConfigError::UnknownKey { key, known, .. } if key == "gates.skew_p99" && known.contains(&"gates.send_skew_p99_ms".to_string())),
         "{error:?}"
     );
     let error = load(&with_key(BASE, "target.urll", "\"x\"")).unwrap_err();
@@ -282,17 +281,77 @@ fn unknown_keys_are_refused_with_the_known_ones() {
 fn wrong_types_are_refused() {
     let error = load(&with_key(BASE, "client.timeout_s", "\"30\"")).unwrap_err();
     assert!(
-        error.to_string().contains("client.timeout_s") && error.to_string().contains("integer"),
+        error.to_string().contains("client.timeout_s") && error.to_string().contains("whole number"),
         "{error}"
     );
     let error = load(&with_key(BASE, "client.timeout_s", "30.0")).unwrap_err();
-    assert!(error.to_string().contains("integer"), "{error}");
+    assert!(error.to_string().contains("whole number"), "{error}");
+}
+
+/// The error's text, and where it says it is.
+fn refusal(text: &str) -> (String, Option<Location>) {
+    let error = load(text).expect_err("must be refused");
+    (error.to_string(), error.location())
+}
+
+#[test]
+fn a_typed_value_of_the_wrong_kind_names_its_full_key_line_and_column() {
+    let text = BASE.replace("seed = 1", "seed = \"one\"");
+    let (message, at) = refusal(&text);
+    let line = 1 + BASE.lines().position(|l| l.starts_with("seed")).unwrap();
+    // The value starts in column 8, after `seed = `.
+    assert_eq!(at, Some(Location { line, column: 8 }), "{message}");
+    let place = format!("config key `schedule.seed` (line {line}, column 8): ");
+    assert!(message.starts_with(&place), "{message}");
+    assert!(message.contains("expected a whole number"), "{message}");
+    assert!(message.contains("found the text \"one\""), "{message}");
+    assert!(!message.contains("u64"), "{message}");
+}
+
+#[test]
+fn a_typo_inside_an_array_of_tables_names_the_element_and_the_key() {
+    let text = format!("{BASE}\n[[routes]]\nlabel = \"b\"\npth = \"/v1/b\"\n");
+    let (message, at) = refusal(&text);
+    let line = BASE.lines().count() + 4;
+    assert_eq!(at, Some(Location { line, column: 1 }), "{message}");
+    assert!(message.contains("`routes[1].pth`"), "{message}");
+    assert!(message.contains("unknown key `pth`"), "{message}");
+    assert!(message.contains("path"), "{message} should name the keys a route takes");
+}
+
+#[test]
+fn a_relation_between_keys_points_at_the_key_it_names() {
+    let text = BASE.replace("path = \"/v1/chat/completions\"", "path = \"v1/chat\"");
+    let (message, at) = refusal(&text);
+    assert!(message.contains("`routes[0].path`"), "{message}");
+    assert_eq!(at.map(|a| a.line), Some(BASE.lines().count()), "{message}");
+    let (message, at) = refusal(&with_key(BASE, "gates.send_skew_p99_ms", "9"));
+    assert!(message.contains("weakens"), "{message}");
+    assert!(at.is_some(), "a weakened pin is placed too: {message}");
+}
+
+#[test]
+fn a_missing_key_is_named_in_full() {
+    let text = BASE.replace("seed = 1\n", "");
+    let (message, _) = refusal(&text);
+    assert!(message.contains("`schedule.seed`"), "{message}");
+    assert!(message.contains("missing"), "{message}");
+}
+
+#[test]
+fn an_unreadable_file_is_a_read_error_with_its_path() {
+    let error = Config::load(Path::new("/nonexistent/percentes.toml")).unwrap_err();
+    assert!(matches!(error, ConfigError::Read { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("/nonexistent/percentes.toml"), "{message}");
+    assert!(!message.contains("not a valid configuration"), "{message}");
 }
 
 #[test]
 fn syntax_errors_say_where() {
     let error = load("schema_version = 1\nprofile = \n").unwrap_err();
     assert!(matches!(error, ConfigError::Syntax { .. }));
+    assert_eq!(error.location().map(|at| at.line), Some(2), "{error}");
     assert!(error.to_string().contains("line 2"), "{error}");
 }
 

@@ -173,47 +173,145 @@ pub struct RequestRecord {
     pub detail: String,
 }
 
-/// Event kinds (JOURNAL.md lists the codes; the code is stable).
-pub const EVENT_KINDS: &[(u16, &str)] = &[
-    (1, "fault-armed"),
-    (2, "fault-fired"),
-    (3, "fault-confirmed"),
-    (4, "fault-removed"),
-    (5, "fault-expired"),
-    (6, "fault-failed"),
-    (10, "probe"),
-    (20, "phase"),
-    (21, "timeline"),
-    (30, "operator-abort"),
-    (31, "escape"),
-    (40, "writer-queue-full"),
-    (41, "stall-summary"),
-    (42, "canary"),
-];
-
-pub fn event_kind_name(code: u16) -> Option<&'static str> {
-    EVENT_KINDS
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map(|(_, n)| *n)
+/// What an event record reports (JOURNAL.md lists the codes; a code never changes meaning).
+///
+/// The wire keeps the `u16` code, so a journal written by a newer recorder with a kind this
+/// build does not know still decodes: [`EventKind::from_code`] gives `None` for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The fault's injector is armed (a black-hole's expiry armed before firing).
+    FaultArmed,
+    /// The fault fired.
+    FaultFired,
+    /// Independent confirmation of the fault's impact (seeds/004).
+    FaultConfirmed,
+    /// The fault was removed, with the removal confirmed.
+    FaultRemoved,
+    /// The fault's pre-armed expiry ended it.
+    FaultExpired,
+    /// The injector failed: the fault did not happen as planned.
+    FaultFailed,
+    /// A direct probe of one replica: health, waiting-queue gauge or why it is down.
+    Probe,
+    /// A schedule phase began.
+    Phase,
+    /// A timeline boundary journaled by a controller (reschedule, container start, ...).
+    Timeline,
+    /// The operator stopped the run (SIGINT or SIGTERM).
+    OperatorAbort,
+    /// An abort trigger of the declaration fired: the experiment escaped (seeds/004).
+    Escape,
+    /// The journal writer's queue was full.
+    WriterQueueFull,
+    /// A second's runtime-stall summary (the ticker's lateness).
+    StallSummary,
+    /// A second's loopback-canary lag summary (§2 receive path).
+    Canary,
 }
 
-pub fn event_kind_code(name: &str) -> Option<u16> {
-    EVENT_KINDS
-        .iter()
-        .find(|(_, n)| *n == name)
-        .map(|(c, _)| *c)
+impl EventKind {
+    /// Every kind, in code order.
+    pub const ALL: [EventKind; 14] = [
+        EventKind::FaultArmed,
+        EventKind::FaultFired,
+        EventKind::FaultConfirmed,
+        EventKind::FaultRemoved,
+        EventKind::FaultExpired,
+        EventKind::FaultFailed,
+        EventKind::Probe,
+        EventKind::Phase,
+        EventKind::Timeline,
+        EventKind::OperatorAbort,
+        EventKind::Escape,
+        EventKind::WriterQueueFull,
+        EventKind::StallSummary,
+        EventKind::Canary,
+    ];
+
+    /// The stable wire code.
+    pub const fn code(self) -> u16 {
+        match self {
+            EventKind::FaultArmed => 1,
+            EventKind::FaultFired => 2,
+            EventKind::FaultConfirmed => 3,
+            EventKind::FaultRemoved => 4,
+            EventKind::FaultExpired => 5,
+            EventKind::FaultFailed => 6,
+            EventKind::Probe => 10,
+            EventKind::Phase => 20,
+            EventKind::Timeline => 21,
+            EventKind::OperatorAbort => 30,
+            EventKind::Escape => 31,
+            EventKind::WriterQueueFull => 40,
+            EventKind::StallSummary => 41,
+            EventKind::Canary => 42,
+        }
+    }
+
+    /// The name JOURNAL.md, `inspect` and the exports use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EventKind::FaultArmed => "fault-armed",
+            EventKind::FaultFired => "fault-fired",
+            EventKind::FaultConfirmed => "fault-confirmed",
+            EventKind::FaultRemoved => "fault-removed",
+            EventKind::FaultExpired => "fault-expired",
+            EventKind::FaultFailed => "fault-failed",
+            EventKind::Probe => "probe",
+            EventKind::Phase => "phase",
+            EventKind::Timeline => "timeline",
+            EventKind::OperatorAbort => "operator-abort",
+            EventKind::Escape => "escape",
+            EventKind::WriterQueueFull => "writer-queue-full",
+            EventKind::StallSummary => "stall-summary",
+            EventKind::Canary => "canary",
+        }
+    }
+
+    /// The kind with this wire code; `None` for a code this build does not know.
+    pub fn from_code(code: u16) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The kind with this name (for `inspect --kind` and other user input).
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// The name of an event code, `None` for a code this build does not know.
+pub fn event_kind_name(code: u16) -> Option<&'static str> {
+    EventKind::from_code(code).map(EventKind::name)
 }
 
 /// Something that happened during the run other than a request ending.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct EventRecord {
     pub at_ns: u64,
+    /// An [`EventKind`] code.
     pub kind: u16,
     /// What it concerns: a replica, a phase name, a probe target.
     pub subject: String,
     pub detail: String,
     pub value: Option<i64>,
+}
+
+impl EventRecord {
+    /// An event of a known kind.
+    pub fn new(at_ns: u64, kind: EventKind, subject: impl Into<String>, detail: impl Into<String>, value: Option<i64>) -> EventRecord {
+        EventRecord { at_ns, kind: kind.code(), subject: subject.into(), detail: detail.into(), value }
+    }
+
+    /// Its kind; `None` for a code this build does not know (a newer recorder's).
+    pub fn event_kind(&self) -> Option<EventKind> {
+        EventKind::from_code(self.kind)
+    }
+
+    /// Whether it is of this kind.
+    pub fn is(&self, kind: EventKind) -> bool {
+        self.kind == kind.code()
+    }
 }
 
 /// The recorder's self-check over one interval (SPEC §2).

@@ -9,7 +9,7 @@ use std::io::Write;
 use ed25519_dalek::SigningKey;
 
 use super::records::{
-    class_code, event_kind_code, EventRecord, Outcome, Record, RequestRecord, SealStatus,
+    class_code, EventKind, EventRecord, Outcome, Record, RequestRecord, SealStatus,
     TelemetryRecord,
 };
 use super::writer::{JournalWriter, Sealed, WriteError};
@@ -100,7 +100,7 @@ pub fn header(config: &Config, signer: Option<&SigningKey>) -> Header {
     let schedule = config.schedule_params();
     Header {
         codec: CODEC.into(),
-        spec_version: crate::pins::SPEC_VERSION_CURRENT.into(),
+        spec_version: crate::spec::Spec::CURRENT.name().into(),
         tool_version: "synthetic".into(),
         tool_commit: "none".into(),
         profile: config.profile.name().into(),
@@ -384,7 +384,7 @@ pub fn write<W: Write>(
             last_phase = entry.phase;
             extra.push(Record::Event(EventRecord {
                 at_ns: entry.intended_ns,
-                kind: event_kind_code("phase").expect("phase exists"),
+                kind: EventKind::Phase.code(),
                 subject: params.phases[entry.phase as usize].name.clone(),
                 detail: "phase start".into(),
                 value: None,

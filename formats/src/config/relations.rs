@@ -1,0 +1,365 @@
+//! The rules that relate several keys of a configuration (SPEC §1, §6, §10, seeds/004).
+
+use super::{Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind};
+
+impl Config {
+    /// The declaration's references: its target and route labels exist, the classes are
+    /// disjoint, the budget is a share and the window positive.
+    fn check_declaration(&self, d: &Declaration) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: format!("declaration.{key}"),
+            message,
+         at: None, };
+        if !self.target.replicas.contains(&d.target) {
+            return Err(invalid(
+                "target",
+                format!(
+                    "{:?} must name one of target.replicas {:?}",
+                    d.target, self.target.replicas
+                ),
+            ));
+        }
+        if let Some(victim) = &self.fault.victim {
+            if self.fault.variant != FaultVariant::None && *victim != d.target {
+                return Err(ConfigError::Inconsistent {
+                    clause: "seeds/004",
+                    message: format!(
+                        "the declared target {:?} is not the fault's victim {victim:?}: one named fault, one declared blast radius",
+                        d.target
+                    ),
+                });
+            }
+        }
+        let labels: Vec<&str> = self.routes.iter().map(|r| r.label.as_str()).collect();
+        for (key, list) in [
+            ("protected_routes", &d.protected_routes),
+            ("shed_routes", &d.shed_routes),
+        ] {
+            if let Some(unknown) = list.iter().find(|l| !labels.contains(&l.as_str())) {
+                return Err(invalid(
+                    key,
+                    format!("{unknown:?} is not a route label (routes: {labels:?})"),
+                ));
+            }
+        }
+        if let Some(both) = d
+            .protected_routes
+            .iter()
+            .find(|l| d.shed_routes.contains(l))
+        {
+            return Err(invalid(
+                "shed_routes",
+                format!("{both:?} is also protected; a route is one or the other"),
+            ));
+        }
+        if let Some(rate) = d.abort.protected_failure_rate {
+            if !(0.0..1.0).contains(&rate) {
+                return Err(invalid(
+                    "abort.protected_failure_rate",
+                    format!("{rate} must be a share in [0, 1)"),
+                ));
+            }
+            if d.protected_routes.is_empty() {
+                return Err(invalid(
+                    "abort.protected_failure_rate",
+                    "a budget for protected traffic needs declaration.protected_routes".into(),
+                ));
+            }
+        }
+        if !(d.abort.window_s.is_finite() && d.abort.window_s > 0.0) {
+            return Err(invalid(
+                "abort.window_s",
+                format!("{} must be a positive number of seconds", d.abort.window_s),
+            ));
+        }
+        if d.experiment_id.trim().is_empty() {
+            return Err(invalid("experiment_id", "must not be empty".into()));
+        }
+        Ok(())
+    }
+
+    /// Rules that relate several keys.
+    pub(super) fn check_relations(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: key.into(),
+            message,
+         at: None, };
+        let url = &self.target.base_url;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(invalid(
+                "target.base_url",
+                format!("{url:?} must start with http:// or https://"),
+            ));
+        }
+        if self.routes.is_empty() {
+            return Err(invalid(
+                "routes",
+                "at least one [[routes]] entry is needed".into(),
+            ));
+        }
+        let mut labels = std::collections::BTreeSet::new();
+        for (i, route) in self.routes.iter().enumerate() {
+            if route.weight == 0 {
+                return Err(invalid(
+                    &format!("routes[{i}].weight"),
+                    "must be at least 1".into(),
+                ));
+            }
+            if !route.path.starts_with('/') {
+                return Err(invalid(
+                    &format!("routes[{i}].path"),
+                    format!("{:?} must start with /", route.path),
+                ));
+            }
+            if !labels.insert(route.label.as_str()) {
+                return Err(invalid(
+                    &format!("routes[{i}].label"),
+                    format!("{:?} appears twice", route.label),
+                ));
+            }
+        }
+        let hosted_kind = self.target.kind == TargetKind::Hosted;
+        if (self.profile == Profile::Hosted) != hosted_kind {
+            return Err(ConfigError::Inconsistent {
+                clause: "§6",
+                message: format!(
+                    "profile \"{}\" with target.kind \"{}\": the hosted profile and a hosted target go together",
+                    self.profile.name(),
+                    self.target.kind.name()
+                ),
+            });
+        }
+        // §6: the one pin whose value depends on the target.
+        let required_ignore_eos = !hosted_kind;
+        if let Some(ignore_eos) = self.target.ignore_eos {
+            if ignore_eos != required_ignore_eos {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§6",
+                    message: format!(
+                        "config key `target.ignore_eos` = {ignore_eos}: {} targets must send ignore_eos = {}",
+                        if hosted_kind { "hosted" } else { "self-hosted and mock" },
+                        required_ignore_eos
+                    ),
+                });
+            }
+        }
+        if hosted_kind && self.fault.variant != FaultVariant::None {
+            return Err(ConfigError::Inconsistent {
+                clause: "§6",
+                message:
+                    "a hosted run is not a run of the §1 experiment: fault.variant must be \"none\""
+                        .into(),
+            });
+        }
+        for (name, address) in &self.target.replica_addresses {
+            let key = format!("target.replica_addresses.{name}");
+            if !self.target.replicas.contains(name) {
+                return Err(invalid(
+                    &key,
+                    format!(
+                        "{name:?} is not one of target.replicas {:?}",
+                        self.target.replicas
+                    ),
+                ));
+            }
+            if address.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    &key,
+                    format!("{address:?} is not an ip:port address (the probe does no DNS)"),
+                ));
+            }
+        }
+        if let Some(factor) = self.schedule.spike_factor {
+            if self.fault.variant != FaultVariant::Degradation {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: format!(
+                        "schedule.spike_factor changes the offered rate, which the {} experiment pins; a spike belongs to a degradation scenario",
+                        self.fault.variant.name()
+                    ),
+                });
+            }
+            if !(factor.is_finite() && (1.0..=10.0).contains(&factor)) {
+                return Err(invalid(
+                    "schedule.spike_factor",
+                    format!("{factor} must lie in 1..=10"),
+                ));
+            }
+        }
+        if self.fault.variant == FaultVariant::Degradation && self.target.replicas.is_empty() {
+            return Err(invalid(
+                "target.replicas",
+                "a degradation needs the replica it degrades".into(),
+            ));
+        }
+        if self.fault.variant != FaultVariant::None {
+            if self.fault.variant.is_replica_loss() && self.target.replicas.len() != 2 {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: format!(
+                        "the replica-loss experiment has 2 replicas; target.replicas lists {}",
+                        self.target.replicas.len()
+                    ),
+                });
+            }
+            match &self.fault.victim {
+                Some(victim) if self.target.replicas.contains(victim) => {}
+                other => {
+                    return Err(invalid(
+                        "fault.victim",
+                        format!(
+                            "{other:?} must name one of target.replicas {:?}",
+                            self.target.replicas
+                        ),
+                    ))
+                }
+            }
+            let Some(derived) = self.derived_rate_rps() else {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§1",
+                    message: "a fault run's rate is replicas x 0.65 x lambda_max: set calibration.lambda_max_rps \
+                              (measured by `percentes calibrate`, §10)"
+                        .into(),
+                });
+            };
+            if let Some(rate) = self.schedule.rate_rps {
+                if (rate - derived).abs() > 1e-9 * derived.max(1.0) {
+                    return Err(ConfigError::Inconsistent {
+                        clause: "§1",
+                        message: format!(
+                            "schedule.rate_rps = {rate} but replicas x lambda_r = {derived}; remove \
+                             schedule.rate_rps to use the derived rate"
+                        ),
+                    });
+                }
+            }
+        } else if self.schedule.rate_rps.is_none() {
+            return Err(invalid(
+                "schedule.rate_rps",
+                "required when fault.variant = \"none\"".into(),
+            ));
+        }
+        if let Some(d) = &self.declaration {
+            self.check_declaration(d)?;
+        }
+        if self.calibration.step {
+            if self.fault.variant != FaultVariant::None {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§10",
+                    message: "a calibration step (calibration.step = true) injects no fault; set fault.variant = \"none\"".into(),
+                });
+            }
+            if self.target.replicas.len() != 1 {
+                return Err(ConfigError::Inconsistent {
+                    clause: "§10",
+                    message: format!(
+                        "a calibration step addresses one replica directly; target.replicas lists {}",
+                        self.target.replicas.len()
+                    ),
+                });
+            }
+        }
+        for key in ["schedule.rate_rps", "calibration.lambda_max_rps"] {
+            let value = if key == "schedule.rate_rps" {
+                self.schedule.rate_rps
+            } else {
+                self.calibration.lambda_max_rps
+            };
+            if let Some(v) = value {
+                if !(v.is_finite() && v > 0.0 && v <= crate::schedule::RATE_RPS_MAX) {
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "{v} must be a positive rate of at most {} rps",
+                            crate::schedule::RATE_RPS_MAX
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.fault.variant != FaultVariant::None {
+            let f = &self.fault;
+            let missing = |what: &str| ConfigError::Invalid {
+                key: "fault.injector".into(),
+                message: what.into(),
+             at: None, };
+            match f.injector {
+                None => {
+                    return Err(missing(
+                        "a fault run needs an injector: exec, kill-pid-file or mock-admin",
+                    ))
+                }
+                Some(Injector::Exec) if f.fire_command.is_empty() => {
+                    return Err(missing(
+                        "injector \"exec\" needs fault.fire_command (an argv list)",
+                    ))
+                }
+                Some(Injector::KillPidFile) if f.pid_file.is_none() => {
+                    return Err(missing("injector \"kill-pid-file\" needs fault.pid_file"))
+                }
+                Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
+                    return Err(missing(
+                        "injector \"mock-admin\" needs fault.admin_address and fault.mock_mode",
+                    ))
+                }
+                _ if f.confirm_path.is_some() != f.confirm_status.is_some()
+                    || (f.confirm_path.is_some() && f.confirm_address.is_none()) =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_path".into(),
+                        message: "fault.confirm_path, fault.confirm_status and fault.confirm_address go together".into(),
+                     at: None, })
+                }
+                _ if (f.confirm_method.is_some() || f.confirm_contains.is_some())
+                    && f.confirm_path.is_none() =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_method".into(),
+                        message: "fault.confirm_method and fault.confirm_contains qualify fault.confirm_path, which is missing".into(),
+                     at: None, })
+                }
+                _ if f
+                    .confirm_method
+                    .as_deref()
+                    .is_some_and(|m| m != "GET" && m != "POST") =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_method".into(),
+                        message: format!("{:?}: GET or POST", f.confirm_method.as_deref().unwrap_or_default()),
+                     at: None, })
+                }
+                _ if f.variant == FaultVariant::Degradation
+                    && f.confirm_address.is_some()
+                    && f.confirm_path.is_none() =>
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "fault.confirm_path".into(),
+                        message: "a degraded replica still answers: confirm a degradation with fault.confirm_path and fault.confirm_status, not by silence".into(),
+                     at: None, })
+                }
+                Some(Injector::KillPidFile) if f.variant == FaultVariant::Degradation => {
+                    return Err(missing(
+                        "a degradation is removed after the pinned fault.degradation_s; a kill cannot be: use mock-admin or exec",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if let Some(victim) = &self.fault.victim {
+            if self.fault.variant == FaultVariant::None {
+                return Err(invalid(
+                    "fault.victim",
+                    format!("{victim:?} set, but fault.variant = \"none\""),
+                ));
+            }
+        }
+        if self.schedule_params().total_duration_ns() == 0 {
+            return Err(invalid(
+                "experiment",
+                "the phases add up to zero seconds".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+

@@ -1,0 +1,364 @@
+//! The typed sections of a configuration: everything but the pinned keys, deserialized with
+//! unknown keys refused.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::schedule::Arrival;
+
+/// The three profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    Experiment,
+    Dev,
+    Hosted,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Experiment => "experiment",
+            Profile::Dev => "dev",
+            Profile::Hosted => "hosted",
+        }
+    }
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "experiment" => Some(Profile::Experiment),
+            "dev" => Some(Profile::Dev),
+            "hosted" => Some(Profile::Hosted),
+            _ => None,
+        }
+    }
+}
+
+/// What the recorder talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// percentes' own mock server (scenarios crate).
+    Mock,
+    /// A serving stack the operator controls (vLLM and the like).
+    SelfHosted,
+    /// A third-party endpoint: server pins cannot be verified.
+    Hosted,
+}
+
+impl TargetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::Mock => "mock",
+            TargetKind::SelfHosted => "self-hosted",
+            TargetKind::Hosted => "hosted",
+        }
+    }
+}
+
+/// The fault a run injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultVariant {
+    None,
+    /// Delete the victim with grace 0; never called node loss.
+    CleanDelete,
+    /// Pre-armed full network partition of the victim for the pinned duration.
+    BlackHole,
+    /// A named degradation of the victim for the pinned duration (`fault.degradation_s`), such
+    /// as a store outage or a CPU throttle (seeds/004's scenario catalogue), armed through the
+    /// mock's admin API or an exec'd command. A governed scenario, not the §1 experiment: the
+    /// replica-loss gates (G1, G3, G4) and the headline do not apply.
+    Degradation,
+}
+
+impl FaultVariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultVariant::None => "none",
+            FaultVariant::CleanDelete => "clean-delete",
+            FaultVariant::BlackHole => "black-hole",
+            FaultVariant::Degradation => "degradation",
+        }
+    }
+
+    /// Whether this is a variant of the §1 replica-loss experiment.
+    pub fn is_replica_loss(self) -> bool {
+        matches!(self, FaultVariant::CleanDelete | FaultVariant::BlackHole)
+    }
+}
+
+/// `[target]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub kind: TargetKind,
+    /// Where requests go: the service (router) address, `http://` or `https://`.
+    pub base_url: String,
+    /// The `model` field sent in each request body.
+    pub model: String,
+    /// Replica names the service is declared to have (G1 fails when traffic reaches fewer).
+    #[serde(default)]
+    pub replicas: Vec<String>,
+    /// Whether requests stream (SSE). Default true.
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Sent as `ignore_eos`; must be true for mock and self-hosted, false for hosted (§6).
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
+    pub tls: Tls,
+    /// Each replica's own address (`name = "ip:port"`), probed directly by the recorder: its
+    /// waiting-queue gauge from /metrics (G7) and whether it answers (replica-ready, §5).
+    #[serde(default)]
+    pub replica_addresses: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[target.tls]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tls {
+    /// PEM file of extra trust anchors.
+    pub ca_file: Option<String>,
+    /// SNI and verification name, when it differs from the URL's host.
+    pub server_name: Option<String>,
+    /// Skip certificate verification. Recorded in the journal and printed in every report.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// `[schedule]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleSection {
+    pub seed: u64,
+    pub arrival: Arrival,
+    /// Total offered rate. Under a fault variant it must equal replicas x lambda_r (§1).
+    pub rate_rps: Option<f64>,
+    /// A traffic spike with a degradation: the rate times this from T_inject for the pinned
+    /// degradation (phase `spike`), then the rate again (seeds/004's store-outage-under-spike).
+    pub spike_factor: Option<f64>,
+}
+
+/// `[calibration]` (the non-pinned part).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Measured single-replica capacity (§10). Required for a fault run.
+    pub lambda_max_rps: Option<f64>,
+    /// This run is one step of a calibration ramp (§10, written by `percentes calibrate`): one
+    /// replica addressed directly, no fault, `schedule.rate_rps` is the step's rate, and the
+    /// schedule is the pinned settle (phase `warmup`) then the pinned measured span (phase
+    /// `measurement`).
+    #[serde(default)]
+    pub step: bool,
+}
+
+/// `[declaration]` (seeds/004): the experiment's identity and blast radius, recorded in the
+/// journal before injection, and the abort triggers the recorder enforces live. A run whose
+/// trigger fires is an escaped experiment: load stops, the clock is kept, the seal says `escaped`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    pub experiment_id: String,
+    /// The release and dataset under test, as the operator names them.
+    pub release: String,
+    pub dataset: String,
+    /// The one replica the fault may affect (one of `target.replicas`; the fault's victim).
+    pub target: String,
+    /// The exact boundary: pod, network path, resource pool.
+    pub boundary: String,
+    /// Protected traffic, in words (health, control, the survivors' traffic ...).
+    #[serde(default)]
+    pub protected: Vec<String>,
+    /// Work allowed to shed, in words, with its expected status and error classes.
+    #[serde(default)]
+    pub shed: Vec<String>,
+    /// State that must remain authoritative (manifests, catalogs, caches, endpoint lists).
+    #[serde(default)]
+    pub authoritative: Vec<String>,
+    /// Route labels whose traffic is protected (the abort budget applies to them).
+    #[serde(default)]
+    pub protected_routes: Vec<String>,
+    /// Route labels allowed to shed.
+    #[serde(default)]
+    pub shed_routes: Vec<String>,
+    /// Protections expected to act (timeouts, breakers, caches, admission, shedding).
+    #[serde(default)]
+    pub protections: Vec<String>,
+    /// The cleanup path, which must not depend on the disrupted component.
+    pub cleanup: String,
+    #[serde(default)]
+    pub abort: Abort,
+}
+
+/// `[declaration.abort]`: the triggers. Durations are in experiment seconds (the dev profile
+/// divides them by its time factor).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Abort {
+    /// Escape when the share of protected requests that end errored or censored, among those
+    /// ending in the last `window_s`, exceeds this (with at least `min_requests` of them).
+    pub protected_failure_rate: Option<f64>,
+    #[serde(default = "abort_window_default")]
+    pub window_s: f64,
+    #[serde(default = "abort_min_requests_default")]
+    pub min_requests: u32,
+    /// Escape when a request answered by a replica other than the declared target errors.
+    #[serde(default)]
+    pub undeclared_replica_errors: bool,
+    /// Escape when the fault's removal fails (cleanup cannot restore state).
+    #[serde(default = "yes")]
+    pub cleanup_failure: bool,
+}
+
+impl Default for Abort {
+    fn default() -> Abort {
+        Abort {
+            protected_failure_rate: None,
+            window_s: abort_window_default(),
+            min_requests: abort_min_requests_default(),
+            undeclared_replica_errors: false,
+            cleanup_failure: true,
+        }
+    }
+}
+
+fn abort_window_default() -> f64 {
+    5.0
+}
+fn abort_min_requests_default() -> u32 {
+    10
+}
+
+/// `[fault]` (the non-pinned part).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    pub variant: FaultVariant,
+    /// The replica taken out; must be one of `target.replicas`.
+    pub victim: Option<String>,
+    /// How the recorder applies the fault at T_inject. Required for a fault run.
+    pub injector: Option<Injector>,
+    /// `exec`: the command (argv) run at T_inject, e.g. a `kubectl delete pod` line.
+    #[serde(default)]
+    pub fire_command: Vec<String>,
+    /// `exec`: the command run when the fault is removed (black-hole: at the pinned partition's end).
+    #[serde(default)]
+    pub remove_command: Vec<String>,
+    /// `kill-pid-file`: the file holding the victim's process id (SIGKILL at T_inject).
+    pub pid_file: Option<String>,
+    /// `mock-admin`: the victim mock's address (`host:port`), and the mock fault mode to arm there.
+    pub admin_address: Option<String>,
+    pub mock_mode: Option<String>,
+    /// Independent confirmation: `host:port` of the victim, which must stop answering.
+    pub confirm_address: Option<String>,
+    /// Confirmation of a degradation instead: `confirm_method confirm_path` at
+    /// `confirm_address` must answer `confirm_status` (a store outage: an uncached lookup answers
+    /// 503), and its body contain `confirm_contains` when set (a resource gauge in `/metrics`).
+    pub confirm_path: Option<String>,
+    pub confirm_status: Option<u16>,
+    /// `GET` or `POST` (the default; the body is `{}`).
+    pub confirm_method: Option<String>,
+    pub confirm_contains: Option<String>,
+}
+
+/// The recorder's fault injectors (SPEC §1; the armed, fired, confirmed and expiry events go in
+/// the journal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Injector {
+    Exec,
+    KillPidFile,
+    MockAdmin,
+}
+
+impl Injector {
+    pub fn name(self) -> &'static str {
+        match self {
+            Injector::Exec => "exec",
+            Injector::KillPidFile => "kill-pid-file",
+            Injector::MockAdmin => "mock-admin",
+        }
+    }
+}
+
+/// `[[routes]]`: one request template and its weight in the route mix.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub label: String,
+    pub path: String,
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// Fixed input length of the generated prompt, in tokens.
+    #[serde(default = "prompt_tokens_default")]
+    pub prompt_tokens: u32,
+    /// A prompt set: one prompt per line; request i uses line i mod n, after its unique prefix.
+    /// Without it, prompts are generated to `prompt_tokens`.
+    pub prompt_file: Option<String>,
+    /// What a success must show to count as a correct success (otherwise: incorrect success).
+    #[serde(default)]
+    pub verify: Verify,
+    /// Whether this route's responses stream (SSE); default `target.stream`. A route that
+    /// answers one JSON body (a lookup beside the generation routes) sets `false`.
+    pub stream: Option<bool>,
+}
+
+impl Route {
+    /// Whether requests of this route ask for, and expect, a stream.
+    pub fn streams(&self, target: &Target) -> bool {
+        self.stream.unwrap_or(target.stream)
+    }
+}
+
+/// `[routes.verify]`: the per-route verification rule. By default the `model` field of every
+/// response must equal `target.model`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verify {
+    /// The exact HTTP status required (default: any 2xx).
+    pub status: Option<u16>,
+    /// A response header that must be present: `name` or `name: value` (value compared exactly).
+    pub header: Option<String>,
+    /// A top-level JSON field every chunk (or the body) must carry, and its value
+    /// (default: `model` = `target.model`).
+    pub json_field: Option<String>,
+    pub json_value: Option<String>,
+    /// BLAKE3 (hex) of the whole generated text.
+    pub content_blake3: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn prompt_tokens_default() -> u32 {
+    128
+}
+
+/// Everything after the pinned keys are removed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Typed {
+    pub(super) profile: Profile,
+    #[serde(default)]
+    pub(super) dev: Option<Dev>,
+    pub(super) target: Target,
+    pub(super) schedule: ScheduleSection,
+    #[serde(default)]
+    pub(super) calibration: Calibration,
+    pub(super) fault: Fault,
+    pub(super) routes: Vec<Route>,
+    #[serde(default)]
+    pub(super) declaration: Option<Declaration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Dev {
+    pub(super) time_factor: Option<u32>,
+}
+
