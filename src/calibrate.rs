@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use percentes_analyzer::{analysis, gates, JournalFile};
+use percentes_analyzer::{gates, JournalFile};
 use percentes_formats::config::Config;
 use percentes_formats::pins;
 use percentes_formats::schedule::RATE_RPS_MAX;
@@ -250,23 +250,15 @@ impl Recorder<'_> {
 pub fn evaluate(journal: &Path, rate_rps: f64, stage: &'static str, replica: &str) -> Result<Step> {
     let file = JournalFile::open(journal)?;
     let (run, result) = crate::study::analyze_journal(&file, journal)?;
-    let goodput_min = run
-        .config
-        .value("calibration.step_goodput_min")
-        .as_f64()
-        .unwrap_or(0.99);
-    let waiting_max = run
-        .config
-        .value("calibration.step_waiting_max")
-        .as_f64()
-        .unwrap_or(1.0);
+    let goodput_min = run.config.number(&pins::CALIBRATION_STEP_GOODPUT_MIN);
+    let waiting_max = run.config.number(&pins::CALIBRATION_STEP_WAITING_MAX);
     let mut reasons = Vec::new();
     let client_gate: Vec<String> = result
         .validity
         .gates
         .iter()
-        .filter(|g| g.effect == gates::RUN_INVALIDATING && !analysis::gate_holds(g))
-        .map(|g| format!("{} {} ({})", g.gate, g.status, g.observed))
+        .filter(|g| g.effect == percentes_analyzer::model::Effect::RunInvalidating && !g.holds())
+        .map(|g| format!("{} {} ({})", g.id, g.status, g.observed))
         .collect();
     if !client_gate.is_empty() {
         reasons.push(format!("client gate: {}", client_gate.join(", ")));
@@ -382,22 +374,11 @@ pub fn calibrate(
         .with_context(|| format!("cannot create {}", output.display()))?;
     let text = std::str::from_utf8(config.raw_bytes()).context("the configuration is UTF-8")?;
     let base: toml::Table = toml::from_str(text).context("the configuration's TOML")?;
-    let start = config
-        .value("calibration.start_rps")
-        .as_f64()
-        .unwrap_or(2.0);
-    let fine = config
-        .value("calibration.fine_step_percent")
-        .as_f64()
-        .unwrap_or(10.0)
-        / 100.0;
-    let disagreement = config
-        .value("calibration.disagreement_percent")
-        .as_f64()
-        .unwrap_or(10.0)
-        / 100.0;
-    let per_step = (config.duration_ns("calibration.settle_s")
-        + config.duration_ns("calibration.measure_s")) as f64
+    let start = config.number(&pins::CALIBRATION_START_RPS);
+    let fine = config.number(&pins::CALIBRATION_FINE_STEP_PERCENT) / 100.0;
+    let disagreement = config.number(&pins::CALIBRATION_DISAGREEMENT_PERCENT) / 100.0;
+    let per_step = (config.duration_ns(&pins::CALIBRATION_SETTLE_S)
+        + config.duration_ns(&pins::CALIBRATION_MEASURE_S)) as f64
         / 1e9;
     println!(
         "percentes calibrate: {replica} at {address}, steps of {per_step:.1} s (settle + measured{}), from {start} rps doubling, then +{:.0} % steps",
@@ -442,10 +423,7 @@ pub fn calibrate(
             Err(why) => break Err(why),
         }
     };
-    let fraction = config
-        .value("calibration.lambda_r_fraction")
-        .as_f64()
-        .unwrap_or(0.65);
+    let fraction = config.number(&pins::CALIBRATION_LAMBDA_R_FRACTION);
     let (lambda_max, lambda_r, decision_text) = match &decision {
         Ok(l) => (
             Some(*l),
@@ -571,8 +549,8 @@ fn markdown(trace: &Trace) -> String {
     let _ = writeln!(
         out,
         "A step passes iff its goodput over the measured span is >= {}, the replica's mean waiting-queue gauge is <= {}, and the client gate holds.",
-        pins::pin("calibration.step_goodput_min").value,
-        pins::pin("calibration.step_waiting_max").value,
+        &pins::CALIBRATION_STEP_GOODPUT_MIN.value,
+        &pins::CALIBRATION_STEP_WAITING_MAX.value,
     );
     out
 }

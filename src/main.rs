@@ -19,10 +19,12 @@ mod show;
 #[cfg(target_os = "linux")]
 mod study;
 
+use percentes_analyzer::model;
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::{self, Config, Profile};
 use percentes_formats::journal::{self, verify, VerifyOptions};
 use percentes_formats::pins;
+use percentes_formats::spec::Spec;
 
 /// Open-loop load and failure measurement for LLM inference services.
 ///
@@ -180,8 +182,8 @@ enum Command {
         journal: PathBuf,
         /// The spec version whose rules to apply: v0.2 (Aalen-Johansen) or v0.1 (Kaplan-Meier
         /// with errors censored, kept for re-analysis of archived journals; amendment A1).
-        #[arg(long, default_value = pins::SPEC_VERSION_CURRENT, value_parser = spec_version)]
-        spec: String,
+        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+        spec: Spec,
         /// The folder the report files go in (created if needed; files in it are replaced).
         #[arg(short, long, default_value = "report")]
         output: PathBuf,
@@ -199,8 +201,8 @@ enum Command {
         #[arg(required = true)]
         journals: Vec<PathBuf>,
         /// The spec version applied to every run.
-        #[arg(long, default_value = pins::SPEC_VERSION_CURRENT, value_parser = spec_version)]
-        spec: String,
+        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+        spec: Spec,
         /// The folder campaign.json and campaign.md go in.
         #[arg(short, long, default_value = "campaign")]
         output: PathBuf,
@@ -350,15 +352,13 @@ fn version_line() -> &'static str {
 }
 
 /// Accepts only the spec versions this build can apply.
-fn spec_version(value: &str) -> Result<String, String> {
-    if pins::SPEC_VERSIONS.contains(&value) {
-        Ok(value.to_owned())
-    } else {
-        Err(format!(
+fn spec_version(value: &str) -> Result<Spec, String> {
+    Spec::parse(value).ok_or_else(|| {
+        format!(
             "this build applies spec versions {} (SPEC §11)",
-            pins::SPEC_VERSIONS.join(" and ")
-        ))
-    }
+            Spec::names()
+        )
+    })
 }
 
 fn load_run(path: &Path) -> Result<(JournalFile, percentes_analyzer::load::Run)> {
@@ -368,15 +368,14 @@ fn load_run(path: &Path) -> Result<(JournalFile, percentes_analyzer::load::Run)>
     Ok((file, run))
 }
 
-fn analyze(path: &Path, spec: &str, output: &Path, json: bool) -> Result<ExitCode> {
-    use percentes_analyzer::{analysis, estimate::incidence::Method, report};
-    let method = Method::for_spec(spec).context("spec version checked by the parser")?;
+fn analyze(path: &Path, spec: Spec, output: &Path, json: bool) -> Result<ExitCode> {
+    use percentes_analyzer::{analysis, report};
     let (file, run) = load_run(path)?;
-    let analyzer = analysis::Analyzer {
+    let analyzer = model::Analyzer {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: env!("PERCENTES_COMMIT").into(),
     };
-    let result = analysis::analyze(&run, &file, method, &analyzer);
+    let result = analysis::analyze(&run, &file, spec, &analyzer);
     let written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
     if json {
@@ -443,18 +442,17 @@ fn scenario(_: ScenarioCommand) -> Result<ExitCode> {
     bail!("`percentes scenario` runs the local testbed and the recorder, which run on Linux only")
 }
 
-fn campaign(paths: &[PathBuf], spec: &str, output: &Path) -> Result<ExitCode> {
+fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
+    use percentes_analyzer::analysis;
     use percentes_analyzer::campaign::{self, CampaignRun};
-    use percentes_analyzer::{analysis, estimate::incidence::Method};
-    let method = Method::for_spec(spec).context("spec version checked by the parser")?;
-    let analyzer = analysis::Analyzer {
+    let analyzer = model::Analyzer {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: env!("PERCENTES_COMMIT").into(),
     };
     let mut runs = Vec::new();
     for path in paths {
         let (file, run) = load_run(path)?;
-        let report = analysis::analyze(&run, &file, method, &analyzer);
+        let report = analysis::analyze(&run, &file, spec, &analyzer);
         runs.push(CampaignRun {
             name: path.file_name().map_or_else(
                 || path.display().to_string(),
@@ -583,7 +581,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             spec,
             output,
             json,
-        } => analyze(&journal, &spec, &output, json),
+        } => analyze(&journal, spec, &output, json),
         Command::Export {
             journal,
             parquet,
@@ -593,7 +591,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             journals,
             spec,
             output,
-        } => campaign(&journals, &spec, &output),
+        } => campaign(&journals, spec, &output),
         Command::Record {
             config,
             output,

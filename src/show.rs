@@ -141,7 +141,7 @@ pub fn config_text(file: &Path, config: &Config) -> String {
             "rate: {} rps = {} replicas x {} x lambda_max {} rps (§1)\n",
             config.rate_rps(),
             t.replicas.len(),
-            config.value("calibration.lambda_r_fraction"),
+            config.value(&pins::CALIBRATION_LAMBDA_R_FRACTION),
             lambda_max
         ));
     }
@@ -166,7 +166,6 @@ fn json_value(v: Value) -> Json {
     match v {
         Value::Int(i) => json!(i),
         Value::Float(f) => json!(f),
-        Value::Bool(b) => json!(b),
     }
 }
 
@@ -297,7 +296,7 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
 
 /// What `analyze` prints: where the files went, the verdicts, and the headline numbers.
 pub fn analysis_summary(
-    report: &percentes_analyzer::analysis::Report,
+    report: &percentes_analyzer::model::Report,
     journal: &Path,
     output: &Path,
     written: &[&str],
@@ -316,7 +315,7 @@ pub fn analysis_summary(
         .validity
         .gates
         .iter()
-        .filter(|g| !percentes_analyzer::analysis::gate_holds(g))
+        .filter(|g| !g.holds())
         .collect();
     if failed.is_empty() {
         println!("validity (§2, §10): every applicable gate passed");
@@ -325,7 +324,7 @@ pub fn analysis_summary(
         for g in failed {
             println!(
                 "  {}: {} (limit {}, observed {}{})",
-                g.gate,
+                g.id,
                 g.status,
                 g.limit,
                 g.observed,

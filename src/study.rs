@@ -14,6 +14,7 @@
 //! time-compressed (dev profile, NOT PUBLISHABLE) unless `--experiment` asks for the pinned
 //! full-length profile.
 
+use percentes_formats::spec::Spec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,8 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use percentes_analyzer::{analysis, estimate::incidence::Method, report, JournalFile};
+use percentes_analyzer::model;
+use percentes_analyzer::{analysis, report, JournalFile};
 use percentes_formats::config::{Config, FaultVariant};
+use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress, TimelineInbox};
 use percentes_scenarios::testbed::{isolation_unavailable, Testbed};
 use serde::Deserialize;
@@ -415,7 +418,10 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
             .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
     values.insert(
         "partition_s".into(),
-        format!("{:.3}", probe.duration_ns("fault.partition_s") as f64 / 1e9),
+        format!(
+            "{:.3}",
+            probe.duration_ns(&pins::FAULT_PARTITION_S) as f64 / 1e9
+        ),
     );
     let text = config_text(scenario, plan.capacity_rps, timing, &values)?;
     let config_path = output.join("run.toml");
@@ -521,14 +527,14 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
 pub fn analyze_journal(
     file: &JournalFile,
     path: &Path,
-) -> Result<(percentes_analyzer::load::Run, analysis::Report)> {
+) -> Result<(percentes_analyzer::load::Run, model::Report)> {
     let run = percentes_analyzer::load::load(file)
         .with_context(|| format!("cannot analyze {}", path.display()))?;
     let report = analysis::analyze(
         &run,
         file,
-        Method::AalenJohansen,
-        &analysis::Analyzer {
+        Spec::CURRENT,
+        &model::Analyzer {
             version: env!("CARGO_PKG_VERSION").into(),
             commit: env!("PERCENTES_COMMIT").into(),
         },
@@ -690,7 +696,7 @@ fn replace(
 fn declaration_text(
     scenario: &Scenario,
     config: &Config,
-    report: &analysis::Report,
+    report: &model::Report,
     factor: u32,
 ) -> String {
     use std::fmt::Write;
@@ -817,9 +823,9 @@ fn declaration_text(
 }
 
 /// One `[[expect]]` checked against its route's segments of its windows (counts add up).
-fn expectation(e: &Expect, report: &analysis::Report) -> String {
+fn expectation(e: &Expect, report: &model::Report) -> String {
     let span = e.windows.join(" + ");
-    let windows: Vec<&analysis::WindowReport> = report
+    let windows: Vec<&model::WindowReport> = report
         .windows
         .iter()
         .filter(|w| e.windows.iter().any(|name| name == w.window))
@@ -890,7 +896,7 @@ fn expectation(e: &Expect, report: &analysis::Report) -> String {
 }
 
 /// The headline numbers on the terminal.
-pub fn headline(report: &analysis::Report) {
+pub fn headline(report: &model::Report) {
     println!(
         "\n== headline numbers{} ==",
         if report.not_publishable.is_empty() {
@@ -899,13 +905,8 @@ pub fn headline(report: &analysis::Report) {
             " (NOT PUBLISHABLE: see report.md)".into()
         }
     );
-    for g in report
-        .validity
-        .gates
-        .iter()
-        .filter(|g| !analysis::gate_holds(g))
-    {
-        println!("gate {}: {} ({})", g.gate, g.status, g.observed);
+    for g in report.validity.gates.iter().filter(|g| !g.holds()) {
+        println!("gate {}: {} ({})", g.id, g.status, g.observed);
     }
     for w in &report.windows {
         let p50 = w

@@ -11,12 +11,13 @@
 
 mod common;
 
+use percentes_formats::spec::Spec;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use percentes_analyzer::analysis::{self, Analyzer};
-use percentes_analyzer::estimate::incidence::Method;
+use percentes_analyzer::analysis;
+use percentes_analyzer::model::Analyzer;
 use percentes_analyzer::{load, report, JournalFile};
 use percentes_formats::config::Config;
 use percentes_formats::journal::synthetic::{self, Options};
@@ -58,8 +59,7 @@ fn main() {
             let file = JournalFile::open(path).unwrap();
             let run = load::load(&file).unwrap();
             let loaded = start.elapsed().as_secs_f64();
-            let result =
-                analysis::analyze(&run, &file, Method::AalenJohansen, &Analyzer::default());
+            let result = analysis::analyze(&run, &file, Spec::CURRENT, &Analyzer::default());
             let analyzed = start.elapsed().as_secs_f64();
             report::write(&result, &run.requests, &out).unwrap();
             let total = start.elapsed().as_secs_f64();

@@ -9,48 +9,15 @@
 //! second healthy observation of the target follow it?
 
 use percentes_formats::config::FaultVariant;
+use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{class_code, EventRecord, Outcome};
-use serde::Serialize;
 
-use crate::analysis::Gate;
-use crate::gates::RUN_INVALIDATING;
 use crate::load::Run;
+use crate::model::{CleanupReport, Effect, EscapeReport, Gate, GateId, Retained, Status};
 
 /// Probes of the target that must answer `ok` after the removal for cleanup to be confirmed:
 /// the observation that the fault ended, and a second that it stayed ended.
 pub const HEALTHY_OBSERVATIONS: usize = 2;
-
-/// What an escaped experiment's report keeps.
-#[derive(Clone, Debug, Serialize)]
-pub struct EscapeReport {
-    /// The trigger (`protected-budget`, `undeclared-replica`, `cleanup-failed`).
-    pub trigger: String,
-    pub at_s: f64,
-    /// The seeds/004 retention list, item by item, each filled from the journal or marked
-    /// `not recorded`.
-    pub retain: Vec<Retained>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Retained {
-    pub item: &'static str,
-    pub value: String,
-}
-
-/// The cleanup verdict of a fault run.
-#[derive(Clone, Debug, Serialize)]
-pub struct CleanupReport {
-    /// `confirmed`, `expired` (the armed expiry, unconfirmed by the recorder), `failed`,
-    /// `not recorded`, or `not applicable` (a deletion is not undone).
-    pub removal: &'static str,
-    pub removal_at_s: Option<f64>,
-    /// Every removal attempt in the journal, with its time.
-    pub attempts: Vec<String>,
-    /// `ok` probes of the target after the removal (after the fire for a deletion).
-    pub healthy_observations: u64,
-    pub confirmed: bool,
-    pub verdict: String,
-}
 
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -67,17 +34,20 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
     if variant == FaultVariant::None {
         return None;
     }
-    let fired = run.events.first("fault-fired")?.at_ns;
+    let fired = run.events.first(EventKind::FaultFired)?.at_ns;
     let target = config.fault.victim.as_deref().unwrap_or_default();
     let mut attempts: Vec<(u64, &'static str, String)> = Vec::new();
-    for (kind, what) in [("fault-removed", "removed"), ("fault-expired", "expired")] {
+    for (kind, what) in [
+        (EventKind::FaultRemoved, "removed"),
+        (EventKind::FaultExpired, "expired"),
+    ] {
         for e in run.events.all(kind) {
             attempts.push((e.at_ns, what, event_line(e)));
         }
     }
     for e in run
         .events
-        .all("fault-failed")
+        .all(EventKind::FaultFailed)
         .filter(|e| e.detail.starts_with("removal failed"))
     {
         attempts.push((e.at_ns, "failed", event_line(e)));
@@ -97,7 +67,7 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
     let since = removal_at.unwrap_or(fired);
     let healthy = run
         .events
-        .all("probe")
+        .all(EventKind::Probe)
         .filter(|e| e.subject == target && e.detail == "ok" && e.at_ns >= since)
         .count();
     let probed = config.target.replica_addresses.contains_key(target);
@@ -141,24 +111,15 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
 /// The containment gate (seeds/004): applies to a run with a `[declaration]`; fails when the
 /// experiment escaped.
 pub fn containment_gate(run: &Run) -> Gate {
-    let mut gate = Gate {
-        gate: "containment".into(),
-        clause: "§10",
-        effect: RUN_INVALIDATING,
-        status: "not applicable",
-        limit: "no declared abort trigger fires (seeds/004)".into(),
-        observed: String::new(),
-        by: None,
-        n: 0,
-        note: String::new(),
-    };
+    let mut gate = Gate::new(GateId::Containment, Effect::RunInvalidating);
+    gate.limit = "no declared abort trigger fires (seeds/004)".into();
     if run.config.declaration.is_none() {
         gate.note = "no [declaration]: no abort trigger was armed".into();
         return gate;
     }
-    match run.events.first("escape") {
+    match run.events.first(EventKind::Escape) {
         Some(e) => {
-            gate.status = "fail";
+            gate.status = Status::Fail;
             gate.n = 1;
             gate.observed = format!(
                 "escaped at {:.3} s ({}): {}",
@@ -169,7 +130,7 @@ pub fn containment_gate(run: &Run) -> Gate {
             gate.note = "an escaped experiment is invalid, not a finding about the service; the report keeps what incident response needs".into();
         }
         None => {
-            gate.status = "pass";
+            gate.status = Status::Pass;
             gate.observed = "no trigger fired".into();
         }
     }
@@ -178,14 +139,14 @@ pub fn containment_gate(run: &Run) -> Gate {
 
 /// The retention list of an escaped experiment.
 pub fn escape(run: &Run, cleanup: Option<&CleanupReport>) -> Option<EscapeReport> {
-    let e = run.events.first("escape")?;
+    let e = run.events.first(EventKind::Escape)?;
     let config = &run.config;
     let d = config.declaration.as_ref();
     let declared = |f: fn(&percentes_formats::config::Declaration) -> String| {
         d.map_or("not recorded (no [declaration])".to_owned(), f)
     };
-    let armed = run.events.first("fault-armed");
-    let fired = run.events.first("fault-fired");
+    let armed = run.events.first(EventKind::FaultArmed);
+    let fired = run.events.first(EventKind::FaultFired);
     let controller = match (armed, fired) {
         (_, Some(f)) => format!(
             "{}; fired at {:.3} s: {}",
@@ -196,7 +157,7 @@ pub fn escape(run: &Run, cleanup: Option<&CleanupReport>) -> Option<EscapeReport
         (Some(a), None) => format!("{}; never fired (the run stopped first)", a.detail),
         (None, None) => "no fault plan".to_owned(),
     };
-    let confirmed = match run.events.first("fault-confirmed") {
+    let confirmed = match run.events.first(EventKind::FaultConfirmed) {
         Some(c) => format!(
             "{} (declared {}): {} at {:.3} s",
             config.fault.victim.as_deref().unwrap_or("?"),
@@ -238,7 +199,7 @@ pub fn escape(run: &Run, cleanup: Option<&CleanupReport>) -> Option<EscapeReport
         .map(|name| {
             match run
                 .events
-                .all("probe")
+                .all(EventKind::Probe)
                 .filter(|p| p.subject == *name && p.at_ns <= trusted_ns)
                 .last()
             {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use memmap2::{Advice, Mmap};
+use memmap2::Mmap;
 use percentes_formats::journal::records::{DecodeError, Record};
 use percentes_formats::journal::verify::{self, Framed, VerifyOptions, VerifyReport};
 use percentes_formats::journal::Header;
@@ -62,8 +62,10 @@ impl JournalFile {
             // the documentation says not to truncate one that is being read.
             #[allow(unsafe_code)]
             let map = unsafe { Mmap::map(&file) }.map_err(error)?;
-            // Sequential read-ahead; a failure only costs speed.
-            let _ = map.advise(Advice::Sequential);
+            // Sequential read-ahead; a failure only costs speed. madvise is a Unix call: on
+            // other systems the map is read without the hint.
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Sequential);
             Some(map)
         };
         Ok(JournalFile {
@@ -131,7 +133,13 @@ impl JournalFile {
         self.release(0, offset);
     }
 
+    /// Tells the kernel the pages of `[from, to)` will not be needed soon. Only Unix has the
+    /// call; elsewhere the operating system reclaims the pages of a read-only map on its own.
+    #[cfg(not(unix))]
+    fn release(&self, _from: u64, _to: u64) {}
+
     /// Tells the kernel the pages of `[from, to)` will not be needed soon.
+    #[cfg(unix)]
     fn release(&self, from: u64, to: u64) {
         let Some(map) = &self.map else { return };
         let page = 4096u64;

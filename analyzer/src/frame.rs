@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{EventRecord, Outcome, RequestRecord, TelemetryRecord};
 
 /// The value of an absent timestamp or count.
@@ -190,16 +191,14 @@ pub struct Events {
 }
 
 impl Events {
-    /// The first event of `kind` (by name), in journal order.
-    pub fn first(&self, kind: &str) -> Option<&EventRecord> {
-        let code = percentes_formats::journal::records::event_kind_code(kind)?;
-        self.rows.iter().find(|e| e.kind == code)
+    /// The first event of `kind`, in journal order.
+    pub fn first(&self, kind: EventKind) -> Option<&EventRecord> {
+        self.rows.iter().find(|e| e.is(kind))
     }
 
-    /// Every event of `kind`.
-    pub fn all<'a>(&'a self, kind: &str) -> impl Iterator<Item = &'a EventRecord> + 'a {
-        let code = percentes_formats::journal::records::event_kind_code(kind);
-        self.rows.iter().filter(move |e| Some(e.kind) == code)
+    /// Every event of `kind`, in journal order.
+    pub fn all(&self, kind: EventKind) -> impl Iterator<Item = &EventRecord> + '_ {
+        self.rows.iter().filter(move |e| e.is(kind))
     }
 }
 

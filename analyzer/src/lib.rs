@@ -24,10 +24,13 @@ pub mod export;
 mod file;
 pub mod frame;
 pub mod gates;
+pub mod headline;
 pub mod load;
+pub mod model;
 pub mod plots;
 pub mod recovery;
 pub mod report;
+pub mod summaries;
 pub mod windows;
 
 pub use file::{JournalFile, OpenError, RELEASE_EVERY_BYTES};

@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 
 use percentes_formats::journal::records::Outcome;
 
-use crate::analysis::Report;
 use crate::frame::Requests;
+use crate::model::Report;
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 360.0;

@@ -7,13 +7,14 @@
 //! factor, so R = 10 buckets and H = 30 buckets in every profile.
 
 use percentes_formats::config::FaultVariant;
-use percentes_formats::journal::records::Outcome;
-use serde::Serialize;
+use percentes_formats::journal::records::EventKind;
+use percentes_formats::journal::records::{Outcome, SealStatus};
+use percentes_formats::pins;
 
 use crate::estimate::recovery::{self, Bucket, Detection, Detector, Plateau};
 use crate::frame::{Requests, NONE};
-use crate::gates;
 use crate::load::Run;
+use crate::model::*;
 use crate::windows::{Kind, Timeline, Window};
 
 /// The caveats that travel with every TTR (§5).
@@ -21,120 +22,6 @@ pub const CAVEATS: [&str; 2] = [
     "the plateau is a measured operating point held by the offered load and the timeout shedding work, not a queueing-theory steady state",
     "the plateau window ends at this run's recovery to the pre-fault baseline, so the equilibrium is not independent of that detection",
 ];
-
-#[derive(Clone, Debug, Serialize)]
-pub struct RecoveryReport {
-    pub variant: String,
-    /// `recovery`, or `partition heal` under black-hole (bounded below by the partition).
-    pub label: String,
-    /// Under black-hole: `node-loss-representative`, or why the run is reported as equivalent to
-    /// the clean variant (G3, G4).
-    pub node_loss_label: Option<String>,
-    pub bucket_s: f64,
-    pub window_s: f64,
-    pub hold_s: f64,
-    pub timeout_s: f64,
-    pub fire_anchor_s: f64,
-    pub pre_fault_baseline: BaselineReport,
-    pub to_pre_fault: Ttr,
-    pub equilibrium: PlateauReport,
-    pub to_equilibrium: Ttr,
-    pub caveats: Vec<&'static str>,
-    /// When goodput fell below the exit threshold again after the recovery to the pre-fault
-    /// baseline (within the recovery timeout): the recovery did not last.
-    pub relapse: Option<String>,
-    /// Area between the pre-fault baseline and the observed goodput from the anchor to the
-    /// recovery (or the timeout), in goodput-seconds.
-    pub deficit_goodput_s: Option<f64>,
-    pub sweep: Vec<SweepRow>,
-    /// Whether every sweep cell orders the two TTRs the same way as the pinned cell (no ordering
-    /// claim between baselines otherwise).
-    pub sweep_note: String,
-    pub components: Vec<Component>,
-    pub decomposition: Vec<Boundary>,
-    pub timeline: Vec<State>,
-    pub durations: Vec<Duration>,
-    /// Abort conditions that make the experiment invalid rather than a product failure.
-    pub experiment_invalid: Vec<String>,
-    /// The goodput series from the run's start, one value per bucket (for plots).
-    pub series: Vec<SeriesPoint>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct BaselineReport {
-    pub goodput: Option<f64>,
-    pub from_s: f64,
-    pub to_s: f64,
-    pub n: u64,
-}
-
-/// A time to recovery, or why there is none.
-#[derive(Clone, Debug, Serialize)]
-pub struct Ttr {
-    /// `recovered`, `not recovered within the recovery timeout`, `no baseline`, or `N/A`.
-    pub status: String,
-    pub ttr_s: Option<f64>,
-    /// The instant the entering window ended, in seconds of the run.
-    pub at_s: Option<f64>,
-    pub text: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct PlateauReport {
-    pub estimable: bool,
-    pub from_s: f64,
-    pub to_s: f64,
-    pub goodput: Option<f64>,
-    pub note: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct SweepRow {
-    pub entry_percent: f64,
-    pub window_s: f64,
-    pub hold_s: f64,
-    pub to_pre_fault_s: Option<f64>,
-    pub to_equilibrium_s: Option<f64>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Component {
-    pub component: &'static str,
-    pub baseline: Option<f64>,
-    pub ttr: Ttr,
-}
-
-/// A measured boundary of the recovery, or N/A with the reason.
-#[derive(Clone, Debug, Serialize)]
-pub struct Boundary {
-    pub boundary: &'static str,
-    pub at_s: Option<f64>,
-    pub since_anchor_s: Option<f64>,
-    pub evidence: String,
-}
-
-/// One state of the failure-injection timeline (seeds/004).
-#[derive(Clone, Debug, Serialize)]
-pub struct State {
-    pub state: &'static str,
-    pub from_s: Option<f64>,
-    pub evidence: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Duration {
-    pub duration: &'static str,
-    pub seconds: Option<f64>,
-    pub definition: &'static str,
-    pub note: String,
-}
-
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct SeriesPoint {
-    pub t_s: f64,
-    pub goodput: Option<f64>,
-    pub scheduled: u64,
-}
 
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -200,16 +87,16 @@ pub fn analyze(
     met: &[bool],
     timeline: &Timeline,
     cut: &[Window],
-    gates: &[crate::analysis::Gate],
+    gates: &[Gate],
 ) -> Option<RecoveryReport> {
     let fault = timeline.fault?;
     let config = &run.config;
     let requests = &run.requests;
-    let bucket_ns = config.duration_ns("recovery.bucket_s").max(1);
+    let bucket_ns = config.duration_ns(&pins::RECOVERY_BUCKET_S).max(1);
     let detector = Detector::pinned();
     let anchor_ns = fault.anchor_ns();
     let anchor = usize::try_from(anchor_ns.div_ceil(bucket_ns)).unwrap_or(0);
-    let timeout_ns = config.duration_ns("experiment.recovery_timeout_s");
+    let timeout_ns = config.duration_ns(&pins::EXPERIMENT_RECOVERY_TIMEOUT_S);
     let timeout_buckets = usize::try_from(timeout_ns / bucket_ns).unwrap_or(0);
     let end_ns = timeline.measured_end_ns;
     let series = series_of(requests, bucket_ns, end_ns, |r| met[r]);
@@ -360,14 +247,14 @@ pub fn analyze(
 
     let black_hole = config.fault.variant == FaultVariant::BlackHole;
     let node_loss_label = black_hole.then(|| {
-        let passed = |name: &str| gates.iter().any(|g| g.gate.starts_with(name) && g.status == "pass");
-        if passed("G3") && passed("G4") {
+        let passed = |id: GateId| gates.iter().any(|g| g.id == id && g.passed());
+        if passed(GateId::VictimSilence) && passed(GateId::Staleness) {
             "node-loss-representative (G3 and G4 passed)".to_owned()
         } else {
             "not node-loss-representative: G3 or G4 failed or was unobserved; reported as equivalent to the clean variant".to_owned()
         }
     });
-    let partition_s = seconds(config.duration_ns("fault.partition_s"));
+    let partition_s = seconds(config.duration_ns(&pins::FAULT_PARTITION_S));
     Some(RecoveryReport {
         variant: config.fault.variant.name().into(),
         label: match config.fault.variant {
@@ -375,7 +262,7 @@ pub fn analyze(
             FaultVariant::Degradation => format!(
                 "recovery from a degradation ({}) that lasted the pinned {:.3} s: a governed scenario, not the §1 replica-loss experiment, so the single-replica equilibrium is only descriptive",
                 config.fault.mock_mode.as_deref().unwrap_or("exec"),
-                seconds(config.duration_ns("fault.degradation_s"))
+                seconds(config.duration_ns(&pins::FAULT_DEGRADATION_S))
             ),
             _ => "recovery".into(),
         },
@@ -590,7 +477,7 @@ fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
     ] {
         let event = run
             .events
-            .all("timeline")
+            .all(EventKind::Timeline)
             .find(|e| e.subject == subject && e.at_ns >= anchor_ns);
         out.push(match event {
             Some(e) => boundary(
@@ -608,7 +495,7 @@ fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
     let victim = run.config.fault.victim.clone().unwrap_or_default();
     let probes: Vec<_> = run
         .events
-        .all("probe")
+        .all(EventKind::Probe)
         .filter(|e| e.subject == victim)
         .collect();
     let went_down = probes
@@ -671,18 +558,18 @@ fn injection_timeline(
     run: &Run,
     timeline: &Timeline,
     pre: &Ttr,
-    gates: &[crate::analysis::Gate],
+    gates: &[Gate],
 ) -> (Vec<State>, Vec<Duration>, Vec<String>) {
     let fault = timeline.fault.expect("a fault run");
     let events = &run.events;
-    let at = |kind: &str| events.first(kind).map(|e| e.at_ns);
-    let fired = at("fault-fired");
-    let confirmed = at("fault-confirmed");
-    let removed = at("fault-removed").or_else(|| at("fault-expired"));
+    let at = |kind: EventKind| events.first(kind).map(|e| e.at_ns);
+    let fired = at(EventKind::FaultFired);
+    let confirmed = at(EventKind::FaultConfirmed);
+    let removed = at(EventKind::FaultRemoved).or_else(|| at(EventKind::FaultExpired));
     let black_hole = run.config.fault.variant == FaultVariant::BlackHole;
     let baseline_ok = gates
         .iter()
-        .find(|g| g.gate.starts_with("G6"))
+        .find(|g| g.id == GateId::BaselineGoodput)
         .map(|g| g.status);
     let recovered_at = pre.at_s;
     let mut states = vec![State {
@@ -692,9 +579,9 @@ fn injection_timeline(
     }];
     states.push(State {
         state: "Healthy",
-        from_s: (baseline_ok == Some("pass")).then(|| seconds(timeline.warmup_end_ns)),
+        from_s: (baseline_ok == Some(Status::Pass)).then(|| seconds(timeline.warmup_end_ns)),
         evidence: match baseline_ok {
-            Some("pass") => "the baseline passed G6".into(),
+            Some(Status::Pass) => "the baseline passed G6".into(),
             Some(status) => format!("not reached: the baseline's G6 is {status}"),
             None => "not reached: no G6 reading".into(),
         },
@@ -718,7 +605,7 @@ fn injection_timeline(
         states.push(State {
             state: "Removing",
             from_s: Some(seconds(
-                fault.inject_ns + run.config.duration_ns("fault.partition_s"),
+                fault.inject_ns + run.config.duration_ns(&pins::FAULT_PARTITION_S),
             )),
             evidence: "the pinned partition's duration completed".into(),
         });
@@ -752,7 +639,7 @@ fn injection_timeline(
     }
     let impact = confirmed.or(fired);
     let detection = events
-        .all("timeline")
+        .all(EventKind::Timeline)
         .find(|e| e.subject == "detected" && impact.is_some_and(|i| e.at_ns >= i))
         .map(|e| e.at_ns);
     let durations = vec![
@@ -796,7 +683,7 @@ fn injection_timeline(
         },
     ];
     let mut invalid = Vec::new();
-    for e in events.all("fault-failed") {
+    for e in events.all(EventKind::FaultFailed) {
         invalid.push(format!(
             "the fault plan failed at {:.3} s: {}",
             seconds(e.at_ns),
@@ -810,10 +697,9 @@ fn injection_timeline(
         invalid.push("the impact was never independently confirmed".into());
     }
     if let Some(seal) = &run.report.seal {
-        if seal.status != "completed" {
+        if seal.status != SealStatus::Completed.name() {
             invalid.push(format!("the run was {} ({})", seal.status, seal.reason));
         }
     }
-    let _ = gates::RUN_INVALIDATING;
     (states, durations, invalid)
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::analysis::{Distribution, Gate, Report, WindowReport};
 use crate::frame::Requests;
+use crate::model::{Distribution, Gate, RecoveryReport, Report, WindowReport};
 
 /// The files [`write`] always creates in its output folder; beside them go the plots
 /// ([`crate::plots`]): `completion.svg` (when statistics are published), `goodput.svg` (fault
@@ -159,8 +159,7 @@ pub fn markdown(report: &Report) -> String {
         "| gate | clause | effect | status | limit | observed | by | n | how |\n|---|---|---|---|---|---|---|---|---|"
     );
     for Gate {
-        gate,
-        clause,
+        id,
         effect,
         status,
         limit,
@@ -172,7 +171,8 @@ pub fn markdown(report: &Report) -> String {
     {
         let _ = writeln!(
             md,
-            "| {gate} | {clause} | {effect} | {status} | {limit} | {observed} | {} | {n} | {note} |",
+            "| {id} | {} | {effect} | {status} | {limit} | {observed} | {} | {n} | {note} |",
+            id.clause(),
             by.as_deref().unwrap_or("")
         );
     }
@@ -481,7 +481,7 @@ fn distribution_row(md: &mut String, name: &str, d: &Distribution) {
     );
 }
 
-fn recovery_section(md: &mut String, r: &crate::recovery::RecoveryReport) {
+fn recovery_section(md: &mut String, r: &RecoveryReport) {
     let f = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
     let _ = writeln!(md, "\n## Recovery (§5): {}\n", r.variant);
     let _ = writeln!(md, "Label: {}.", r.label);

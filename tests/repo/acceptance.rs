@@ -8,14 +8,17 @@
 //! AC3 (fire within 500 ms) and AC2c (undispatched) are in record.rs; AC5 at journal level is in
 //! the analyzer's recovery tests and end to end in the demo test (cli.rs); AC7 is `.ci/run`.
 
+use percentes_formats::spec::Spec;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use percentes_analyzer::analysis::{self, Report};
-use percentes_analyzer::estimate::incidence::Method;
+use percentes_analyzer::analysis;
+use percentes_analyzer::model;
+use percentes_analyzer::model::{GateId, Report, Status};
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::Config;
+use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress};
 use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
 use percentes_scenarios::mock;
@@ -50,8 +53,8 @@ fn record_and_analyze(name: &str, make: impl Fn() -> Config) -> Report {
             .validity
             .gates
             .iter()
-            .filter(|g| !analysis::gate_holds(g))
-            .all(|g| g.gate.starts_with("G2"));
+            .filter(|g| !g.holds())
+            .all(|g| g.id.is_client_gate());
         if report.validity.valid || !only_client_gate {
             break;
         }
@@ -86,10 +89,10 @@ fn analyze(path: &Path) -> Report {
     let file = JournalFile::open(path).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
     assert_eq!(run.report.verdict.name(), "sealed-intact");
-    analysis::analyze(&run, &file, Method::AalenJohansen, &Default::default())
+    analysis::analyze(&run, &file, Spec::CURRENT, &Default::default())
 }
 
-fn measurement(report: &Report) -> &analysis::WindowReport {
+fn measurement(report: &Report) -> &model::WindowReport {
     report
         .windows
         .iter()
@@ -97,7 +100,7 @@ fn measurement(report: &Report) -> &analysis::WindowReport {
         .unwrap_or_else(|| panic!("no statistics: {:?}", report.windows_withheld))
 }
 
-fn percentile_ms(d: &analysis::Distribution, q: &str) -> f64 {
+fn percentile_ms(d: &model::Distribution, q: &str) -> f64 {
     d.percentiles_us.iter().find(|(n, _)| n == q).unwrap().1 as f64 / 1000.0
 }
 
@@ -222,9 +225,9 @@ fn ac2d_cpu_pressure_fires_the_client_gate() {
         .validity
         .gates
         .iter()
-        .find(|g| g.gate.starts_with("G2.3"))
+        .find(|g| g.id == GateId::HostCpu)
         .unwrap();
-    assert_eq!(cpu.status, "fail", "{cpu:?}");
+    assert_eq!(cpu.status, Status::Fail, "{cpu:?}");
     assert!(!report.validity.valid && report.windows.is_empty());
     assert!(
         report.audit.decision.starts_with("rerun required"),
@@ -259,7 +262,7 @@ fn ac4b_silent_hangs_are_censored_on_the_curve_and_out_of_the_histograms() {
         m.completion.ceiling, 1.0,
         "censored mass could still complete"
     );
-    let horizon = config.duration_ns("client.timeout_s");
+    let horizon = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
     let p50 = &m.completion.readings[0].text;
     assert_eq!(
         p50,

@@ -203,7 +203,7 @@ fn version_names_the_format_and_spec() {
         "{stdout}"
     );
     assert!(
-        stdout.contains(percentes_formats::pins::SPEC_VERSION_CURRENT),
+        stdout.contains(percentes_formats::spec::Spec::CURRENT.name()),
         "{stdout}"
     );
 }

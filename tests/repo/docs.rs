@@ -1,7 +1,7 @@
 //! Documents that must agree with the code.
 
 use super::golden::root;
-use percentes_formats::journal::records::{CLASSES, EVENT_KINDS};
+use percentes_formats::journal::records::{EventKind, CLASSES};
 use percentes_formats::pins;
 
 fn read(name: &str) -> String {
@@ -27,7 +27,8 @@ fn journal_doc_lists_every_code() {
             "class {code} {name} missing from JOURNAL.md"
         );
     }
-    for (code, name) in EVENT_KINDS {
+    for kind in EventKind::ALL {
+        let (code, name) = (kind.code(), kind.name());
         assert!(
             doc.contains(&format!("| {code} | `{name}` |")),
             "event kind {code} {name} missing from JOURNAL.md"

@@ -4,6 +4,7 @@
 //! later release. Regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden` only for a
 //! deliberate change, and review the diff like code. Never delete an old version's goldens.
 
+use percentes_formats::spec::Spec;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -190,8 +191,8 @@ fn the_writer_still_writes_the_golden_bytes() {
 /// recordings and are never regenerated.
 #[test]
 fn recorded_runs_analyze_to_their_expected_reports() {
-    use percentes_analyzer::analysis::{self, Analyzer};
-    use percentes_analyzer::estimate::incidence::Method;
+    use percentes_analyzer::analysis;
+    use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{load, report, JournalFile};
     // Every recording in golden/runs: the demo's, and one per runnable catalogue scenario.
     let dir = root().join("golden/runs");
@@ -221,7 +222,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             version: "golden".into(),
             commit: "golden".into(),
         };
-        let result = analysis::analyze(&run, &file, Method::AalenJohansen, &analyzer);
+        let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);
         assert!(
             result.validity.valid,
             "{name}: {:?}",

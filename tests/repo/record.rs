@@ -6,18 +6,20 @@
 
 #![cfg(target_os = "linux")]
 
+use percentes_formats::spec::Spec;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use percentes_analyzer::model::{GateId, Status};
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::Config;
-use percentes_formats::journal::records::{
-    class_name, event_kind_name, Outcome, Record, RequestRecord,
-};
+use percentes_formats::journal::records::EventKind;
+use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRecord};
 use percentes_formats::journal::Verdict;
+use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress};
 use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
 use percentes_scenarios::mock;
@@ -140,7 +142,7 @@ fn a_clean_run_completes_every_request_and_seals() {
     // The loopback canary (SPEC §2): one summary a telemetry second, from the worker's read loop.
     let canaries: Vec<_> = events(&path)
         .into_iter()
-        .filter(|e| event_kind_name(e.kind) == Some("canary"))
+        .filter(|e| e.is(EventKind::Canary))
         .collect();
     assert!(
         canaries.len() + 2 >= run.telemetry.rows.len(),
@@ -191,7 +193,7 @@ fn every_outcome_class_the_mock_can_provoke() {
                 assert_eq!(r.outcome, Outcome::Censored as u8);
                 assert_eq!(
                     r.terminal_ns,
-                    r.intended_ns + config.duration_ns("client.timeout_s"),
+                    r.intended_ns + config.duration_ns(&pins::CLIENT_TIMEOUT_S),
                     "{fault:?}"
                 );
             } else {
@@ -448,10 +450,7 @@ fn a_clean_delete_through_the_testbed_router() {
         on_victim_after.first()
     );
     // Direct probes: both replicas answered before the fire, the victim never after it.
-    let probes: Vec<_> = events
-        .iter()
-        .filter(|e| percentes_formats::journal::records::event_kind_name(e.kind) == Some("probe"))
-        .collect();
+    let probes: Vec<_> = events.iter().filter(|e| e.is(EventKind::Probe)).collect();
     for name in ["replica-0", "replica-1"] {
         assert!(
             probes.iter().any(|p| p.subject == name
@@ -475,20 +474,15 @@ fn a_clean_delete_through_the_testbed_router() {
     // The analyzer reads them: G7 observed and passing, G1 and fault fidelity passing.
     let file = JournalFile::open(&path).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
-    let report = percentes_analyzer::analysis::analyze(
-        &run,
-        &file,
-        percentes_analyzer::estimate::incidence::Method::AalenJohansen,
-        &Default::default(),
-    );
-    for gate in ["G1", "G7", "fault fidelity"] {
-        let g = report
-            .validity
-            .gates
-            .iter()
-            .find(|g| g.gate.starts_with(gate))
-            .unwrap();
-        assert_eq!(g.status, "pass", "{g:?}");
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
+    for gate in [
+        GateId::ReplicaShare,
+        GateId::WaitingQueue,
+        GateId::FaultFidelity,
+    ] {
+        let g = report.validity.gates.iter().find(|g| g.id == gate).unwrap();
+        assert_eq!(g.status, Status::Pass, "{g:?}");
     }
     let survivor_after = requests
         .iter()

@@ -1,6 +1,8 @@
 //! The testbed with real child processes: round robin through the router, a clean delete that
 //! resets in-flight streams, a restart with a slow reload.
 
+use percentes_formats::journal::records::EventKind;
+use percentes_formats::pins;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -256,8 +258,8 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
     // the client timeout (the recorder's deadline, late only by its own wake-up).
     let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
-    let timeout = run.config.duration_ns("client.timeout_s");
-    let fired = run.events.first("fault-fired").unwrap().at_ns;
+    let timeout = run.config.duration_ns(&pins::CLIENT_TIMEOUT_S);
+    let fired = run.events.first(EventKind::FaultFired).unwrap().at_ns;
     let r = &run.requests;
     let on_victim: Vec<usize> = (0..r.len())
         .filter(|&i| r.dispatched_ns[i] <= fired && r.terminal_ns[i] >= fired)

@@ -2,14 +2,16 @@
 //! through load -> analyze -> render exactly as `percentes analyze` does.
 
 use super::*;
-use crate::estimate::incidence::Method;
 use crate::report;
 use percentes_formats::config::Config;
+use percentes_formats::journal::records::EventKind;
+use percentes_formats::journal::records::Outcome;
 use percentes_formats::journal::records::{
-    event_kind_code, EventRecord, RequestRecord, SealStatus, TelemetryRecord,
+    EventRecord, RequestRecord, SealStatus, TelemetryRecord,
 };
 use percentes_formats::journal::synthetic::{self, completed, ended, telemetry_at};
 use percentes_formats::schedule::Entry;
+use percentes_formats::spec::Spec;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -88,13 +90,13 @@ fn journal_file(name: &str, bytes: &[u8]) -> JournalFile {
     JournalFile::open(&path).unwrap()
 }
 
-fn analyze_bytes(name: &str, bytes: &[u8], method: Method) -> Report {
+fn analyze_bytes(name: &str, bytes: &[u8], spec: Spec) -> Report {
     let file = journal_file(name, bytes);
     let run = crate::load::load(&file).expect("scripted journals load");
     analyze(
         &run,
         &file,
-        method,
+        spec,
         &Analyzer {
             version: "test".into(),
             commit: "test".into(),
@@ -141,8 +143,8 @@ fn a1_journal() -> Vec<u8> {
 #[test]
 fn a1_at_report_level_v0_2_gives_one_half_and_v0_1_gives_one() {
     let bytes = a1_journal();
-    let v2 = analyze_bytes("a1.pj", &bytes, Method::AalenJohansen);
-    let v1 = analyze_bytes("a1.pj", &bytes, Method::KaplanMeierErrorsCensored);
+    let v2 = analyze_bytes("a1.pj", &bytes, Spec::V0_2);
+    let v1 = analyze_bytes("a1.pj", &bytes, Spec::V0_1);
     assert!(v2.validity.valid, "{:?}", v2.validity);
     let (m2, m1) = (window(&v2, "measurement"), window(&v1, "measurement"));
     assert_eq!(m2.scheduled, 600);
@@ -183,10 +185,10 @@ fn reanalysis_is_byte_identical_and_the_versions_differ_only_where_errors_preced
             report::interval_log(&r).unwrap(),
         )
     };
-    let first = render(Method::AalenJohansen);
+    let first = render(Spec::V0_2);
     assert_eq!(
         first,
-        render(Method::AalenJohansen),
+        render(Spec::V0_2),
         "same journal, same spec: same bytes"
     );
 
@@ -213,10 +215,7 @@ fn reanalysis_is_byte_identical_and_the_versions_differ_only_where_errors_preced
         }
         report::json(&r)
     };
-    assert_eq!(
-        strip(Method::AalenJohansen),
-        strip(Method::KaplanMeierErrorsCensored)
-    );
+    assert_eq!(strip(Spec::V0_2), strip(Spec::V0_1));
     // With errors before completions they differ.
     let a1 = |method| {
         let mut r = analyze_bytes("a1b.pj", &bytes, method);
@@ -227,10 +226,7 @@ fn reanalysis_is_byte_identical_and_the_versions_differ_only_where_errors_preced
         }
         report::json(&r)
     };
-    assert_ne!(
-        a1(Method::AalenJohansen),
-        a1(Method::KaplanMeierErrorsCensored)
-    );
+    assert_ne!(a1(Spec::V0_2), a1(Spec::V0_1));
 }
 
 #[test]
@@ -249,7 +245,7 @@ fn censored_requests_stay_on_the_curve_and_out_of_the_histograms() {
         quiet_telemetry(42),
         SealStatus::Completed,
     );
-    let r = analyze_bytes("hang.pj", &bytes, Method::AalenJohansen);
+    let r = analyze_bytes("hang.pj", &bytes, Spec::V0_2);
     let m = window(&r, "measurement");
     assert_eq!(m.outcomes.censored, 60);
     assert_eq!(m.censored_rate.value, Some(0.1));
@@ -269,7 +265,7 @@ fn censored_requests_stay_on_the_curve_and_out_of_the_histograms() {
 
 #[test]
 fn tails_report_intervals_only_with_the_sample_budget() {
-    let r = analyze_bytes("a1tails.pj", &a1_journal(), Method::AalenJohansen);
+    let r = analyze_bytes("a1tails.pj", &a1_journal(), Spec::V0_2);
     let m = window(&r, "measurement");
     // 300 completions: p95 gets an interval (>= 73), p99 does not (< 381).
     assert!(m.e2e.tails[0].interval_us.is_some(), "{:?}", m.e2e.tails[0]);
@@ -285,12 +281,8 @@ fn tails_report_intervals_only_with_the_sample_budget() {
     );
 }
 
-fn gate<'a>(r: &'a Report, prefix: &str) -> &'a Gate {
-    r.validity
-        .gates
-        .iter()
-        .find(|g| g.gate.starts_with(prefix))
-        .unwrap()
+fn gate(r: &Report, id: GateId) -> &Gate {
+    r.validity.gates.iter().find(|g| g.id == id).unwrap()
 }
 
 fn steady_with(
@@ -304,7 +296,7 @@ fn steady_with(
         telemetry,
         SealStatus::Completed,
     );
-    analyze_bytes("gates.pj", &bytes, Method::AalenJohansen)
+    analyze_bytes("gates.pj", &bytes, Spec::V0_2)
 }
 
 fn fine(e: &Entry) -> Option<RequestRecord> {
@@ -319,17 +311,20 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
         .validity
         .gates
         .iter()
-        .filter(|g| g.gate.starts_with("G2"))
+        .filter(|g| g.id.is_client_gate())
         .collect();
     assert_eq!(client.len(), 5);
-    assert!(client.iter().all(|g| g.status == "pass"), "{client:?}");
+    assert!(
+        client.iter().all(|g| g.status == Status::Pass),
+        "{client:?}"
+    );
     // Without a fault the §1 gates do not apply.
     assert!(passing
         .validity
         .gates
         .iter()
-        .filter(|g| !g.gate.starts_with("G2"))
-        .all(|g| g.status == "not applicable"));
+        .filter(|g| !g.id.is_client_gate())
+        .all(|g| g.status == Status::NotApplicable));
 
     // G2.1: one dispatch 60 ms late in the measurement window fails the max (50 ms) but not p99.
     let late = steady_with(quiet_telemetry(42), &|e: &Entry| {
@@ -341,12 +336,12 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
             vec![],
         ))
     });
-    assert_eq!(gate(&late, "G2.1 send skew max").status, "fail");
+    assert_eq!(gate(&late, GateId::SendSkewMax).status, Status::Fail);
     assert_eq!(
-        gate(&late, "G2.1 send skew max").by.as_deref(),
+        gate(&late, GateId::SendSkewMax).by.as_deref(),
         Some("10.000 ms over")
     );
-    assert_eq!(gate(&late, "G2.1 send skew p99").status, "pass");
+    assert_eq!(gate(&late, GateId::SendSkewP99).status, Status::Pass);
     assert!(!late.validity.valid);
     assert!(
         late.windows.is_empty(),
@@ -377,8 +372,14 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
             completed(e, 100_000, 100 * MS, 400 * MS, vec![])
         })
     });
-    assert_eq!(gate(&undispatched, "G2.2").status, "fail");
-    assert_eq!(gate(&undispatched, "G2.2").observed, "1 requests");
+    assert_eq!(
+        gate(&undispatched, GateId::Undispatched).status,
+        Status::Fail
+    );
+    assert_eq!(
+        gate(&undispatched, GateId::Undispatched).observed,
+        "1 requests"
+    );
 
     // G2.3: five consecutive seconds at 75 % host CPU, inside the measurement window.
     let mut hot = quiet_telemetry(42);
@@ -386,23 +387,28 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
         t.host_cpu_busy_ppm = 750_000;
     }
     let r = steady_with(hot.clone(), &fine);
-    assert_eq!(gate(&r, "G2.3").status, "fail");
-    assert_eq!(gate(&r, "G2.3").observed, "75.000 %");
+    assert_eq!(gate(&r, GateId::HostCpu).status, Status::Fail);
+    assert_eq!(gate(&r, GateId::HostCpu).observed, "75.000 %");
     // Four hot seconds average under 70 % over every 5 s window: pass.
     hot[14].host_cpu_busy_ppm = 100_000;
     let r = steady_with(hot, &fine);
-    assert_eq!(gate(&r, "G2.3").status, "pass", "{:?}", gate(&r, "G2.3"));
+    assert_eq!(
+        gate(&r, GateId::HostCpu).status,
+        Status::Pass,
+        "{:?}",
+        gate(&r, GateId::HostCpu)
+    );
 
     // G2.4: one second whose ticker p99 is 1 ms exactly (the gate is strict).
     let mut stalled = quiet_telemetry(42);
     stalled[20].stall_p99_ns = 1_000_000;
     let r = steady_with(stalled, &fine);
-    assert_eq!(gate(&r, "G2.4").status, "fail");
+    assert_eq!(gate(&r, GateId::RuntimeStall).status, Status::Fail);
 
     // No telemetry at all: CPU and stall are unobserved, which fails the run (§10).
     let r = steady_with(Vec::new(), &fine);
-    assert_eq!(gate(&r, "G2.3").status, "unobserved");
-    assert_eq!(gate(&r, "G2.4").status, "unobserved");
+    assert_eq!(gate(&r, GateId::HostCpu).status, Status::Unobserved);
+    assert_eq!(gate(&r, GateId::RuntimeStall).status, Status::Unobserved);
     assert!(!r.validity.valid);
 }
 
@@ -432,7 +438,7 @@ fn fault_journal(recover_after_s: Option<u64>) -> Vec<u8> {
     };
     let event = |at_ns, kind: &str| EventRecord {
         at_ns,
-        kind: event_kind_code(kind).unwrap(),
+        kind: EventKind::from_name(kind).unwrap().code(),
         subject: "replica-1".into(),
         detail: String::new(),
         value: None,
@@ -454,7 +460,7 @@ fn waiting_probes(from_s: u64, to_s: u64, milli: i64) -> Vec<EventRecord> {
         .flat_map(|s| {
             ["replica-0", "replica-1"].map(|name| EventRecord {
                 at_ns: s * S + 500 * MS,
-                kind: event_kind_code("probe").unwrap(),
+                kind: EventKind::Probe.code(),
                 subject: name.into(),
                 detail: "ok".into(),
                 value: Some(milli),
@@ -465,7 +471,7 @@ fn waiting_probes(from_s: u64, to_s: u64, milli: i64) -> Vec<EventRecord> {
 
 #[test]
 fn fault_windows_follow_the_fire_anchor_and_the_recovery_boundary() {
-    let r = analyze_bytes("fault.pj", &fault_journal(Some(20)), Method::AalenJohansen);
+    let r = analyze_bytes("fault.pj", &fault_journal(Some(20)), Spec::V0_2);
     assert!(r.validity.valid, "{:?}", r.validity);
     let names: Vec<&str> = r.timeline.windows.iter().map(|w| w.window).collect();
     assert_eq!(
@@ -512,7 +518,7 @@ fn fault_windows_follow_the_fire_anchor_and_the_recovery_boundary() {
 
 #[test]
 fn without_recovery_the_fault_window_runs_to_the_timeout() {
-    let r = analyze_bytes("stuck.pj", &fault_journal(None), Method::AalenJohansen);
+    let r = analyze_bytes("stuck.pj", &fault_journal(None), Spec::V0_2);
     assert_eq!(r.timeline.recovered_s, None);
     assert!(
         r.timeline.recovery_note.contains("no recovery"),
@@ -528,7 +534,7 @@ fn without_recovery_the_fault_window_runs_to_the_timeout() {
 
 #[test]
 fn an_unsealed_or_dev_run_says_not_publishable_in_every_output() {
-    let r = analyze_bytes("dev.pj", &a1_journal(), Method::AalenJohansen);
+    let r = analyze_bytes("dev.pj", &a1_journal(), Spec::V0_2);
     assert!(r
         .not_publishable
         .iter()
@@ -544,7 +550,7 @@ fn an_unsealed_or_dev_run_says_not_publishable_in_every_output() {
 
 #[test]
 fn the_audit_reconciles_stage_counts_and_rates() {
-    let r = analyze_bytes("audit.pj", &a1_journal(), Method::AalenJohansen);
+    let r = analyze_bytes("audit.pj", &a1_journal(), Spec::V0_2);
     let a = &r.audit;
     assert!(a.reconciled, "{}", a.reconciliation);
     assert_eq!(a.stages[0], ("scheduled".into(), 840));
@@ -561,7 +567,7 @@ fn the_audit_reconciles_stage_counts_and_rates() {
 fn the_interval_log_decodes_to_the_same_histograms() {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hdrhistogram::serialization::Deserializer;
-    let r = analyze_bytes("hlog.pj", &a1_journal(), Method::AalenJohansen);
+    let r = analyze_bytes("hlog.pj", &a1_journal(), Spec::V0_2);
     let log = report::interval_log(&r).unwrap();
     let mut decoded = 0;
     for entry in IntervalLogIterator::new(&log) {
@@ -674,11 +680,11 @@ mod properties {
                 })
             };
             let bytes = synthetic::scripted(&config(STEADY), &request, Vec::new(), quiet_telemetry(42), SealStatus::Completed);
-            let v2 = analyze_bytes("prop.pj", &bytes, Method::AalenJohansen);
-            let again = analyze_bytes("prop.pj", &bytes, Method::AalenJohansen);
+            let v2 = analyze_bytes("prop.pj", &bytes, Spec::V0_2);
+            let again = analyze_bytes("prop.pj", &bytes, Spec::V0_2);
             prop_assert_eq!(report::json(&v2), report::json(&again));
             prop_assert_eq!(report::markdown(&v2), report::markdown(&again));
-            let v1 = analyze_bytes("prop.pj", &bytes, Method::KaplanMeierErrorsCensored);
+            let v1 = analyze_bytes("prop.pj", &bytes, Spec::V0_1);
             let file = journal_file("prop.pj", &bytes);
             let run = crate::load::load(&file).unwrap();
             for (w2, w1) in v2.windows.iter().zip(&v1.windows) {
@@ -713,7 +719,7 @@ mod recovery_reports {
     fn event(at_ns: u64, kind: &str, subject: &str, value: Option<i64>) -> EventRecord {
         EventRecord {
             at_ns,
-            kind: event_kind_code(kind).unwrap(),
+            kind: EventKind::from_name(kind).unwrap().code(),
             subject: subject.into(),
             detail: if kind == "probe" {
                 "ok".into()
@@ -756,7 +762,7 @@ mod recovery_reports {
             quiet_telemetry(102),
             SealStatus::Completed,
         );
-        analyze_bytes("recovery.pj", &bytes, Method::AalenJohansen)
+        analyze_bytes("recovery.pj", &bytes, Spec::V0_2)
     }
 
     /// Victim-bound requests (odd indices) fail while `broken(intended)`.
@@ -768,7 +774,7 @@ mod recovery_reports {
         }
     }
 
-    fn rec(r: &Report) -> &crate::recovery::RecoveryReport {
+    fn rec(r: &Report) -> &crate::model::RecoveryReport {
         r.recovery
             .as_ref()
             .unwrap_or_else(|| panic!("no recovery report: {:?}", r.windows_withheld))
@@ -892,27 +898,28 @@ mod recovery_reports {
         );
     }
 
-    fn gate_of<'a>(r: &'a Report, name: &str) -> &'a Gate {
-        r.validity
-            .gates
-            .iter()
-            .find(|g| g.gate.starts_with(name))
-            .unwrap()
+    fn gate_of(r: &Report, id: GateId) -> &Gate {
+        r.validity.gates.iter().find(|g| g.id == id).unwrap()
     }
 
     #[test]
     fn the_experiment_gates_pass_fail_and_go_unobserved() {
         let ok = run_with(FAULT, |_| None, fault_events());
-        for name in ["G1", "G6", "G7", "fault fidelity"] {
+        for name in [
+            GateId::ReplicaShare,
+            GateId::BaselineGoodput,
+            GateId::WaitingQueue,
+            GateId::FaultFidelity,
+        ] {
             assert_eq!(
                 gate_of(&ok, name).status,
-                "pass",
+                Status::Pass,
                 "{:?}",
                 gate_of(&ok, name)
             );
         }
         assert_eq!(
-            gate_of(&ok, "G7").observed,
+            gate_of(&ok, GateId::WaitingQueue).observed,
             "replica-0 0.000, replica-1 0.000"
         );
         assert!(ok.validity.valid);
@@ -923,7 +930,7 @@ mod recovery_reports {
             |e: &Entry| Some(completed(e, 100_000, 100 * MS, 500 * MS, vec![])),
             fault_events(),
         );
-        assert_eq!(gate_of(&one, "G1").status, "fail");
+        assert_eq!(gate_of(&one, GateId::ReplicaShare).status, Status::Fail);
         assert!(!one.validity.valid && one.recovery.is_none() && one.windows.is_empty());
         // G1 unobserved: nobody names a replica.
         let anonymous = run_with(
@@ -935,7 +942,10 @@ mod recovery_reports {
             },
             fault_events(),
         );
-        assert_eq!(gate_of(&anonymous, "G1").status, "unobserved");
+        assert_eq!(
+            gate_of(&anonymous, GateId::ReplicaShare).status,
+            Status::Unobserved
+        );
 
         // G6: 5 % of the baseline errors: goodput 0.95.
         let lossy = run_with(
@@ -945,8 +955,11 @@ mod recovery_reports {
             },
             fault_events(),
         );
-        assert_eq!(gate_of(&lossy, "G6").status, "fail");
-        assert!(gate_of(&lossy, "G6")
+        assert_eq!(
+            gate_of(&lossy, GateId::BaselineGoodput).status,
+            Status::Fail
+        );
+        assert!(gate_of(&lossy, GateId::BaselineGoodput)
             .by
             .as_deref()
             .unwrap()
@@ -956,28 +969,31 @@ mod recovery_reports {
         early[1].at_ns = 5 * S;
         early[2].at_ns = 5 * S;
         let r = run_with(FAULT, |_| None, early);
-        assert_eq!(gate_of(&r, "G6").status, "unobserved");
+        assert_eq!(
+            gate_of(&r, GateId::BaselineGoodput).status,
+            Status::Unobserved
+        );
 
         // G7: a waiting queue of 1.5 on average fails; no probes at all is unobserved.
         let mut queued = fault_events();
-        queued.retain(|e| e.kind != event_kind_code("probe").unwrap());
+        queued.retain(|e| e.kind != EventKind::Probe.code());
         let mut deep = queued.clone();
         deep.extend(waiting_probes(0, 102, 1500));
         assert_eq!(
-            gate_of(&run_with(FAULT, |_| None, deep), "G7").status,
-            "fail"
+            gate_of(&run_with(FAULT, |_| None, deep), GateId::WaitingQueue).status,
+            Status::Fail
         );
         assert_eq!(
-            gate_of(&run_with(FAULT, |_| None, queued), "G7").status,
-            "unobserved"
+            gate_of(&run_with(FAULT, |_| None, queued), GateId::WaitingQueue).status,
+            Status::Unobserved
         );
 
         // Fault fidelity: no fault-fired event.
         let mut unfired = fault_events();
-        unfired.retain(|e| e.kind != event_kind_code("fault-fired").unwrap());
+        unfired.retain(|e| e.kind != EventKind::FaultFired.code());
         let r = run_with(FAULT, |_| None, unfired);
-        assert_eq!(gate_of(&r, "fault fidelity").status, "fail");
-        assert!(gate_of(&r, "fault fidelity")
+        assert_eq!(gate_of(&r, GateId::FaultFidelity).status, Status::Fail);
+        assert!(gate_of(&r, GateId::FaultFidelity)
             .observed
             .contains("never fired"));
     }
@@ -1089,18 +1105,21 @@ mod recovery_reports {
             "{FAULT}\n[declaration]\nexperiment_id = \"x-7\"\nrelease = \"rel\"\ndataset = \"ds\"\ntarget = \"replica-1\"\nboundary = \"the pod\"\nprotected_routes = [\"chat\"]\nprotections = [\"breaker\"]\ncleanup = \"kubectl\"\n[declaration.abort]\nprotected_failure_rate = 0.05\n"
         );
         let r = run_with(&declared, |_| None, fault_events());
-        assert_eq!(gate_of(&r, "containment").status, "pass");
+        assert_eq!(gate_of(&r, GateId::Containment).status, Status::Pass);
         assert!(r.escape.is_none());
         let r = run_with(FAULT, |_| None, fault_events());
-        assert_eq!(gate_of(&r, "containment").status, "not applicable");
+        assert_eq!(
+            gate_of(&r, GateId::Containment).status,
+            Status::NotApplicable
+        );
 
         let mut events = fault_events();
         let mut escape = event(FIRED + 2 * S, "escape", "protected-budget", None);
         escape.detail = "protected traffic over its abort budget".into();
         events.push(escape);
         let r = run_with(&declared, |_| None, events);
-        let g = gate_of(&r, "containment");
-        assert_eq!(g.status, "fail", "{g:?}");
+        let g = gate_of(&r, GateId::Containment);
+        assert_eq!(g.status, Status::Fail, "{g:?}");
         assert!(!r.validity.valid && r.windows.is_empty());
         let e = r.escape.as_ref().unwrap();
         assert_eq!(e.trigger, "protected-budget");
@@ -1132,8 +1151,18 @@ mod recovery_reports {
     #[test]
     fn black_hole_assertions_decide_the_node_loss_label_without_invalidating() {
         let r = black_hole(false, 12);
-        assert_eq!(gate_of(&r, "G3").status, "pass", "{:?}", gate_of(&r, "G3"));
-        assert_eq!(gate_of(&r, "G4").status, "pass", "{:?}", gate_of(&r, "G4"));
+        assert_eq!(
+            gate_of(&r, GateId::VictimSilence).status,
+            Status::Pass,
+            "{:?}",
+            gate_of(&r, GateId::VictimSilence)
+        );
+        assert_eq!(
+            gate_of(&r, GateId::Staleness).status,
+            Status::Pass,
+            "{:?}",
+            gate_of(&r, GateId::Staleness)
+        );
         let rr = rec(&r);
         assert!(rr.label.starts_with("partition heal"), "{}", rr.label);
         assert!(rr
@@ -1174,8 +1203,8 @@ mod recovery_reports {
         // An errored in-flight victim request fails G3; staleness of 1 s fails G4 (2 s pinned,
         // dev-scaled). Both only strip the label: the run stays valid.
         let r = black_hole(true, 1);
-        assert_eq!(gate_of(&r, "G3").status, "fail");
-        assert_eq!(gate_of(&r, "G4").status, "fail");
+        assert_eq!(gate_of(&r, GateId::VictimSilence).status, Status::Fail);
+        assert_eq!(gate_of(&r, GateId::Staleness).status, Status::Fail);
         assert!(r.validity.valid);
         assert!(rec(&r)
             .node_loss_label
@@ -1309,7 +1338,7 @@ mod recovery_reports {
         );
         let file = journal_file("plots.pj", &bytes);
         let run = crate::load::load(&file).unwrap();
-        let report = analyze(&run, &file, Method::AalenJohansen, &Analyzer::default());
+        let report = analyze(&run, &file, Spec::CURRENT, &Analyzer::default());
         let plots = crate::plots::all(&report, &run.requests);
         let names: Vec<&str> = plots.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["completion.svg", "goodput.svg", "latency.svg"]);
@@ -1401,19 +1430,19 @@ mod recovery_reports {
             run_with(&text, |_| None, events)
         };
         assert_eq!(
-            gate_of(&with_grace(40), "node-monitor grace").status,
-            "pass"
+            gate_of(&with_grace(40), GateId::NodeMonitorGrace).status,
+            Status::Pass
         );
         let r = with_grace(120);
-        assert_eq!(gate_of(&r, "node-monitor grace").status, "fail");
+        assert_eq!(gate_of(&r, GateId::NodeMonitorGrace).status, Status::Fail);
         assert!(!r.validity.valid);
         assert_eq!(
             gate_of(
                 &run_with(&text, |_| None, fault_events()),
-                "node-monitor grace"
+                GateId::NodeMonitorGrace
             )
             .status,
-            "not applicable"
+            Status::NotApplicable
         );
     }
 
@@ -1428,14 +1457,20 @@ mod recovery_reports {
         // The fault fired but nothing was in flight toward the victim, and nothing after the
         // fire went unanswered: both assertions lack their evidence.
         let quiet = run_with(&text, |_| None, fault_events());
-        assert_eq!(gate_of(&quiet, "G4").status, "unobserved");
+        assert_eq!(
+            gate_of(&quiet, GateId::Staleness).status,
+            Status::Unobserved
+        );
         // No fire at all: both unobserved, and fault fidelity fails the run.
         let mut unfired = fault_events();
-        unfired.retain(|e| e.kind != event_kind_code("fault-fired").unwrap());
+        unfired.retain(|e| e.kind != EventKind::FaultFired.code());
         let r = run_with(&text, |_| None, unfired);
-        assert_eq!(gate_of(&r, "G3").status, "unobserved");
-        assert_eq!(gate_of(&r, "G4").status, "unobserved");
-        assert_eq!(gate_of(&r, "fault fidelity").status, "fail");
+        assert_eq!(
+            gate_of(&r, GateId::VictimSilence).status,
+            Status::Unobserved
+        );
+        assert_eq!(gate_of(&r, GateId::Staleness).status, Status::Unobserved);
+        assert_eq!(gate_of(&r, GateId::FaultFidelity).status, Status::Fail);
     }
 }
 
@@ -1446,7 +1481,7 @@ mod receive_path_reports {
     fn canary(at_ns: u64, p99_us: i64, samples: u64, max_us: u64) -> EventRecord {
         EventRecord {
             at_ns,
-            kind: event_kind_code("canary").unwrap(),
+            kind: EventKind::Canary.code(),
             subject: "loopback".into(),
             detail: format!(
                 "samples={samples} p50_ns=1000 max_ns={} interval_ns=1000000000",
@@ -1465,7 +1500,7 @@ mod receive_path_reports {
             quiet_telemetry(42),
             SealStatus::Completed,
         );
-        analyze_bytes("canary.pj", &bytes, Method::AalenJohansen)
+        analyze_bytes("canary.pj", &bytes, Spec::V0_2)
     }
 
     #[test]

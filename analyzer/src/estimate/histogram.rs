@@ -33,9 +33,9 @@ pub fn ns_to_us(ns: u64) -> u64 {
 impl LatencyHistogram {
     /// An empty histogram in the pinned configuration.
     pub fn pinned() -> LatencyHistogram {
-        let lowest = pins::int("analysis.histogram_lowest_us") as u64;
-        let highest = pins::int("analysis.histogram_highest_us") as u64;
-        let figures = pins::int("analysis.histogram_significant_figures") as u8;
+        let lowest = pins::value::ANALYSIS_HISTOGRAM_LOWEST_US as u64;
+        let highest = pins::value::ANALYSIS_HISTOGRAM_HIGHEST_US as u64;
+        let figures = pins::value::ANALYSIS_HISTOGRAM_SIGNIFICANT_FIGURES as u8;
         let histogram = Histogram::new_with_bounds(lowest, highest, figures)
             .expect("the pinned configuration is valid");
         LatencyHistogram {

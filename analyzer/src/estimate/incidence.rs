@@ -26,6 +26,8 @@
 //! assert_eq!(CompletionCurve::estimate(&obs, Method::KaplanMeierErrorsCensored).final_incidence(), 1.0);
 //! ```
 
+use percentes_formats::spec::{ErrorTreatment, Spec};
+
 /// What happened to one scheduled request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Fate {
@@ -52,20 +54,11 @@ pub enum Method {
 }
 
 impl Method {
-    /// The spec version that prescribes it.
-    pub fn spec_version(self) -> &'static str {
-        match self {
-            Method::AalenJohansen => "v0.2",
-            Method::KaplanMeierErrorsCensored => "v0.1",
-        }
-    }
-
-    /// The method for a spec version name, if this build supports it.
-    pub fn for_spec(version: &str) -> Option<Method> {
-        match version {
-            "v0.2" => Some(Method::AalenJohansen),
-            "v0.1" => Some(Method::KaplanMeierErrorsCensored),
-            _ => None,
+    /// The estimator a spec version's rule for errors prescribes.
+    pub fn for_spec(spec: Spec) -> Method {
+        match spec.errors_on_the_curve() {
+            ErrorTreatment::Compete => Method::AalenJohansen,
+            ErrorTreatment::Censored => Method::KaplanMeierErrorsCensored,
         }
     }
 }

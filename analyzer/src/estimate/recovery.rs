@@ -41,30 +41,30 @@ impl Detector {
     /// The pinned detector (R 10 s, H 30 s, entry 90 %, exit 85 %).
     pub fn pinned() -> Detector {
         Detector {
-            window_s: pins::int("recovery.window_s") as u64,
-            hold_s: pins::int("recovery.hold_s") as u64,
-            entry: pins::float("recovery.entry_percent") / 100.0,
-            exit: pins::float("recovery.exit_percent") / 100.0,
+            window_s: pins::value::RECOVERY_WINDOW_S as u64,
+            hold_s: pins::value::RECOVERY_HOLD_S as u64,
+            entry: (pins::value::RECOVERY_ENTRY_PERCENT as f64) / 100.0,
+            exit: (pins::value::RECOVERY_EXIT_PERCENT as f64) / 100.0,
         }
     }
 
     /// The 27 cells of the sensitivity sweep (entry x window x hold; exit fixed at the pin).
     pub fn sweep() -> Vec<Detector> {
-        let exit = pins::float("recovery.exit_percent") / 100.0;
+        let exit = (pins::value::RECOVERY_EXIT_PERCENT as f64) / 100.0;
         let entries = [
-            pins::int("recovery.sweep_entry_low_percent"),
-            pins::int("recovery.entry_percent"),
-            pins::int("recovery.sweep_entry_high_percent"),
+            pins::value::RECOVERY_SWEEP_ENTRY_LOW_PERCENT,
+            pins::value::RECOVERY_ENTRY_PERCENT,
+            pins::value::RECOVERY_SWEEP_ENTRY_HIGH_PERCENT,
         ];
         let windows = [
-            pins::int("recovery.sweep_window_low_s"),
-            pins::int("recovery.window_s"),
-            pins::int("recovery.sweep_window_high_s"),
+            pins::value::RECOVERY_SWEEP_WINDOW_LOW_S,
+            pins::value::RECOVERY_WINDOW_S,
+            pins::value::RECOVERY_SWEEP_WINDOW_HIGH_S,
         ];
         let holds = [
-            pins::int("recovery.sweep_hold_low_s"),
-            pins::int("recovery.hold_s"),
-            pins::int("recovery.sweep_hold_high_s"),
+            pins::value::RECOVERY_SWEEP_HOLD_LOW_S,
+            pins::value::RECOVERY_HOLD_S,
+            pins::value::RECOVERY_SWEEP_HOLD_HIGH_S,
         ];
         let mut cells = Vec::with_capacity(27);
         for &x in &entries {

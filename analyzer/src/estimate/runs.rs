@@ -41,15 +41,15 @@ pub fn summarize(values: &[f64]) -> Option<RunSummary> {
     let mean = values.iter().sum::<f64>() / n as f64;
     let sd = (n >= 2)
         .then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
-    let runs = pins::int("campaign.runs") as usize;
+    let runs = pins::value::CAMPAIGN_RUNS as usize;
     let t_interval = match sd {
         Some(sd) if n == runs => {
-            let half = pins::float("statistics.t_quantile_df4") * sd / (n as f64).sqrt();
+            let half = pins::value::STATISTICS_T_QUANTILE_DF4 * sd / (n as f64).sqrt();
             Ok((mean - half, mean + half))
         }
         _ => Err(format!(
             "no t-interval: the pinned t = {} is for {runs} runs (df = {}), and {n} run{} remain",
-            pins::float("statistics.t_quantile_df4"),
+            pins::value::STATISTICS_T_QUANTILE_DF4,
             runs - 1,
             if n == 1 { "" } else { "s" }
         )),

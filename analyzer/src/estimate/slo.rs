@@ -10,8 +10,9 @@ use percentes_formats::pins;
 
 const NS_PER_MS: u64 = 1_000_000;
 
-fn pin_ms(key: &str) -> u64 {
-    u64::try_from(pins::int(key)).expect("time pins are positive") * NS_PER_MS
+/// A pinned number of milliseconds as nanoseconds (every time pin is positive).
+const fn pin_ms(ms: i64) -> u64 {
+    ms.unsigned_abs() * NS_PER_MS
 }
 
 /// One scheduled request as the SLO sees it. Latencies are from the intended send time t_i.
@@ -39,8 +40,8 @@ impl Slo {
     /// The pinned SLO (`slo.ttft_ms`, `slo.e2e_ms`).
     pub fn pinned() -> Slo {
         Slo {
-            ttft_ns: pin_ms("slo.ttft_ms"),
-            e2e_ns: pin_ms("slo.e2e_ms"),
+            ttft_ns: pin_ms(pins::value::SLO_TTFT_MS),
+            e2e_ns: pin_ms(pins::value::SLO_E2E_MS),
         }
     }
 
@@ -59,10 +60,9 @@ pub fn goodput(slo: Slo, window: &[SloInput]) -> Option<f64> {
 
 /// The sweep's thresholds, ns: (TTFT, e2e), each lowest, the SLO's, highest.
 pub fn sweep_thresholds_ns() -> ([u64; 3], [u64; 3]) {
-    let ns = |ms: i64| u64::try_from(ms).expect("time pins are positive") * NS_PER_MS;
     (
-        pins::slo_sweep_ttft_ms().map(ns),
-        pins::slo_sweep_e2e_ms().map(ns),
+        pins::SLO_SWEEP_TTFT_MS.map(pin_ms),
+        pins::SLO_SWEEP_E2E_MS.map(pin_ms),
     )
 }
 
@@ -97,8 +97,8 @@ pub fn modal_latency_ns(latencies_ns: &[u64]) -> Option<u64> {
     sorted.sort_unstable();
     let median = sorted[sorted.len().div_ceil(2) - 1];
     // 1 % of the median, as an integer division so no float rounding moves a bin edge.
-    let divisor = (1.0 / pins::float("slo.modal_bin_fraction")).round() as u64;
-    let width = (median / divisor).max(pin_ms("slo.modal_bin_floor_ms"));
+    let divisor = (1.0 / pins::value::SLO_MODAL_BIN_FRACTION).round() as u64;
+    let width = (median / divisor).max(pin_ms(pins::value::SLO_MODAL_BIN_FLOOR_MS));
     let mut best = (0u64, 0usize); // (bin, count)
     let mut i = 0;
     while i < sorted.len() {

@@ -1,0 +1,242 @@
+//! The coordinated-omission audit (seeds/003): the workload and clock models, the stage counts
+//! and their reconciliation, send skew, requested against achieved rate per phase, the recorder's
+//! own telemetry, and the decision.
+
+use percentes_formats::journal::records::EventKind;
+use percentes_formats::pins;
+
+use super::client_gate::{max_windowed_cpu, measured_span, nearest_rank};
+use super::rows::{count_outcomes, seconds};
+use crate::frame::NONE;
+use crate::load::Run;
+use crate::model::*;
+use crate::windows::Window;
+
+/// The coordinated-omission audit.
+pub(super) fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Validity) -> Audit {
+    let requests = &run.requests;
+    let n = requests.len() as u64;
+    let count = |column: &[u64]| column.iter().filter(|&&v| v != NONE).count() as u64;
+    let connected = (0..requests.len())
+        .filter(|&r| requests.connect_end_ns[r] != NONE || requests.connection_reused[r])
+        .count() as u64;
+    let all = count_outcomes(requests, 0..requests.len());
+    let stages = vec![
+        ("scheduled".to_owned(), n),
+        ("dispatched".to_owned(), count(&requests.dispatched_ns)),
+        ("connected".to_owned(), connected),
+        ("written".to_owned(), count(&requests.request_written_ns)),
+        (
+            "response head".to_owned(),
+            count(&requests.response_head_ns),
+        ),
+        (
+            "first content".to_owned(),
+            count(&requests.first_content_ns),
+        ),
+        ("completed".to_owned(), all.completed),
+        ("errored".to_owned(), all.errored),
+        ("censored".to_owned(), all.censored),
+        ("undispatched".to_owned(), all.undispatched),
+        ("no record".to_owned(), all.no_record),
+    ];
+    let funnel_ok = stages[..6].windows(2).all(|w| w[1].1 <= w[0].1);
+    let sum = all.completed + all.errored + all.censored + all.undispatched + all.no_record;
+    let dispatched_ok = stages[1].1 + all.undispatched + all.no_record >= n;
+    let reconciled = funnel_ok && sum == n && dispatched_ok;
+    let reconciliation = format!(
+        "completed {} + errored {} + censored {} + undispatched {} + no record {} = {sum} of {n} scheduled; each stage at most the one before: {}",
+        all.completed, all.errored, all.censored, all.undispatched, all.no_record,
+        if funnel_ok { "yes" } else { "NO" }
+    );
+
+    let q = |p| nearest_rank(skews_ns, p).unwrap_or(0) / 1000;
+    let skew_us = SkewSummary {
+        n: skews_ns.len() as u64,
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        p99_9: q(0.999),
+        max: skews_ns.last().copied().unwrap_or(0) / 1000,
+    };
+
+    let params = &run.header.schedule;
+    let poisson = matches!(
+        params.arrival,
+        percentes_formats::schedule::Arrival::Poisson
+    );
+    let mut phases = Vec::new();
+    for (p, phase) in params.phases.iter().enumerate() {
+        let rows: Vec<usize> = (0..requests.len())
+            .filter(|&r| requests.phase[r] == p as u32)
+            .collect();
+        let intended: Vec<u64> = rows.iter().map(|&r| requests.intended_ns[r]).collect();
+        let mut dispatched: Vec<u64> = rows
+            .iter()
+            .map(|&r| requests.dispatched_ns[r])
+            .filter(|&d| d != NONE)
+            .collect();
+        dispatched.sort_unstable();
+        let gaps = |times: &[u64]| -> Vec<f64> {
+            times.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
+        };
+        let scheduled_gaps = gaps(&intended);
+        let dispatched_gaps = gaps(&dispatched);
+        let target_mean_ns = 1e9 / phase.rate_rps;
+        let duration_s = seconds(phase.duration_ns);
+        phases.push(PhaseRate {
+            phase: phase.name.clone(),
+            duration_s,
+            requested_rps: phase.rate_rps,
+            scheduled: rows.len() as u64,
+            dispatched: dispatched.len() as u64,
+            achieved_rps: if duration_s > 0.0 {
+                dispatched.len() as f64 / duration_s
+            } else {
+                0.0
+            },
+            target_mean_gap_ms: target_mean_ns / 1e6,
+            target_cv: if poisson { 1.0 } else { 0.0 },
+            scheduled_mean_gap_ms: mean(&scheduled_gaps).map(|m| m / 1e6),
+            scheduled_cv: cv(&scheduled_gaps),
+            dispatched_mean_gap_ms: mean(&dispatched_gaps).map(|m| m / 1e6),
+            dispatched_cv: cv(&dispatched_gaps),
+            dispatched_ks: ks_distance(&dispatched_gaps, target_mean_ns, poisson),
+        });
+    }
+
+    let telemetry = telemetry_summary(run, cut);
+    let failed: Vec<&str> = validity
+        .gates
+        .iter()
+        .filter(|g| g.id.is_client_gate() && !g.passed())
+        .map(|g| g.id.name())
+        .collect();
+    let decision = if !failed.is_empty() || !reconciled || telemetry.writer_queue_full_events > 0 {
+        let mut why: Vec<String> = failed.iter().map(|g| format!("{g} did not pass")).collect();
+        if !reconciled {
+            why.push("the stage counts do not reconcile".into());
+        }
+        if telemetry.writer_queue_full_events > 0 {
+            why.push(format!(
+                "the journal writer's queue filled {} times",
+                telemetry.writer_queue_full_events
+            ));
+        }
+        format!("rerun required: {}", why.join("; "))
+    } else if !run.not_publishable.is_empty() {
+        format!(
+            "descriptive only: the generator kept its schedule, but {}",
+            run.not_publishable.join("; ")
+        )
+    } else {
+        "representative: every request was sent on its schedule within the gate, every stage reconciles, and the generator's telemetry passed".into()
+    };
+    Audit {
+        workload_model: format!(
+            "open loop: {} arrivals on a schedule fixed before the first send (seed {}, digest in the header); latency measured from each request's intended send time; zero retries; client timeout {:.3} s",
+            if poisson { "Poisson" } else { "deterministic" },
+            params.seed,
+            seconds(run.config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
+        ),
+        clock_model: format!(
+            "CLOCK_MONOTONIC, ns from the epoch ({}); every timestamp on the recording host's one clock",
+            run.header.clock.source
+        ),
+        stages,
+        reconciled,
+        reconciliation,
+        skew_us,
+        phases,
+        telemetry,
+        decision,
+    }
+}
+
+pub(super) fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+pub(super) fn cv(values: &[f64]) -> Option<f64> {
+    let m = mean(values)?;
+    if values.len() < 2 || m == 0.0 {
+        return None;
+    }
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+    Some(var.sqrt() / m)
+}
+
+/// Kolmogorov-Smirnov distance of `gaps` from the exponential law of mean `mean_ns` (Poisson), or
+/// from the point mass at `mean_ns` (deterministic).
+pub(super) fn ks_distance(gaps: &[f64], mean_ns: f64, poisson: bool) -> Option<f64> {
+    if gaps.is_empty() {
+        return None;
+    }
+    let mut sorted = gaps.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    let cdf = |x: f64| {
+        if poisson {
+            1.0 - (-x / mean_ns).exp()
+        } else if x >= mean_ns {
+            1.0
+        } else {
+            0.0
+        }
+    };
+    let mut d = 0.0f64;
+    for (i, &x) in sorted.iter().enumerate() {
+        let f = cdf(x);
+        d = d.max((i as f64 + 1.0) / n - f).max(f - i as f64 / n);
+    }
+    Some(d)
+}
+
+pub(super) fn telemetry_summary(run: &Run, cut: &[Window]) -> TelemetrySummary {
+    let span = measured_span(cut);
+    let samples: Vec<_> = run
+        .telemetry
+        .rows
+        .iter()
+        .filter(|t| t.at_ns > span.0 && t.at_ns.saturating_sub(t.interval_ns) < span.1)
+        .collect();
+    let cpu_ns: u64 = samples.iter().map(|t| t.recorder_cpu_ns).sum();
+    let wall_ns: u64 = samples.iter().map(|t| t.interval_ns).sum();
+    TelemetrySummary {
+        samples: samples.len() as u64,
+        host_cpu_max_5s_percent: max_windowed_cpu(
+            &samples,
+            run.config.duration_ns(&pins::GATES_HOST_CPU_WINDOW_S),
+        )
+        .map(|c| c * 100.0),
+        recorder_cpu_percent_of_one_core: (wall_ns > 0)
+            .then(|| cpu_ns as f64 / wall_ns as f64 * 100.0),
+        stall_p99_max_us: samples
+            .iter()
+            .filter(|t| t.stall_samples > 0)
+            .map(|t| t.stall_p99_ns)
+            .max()
+            .map(|v| v as f64 / 1e3),
+        stall_max_us: samples
+            .iter()
+            .filter(|t| t.stall_samples > 0)
+            .map(|t| t.stall_max_ns)
+            .max()
+            .map(|v| v as f64 / 1e3),
+        writer_queue_max: run
+            .telemetry
+            .rows
+            .iter()
+            .map(|t| u64::from(t.writer_queue_max))
+            .max()
+            .unwrap_or(0),
+        writer_queue_full_events: run.events.all(EventKind::WriterQueueFull).count() as u64,
+        undispatched_total: run
+            .telemetry
+            .rows
+            .iter()
+            .map(|t| t.undispatched_total)
+            .max()
+            .unwrap_or(0),
+    }
+}

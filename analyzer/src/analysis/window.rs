@@ -1,0 +1,484 @@
+//! The metrics of one window (SPEC §3, §4, §7): outcomes and classes, rates, goodput and its
+//! sweep, the completion curve and its readings, completed-only distributions with their tail
+//! intervals, the modal distance, the per-route segments, the receive path; and the requests in
+//! flight at the fire.
+
+use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
+use percentes_formats::pins;
+
+use super::client_gate::nearest_rank;
+use super::rows::*;
+use crate::estimate::histogram::LatencyHistogram;
+use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
+use crate::estimate::quantile;
+use crate::estimate::slo::{self, Distance, Slo, SloInput};
+use crate::estimate::tails::{self, TailInterval};
+use crate::frame::{Requests, NONE};
+use crate::load::Run;
+use crate::model::*;
+use crate::windows::{self, Kind, Window};
+use crate::JournalFile;
+
+/// Quantiles read from the completion curve and the completed-only histograms.
+pub const QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
+/// Tail quantiles that get order-statistic intervals (§7).
+pub const TAIL_QUANTILES: [f64; 2] = [0.95, 0.99];
+/// Points at which the report tabulates the completion curve, as fractions of the horizon.
+pub(super) const CURVE_GRID_POINTS: u64 = 100;
+
+pub(super) const CONDITIONAL: &str = "conditional on completion";
+pub(super) const INTER_CHUNK: &str = "conditional on completion; pooled inter-chunk gaps of the window's completed streams (a per-request p99 is not computed, §3)";
+
+/// The pooled inter-chunk gaps of each window's completed requests, in the pinned histogram:
+/// a second pass over the journal's request records, holding one histogram per window.
+pub(super) fn inter_chunk(run: &Run, file: &JournalFile, cut: &[Window]) -> Vec<LatencyHistogram> {
+    let mut histograms = vec![LatencyHistogram::pinned(); cut.len()];
+    let mut released = 0u64;
+    for framed in file.framed(&run.report) {
+        if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
+            file.release_before(framed.byte_offset);
+            released = framed.byte_offset;
+        }
+        if framed.kind != percentes_formats::journal::records::RecordKind::Request as u8
+            || framed
+                .body
+                .get(percentes_formats::journal::records::REQUEST_OUTCOME_OFFSET)
+                != Some(&(Outcome::Completed as u8))
+        {
+            continue;
+        }
+        // The gaps are read in place (JOURNAL.md's layout); the load pass already decoded and
+        // checked every record in full.
+        let Some((intended_ns, gaps)) =
+            percentes_formats::journal::records::request_gaps(framed.body)
+        else {
+            continue;
+        };
+        if let Some(w) = windows::locate(cut, intended_ns) {
+            for gap in gaps {
+                histograms[w].record_us(u64::from(gap));
+            }
+        }
+    }
+    histograms
+}
+
+pub(super) fn window_report(
+    run: &Run,
+    window: &Window,
+    rows: &[usize],
+    baseline_rows: &[usize],
+    method: Method,
+    horizon_ns: u64,
+) -> WindowReport {
+    let requests = &run.requests;
+    let scheduled = rows.len() as u64;
+    let outcomes = count_outcomes(requests, rows.iter().copied());
+    let mut classes = std::collections::BTreeMap::new();
+    for &row in rows {
+        if requests.outcome(row).is_some() {
+            let code = requests.class[row];
+            let name = class_name(code).map_or_else(|| format!("class-{code}"), str::to_owned);
+            *classes.entry(name).or_insert(0u64) += 1;
+        }
+    }
+    let share = |count: u64, label| Share {
+        value: (scheduled > 0).then(|| count as f64 / scheduled as f64),
+        n: scheduled,
+        label,
+    };
+    let duration_s = seconds(window.duration_ns());
+    let inputs: Vec<SloInput> = rows.iter().map(|&row| slo_input(requests, row)).collect();
+    let (ttft_thresholds, e2e_thresholds) = slo::sweep_thresholds_ns();
+    let sweep = slo::sweep(&inputs);
+    let mut goodput_sweep = Vec::new();
+    for (i, ttft) in ttft_thresholds.iter().enumerate() {
+        for (j, e2e) in e2e_thresholds.iter().enumerate() {
+            goodput_sweep.push(SweepCell {
+                ttft_ms: ttft / 1_000_000,
+                e2e_ms: e2e / 1_000_000,
+                goodput: sweep[i][j],
+                n: scheduled,
+            });
+        }
+    }
+
+    let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
+    let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
+    let failed_share = (outcomes.errored + outcomes.censored) as f64 / scheduled.max(1) as f64;
+    let caveat = (failed_share > pins::value::ANALYSIS_CONDITIONAL_CAVEAT_FRACTION).then(|| {
+        format!(
+            "{:.4} of this window's scheduled requests errored or were censored (above 0.05, §3): every completed-only percentile describes the requests that completed, not the requests that were scheduled; read it beside the completion curve",
+            failed_share
+        )
+    });
+    let modal_distance = if window.kind == Kind::Fault {
+        let base_ttft: Vec<u64> = baseline_rows
+            .iter()
+            .filter_map(|&r| ttft_ns(requests, r))
+            .collect();
+        let base_e2e: Vec<u64> = baseline_rows
+            .iter()
+            .filter_map(|&r| e2e_ns(requests, r))
+            .collect();
+        let slo = Slo::pinned();
+        vec![
+            modal("ttft", &base_ttft, &ttft, slo.ttft_ns),
+            modal("e2e", &base_e2e, &e2e, slo.e2e_ns),
+        ]
+    } else {
+        Vec::new()
+    };
+    WindowReport {
+        window: window.kind.name(),
+        start_s: seconds(window.start_ns),
+        end_s: seconds(window.end_ns),
+        scheduled,
+        error_rate: share(outcomes.errored, "over all scheduled requests"),
+        censored_rate: share(outcomes.censored, "over all scheduled requests"),
+        throughput_rps: Share {
+            value: (duration_s > 0.0).then(|| outcomes.completed as f64 / duration_s),
+            n: outcomes.completed,
+            label: "completions per second of intended time",
+        },
+        goodput: share(
+            inputs.iter().filter(|i| Slo::pinned().met_by(i)).count() as u64,
+            "SLO goodput over all scheduled requests (TTFT <= 1000 ms and e2e <= 14 s, §4)",
+        ),
+        goodput_sweep,
+        completion: curve_report(requests, rows, method, horizon_ns),
+        ttft: distribution(&ttft, None),
+        e2e: distribution(&e2e, None),
+        inter_chunk: Distribution {
+            // Filled by the caller from the journal's gaps (a second pass, see `inter_chunk`).
+            ..distribution(&[], None)
+        },
+        caveat,
+        modal_distance,
+        routes: route_segments(run, rows),
+        receive_path: receive_path(run, window),
+        outcomes,
+        classes,
+    }
+}
+
+/// One `canary` event read back: (p99, samples, max, interval), ns; `None` when its detail is
+/// not in the recorder's form (formats/JOURNAL.md), so a damaged or foreign event is skipped.
+pub(super) fn canary_reading(e: &EventRecord) -> Option<(u64, u64, u64, u64)> {
+    let field = |key: &str| -> Option<u64> {
+        e.detail
+            .split_whitespace()
+            .find_map(|t| t.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+    };
+    Some((
+        u64::try_from(e.value?).ok()?,
+        field("samples")?,
+        field("max_ns")?,
+        field("interval_ns")?,
+    ))
+}
+
+/// The receive-path check over one window: the canary seconds that overlap it.
+pub(super) fn receive_path(run: &Run, window: &Window) -> ReceivePath {
+    let overlapping: Vec<_> = run
+        .events
+        .all(EventKind::Canary)
+        .filter_map(|e| Some((e.at_ns, canary_reading(e)?)))
+        .filter(|(at, (_, _, _, interval))| {
+            *at > window.start_ns && at.saturating_sub(*interval) < window.end_ns
+        })
+        .map(|(_, r)| r)
+        .collect();
+    let samples: u64 = overlapping.iter().map(|r| r.1).sum();
+    let p99 = overlapping.iter().map(|r| r.0).max();
+    let max = overlapping.iter().map(|r| r.2).max();
+    let us = |ns: u64| ns as f64 / 1e3;
+    let text = match (p99, max) {
+        (Some(p99), Some(max)) => format!(
+            "loopback canary: the read loop saw events of known timing at most {} late (highest per-second p99 {}; {samples} events over {} s). First-token and inter-token times here are taken when the read loop sees them, so they may be late by as much",
+            duration_text(max),
+            duration_text(p99),
+            overlapping.len()
+        ),
+        _ if !run
+            .events
+            .all(EventKind::Canary)
+            .any(|e| canary_reading(e).is_some()) => "no loopback canary in this journal (recorded with --no-canary, or by a recorder without one): the read loop's lag is not bounded here".into(),
+        _ => "no loopback canary second overlaps this window".into(),
+    };
+    ReceivePath {
+        canary_seconds: overlapping.len() as u64,
+        canary_samples: samples,
+        canary_p99_max_us: p99.map(us),
+        canary_max_us: max.map(us),
+        text,
+    }
+}
+
+/// A lag in the unit that reads best: us below 1 ms, ms otherwise.
+pub(super) fn duration_text(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("{:.0} us", ns as f64 / 1e3)
+    } else {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    }
+}
+
+/// The rows of a window split by route, when there is more than one route.
+pub(super) fn route_segments(run: &Run, rows: &[usize]) -> Vec<RouteSegment> {
+    let routes = &run.config.routes;
+    if routes.len() < 2 {
+        return Vec::new();
+    }
+    let requests = &run.requests;
+    routes
+        .iter()
+        .enumerate()
+        .map(|(index, route)| {
+            let mine: Vec<usize> = rows
+                .iter()
+                .copied()
+                .filter(|&r| requests.route[r] as usize == index)
+                .collect();
+            let outcomes = count_outcomes(requests, mine.iter().copied());
+            let mut classes = std::collections::BTreeMap::new();
+            let mut statuses = std::collections::BTreeMap::new();
+            for &row in &mine {
+                if requests.outcome(row).is_some() {
+                    let code = requests.class[row];
+                    let name =
+                        class_name(code).map_or_else(|| format!("class-{code}"), str::to_owned);
+                    *classes.entry(name).or_insert(0u64) += 1;
+                }
+                if requests.http_status[row] != 0 {
+                    *statuses.entry(requests.http_status[row]).or_insert(0u64) += 1;
+                }
+            }
+            let mut e2e_us: Vec<u64> = mine
+                .iter()
+                .filter_map(|&r| e2e_ns(requests, r))
+                .map(crate::estimate::histogram::ns_to_us)
+                .collect();
+            e2e_us.sort_unstable();
+            let scheduled = mine.len() as u64;
+            RouteSegment {
+                route: route.label.clone(),
+                scheduled,
+                error_rate: (scheduled > 0).then(|| outcomes.errored as f64 / scheduled as f64),
+                e2e_p95_us: nearest_rank(&e2e_us, 0.95),
+                e2e_p99_us: nearest_rank(&e2e_us, 0.99),
+                outcomes,
+                classes,
+                statuses,
+            }
+        })
+        .collect()
+}
+
+pub(super) fn modal(
+    latency: &'static str,
+    baseline: &[u64],
+    fault: &[u64],
+    threshold_ns: u64,
+) -> ModalDistance {
+    let ms = |ns: f64| (ns / 1e6 * 1000.0).round() / 1000.0;
+    match slo::modal_distance(baseline, fault, threshold_ns) {
+        Distance::StandardDeviations {
+            mode_ns,
+            sd_ns,
+            distance,
+        } => ModalDistance {
+            latency,
+            threshold_ms: threshold_ns / 1_000_000,
+            mode_ms: Some(ms(mode_ns as f64)),
+            baseline_sd_ms: Some(ms(sd_ns)),
+            distance: if distance.is_infinite() {
+                if distance > 0.0 {
+                    "+inf".into()
+                } else {
+                    "-inf".into()
+                }
+            } else {
+                format!("{distance:.3}")
+            },
+        },
+        Distance::InsufficientCompletedSamples => ModalDistance {
+            latency,
+            threshold_ms: threshold_ns / 1_000_000,
+            mode_ms: None,
+            baseline_sd_ms: None,
+            distance: "insufficient completed samples".into(),
+        },
+    }
+}
+
+pub(super) fn curve_report(
+    requests: &Requests,
+    rows: &[usize],
+    method: Method,
+    horizon_ns: u64,
+) -> CurveReport {
+    let observations: Vec<Observation> = rows
+        .iter()
+        .filter_map(|&row| {
+            let fate = match requests.outcome(row)? {
+                Outcome::Completed => Fate::Completed,
+                Outcome::Errored => Fate::Errored,
+                Outcome::Censored => Fate::Censored,
+                Outcome::Undispatched => return None,
+            };
+            Some(Observation {
+                time_ns: requests.terminal_ns[row].saturating_sub(requests.intended_ns[row]),
+                fate,
+            })
+        })
+        .collect();
+    let curve = CompletionCurve::estimate(&observations, method);
+    let tolerance = pins::value::ANALYSIS_CROSSING_TOLERANCE;
+    let readings = QUANTILES
+        .iter()
+        .map(|&q| {
+            let reading = quantile::read(&curve, q, horizon_ns, tolerance);
+            let (kind, seconds_at) = match reading {
+                quantile::Reading::At { time_ns } => ("at", Some(seconds(time_ns))),
+                quantile::Reading::AboveHorizon { .. } => ("above-horizon", None),
+                quantile::Reading::Unattainable { .. } => ("unattainable", None),
+            };
+            Reading {
+                quantile: quantile::name(q),
+                kind,
+                seconds: seconds_at,
+                text: quantile::render(q, reading, horizon_ns),
+            }
+        })
+        .collect();
+    let grid = (1..=CURVE_GRID_POINTS)
+        .map(|k| {
+            let t = horizon_ns / CURVE_GRID_POINTS * k;
+            let at_risk = curve
+                .steps
+                .iter()
+                .find(|s| s.time_ns > t)
+                .map_or(0, |s| s.at_risk);
+            CurvePoint {
+                t_s: seconds(t),
+                incidence: curve.at(t),
+                at_risk,
+            }
+        })
+        .collect();
+    CurveReport {
+        method: match method {
+            Method::AalenJohansen => "Aalen-Johansen (v0.2)",
+            Method::KaplanMeierErrorsCensored => "Kaplan-Meier, errors censored (v0.1)",
+        },
+        label: "over all scheduled requests of the window (undispatched excluded)",
+        n: curve.n,
+        horizon_s: seconds(horizon_ns),
+        final_incidence: curve.final_incidence(),
+        ceiling: curve.ceiling(),
+        within_1s: curve.at(1_000_000_000),
+        readings,
+        grid,
+    }
+}
+
+/// A completed-only distribution: percentiles from the pinned histogram, tails from the exact
+/// order statistics. `us_samples` are already microseconds (the inter-chunk gaps).
+pub fn distribution(ns: &[u64], histogram: Option<LatencyHistogram>) -> Distribution {
+    let mut sorted_us: Vec<u64> = ns
+        .iter()
+        .map(|&v| crate::estimate::histogram::ns_to_us(v))
+        .collect();
+    sorted_us.sort_unstable();
+    let histogram = histogram.unwrap_or_else(|| {
+        let mut h = LatencyHistogram::pinned();
+        for &us in &sorted_us {
+            h.record_us(us);
+        }
+        h
+    });
+    let n = histogram.len();
+    let tails = if ns.is_empty() && n > 0 {
+        Vec::new() // pooled gaps: no per-sample order statistics kept
+    } else {
+        TAIL_QUANTILES
+            .iter()
+            .map(|&p| tail(&sorted_us, p))
+            .collect()
+    };
+    Distribution {
+        label: CONDITIONAL,
+        n,
+        percentiles_us: if n == 0 {
+            Vec::new()
+        } else {
+            QUANTILES
+                .iter()
+                .map(|&q| (quantile::name(q), histogram.quantile_us(q)))
+                .collect()
+        },
+        p99_9_us: (n > 0).then(|| histogram.quantile_us(0.999)),
+        max_us: (n > 0).then(|| histogram.max_us()),
+        descriptive_only: "p99.9 and max are descriptive only (§7)",
+        tails,
+        saturated: histogram.saturated,
+        histogram: Some(histogram),
+    }
+}
+
+pub(super) fn tail(sorted_us: &[u64], p: f64) -> Tail {
+    let name = quantile::name(p);
+    let n = sorted_us.len() as u64;
+    let point_rank = (n as f64 * p).ceil() as u64;
+    let point_us = (n > 0).then(|| sorted_us[point_rank.clamp(1, n) as usize - 1]);
+    match tails::interval(sorted_us, p) {
+        TailInterval::Interval { lower_rank, upper_rank, lower, upper } => Tail {
+            text: format!(
+                "{name} = {} us, 95 % CI [{lower}, {upper}] us (ranks {lower_rank} and {upper_rank} of {n}, §7)",
+                point_us.unwrap_or_default()
+            ),
+            quantile: name,
+            point_us,
+            interval_us: Some((lower, upper)),
+            ranks: Some((lower_rank, upper_rank)),
+        },
+        TailInterval::Omitted => Tail {
+            text: tails::omitted_line(&name),
+            quantile: name,
+            point_us,
+            interval_us: None,
+            ranks: None,
+        },
+    }
+}
+
+/// The requests in flight at `fired_ns` (dispatched at or before it, terminal at or after it: a
+/// request reset at the fire instant was in flight when it fired).
+pub(super) fn in_flight_at(run: &Run, fired_ns: u64) -> InFlight {
+    let requests = &run.requests;
+    let victim = run.config.fault.victim.clone().unwrap_or_default();
+    let in_flight: Vec<usize> = (0..requests.len())
+        .filter(|&row| {
+            let d = requests.dispatched_ns[row];
+            d != NONE && d <= fired_ns && requests.terminal_ns[row] >= fired_ns
+        })
+        .collect();
+    let on = |pred: &dyn Fn(Option<&str>) -> bool| {
+        count_outcomes(
+            requests,
+            in_flight
+                .iter()
+                .copied()
+                .filter(|&row| pred(requests.replica_name(row))),
+        )
+    };
+    InFlight {
+        fired_s: seconds(fired_ns),
+        on_victim: on(&|r| r == Some(victim.as_str())),
+        on_survivors: on(&|r| r.is_some_and(|r| r != victim)),
+        unattributed: on(&|r| r.is_none()),
+        victim,
+        note: "requests dispatched at or before the recorded fire and terminal at or after it; a request is attributed to the replica named by its response header".into(),
+    }
+}

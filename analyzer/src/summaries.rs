@@ -1,0 +1,305 @@
+//! The run-level scalars of a set of analyzed runs, grouped by (variant, configuration), with
+//! their summaries (SPEC §5, §7). The campaign report and each run's own headline both read
+//! these; neither computes a scalar of its own.
+
+use std::collections::BTreeMap;
+
+use percentes_formats::pins;
+
+use crate::estimate::runs::{self, RunSummary};
+use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
+
+/// One analyzed run, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct RunRef<'a> {
+    /// How the campaign names it (the journal's file name).
+    pub name: &'a str,
+    pub report: &'a Report,
+    /// The journal header's `accelerator.*` host facts (G5).
+    pub accelerator: &'a [(String, String)],
+}
+
+type Extract = fn(&Report) -> Result<f64, String>;
+
+/// The run-level scalars: (name, unit, role, heavy-tailed, extractor).
+const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
+    (
+        "TTR to the single-replica equilibrium",
+        "s",
+        "primary",
+        true,
+        |r| {
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            rec.to_equilibrium
+                .ttr_s
+                .ok_or_else(|| rec.to_equilibrium.text.clone())
+        },
+    ),
+    (
+        "TTR to the two-replica pre-fault baseline",
+        "s",
+        "secondary",
+        true,
+        |r| {
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            rec.to_pre_fault
+                .ttr_s
+                .ok_or_else(|| rec.to_pre_fault.text.clone())
+        },
+    ),
+    (
+        "in flight on the victim at fire: failed",
+        "%",
+        "secondary",
+        false,
+        |r| victim_share(r, |o| o.errored),
+    ),
+    (
+        "in flight on the victim at fire: timed out",
+        "%",
+        "secondary",
+        false,
+        |r| victim_share(r, |o| o.censored),
+    ),
+    (
+        "baseline TTFT p50 (conditional on completion)",
+        "ms",
+        "secondary",
+        false,
+        |r| ttft_p50(r, "baseline"),
+    ),
+    (
+        "fault TTFT p50 (conditional on completion)",
+        "ms",
+        "secondary",
+        false,
+        |r| ttft_p50(r, "fault"),
+    ),
+    (
+        "fault window: completion incidence within 1 s",
+        "share",
+        "secondary",
+        false,
+        |r| window(r, "fault").map(|w| w.completion.within_1s),
+    ),
+    (
+        "fault window: error rate",
+        "share",
+        "secondary",
+        false,
+        |r| {
+            window(r, "fault")?
+                .error_rate
+                .value
+                .ok_or_else(|| "nothing scheduled".into())
+        },
+    ),
+    (
+        "integrated goodput deficit",
+        "goodput-s",
+        "secondary",
+        false,
+        |r| {
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            rec.deficit_goodput_s
+                .ok_or_else(|| "no baseline goodput".into())
+        },
+    ),
+];
+
+fn window<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::WindowReport, String> {
+    r.windows
+        .iter()
+        .find(|w| w.window == name)
+        .ok_or_else(|| format!("no {name} window"))
+}
+
+/// The share (%) of the requests in flight on the victim at fire that `count` picks.
+fn victim_share(r: &Report, count: fn(&crate::model::Outcomes) -> u64) -> Result<f64, String> {
+    let f = r
+        .in_flight_at_fire
+        .as_ref()
+        .ok_or("the fault never fired")?;
+    let o = &f.on_victim;
+    let n = o.completed + o.errored + o.censored;
+    (n > 0)
+        .then(|| count(o) as f64 / n as f64 * 100.0)
+        .ok_or_else(|| "nothing in flight on the victim".into())
+}
+
+fn ttft_p50(r: &Report, name: &str) -> Result<f64, String> {
+    let w = window(r, name)?;
+    w.ttft
+        .percentiles_us
+        .iter()
+        .find(|(q, _)| q == "p50")
+        .map(|(_, us)| *us as f64 / 1000.0)
+        .ok_or_else(|| format!("no completion in the {name} window"))
+}
+
+fn summary(values: &[f64]) -> Option<Summary> {
+    let s: RunSummary = runs::summarize(values)?;
+    let (t_interval, t_interval_note) = match s.t_interval {
+        Ok(i) => (Some(i), None),
+        Err(why) => (None, Some(why)),
+    };
+    Some(Summary {
+        n: values.len(),
+        median: s.median,
+        mean: s.mean,
+        min: s.min,
+        max: s.max,
+        t_interval,
+        t_interval_note,
+        coefficient_of_variation: s.coefficient_of_variation,
+    })
+}
+
+fn describe(
+    name: &str,
+    unit: &str,
+    heavy: bool,
+    s: &Option<Summary>,
+    values: &[(String, f64)],
+) -> String {
+    let list: Vec<String> = values.iter().map(|(_, v)| format!("{v:.3}")).collect();
+    match s {
+        None => format!("{name}: no run measured it"),
+        Some(s) => {
+            let interval = s.t_interval.map_or_else(
+                || s.t_interval_note.clone().unwrap_or_default(),
+                |(a, b)| {
+                    format!(
+                        "t-interval (t = {}) [{a:.3}, {b:.3}]",
+                        pins::value::STATISTICS_T_QUANTILE_DF4
+                    )
+                },
+            );
+            let cv = s
+                .coefficient_of_variation
+                .map_or("n/a".into(), |c| format!("{c:.3}"));
+            if heavy {
+                format!(
+                    "{name}: median {:.3} {unit} (range {:.3}-{:.3}; mean {:.3}; {interval}; CV {cv}); values {}",
+                    s.median, s.min, s.max, s.mean, list.join(", ")
+                )
+            } else {
+                format!(
+                    "{name}: mean {:.3} {unit}, {interval}, median {:.3}, range {:.3}-{:.3}, CV {cv}; values {}",
+                    s.mean, s.median, s.min, s.max, list.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// The runs grouped by (variant, configuration hash), each group with its drops, G5 and every
+/// scalar over its valid runs.
+pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
+    let mut by_config: BTreeMap<(String, String), Vec<&RunRef<'_>>> = BTreeMap::new();
+    for run in runs {
+        let key = (
+            run.report.provenance.fault_variant.clone(),
+            run.report.provenance.config_hash.clone(),
+        );
+        by_config.entry(key).or_default().push(run);
+    }
+    let expected = pins::value::CAMPAIGN_RUNS as usize;
+    let mut groups = Vec::new();
+    for ((variant, config_hash), members) in &by_config {
+        let mut dropped = Vec::new();
+        let valid: Vec<&&RunRef<'_>> = members
+            .iter()
+            .filter(|r| {
+                if r.report.validity.valid {
+                    true
+                } else {
+                    dropped.push(format!(
+                        "{}: {}",
+                        r.name,
+                        r.report
+                            .windows_withheld
+                            .clone()
+                            .unwrap_or_else(|| "invalid".into())
+                    ));
+                    false
+                }
+            })
+            .collect();
+        if members.len() != expected {
+            dropped.push(format!(
+                "the group has {} runs; §5 asks for {expected} per (variant, configuration)",
+                members.len()
+            ));
+        }
+        let g5 = g5(members);
+        let scalars = SCALARS
+            .iter()
+            .map(|&(name, unit, role, heavy, extract)| {
+                let mut values = Vec::new();
+                let mut missing = Vec::new();
+                for r in &valid {
+                    match extract(&r.report) {
+                        Ok(v) if v.is_finite() => values.push((r.name.to_owned(), v)),
+                        Ok(_) => missing.push(format!("{}: not a finite number", r.name)),
+                        Err(why) => missing.push(format!("{}: {why}", r.name)),
+                    }
+                }
+                let numbers: Vec<f64> = values.iter().map(|(_, v)| *v).collect();
+                let summary = summary(&numbers);
+                let text = describe(name, unit, heavy, &summary, &values);
+                Scalar {
+                    name,
+                    unit,
+                    role,
+                    heavy_tailed: heavy,
+                    values,
+                    dropped: missing,
+                    summary,
+                    text,
+                }
+            })
+            .collect();
+        groups.push(Group {
+            variant: variant.clone(),
+            config_hash: config_hash.clone(),
+            runs: members.iter().map(|r| r.name.to_owned()).collect(),
+            dropped,
+            g5,
+            scalars,
+        });
+    }
+
+    groups
+}
+
+/// The recovery reports of the valid clean-delete runs (the headline's measured segments).
+pub fn clean_delete_recoveries<'a>(runs: &[RunRef<'a>]) -> Vec<&'a RecoveryReport> {
+    runs.iter()
+        .filter(|r| r.report.validity.valid && r.report.provenance.fault_variant == "clean-delete")
+        .filter_map(|r| r.report.recovery.as_ref())
+        .collect()
+}
+
+/// G5: the accelerator fingerprints must be equal across a group's runs (self-hosted only).
+fn g5(members: &[&RunRef<'_>]) -> String {
+    let kind = members
+        .first()
+        .map_or("", |r| r.report.provenance.target_kind.as_str());
+    match kind {
+        "mock" => "not applicable (the mock has no accelerator)".into(),
+        "hosted" => "not evaluable (hosted, §6)".into(),
+        _ => {
+            if members.iter().any(|r| r.accelerator.is_empty()) {
+                "unobserved, which fails the group (§10): a journal carries no accelerator.* host facts".into()
+            } else if members
+                .windows(2)
+                .all(|w| w[0].accelerator == w[1].accelerator)
+            {
+                "pass: equal accelerator fingerprints in every run".into()
+            } else {
+                "fail: the accelerator fingerprints differ between runs".into()
+            }
+        }
+    }
+}
