@@ -368,7 +368,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
         }
     }
     let factor = timing.factor();
-    let minutes = 1020.0 / f64::from(factor) / 60.0;
+    let minutes = pins::FAULT_RUN_SCHEDULE_S as f64 / f64::from(factor) / 60.0;
     println!("percentes scenario {}: {}", meta.name, meta.question);
     match timing {
         Timing::Dev(f) => println!(

@@ -23,4 +23,5 @@ mod repo {
     pub mod independent;
     pub mod record;
     pub mod testbed;
+    pub mod tidy;
 }

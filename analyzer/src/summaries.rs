@@ -239,7 +239,7 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
                 let mut values = Vec::new();
                 let mut missing = Vec::new();
                 for r in &valid {
-                    match extract(&r.report) {
+                    match extract(r.report) {
                         Ok(v) if v.is_finite() => values.push((r.name.to_owned(), v)),
                         Ok(_) => missing.push(format!("{}: not a finite number", r.name)),
                         Err(why) => missing.push(format!("{}: {why}", r.name)),

@@ -145,10 +145,10 @@ mod pinned;
 mod relations;
 mod sections;
 
-pub use located::Location;
 use located::Index;
-pub use sections::*;
+pub use located::Location;
 use sections::Typed;
+pub use sections::*;
 
 /// Removes from `spanned` every key that `kept` (the same document after the pin stage) lacks.
 fn keep_only(spanned: &mut DeTable<'_>, kept: &toml::Table) {
@@ -255,7 +255,11 @@ impl Config {
             let span = e.span().unwrap_or_default();
             let mut key = index.key_at(&span).unwrap_or("(file)").to_owned();
             if let Some(missing) = missing {
-                key = if key == "(file)" { missing } else { format!("{key}.{missing}") };
+                key = if key == "(file)" {
+                    missing
+                } else {
+                    format!("{key}.{missing}")
+                };
             }
             ConfigError::Invalid {
                 key,
@@ -385,7 +389,8 @@ impl Config {
     /// When the fault fires, in ns from the schedule's start (end of warm-up plus baseline).
     pub fn inject_at_ns(&self) -> Option<u64> {
         (self.fault.variant != FaultVariant::None).then(|| {
-            self.duration_ns(&pins::EXPERIMENT_WARMUP_S) + self.duration_ns(&pins::EXPERIMENT_BASELINE_S)
+            self.duration_ns(&pins::EXPERIMENT_WARMUP_S)
+                + self.duration_ns(&pins::EXPERIMENT_BASELINE_S)
         })
     }
 

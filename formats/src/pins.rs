@@ -75,8 +75,12 @@ pub struct Pin {
 }
 
 macro_rules! pin_type {
-    (Int) => { i64 };
-    (Float) => { f64 };
+    (Int) => {
+        i64
+    };
+    (Float) => {
+        f64
+    };
 }
 
 macro_rules! pins {
@@ -225,6 +229,13 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+/// The whole schedule of a §1 fault run, in experiment seconds: warm-up, baseline, the
+/// degradation-and-recovery window and cooldown (1,020 s).
+pub const FAULT_RUN_SCHEDULE_S: i64 = value::EXPERIMENT_WARMUP_S
+    + value::EXPERIMENT_BASELINE_S
+    + value::EXPERIMENT_RECOVERY_TIMEOUT_S
+    + value::EXPERIMENT_COOLDOWN_S;
 
 /// The §4 sweep's TTFT thresholds in ms: lowest, the SLO's, highest.
 pub const SLO_SWEEP_TTFT_MS: [i64; 3] = [

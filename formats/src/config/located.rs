@@ -109,7 +109,11 @@ impl Index {
             .iter()
             .filter(|(_, key, value)| contains(key, span) || contains(value, span))
             .min_by_key(|(path, key, value)| {
-                let width = if contains(key, span) { key.len() } else { value.len() };
+                let width = if contains(key, span) {
+                    key.len()
+                } else {
+                    value.len()
+                };
                 (width, usize::MAX - path.len())
             })
             .map(|(path, _, _)| path.as_str())
@@ -214,18 +218,21 @@ pub(super) fn plain(message: &str) -> (String, Option<String>) {
     }
     if let Some(rest) = first.strip_prefix("unknown variant ") {
         if let Some((variant, expected)) = rest.split_once(", expected one of ") {
-            return (format!("{variant} is not one of: {}", names(expected)), None);
+            return (
+                format!("{variant} is not one of: {}", names(expected)),
+                None,
+            );
         }
         if let Some((variant, expected)) = rest.split_once(", expected ") {
-            return (format!("{variant} is not one of: {}", names(expected)), None);
+            return (
+                format!("{variant} is not one of: {}", names(expected)),
+                None,
+            );
         }
     }
     if let Some(rest) = first.strip_prefix("missing field ") {
         let field = rest.trim_matches('`').to_owned();
-        return (
-            format!("missing; this table needs `{field}`"),
-            Some(field),
-        );
+        return (format!("missing; this table needs `{field}`"), Some(field));
     }
     (first.to_owned(), None)
 }

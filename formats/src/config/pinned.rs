@@ -29,7 +29,9 @@ const PINNED_ONLY_SECTIONS: &[&str] = &[
 ];
 
 /// Checks and removes every keyed pin from the table; returns the configured values.
-pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str, Value>, ConfigError> {
+pub(super) fn take_pins(
+    table: &mut toml::Table,
+) -> Result<BTreeMap<&'static str, Value>, ConfigError> {
     let mut configured = BTreeMap::new();
     for pin in PINS.iter().filter(|p| p.configurable) {
         let key = pin.key;
@@ -45,7 +47,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                     return Err(ConfigError::Invalid {
                         key: s.into(),
                         message: "must be a [section]".into(),
-                     at: None, })
+                        at: None,
+                    })
                 }
                 None => None,
             },
@@ -55,7 +58,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                 return Err(ConfigError::Invalid {
                     key: key.into(),
                     message: "missing; this build reads schema_version = 1 (§6)".into(),
-                 at: None, });
+                    at: None,
+                });
             }
             continue;
         };
@@ -74,7 +78,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                         },
                         other.type_str()
                     ),
-                 at: None, })
+                    at: None,
+                })
             }
         };
         if key == "schema_version" && pins::weakens(pin, value) {
@@ -83,7 +88,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                 message: format!(
                     "{value} is not a schema this build reads; it reads schema_version = 1 (§6)"
                 ),
-             at: None, });
+                at: None,
+            });
         }
         if pins::weakens(pin, value) || !value.as_f64().is_finite() {
             return Err(ConfigError::WeakensPin {
@@ -93,7 +99,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                 rule: pin.rule,
                 pinned: pin.value,
                 configured: show(&found),
-             at: None, });
+                at: None,
+            });
         }
         configured.insert(key, value);
     }
@@ -109,7 +116,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                             .filter(|p| p.configurable && p.key.starts_with(&prefix))
                             .map(|p| p.key.to_owned())
                             .collect(),
-                     at: None, });
+                        at: None,
+                    });
                 }
                 table.remove(*section);
             }
@@ -117,7 +125,8 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
                 return Err(ConfigError::Invalid {
                     key: (*section).into(),
                     message: "must be a [section]".into(),
-                 at: None, })
+                    at: None,
+                })
             }
             None => {}
         }
@@ -129,4 +138,3 @@ pub(super) fn take_pins(table: &mut toml::Table) -> Result<BTreeMap<&'static str
     }
     Ok(configured)
 }
-

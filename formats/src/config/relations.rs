@@ -9,7 +9,8 @@ impl Config {
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             key: format!("declaration.{key}"),
             message,
-         at: None, };
+            at: None,
+        };
         if !self.target.replicas.contains(&d.target) {
             return Err(invalid(
                 "target",
@@ -83,7 +84,8 @@ impl Config {
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             key: key.into(),
             message,
-         at: None, };
+            at: None,
+        };
         let url = &self.target.base_url;
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(invalid(
@@ -282,7 +284,8 @@ impl Config {
             let missing = |what: &str| ConfigError::Invalid {
                 key: "fault.injector".into(),
                 message: what.into(),
-             at: None, };
+                at: None,
+            };
             match f.injector {
                 None => {
                     return Err(missing(
@@ -362,4 +365,3 @@ impl Config {
         Ok(())
     }
 }
-

@@ -361,4 +361,3 @@ pub(super) struct Typed {
 pub(super) struct Dev {
     pub(super) time_factor: Option<u32>,
 }
-

@@ -232,7 +232,10 @@ fn dev_factor_scales_durations_and_nothing_else() {
     let dev = load(BASE).unwrap();
     assert_eq!(dev.time_factor, 10);
     assert_eq!(dev.duration_ns(&pins::CLIENT_TIMEOUT_S), 3_000_000_000);
-    assert_eq!(dev.duration_ns(&pins::EXPERIMENT_BASELINE_S), 30_000_000_000);
+    assert_eq!(
+        dev.duration_ns(&pins::EXPERIMENT_BASELINE_S),
+        30_000_000_000
+    );
     assert_eq!(
         dev.duration_ns(&pins::GATES_HOST_CPU_WINDOW_S),
         5_000_000_000,
@@ -261,7 +264,10 @@ fn dev_factor_scales_durations_and_nothing_else() {
             .replace("[dev]\ntime_factor = 10\n", ""),
     )
     .unwrap();
-    assert_eq!(experiment.duration_ns(&pins::CLIENT_TIMEOUT_S), 30_000_000_000);
+    assert_eq!(
+        experiment.duration_ns(&pins::CLIENT_TIMEOUT_S),
+        30_000_000_000
+    );
 }
 
 #[test]
@@ -281,7 +287,8 @@ fn unknown_keys_are_refused_with_the_known_ones() {
 fn wrong_types_are_refused() {
     let error = load(&with_key(BASE, "client.timeout_s", "\"30\"")).unwrap_err();
     assert!(
-        error.to_string().contains("client.timeout_s") && error.to_string().contains("whole number"),
+        error.to_string().contains("client.timeout_s")
+            && error.to_string().contains("whole number"),
         "{error}"
     );
     let error = load(&with_key(BASE, "client.timeout_s", "30.0")).unwrap_err();
@@ -316,7 +323,10 @@ fn a_typo_inside_an_array_of_tables_names_the_element_and_the_key() {
     assert_eq!(at, Some(Location { line, column: 1 }), "{message}");
     assert!(message.contains("`routes[1].pth`"), "{message}");
     assert!(message.contains("unknown key `pth`"), "{message}");
-    assert!(message.contains("path"), "{message} should name the keys a route takes");
+    assert!(
+        message.contains("path"),
+        "{message} should name the keys a route takes"
+    );
 }
 
 #[test]

@@ -299,8 +299,20 @@ pub struct EventRecord {
 
 impl EventRecord {
     /// An event of a known kind.
-    pub fn new(at_ns: u64, kind: EventKind, subject: impl Into<String>, detail: impl Into<String>, value: Option<i64>) -> EventRecord {
-        EventRecord { at_ns, kind: kind.code(), subject: subject.into(), detail: detail.into(), value }
+    pub fn new(
+        at_ns: u64,
+        kind: EventKind,
+        subject: impl Into<String>,
+        detail: impl Into<String>,
+        value: Option<i64>,
+    ) -> EventRecord {
+        EventRecord {
+            at_ns,
+            kind: kind.code(),
+            subject: subject.into(),
+            detail: detail.into(),
+            value,
+        }
     }
 
     /// Its kind; `None` for a code this build does not know (a newer recorder's).

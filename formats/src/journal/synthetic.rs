@@ -9,8 +9,7 @@ use std::io::Write;
 use ed25519_dalek::SigningKey;
 
 use super::records::{
-    class_code, EventKind, EventRecord, Outcome, Record, RequestRecord, SealStatus,
-    TelemetryRecord,
+    class_code, EventKind, EventRecord, Outcome, Record, RequestRecord, SealStatus, TelemetryRecord,
 };
 use super::writer::{JournalWriter, Sealed, WriteError};
 use super::{ClockAnchors, Header, CODEC};

@@ -1,0 +1,308 @@
+//! The fault plan (SPEC §1): arm, fire at T_inject, confirm the impact independently, remove or
+//! expire, each step journaled as an event.
+
+use super::*;
+
+/// Sleeps until `due`, waking early when `stop` is set (then returns false).
+pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep((due - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute
+/// deadline, confirmed independently, removed or expired after the pinned partition (black-hole).
+pub(super) fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicBool) {
+    let Some(inject_ns) = config.inject_at_ns() else {
+        return;
+    };
+    let fault = &config.fault;
+    let Some(injector) = fault.injector else {
+        return;
+    };
+    let victim = fault.victim.clone().unwrap_or_default();
+    // How long the fault lasts before it is removed or expires: the pinned partition of a
+    // black-hole, the pinned duration of a degradation; a clean delete is not undone.
+    let partition_ns = match fault.variant {
+        FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
+        FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
+        FaultVariant::None | FaultVariant::CleanDelete => None,
+    };
+    let event = |kind: EventKind, at_ns: u64, detail: String, value: Option<i64>| {
+        Record::Event(EventRecord::new(at_ns, kind, victim.clone(), detail, value))
+    };
+    sender.send(event(
+        EventKind::FaultArmed,
+        now_ns(epoch),
+        format!(
+            "{} of {victim} by {} at T_inject {:.3} s{}",
+            fault.variant.name(),
+            injector.name(),
+            inject_ns as f64 / 1e9,
+            partition_ns
+                .map(|p| format!(", expiry {:.3} s later (pinned duration)", p as f64 / 1e9))
+                .unwrap_or_default()
+        ),
+        Some(inject_ns as i64),
+    ));
+    if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
+        return;
+    }
+    let fired_ns = now_ns(epoch);
+    let started = Instant::now();
+    let result = apply(injector, fault, partition_ns);
+    let took = started.elapsed();
+    match result {
+        Ok(detail) => sender.send(event(
+            EventKind::FaultFired,
+            fired_ns,
+            format!(
+                "{detail} (took {:.1} ms; {:.3} ms after T_inject)",
+                took.as_secs_f64() * 1e3,
+                (fired_ns as f64 - inject_ns as f64) / 1e6
+            ),
+            Some(fired_ns as i64 - inject_ns as i64),
+        )),
+        Err(why) => {
+            sender.send(event(EventKind::FaultFailed, fired_ns, why, None));
+            return;
+        }
+    }
+    if let Some(address) = &fault.confirm_address {
+        // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
+        // It runs even when the run is stopping (an escape right after the fire): the confirmed
+        // target is part of what an escaped experiment must retain.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut confirmed = false;
+        let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
+        let method = fault.confirm_method.as_deref().unwrap_or("POST");
+        let contains = fault.confirm_contains.as_deref();
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            let target = address.parse::<std::net::SocketAddr>().ok();
+            let impact = match (target, expected) {
+                (Some(a), Some((path, status))) => match answer_of(a, method, path) {
+                    Ok((got, body)) => {
+                        let found = contains.is_none_or(|c| body.contains(c));
+                        last = format!(
+                            "answered {got}{}",
+                            if found {
+                                ""
+                            } else {
+                                " without the expected text"
+                            }
+                        );
+                        got == status && found
+                    }
+                    Err(why) => {
+                        last = why;
+                        false
+                    }
+                },
+                (Some(a), None) => {
+                    std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_err()
+                }
+                (None, _) => false,
+            };
+            if impact {
+                confirmed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (kind, detail) = match (confirmed, expected) {
+            (true, None) => (EventKind::FaultConfirmed, format!("{address} stopped answering")),
+            (true, Some((path, status))) => (
+                EventKind::FaultConfirmed,
+                format!(
+                    "{method} {path} at {address} answered {status}{}",
+                    contains.map_or(String::new(), |c| format!(" with {c:?}"))
+                ),
+            ),
+            (false, None) => (
+                EventKind::FaultFailed,
+                format!("{address} still answers 5 s after the fault fired: impact not confirmed"),
+            ),
+            (false, Some((path, status))) => (
+                EventKind::FaultFailed,
+                format!("{method} {path} at {address} did not answer {status}{} within 5 s ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
+            ),
+        };
+        sender.send(event(kind, now_ns(epoch), detail, None));
+    }
+    if let Some(partition_ns) = partition_ns {
+        if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {
+            // The run stops early (a signal, or an escape): no further injection, and the
+            // cleanup runs now rather than at the pinned expiry, recorded either way.
+            if !fault.remove_command.is_empty() {
+                let at = now_ns(epoch);
+                match run_command(&fault.remove_command) {
+                    Ok(detail) => sender.send(event(
+                        EventKind::FaultRemoved,
+                        at,
+                        format!("early, the run stopping: {detail}"),
+                        None,
+                    )),
+                    Err(why) => sender.send(event(
+                        EventKind::FaultFailed,
+                        at,
+                        format!("removal failed (early, the run stopping): {why}"),
+                        None,
+                    )),
+                }
+            }
+            return;
+        }
+        let at = now_ns(epoch);
+        if fault.remove_command.is_empty() {
+            sender.send(event(
+                EventKind::FaultExpired,
+                at,
+                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
+                None,
+            ));
+        } else {
+            match run_command(&fault.remove_command) {
+                Ok(detail) => sender.send(event(EventKind::FaultRemoved, at, detail, None)),
+                Err(why) => sender.send(event(
+                    EventKind::FaultFailed,
+                    at,
+                    format!("removal failed: {why}"),
+                    None,
+                )),
+            }
+        }
+    }
+}
+
+/// The status and body a `method path` request (a `POST` carries `{}`) gets from `address`,
+/// for confirming a degradation's impact independently of the injector. Reads at most 64 KiB.
+pub(super) fn answer_of(
+    address: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200))
+        .map_err(|e| format!("{address}: {e}"))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let body = if method == "POST" { "{}" } else { "" };
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("{address}: {e}"))?;
+    // Read to the end of the body its content-length announces (a server may keep the
+    // connection open), to the close, or to 64 KiB, whichever comes first.
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while response.len() < 64 * 1024 {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+        }
+        let text = String::from_utf8_lossy(&response);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())
+                    .flatten()
+            });
+            if length.is_some_and(|n| body.len() >= n) {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "{address} answered {:?}, not an HTTP/1.1 status line",
+                text.lines().next().unwrap_or_default()
+            )
+        })?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    Ok((status, body))
+}
+
+pub(super) fn run_command(argv: &[String]) -> Result<String, String> {
+    let (program, args) = argv.split_first().ok_or("empty command")?;
+    let status = std::process::Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(format!("{} exited 0", argv.join(" ")))
+    } else {
+        Err(format!("{} exited {status}", argv.join(" ")))
+    }
+}
+
+pub(super) fn apply(
+    injector: Injector,
+    fault: &percentes_formats::config::Fault,
+    partition_ns: Option<u64>,
+) -> Result<String, String> {
+    match injector {
+        Injector::Exec => run_command(&fault.fire_command),
+        Injector::KillPidFile => {
+            let path = fault.pid_file.as_deref().unwrap_or_default();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
+            let pid: i32 = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("pid file {path} holds {:?}, not a pid", text.trim()))?;
+            // SAFETY: kill(2) with a pid read from the operator's pid file; no memory is involved.
+            #[allow(unsafe_code)]
+            let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
+            if rc == 0 {
+                Ok(format!("SIGKILL to pid {pid} from {path}"))
+            } else {
+                Err(format!(
+                    "kill({pid}, SIGKILL) failed: {}",
+                    std::io::Error::last_os_error()
+                ))
+            }
+        }
+        Injector::MockAdmin => {
+            let address = fault.admin_address.as_deref().unwrap_or_default();
+            let mode = fault.mock_mode.as_deref().unwrap_or_default();
+            let duration_ms = partition_ns.map(|p| p / 1_000_000).unwrap_or(3_600_000);
+            let body = serde_json::json!({"mode": mode, "at_ms": 0, "duration_ms": duration_ms})
+                .to_string();
+            let request = format!("POST /admin/faults HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let mut stream = std::net::TcpStream::connect(address)
+                .map_err(|e| format!("mock admin {address}: {e}"))?;
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            std::io::Write::write_all(&mut stream, request.as_bytes())
+                .map_err(|e| format!("mock admin {address}: {e}"))?;
+            let mut response = String::new();
+            let _ = std::io::Read::read_to_string(&mut stream, &mut response);
+            if response.starts_with("HTTP/1.1 200") {
+                Ok(format!("mock {address} armed {mode} for {duration_ms} ms"))
+            } else {
+                Err(format!(
+                    "mock admin {address} answered {:?}",
+                    response.lines().next().unwrap_or_default()
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Facts about the recording host and its clocks: the monotonic clock, CPU accounting from
+//! /proc, the CPUs this process may use, and the host facts the journal header carries.
+
+use super::*;
+
+/// The raw CLOCK_MONOTONIC reading, ns.
+pub(super) fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to the valid, exclusively borrowed `ts`.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0, "CLOCK_MONOTONIC is always available on Linux");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub(super) fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    #[allow(unsafe_code)]
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as u64
+    } else {
+        100
+    }
+}
+
+pub(super) fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+pub(super) fn host_facts(
+    workers: usize,
+    deferred_task_work: bool,
+    canary: bool,
+    config: &Config,
+    target: &Target,
+) -> Vec<(String, String)> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    vec![
+        ("hostname".into(), read_trimmed("/proc/sys/kernel/hostname")),
+        ("kernel".into(), read_trimmed("/proc/sys/kernel/osrelease")),
+        ("cpu".into(), cpu),
+        (
+            "cores".into(),
+            std::thread::available_parallelism()
+                .map(|n| n.get().to_string())
+                .unwrap_or_default(),
+        ),
+        ("recorder-workers".into(), workers.to_string()),
+        (
+            "canary".into(),
+            if canary {
+                format!(
+                    "loopback, one event each {} ms to every worker",
+                    canary::CANARY_INTERVAL.as_millis()
+                )
+            } else {
+                "off".into()
+            },
+        ),
+        (
+            "io".into(),
+            if deferred_task_work {
+                "compio 0.19.2, io_uring (single issuer, deferred task work)".into()
+            } else {
+                "compio 0.19.2, io_uring (plain setup: this kernel refuses deferred task work)"
+                    .into()
+            },
+        ),
+        (
+            "tls".into(),
+            match (target.tls, config.target.tls.insecure) {
+                (false, _) => "none (plain HTTP/1.1)".into(),
+                (true, false) => "rustls 0.23 (aws-lc-rs), certificate verification on".into(),
+                (true, true) => {
+                    "rustls 0.23 (aws-lc-rs), CERTIFICATE VERIFICATION OFF (target.tls.insecure)"
+                        .into()
+                }
+            },
+        ),
+    ]
+}
+
+/// /proc/stat's aggregate cpu line: (busy, total) jiffies.
+pub(super) fn host_cpu() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// This process's CPU time, ns.
+pub(super) fn recorder_cpu_ns(ticks: u64) -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // After the command name: state is not numeric, so utime and stime are fields 11 and 12 here.
+    let jiffies = fields.get(10).copied().unwrap_or(0) + fields.get(11).copied().unwrap_or(0);
+    jiffies * 1_000_000_000 / ticks
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status), ascending.
+pub(super) fn allowed_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.trim().parse::<usize>()),
+        }
+    }
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
+    cpus
+}

@@ -1,0 +1,390 @@
+//! Tidy tests: rules about the source itself that a reviewer would otherwise have to remember.
+//! Each reads the tree as text; each was run once against a deliberate break (see the note of
+//! the session that added it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use percentes_formats::pins::{Value, PINS};
+
+fn root() -> PathBuf {
+    super::golden::root()
+}
+
+/// Every `.rs` file under `dir`, recursively, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether a file holds only tests or test data (a `tests.rs`, a fixtures module).
+fn is_test_file(path: &Path) -> bool {
+    let name = path.file_name().unwrap().to_string_lossy();
+    name == "tests.rs" || name == "fixtures.rs" || name.ends_with("_tests.rs")
+}
+
+/// The non-test code of a file: everything before its `#[cfg(test)]` module.
+fn non_test_code(text: &str) -> &str {
+    text.find("#[cfg(test)]\nmod tests")
+        .map_or(text, |at| &text[..at])
+}
+
+/// Source with comments and string literals blanked, so that numbers in prose or messages are
+/// not read as code.
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if text[i..].starts_with("//") {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+        } else if bytes[i] == b'"' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'"' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if bytes[i] == b'\'' && i + 2 < bytes.len() && bytes[i + 2] == b'\'' {
+            // a character literal such as '5'
+            out.push_str("' '");
+            i += 3;
+        } else {
+            let c = text[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Numeric literals of `code`, with their line numbers: (line, literal text).
+fn literals(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let starts = chars[i].is_ascii_digit()
+                && (i == 0
+                    || !(chars[i - 1].is_alphanumeric()
+                        || chars[i - 1] == '_'
+                        || chars[i - 1] == '.'));
+            if !starts {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j < chars.len()
+                && (chars[j].is_ascii_alphanumeric()
+                    || chars[j] == '_'
+                    || (chars[j] == '.' && chars.get(j + 1).is_some_and(|c| c.is_ascii_digit()))
+                    || ((chars[j] == '-' || chars[j] == '+') && matches!(chars[j - 1], 'e' | 'E')))
+            {
+                j += 1;
+            }
+            out.push((n + 1, chars[i..j].iter().collect()));
+            i = j;
+        }
+    }
+    out
+}
+
+/// The value of a numeric literal (`600_000_000`, `2.776`, `1e-9`, `5u64`, `4.0_f64`).
+fn literal_value(literal: &str) -> Option<f64> {
+    let plain: String = literal.chars().filter(|&c| c != '_').collect();
+    for suffix in [
+        "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize", "f32", "f64",
+    ] {
+        if let Some(number) = plain.strip_suffix(suffix) {
+            return number.parse().ok();
+        }
+    }
+    if plain.starts_with("0x") || plain.starts_with("0b") || plain.starts_with("0o") {
+        return None;
+    }
+    plain.parse().ok()
+}
+
+/// The pinned numbers distinctive enough that a literal equal to one is almost surely the pin
+/// written again: every non-round float, and every whole number of at least 100 that is not a
+/// unit conversion.
+fn distinctive_pins() -> BTreeMap<u64, Vec<&'static str>> {
+    let mut out: BTreeMap<u64, Vec<&'static str>> = BTreeMap::new();
+    for pin in PINS {
+        let (value, distinctive) = match pin.value {
+            Value::Float(v) => (v, v != 0.0 && v != 1.0 && v.fract() != 0.0),
+            Value::Int(v) => (v as f64, v >= 100 && ![1000, 1_000_000].contains(&v)),
+        };
+        if distinctive {
+            out.entry(value.to_bits()).or_default().push(pin.key);
+        }
+    }
+    // Numbers derived from pins are pins too.
+    out.entry((percentes_formats::pins::FAULT_RUN_SCHEDULE_S as f64).to_bits())
+        .or_default()
+        .push("FAULT_RUN_SCHEDULE_S (warm-up + baseline + recovery timeout + cooldown)");
+    out
+}
+
+/// The instrument's own code: the crates that measure and analyze, and the binary.
+fn instrument_sources() -> Vec<PathBuf> {
+    let root = root();
+    ["src", "formats/src", "analyzer/src", "recorder/src"]
+        .iter()
+        .flat_map(|dir| rust_files(&root.join(dir)))
+        .filter(|p| !is_test_file(p))
+        .collect()
+}
+
+/// Where a number equal to a pin is legitimately written as a literal: (file, literal, why).
+/// `*` allows every literal of the file.
+const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
+    ("formats/src/pins.rs", "*", "the pins themselves"),
+    (
+        "analyzer/src/analysis/audit.rs",
+        "0.99",
+        "the p99 quantile of the send skew",
+    ),
+    (
+        "analyzer/src/analysis/client_gate.rs",
+        "0.99",
+        "the p99 quantile of the send skew",
+    ),
+    (
+        "analyzer/src/analysis/window.rs",
+        "0.99",
+        "the p99 quantile (QUANTILES, TAIL_QUANTILES)",
+    ),
+    (
+        "recorder/src/canary.rs",
+        "0.99",
+        "the p99 of a second's canary lags",
+    ),
+    (
+        "recorder/src/run/telemetry.rs",
+        "0.99",
+        "the p99 of the stall ticker and the send skew",
+    ),
+    (
+        "formats/src/config/relations.rs",
+        "1e-9",
+        "relative tolerance of two equal rates, not the crossing test",
+    ),
+    (
+        "recorder/src/exchange.rs",
+        "120",
+        "characters of an error event quoted in a detail",
+    ),
+    (
+        "recorder/src/run/client.rs",
+        "256",
+        "records a worker batches, not max_tokens",
+    ),
+    (
+        "recorder/src/run.rs",
+        "300",
+        "the epoch's lead over the first send, in ms",
+    ),
+];
+
+#[test]
+fn no_pinned_number_is_written_again_as_a_literal() {
+    let pins = distinctive_pins();
+    let root = root();
+    let mut found = Vec::new();
+    for path in instrument_sources() {
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let allowed = |literal: &str| {
+            LITERAL_ALLOWED
+                .iter()
+                .any(|(file, what, _)| *file == relative && (*what == "*" || *what == literal))
+        };
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = code_only(non_test_code(&text));
+        for (line, literal) in literals(&code) {
+            let Some(value) = literal_value(&literal) else {
+                continue;
+            };
+            if allowed(&literal) {
+                continue;
+            }
+            if let Some(keys) = pins.get(&value.to_bits()) {
+                found.push(format!(
+                    "{relative}:{line}: {literal} is the pin {}",
+                    keys.join(" / ")
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "read these through percentes_formats::pins instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_literal_scan_sees_what_it_must() {
+    let code =
+        code_only("let t = 2.776; // 0.65 in a comment\nlet s = \"1e-9\"; let h = 600_000_000u64;");
+    let values: Vec<f64> = literals(&code)
+        .iter()
+        .filter_map(|(_, l)| literal_value(l))
+        .collect();
+    assert_eq!(values, vec![2.776, 600_000_000.0]);
+    let pins = distinctive_pins();
+    assert!(pins.contains_key(&2.776f64.to_bits()));
+    assert!(pins.contains_key(&0.65f64.to_bits()));
+    assert!(
+        !pins.contains_key(&1000f64.to_bits()),
+        "a unit conversion is not a pin"
+    );
+}
+
+/// The top-level module a file of the analyzer belongs to (`analysis/window.rs` -> `analysis`).
+fn module_of(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).unwrap();
+    let first = relative
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+/// Which of the analyzer's top-level modules each module's non-test code names (`crate::x`).
+fn analyzer_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = root().join("analyzer/src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        if is_test_file(&file) {
+            continue;
+        }
+        let module = module_of(&src, &file);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = code_only(non_test_code(&text));
+        let names = graph.entry(module.clone()).or_default();
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module && name.chars().next().unwrap().is_lowercase() {
+                names.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in `graph`, if it has one, as the path that closes it.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_owned());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_analyzers_modules_import_no_circle() {
+    let graph = analyzer_imports();
+    assert!(graph.contains_key("analysis") && graph.contains_key("model"));
+    if let Some(found) = cycle(&graph) {
+        panic!(
+            "an import circle among the analyzer's modules: {}",
+            found.join(" -> ")
+        );
+    }
+}
+
+#[test]
+fn the_report_model_imports_nothing_above_it() {
+    let graph = analyzer_imports();
+    let below: BTreeSet<String> = ["estimate"].map(String::from).into();
+    let model = &graph["model"];
+    assert!(
+        model.is_subset(&below),
+        "model may name only {below:?}, and names {model:?}"
+    );
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    graph.entry("a".into()).or_default().insert("b".into());
+    graph.entry("b".into()).or_default().insert("c".into());
+    assert_eq!(cycle(&graph), None);
+    graph.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(
+        cycle(&graph),
+        Some(["a", "b", "c", "a"].map(String::from).to_vec())
+    );
+}
+
+#[test]
+fn no_gate_or_event_is_looked_up_by_its_text() {
+    let root = root();
+    let mut found = Vec::new();
+    for path in instrument_sources() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in non_test_code(&text).lines().enumerate() {
+            let suspicious = line.contains(".starts_with(\"G")
+                || line.contains("event_kind_code(")
+                || (line.contains(".status ==") && line.contains("\"pass\""));
+            if suspicious {
+                let relative = path.strip_prefix(&root).unwrap().display();
+                found.push(format!("{relative}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use GateId, Status and EventKind:\n{}",
+        found.join("\n")
+    );
+}
