@@ -10,14 +10,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
-#[cfg(target_os = "linux")]
-mod calibrate;
-#[cfg(target_os = "linux")]
-mod demo;
 mod inspect;
 mod show;
 #[cfg(target_os = "linux")]
-mod study;
+use percentes_study::{calibrate, demo, scenario as study};
 
 use percentes_analyzer::model;
 use percentes_analyzer::JournalFile;
@@ -390,9 +386,18 @@ fn analyze(path: &Path, spec: Spec, output: &Path, json: bool) -> Result<ExitCod
     })
 }
 
+/// This build, as the studies cite it.
+#[cfg(target_os = "linux")]
+fn tool() -> percentes_study::Tool {
+    percentes_study::Tool {
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("PERCENTES_COMMIT").into(),
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn demo(output: &Path, force: bool, time_factor: u32) -> Result<ExitCode> {
-    demo::run(output, force, time_factor)
+    demo::run(output, force, time_factor, &tool())
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -407,7 +412,7 @@ fn calibrate_command(
     replica: Option<&str>,
     force: bool,
 ) -> Result<ExitCode> {
-    calibrate::calibrate(config, output, replica, force)
+    calibrate::calibrate(config, output, replica, force, &tool())
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -432,7 +437,7 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
             } else {
                 study::Timing::Dev(time_factor)
             };
-            study::run(&scenario, &output, force, timing)
+            study::run(&scenario, &output, force, timing, &tool())
         }
     }
 }

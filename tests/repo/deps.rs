@@ -62,6 +62,7 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
         "rustls",
         "percentes-recorder",
         "percentes-scenarios",
+        "percentes-study",
     ] {
         assert!(
             !deps.contains(banned),

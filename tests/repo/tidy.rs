@@ -388,3 +388,60 @@ fn no_gate_or_event_is_looked_up_by_its_text() {
         found.join("\n")
     );
 }
+
+/// Lines of non-test code in a file (everything before its `#[cfg(test)]` module).
+fn non_test_lines(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    non_test_code(&text).lines().count()
+}
+
+/// The most lines of non-test code one file may have: past it, a file holds more than one room.
+const FILE_LINES_MAX: usize = 1000;
+/// The most lines of non-test code the binary crate may have: flags, dispatch, exit codes and
+/// terminal rendering; anything more belongs in a library.
+const BINARY_LINES_MAX: usize = 1500;
+
+#[test]
+fn no_file_of_non_test_code_is_over_the_limit() {
+    let root = root();
+    let mut over = Vec::new();
+    for dir in [
+        "src",
+        "formats/src",
+        "analyzer/src",
+        "recorder/src",
+        "scenarios/src",
+        "study/src",
+    ] {
+        for path in rust_files(&root.join(dir)) {
+            if is_test_file(&path) {
+                continue;
+            }
+            let lines = non_test_lines(&path);
+            if lines > FILE_LINES_MAX {
+                over.push(format!(
+                    "{}: {lines} lines",
+                    path.strip_prefix(&root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "split these (at most {FILE_LINES_MAX} lines of non-test code a file):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn the_binary_is_thin() {
+    let lines: usize = rust_files(&root().join("src"))
+        .iter()
+        .filter(|p| !is_test_file(p))
+        .map(|p| non_test_lines(p))
+        .sum();
+    assert!(
+        lines <= BINARY_LINES_MAX,
+        "the binary has {lines} lines of non-test code (at most {BINARY_LINES_MAX}): move logic into a library crate"
+    );
+}

@@ -23,6 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+
+use crate::Tool;
 use percentes_analyzer::model;
 use percentes_analyzer::{analysis, report, JournalFile};
 use percentes_formats::config::{Config, FaultVariant};
@@ -33,7 +35,7 @@ use serde::Deserialize;
 
 /// The replica-loss clean delete, which `percentes demo` runs.
 pub const DEMO_SCENARIO: &str =
-    include_str!("../scenarios/catalogue/replica-loss-clean-delete.toml");
+    include_str!("../../scenarios/catalogue/replica-loss-clean-delete.toml");
 
 /// One scenario file.
 #[derive(Debug, Deserialize)]
@@ -350,7 +352,13 @@ fn config_text(
 }
 
 /// `percentes scenario run` (and the demo): returns the exit code the run earned.
-pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> Result<ExitCode> {
+pub fn run(
+    scenario: &Scenario,
+    output: &Path,
+    force: bool,
+    timing: Timing,
+    tool: &Tool,
+) -> Result<ExitCode> {
     let meta = &scenario.scenario;
     if let Some(why) = &meta.refused {
         bail!(
@@ -448,7 +456,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
 
     let journal = output.join("run.pj");
     let inbox = TimelineInbox::default();
-    let options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()));
+    let options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()), tool);
     let finished = Arc::new(AtomicBool::new(false));
     let recorder = {
         let finished = Arc::clone(&finished);
@@ -490,7 +498,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
     let file = JournalFile::open(&journal)?;
     let verified = file.verify(&Default::default());
     println!("verify: {}", verified.verdict.name());
-    let (loaded, result) = analyze_journal(&file, &journal)?;
+    let (loaded, result) = analyze_journal(&file, &journal, tool)?;
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
     let declaration = declaration_text(scenario, &config, &result, factor);
@@ -527,6 +535,7 @@ pub fn run(scenario: &Scenario, output: &Path, force: bool, timing: Timing) -> R
 pub fn analyze_journal(
     file: &JournalFile,
     path: &Path,
+    tool: &Tool,
 ) -> Result<(percentes_analyzer::load::Run, model::Report)> {
     let run = percentes_analyzer::load::load(file)
         .with_context(|| format!("cannot analyze {}", path.display()))?;
@@ -535,8 +544,8 @@ pub fn analyze_journal(
         file,
         Spec::CURRENT,
         &model::Analyzer {
-            version: env!("CARGO_PKG_VERSION").into(),
-            commit: env!("PERCENTES_COMMIT").into(),
+            version: tool.version.clone(),
+            commit: tool.commit.clone(),
         },
     );
     Ok((run, report))
@@ -548,13 +557,14 @@ pub fn recorder_options(
     output: PathBuf,
     progress: Progress,
     timeline: Option<TimelineInbox>,
+    tool: &Tool,
 ) -> Options {
     Options {
         output,
         force: true,
         signing_key: None,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        tool_commit: env!("PERCENTES_COMMIT").into(),
+        tool_version: tool.version.clone(),
+        tool_commit: tool.commit.clone(),
         workers: 1,
         canary: true,
         progress,
@@ -967,7 +977,7 @@ mod tests {
     use super::*;
 
     fn catalogue() -> Vec<(PathBuf, Scenario)> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/catalogue");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/catalogue");
         let mut all: Vec<(PathBuf, Scenario)> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -1134,7 +1144,11 @@ mod tests {
             .find(|(_, s)| s.scenario.name == "load-under-rollout")
             .unwrap();
         let out = std::env::temp_dir().join(format!("percentes-refused-{}", std::process::id()));
-        let e = run(&rollout, &out, false, Timing::Dev(100))
+        let tool = Tool {
+            version: "test".into(),
+            commit: "test".into(),
+        };
+        let e = run(&rollout, &out, false, Timing::Dev(100), &tool)
             .unwrap_err()
             .to_string();
         assert!(e.contains("executable rollout controller"), "{e}");

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+
+use crate::Tool;
 use percentes_analyzer::{gates, JournalFile};
 use percentes_formats::config::Config;
 use percentes_formats::pins;
@@ -144,6 +146,7 @@ struct Recorder<'a> {
     output: &'a Path,
     calibration: usize,
     count: usize,
+    tool: &'a Tool,
 }
 
 impl StepRunner for Recorder<'_> {
@@ -161,7 +164,8 @@ impl StepRunner for Recorder<'_> {
             )
         })?;
         let journal = self.output.join(format!("{stem}.pj"));
-        let options = crate::study::recorder_options(journal.clone(), Progress::Quiet, None);
+        let options =
+            crate::scenario::recorder_options(journal.clone(), Progress::Quiet, None, self.tool);
         let summary =
             run::record(&config, &options).with_context(|| format!("recording step {stem}"))?;
         if summary.status.name() != "completed" {
@@ -171,7 +175,7 @@ impl StepRunner for Recorder<'_> {
                 summary.reason
             );
         }
-        let step = evaluate(&journal, rate_rps, stage, &self.replica)?;
+        let step = evaluate(&journal, rate_rps, stage, &self.replica, self.tool)?;
         println!(
             "  calibration {} step {:>2} {:<6} {:>9.3} rps: {}{}",
             self.calibration,
@@ -247,9 +251,15 @@ impl Recorder<'_> {
 
 /// Analyzes a step's journal into its verdict (§10: goodput >= 0.99 over the measured span,
 /// mean waiting-queue gauge <= 1.0, client gate clean).
-pub fn evaluate(journal: &Path, rate_rps: f64, stage: &'static str, replica: &str) -> Result<Step> {
+pub fn evaluate(
+    journal: &Path,
+    rate_rps: f64,
+    stage: &'static str,
+    replica: &str,
+    tool: &Tool,
+) -> Result<Step> {
     let file = JournalFile::open(journal)?;
-    let (run, result) = crate::study::analyze_journal(&file, journal)?;
+    let (run, result) = crate::scenario::analyze_journal(&file, journal, tool)?;
     let goodput_min = run.config.number(&pins::CALIBRATION_STEP_GOODPUT_MIN);
     let waiting_max = run.config.number(&pins::CALIBRATION_STEP_WAITING_MAX);
     let mut reasons = Vec::new();
@@ -331,6 +341,7 @@ pub fn calibrate(
     output: &Path,
     replica: Option<&str>,
     force: bool,
+    tool: &Tool,
 ) -> Result<ExitCode> {
     let config = Config::load(config_path)?;
     if config.calibration.step {
@@ -368,7 +379,7 @@ pub fn calibrate(
     // An earlier calibration's trace in this folder goes first, so no step of it can be read
     // as one of this calibration's; other files stay.
     if output.join("calibration.json").is_file() {
-        crate::study::remove_files_named(output, is_trace_file)?;
+        crate::scenario::remove_files_named(output, is_trace_file)?;
     }
     std::fs::create_dir_all(output)
         .with_context(|| format!("cannot create {}", output.display()))?;
@@ -401,6 +412,7 @@ pub fn calibrate(
             output,
             calibration: index,
             count: 0,
+            tool,
         };
         let ramp = ramp(start, fine, &mut runner)?;
         println!("calibration {index}: {}", ramp.note);

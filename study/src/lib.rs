@@ -1,0 +1,43 @@
+//! The studies percentes runs on this machine's local testbed, as a library the binary calls and
+//! the tests can drive without a subprocess.
+//!
+//! - [`scenario`]: scenario files (seeds/004's catalogue: the question, the blast radius, the
+//!   budgets and expectations, the testbed and the run configuration as a template), the runner
+//!   that starts the testbed, records through the real recorder while it plays the orchestrator,
+//!   then verifies, analyzes and writes `scenario.md` with every expectation checked.
+//! - [`calibrate`]: SPEC §10's ramp of one replica addressed directly, each step a recorded and
+//!   analyzed journal, the decision over two or three calibrations, the whole trace written.
+//! - [`demo`]: the catalogue's clean-delete scenario, compiled in (README command 1).
+//!
+//! What it is not for: measuring anything itself. Every number comes from the recorder's journal
+//! through the analyzer; this crate only arranges the experiment around them. It records, so it
+//! is Linux only; elsewhere the crate is empty and the binary says why.
+//!
+//! ```no_run
+//! # #[cfg(target_os = "linux")]
+//! # fn main() -> anyhow::Result<()> {
+//! use percentes_study::{scenario, Tool};
+//! let tool = Tool { version: "0.1.0".into(), commit: "unknown".into() };
+//! let scenario = scenario::Scenario::parse(scenario::DEMO_SCENARIO, "built-in")?;
+//! scenario::run(&scenario, "demo-out".as_ref(), false, scenario::Timing::Dev(10), &tool)?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(target_os = "linux"))]
+//! # fn main() {}
+//! ```
+
+/// The build that runs a study: cited by every journal it records and every report it writes.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    /// The binary's version (`CARGO_PKG_VERSION`).
+    pub version: String,
+    /// The commit the binary was built from, or `unknown`.
+    pub commit: String,
+}
+
+#[cfg(target_os = "linux")]
+pub mod calibrate;
+#[cfg(target_os = "linux")]
+pub mod demo;
+#[cfg(target_os = "linux")]
+pub mod scenario;
