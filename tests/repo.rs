@@ -14,6 +14,16 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A test whose prerequisite is missing: under `PERCENTES_CI` (set by `.ci/run`, which installs
+/// every prerequisite) it fails with the reason; elsewhere it says it skipped, on stderr.
+fn prerequisite_missing(test: &str, why: &str) {
+    assert!(
+        std::env::var_os("PERCENTES_CI").is_none(),
+        "{test} must run under PERCENTES_CI, and cannot: {why}"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 mod repo {
     pub mod acceptance;
     pub mod cli;

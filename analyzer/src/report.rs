@@ -1,4 +1,4 @@
-//! Writing an [`analysis::Report`](crate::analysis::Report): `report.json` for machines,
+//! Writing an [`model::Report`](crate::model::Report): `report.json` for machines,
 //! `report.md` for people, `report.html` with the plots inline, and `histograms.hlog`, the
 //! per-window latency histograms in HdrHistogram's interval-log format (SPEC §9).
 //!
@@ -17,7 +17,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use crate::frame::Requests;
 use crate::model::{Distribution, Gate, RecoveryReport, Report, WindowReport};
 
-/// The files [`write`] always creates in its output folder; beside them go the plots
+/// The files [`write()`] always creates in its output folder; beside them go the plots
 /// ([`crate::plots`]): `completion.svg` (when statistics are published), `goodput.svg` (fault
 /// runs), `latency.svg`.
 pub const FILES: [&str; 4] = ["report.json", "report.md", "report.html", "histograms.hlog"];

@@ -2,7 +2,7 @@
 //!
 //! Configuration loading ([`crate::config`]) checks every keyed pin; SPEC.md's pin table is
 //! rendered from [`PINS`] by [`markdown_table`] and a test keeps the two identical. Code that needs
-//! a pinned number reads it from here (through the constants below or [`pin`]), never from a
+//! a pinned number reads it from here (through the named constants and [`value`]), never from a
 //! literal of its own.
 
 use std::fmt;

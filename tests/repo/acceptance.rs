@@ -194,8 +194,9 @@ fn ac2d_cpu_pressure_fires_the_client_gate() {
         .output()
         .is_err()
     {
-        eprintln!(
-            "SKIPPED AC2d: stress-ng is not installed (apt-get install stress-ng; .ci/run does)"
+        crate::prerequisite_missing(
+            "AC2d",
+            "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
         );
         return;
     }

@@ -395,8 +395,8 @@ fn campaign_reads_journals_and_writes_its_summary() {
 }
 
 /// README command 1 at a higher time factor: the demo records, verifies and analyzes a
-/// clean-delete study into one folder. On a busy machine the run may fail its own client gate
-/// (exit 2, said in the report); the folder must be complete either way.
+/// clean-delete study into one folder. A run this busy machine fails on its own client gate
+/// (exit 2, said in the report) is recorded again, up to three times; then the test fails.
 ///
 /// When the run is valid it also checks AC4 (in-flight requests on the killed replica errored,
 /// counted, absent from histograms; no baseline request unresolved at fire within the 50 ms skew)
@@ -410,9 +410,44 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     let _machine = crate::machine();
     let dir = scratch("demo");
     let out = dir.join("out");
-    let (code, stdout, stderr) =
-        percentes(&["demo", "--time-factor", "100", "-o", out.to_str().unwrap()]);
-    assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
+    // A run this busy machine fails on its own client gate is recorded again (three tries), and
+    // the test fails with the reason after that; the assertions below are never weakened.
+    let mut attempt = 0;
+    let (code, stdout) = loop {
+        attempt += 1;
+        let (code, stdout, stderr) =
+            percentes(&["demo", "--time-factor", "100", "-o", out.to_str().unwrap()]);
+        assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
+        if code == 0 {
+            break (code, stdout);
+        }
+        // Only the client gate may fail, and only because this machine was busy; any
+        // experiment gate (G1, G6, G7, fault fidelity) failing is a defect of the demo or the
+        // analyzer.
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["validity"]["valid"], false);
+        for g in json["validity"]["gates"].as_array().unwrap() {
+            let holds = ["pass", "not applicable", "not evaluable", "campaign-level"]
+                .contains(&g["status"].as_str().unwrap())
+                || g["effect"] != "run-invalidating";
+            assert!(
+                holds || g["gate"].as_str().unwrap().starts_with("G2"),
+                "the demo failed {g}"
+            );
+        }
+        assert!(
+            attempt < 3,
+            "the demo failed its client gate {attempt} times on this machine: {}",
+            json["windows_withheld"]
+        );
+        eprintln!(
+            "the demo's run failed the client gate on this busy machine ({}); recording again",
+            json["windows_withheld"]
+        );
+    };
+    assert_eq!(code, 0);
     assert!(stdout.contains("verify: sealed-intact"), "{stdout}");
     for file in [
         "run.pj",
@@ -449,91 +484,73 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
-    if code == 0 {
-        let measured: Vec<&str> = json["recovery"]["decomposition"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|b| !b["at_s"].is_null())
-            .map(|b| b["boundary"].as_str().unwrap())
-            .collect();
-        for b in [
-            "reschedule",
-            "container start",
-            "weight load",
-            "replica-ready",
-            "traffic-restored",
-        ] {
-            assert!(measured.contains(&b), "{b} not measured: {measured:?}");
-        }
-        assert!(out.join("report/goodput.svg").is_file());
-        // AC4.
-        let victim = &json["in_flight_at_fire"]["on_victim"];
-        assert!(
-            victim["errored"].as_u64().unwrap() > 0 && victim["completed"] == 0,
-            "{victim}"
-        );
-        for w in json["windows"].as_array().unwrap() {
-            assert_eq!(
-                w["e2e"]["n"], w["outcomes"]["completed"],
-                "only completions in histograms"
-            );
-        }
-        let fired_ns = (json["timeline"]["fired_s"].as_f64().unwrap() * 1e9) as u64;
-        let baseline = json["timeline"]["windows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["window"] == "baseline")
-            .unwrap();
-        let (from, to) = (
-            (baseline["start_s"].as_f64().unwrap() * 1e9) as u64,
-            (baseline["end_s"].as_f64().unwrap() * 1e9) as u64,
-        );
-        let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
-        let run = percentes_analyzer::load::load(&file).unwrap();
-        let r = &run.requests;
-        // Unresolved at fire: terminal after the recorded fire. The AC allows the 50 ms maximum
-        // skew, but deadlines run from t_i, not from dispatch, so a baseline request (sent at least
-        // one timeout before the anchor) always ends by the fire; the strict check is the one
-        // that catches a victim request reset by the fire itself.
-        let unresolved = (0..r.len())
-            .filter(|&i| (from..to).contains(&r.intended_ns[i]) && r.terminal_ns[i] > fired_ns)
-            .count();
-        assert_eq!(unresolved, 0, "baseline requests unresolved at fire");
-        // AC6.
-        let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
-        for part in [
-            "## Headline",
-            "error rate",
-            "Sensitivity",
-            "Completion curve",
-        ] {
-            assert!(md.contains(part), "report.md lacks {part}");
-        }
-        assert_eq!(json["recovery"]["sweep"].as_array().unwrap().len(), 27);
-        assert!(json["headline"]
-            .as_str()
-            .unwrap()
-            .starts_with("Under clean delete"));
-    } else {
-        // Only the client gate may fail, and only because this machine was busy; any experiment
-        // gate (G1, G6, G7, fault fidelity) failing is a defect of the demo or the analyzer.
-        assert_eq!(json["validity"]["valid"], false);
-        for g in json["validity"]["gates"].as_array().unwrap() {
-            let holds = ["pass", "not applicable", "not evaluable", "campaign-level"]
-                .contains(&g["status"].as_str().unwrap())
-                || g["effect"] != "run-invalidating";
-            assert!(
-                holds || g["gate"].as_str().unwrap().starts_with("G2"),
-                "the demo failed {g}"
-            );
-        }
-        eprintln!(
-            "the demo's run failed the client gate on this busy machine: {}",
-            json["windows_withheld"]
+    let measured: Vec<&str> = json["recovery"]["decomposition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["at_s"].is_null())
+        .map(|b| b["boundary"].as_str().unwrap())
+        .collect();
+    for b in [
+        "reschedule",
+        "container start",
+        "weight load",
+        "replica-ready",
+        "traffic-restored",
+    ] {
+        assert!(measured.contains(&b), "{b} not measured: {measured:?}");
+    }
+    assert!(out.join("report/goodput.svg").is_file());
+    // AC4.
+    let victim = &json["in_flight_at_fire"]["on_victim"];
+    assert!(
+        victim["errored"].as_u64().unwrap() > 0 && victim["completed"] == 0,
+        "{victim}"
+    );
+    for w in json["windows"].as_array().unwrap() {
+        assert_eq!(
+            w["e2e"]["n"], w["outcomes"]["completed"],
+            "only completions in histograms"
         );
     }
+    let fired_ns = (json["timeline"]["fired_s"].as_f64().unwrap() * 1e9) as u64;
+    let baseline = json["timeline"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["window"] == "baseline")
+        .unwrap();
+    let (from, to) = (
+        (baseline["start_s"].as_f64().unwrap() * 1e9) as u64,
+        (baseline["end_s"].as_f64().unwrap() * 1e9) as u64,
+    );
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let r = &run.requests;
+    // Unresolved at fire: terminal after the recorded fire. The AC allows the 50 ms maximum
+    // skew, but deadlines run from t_i, not from dispatch, so a baseline request (sent at least
+    // one timeout before the anchor) always ends by the fire; the strict check is the one
+    // that catches a victim request reset by the fire itself.
+    let unresolved = (0..r.len())
+        .filter(|&i| (from..to).contains(&r.intended_ns[i]) && r.terminal_ns[i] > fired_ns)
+        .count();
+    assert_eq!(unresolved, 0, "baseline requests unresolved at fire");
+    // AC6.
+    let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    for part in [
+        "## Headline",
+        "error rate",
+        "Sensitivity",
+        "Completion curve",
+    ] {
+        assert!(md.contains(part), "report.md lacks {part}");
+    }
+    assert_eq!(json["recovery"]["sweep"].as_array().unwrap().len(), 27);
+    assert!(json["headline"]
+        .as_str()
+        .unwrap()
+        .starts_with("Under clean delete"));
+
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -13,7 +13,10 @@ fn python() -> Option<&'static str> {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIPPED: python3 is not installed; the independent verifier was not run");
+        crate::prerequisite_missing(
+            "the independent verifier",
+            "python3 is not installed",
+        );
     }
     ok.then_some("python3")
 }
@@ -97,8 +100,9 @@ fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !has_hdrh {
-        eprintln!(
-            "SKIPPED: the Python package hdrhistogram is not installed (pip install hdrhistogram)"
+        crate::prerequisite_missing(
+            "Python's HdrHistogram reading the interval log",
+            "the Python package hdrhistogram is not installed (pip install hdrhistogram; .ci/run does)",
         );
         return;
     }

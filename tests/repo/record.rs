@@ -508,7 +508,10 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED undispatched test: prlimit (util-linux) is not installed");
+        crate::prerequisite_missing(
+            "the undispatched test",
+            "prlimit (util-linux) is not installed",
+        );
         return;
     }
     // Requests take 400 ms, so at 200 rps connections pile up past the 40-descriptor limit.

@@ -64,7 +64,7 @@ pub enum Ending {
     },
 }
 
-/// Options for [`write`].
+/// Options for [`write()`].
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Content-event gaps per completed request.
