@@ -1,8 +1,12 @@
-//! golden/v1: committed journals and their expected `verify` and `inspect` output.
+//! golden/v1: committed journals and their expected `verify` and `inspect` output; golden/runs:
+//! recorded runs and their expected analyses under every spec version.
 //!
-//! The promise: a v1 journal written by any release verifies and decodes identically in every
-//! later release. Regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden` only for a
-//! deliberate change, and review the diff like code. Never delete an old version's goldens.
+//! The promise of golden/v1: a v1 journal written by any release verifies and decodes
+//! identically in every later release. Those files are frozen: no flag rewrites them, and a
+//! mismatch is a broken promise (or, if readers must change, format v2 with goldens of its own).
+//! The expected reports of golden/runs follow the analyzer: `UPDATE_GOLDEN=1 cargo test --test
+//! repo golden` rewrites them, and the diff is reviewed like code. A mismatch prints a unified
+//! diff either way. Never delete an old version's goldens.
 
 use percentes_formats::spec::Spec;
 use std::path::{Path, PathBuf};
@@ -115,6 +119,58 @@ fn generate(case: &Case) -> Vec<u8> {
     synthetic::bytes(&synthetic::golden_config(), &(case.options)())
 }
 
+/// A unified diff of `expected` (the committed file) against `actual`, one hunk around the lines
+/// that differ (everything between the longest common head and tail), with three lines of
+/// context.
+pub fn unified_diff(name: &str, expected: &str, actual: &str) -> String {
+    let old: Vec<&str> = expected.lines().collect();
+    let new: Vec<&str> = actual.lines().collect();
+    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let context = 3;
+    let start = head.saturating_sub(context);
+    let old_end = (old.len() - tail + context).min(old.len());
+    let new_end = (new.len() - tail + context).min(new.len());
+    let mut out = format!(
+        "--- {name} (committed)\n+++ {name} (this build)\n@@ -{},{} +{},{} @@\n",
+        start + 1,
+        old_end - start,
+        start + 1,
+        new_end - start
+    );
+    for line in &old[start..head] {
+        out.push_str(&format!(" {line}\n"));
+    }
+    for line in &old[head..old.len() - tail] {
+        out.push_str(&format!("-{line}\n"));
+    }
+    for line in &new[head..new.len() - tail] {
+        out.push_str(&format!("+{line}\n"));
+    }
+    for line in &old[old.len() - tail..old_end] {
+        out.push_str(&format!(" {line}\n"));
+    }
+    out
+}
+
+/// A frozen golden (golden/v1): never rewritten.
+fn compare_frozen(path: &Path, actual: &str) {
+    let expected = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}: a frozen golden is missing", path.display()));
+    assert!(
+        expected == actual,
+        "{} is frozen (format v1's compatibility promise) and this build disagrees:\n{}",
+        path.display(),
+        unified_diff(&path.display().to_string(), &expected, actual)
+    );
+}
+
+/// An expected analysis (golden/runs): rewritten under `UPDATE_GOLDEN=1`.
 fn compare(path: &Path, actual: &str) {
     if updating() {
         std::fs::write(path, actual).unwrap();
@@ -128,46 +184,44 @@ fn compare(path: &Path, actual: &str) {
     });
     assert!(
         expected == actual,
-        "{} differs from the output:\n{actual}",
-        path.display()
+        "{} differs from this build's analysis (review, then UPDATE_GOLDEN=1 cargo test --test repo golden):\n{}",
+        path.display(),
+        unified_diff(&path.display().to_string(), &expected, actual)
     );
 }
 
 #[test]
+fn a_mismatch_reads_as_a_unified_diff() {
+    let diff = unified_diff("x", "a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nd\nE\nf\ng\nh\n");
+    assert_eq!(
+        diff,
+        "--- x (committed)\n+++ x (this build)\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n"
+    );
+    let grown = unified_diff("x", "a\n", "a\nb\n");
+    assert!(grown.ends_with(" a\n+b\n"), "{grown}");
+}
+
+#[test]
 fn goldens_verify_and_decode_as_recorded() {
-    if updating() {
-        std::fs::create_dir_all(dir()).unwrap();
-        for case in CASES {
-            std::fs::write(dir().join(format!("{}.pj", case.name)), generate(case)).unwrap();
-        }
-        let public = synthetic::golden_signing_key().verifying_key().to_bytes();
-        std::fs::write(
-            dir().join("signed.pub"),
-            format!("{}\n", percentes_formats::journal::hex(&public)),
-        )
-        .unwrap();
-    }
     for case in CASES {
         let journal = format!("golden/v1/{}.pj", case.name);
         let mut args = vec!["verify", journal.as_str()];
         args.extend_from_slice(case.verify_args);
         let (code, stdout, stderr) = percentes(&args);
         assert_eq!(code, case.exit, "{journal}: {stdout}{stderr}");
-        compare(&dir().join(format!("{}.verify.txt", case.name)), &stdout);
+        compare_frozen(&dir().join(format!("{}.verify.txt", case.name)), &stdout);
 
         let (code, stdout, _) = percentes(&["inspect", journal.as_str(), "--records"]);
         assert_eq!(code, 0);
-        compare(&dir().join(format!("{}.records.jsonl", case.name)), &stdout);
+        compare_frozen(&dir().join(format!("{}.records.jsonl", case.name)), &stdout);
     }
 }
 
-/// An alarm for accidental changes to what the writer emits. If a change is deliberate and the
-/// format stays v1 (readers unchanged), regenerate; if readers must change, it is format v2.
+/// An alarm for accidental changes to what the writer emits. The committed v1 journals are
+/// frozen: a writer that no longer reproduces them either has a bug, or writes format v2, whose
+/// goldens go in golden/v2 beside these.
 #[test]
 fn the_writer_still_writes_the_golden_bytes() {
-    if updating() {
-        return;
-    }
     for case in CASES {
         let committed = std::fs::read(dir().join(format!("{}.pj", case.name))).unwrap();
         assert!(
@@ -222,19 +276,29 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             version: "golden".into(),
             commit: "golden".into(),
         };
-        let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);
-        assert!(
-            result.validity.valid,
-            "{name}: {:?}",
-            result.windows_withheld
-        );
-        compare(
-            &dir.join(format!("{name}.report.json")),
-            &report::json(&result),
-        );
-        compare(
-            &dir.join(format!("{name}.report.md")),
-            &report::markdown(&result),
-        );
+        // Under the current version the expected files are NAME.report.*; under each older one,
+        // NAME.VERSION.report.* (an archived journal re-analyzed under v0.1 keeps its answer).
+        for spec in Spec::ALL {
+            let result = analysis::analyze(&run, &file, spec, &analyzer);
+            assert!(
+                result.validity.valid,
+                "{name} under {spec}: {:?}",
+                result.windows_withheld
+            );
+            assert_eq!(result.provenance.spec_applied, spec.name());
+            let stem = if spec == Spec::CURRENT {
+                name.clone()
+            } else {
+                format!("{name}.{spec}")
+            };
+            compare(
+                &dir.join(format!("{stem}.report.json")),
+                &report::json(&result),
+            );
+            compare(
+                &dir.join(format!("{stem}.report.md")),
+                &report::markdown(&result),
+            );
+        }
     }
 }
