@@ -192,16 +192,13 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
 
 /// The timeline of `run`: phase ends from the recorded schedule, the fire from its events.
 pub fn timeline_of(run: &Run) -> Timeline {
-    let phases = &run.header.schedule.phases;
-    let mut ends = Vec::with_capacity(phases.len());
-    let mut at = 0u64;
-    for phase in phases {
-        at += phase.duration_ns;
-        ends.push((phase.name.as_str(), at));
-    }
-    let end_of = |name: &str| ends.iter().find(|(n, _)| *n == name).map(|&(_, e)| e);
-    let schedule_end_ns = at;
-    let warmup_end_ns = end_of("warmup").unwrap_or(0);
+    let schedule = &run.header.schedule;
+    let schedule_end_ns = schedule.total_duration_ns();
+    // The one definition of the measured span, shared with the recorder (formats).
+    let (warmup_end_ns, measured_end_ns) = match schedule.measured_span_ns() {
+        (_, 0) => (0, schedule_end_ns),
+        span => span,
+    };
     let fault = run
         .header
         .schedule
@@ -210,9 +207,6 @@ pub fn timeline_of(run: &Run) -> Timeline {
             inject_ns,
             fired_ns: run.events.first(EventKind::FaultFired).map(|e| e.at_ns),
         });
-    let measured_end_ns = end_of("fault-recovery")
-        .or_else(|| end_of("measurement"))
-        .unwrap_or(schedule_end_ns);
     Timeline {
         warmup_end_ns,
         measured_end_ns,

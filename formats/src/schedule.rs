@@ -98,9 +98,33 @@ pub struct Entry {
     pub phase: u32,
 }
 
+/// The phases that are not measured: the warm-up (discarded, §1) and the cooldown.
+pub const UNMEASURED_PHASES: [&str; 2] = ["warmup", "cooldown"];
+
 impl ScheduleParams {
+    /// The schedule's length, ns.
     pub fn total_duration_ns(&self) -> u64 {
         self.phases.iter().map(|p| p.duration_ns).sum()
+    }
+
+    /// The measured span, ns from the schedule's start: from the first phase that is neither
+    /// warm-up nor cooldown to the end of the last such phase (`(0, 0)` when there is none). The
+    /// recorder's telemetry and the analyzer's windows both read this one definition (§2 reads
+    /// the client gate over it).
+    pub fn measured_span_ns(&self) -> (u64, u64) {
+        let mut at = 0u64;
+        let (mut start, mut end) = (None, 0u64);
+        for phase in &self.phases {
+            let measured = !UNMEASURED_PHASES.contains(&phase.name.as_str());
+            if measured && start.is_none() {
+                start = Some(at);
+            }
+            at += phase.duration_ns;
+            if measured {
+                end = at;
+            }
+        }
+        (start.unwrap_or(0), end)
     }
 
     /// The entries in index order. Lazily generated: memory stays constant.

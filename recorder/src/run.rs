@@ -37,6 +37,7 @@ mod client;
 mod escape_watch;
 mod fault;
 mod host;
+mod plan;
 mod probes;
 mod signals;
 mod telemetry;
@@ -48,6 +49,7 @@ pub use client::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 use escape_watch::*;
 use fault::*;
 use host::*;
+pub use plan::{RunPlan, WORKERS_MAX};
 use probes::*;
 pub use signals::{counts_line, say, stop_on_signals};
 use telemetry::*;
@@ -275,11 +277,9 @@ impl Conn {
 /// Records a run. Blocks until the journal is sealed.
 pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError> {
     let target = Target::parse(&config.target.base_url).map_err(RecordError::Refused)?;
-    let params: ScheduleParams = config.schedule_params();
-    params.validate().map_err(RecordError::Refused)?;
-    let workers = options.workers.clamp(1, 64);
-    let requests = params.iter().count() as u64;
-    let digest = params.digest();
+    let plan = Arc::new(RunPlan::new(config, options.workers).map_err(RecordError::Refused)?);
+    let workers = plan.workers;
+    let requests = plan.requests;
 
     let mut open = std::fs::OpenOptions::new();
     open.write(true);
@@ -327,8 +327,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         config_hash: config.hash(),
         config_bytes: config.raw_bytes().to_vec(),
         schedule_requests: requests,
-        schedule_digest: digest,
-        schedule: params.clone(),
+        schedule_digest: plan.digest,
+        schedule: plan.params.clone(),
         clock: ClockAnchors {
             monotonic_epoch_ns,
             realtime_epoch_ns,
@@ -386,7 +386,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .spawn(move || stall_ticker(&shared))
             .map_err(io("cannot start the stall ticker"))?
     };
-    let measured = measured_span(config);
+    let measured = plan.measured_span_ns;
     let telemetry = {
         let shared = Arc::clone(&shared);
         let sender = sender.clone();
@@ -398,7 +398,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .map_err(io("cannot start the telemetry thread"))?
     };
 
-    let fault = if config.inject_at_ns().is_some() {
+    let fault = if plan.inject_at_ns.is_some() {
         let sender = sender.clone();
         let config = config.clone();
         let stop = Arc::clone(&options.stop);
@@ -421,8 +421,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&options.stop);
         let name = name.clone();
-        let period = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
-            .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX);
+        let period = plan.probe_period;
         probes.push(
             std::thread::Builder::new()
                 .name(format!("probe-{name}"))
@@ -446,10 +445,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let timeline = timeline
         .transpose()
         .map_err(io("cannot start the timeline thread"))?;
-    let timeout = Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S));
-    let floor = (config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize
-        * config.target.replicas.len().max(1))
-    .div_ceil(workers);
     let tls = if target.tls {
         Some(tls_connector(config)?)
     } else {
@@ -480,13 +475,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     for w in 0..workers {
         let ctx = WorkerContext {
             worker: w,
-            workers,
-            params: params.clone(),
-            config: config.clone(),
+            plan: Arc::clone(&plan),
             target: target.clone(),
             epoch,
-            timeout,
-            floor,
             canary: canary_address,
             deferred_task_work,
             tls: tls.clone(),
@@ -577,25 +568,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         undispatched: shared.undispatched.load(Ordering::Relaxed),
         queue_full_events: shared.queue_full.load(Ordering::Relaxed),
     })
-}
-
-/// The measured span in ns from the epoch: every phase but warm-up and cooldown (SPEC §2 reads the
-/// client gate there).
-fn measured_span(config: &Config) -> (u64, u64) {
-    let params = config.schedule_params();
-    let mut at = 0u64;
-    let (mut start, mut end) = (None, 0u64);
-    for phase in &params.phases {
-        let measured = phase.name != "warmup" && phase.name != "cooldown";
-        if measured && start.is_none() {
-            start = Some(at);
-        }
-        at += phase.duration_ns;
-        if measured {
-            end = at;
-        }
-    }
-    (start.unwrap_or(0), end)
 }
 
 #[cfg(test)]
@@ -817,13 +789,5 @@ path = "/v1/chat/completions"
         let mut far = StallPool::default();
         far.add(250_000_000);
         assert_eq!(far.p99_upper_ns(), Some(250_000_000));
-    }
-
-    #[test]
-    fn the_measured_span_excludes_warmup_and_cooldown() {
-        let text = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\n\
-                    [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 5.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
-        let config = Config::parse(text.as_bytes()).unwrap();
-        assert_eq!(measured_span(&config), (6_000_000_000, 36_000_000_000));
     }
 }

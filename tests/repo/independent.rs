@@ -13,10 +13,7 @@ fn python() -> Option<&'static str> {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        crate::prerequisite_missing(
-            "the independent verifier",
-            "python3 is not installed",
-        );
+        crate::prerequisite_missing("the independent verifier", "python3 is not installed");
     }
     ok.then_some("python3")
 }

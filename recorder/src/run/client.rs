@@ -5,13 +5,11 @@ use super::*;
 
 pub(super) struct WorkerContext {
     pub(super) worker: usize,
-    pub(super) workers: usize,
-    pub(super) params: ScheduleParams,
-    pub(super) config: Config,
+    /// The run's plan, shared by every worker (the schedule, the timeout, the pool floor, which
+    /// routes stream); no worker holds the configuration.
+    pub(super) plan: Arc<RunPlan>,
     pub(super) target: Target,
     pub(super) epoch: Instant,
-    pub(super) timeout: Duration,
-    pub(super) floor: usize,
     /// The loopback canary's address, when it runs.
     pub(super) canary: Option<std::net::SocketAddr>,
     /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.
@@ -154,7 +152,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             })
             .detach();
         }
-        for _ in 0..ctx.floor {
+        for _ in 0..ctx.plan.connections_per_worker {
             if let Ok(conn) = open(&ctx, None).await {
                 let id = local.connection_id();
                 local.connections.borrow_mut().push((id, conn));
@@ -172,8 +170,9 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 }
             })
         };
-        let workers = ctx.workers as u64;
+        let workers = ctx.plan.workers as u64;
         for entry in ctx
+            .plan
             .params
             .iter()
             .filter(|e| e.index % workers == ctx.worker as u64)
@@ -342,12 +341,13 @@ pub(super) async fn execute(
     let mut record = blank(&entry);
     record.dispatched_ns = Some(dispatched);
     let streams = ctx
-        .config
-        .routes
+        .plan
+        .streams
         .get(entry.route as usize)
-        .is_none_or(|r| r.streams(&ctx.config.target));
+        .copied()
+        .unwrap_or(true);
     let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]));
-    let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.timeout;
+    let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
     let verdict = compio::time::timeout_at(
         deadline,
         talk(ctx, local, &entry, &mut record, &mut exchange),
@@ -360,7 +360,7 @@ pub(super) async fn execute(
             Verdict {
                 outcome: Outcome::Censored,
                 class: "timeout",
-                detail: format!("no terminal event by the {:?} timeout", ctx.timeout),
+                detail: format!("no terminal event by the {:?} timeout", ctx.plan.timeout),
             }
         }
     };

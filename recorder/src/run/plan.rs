@@ -1,0 +1,95 @@
+//! The run's plan: every number a recording derives from its configuration, computed once,
+//! before the first send, by a pure function. The threads read the plan; none of them reads the
+//! configuration for a number again, and none holds a copy of it.
+
+use super::*;
+
+/// Workers a run may have at the most (each is a thread with its own ring).
+pub const WORKERS_MAX: usize = 64;
+
+/// What a recording does, derived from its configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPlan {
+    /// The schedule (phases, rates, routes, seed) and its size and digest (§J.4).
+    pub params: ScheduleParams,
+    pub requests: u64,
+    pub digest: [u8; 32],
+    /// Worker threads: the requested count, within 1..=[`WORKERS_MAX`].
+    pub workers: usize,
+    /// Each request's deadline after its intended time (§3's censoring horizon).
+    pub timeout: Duration,
+    /// Connections each worker opens before the epoch: the pinned floor per replica times the
+    /// replicas, shared out over the workers (§1).
+    pub connections_per_worker: usize,
+    /// The measured span, ns from the epoch ([`ScheduleParams::measured_span_ns`]).
+    pub measured_span_ns: (u64, u64),
+    /// How often a replica is probed: once per goodput bucket, within the probe bounds.
+    pub probe_period: Duration,
+    /// When the fault fires, ns from the epoch, in a fault run.
+    pub inject_at_ns: Option<u64>,
+    /// Whether each route's requests stream (SSE), by route index.
+    pub streams: Vec<bool>,
+}
+
+impl RunPlan {
+    /// The plan of `config` with `workers` requested. Refuses a schedule that cannot run.
+    pub fn new(config: &Config, workers: usize) -> Result<RunPlan, String> {
+        let params = config.schedule_params();
+        params.validate()?;
+        let workers = workers.clamp(1, WORKERS_MAX);
+        let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
+        Ok(RunPlan {
+            requests: params.iter().count() as u64,
+            digest: params.digest(),
+            measured_span_ns: params.measured_span_ns(),
+            workers,
+            timeout: Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
+            connections_per_worker: (floor * config.target.replicas.len().max(1)).div_ceil(workers),
+            probe_period: Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
+                .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX),
+            inject_at_ns: config.inject_at_ns(),
+            streams: config
+                .routes
+                .iter()
+                .map(|r| r.streams(&config.target))
+                .collect(),
+            params,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text.as_bytes()).unwrap()
+    }
+
+    const DEV: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = [\"a\", \"b\", \"c\"]\n\
+                       [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 5.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n\
+                       [[routes]]\nlabel = \"lookup\"\npath = \"/v1/store/cached\"\nstream = false\n";
+
+    #[test]
+    fn the_plan_derives_each_number_once_from_the_pins() {
+        let plan = RunPlan::new(&config(DEV), 2).unwrap();
+        // Dev time factor 10: warm-up 6 s, measured 30 s, cooldown 6 s.
+        assert_eq!(plan.measured_span_ns, (6_000_000_000, 36_000_000_000));
+        assert_eq!(plan.timeout, Duration::from_secs(3));
+        // Floor 4 a replica, three replicas, two workers.
+        assert_eq!(plan.connections_per_worker, 6);
+        assert_eq!(plan.streams, vec![true, false]);
+        assert_eq!(plan.inject_at_ns, None);
+        assert_eq!(plan.requests, plan.params.iter().count() as u64);
+        // The bucket is 100 ms after the dev factor: within the probe bounds.
+        assert_eq!(plan.probe_period, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn workers_are_clamped_and_the_plan_is_a_pure_function() {
+        let c = config(DEV);
+        assert_eq!(RunPlan::new(&c, 0).unwrap().workers, 1);
+        assert_eq!(RunPlan::new(&c, 1000).unwrap().workers, WORKERS_MAX);
+        assert_eq!(RunPlan::new(&c, 3).unwrap(), RunPlan::new(&c, 3).unwrap());
+    }
+}
