@@ -445,3 +445,90 @@ fn the_binary_is_thin() {
         "the binary has {lines} lines of non-test code (at most {BINARY_LINES_MAX}): move logic into a library crate"
     );
 }
+
+/// The code spans of a markdown text (`like this`).
+fn code_spans(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('`') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('`') else { break };
+        out.push(after[..end].to_owned());
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// Every name a code span of ARCHITECTURE.md gives as a Rust path (`a::b::c`, `Type::method`,
+/// `m::{x, y}`): the last segment of each, which must be defined somewhere in the source.
+fn named_items(span: &str) -> Vec<String> {
+    if !span.contains("::") || span.contains(' ') && !span.contains('{') {
+        return Vec::new();
+    }
+    let span = span.trim_end_matches("()");
+    match span.split_once("::{") {
+        Some((_, list)) => list
+            .trim_end_matches('}')
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None => vec![span.rsplit("::").next().unwrap().to_owned()],
+    }
+}
+
+#[test]
+fn every_path_and_function_architecture_names_exists() {
+    let root = root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut sources = String::new();
+    for dir in ["src", "formats", "analyzer", "recorder", "scenarios", "study", "tests"] {
+        for path in rust_files(&root.join(dir)) {
+            sources.push_str(&std::fs::read_to_string(path).unwrap());
+        }
+    }
+    let mut missing = Vec::new();
+    for span in code_spans(&text) {
+        let looks_like_path = span.contains('/')
+            && !span.contains(' ')
+            && !span.contains("://")
+            && (span.ends_with('/') || span.rsplit('/').next().unwrap().contains('.'));
+        if looks_like_path && !root.join(&span).exists() {
+            missing.push(format!("the path `{span}`"));
+        }
+        for name in named_items(&span) {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let defined = [
+                "fn ", "struct ", "enum ", "const ", "mod ", "trait ", "type ", "static ",
+            ]
+            .iter()
+            .any(|kw| sources.contains(&format!("{kw}{name}")))
+                || sources.contains(&format!("    {name},"))
+                || sources.contains(&format!("    {name}("))
+                || sources.contains(&format!("    {name} {{"))
+                || sources.contains(&format!("    {name} = "));
+            if !defined {
+                missing.push(format!("`{name}` (in `{span}`)"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what the tree does not have:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_architecture_check_reads_paths_and_lists() {
+    assert_eq!(
+        named_items("analyzer::report::{json, markdown, interval_log}"),
+        ["json", "markdown", "interval_log"]
+    );
+    assert_eq!(named_items("Config::parse"), ["parse"]);
+    assert_eq!(named_items("pins::value::CLIENT_TIMEOUT_S"), ["CLIENT_TIMEOUT_S"]);
+    assert!(named_items("plain words").is_empty());
+    assert_eq!(code_spans("a `b` c `d/e.rs`"), ["b", "d/e.rs"]);
+}
