@@ -40,37 +40,59 @@ pub const DEV_TIME_FACTOR_DEFAULT: u32 = 10;
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    Read { path: String, message: String },
+    Read {
+        /// The path as given.
+        path: String,
+        /// What the operating system said.
+        message: String,
+    },
     /// Not valid TOML, not UTF-8, or too large.
     Syntax {
+        /// What the parser said.
         message: String,
+        /// Where, when the parser could say.
         at: Option<Location>,
     },
     /// A key this schema version does not know.
     UnknownKey {
+        /// The full dotted key, as the file writes it.
         key: String,
+        /// The keys this schema knows in the same section.
         known: Vec<String>,
+        /// Where the key is written.
         at: Option<Location>,
     },
     /// A value of the wrong type or out of its domain.
     Invalid {
+        /// The full dotted key (`routes[0].weight`, `schedule.seed`).
         key: String,
+        /// What is wrong with its value, and what it should be.
         message: String,
+        /// Where the key (or the table it is missing from) is written.
         at: Option<Location>,
     },
     /// A value that weakens a pin.
     WeakensPin {
+        /// The pin's key.
         key: &'static str,
+        /// The SPEC.md clause that pins it.
         clause: &'static str,
+        /// What the pin is, in a few words.
         what: &'static str,
+        /// How a configured value may relate to the pin.
         rule: Rule,
+        /// The pinned value.
         pinned: Value,
+        /// The value as the file writes it.
         configured: String,
+        /// Where the key is written.
         at: Option<Location>,
     },
     /// A rule that relates several keys (profile, rate, target kind).
     Inconsistent {
+        /// The clause whose rule the keys break.
         clause: &'static str,
+        /// Which keys, and what the rule asks.
         message: String,
     },
 }
@@ -174,13 +196,19 @@ fn keep_only(spanned: &mut DeTable<'_>, kept: &toml::Table) {
 pub struct Config {
     raw: Vec<u8>,
     hash: [u8; 32],
+    /// `experiment`, `dev` or `hosted` (§6, §P).
     pub profile: Profile,
     /// 1 unless the profile is dev.
     pub time_factor: u32,
+    /// `[target]`: what the recorder talks to.
     pub target: Target,
+    /// `[schedule]`: seed, arrivals and rate.
     pub schedule: ScheduleSection,
+    /// `[calibration]`: lambda_max and whether this run is a calibration step.
     pub calibration: Calibration,
+    /// `[fault]`: the one named fault and how it is injected.
     pub fault: Fault,
+    /// `[[routes]]`: the request templates and their weights, in the order the schedule indexes them.
     pub routes: Vec<Route>,
     /// The seeds/004 declaration and abort triggers, when the run is a governed experiment.
     pub declaration: Option<Declaration>,
@@ -191,6 +219,7 @@ pub struct Config {
 /// How one pin stands in a loaded configuration (what `config check` prints).
 #[derive(Clone, Debug)]
 pub struct PinInForce {
+    /// The pin, from [`PINS`].
     pub pin: &'static Pin,
     /// The value in force: the configured one if set, else the pin.
     pub value: Value,

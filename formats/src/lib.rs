@@ -21,6 +21,8 @@
 //! assert_eq!(report.verdict, journal::Verdict::SealedIntact);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod journal;
 pub mod pins;

@@ -32,7 +32,9 @@ pub enum Side {
 /// A pinned value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
+    /// A whole number.
     Int(i64),
+    /// A number with a fraction.
     Float(f64),
 }
 
@@ -66,9 +68,13 @@ pub struct Pin {
     pub clause: &'static str,
     /// What it is, in a few words.
     pub what: &'static str,
+    /// The pinned value.
     pub value: Value,
+    /// Its unit (`s`, `ms`, `%`, ...), empty for a ratio.
     pub unit: &'static str,
+    /// How a configured value may relate to it.
     pub rule: Rule,
+    /// Who can make it true.
     pub side: Side,
     /// Whether the dev profile's time factor divides it (timeline durations only).
     pub dev_scaled: bool,

@@ -45,6 +45,7 @@ impl Arrival {
             Arrival::Deterministic => 1,
         }
     }
+    /// The arrival law with this header byte.
     pub fn from_code(code: u8) -> Option<Arrival> {
         match code {
             0 => Some(Arrival::Poisson),
@@ -52,6 +53,7 @@ impl Arrival {
             _ => None,
         }
     }
+    /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             Arrival::Poisson => "poisson",
@@ -63,24 +65,33 @@ impl Arrival {
 /// A stretch of the run at one offered rate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
+    /// The phase's name (`warmup`, `baseline`, `spike`, `fault-recovery`, `measurement`, `cooldown`).
     pub name: String,
+    /// Its length, ns (after the dev time factor).
     pub duration_ns: u64,
+    /// Its offered rate, requests per second.
     pub rate_rps: f64,
 }
 
 /// A route label and its weight in the mix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteWeight {
+    /// The route's label.
     pub label: String,
+    /// Its weight in the mix.
     pub weight: u32,
 }
 
 /// Everything that determines the schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScheduleParams {
+    /// The seed of the counter-based draws.
     pub seed: u64,
+    /// How arrivals are spaced.
     pub arrival: Arrival,
+    /// The phases, in order.
     pub phases: Vec<Phase>,
+    /// The route mix, in configuration order.
     pub routes: Vec<RouteWeight>,
     /// T_inject in ns from the schedule's start, for runs with a fault.
     pub inject_at_ns: Option<u64>,
@@ -89,6 +100,7 @@ pub struct ScheduleParams {
 /// One scheduled request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// Its index in the schedule: unique, from 0.
     pub index: u64,
     /// Intended send time, ns from the journal's epoch.
     pub intended_ns: u64,

@@ -482,7 +482,15 @@ fn every_path_and_function_architecture_names_exists() {
     let root = root();
     let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
     let mut sources = String::new();
-    for dir in ["src", "formats", "analyzer", "recorder", "scenarios", "study", "tests"] {
+    for dir in [
+        "src",
+        "formats",
+        "analyzer",
+        "recorder",
+        "scenarios",
+        "study",
+        "tests",
+    ] {
         for path in rust_files(&root.join(dir)) {
             sources.push_str(&std::fs::read_to_string(path).unwrap());
         }
@@ -528,7 +536,10 @@ fn the_architecture_check_reads_paths_and_lists() {
         ["json", "markdown", "interval_log"]
     );
     assert_eq!(named_items("Config::parse"), ["parse"]);
-    assert_eq!(named_items("pins::value::CLIENT_TIMEOUT_S"), ["CLIENT_TIMEOUT_S"]);
+    assert_eq!(
+        named_items("pins::value::CLIENT_TIMEOUT_S"),
+        ["CLIENT_TIMEOUT_S"]
+    );
     assert!(named_items("plain words").is_empty());
     assert_eq!(code_spans("a `b` c `d/e.rs`"), ["b", "d/e.rs"]);
 }

@@ -5,7 +5,7 @@
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
 
-use super::client_gate::{max_windowed_cpu, measured_span, nearest_rank};
+use super::client_gate::{max_windowed_cpu, measured_telemetry, nearest_rank};
 use super::rows::{count_outcomes, seconds};
 use crate::frame::NONE;
 use crate::load::Run;
@@ -193,13 +193,7 @@ pub(super) fn ks_distance(gaps: &[f64], mean_ns: f64, poisson: bool) -> Option<f
 }
 
 pub(super) fn telemetry_summary(run: &Run, cut: &[Window]) -> TelemetrySummary {
-    let span = measured_span(cut);
-    let samples: Vec<_> = run
-        .telemetry
-        .rows
-        .iter()
-        .filter(|t| t.at_ns > span.0 && t.at_ns.saturating_sub(t.interval_ns) < span.1)
-        .collect();
+    let samples = measured_telemetry(run, cut);
     let cpu_ns: u64 = samples.iter().map(|t| t.recorder_cpu_ns).sum();
     let wall_ns: u64 = samples.iter().map(|t| t.interval_ns).sum();
     TelemetrySummary {

@@ -1,6 +1,7 @@
 //! The client-validity gate (SPEC §2): send skew, undispatched requests, host CPU and the runtime
 //! stall, over the measured windows.
 
+use percentes_formats::journal::records::TelemetryRecord;
 use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
 
@@ -72,13 +73,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64]) -> Validity {
         requests.len() as u64,
         "scheduled but never sent, the whole run (records and the recorder's own count)",
     ));
-    let span = measured_span(cut);
-    let samples: Vec<_> = run
-        .telemetry
-        .rows
-        .iter()
-        .filter(|t| t.at_ns > span.0 && t.at_ns.saturating_sub(t.interval_ns) < span.1)
-        .collect();
+    let samples = measured_telemetry(run, cut);
     let window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
     let cpu = max_windowed_cpu(&samples, window_ns as u64);
     gates.push(limit_gate(
@@ -122,6 +117,16 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64]) -> Validity {
         valid: gates.iter().all(Gate::passed),
         gates,
     }
+}
+
+/// The telemetry samples whose interval overlaps the measured span.
+pub(super) fn measured_telemetry<'a>(run: &'a Run, cut: &[Window]) -> Vec<&'a TelemetryRecord> {
+    let span = measured_span(cut);
+    run.telemetry
+        .rows
+        .iter()
+        .filter(|t| t.at_ns > span.0 && t.at_ns.saturating_sub(t.interval_ns) < span.1)
+        .collect()
 }
 
 pub(super) fn measured_span(cut: &[Window]) -> (u64, u64) {

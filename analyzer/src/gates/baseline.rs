@@ -10,18 +10,7 @@ use crate::model::{Effect, Gate, GateId, Status};
 
 /// G5: compared across the runs of a campaign.
 pub(super) fn g5(ctx: &Context<'_>) -> Gate {
-    let Context {
-        run: _,
-        config,
-        hosted: _,
-        variant: _,
-        fault_run: _,
-        baseline: _,
-        baseline_rows: _,
-        cut: _,
-        met: _,
-        ..
-    } = *ctx;
+    let Context { config, .. } = *ctx;
     // G5: compared across the runs of a campaign.
     let mut g5 = Gate::new(GateId::AcceleratorFingerprints, Effect::RunInvalidating);
     g5.limit = "clock and power fingerprints equal across the campaign's runs".into();
@@ -44,14 +33,10 @@ pub(super) fn g5(ctx: &Context<'_>) -> Gate {
 /// G6: the baseline's goodput.
 pub(super) fn g6(ctx: &Context<'_>) -> Gate {
     let Context {
-        run: _,
         config,
         hosted,
-        variant: _,
         fault_run,
-        baseline: _,
         baseline_rows,
-        cut: _,
         met,
         ..
     } = *ctx;
@@ -97,12 +82,9 @@ pub(super) fn g7(ctx: &Context<'_>) -> Gate {
         run,
         config,
         hosted,
-        variant: _,
         fault_run,
         baseline,
-        baseline_rows: _,
         cut,
-        met: _,
         ..
     } = *ctx;
     // G7: baseline mean waiting-queue gauge per replica, from probe events.

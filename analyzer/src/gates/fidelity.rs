@@ -11,13 +11,7 @@ pub(super) fn fidelity(ctx: &Context<'_>) -> Gate {
     let Context {
         run,
         config,
-        hosted: _,
-        variant: _,
         fault_run,
-        baseline: _,
-        baseline_rows: _,
-        cut: _,
-        met: _,
         ..
     } = *ctx;
     // Fault fidelity (seeds/004): the fault fired, its impact was confirmed where a confirmation

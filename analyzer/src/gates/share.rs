@@ -13,10 +13,7 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
         hosted,
         variant,
         fault_run,
-        baseline: _,
         baseline_rows,
-        cut: _,
-        met: _,
         ..
     } = *ctx;
     // G1: replica share over the baseline's attributed requests.

@@ -15,7 +15,9 @@ use toml::Spanned;
 /// A 1-based line and column (in characters) in the configuration text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
+    /// The line, from 1.
     pub line: usize,
+    /// The column, in characters, from 1.
     pub column: usize,
 }
 

@@ -11,12 +11,16 @@ use crate::schedule::Arrival;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {
+    /// Every pin in force; the only profile whose runs can be published.
     Experiment,
+    /// The pins, with the timeline durations divided by `dev.time_factor`; never publishable.
     Dev,
+    /// A third-party endpoint: client pins apply, server pins are "not verifiable".
     Hosted,
 }
 
 impl Profile {
+    /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             Profile::Experiment => "experiment",
@@ -24,6 +28,7 @@ impl Profile {
             Profile::Hosted => "hosted",
         }
     }
+    /// The profile with this name.
     pub fn from_name(name: &str) -> Option<Profile> {
         match name {
             "experiment" => Some(Profile::Experiment),
@@ -47,6 +52,7 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
+    /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             TargetKind::Mock => "mock",
@@ -60,6 +66,7 @@ impl TargetKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultVariant {
+    /// No fault: a load run with one measurement window.
     None,
     /// Delete the victim with grace 0; never called node loss.
     CleanDelete,
@@ -73,6 +80,7 @@ pub enum FaultVariant {
 }
 
 impl FaultVariant {
+    /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             FaultVariant::None => "none",
@@ -92,6 +100,7 @@ impl FaultVariant {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
+    /// What kind of server the target is (mock, self-hosted, hosted).
     pub kind: TargetKind,
     /// Where requests go: the service (router) address, `http://` or `https://`.
     pub base_url: String,
@@ -106,6 +115,7 @@ pub struct Target {
     /// Sent as `ignore_eos`; must be true for mock and self-hosted, false for hosted (§6).
     pub ignore_eos: Option<bool>,
     #[serde(default)]
+    /// `[target.tls]`: trust anchors, server name and the insecure switch.
     pub tls: Tls,
     /// Each replica's own address (`name = "ip:port"`), probed directly by the recorder: its
     /// waiting-queue gauge from /metrics (G7) and whether it answers (replica-ready, §5).
@@ -134,7 +144,9 @@ pub struct Tls {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSection {
+    /// The schedule's seed: with the other parameters it fixes every intended time (§J.4).
     pub seed: u64,
+    /// How arrivals are spaced (Poisson for characterization, deterministic for diagnostics).
     pub arrival: Arrival,
     /// Total offered rate. Under a fault variant it must equal replicas x lambda_r (§1).
     pub rate_rps: Option<f64>,
@@ -163,9 +175,11 @@ pub struct Calibration {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declaration {
+    /// The experiment's identifier, as the operator names it.
     pub experiment_id: String,
     /// The release and dataset under test, as the operator names them.
     pub release: String,
+    /// The dataset, as the operator names it.
     pub dataset: String,
     /// The one replica the fault may affect (one of `target.replicas`; the fault's victim).
     pub target: String,
@@ -192,6 +206,7 @@ pub struct Declaration {
     /// The cleanup path, which must not depend on the disrupted component.
     pub cleanup: String,
     #[serde(default)]
+    /// `[declaration.abort]`: the triggers the recorder watches.
     pub abort: Abort,
 }
 
@@ -204,8 +219,10 @@ pub struct Abort {
     /// ending in the last `window_s`, exceeds this (with at least `min_requests` of them).
     pub protected_failure_rate: Option<f64>,
     #[serde(default = "abort_window_default")]
+    /// The trailing window the protected-failure rate is taken over, in experiment seconds.
     pub window_s: f64,
     #[serde(default = "abort_min_requests_default")]
+    /// Protected requests the window must hold before its rate can trigger.
     pub min_requests: u32,
     /// Escape when a request answered by a replica other than the declared target errors.
     #[serde(default)]
@@ -238,6 +255,7 @@ fn abort_min_requests_default() -> u32 {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
+    /// The fault: none, clean-delete, black-hole or degradation.
     pub variant: FaultVariant,
     /// The replica taken out; must be one of `target.replicas`.
     pub victim: Option<String>,
@@ -253,6 +271,7 @@ pub struct Fault {
     pub pid_file: Option<String>,
     /// `mock-admin`: the victim mock's address (`host:port`), and the mock fault mode to arm there.
     pub admin_address: Option<String>,
+    /// `mock-admin`: the fault mode to arm on the victim mock.
     pub mock_mode: Option<String>,
     /// Independent confirmation: `host:port` of the victim, which must stop answering.
     pub confirm_address: Option<String>,
@@ -260,9 +279,11 @@ pub struct Fault {
     /// `confirm_address` must answer `confirm_status` (a store outage: an uncached lookup answers
     /// 503), and its body contain `confirm_contains` when set (a resource gauge in `/metrics`).
     pub confirm_path: Option<String>,
+    /// The status the confirmation request must answer.
     pub confirm_status: Option<u16>,
     /// `GET` or `POST` (the default; the body is `{}`).
     pub confirm_method: Option<String>,
+    /// Text the confirmation's body must contain, when set.
     pub confirm_contains: Option<String>,
 }
 
@@ -271,12 +292,16 @@ pub struct Fault {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Injector {
+    /// Runs `fault.fire_command` (and `fault.remove_command` when the fault ends).
     Exec,
+    /// Sends SIGKILL to the process whose id `fault.pid_file` holds.
     KillPidFile,
+    /// Arms `fault.mock_mode` through the victim mock's admin API.
     MockAdmin,
 }
 
 impl Injector {
+    /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             Injector::Exec => "exec",
@@ -290,9 +315,12 @@ impl Injector {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
+    /// The route's label: it segments the report and names the route in the declaration.
     pub label: String,
+    /// The request path (`/v1/chat/completions`).
     pub path: String,
     #[serde(default = "one")]
+    /// Its weight in the route mix (at least 1).
     pub weight: u32,
     /// Fixed input length of the generated prompt, in tokens.
     #[serde(default = "prompt_tokens_default")]
@@ -327,6 +355,7 @@ pub struct Verify {
     /// A top-level JSON field every chunk (or the body) must carry, and its value
     /// (default: `model` = `target.model`).
     pub json_field: Option<String>,
+    /// The value `json_field` must have (default: `target.model` for `model`).
     pub json_value: Option<String>,
     /// BLAKE3 (hex) of the whole generated text.
     pub content_blake3: Option<String>,

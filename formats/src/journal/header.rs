@@ -30,6 +30,7 @@ pub struct Header {
     pub codec: String,
     /// The spec version in force at capture, e.g. `v0.2`.
     pub spec_version: String,
+    /// The recorder's version.
     pub tool_version: String,
     /// The git commit the tool was built from, or `unknown`.
     pub tool_commit: String,
@@ -37,17 +38,23 @@ pub struct Header {
     pub profile: String,
     /// 1 unless the profile is `dev`.
     pub dev_time_factor: u32,
+    /// BLAKE3 of `config_bytes`.
     pub config_hash: [u8; 32],
+    /// The configuration exactly as loaded.
     pub config_bytes: Vec<u8>,
+    /// The schedule's parameters; the analyzer regenerates every intended time from them.
     pub schedule: ScheduleParams,
     /// How many requests the whole schedule holds (all shards together).
     pub schedule_requests: u64,
+    /// BLAKE3 over every scheduled (index, intended time, route) (§J.4).
     pub schedule_digest: [u8; 32],
+    /// The epoch on the monotonic and the realtime clock.
     pub clock: ClockAnchors,
     /// Facts about the recording host (kernel, CPU model, cores, hostname), as key and value.
     pub host: Vec<(String, String)>,
     /// This journal holds the indices `i` with `i mod shard_count == shard_index`.
     pub shard_index: u32,
+    /// How many shards share the schedule (1 for a single recorder).
     pub shard_count: u32,
     /// The ed25519 public key that signs checkpoints and the seal, if the operator gave one.
     pub signing_key: Option<[u8; 32]>,
@@ -62,15 +69,31 @@ pub enum HeaderError {
     /// The file does not start with the journal magic.
     NotAJournal,
     /// A journal of a format version this build does not read.
-    UnsupportedVersion { found: u16 },
+    UnsupportedVersion {
+        /// The version the file declares.
+        found: u16,
+    },
     /// The file ends inside the header: a torn file.
-    Truncated { needed: usize, available: usize },
+    Truncated {
+        /// Bytes the header needs.
+        needed: usize,
+        /// Bytes the file has.
+        available: usize,
+    },
     /// A field is out of its domain or the lengths do not add up.
-    Malformed { offset: usize, what: String },
+    Malformed {
+        /// The byte offset of the field.
+        offset: usize,
+        /// What is wrong with it.
+        what: String,
+    },
     /// The stored header hash does not match the header bytes.
     HashMismatch {
+        /// The byte offset of the stored hash.
         offset: usize,
+        /// The hash of the header bytes.
         expected: [u8; 32],
+        /// The hash the file stores.
         found: [u8; 32],
     },
 }

@@ -12,14 +12,20 @@ use super::{codec, RECORD_BYTES_MAX};
 /// The kind byte in front of each record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordKind {
+    /// One scheduled request's record.
     Request = 1,
+    /// An event (fault, probe, phase, timeline, ...).
     Event = 2,
+    /// A telemetry interval.
     Telemetry = 3,
+    /// A checkpoint: always alone in its block.
     Checkpoint = 4,
+    /// The seal: the last record.
     Seal = 5,
 }
 
 impl RecordKind {
+    /// The kind with this byte.
     pub fn from_byte(byte: u8) -> Option<RecordKind> {
         Some(match byte {
             1 => RecordKind::Request,
@@ -30,6 +36,7 @@ impl RecordKind {
             _ => return None,
         })
     }
+    /// Its name in `inspect` output.
     pub fn name(self) -> &'static str {
         match self {
             RecordKind::Request => "request",
@@ -44,14 +51,18 @@ impl RecordKind {
 /// A request's terminal state (SPEC §3), plus the client-side failure of never being sent (§2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
+    /// It completed: latency = completion - t_i.
     Completed = 0,
+    /// It failed explicitly (5xx, reset, malformed stream), at its failure time.
     Errored = 1,
+    /// No terminal event by the timeout or run end: a lower bound, not a duration.
     Censored = 2,
     /// Scheduled but never dispatched: not an outcome of the target, a failure of the run (§2).
     Undispatched = 3,
 }
 
 impl Outcome {
+    /// The outcome with this byte.
     pub fn from_byte(byte: u8) -> Option<Outcome> {
         Some(match byte {
             0 => Outcome::Completed,
@@ -61,6 +72,7 @@ impl Outcome {
             _ => return None,
         })
     }
+    /// Its name in reports and exports.
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
@@ -109,6 +121,7 @@ pub fn class_code(name: &str) -> Option<u16> {
 
 /// Byte offsets inside a request body that readers may peek without decoding (JOURNAL.md).
 pub const REQUEST_INDEX_OFFSET: usize = 0;
+/// Where the outcome byte sits in a request body.
 pub const REQUEST_OUTCOME_OFFSET: usize = 8;
 
 /// A request body's intended time and its content gaps, read in place without decoding the rest
@@ -142,32 +155,51 @@ pub fn request_gaps(body: &[u8]) -> Option<(u64, impl Iterator<Item = u32> + '_)
 /// One scheduled request, exactly once per index per journal. Times are ns from the epoch.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct RequestRecord {
+    /// Its index in the schedule.
     pub index: u64,
+    /// An [`Outcome`] byte.
     pub outcome: u8,
+    /// Its response class code ([`CLASSES`]).
     pub class: u16,
+    /// Its route's index in the configuration.
     pub route: u32,
+    /// Intended send time t_i.
     pub intended_ns: u64,
+    /// When the request was handed to the socket, if it was.
     pub dispatched_ns: Option<u64>,
+    /// When a new connection's connect began (none on a reused connection).
     pub connect_start_ns: Option<u64>,
+    /// When that connect finished.
     pub connect_end_ns: Option<u64>,
+    /// When that TLS handshake finished.
     pub tls_done_ns: Option<u64>,
+    /// When the last request byte was written.
     pub request_written_ns: Option<u64>,
+    /// When the response head arrived.
     pub response_head_ns: Option<u64>,
+    /// When the first content (a token chunk, or a non-streamed body) arrived.
     pub first_content_ns: Option<u64>,
     /// Completion, failure or cutoff time.
     pub terminal_ns: u64,
     /// Gaps between consecutive content events, us, at least 1 (§3).
     pub content_gaps_us: Vec<u32>,
+    /// Content events received.
     pub content_events: u32,
     /// 0 when no status line was received.
     pub http_status: u16,
+    /// Bytes written.
     pub bytes_sent: u64,
+    /// Bytes read.
     pub bytes_received: u64,
+    /// `usage.prompt_tokens` as the server reported it.
     pub usage_prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens` as the server reported it.
     pub usage_completion_tokens: Option<u32>,
     /// The replica that served it (from a response header), empty when unattributed.
     pub replica: String,
+    /// The connection the request used (ids are per worker).
     pub connection_id: u64,
+    /// Whether that connection had carried a request before.
     pub connection_reused: bool,
     /// Free text behind the class: the status line, the OS error, the failed check.
     pub detail: String,
@@ -288,12 +320,15 @@ pub fn event_kind_name(code: u16) -> Option<&'static str> {
 /// Something that happened during the run other than a request ending.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct EventRecord {
+    /// When it happened, ns from the epoch.
     pub at_ns: u64,
     /// An [`EventKind`] code.
     pub kind: u16,
     /// What it concerns: a replica, a phase name, a probe target.
     pub subject: String,
+    /// What happened, in words (JOURNAL.md gives each kind's form).
     pub detail: String,
+    /// A number the kind defines (a gauge, a time, a grace period), when it has one.
     pub value: Option<i64>,
 }
 
@@ -329,7 +364,9 @@ impl EventRecord {
 /// The recorder's self-check over one interval (SPEC §2).
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct TelemetryRecord {
+    /// The interval's end, ns from the epoch.
     pub at_ns: u64,
+    /// The interval's length.
     pub interval_ns: u64,
     /// Busy share of all host cores over the interval, parts per million (/proc/stat).
     pub host_cpu_busy_ppm: u32,
@@ -337,16 +374,25 @@ pub struct TelemetryRecord {
     pub recorder_cpu_ns: u64,
     /// Runtime stall: lateness of a high-rate ticker (SPEC §2), p99 and max over the interval.
     pub stall_p99_ns: u64,
+    /// The ticker's largest lateness over the interval.
     pub stall_max_ns: u64,
+    /// Ticker samples in the interval.
     pub stall_samples: u32,
     /// Send skew (dispatch minus intended) of the requests dispatched in the interval.
     pub skew_count: u32,
+    /// Median send skew of the interval's dispatches.
     pub skew_p50_ns: u64,
+    /// p99 send skew.
     pub skew_p99_ns: u64,
+    /// Largest send skew.
     pub skew_max_ns: u64,
+    /// Requests the recorder has given up dispatching, since the start.
     pub undispatched_total: u64,
+    /// Requests in flight at the interval's end.
     pub in_flight: u32,
+    /// The writer queue's depth at the interval's end.
     pub writer_queue_depth: u32,
+    /// The writer queue's largest depth in the interval.
     pub writer_queue_max: u32,
 }
 
@@ -355,6 +401,7 @@ pub struct TelemetryRecord {
 pub struct CheckpointBody {
     /// 0 for the first checkpoint, then 1, 2, ...
     pub sequence: u64,
+    /// When it was written, ns from the epoch.
     pub at_ns: u64,
     /// Records before this checkpoint's block.
     pub records_before: u64,
@@ -366,6 +413,7 @@ pub struct CheckpointBody {
 /// A checkpoint record: always the only record of its block.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct Checkpoint {
+    /// What is signed.
     pub body: CheckpointBody,
     /// ed25519 over `CHECKPOINT_DOMAIN || bincode(body)`, when the journal is signed.
     #[serde(serialize_with = "as_hex_opt")]
@@ -384,6 +432,7 @@ pub enum SealStatus {
 }
 
 impl SealStatus {
+    /// The status with this byte.
     pub fn from_byte(byte: u8) -> Option<SealStatus> {
         Some(match byte {
             0 => SealStatus::Completed,
@@ -392,6 +441,7 @@ impl SealStatus {
             _ => return None,
         })
     }
+    /// Its name in `verify` output and reports.
     pub fn name(self) -> &'static str {
         match self {
             SealStatus::Completed => "completed",
@@ -404,13 +454,21 @@ impl SealStatus {
 /// Counts that the seal states and a verifier recounts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct Counts {
+    /// Request records.
     pub requests: u64,
+    /// Of which completed.
     pub completed: u64,
+    /// Of which errored.
     pub errored: u64,
+    /// Of which censored.
     pub censored: u64,
+    /// Of which never dispatched.
     pub undispatched: u64,
+    /// Event records.
     pub events: u64,
+    /// Telemetry records.
     pub telemetry: u64,
+    /// Checkpoints.
     pub checkpoints: u64,
     /// Records of kinds this build does not know.
     pub other: u64,
@@ -419,20 +477,28 @@ pub struct Counts {
 /// The signed part of the seal.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct SealBody {
+    /// When the run was sealed, ns from the epoch.
     pub at_ns: u64,
+    /// A [`SealStatus`] byte.
     pub status: u8,
+    /// Why the run ended so.
     pub reason: String,
+    /// Records before the seal's block.
     pub records_before: u64,
+    /// What the journal holds, by kind and outcome.
     pub counts: Counts,
     #[serde(serialize_with = "as_hex")]
+    /// The chain value at the end of the previous block.
     pub chain_before: [u8; 32],
 }
 
 /// The final record: the only record of the last block, which ends the file.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct Seal {
+    /// What is signed.
     pub body: SealBody,
     #[serde(serialize_with = "as_hex_opt")]
+    /// ed25519 over `SEAL_DOMAIN || bincode(body)`, when the journal is signed.
     pub signature: Option<[u8; 64]>,
 }
 
@@ -460,14 +526,21 @@ pub fn seal_message(body: &SealBody) -> Vec<u8> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "record", rename_all = "kebab-case")]
 pub enum Record {
+    /// A request record.
     Request(RequestRecord),
+    /// An event record.
     Event(EventRecord),
+    /// A telemetry record.
     Telemetry(TelemetryRecord),
+    /// A checkpoint.
     Checkpoint(Checkpoint),
+    /// The seal.
     Seal(Seal),
     /// A kind added after v1's first release; carried, not interpreted.
     Unknown {
+        /// Its kind byte.
         kind_byte: u8,
+        /// Its body, undecoded.
         #[serde(serialize_with = "as_hex")]
         body: Vec<u8>,
     },
@@ -476,7 +549,9 @@ pub enum Record {
 /// Why a record body did not decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
+    /// The record kind byte.
     pub kind: u8,
+    /// What bincode said.
     pub message: String,
 }
 
@@ -491,6 +566,7 @@ impl std::fmt::Display for DecodeError {
 }
 
 impl Record {
+    /// Its kind byte.
     pub fn kind_byte(&self) -> u8 {
         match self {
             Record::Request(_) => RecordKind::Request as u8,

@@ -53,13 +53,16 @@ weight = 1
 /// How a synthetic journal ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
+    /// Sealed `completed`.
     Sealed,
     /// Sealed as aborted after this many requests (an operator stop).
     Aborted {
+        /// Requests written before the seal.
         after_requests: u64,
     },
     /// No seal: the writer stops after this many requests and the last block is cut in half.
     Torn {
+        /// Requests written before the cut.
         after_requests: u64,
     },
 }
@@ -73,7 +76,9 @@ pub struct Options {
     pub checkpoint_every_records: u64,
     /// Block payload target in bytes (small blocks give corruption tests many boundaries).
     pub block_target_bytes: usize,
+    /// How the journal ends.
     pub ending: Ending,
+    /// Signs the checkpoints and the seal when set.
     pub signer: Option<SigningKey>,
 }
 

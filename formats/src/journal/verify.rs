@@ -34,6 +34,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name in `verify` output (`sealed-intact`, `unsealed-prefix`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Verdict::SealedIntact => "sealed-intact",
@@ -59,17 +60,24 @@ pub struct VerifyOptions {
 pub struct Problem {
     /// The record sequence number where the damage starts (the first record of the bad block).
     pub record_index: Option<u64>,
+    /// Where in the file, bytes from its start.
     pub byte_offset: u64,
+    /// What is wrong there.
     pub what: String,
+    /// What the verifier expected, when one value was expected.
     pub expected: Option<String>,
+    /// What it found instead.
     pub found: Option<String>,
 }
 
 /// The last verified checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckpointSeen {
+    /// The checkpoint's sequence number (0, 1, 2, ...).
     pub sequence: u64,
+    /// When it was written, ns from the epoch.
     pub at_ns: u64,
+    /// Records before its block.
     pub records_before: u64,
     /// The chain value after the checkpoint's block.
     #[serde(serialize_with = "as_hex")]
@@ -79,8 +87,11 @@ pub struct CheckpointSeen {
 /// The verified seal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SealSeen {
+    /// `completed`, `aborted` or `escaped`.
     pub status: &'static str,
+    /// Why the run ended so.
     pub reason: String,
+    /// When the seal was written, ns from the epoch.
     pub at_ns: u64,
 }
 
@@ -91,7 +102,10 @@ pub enum HeadMatch {
     /// It is the final chain head: everything in the file is covered.
     Final,
     /// It is the chain value after `records` records: that prefix is covered, the rest is not.
-    Prefix { records: u64 },
+    Prefix {
+        /// Records the trusted head covers.
+        records: u64,
+    },
     /// The chain never passes through it.
     NotFound,
 }
@@ -102,6 +116,7 @@ pub struct Signatures {
     /// The key the header names.
     #[serde(serialize_with = "as_hex_opt")]
     pub key: Option<[u8; 32]>,
+    /// Signatures that verified against the key.
     pub valid: u64,
     /// Whether the header's key is the trusted key given in the options.
     pub trusted: bool,
@@ -110,24 +125,33 @@ pub struct Signatures {
 /// Everything `percentes verify` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct VerifyReport {
+    /// The verdict: one of five, a pure function of the bytes.
     pub verdict: Verdict,
+    /// The file's length, bytes.
     pub file_bytes: u64,
     /// Bytes from the start through the last verified block.
     pub verified_bytes: u64,
+    /// Blocks framed.
     pub blocks: u64,
     /// Records in verified blocks (the seal included).
     pub records: u64,
+    /// Requests by outcome, and the other records, as counted while reading.
     pub counts: Counts,
+    /// The last checkpoint read, if any.
     pub last_checkpoint: Option<CheckpointSeen>,
+    /// The seal, if the journal is sealed.
     pub seal: Option<SealSeen>,
     /// The chain value after the last verified block: for a sealed journal, its root hash.
     #[serde(serialize_with = "as_hex_opt")]
     pub chain_head: Option<[u8; 32]>,
+    /// How a trusted head given in the options matched the chain, when one was given.
     pub head_match: Option<HeadMatch>,
+    /// The signatures seen.
     pub signatures: Signatures,
     /// Why the verdict is not `sealed-intact`.
     pub problem: Option<Problem>,
     #[serde(skip)]
+    /// The decoded header, when it decoded.
     pub header: Option<Header>,
 }
 
@@ -731,9 +755,13 @@ pub struct RecordIter<'a> {
 /// A framed record: where it is, what kind, its body.
 #[derive(Clone, Copy, Debug)]
 pub struct Framed<'a> {
+    /// Its position in the journal's record sequence, from 0.
     pub sequence: u64,
+    /// Where its frame starts, bytes from the file's start.
     pub byte_offset: u64,
+    /// Its kind byte (JOURNAL.md).
     pub kind: u8,
+    /// Its body, in place.
     pub body: &'a [u8],
 }
 

@@ -22,10 +22,13 @@ use super::{
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum WriteError {
+    /// Writing or syncing the file failed.
     Io(io::Error),
     /// A record body over [`RECORD_BYTES_MAX`].
     RecordTooLarge {
+        /// The record kind.
         kind: u8,
+        /// Its body size.
         bytes: usize,
     },
     /// Checkpoints and the seal are written by their own methods, never appended.
@@ -67,8 +70,11 @@ impl From<io::Error> for WriteError {
 pub struct Sealed {
     /// The journal's root hash: the chain value after the seal block.
     pub chain_head: [u8; 32],
+    /// Requests by outcome, and the other records, as the seal counts them.
     pub counts: Counts,
+    /// Records written, the seal's own included.
     pub records: u64,
+    /// Bytes written.
     pub bytes: u64,
 }
 
@@ -249,12 +255,15 @@ impl<W: Write> JournalWriter<W> {
     pub fn chain_head(&self) -> [u8; 32] {
         self.chain
     }
+    /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
     }
+    /// Records appended so far.
     pub fn records_appended(&self) -> u64 {
         self.next_record
     }
+    /// The counts so far.
     pub fn counts(&self) -> Counts {
         self.counts
     }
