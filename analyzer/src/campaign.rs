@@ -20,6 +20,7 @@ use crate::summaries::{self, RunRef};
 pub struct CampaignRun {
     /// How the campaign names it (the journal's file name).
     pub name: String,
+    /// Its analysis.
     pub report: Report,
     /// The journal header's `accelerator.*` host facts (G5).
     pub accelerator: Vec<(String, String)>,

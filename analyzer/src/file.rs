@@ -16,7 +16,9 @@ pub const RELEASE_EVERY_BYTES: u64 = 64 << 20;
 /// Why a journal file could not be opened.
 #[derive(Debug)]
 pub struct OpenError {
+    /// The file.
     pub path: PathBuf,
+    /// What the operating system said.
     pub source: std::io::Error,
 }
 
@@ -74,6 +76,7 @@ impl JournalFile {
         })
     }
 
+    /// The journal's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

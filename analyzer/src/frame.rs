@@ -22,6 +22,7 @@ pub const NO_RECORD: u8 = u8::MAX;
 /// Strings stored once, referred to by number.
 #[derive(Clone, Debug, Default)]
 pub struct Interned {
+    /// The distinct strings, by id; id 0 is the empty string.
     pub values: Vec<String>,
     lookup: HashMap<String, u32>,
 }
@@ -38,6 +39,7 @@ impl Interned {
         id
     }
 
+    /// The string with this id.
     pub fn get(&self, id: u32) -> &str {
         self.values.get(id as usize).map_or("", String::as_str)
     }
@@ -51,36 +53,57 @@ impl Interned {
 /// One row per scheduled request of the shard, in index order.
 #[derive(Clone, Debug, Default)]
 pub struct Requests {
+    /// The request's schedule index (row p holds the shard's p-th index).
     pub index: Vec<u64>,
+    /// Intended send time t_i, ns from the epoch.
     pub intended_ns: Vec<u64>,
+    /// Route index.
     pub route: Vec<u32>,
     /// Index into the schedule's phases.
     pub phase: Vec<u32>,
     /// [`Outcome`] as its byte, or [`NO_RECORD`].
     pub outcome: Vec<u8>,
+    /// Response class code.
     pub class: Vec<u16>,
+    /// Dispatch time, or [`NONE`].
     pub dispatched_ns: Vec<u64>,
+    /// Connect start, or [`NONE`].
     pub connect_start_ns: Vec<u64>,
+    /// Connect end, or [`NONE`].
     pub connect_end_ns: Vec<u64>,
+    /// TLS handshake end, or [`NONE`].
     pub tls_done_ns: Vec<u64>,
+    /// Last request byte written, or [`NONE`].
     pub request_written_ns: Vec<u64>,
+    /// Response head, or [`NONE`].
     pub response_head_ns: Vec<u64>,
+    /// First content, or [`NONE`].
     pub first_content_ns: Vec<u64>,
+    /// Terminal time (completion, failure or cutoff).
     pub terminal_ns: Vec<u64>,
+    /// Content events received.
     pub content_events: Vec<u32>,
+    /// HTTP status, 0 without a status line.
     pub http_status: Vec<u16>,
+    /// Bytes written.
     pub bytes_sent: Vec<u64>,
+    /// Bytes read.
     pub bytes_received: Vec<u64>,
     /// [`NONE`] as `u32::MAX` when the server reported no usage.
     pub usage_prompt_tokens: Vec<u32>,
+    /// `usage.completion_tokens`, [`NONE`] as `u32::MAX` when unreported.
     pub usage_completion_tokens: Vec<u32>,
     /// Into [`Requests::replicas`]; the empty string is "unattributed".
     pub replica: Vec<u32>,
+    /// The connection's id (per worker).
     pub connection_id: Vec<u64>,
+    /// Whether the connection had carried a request before.
     pub connection_reused: Vec<bool>,
     /// Into [`Requests::details`].
     pub detail: Vec<u32>,
+    /// Replica names, interned.
     pub replicas: Interned,
+    /// Failure details, interned.
     pub details: Interned,
 }
 
@@ -103,10 +126,12 @@ impl Requests {
         }
     }
 
+    /// Rows (scheduled requests of the shard).
     pub fn len(&self) -> usize {
         self.index.len()
     }
 
+    /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
     }
@@ -187,6 +212,7 @@ impl Requests {
 /// One row per event record.
 #[derive(Clone, Debug, Default)]
 pub struct Events {
+    /// The event records, in journal order.
     pub rows: Vec<EventRecord>,
 }
 
@@ -205,5 +231,6 @@ impl Events {
 /// One row per telemetry sample, in journal order.
 #[derive(Clone, Debug, Default)]
 pub struct Telemetry {
+    /// The telemetry records, in journal order.
     pub rows: Vec<TelemetryRecord>,
 }

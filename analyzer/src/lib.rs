@@ -16,6 +16,8 @@
 //! println!("{}", report.verdict.name());
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod campaign;
 pub mod escape;

@@ -17,14 +17,18 @@ use crate::JournalFile;
 /// A journal, checked and decoded.
 #[derive(Debug)]
 pub struct Run {
+    /// The journal's header.
     pub header: Header,
     /// The configuration the run was recorded with, parsed from the header's bytes.
     pub config: Config,
+    /// Its verification report (verdict, counts, seal, signatures).
     pub report: VerifyReport,
     /// One row per scheduled request of the shard, in index order; rows without a record are
     /// listed in `missing`.
     pub requests: Requests,
+    /// One row per event record.
     pub events: Events,
+    /// One row per telemetry record.
     pub telemetry: Telemetry,
     /// Scheduled indices of this shard with no record (possible only in an unpublishable run).
     pub missing: Vec<u64>,
@@ -43,9 +47,19 @@ pub enum LoadError {
     /// The schedule regenerated from the header differs from the one the header recorded.
     Schedule(String),
     /// A record breaks the one-record-per-index rule or disagrees with the schedule.
-    Record { sequence: u64, message: String },
+    Record {
+        /// The record's position in the journal.
+        sequence: u64,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A sealed, completed journal lacks records for scheduled indices.
-    Missing { count: usize, first: u64 },
+    Missing {
+        /// How many indices have no record.
+        count: usize,
+        /// The first of them.
+        first: u64,
+    },
 }
 
 impl fmt::Display for LoadError {

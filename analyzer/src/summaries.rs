@@ -14,6 +14,7 @@ use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
 pub struct RunRef<'a> {
     /// How the campaign names it (the journal's file name).
     pub name: &'a str,
+    /// Its analysis.
     pub report: &'a Report,
     /// The journal header's `accelerator.*` host facts (G5).
     pub accelerator: &'a [(String, String)],

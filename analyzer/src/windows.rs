@@ -25,16 +25,24 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
+    /// Discarded (§1).
     Warmup,
+    /// A run without a fault: one measured window.
     Measurement,
+    /// Pre-fault, ending one timeout before the fire anchor (§3).
     Baseline,
+    /// The last timeout before the fire: reported on its own, feeds nothing baseline-derived.
     Guard,
+    /// From T_inject to the recovery boundary (or the recovery timeout).
     Fault,
+    /// From the recovery boundary to the recovery timeout.
     Recovery,
+    /// After the measured span.
     Cooldown,
 }
 
 impl Kind {
+    /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Warmup => "warm-up",
@@ -57,15 +65,20 @@ impl Kind {
 /// One window: `[start_ns, end_ns)` of intended time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Window {
+    /// Which window.
     pub kind: Kind,
+    /// Its start, ns from the epoch (inclusive).
     pub start_ns: u64,
+    /// Its end, ns from the epoch (exclusive).
     pub end_ns: u64,
 }
 
 impl Window {
+    /// Whether a request intended at `intended_ns` belongs to it.
     pub fn contains(&self, intended_ns: u64) -> bool {
         (self.start_ns..self.end_ns).contains(&intended_ns)
     }
+    /// Its length, ns.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns - self.start_ns
     }
@@ -87,7 +100,9 @@ pub struct Timeline {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// When the fault was planned and when it fired.
 pub struct FaultTimes {
+    /// T_inject, ns from the epoch.
     pub inject_ns: u64,
     /// The first recorded fire, if the fault fired.
     pub fired_ns: Option<u64>,

@@ -53,6 +53,7 @@ impl CanaryServer {
         Ok(CanaryServer { listener })
     }
 
+    /// The address it listens on (an ephemeral loopback port).
     pub fn address(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
     }
@@ -213,9 +214,13 @@ pub async fn watch(address: SocketAddr, epoch: Instant, mut lag: impl FnMut(u64)
 /// One second's canary summary: sample count, nearest-rank p50 and p99, maximum (ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LagSummary {
+    /// Lag samples in the second.
     pub samples: u32,
+    /// Median lag, ns.
     pub p50_ns: u64,
+    /// p99 lag, ns (nearest rank).
     pub p99_ns: u64,
+    /// Largest lag, ns.
     pub max_ns: u64,
 }
 

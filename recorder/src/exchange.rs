@@ -72,13 +72,16 @@ impl ChunkIn<'_> {
 /// A request's fate, decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
+    /// How the request ended.
     pub outcome: Outcome,
     /// A class name from `percentes_formats::journal::records::CLASSES`.
     pub class: &'static str,
+    /// Free text behind the class: the status line, the OS error, the failed check.
     pub detail: String,
 }
 
 impl Verdict {
+    /// An errored verdict of `class`.
     pub fn errored(class: &'static str, detail: impl Into<String>) -> Verdict {
         Verdict {
             outcome: Outcome::Errored,
@@ -91,6 +94,7 @@ impl Verdict {
 /// A route's verification rule, resolved (see `percentes_formats::config::Verify`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rule {
+    /// The exact HTTP status required (default: any 2xx).
     pub status: Option<u16>,
     /// Lowercased header name and, optionally, the exact value.
     pub header: Option<(String, Option<String>)>,
@@ -120,14 +124,22 @@ pub struct Exchange {
     /// and every in-flight request's future would carry it).
     content: Option<Box<blake3::Hasher>>,
     failed_check: Option<String>,
+    /// The response's status, once its head arrived.
     pub status: Option<u16>,
+    /// The replica named by the response header, empty when unattributed.
     pub replica: String,
+    /// When the response head arrived, ns from the epoch.
     pub response_head_ns: Option<u64>,
+    /// When the first content arrived, ns from the epoch.
     pub first_content_ns: Option<u64>,
     last_content_ns: Option<u64>,
+    /// Gaps between consecutive content events, us, at least 1 (§3).
     pub content_gaps_us: Vec<u32>,
+    /// Content events seen.
     pub content_events: u32,
+    /// `usage.prompt_tokens` as the server reported it.
     pub usage_prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens` as the server reported it.
     pub usage_completion_tokens: Option<u32>,
     /// The server asked to close the connection after this response.
     pub close_after: bool,

@@ -14,7 +14,9 @@ pub const BODY_KEPT_BYTES_MAX: usize = 4 << 20;
 pub enum Event {
     /// Status and headers (names lowercased).
     Head {
+        /// The status code.
         status: u16,
+        /// The headers, names lowercased, in order.
         headers: Vec<(String, String)>,
     },
     /// Body bytes, de-chunked.
@@ -59,6 +61,7 @@ fn find_crlf(bytes: &[u8]) -> Option<usize> {
 }
 
 impl Parser {
+    /// Whether the body ended as framed.
     pub fn done(&self) -> bool {
         matches!(self.state, State::Done | State::Failed)
     }

@@ -9,6 +9,8 @@
 //! What it is not for: statistics. The recorder computes nothing beyond its live progress line;
 //! the analyzer reads the journal.
 
+#![warn(missing_docs)]
+
 #[cfg(target_os = "linux")]
 pub mod canary;
 pub mod exchange;

@@ -23,8 +23,10 @@ const ANSWER_BYTES_MAX: usize = 1 << 20;
 pub enum Probe {
     /// Answered 200; the waiting gauge if the answer carries one.
     Up {
+        /// `vllm:num_requests_waiting`, when /metrics carries it.
         waiting: Option<f64>,
     },
+    /// It did not answer, or not with 200: why.
     Down(String),
 }
 

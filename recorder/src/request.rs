@@ -6,7 +6,9 @@ use percentes_formats::pins;
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// The host name or address, as the URL writes it.
     pub host: String,
+    /// The port (the scheme's default when the URL has none).
     pub port: u16,
     /// The `host:port` to connect to.
     pub address: String,

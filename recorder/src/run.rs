@@ -73,24 +73,32 @@ pub const EPOCH_LEAD: Duration = Duration::from_millis(300);
 /// How the live progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
+    /// Nothing but errors.
     Quiet,
+    /// One status line a second for a person.
     Human,
+    /// One JSON object a second, for a program.
     Json,
 }
 
 /// What `record` needs beyond the configuration.
 #[derive(Debug)]
 pub struct Options {
+    /// Where the journal goes.
     pub output: PathBuf,
     /// Overwrite an existing output file.
     pub force: bool,
+    /// Signs checkpoints and the seal when set.
     pub signing_key: Option<SigningKey>,
+    /// The version the header cites.
     pub tool_version: String,
+    /// The commit the header cites.
     pub tool_commit: String,
     /// Worker threads (pacer + client runtimes).
     pub workers: usize,
     /// Run the loopback canary (SPEC §2 receive-path check; [`crate::canary`]).
     pub canary: bool,
+    /// What the run prints while it runs.
     pub progress: Progress,
     /// Set from a signal handler: stop dispatching, drain, seal as aborted.
     pub stop: Arc<AtomicBool>,
@@ -144,22 +152,33 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
 /// What a finished run reports.
 #[derive(Clone, Debug)]
 pub struct Summary {
+    /// The journal written.
     pub output: PathBuf,
+    /// How it was sealed.
     pub status: SealStatus,
+    /// Why it was sealed so.
     pub reason: String,
+    /// What the seal reports (chain head, counts, size).
     pub sealed: Sealed,
+    /// Requests never dispatched.
     pub undispatched: u64,
+    /// Times the writer queue was full.
     pub queue_full_events: u64,
 }
 
 /// Why a run could not be done. Failures of the target are outcomes, never errors.
 #[derive(Debug)]
 pub enum RecordError {
+    /// The configuration or the target cannot be run: what and why.
     Refused(String),
+    /// A file or thread could not be made.
     Io {
+        /// What the recorder was doing.
         what: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The journal writer failed.
     Journal(WriteError),
 }
 

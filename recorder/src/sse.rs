@@ -12,13 +12,16 @@ pub const EVENT_BYTES_MAX: usize = 1 << 20;
 pub struct SseEvent {
     /// `message` unless an `event:` field said otherwise.
     pub event: String,
+    /// The event's data, its lines joined by newlines.
     pub data: String,
 }
 
 /// Why the stream is not a valid event stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SseError {
+    /// A line is not UTF-8.
     InvalidUtf8,
+    /// An event is over the size limit.
     TooLarge,
 }
 

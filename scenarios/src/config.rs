@@ -30,20 +30,28 @@ pub const FAULTS_MAX: usize = 256;
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// A mock replica's configuration (`percentes mock --config`).
 pub struct MockConfig {
     #[serde(default = "default_name")]
+    /// The replica's name: it answers in the `x-replica` header.
     pub name: String,
     #[serde(default)]
+    /// Seed of the timing model's draws.
     pub seed: u64,
     #[serde(default = "default_model")]
+    /// The model name it serves.
     pub model: String,
     #[serde(default)]
+    /// How long a token takes.
     pub timing: Timing,
     #[serde(default)]
+    /// How many sequences run at once, and how they slow each other.
     pub capacity: Capacity,
     #[serde(default)]
+    /// The document store's lookups (cached and from the store).
     pub store: Store,
     #[serde(default)]
+    /// Faults armed at start, with their times.
     pub faults: Vec<FaultPlan>,
 }
 
@@ -78,10 +86,14 @@ fn default_model() -> String {
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// The timing model.
 pub struct Timing {
+    /// Time to the first token.
     pub ttft: Distribution,
+    /// Time between tokens.
     pub token_gap: Distribution,
     #[serde(default = "default_min_output")]
+    /// Fewest output tokens a completion has.
     pub min_output_tokens: u32,
 }
 
@@ -107,8 +119,11 @@ impl Default for Timing {
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// The capacity model.
 pub struct Capacity {
+    /// Sequences running at once; the rest wait in FIFO order (vLLM's `max_num_seqs`).
     pub max_num_seqs: u32,
+    /// Per-token slowdown for each running sequence, as a fraction.
     pub slowdown_per_running: f64,
     /// Under a `cpu-throttle`, every duration is this many times longer.
     #[serde(default = "default_throttle_factor")]
@@ -171,6 +186,7 @@ pub enum FaultMode {
 }
 
 impl FaultMode {
+    /// Its name in the admin API and in configurations.
     pub fn name(self) -> &'static str {
         match self {
             FaultMode::Stall => "stall",
@@ -196,9 +212,12 @@ impl FaultMode {
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultPlan {
+    /// The mode.
     pub mode: FaultMode,
     #[serde(default)]
+    /// When it fires, ms after start.
     pub at_ms: u64,
+    /// How long it lasts, ms (0: until disarmed).
     pub duration_ms: u64,
     /// stream-abort and premature-close: tokens sent before the transport fails.
     #[serde(default = "default_after_tokens")]
@@ -237,6 +256,7 @@ impl MockConfig {
         Ok(config)
     }
 
+    /// Checks every number is in its domain.
     pub fn validate(&self) -> Result<(), String> {
         self.timing
             .ttft

@@ -15,15 +15,20 @@ pub const REQUEST_HEADERS_MAX: usize = 128;
 /// A parsed request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
+    /// The request method.
     pub method: String,
+    /// The request target.
     pub path: String,
+    /// The headers, names lowercased, in order.
     pub headers: Vec<(String, String)>,
+    /// The body.
     pub body: Vec<u8>,
     /// `Connection: close` or HTTP/1.0 without keep-alive.
     pub close: bool,
 }
 
 impl Request {
+    /// The first header of this name (lowercase), if any.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -35,7 +40,9 @@ impl Request {
 /// Why a request could not be read. `Closed` is the client's orderly goodbye.
 #[derive(Debug)]
 pub enum ReadError {
+    /// The client closed before a full request.
     Closed,
+    /// The socket failed.
     Io(std::io::Error),
     /// Malformed or over a limit: answer 400 (or 413) and close.
     Bad(u16, String),

@@ -19,6 +19,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod http;
 pub mod mock;

@@ -26,7 +26,9 @@ pub const STALL_FLUSH_SPREAD_MS: u64 = 20;
 /// One audit record of a fault's life, on the mock's monotonic clock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AuditRecord {
+    /// The fault's id, in arming order.
     pub fault_id: u64,
+    /// Its mode.
     pub mode: FaultMode,
     /// `armed`, `fired` or `expired`.
     pub event: &'static str,
@@ -45,6 +47,7 @@ struct ArmedFault {
 /// A running mock replica's shared state.
 #[derive(Debug)]
 pub struct Mock {
+    /// The configuration it serves.
     pub config: MockConfig,
     start: Instant,
     permits: Semaphore,

@@ -31,9 +31,11 @@ pub const UPSTREAM_HEAD_BYTES_MAX: usize = 64 << 10;
 /// One upstream replica.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
+    /// The replica's name.
     pub name: String,
     /// host:port
     pub address: String,
+    /// Whether the control plane lists it as ready.
     pub ready: bool,
 }
 
@@ -42,12 +44,15 @@ pub struct Endpoint {
 pub struct AccessRecord {
     /// ns since the router started, when the request arrived.
     pub at_ns: u64,
+    /// The request's id.
     pub request_id: String,
+    /// The replica it went to.
     pub upstream: String,
     /// The upstream's status code, 0 if none arrived; 502 when the router answered itself.
     pub status: u16,
     /// `completed`, `upstream-reset`, `client-gone`, `connect-failed`, `no-endpoint`.
     pub outcome: &'static str,
+    /// Bytes relayed.
     pub bytes: u64,
 }
 
@@ -61,6 +66,7 @@ pub struct Router {
 }
 
 impl Router {
+    /// A router over these endpoints.
     pub fn new(endpoints: Vec<Endpoint>) -> Arc<Router> {
         Arc::new(Router {
             start: Instant::now(),
@@ -75,6 +81,7 @@ impl Router {
         self.log.lock().expect("log lock").clone()
     }
 
+    /// The endpoints as they stand.
     pub fn endpoints(&self) -> Vec<Endpoint> {
         self.endpoints.lock().expect("endpoints lock").clone()
     }

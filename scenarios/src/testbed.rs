@@ -23,11 +23,13 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct InjectorRecord {
     /// `clean-delete`, `restart`, `black-hole`.
     pub injector: &'static str,
+    /// The replica acted on.
     pub target: String,
     /// `armed`, `fired`, `confirmed`, `expired`, `ready`, `failed`.
     pub event: &'static str,
     /// ns since the testbed started.
     pub at_ns: u64,
+    /// What was done, in words.
     pub detail: String,
 }
 
@@ -424,6 +426,7 @@ impl Testbed {
         self.start
     }
 
+    /// Every injector action so far, in order.
     pub fn records(&self) -> &[InjectorRecord] {
         &self.records
     }

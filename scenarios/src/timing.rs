@@ -7,19 +7,28 @@ use serde::Deserialize;
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Distribution {
+    /// Always the same.
     Constant {
+        /// The value, ms.
         ms: f64,
     },
+    /// Uniform between two values.
     Uniform {
+        /// The low end, ms.
         low_ms: f64,
+        /// The high end, ms.
         high_ms: f64,
     },
+    /// Exponential.
     Exponential {
+        /// The mean, ms.
         mean_ms: f64,
     },
     /// `median * exp(sigma * Z)`, Z standard normal.
     LogNormal {
+        /// The median, ms.
         median_ms: f64,
+        /// The log-scale standard deviation.
         sigma: f64,
     },
 }
@@ -92,12 +101,14 @@ pub struct Rng {
 }
 
 impl Rng {
+    /// A stream of draws for `seed`; distinct `stream`s never overlap.
     pub fn new(seed: u64, stream: u64) -> Rng {
         Rng {
             state: seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x6a09_e667_f3bc_c909,
         }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;

@@ -20,10 +20,13 @@ use serde::Serialize;
 /// What one step measured, and its verdict.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
+    /// The step's offered rate.
     pub rate_rps: f64,
     /// `coarse` or `fine`.
     pub stage: &'static str,
+    /// Its journal's path.
     pub journal: String,
+    /// Requests scheduled in its measured span.
     pub scheduled: u64,
     /// SLO goodput over the measured span's scheduled requests.
     pub goodput: Option<f64>,
@@ -31,6 +34,7 @@ pub struct Step {
     pub waiting_mean: Option<f64>,
     /// Run-invalidating gates that did not hold (the client gate, G2).
     pub client_gate: Vec<String>,
+    /// Whether it passed (§10).
     pub passed: bool,
     /// Why it failed, one line per reason; empty when it passed.
     pub reasons: Vec<String>,
@@ -38,14 +42,18 @@ pub struct Step {
 
 /// What a step function reports to the ramp.
 pub trait StepRunner {
+    /// Records and analyzes one step at `rate_rps` in `stage` (`coarse` or `fine`).
     fn step(&mut self, rate_rps: f64, stage: &'static str) -> Result<Step>;
 }
 
 /// One calibration: its steps and lambda_max, or why there is none.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ramp {
+    /// Every step, in order.
     pub steps: Vec<Step>,
+    /// The last passing rate, if any step passed.
     pub lambda_max_rps: Option<f64>,
+    /// How the ramp ended.
     pub note: String,
 }
 

@@ -26,6 +26,8 @@
 //! # fn main() {}
 //! ```
 
+#![warn(missing_docs)]
+
 /// The build that runs a study: cited by every journal it records and every report it writes.
 #[derive(Clone, Debug)]
 pub struct Tool {

@@ -41,14 +41,19 @@ pub const DEMO_SCENARIO: &str =
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// What the scenario asks and expects (seeds/004).
     pub scenario: Meta,
     #[serde(default)]
+    /// The degradation budgets checked against the fault window.
     pub budgets: Option<Budgets>,
     #[serde(default)]
+    /// The statuses and classes each route may end with.
     pub expect: Vec<Expect>,
     #[serde(default)]
+    /// The testbed it runs on; absent when the scenario is refused.
     pub testbed: Option<TestbedPlan>,
     #[serde(default)]
+    /// The run configuration template; absent when the scenario is refused.
     pub run: Option<RunPlan>,
 }
 
@@ -67,6 +72,7 @@ pub struct RunPlan {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Meta {
+    /// The scenario's name (the file's stem).
     pub name: String,
     /// The question the experiment answers (seeds/004's catalogue).
     pub question: String,
@@ -87,8 +93,11 @@ pub struct Meta {
 pub struct Budgets {
     /// The route the budgets bound (its segment of the fault window); all traffic without one.
     pub route: Option<String>,
+    /// End-to-end p95 budget over the fault window.
     pub e2e_p95_ms: Option<f64>,
+    /// End-to-end p99 budget over the fault window.
     pub e2e_p99_ms: Option<f64>,
+    /// Error-rate budget over the fault window.
     pub error_rate: Option<f64>,
 }
 
@@ -97,14 +106,17 @@ pub struct Budgets {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// The route's label.
     pub route: String,
     /// The windows whose requests are checked (default: fault and recovery, everything from
     /// T_inject to the end of the measured span, whatever the §5 detector decided).
     #[serde(default = "after_injection")]
     pub windows: Vec<String>,
     #[serde(default)]
+    /// HTTP statuses its requests may end with.
     pub statuses: Vec<u16>,
     #[serde(default)]
+    /// Response classes its requests may end with.
     pub classes: Vec<String>,
 }
 
@@ -117,6 +129,7 @@ fn after_injection() -> Vec<String> {
 #[serde(deny_unknown_fields)]
 pub struct TestbedPlan {
     #[serde(default = "two")]
+    /// Replicas the testbed starts.
     pub replicas: usize,
     /// Replicas in network namespaces (root, iproute2, iptables): needed for a black-hole.
     #[serde(default)]
@@ -184,13 +197,17 @@ pub enum OrchestratorPlan {
     /// A replacement: the endpoint is removed `detection_s` after the victim dies, the replica is
     /// rescheduled `reschedule_s` later and loads for `weight_load_s` before it is ready.
     Replace {
+        /// Seconds from the victim's death to the endpoint's removal.
         detection_s: f64,
+        /// Seconds from the removal to the replica's reschedule.
         reschedule_s: f64,
+        /// Seconds the replica loads weights before it is ready.
         weight_load_s: f64,
     },
 }
 
 impl Scenario {
+    /// Parses a scenario file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario> {
         let scenario: Scenario =
             toml::from_str(text).with_context(|| format!("{origin}: not a valid scenario file"))?;
@@ -211,6 +228,7 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;

@@ -66,10 +66,12 @@ impl LatencyHistogram {
         self.saturated += other.saturated;
     }
 
+    /// Samples recorded (saturated ones included).
     pub fn len(&self) -> u64 {
         self.histogram.len()
     }
 
+    /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.histogram.is_empty()
     }
@@ -79,6 +81,7 @@ impl LatencyHistogram {
         self.histogram.value_at_quantile(q)
     }
 
+    /// The largest sample, us.
     pub fn max_us(&self) -> u64 {
         self.histogram.max()
     }

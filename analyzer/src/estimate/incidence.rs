@@ -31,8 +31,11 @@ use percentes_formats::spec::{ErrorTreatment, Spec};
 /// What happened to one scheduled request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Fate {
+    /// Completed at `time_ns`.
     Completed,
+    /// Failed at `time_ns`: a competing event under v0.2, a censoring under v0.1.
     Errored,
+    /// No outcome by `time_ns`: still at risk until then.
     Censored,
 }
 
@@ -40,7 +43,9 @@ pub enum Fate {
 /// completion, its failure, or its censoring cutoff.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Observation {
+    /// Its time, ns from t_i.
     pub time_ns: u64,
+    /// How it ended.
     pub fate: Fate,
 }
 
@@ -66,11 +71,15 @@ impl Method {
 /// The curve after everything that happened at one distinct time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Step {
+    /// The distinct time, ns from t_i.
     pub time_ns: u64,
     /// Requests at risk just before this time (time >= this time).
     pub at_risk: u64,
+    /// Completions at it.
     pub completed: u64,
+    /// Errors at it.
     pub errored: u64,
+    /// Censorings at it.
     pub censored: u64,
     /// Completion incidence after this time.
     pub incidence: f64,
@@ -82,6 +91,7 @@ pub struct Step {
 /// A window's completion curve: a right-continuous step function starting at 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompletionCurve {
+    /// The estimator the curve was drawn with.
     pub method: Method,
     /// Scheduled requests the curve is over.
     pub n: u64,

@@ -23,11 +23,22 @@ use super::incidence::CompletionCurve;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Reading {
     /// The curve reaches q at this latency.
-    At { time_ns: u64 },
+    At {
+        /// The latency, ns from t_i.
+        time_ns: u64,
+    },
     /// The curve does not reach q inside the horizon, but could: the ceiling is at least q.
-    AboveHorizon { ceiling: f64 },
+    AboveHorizon {
+        /// The highest the curve could reach.
+        ceiling: f64,
+    },
     /// The curve can never reach q: the ceiling is below it.
-    Unattainable { final_incidence: f64, ceiling: f64 },
+    Unattainable {
+        /// The curve's last value.
+        final_incidence: f64,
+        /// The highest the curve could reach.
+        ceiling: f64,
+    },
 }
 
 /// Reads quantile `q` (in (0, 1)) from `curve`.

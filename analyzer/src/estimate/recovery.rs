@@ -25,15 +25,20 @@ use percentes_formats::pins;
 pub struct Bucket {
     /// Scheduled requests that met the SLO.
     pub met: u64,
+    /// Requests scheduled in the bucket.
     pub scheduled: u64,
 }
 
 /// Detector parameters: window R and hold H in buckets (seconds), entry and exit as fractions.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Detector {
+    /// The sliding window R, in buckets.
     pub window_s: u64,
+    /// The hold H, in buckets.
     pub hold_s: u64,
+    /// Entry threshold, as a fraction of the baseline's goodput.
     pub entry: f64,
+    /// Exit threshold, as a fraction of the baseline's goodput.
     pub exit: f64,
 }
 
@@ -88,7 +93,12 @@ impl Detector {
 pub enum Detection {
     /// Entered at the window ending `entry_end_s` (absolute, s from the series' start), surviving
     /// the hold. `ttr_s` is that end minus the fire anchor.
-    Recovered { ttr_s: u64, entry_end_s: u64 },
+    Recovered {
+        /// Buckets from the fire anchor to the end of the entering window.
+        ttr_s: u64,
+        /// The entering window's end, buckets from the series' start.
+        entry_end_s: u64,
+    },
     /// No entry survived its hold within the series (the 600 s timeout, when the series ends there).
     NotRecovered,
     /// The baseline goodput is zero or missing: there is nothing to recover to.
@@ -171,14 +181,22 @@ pub fn goodput_between(series: &[Bucket], from: usize, to: usize) -> Option<f64>
 /// The single-replica equilibrium (SPEC §5).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plateau {
+    /// It spans at least R and its goodput is above zero.
     Estimable {
+        /// Its first bucket.
         from_s: u64,
+        /// Its end bucket (exclusive).
         to_s: u64,
+        /// Its goodput (ratio of sums).
         goodput: f64,
     },
+    /// It is too short or has no SLO-goodput.
     NotEstimable {
+        /// Its first bucket.
         from_s: u64,
+        /// Its end bucket (exclusive).
         to_s: u64,
+        /// Why it is not estimable.
         reason: &'static str,
     },
 }

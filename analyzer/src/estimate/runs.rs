@@ -12,11 +12,15 @@ use percentes_formats::pins;
 pub struct RunSummary {
     /// Every run's value, in run order, verbatim.
     pub values: Vec<f64>,
+    /// Median.
     pub median: f64,
+    /// Mean.
     pub mean: f64,
     /// Sample standard deviation (n - 1); `None` for one run.
     pub sd: Option<f64>,
+    /// Smallest.
     pub min: f64,
+    /// Largest.
     pub max: f64,
     /// `mean -/+ t * sd / sqrt(n)` with the pinned t, or why there is none.
     pub t_interval: Result<(f64, f64), String>,

@@ -25,14 +25,18 @@ pub struct SloInput {
 /// A completed request's two latencies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completed {
+    /// Time to first token, ns from t_i.
     pub ttft_ns: u64,
+    /// End-to-end latency, ns from t_i.
     pub e2e_ns: u64,
 }
 
 /// An SLO: both thresholds inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slo {
+    /// The TTFT threshold, ns.
     pub ttft_ns: u64,
+    /// The end-to-end threshold, ns.
     pub e2e_ns: u64,
 }
 
@@ -45,6 +49,7 @@ impl Slo {
         }
     }
 
+    /// Whether `request` completed within both thresholds.
     pub fn met_by(self, request: &SloInput) -> bool {
         request
             .completed
@@ -78,8 +83,11 @@ pub fn sweep(window: &[SloInput]) -> [[Option<f64>; 3]; 3] {
 pub enum Distance {
     /// `(threshold - mode) / sd`; a zero SD gives a signed infinity (or 0 when mode = threshold).
     StandardDeviations {
+        /// The modal latency, ns.
         mode_ns: u64,
+        /// The baseline's standard deviation, ns.
         sd_ns: f64,
+        /// The distance, in standard deviations.
         distance: f64,
     },
     /// Fewer than 2 baseline completions or no fault-window completion.

@@ -28,12 +28,18 @@ pub fn ranks(n: u64, p: f64) -> Option<(u64, u64)> {
 /// A tail reading: an interval, or the refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailInterval {
+    /// Both ranks fall inside the sample.
     Interval {
+        /// The lower rank (1-based).
         lower_rank: u64,
+        /// The upper rank (1-based).
         upper_rank: u64,
+        /// The order statistic at the lower rank.
         lower: u64,
+        /// The order statistic at the upper rank.
         upper: u64,
     },
+    /// The sample budget is insufficient (§7).
     Omitted,
 }
 

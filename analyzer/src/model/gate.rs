@@ -111,10 +111,13 @@ impl Effect {
 /// What a gate found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// Evaluated and within its limit.
     Pass,
+    /// Evaluated and outside its limit.
     Fail,
     /// It applies but its evidence is absent; counts as failed (§10).
     Unobserved,
+    /// Does not apply to this run.
     NotApplicable,
     /// A server-side gate against a hosted target (§6).
     NotEvaluable,
@@ -159,15 +162,21 @@ display_by_name!(GateId, Effect, Status);
 /// One gate's reading.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gate {
+    /// Which gate.
     pub id: GateId,
+    /// How its failure acts.
     pub effect: Effect,
+    /// What it found.
     pub status: Status,
+    /// Its limit, in words.
     pub limit: String,
+    /// What it read.
     pub observed: String,
     /// By how much a failing gate missed, in the limit's unit.
     pub by: Option<String>,
     /// Samples the reading is over.
     pub n: u64,
+    /// How the reading was taken, or why there is none.
     pub note: String,
 }
 

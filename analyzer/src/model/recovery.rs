@@ -3,22 +3,34 @@
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize)]
+/// The §5 recovery report of a fault run.
 pub struct RecoveryReport {
+    /// The fault variant.
     pub variant: String,
     /// `recovery`, or `partition heal` under black-hole (bounded below by the partition).
     pub label: String,
     /// Under black-hole: `node-loss-representative`, or why the run is reported as equivalent to
     /// the clean variant (G3, G4).
     pub node_loss_label: Option<String>,
+    /// The goodput bucket, s.
     pub bucket_s: f64,
+    /// The detector's sliding window R, s.
     pub window_s: f64,
+    /// The detector's hold H, s.
     pub hold_s: f64,
+    /// The recovery timeout, s.
     pub timeout_s: f64,
+    /// The fire anchor, s from the epoch.
     pub fire_anchor_s: f64,
+    /// The two-replica pre-fault baseline the detector recovers to.
     pub pre_fault_baseline: BaselineReport,
+    /// Time to recover to the pre-fault baseline.
     pub to_pre_fault: Ttr,
+    /// The degraded plateau (the single-replica equilibrium) and its estimability.
     pub equilibrium: PlateauReport,
+    /// Time to the plateau.
     pub to_equilibrium: Ttr,
+    /// The caveats that travel with every TTR ([`crate::recovery::CAVEATS`]).
     pub caveats: Vec<&'static str>,
     /// When goodput fell below the exit threshold again after the recovery to the pre-fault
     /// baseline (within the recovery timeout): the recovery did not last.
@@ -26,13 +38,18 @@ pub struct RecoveryReport {
     /// Area between the pre-fault baseline and the observed goodput from the anchor to the
     /// recovery (or the timeout), in goodput-seconds.
     pub deficit_goodput_s: Option<f64>,
+    /// The 27-cell sensitivity sweep (entry x R x H, exit fixed).
     pub sweep: Vec<SweepRow>,
     /// Whether every sweep cell orders the two TTRs the same way as the pinned cell (no ordering
     /// claim between baselines otherwise).
     pub sweep_note: String,
+    /// Recovery of each component (TTFT-SLO, e2e-SLO, error rate, backlog).
     pub components: Vec<Component>,
+    /// The measured boundaries of the recovery, or N/A with the reason.
     pub decomposition: Vec<Boundary>,
+    /// The failure-injection timeline (seeds/004).
     pub timeline: Vec<State>,
+    /// Detection, degradation and recovery, kept apart.
     pub durations: Vec<Duration>,
     /// Abort conditions that make the experiment invalid rather than a product failure.
     pub experiment_invalid: Vec<String>,
@@ -41,10 +58,15 @@ pub struct RecoveryReport {
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// The baseline's goodput and where it was measured.
 pub struct BaselineReport {
+    /// Its goodput (ratio of sums).
     pub goodput: Option<f64>,
+    /// Its start, s from the epoch.
     pub from_s: f64,
+    /// Its end, s from the epoch.
     pub to_s: f64,
+    /// Requests scheduled in it.
     pub n: u64,
 }
 
@@ -53,65 +75,99 @@ pub struct BaselineReport {
 pub struct Ttr {
     /// `recovered`, `not recovered within the recovery timeout`, `no baseline`, or `N/A`.
     pub status: String,
+    /// The time to recovery, s from the fire anchor.
     pub ttr_s: Option<f64>,
     /// The instant the entering window ended, in seconds of the run.
     pub at_s: Option<f64>,
+    /// The reading in words.
     pub text: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// The degraded plateau (§5).
 pub struct PlateauReport {
+    /// Whether it spans at least R with goodput above zero.
     pub estimable: bool,
+    /// Its start, s from the epoch.
     pub from_s: f64,
+    /// Its end, s from the epoch.
     pub to_s: f64,
+    /// Its goodput.
     pub goodput: Option<f64>,
+    /// Why it is or is not estimable.
     pub note: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One cell of the sensitivity sweep.
 pub struct SweepRow {
+    /// The entry threshold X, % of the baseline's goodput.
     pub entry_percent: f64,
+    /// The window R, s.
     pub window_s: f64,
+    /// The hold H, s.
     pub hold_s: f64,
+    /// TTR to the pre-fault baseline in this cell.
     pub to_pre_fault_s: Option<f64>,
+    /// TTR to the plateau in this cell.
     pub to_equilibrium_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// The recovery of one component.
 pub struct Component {
+    /// Which component.
     pub component: &'static str,
+    /// Its baseline value.
     pub baseline: Option<f64>,
+    /// Its time to recovery.
     pub ttr: Ttr,
 }
 
 /// A measured boundary of the recovery, or N/A with the reason.
 #[derive(Clone, Debug, Serialize)]
 pub struct Boundary {
+    /// Which boundary (reschedule, container start, weight load, ...).
     pub boundary: &'static str,
+    /// When it was observed, s from the epoch.
     pub at_s: Option<f64>,
+    /// When, s after the fire anchor.
     pub since_anchor_s: Option<f64>,
+    /// The evidence in the journal, or why there is none.
     pub evidence: String,
 }
 
 /// One state of the failure-injection timeline (seeds/004).
 #[derive(Clone, Debug, Serialize)]
 pub struct State {
+    /// The state (`Stabilizing`, `Healthy`, ...).
     pub state: &'static str,
+    /// When it was entered, s from the epoch, if it was.
     pub from_s: Option<f64>,
+    /// The evidence for the transition.
     pub evidence: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One of the three durations seeds/004 keeps apart.
 pub struct Duration {
+    /// Its name (`detection`, `degradation`, `recovery`).
     pub duration: &'static str,
+    /// Its length, when both ends were observed.
     pub seconds: Option<f64>,
+    /// From which event to which.
     pub definition: &'static str,
+    /// Why it is what it is.
     pub note: String,
 }
 
 #[derive(Clone, Copy, Debug, Serialize)]
+/// One bucket of the goodput series.
 pub struct SeriesPoint {
+    /// The bucket's start, s from the epoch.
     pub t_s: f64,
+    /// Its goodput.
     pub goodput: Option<f64>,
+    /// Requests scheduled in it.
     pub scheduled: u64,
 }

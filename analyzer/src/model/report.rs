@@ -11,24 +11,31 @@ pub const REPORT_SCHEMA: &str = "percentes-report/1";
 /// Who analyzed: the caller's version and commit (the binary knows its own build).
 #[derive(Clone, Debug, Default)]
 pub struct Analyzer {
+    /// The analyzer's version.
     pub version: String,
+    /// The commit it was built from.
     pub commit: String,
 }
 
 /// The analysis of one run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The report schema ([`REPORT_SCHEMA`]).
     pub schema: &'static str,
+    /// What the report cites: versions, hashes, the journal's verdict, the profile.
     pub provenance: Provenance,
     /// Empty when the results may be published; otherwise every reason, each starting
     /// `NOT PUBLISHABLE`.
     pub not_publishable: Vec<String>,
+    /// Every gate's reading, and whether the run is valid.
     pub validity: Validity,
+    /// The fire, the recovery boundary and the windows' bounds.
     pub timeline: TimelineReport,
     /// Per-window statistics; empty when a run-invalidating gate failed (§9: nothing published).
     pub windows: Vec<WindowReport>,
     /// Why `windows` is empty, when it is.
     pub windows_withheld: Option<String>,
+    /// The requests in flight at the fire, by where they were served (§3).
     pub in_flight_at_fire: Option<InFlight>,
     /// The §5 recovery analysis of a fault run (withheld with the windows when invalid).
     pub recovery: Option<RecoveryReport>,
@@ -39,27 +46,44 @@ pub struct Report {
     /// The appendix's headline sentence filled from this run alone (empty slots say
     /// `[not measured]`); `percentes campaign` fills it over five runs.
     pub headline: String,
+    /// The coordinated-omission audit (seeds/003).
     pub audit: Audit,
 }
 
 /// What the report cites (§9).
 #[derive(Clone, Debug, Serialize)]
 pub struct Provenance {
+    /// The spec version whose rules this report applies.
     pub spec_applied: String,
+    /// The spec version the journal was captured under.
     pub spec_at_capture: String,
+    /// The completion curve's estimator, in words.
     pub curve_method: String,
+    /// The analyzer's version.
     pub analyzer_version: String,
+    /// The analyzer's commit.
     pub analyzer_commit: String,
+    /// The recorder's version, from the journal header.
     pub recorder_version: String,
+    /// The recorder's commit, from the journal header.
     pub recorder_commit: String,
+    /// BLAKE3 of the configuration, hex.
     pub config_hash: String,
+    /// The journal's chain head, hex.
     pub chain_head: String,
+    /// `percentes verify`'s verdict on the journal.
     pub journal_verdict: String,
+    /// The seal's status and reason, or that there is none.
     pub seal: String,
+    /// The schedule's digest, hex.
     pub schedule_digest: String,
+    /// The configuration's profile.
     pub profile: String,
+    /// The dev time factor (1 outside the dev profile).
     pub dev_time_factor: u32,
+    /// `mock`, `self-hosted` or `hosted`.
     pub target_kind: String,
+    /// The fault variant.
     pub fault_variant: String,
     /// Printed in every report when certificate verification was off.
     pub tls_insecure: bool,
@@ -68,59 +92,86 @@ pub struct Provenance {
 /// The client-validity gate (§2), gate by gate.
 #[derive(Clone, Debug, Serialize)]
 pub struct Validity {
+    /// Whether every run-invalidating gate held.
     pub valid: bool,
+    /// The gates, in report order.
     pub gates: Vec<Gate>,
 }
 
 /// The windows and the instants they were cut at (§3).
 #[derive(Clone, Debug, Serialize)]
 pub struct TimelineReport {
+    /// T_inject, s from the epoch, in a fault run.
     pub inject_s: Option<f64>,
+    /// The recorded fire, s from the epoch, when it fired.
     pub fired_s: Option<f64>,
+    /// The earlier of T_inject and the fire (§3).
     pub fire_anchor_s: Option<f64>,
     /// The recovery boundary (end of the detector window that entered recovery to the pre-fault
     /// baseline), or why there is none.
     pub recovered_s: Option<f64>,
+    /// How the recovery boundary was found, or why there is none.
     pub recovery_note: String,
+    /// Each window's bounds and size.
     pub windows: Vec<WindowBounds>,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One window's bounds.
 pub struct WindowBounds {
+    /// Its name (`baseline`, `guard`, `fault`, ...).
     pub window: &'static str,
+    /// Its start, s from the epoch.
     pub start_s: f64,
+    /// Its end, s from the epoch.
     pub end_s: f64,
+    /// Requests scheduled in it (by intended time).
     pub scheduled: u64,
 }
 
 /// A count or share with its n and label.
 #[derive(Clone, Debug, Serialize)]
 pub struct Share {
+    /// The share or rate; `None` when its denominator is empty.
     pub value: Option<f64>,
+    /// Its denominator.
     pub n: u64,
+    /// What it is over.
     pub label: &'static str,
 }
 
 /// Everything one window reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct WindowReport {
+    /// Its name.
     pub window: &'static str,
+    /// Its start, s from the epoch.
     pub start_s: f64,
+    /// Its end, s from the epoch.
     pub end_s: f64,
+    /// Requests scheduled in it (by intended time).
     pub scheduled: u64,
+    /// How they ended.
     pub outcomes: Outcomes,
     /// Count per response class, by class name.
     pub classes: std::collections::BTreeMap<String, u64>,
+    /// Errored over scheduled.
     pub error_rate: Share,
+    /// Censored over scheduled.
     pub censored_rate: Share,
     /// Completions per second of the window.
     pub throughput_rps: Share,
+    /// Requests that met the SLO over scheduled (§4).
     pub goodput: Share,
     /// Goodput at the 3 x 3 thresholds (§4): rows TTFT 800/1000/1500 ms, columns e2e 12/14/18 s.
     pub goodput_sweep: Vec<SweepCell>,
+    /// The completion curve and the readings taken from it.
     pub completion: CurveReport,
+    /// Time to first token, completed requests only.
     pub ttft: Distribution,
+    /// End-to-end latency, completed requests only.
     pub e2e: Distribution,
+    /// Pooled inter-chunk gaps of the completed streams.
     pub inter_chunk: Distribution,
     /// Present when errored + censored is above 5 % of scheduled (§3).
     pub caveat: Option<String>,
@@ -141,6 +192,7 @@ pub struct WindowReport {
 pub struct ReceivePath {
     /// Canary summaries (one a second) whose second overlaps the window.
     pub canary_seconds: u64,
+    /// Lag samples in those seconds.
     pub canary_samples: u64,
     /// The highest per-second nearest-rank p99 lag, us: an upper bound on the window's pooled
     /// p99 (every second's p99 at most x leaves at most 1 % of the samples above x).
@@ -152,10 +204,15 @@ pub struct ReceivePath {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+/// How a set of scheduled requests ended.
 pub struct Outcomes {
+    /// Completed.
     pub completed: u64,
+    /// Errored.
     pub errored: u64,
+    /// Censored.
     pub censored: u64,
+    /// Never dispatched (a failure of the run, §2).
     pub undispatched: u64,
     /// Scheduled but absent from an unsealed or cut-off journal.
     pub no_record: u64,
@@ -164,8 +221,11 @@ pub struct Outcomes {
 /// One route's share of a window.
 #[derive(Clone, Debug, Serialize)]
 pub struct RouteSegment {
+    /// The route's label.
     pub route: String,
+    /// Its requests scheduled in the window.
     pub scheduled: u64,
+    /// How they ended.
     pub outcomes: Outcomes,
     /// Terminal classes, by name.
     pub classes: std::collections::BTreeMap<String, u64>,
@@ -175,14 +235,20 @@ pub struct RouteSegment {
     pub error_rate: Option<f64>,
     /// Completed-only end-to-end latency, nearest rank, in microseconds.
     pub e2e_p95_us: Option<u64>,
+    /// Completed-only end-to-end p99, nearest rank, us.
     pub e2e_p99_us: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One cell of the §4 goodput sweep.
 pub struct SweepCell {
+    /// The TTFT threshold.
     pub ttft_ms: u64,
+    /// The end-to-end threshold.
     pub e2e_ms: u64,
+    /// Goodput at these thresholds.
     pub goodput: Option<f64>,
+    /// Requests scheduled in the window.
     pub n: u64,
 }
 
@@ -191,10 +257,15 @@ pub struct SweepCell {
 pub struct CurveReport {
     /// `Aalen-Johansen (v0.2)` or `Kaplan-Meier, errors censored (v0.1)`.
     pub method: &'static str,
+    /// What the curve is over, in words.
     pub label: &'static str,
+    /// Requests on the curve (every scheduled request of the window).
     pub n: u64,
+    /// The censoring horizon (the client timeout).
     pub horizon_s: f64,
+    /// The curve's last value.
     pub final_incidence: f64,
+    /// The highest the curve could reach: the final incidence plus what was still outstanding (§3).
     pub ceiling: f64,
     /// Incidence of completion within 1 s of t_i (the headline's slot).
     pub within_1s: f64,
@@ -206,56 +277,78 @@ pub struct CurveReport {
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// One quantile read from the curve.
 pub struct Reading {
+    /// Which quantile (`p50`, `p99`, ...).
     pub quantile: String,
     /// `at`, `above-horizon` or `unattainable`.
     pub kind: &'static str,
+    /// The latency, when the curve crosses the quantile inside the horizon.
     pub seconds: Option<f64>,
+    /// The reading in §3's words.
     pub text: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// The curve at one latency.
 pub struct CurvePoint {
+    /// The latency, s from t_i.
     pub t_s: f64,
+    /// The incidence of completion by then.
     pub incidence: f64,
+    /// Requests still at risk then.
     pub at_risk: u64,
 }
 
 /// A completed-only latency distribution.
 #[derive(Clone, Debug, Serialize)]
 pub struct Distribution {
+    /// What the sample is, in words (always conditional on completion).
     pub label: &'static str,
+    /// Samples.
     pub n: u64,
     /// From the pinned histogram, microseconds (three significant figures).
     pub percentiles_us: Vec<(String, u64)>,
     /// p99.9 and max: descriptive only (§7).
     pub p99_9_us: Option<u64>,
+    /// The largest sample, us (descriptive only, §7).
     pub max_us: Option<u64>,
+    /// Says p99.9 and max are descriptive only.
     pub descriptive_only: &'static str,
     /// Order-statistic intervals (§7), exact values, or the refusal line.
     pub tails: Vec<Tail>,
     /// Samples above the histogram's highest trackable value, counted at it.
     pub saturated: u64,
     #[serde(skip)]
+    /// The histogram itself, for the interval log (not serialized).
     pub histogram: Option<LatencyHistogram>,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// A tail quantile with its order-statistic interval, or the refusal (§7).
 pub struct Tail {
+    /// Which quantile (`p95`, `p99`).
     pub quantile: String,
     /// Exact order statistic at rank ceil(np), us.
     pub point_us: Option<u64>,
+    /// The two-sided 95 % interval, us, when the sample supports it.
     pub interval_us: Option<(u64, u64)>,
+    /// The interval's ranks in the sorted sample.
     pub ranks: Option<(u64, u64)>,
     /// The interval or the exact refusal line.
     pub text: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
+/// How far the fault window's modal latency is from one threshold (§4).
 pub struct ModalDistance {
+    /// Which latency (`ttft` or `e2e`).
     pub latency: &'static str,
+    /// The threshold.
     pub threshold_ms: u64,
+    /// The fault window's modal latency.
     pub mode_ms: Option<f64>,
+    /// The baseline's standard deviation of that latency.
     pub baseline_sd_ms: Option<f64>,
     /// In baseline standard deviations; positive when the mode is under the threshold. JSON has
     /// no infinity, so a zero SD gives the text `+inf` or `-inf`.
@@ -265,73 +358,110 @@ pub struct ModalDistance {
 /// In-flight loss accounting at fire (§3), split by where each request was served.
 #[derive(Clone, Debug, Serialize)]
 pub struct InFlight {
+    /// The fire, s from the epoch.
     pub fired_s: f64,
+    /// The replica the fault took out.
     pub victim: String,
+    /// Requests in flight on the victim.
     pub on_victim: Outcomes,
+    /// Requests in flight on the other replicas.
     pub on_survivors: Outcomes,
     /// In flight but never attributed (no response header reached the client).
     pub unattributed: Outcomes,
+    /// What the split means, in words.
     pub note: String,
 }
 
 /// The coordinated-omission audit (seeds/003).
 #[derive(Clone, Debug, Serialize)]
 pub struct Audit {
+    /// The workload model (open loop, and its arrival law).
     pub workload_model: String,
+    /// The clock model (what each timestamp is, from which clock).
     pub clock_model: String,
     /// Scheduled -> dispatched -> connected -> written -> response head -> first content ->
     /// terminal outcomes, over the whole schedule.
     pub stages: Vec<(String, u64)>,
     /// Whether every stage count is at most the one before and the outcomes sum to scheduled.
     pub reconciled: bool,
+    /// Why the stage counts do or do not reconcile.
     pub reconciliation: String,
     /// Send skew (dispatch minus intended), measured windows, us.
     pub skew_us: SkewSummary,
+    /// Requested against achieved, per schedule phase.
     pub phases: Vec<PhaseRate>,
+    /// The recorder's own telemetry over the measured span.
     pub telemetry: TelemetrySummary,
     /// `representative`, `descriptive only` or `rerun required`, with why.
     pub decision: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+/// Send skew quantiles, us (nearest rank).
 pub struct SkewSummary {
+    /// Dispatched requests of the measured windows.
     pub n: u64,
+    /// Median.
     pub p50: u64,
+    /// p90.
     pub p90: u64,
+    /// p99.
     pub p99: u64,
+    /// p99.9.
     pub p99_9: u64,
+    /// Largest.
     pub max: u64,
 }
 
 /// Requested against achieved rate and inter-arrival, per schedule phase.
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseRate {
+    /// The phase's name.
     pub phase: String,
+    /// Its length.
     pub duration_s: f64,
+    /// The rate the schedule asked for.
     pub requested_rps: f64,
+    /// Requests scheduled in it.
     pub scheduled: u64,
+    /// Of which dispatched.
     pub dispatched: u64,
+    /// Dispatched per second.
     pub achieved_rps: f64,
     /// Target mean inter-arrival (1 / rate), and the schedule's and the dispatches' mean and
     /// coefficient of variation (Poisson: CV 1; deterministic: 0).
     pub target_mean_gap_ms: f64,
+    /// The target law's coefficient of variation (Poisson 1, deterministic 0).
     pub target_cv: f64,
+    /// Mean gap between scheduled sends.
     pub scheduled_mean_gap_ms: Option<f64>,
+    /// Coefficient of variation of those gaps.
     pub scheduled_cv: Option<f64>,
+    /// Mean gap between actual sends.
     pub dispatched_mean_gap_ms: Option<f64>,
+    /// Coefficient of variation of those gaps.
     pub dispatched_cv: Option<f64>,
     /// Kolmogorov-Smirnov distance of the dispatched inter-arrivals from the target law.
     pub dispatched_ks: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
+/// The recorder's telemetry over the measured span.
 pub struct TelemetrySummary {
+    /// Telemetry intervals read.
     pub samples: u64,
+    /// The highest host CPU over any pinned window, %.
     pub host_cpu_max_5s_percent: Option<f64>,
+    /// The recorder's own CPU, % of one core, over the span.
     pub recorder_cpu_percent_of_one_core: Option<f64>,
+    /// The highest per-second stall p99, us.
     pub stall_p99_max_us: Option<f64>,
+    /// The largest stall, us.
     pub stall_max_us: Option<f64>,
+    /// The writer queue's largest depth.
     pub writer_queue_max: u64,
+    /// Times the writer queue was full.
     pub writer_queue_full_events: u64,
+    /// Requests the recorder gave up dispatching.
     pub undispatched_total: u64,
 }

@@ -12,7 +12,9 @@ pub const WORKERS_MAX: usize = 64;
 pub struct RunPlan {
     /// The schedule (phases, rates, routes, seed) and its size and digest (§J.4).
     pub params: ScheduleParams,
+    /// Requests the schedule holds.
     pub requests: u64,
+    /// The schedule's digest (§J.4).
     pub digest: [u8; 32],
     /// Worker threads: the requested count, within 1..=[`WORKERS_MAX`].
     pub workers: usize,
