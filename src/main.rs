@@ -386,6 +386,12 @@ fn analyze(path: &Path, spec: Spec, output: &Path, json: bool) -> Result<ExitCod
     })
 }
 
+/// A study's error, with the chain it carries, as this binary reports errors.
+#[cfg(target_os = "linux")]
+fn studied<T>(result: percentes_study::Result<T>) -> Result<T> {
+    result.map_err(|e| anyhow::anyhow!("{e:#}"))
+}
+
 /// This build, as the studies cite it.
 #[cfg(target_os = "linux")]
 fn tool() -> percentes_study::Tool {
@@ -397,7 +403,7 @@ fn tool() -> percentes_study::Tool {
 
 #[cfg(target_os = "linux")]
 fn demo(output: &Path, force: bool, time_factor: u32) -> Result<ExitCode> {
-    demo::run(output, force, time_factor, &tool())
+    studied(demo::run(output, force, time_factor, &tool()))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -412,7 +418,13 @@ fn calibrate_command(
     replica: Option<&str>,
     force: bool,
 ) -> Result<ExitCode> {
-    calibrate::calibrate(config, output, replica, force, &tool())
+    studied(calibrate::calibrate(
+        config,
+        output,
+        replica,
+        force,
+        &tool(),
+    ))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -423,7 +435,7 @@ fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool) -> Result<Exi
 #[cfg(target_os = "linux")]
 fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
     match command {
-        ScenarioCommand::List { dir } => study::list(&dir),
+        ScenarioCommand::List { dir } => studied(study::list(&dir)),
         ScenarioCommand::Run {
             file,
             output,
@@ -431,13 +443,13 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
             time_factor,
             experiment,
         } => {
-            let scenario = study::Scenario::load(&file)?;
+            let scenario = studied(study::Scenario::load(&file))?;
             let timing = if experiment {
                 study::Timing::Experiment
             } else {
                 study::Timing::Dev(time_factor)
             };
-            study::run(&scenario, &output, force, timing, &tool())
+            studied(study::run(&scenario, &output, force, timing, &tool()))
         }
     }
 }
@@ -657,39 +669,14 @@ fn mock(
     slow_reload_ms: Option<u64>,
     threads: Option<usize>,
 ) -> Result<ExitCode> {
-    use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
+    use percentes_scenarios::config::MockConfig;
     use percentes_scenarios::mock;
     if example_config {
         print!("{}", mock::EXAMPLE_CONFIG);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut parsed = match config {
-        None => MockConfig::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            MockConfig::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-        }
-    };
-    if let Some(name) = name {
-        parsed.name = name;
-    }
-    if let Some(duration_ms) = slow_reload_ms {
-        parsed.faults.push(FaultPlan {
-            mode: FaultMode::SlowReload,
-            at_ms: 0,
-            duration_ms,
-            after_tokens: 0,
-        });
-    }
-    parsed.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let summary = format!(
-        "{} (max_num_seqs {}, {} fault{} scheduled)",
-        parsed.name,
-        parsed.capacity.max_num_seqs,
-        parsed.faults.len(),
-        if parsed.faults.len() == 1 { "" } else { "s" }
-    );
+    let parsed = MockConfig::for_flags(config, name, slow_reload_ms).map_err(anyhow::Error::msg)?;
+    let summary = parsed.summary();
     mock::run_blocking(parsed, listen, threads, |addr| {
         eprintln!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
     })
@@ -701,16 +688,7 @@ fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
     use percentes_scenarios::router::{self, Endpoint};
     let endpoints = upstreams
         .iter()
-        .map(|spec| match spec.split_once('=') {
-            Some((name, address)) if !name.is_empty() && !address.is_empty() => Ok(Endpoint {
-                name: name.into(),
-                address: address.into(),
-                ready: true,
-            }),
-            _ => Err(anyhow::anyhow!(
-                "--upstream {spec:?} must be NAME=HOST:PORT"
-            )),
-        })
+        .map(|spec| Endpoint::parse_flag(spec).map_err(anyhow::Error::msg))
         .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = endpoints.iter().map(|e| e.name.clone()).collect();
     router::run_blocking(endpoints, listen, |addr| {

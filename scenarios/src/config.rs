@@ -229,6 +229,48 @@ fn default_after_tokens() -> u32 {
 }
 
 impl MockConfig {
+    /// The configuration `percentes mock` runs: the file at `path` (or the default), renamed
+    /// to `name` when given, with a slow reload of `slow_reload_ms` armed at start when given,
+    /// validated. The error names the file.
+    pub fn for_flags(
+        path: Option<&std::path::Path>,
+        name: Option<String>,
+        slow_reload_ms: Option<u64>,
+    ) -> Result<MockConfig, String> {
+        let mut config = match path {
+            None => MockConfig::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                MockConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+        };
+        if let Some(name) = name {
+            config.name = name;
+        }
+        if let Some(duration_ms) = slow_reload_ms {
+            config.faults.push(FaultPlan {
+                mode: FaultMode::SlowReload,
+                at_ms: 0,
+                duration_ms,
+                after_tokens: 0,
+            });
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// One line that says what this mock is (the name, its capacity, the faults armed).
+    pub fn summary(&self) -> String {
+        format!(
+            "{} (max_num_seqs {}, {} fault{} scheduled)",
+            self.name,
+            self.capacity.max_num_seqs,
+            self.faults.len(),
+            if self.faults.len() == 1 { "" } else { "s" }
+        )
+    }
+
     /// A mock with constant timing (first token after `ttft_ms`, then one every `gap_ms`),
     /// `max_num_seqs` decode slots and no occupancy slowdown: exact timings for tests and
     /// benchmarks.
@@ -322,6 +364,28 @@ impl Default for MockConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mock_commands_flags_rename_arm_a_slow_reload_and_name_a_missing_file() {
+        let config = MockConfig::for_flags(None, Some("replica-7".into()), Some(250)).unwrap();
+        assert_eq!(config.name, "replica-7");
+        assert_eq!(config.faults.len(), 1);
+        assert_eq!(config.faults[0].mode, FaultMode::SlowReload);
+        assert_eq!(config.faults[0].duration_ms, 250);
+        assert!(
+            config.summary().starts_with("replica-7 (max_num_seqs "),
+            "{}",
+            config.summary()
+        );
+        assert!(
+            config.summary().ends_with("1 fault scheduled)"),
+            "{}",
+            config.summary()
+        );
+        let missing = std::path::Path::new("/nonexistent/mock.toml");
+        let error = MockConfig::for_flags(Some(missing), None, None).unwrap_err();
+        assert!(error.contains("/nonexistent/mock.toml"), "{error}");
+    }
 
     #[test]
     fn empty_is_valid_and_unknown_keys_are_refused() {

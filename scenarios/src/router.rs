@@ -39,6 +39,20 @@ pub struct Endpoint {
     pub ready: bool,
 }
 
+impl Endpoint {
+    /// A ready endpoint from a `NAME=HOST:PORT` flag.
+    pub fn parse_flag(spec: &str) -> Result<Endpoint, String> {
+        match spec.split_once('=') {
+            Some((name, address)) if !name.is_empty() && !address.is_empty() => Ok(Endpoint {
+                name: name.into(),
+                address: address.into(),
+                ready: true,
+            }),
+            _ => Err(format!("--upstream {spec:?} must be NAME=HOST:PORT")),
+        }
+    }
+}
+
 /// One access-log line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AccessRecord {
@@ -339,6 +353,24 @@ async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bo
                 http::reset_on_close(client);
                 return false;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_flag_is_name_equals_address() {
+        let e = Endpoint::parse_flag("replica-0=127.0.0.1:8001").unwrap();
+        assert_eq!(
+            (e.name.as_str(), e.address.as_str(), e.ready),
+            ("replica-0", "127.0.0.1:8001", true)
+        );
+        for bad in ["replica-0", "=127.0.0.1:1", "replica-0=", ""] {
+            let error = Endpoint::parse_flag(bad).unwrap_err();
+            assert!(error.contains("NAME=HOST:PORT"), "{bad}: {error}");
         }
     }
 }

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use crate::error::Result;
 
 use crate::scenario::{self, Scenario, Timing};
 use crate::Tool;

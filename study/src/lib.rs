@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! # #[cfg(target_os = "linux")]
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> percentes_study::Result<()> {
 //! use percentes_study::{scenario, Tool};
 //! let tool = Tool { version: "0.1.0".into(), commit: "unknown".into() };
 //! let scenario = scenario::Scenario::parse(scenario::DEMO_SCENARIO, "built-in")?;
@@ -41,5 +41,8 @@ pub struct Tool {
 pub mod calibrate;
 #[cfg(target_os = "linux")]
 pub mod demo;
+pub mod error;
 #[cfg(target_os = "linux")]
 pub mod scenario;
+
+pub use error::{ErrorKind, Result, StudyError};

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, ErrorKind, Result, StudyError};
 
 use crate::Tool;
 use percentes_analyzer::model;
@@ -155,7 +155,9 @@ impl TestbedPlan {
             if v.is_finite() && (low..=high).contains(&v) {
                 Ok(())
             } else {
-                Err(anyhow::anyhow!("{key} = {v} must lie in {low}..={high}"))
+                Err(StudyError::refused(format!(
+                    "{key} = {v} must lie in {low}..={high}"
+                )))
             }
         };
         if !(1..=percentes_scenarios::testbed::ISOLATED_REPLICAS_MAX).contains(&self.replicas) {
@@ -505,7 +507,7 @@ pub fn run(
     }
     let summary = recorder
         .join()
-        .map_err(|_| anyhow::anyhow!("the recorder thread panicked"))??;
+        .map_err(|_| StudyError::new(ErrorKind::Record, "the recorder thread panicked"))??;
     drop(bed);
     println!(
         "\njournal: {} ({})",
