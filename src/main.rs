@@ -749,6 +749,14 @@ fn testbed(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A configuration file, its errors prefixed with its path (a read error names it already).
+fn load_config(path: &Path) -> Result<Config> {
+    Config::load(path).map_err(|e| match e {
+        config::ConfigError::Read { .. } => anyhow::Error::new(e),
+        e => anyhow::anyhow!("{}: {e}", path.display()),
+    })
+}
+
 fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode> {
     let text = config::example(profile);
     match output {
@@ -771,7 +779,7 @@ fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode
 }
 
 fn config_check(file: &Path, json: bool) -> Result<ExitCode> {
-    let config = Config::load(file).with_context(|| format!("{}", file.display()))?;
+    let config = load_config(file)?;
     if json {
         println!(
             "{}",
@@ -829,7 +837,7 @@ fn record(
 ) -> Result<ExitCode> {
     use percentes_formats::journal::records::SealStatus;
     use percentes_recorder::run::{self, Options};
-    let config = Config::load(config_path).with_context(|| format!("{}", config_path.display()))?;
+    let config = load_config(config_path)?;
     let signing_key = sign_key
         .map(|path| -> Result<ed25519_dalek::SigningKey> {
             let text = std::fs::read_to_string(path)

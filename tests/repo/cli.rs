@@ -43,6 +43,58 @@ fn init_writes_valid_configs_for_every_profile() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A user's mistake in a configuration is named as the user wrote it: the full key, the line
+/// and column, in words (not serde's types), and a file that cannot be read says so with its path.
+#[test]
+fn a_config_mistake_names_its_key_line_and_column() {
+    let dir = scratch("mistake");
+    let example = percentes_formats::config::example(percentes_formats::config::Profile::Dev);
+    let line_of =
+        |text: &str, prefix: &str| 1 + text.lines().position(|l| l.starts_with(prefix)).unwrap();
+    let cases = [
+        (
+            "seed",
+            example.replacen("seed = 1", "seed = \"one\"", 1),
+            "seed = ",
+            "config key `schedule.seed` (line {line}, column 8): expected a whole number",
+        ),
+        (
+            "route",
+            example.replacen(
+                "path = \"/v1/chat/completions\"",
+                "pth = \"/v1/chat/completions\"",
+                1,
+            ),
+            "pth = ",
+            "config key `routes[0].pth` (line {line}, column 1): unknown key `pth`",
+        ),
+    ];
+    for (name, text, prefix, expected) in cases {
+        assert_ne!(
+            text, example,
+            "{name}: the example changed; update this test"
+        );
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, &text).unwrap();
+        let (code, _, stderr) = percentes(&["config", "check", path.to_str().unwrap()]);
+        assert_eq!(code, 1, "{stderr}");
+        let expected = expected.replace("{line}", &line_of(&text, prefix).to_string());
+        assert!(
+            stderr.contains(&expected),
+            "{name}: {expected:?} missing from: {stderr}"
+        );
+        assert!(!stderr.contains("u64"), "{stderr}");
+    }
+    let missing = dir.join("absent.toml");
+    let (code, _, stderr) = percentes(&["config", "check", missing.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("cannot read the configuration") && stderr.contains("absent.toml"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn a_weakened_pin_is_refused_naming_key_clause_and_values() {
     let dir = scratch("weak");
