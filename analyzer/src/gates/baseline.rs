@@ -11,7 +11,6 @@ use crate::model::{Effect, Gate, GateId, Status};
 /// G5: compared across the runs of a campaign.
 pub(super) fn g5(ctx: &Context<'_>) -> Gate {
     let Context { config, .. } = *ctx;
-    // G5: compared across the runs of a campaign.
     let mut g5 = Gate::new(GateId::AcceleratorFingerprints, Effect::RunInvalidating);
     g5.limit = "clock and power fingerprints equal across the campaign's runs".into();
     g5.status = match config.target.kind {
@@ -40,7 +39,6 @@ pub(super) fn g6(ctx: &Context<'_>) -> Gate {
         met,
         ..
     } = *ctx;
-    // G6: baseline goodput.
     let mut g6 = Gate::new(
         GateId::BaselineGoodput,
         if hosted {
@@ -87,7 +85,6 @@ pub(super) fn g7(ctx: &Context<'_>) -> Gate {
         cut,
         ..
     } = *ctx;
-    // G7: baseline mean waiting-queue gauge per replica, from probe events.
     let mut g7 = Gate::new(GateId::WaitingQueue, Effect::RunInvalidating);
     let limit = config.number(&pins::GATES_WAITING_QUEUE_MAX);
     g7.limit = format!("mean <= {limit} per replica over the baseline");

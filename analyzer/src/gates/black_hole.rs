@@ -13,7 +13,6 @@ use crate::windows::Kind;
 /// A recorded node-monitor grace period of the pinned length or more fails the run.
 pub(super) fn grace(ctx: &Context<'_>) -> Gate {
     let Context { run, variant, .. } = *ctx;
-    // A recorded node-monitor grace period of 120 s or more fails the run (§1).
     let mut grace = Gate::new(GateId::NodeMonitorGrace, Effect::RunInvalidating);
     let grace_limit = pins::value::FAULT_NODE_MONITOR_GRACE_FAIL_S;
     grace.limit = format!("< {grace_limit} s when recorded");

@@ -6,7 +6,9 @@ use percentes_formats::journal::records::EventKind;
 use super::Context;
 use crate::model::{Effect, Gate, GateId, Status};
 
-/// The fault-fidelity gate.
+/// Fault fidelity (seeds/004): the fault fired, its impact was confirmed where a confirmation
+/// probe was configured, and nothing in the plan failed. Otherwise the experiment is invalid,
+/// which is not a product failure.
 pub(super) fn fidelity(ctx: &Context<'_>) -> Gate {
     let Context {
         run,
@@ -14,9 +16,6 @@ pub(super) fn fidelity(ctx: &Context<'_>) -> Gate {
         fault_run,
         ..
     } = *ctx;
-    // Fault fidelity (seeds/004): the fault fired, its impact was confirmed where a confirmation
-    // probe was configured, and nothing in the plan failed. Otherwise the experiment is invalid,
-    // which is not a product failure.
     let mut fidelity = Gate::new(GateId::FaultFidelity, Effect::RunInvalidating);
     fidelity.limit =
         "fired; impact confirmed when confirm_address is set; no fault-failed event".into();
