@@ -191,7 +191,7 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "characters of an error event quoted in a detail",
     ),
     (
-        "recorder/src/run/client.rs",
+        "recorder/src/run/pacer.rs",
         "256",
         "records a worker batches, not max_tokens",
     ),

@@ -1,0 +1,168 @@
+//! The pacer: each worker's io_uring runtime, which sleeps to every request's own absolute
+//! intended time and sends it when it wakes (one wake a request, never early, never held:
+//! ARCHITECTURE.md, "Pacing"), then drains; and the batches a worker hands its records over in.
+
+use super::*;
+
+/// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
+/// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
+/// work (Linux 6.1 and later): a completion is processed when the worker next asks the ring for
+/// completions, instead of interrupting it wherever it is. Same timestamps (they are taken in user
+/// space when the worker sees the completion either way), less CPU a request (BENCHMARKS.md).
+pub(super) fn ring_setup(deferred: bool) -> compio::driver::ProactorBuilder {
+    let mut ring = compio::driver::ProactorBuilder::new();
+    if deferred {
+        ring.single_issuer(true)
+            .defer_taskrun(true)
+            .coop_taskrun(true)
+            .taskrun_flag(true);
+    }
+    ring
+}
+
+/// Whether this kernel accepts [`ring_setup`]'s deferred task work; an older one refuses the
+/// flags, and the workers then set their rings up plain.
+pub(super) fn deferred_task_work_available() -> bool {
+    ring_setup(true).build().is_ok()
+}
+
+pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
+    // Thread per core: worker w runs on the w-th CPU this process may use (taskset and cgroup
+    // limits respected), wrapping around.
+    let allowed = allowed_cpus();
+    let runtime = compio::runtime::Runtime::builder()
+        .with_proactor(ring_setup(ctx.deferred_task_work))
+        .thread_affinity(std::collections::HashSet::from([
+            allowed[ctx.worker % allowed.len()]
+        ]))
+        .build()
+        .map_err(io("cannot start the io_uring runtime"))?;
+    let ctx = Rc::new(ctx);
+    runtime.block_on(async move {
+        let local = Rc::new(Local::new(&ctx));
+        if let Some(address) = ctx.canary {
+            let (shared, epoch) = (Arc::clone(&ctx.shared), ctx.epoch);
+            compio::runtime::spawn(async move {
+                // Ends with the stream, or when the runtime is dropped at the end of the run.
+                canary::watch(address, epoch, |lag| {
+                    shared.canary_ns.lock().expect("canary lock").push(lag)
+                })
+                .await
+            })
+            .detach();
+        }
+        for _ in 0..ctx.plan.connections_per_worker {
+            if let Ok(conn) = open(&ctx, None).await {
+                let id = local.connection_id();
+                local.connections.borrow_mut().push((id, conn));
+            }
+        }
+        let outstanding = Rc::new(Cell::new(0usize));
+        let batch = Rc::new(Batch::default());
+        let running = Rc::new(Cell::new(true));
+        let flusher = {
+            let (ctx, batch, running) = (Rc::clone(&ctx), Rc::clone(&batch), Rc::clone(&running));
+            compio::runtime::spawn(async move {
+                while running.get() {
+                    compio::time::sleep(BATCH_INTERVAL).await;
+                    batch.flush(&ctx);
+                }
+            })
+        };
+        let workers = ctx.plan.workers as u64;
+        for entry in ctx
+            .plan
+            .params
+            .iter()
+            .filter(|e| e.index % workers == ctx.worker as u64)
+        {
+            let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
+            if !ctx.stop.load(Ordering::Relaxed) {
+                compio::time::sleep_until(due).await;
+            }
+            if ctx.stop.load(Ordering::Relaxed) {
+                // Stopped: this request is never sent; it is censored by the end of the run.
+                let mut record = blank(&entry);
+                record.outcome = Outcome::Censored as u8;
+                record.class = class_code("run-end").expect("defined");
+                record.terminal_ns = now_ns(ctx.epoch);
+                record.detail = "the run was stopped before this request's intended time".into();
+                ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
+                batch.push(&ctx, Record::Request(record));
+                continue;
+            }
+            let dispatched = now_ns(ctx.epoch);
+            batch
+                .skew_ns
+                .borrow_mut()
+                .push(dispatched.saturating_sub(entry.intended_ns));
+            ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
+            ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            outstanding.set(outstanding.get() + 1);
+            let (ctx2, local2, out2, batch2) = (
+                Rc::clone(&ctx),
+                Rc::clone(&local),
+                Rc::clone(&outstanding),
+                Rc::clone(&batch),
+            );
+            compio::runtime::spawn(async move {
+                // Boxed: the exchange's state is several KB, and the task that owns it is moved
+                // into the executor's slot; a box moves once, a large future three times.
+                let record = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
+                let counter = match Outcome::from_byte(record.outcome) {
+                    Some(Outcome::Completed) => &ctx2.shared.completed,
+                    Some(Outcome::Errored) => &ctx2.shared.errored,
+                    Some(Outcome::Censored) => &ctx2.shared.censored,
+                    _ => &ctx2.shared.undispatched,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                batch2.push(&ctx2, Record::Request(record));
+                out2.set(out2.get() - 1);
+            })
+            .detach();
+        }
+        // Drain: every request ends by its own deadline, so this ends within one timeout.
+        while outstanding.get() > 0 {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        running.set(false);
+        let _ = flusher.await;
+        batch.flush(&ctx);
+        Ok(())
+    })
+}
+
+/// How often a worker hands its finished records and skew samples over.
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
+/// A worker hands its records over at once when this many are waiting.
+pub const BATCH_RECORDS_MAX: usize = 256;
+
+/// A worker's finished records and skew samples, waiting to be handed over in one piece.
+#[derive(Default)]
+pub(super) struct Batch {
+    pub(super) records: RefCell<Vec<Record>>,
+    pub(super) skew_ns: RefCell<Vec<u64>>,
+}
+
+impl Batch {
+    pub(super) fn push(&self, ctx: &WorkerContext, record: Record) {
+        let full = {
+            let mut records = self.records.borrow_mut();
+            records.push(record);
+            records.len() >= BATCH_RECORDS_MAX
+        };
+        if full {
+            self.flush(ctx);
+        }
+    }
+
+    pub(super) fn flush(&self, ctx: &WorkerContext) {
+        let records = std::mem::take(&mut *self.records.borrow_mut());
+        ctx.sender.send_batch(records);
+        let skews = std::mem::take(&mut *self.skew_ns.borrow_mut());
+        if !skews.is_empty() {
+            ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
+        }
+    }
+}
