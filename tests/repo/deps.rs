@@ -47,6 +47,8 @@ fn reachable_pruned(root: &str, pruned: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
+    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
+    let _machine = crate::machine();
     let deps = reachable("percentes-analyzer");
     assert!(
         deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars"),
@@ -80,6 +82,8 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
 
 #[test]
 fn formats_depends_on_no_io_policy() {
+    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
+    let _machine = crate::machine();
     let deps = reachable("percentes-formats");
     for banned in [
         "io-uring",
@@ -98,6 +102,8 @@ fn formats_depends_on_no_io_policy() {
 
 #[test]
 fn the_mock_depends_on_neither_half_of_the_instrument() {
+    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
+    let _machine = crate::machine();
     let deps = reachable("percentes-scenarios");
     assert!(
         deps.contains("tokio"),

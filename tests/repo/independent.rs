@@ -32,6 +32,9 @@ fn both(path: &str) -> (serde_json::Value, serde_json::Value) {
 
 #[test]
 fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
+    // Pure-Python BLAKE3 over every golden and its damage loads a core for seconds: it takes
+    // the machine, so a recording beside it keeps a clean client gate.
+    let _machine = crate::machine();
     if python().is_none() {
         return;
     }
@@ -88,6 +91,8 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
 /// (scripts/check_hlog.py), on the sealed golden's three windows.
 #[test]
 fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
+    // An analysis and a Python decoder: it takes the machine like the other heavy tests.
+    let _machine = crate::machine();
     if python().is_none() {
         return;
     }
