@@ -162,6 +162,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+mod domains;
 mod located;
 mod pinned;
 mod relations;
@@ -331,6 +332,7 @@ impl Config {
             configured,
         };
         config.check_relations()?;
+        config.check_domains()?;
         Ok(config)
     }
 

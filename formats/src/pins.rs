@@ -135,6 +135,14 @@ pins! {
     GATES_HOST_CPU_MAX_PERCENT = "gates.host_cpu_max_percent", true, "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
     GATES_HOST_CPU_WINDOW_S = "gates.host_cpu_window_s", true, "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
     GATES_RUNTIME_STALL_P99_US = "gates.runtime_stall_p99_us", true, "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
+    CLIENT_CONNECT_BUDGET_S = "client.connect_budget_s", false, "§2", "connect plus TLS handshake of one connection, at most (and never past the request's own deadline)", Int(10), "s", AtMost, Client, false;
+    CLIENT_RESPONSE_HEAD_BYTES_MAX = "client.response_head_bytes_max", false, "§2", "largest response head, and largest trailer section, read (larger: malformed-framing)", Int(65_536), "bytes", AtMost, Client, false;
+    CLIENT_CHUNK_LINE_BYTES_MAX = "client.chunk_line_bytes_max", false, "§2", "largest chunk-size line, extensions included (larger: malformed-framing)", Int(1_024), "bytes", AtMost, Client, false;
+    CLIENT_SSE_EVENT_BYTES_MAX = "client.sse_event_bytes_max", false, "§2", "largest server-sent event (larger: malformed-sse)", Int(1_048_576), "bytes", AtMost, Client, false;
+    CLIENT_BODY_KEPT_BYTES_MAX = "client.body_kept_bytes_max", false, "§2", "largest non-streamed body kept for verification (larger: malformed-framing)", Int(4_194_304), "bytes", AtMost, Client, false;
+    CLIENT_CONTENT_GAPS_MAX = "client.content_gaps_max", false, "§2", "content gaps recorded per request (the rest are counted in its content events)", Int(131_072), "gaps", AtMost, Client, false;
+    CLIENT_REPLICA_BYTES_MAX = "client.replica_bytes_max", false, "§2", "longest replica name recorded from a response header (longer: cut at a character boundary)", Int(256), "bytes", AtMost, Client, false;
+    CLIENT_DETAIL_BYTES_MAX = "client.detail_bytes_max", false, "§2", "longest detail recorded with a request's class (longer: cut at a character boundary)", Int(1_024), "bytes", AtMost, Client, false;
     CLIENT_TIMEOUT_S = "client.timeout_s", true, "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
     ANALYSIS_CROSSING_TOLERANCE = "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
     ANALYSIS_CONDITIONAL_CAVEAT_FRACTION = "analysis.conditional_caveat_fraction", true, "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;

@@ -516,3 +516,83 @@ proptest! {
 fn header_len(bytes: &[u8]) -> usize {
     Header::decode(bytes).unwrap().1
 }
+
+/// A sink that refuses every write while `full` is set (a disk with no room), writing nothing of
+/// the refused buffer.
+#[derive(Default)]
+struct Disk {
+    bytes: Vec<u8>,
+    full: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl std::io::Write for Disk {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.full.get() {
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_commit_or_checkpoint_leaves_the_writer_able_to_finish_once_there_is_room() {
+    let config = synthetic::golden_config();
+    let header = synthetic::header(&config, None);
+    let full = std::rc::Rc::new(std::cell::Cell::new(false));
+    let disk = Disk {
+        bytes: Vec::new(),
+        full: std::rc::Rc::clone(&full),
+    };
+    let mut writer = JournalWriter::create(disk, &header, None)
+        .unwrap()
+        .with_block_target(300);
+    let event = |i: u64| {
+        Record::Event(EventRecord {
+            at_ns: i,
+            kind: 10,
+            subject: "probe".into(),
+            detail: "x".repeat(40),
+            value: Some(i as i64),
+        })
+    };
+    for i in 0..20 {
+        writer.append(&event(i)).unwrap();
+    }
+    writer.checkpoint(20).unwrap();
+    let good = writer.bytes_written();
+    let head = writer.chain_head();
+    writer.append(&event(21)).unwrap();
+    full.set(true);
+    // The disk is full: neither a commit nor a checkpoint gets through, and neither moves the
+    // chain, the byte count or the checkpoint count.
+    assert!(writer.commit().is_err());
+    assert!(writer.checkpoint(22).is_err());
+    assert_eq!((writer.bytes_written(), writer.chain_head()), (good, head));
+    assert_eq!(writer.counts().checkpoints, 1);
+    let verdict = check(&writer.get_mut().bytes);
+    assert_eq!(
+        verdict.verdict,
+        Verdict::UnsealedPrefix,
+        "a clean prefix meanwhile"
+    );
+    // Room again: the pending record, a checkpoint and the seal all land, and verify.
+    full.set(false);
+    writer.append(&event(23)).unwrap();
+    writer.checkpoint(24).unwrap();
+    let (disk, sealed) = writer
+        .seal(25, SealStatus::Aborted, "journal writer failed: ENOSPC")
+        .unwrap();
+    let report = check(&disk.bytes);
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{}",
+        verify::render(&report)
+    );
+    assert_eq!(sealed.counts.events, 22);
+    assert_eq!(sealed.counts.checkpoints, 2);
+}

@@ -82,6 +82,21 @@ pub(super) fn take_pins(
                 })
             }
         };
+        // Every pin is a count, a duration, a share or a threshold: none is negative, and a
+        // negative threshold would read as "stricter" under an at-most rule.
+        if value.as_f64() < 0.0 && value.as_f64().is_finite() {
+            return Err(ConfigError::Invalid {
+                key: key.into(),
+                message: format!(
+                    "{} is negative; the pin is {} ({} {})",
+                    show(&found),
+                    pin.value,
+                    pins::rule_words(pin.rule),
+                    pin.clause
+                ),
+                at: None,
+            });
+        }
         if key == "schema_version" && pins::weakens(pin, value) {
             return Err(ConfigError::Invalid {
                 key: key.into(),

@@ -121,10 +121,62 @@ pub struct Target {
     /// waiting-queue gauge from /metrics (G7) and whether it answers (replica-ready, §5).
     #[serde(default)]
     pub replica_addresses: BTreeMap<String, String>,
+    /// `[target.headers]`: extra request headers (`name = "value"`), sent on every request and
+    /// recorded with the configuration. Credentials do not belong here (the journal copies the
+    /// configuration): name an environment variable in `api_key_env` instead.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The environment variable holding the API key. The key is read at the start of a
+    /// recording and sent in `api_key_header`; the journal records the variable's name, never
+    /// the key.
+    pub api_key_env: Option<String>,
+    /// The header the key goes in: `authorization` (the default) sends `Bearer KEY`; any other
+    /// name (Azure's `api-key`) sends the key as it is.
+    pub api_key_header: Option<String>,
+    /// Streamed requests ask for a final usage chunk (`stream_options.include_usage`), which
+    /// carries the token counts. Default true; a server that refuses the field sets false.
+    #[serde(default = "yes")]
+    pub include_usage: bool,
+    /// A keep-alive connection idle this long (ms) is closed instead of reused; default 4,000,
+    /// below the 5 s after which uvicorn (vLLM's server) and Node close idle connections. A
+    /// `Keep-Alive: timeout=N` from the server shortens it for that connection.
+    #[serde(default = "idle_limit_ms_default")]
+    pub idle_limit_ms: u64,
+    /// Check the target before the epoch (default true): GET `preflight_path` must answer 2xx
+    /// and, when it lists models (`/v1/models`), list `model`. A failure refuses to start.
+    #[serde(default = "yes")]
+    pub preflight: bool,
+    /// The pre-flight's path under the base URL's path (default `/v1/models`; a health path
+    /// such as `/health` checks only the status).
+    pub preflight_path: Option<String>,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn idle_limit_ms_default() -> u64 {
+    4_000
+}
+
+/// The pre-flight path when `target.preflight_path` is not set.
+pub const PREFLIGHT_PATH_DEFAULT: &str = "/v1/models";
+
+impl Target {
+    /// The header the API key is sent in, lowercased (`authorization` unless configured).
+    pub fn api_key_header(&self) -> String {
+        self.api_key_header
+            .as_deref()
+            .unwrap_or("authorization")
+            .to_ascii_lowercase()
+    }
+
+    /// The pre-flight path ([`PREFLIGHT_PATH_DEFAULT`] unless configured).
+    pub fn preflight_path(&self) -> &str {
+        self.preflight_path
+            .as_deref()
+            .unwrap_or(PREFLIGHT_PATH_DEFAULT)
+    }
 }
 
 /// `[target.tls]`.

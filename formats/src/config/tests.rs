@@ -678,3 +678,160 @@ fn the_experiment_examples_commented_declaration_loads_when_uncommented() {
     assert_eq!(d.target, "replica-1");
     assert!(d.abort.undeclared_replica_errors);
 }
+
+#[test]
+fn values_outside_their_domain_are_refused_with_their_key() {
+    let dev_rate = BASE.to_owned();
+    for (key, value, named, says) in [
+        (
+            "gates.send_skew_p99_ms",
+            "-1",
+            "gates.send_skew_p99_ms",
+            "negative",
+        ),
+        (
+            "gates.baseline_goodput_min",
+            "-0.5",
+            "gates.baseline_goodput_min",
+            "negative",
+        ),
+        ("target.model", "\"  \"", "target.model", "empty"),
+        (
+            "target.base_url",
+            "\"http://user:secret@127.0.0.1:8000\"",
+            "target.base_url",
+            "credentials",
+        ),
+        (
+            "target.base_url",
+            "\"http://127.0.0.1:8000/#x\"",
+            "target.base_url",
+            "fragment",
+        ),
+        (
+            "target.api_key_env",
+            "\"1BAD\"",
+            "target.api_key_env",
+            "environment variable",
+        ),
+        (
+            "target.api_key_header",
+            "\"api-key\"",
+            "target.api_key_header",
+            "api_key_env",
+        ),
+        (
+            "target.idle_limit_ms",
+            "0",
+            "target.idle_limit_ms",
+            "outside",
+        ),
+        (
+            "target.preflight_path",
+            "\"health\"",
+            "target.preflight_path",
+            "start with /",
+        ),
+        ("fault.pid_file", "\"\"", "fault.pid_file", "empty"),
+        (
+            "calibration.lambda_max_rps",
+            "-3.0",
+            "calibration.lambda_max_rps",
+            "positive",
+        ),
+    ] {
+        let text = if key == "fault.pid_file" {
+            dev_rate.replace(
+                "pid_file = \"/run/replica-1.pid\"",
+                &format!("pid_file = {value}"),
+            )
+        } else if key == "calibration.lambda_max_rps" {
+            dev_rate.replace(
+                "lambda_max_rps = 20.0",
+                &format!("lambda_max_rps = {value}"),
+            )
+        } else if key == "target.model" || key == "target.base_url" {
+            let leaf = key.split_once('.').unwrap().1;
+            let line = dev_rate
+                .lines()
+                .find(|l| l.starts_with(&format!("{leaf} =")))
+                .unwrap()
+                .to_owned();
+            dev_rate.replace(&line, &format!("{leaf} = {value}"))
+        } else {
+            with_key(&dev_rate, key, value)
+        };
+        let err = load(&text).unwrap_err().to_string();
+        assert!(
+            err.contains(named) && err.contains(says),
+            "{key} = {value}: {err}"
+        );
+    }
+    let route = |extra: &str| {
+        BASE.replace(
+            "path = \"/v1/chat/completions\"\n",
+            &format!("path = \"/v1/chat/completions\"\n{extra}\n"),
+        )
+    };
+    for (extra, named) in [
+        ("prompt_tokens = 0", "routes[0].prompt_tokens"),
+        ("prompt_file = \" \"", "routes[0].prompt_file"),
+    ] {
+        let err = load(&route(extra)).unwrap_err().to_string();
+        assert!(err.contains(named), "{extra}: {err}");
+    }
+    let err = load(&BASE.replace("label = \"chat\"", "label = \"\""))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("routes[0].label"), "{err}");
+    // A rate that schedules nothing in the run's span.
+    let none = "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"m\"\n[schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 0.000001\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"a\"\npath = \"/v1/chat/completions\"\n";
+    let err = load(none).unwrap_err().to_string();
+    assert!(
+        err.contains("schedule.rate_rps") && err.contains("no request"),
+        "{err}"
+    );
+    let zero = none.replace("0.000001", "0.0");
+    let err = load(&zero).unwrap_err().to_string();
+    assert!(
+        err.contains("schedule.rate_rps") && err.contains("positive"),
+        "{err}"
+    );
+}
+
+#[test]
+fn headers_may_not_carry_credentials_or_split_the_request() {
+    // An inline table under [target] ([target.headers] after [[routes]] would be the route's).
+    let with = |table: &str| {
+        BASE.replace(
+            "replicas = [\"replica-0\", \"replica-1\"]\n",
+            &format!("replicas = [\"replica-0\", \"replica-1\"]\nheaders = {{ {table} }}\n"),
+        )
+    };
+    let ok = load(&with(
+        "\"x-tenant\" = \"bench\", OpenAI-Organization = \"org-1\"",
+    ))
+    .unwrap();
+    assert_eq!(ok.target.headers.len(), 2);
+    for (table, says) in [
+        ("Authorization = \"Bearer sk-123\"", "credential"),
+        ("api-key = \"k\"", "credential"),
+        ("host = \"other\"", "recorder itself"),
+        ("\"bad name\" = \"v\"", "header name"),
+        ("x-a = \"one\\r\\nx-b: two\"", "CR, LF"),
+    ] {
+        let err = load(&with(table)).unwrap_err().to_string();
+        assert!(
+            err.contains("target.headers.") && err.contains(says),
+            "{table}: {err}"
+        );
+    }
+    let keyed = BASE.replace(
+        "model = \"mock\"\n",
+        "model = \"mock\"\napi_key_env = \"OPENAI_API_KEY\"\napi_key_header = \"api-key\"\n",
+    );
+    let config = load(&keyed).unwrap();
+    assert_eq!(config.target.api_key_header(), "api-key");
+    assert_eq!(config.target.preflight_path(), "/v1/models");
+    assert!(config.target.include_usage);
+}

@@ -180,9 +180,16 @@ impl<W: Write> JournalWriter<W> {
         prefix[8..12].copy_from_slice(&(!payload_len).to_le_bytes());
         prefix[12..16].copy_from_slice(&self.block_records.to_le_bytes());
         prefix[16..24].copy_from_slice(&self.block_first.to_le_bytes());
-        self.chain = chain_step(&self.chain, &self.block);
-        self.block.extend_from_slice(&self.chain);
-        self.out.write_all(&self.block)?;
+        // The chain advances only once the block is written: a failed write leaves the writer as
+        // it was, the block still pending, so a caller that makes room (and cuts the file back to
+        // `bytes_written`) can commit it again.
+        let chain = chain_step(&self.chain, &self.block);
+        self.block.extend_from_slice(&chain);
+        if let Err(e) = self.out.write_all(&self.block) {
+            self.block.truncate(self.block.len() - HASH_BYTES);
+            return Err(e.into());
+        }
+        self.chain = chain;
         self.bytes_written += self.block.len() as u64;
         self.block.clear();
         self.block.resize(BLOCK_PREFIX_BYTES, 0);
@@ -206,8 +213,15 @@ impl<W: Write> JournalWriter<W> {
             .as_ref()
             .map(|k| k.sign(&checkpoint_message(&body)).to_bytes());
         let record = Record::Checkpoint(Checkpoint { body, signature });
+        let before = (self.block.len(), self.block_records, self.next_record);
         self.push_frame(record.kind_byte(), &record.encode_body());
-        self.commit()?;
+        if let Err(e) = self.commit() {
+            // A checkpoint that did not reach the file is not pending: the next attempt writes a
+            // fresh one with a fresh time.
+            self.block.truncate(before.0);
+            (self.block_records, self.next_record) = (before.1, before.2);
+            return Err(e);
+        }
         self.counts.checkpoints += 1;
         self.out.flush()?;
         Ok(self.chain)

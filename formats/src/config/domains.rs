@@ -1,0 +1,234 @@
+//! The third loading stage: each value inside its domain. A value that parses but cannot mean
+//! anything (an empty model, a zero-token prompt, a rate that schedules nothing, a credential
+//! that the journal would copy) is refused here, with its key, before anything runs.
+
+use super::{Config, ConfigError};
+
+/// Request headers the recorder writes itself; a configuration may not set them.
+const HEADERS_RECORDER_WRITES: &[&str] = &[
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "upgrade",
+    "expect",
+    "accept",
+    "x-request-id",
+];
+
+/// Header names that carry credentials: a value written in the configuration would be copied
+/// into every journal and report that cites it.
+const HEADERS_CREDENTIALS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "api-key",
+    "x-api-key",
+    "cookie",
+];
+
+/// Whether `name` is an HTTP field name (RFC 9110 §5.1: a token).
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `value` can go in a header line as it is (visible ASCII, space and tab; no CR, LF
+/// or NUL that would split the request).
+fn is_field_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+        at: None,
+    }
+}
+
+/// The authority of a base URL (what lies between `://` and the path), if the URL has one.
+pub(super) fn authority(base_url: &str) -> &str {
+    let rest = base_url
+        .split_once("://")
+        .map(|(_, r)| r)
+        .unwrap_or(base_url);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+impl Config {
+    pub(super) fn check_domains(&self) -> Result<(), ConfigError> {
+        let target = &self.target;
+        if authority(&target.base_url).contains('@') {
+            return Err(invalid(
+                "target.base_url",
+                "carries credentials (user:password@); the journal copies the configuration, so \
+                 put the key in an environment variable and name it in target.api_key_env",
+            ));
+        }
+        if target.base_url.contains('#') {
+            return Err(invalid(
+                "target.base_url",
+                "has a #fragment, which is never sent; remove it",
+            ));
+        }
+        if target.model.trim().is_empty() {
+            return Err(invalid(
+                "target.model",
+                "is empty; name the model the server serves",
+            ));
+        }
+        for (name, value) in &target.headers {
+            let key = format!("target.headers.{name}");
+            let lower = name.to_ascii_lowercase();
+            if !is_token(name) {
+                return Err(invalid(key, "is not an HTTP header name (RFC 9110 §5.1)"));
+            }
+            if HEADERS_CREDENTIALS.contains(&lower.as_str()) {
+                return Err(invalid(
+                    key,
+                    "carries a credential, which the journal would copy with the configuration; \
+                     put it in an environment variable named by target.api_key_env (and \
+                     target.api_key_header for a header other than authorization)",
+                ));
+            }
+            if HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
+                return Err(invalid(key, "is written by the recorder itself"));
+            }
+            if !is_field_value(value) {
+                return Err(invalid(
+                    key,
+                    "holds a character a header line cannot carry (CR, LF, NUL or non-ASCII)",
+                ));
+            }
+        }
+        if let Some(variable) = &target.api_key_env {
+            let first_ok = variable
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+            if !first_ok
+                || !variable
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(invalid(
+                    "target.api_key_env",
+                    format!(
+                        "{variable:?} is not an environment variable name (letters, digits, _)"
+                    ),
+                ));
+            }
+        }
+        if let Some(header) = &target.api_key_header {
+            if target.api_key_env.is_none() {
+                return Err(invalid(
+                    "target.api_key_header",
+                    "names where the key goes, but target.api_key_env does not say where it comes from",
+                ));
+            }
+            let lower = header.to_ascii_lowercase();
+            if !is_token(header) || HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
+                return Err(invalid(
+                    "target.api_key_header",
+                    format!("{header:?} cannot carry the key (not a header name, or one the recorder writes)"),
+                ));
+            }
+            if target
+                .headers
+                .keys()
+                .any(|h| h.eq_ignore_ascii_case(header))
+            {
+                return Err(invalid(
+                    "target.api_key_header",
+                    format!("{header:?} is also set in [target.headers]"),
+                ));
+            }
+        }
+        if target.idle_limit_ms == 0 || target.idle_limit_ms > 3_600_000 {
+            return Err(invalid(
+                "target.idle_limit_ms",
+                format!(
+                    "{} is outside 1..=3600000 ms (default 4000, below the common 5 s server idle timeout)",
+                    target.idle_limit_ms
+                ),
+            ));
+        }
+        if let Some(path) = &target.preflight_path {
+            if !path.starts_with('/') {
+                return Err(invalid(
+                    "target.preflight_path",
+                    format!("{path:?} must start with /"),
+                ));
+            }
+        }
+        for (i, route) in self.routes.iter().enumerate() {
+            if route.label.trim().is_empty() {
+                return Err(invalid(format!("routes[{i}].label"), "is empty"));
+            }
+            if route.prompt_tokens == 0 {
+                return Err(invalid(
+                    format!("routes[{i}].prompt_tokens"),
+                    "must be at least 1 (the unique request prefix alone is about 4 tokens)",
+                ));
+            }
+            if route
+                .prompt_file
+                .as_deref()
+                .is_some_and(|f| f.trim().is_empty())
+            {
+                return Err(invalid(format!("routes[{i}].prompt_file"), "is empty"));
+            }
+            if route.path.contains(['\r', '\n', ' ', '#']) {
+                return Err(invalid(
+                    format!("routes[{i}].path"),
+                    "holds a space, CR, LF or #, which a request line cannot carry",
+                ));
+            }
+        }
+        for (key, value) in [
+            ("fault.pid_file", &self.fault.pid_file),
+            ("fault.admin_address", &self.fault.admin_address),
+            ("fault.confirm_address", &self.fault.confirm_address),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(invalid(key, "is empty"));
+            }
+        }
+        for (key, rate) in [
+            ("schedule.rate_rps", self.schedule.rate_rps),
+            (
+                "calibration.lambda_max_rps",
+                self.calibration.lambda_max_rps,
+            ),
+        ] {
+            if let Some(rate) = rate {
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(invalid(key, format!("{rate} must be a positive rate")));
+                }
+            }
+        }
+        let params = self.schedule_params();
+        if let Err(why) = params.validate() {
+            return Err(invalid("schedule.rate_rps", why));
+        }
+        if params.iter().next().is_none() {
+            return Err(invalid(
+                "schedule.rate_rps",
+                format!(
+                    "{} rps schedules no request over the run's {:.3} s; raise the rate",
+                    self.rate_rps(),
+                    params.total_duration_ns() as f64 / 1e9
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
