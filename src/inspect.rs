@@ -55,7 +55,7 @@ pub fn run(path: &Path, options: Options) -> Result<ExitCode> {
     let file = JournalFile::open(path)?;
     let report = file.verify(&Default::default());
     if report.verdict != Verdict::SealedIntact {
-        eprintln!(
+        warn!(
             "percentes: warning: {} verifies as {}; only its verified prefix is shown{}",
             path.display(),
             report.verdict.name(),

@@ -5,6 +5,24 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// `println!` that a closed stdout (a pipe to `head` that ended) cannot turn into a panic: the
+/// line is lost, the command goes on to its exit status.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that a closed stderr cannot turn into a panic.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -494,7 +512,7 @@ fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
     let md = campaign::markdown(&result);
     std::fs::write(output.join("campaign.md"), &md)?;
     print!("{md}");
-    println!(
+    out!(
         "wrote campaign.json and campaign.md into {}",
         output.display()
     );
@@ -513,7 +531,7 @@ fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
     let (_file, run) = load_run(path)?;
     let rows = percentes_analyzer::export::parquet(run, parquet)
         .with_context(|| format!("cannot write {}", parquet.display()))?;
-    eprintln!(
+    warn!(
         "wrote {rows} rows (one per scheduled request) to {}",
         parquet.display()
     );
@@ -537,7 +555,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("percentes: error: {error:#}");
+            warn!("percentes: error: {error:#}");
             ExitCode::from(1)
         }
     }
@@ -678,7 +696,7 @@ fn mock(
     let parsed = MockConfig::for_flags(config, name, slow_reload_ms).map_err(anyhow::Error::msg)?;
     let summary = parsed.summary();
     mock::run_blocking(parsed, listen, threads, |addr| {
-        eprintln!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
+        warn!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
     })
     .with_context(|| format!("mock on {listen}"))?;
     Ok(ExitCode::SUCCESS)
@@ -692,7 +710,7 @@ fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = endpoints.iter().map(|e| e.name.clone()).collect();
     router::run_blocking(endpoints, listen, |addr| {
-        eprintln!(
+        warn!(
             "percentes router over {} listening on http://{addr}; Ctrl-C stops it",
             names.join(", ")
         );
@@ -729,7 +747,7 @@ fn testbed(
         }
         Ok(())
     };
-    println!(
+    out!(
         "service (router): http://{}  (endpoints: GET/POST /admin/endpoints)",
         bed.service()
     );
@@ -739,11 +757,11 @@ fn testbed(
             .replica(&name)
             .map(|a| a.to_string())
             .unwrap_or_default();
-        println!("{name}: http://{address} pid {pid}");
+        out!("{name}: http://{address} pid {pid}");
         write(&format!("{name}.addr"), address)?;
         write(&format!("{name}.pid"), pid.to_string())?;
     }
-    println!("Ctrl-C stops the testbed and every replica.");
+    out!("Ctrl-C stops the testbed and every replica.");
     percentes_scenarios::wait_for_ctrl_c().context("waiting for Ctrl-C")?;
     drop(bed);
     Ok(ExitCode::SUCCESS)
@@ -767,7 +785,7 @@ fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode
             }
             std::fs::write(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
+            warn!(
                 "wrote a {} configuration to {}; check it with `percentes config check {}`",
                 profile.name(),
                 path.display(),
@@ -781,7 +799,7 @@ fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode
 fn config_check(file: &Path, json: bool) -> Result<ExitCode> {
     let config = load_config(file)?;
     if json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&show::config_json(&config))?
         );
@@ -813,9 +831,9 @@ fn verify_journal(
         let mut value = serde_json::to_value(&report)?;
         value["verdict"] = serde_json::Value::String(report.verdict.name().into());
         value["journal"] = serde_json::Value::String(path.display().to_string());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        out!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!("journal: {}", path.display());
+        out!("journal: {}", path.display());
         print!("{}", verify::render(&report));
     }
     Ok(if report.ok() {
@@ -852,7 +870,7 @@ fn record(
         })
         .transpose()?;
     if let Err(why) = config.publishability() {
-        eprintln!("percentes: {why}");
+        warn!("percentes: {why}");
     }
     let options = Options {
         output,
@@ -867,30 +885,12 @@ fn record(
         timeline: None,
     };
     let summary = run::record(&config, &options)?;
-    println!("journal: {}", summary.output.display());
-    println!(
-        "seal: {}{}",
-        summary.status.name(),
-        if summary.reason.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", summary.reason)
-        }
-    );
-    println!("{}", run::counts_line(&summary.sealed.counts));
-    if summary.queue_full_events > 0 {
-        println!(
-            "writer queue was full {} times (recorded in the journal; the run fails its gate)",
-            summary.queue_full_events
-        );
+    for line in summary.lines() {
+        out!("{line}");
     }
-    println!(
-        "chain head (keep it outside the file; verify --expect-head): {}",
-        journal::hex(&summary.sealed.chain_head)
-    );
     if summary.status == SealStatus::Escaped {
         // seeds/004: an escaped experiment is invalid, not an error of the instrument.
-        eprintln!(
+        warn!(
             "percentes: EXPERIMENT ESCAPED: a declared abort trigger fired; offered load stopped and the journal is sealed `escaped`. `percentes analyze` lists what incident response must retain"
         );
         return Ok(ExitCode::from(2));
@@ -900,7 +900,7 @@ fn record(
     }
     if summary.sealed.counts.undispatched > 0 {
         // SPEC §2: any scheduled request never dispatched fails the run.
-        eprintln!(
+        warn!(
             "percentes: RUN INVALID (SPEC §2): {} scheduled requests were never dispatched; nothing from this run may be published",
             summary.sealed.counts.undispatched
         );
@@ -953,11 +953,11 @@ fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
         format!("{}\n", journal::hex(&key.verifying_key().to_bytes())),
     )
     .with_context(|| format!("cannot write {}", public_path.display()))?;
-    println!(
+    out!(
         "secret key: {} (keep it off the machines that store journals)",
         secret_path.display()
     );
-    println!(
+    out!(
         "public key: {} (give it to auditors: verify --pubkey)",
         public_path.display()
     );

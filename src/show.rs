@@ -301,15 +301,15 @@ pub fn analysis_summary(
     output: &Path,
     written: &[&str],
 ) {
-    println!("journal: {}", journal.display());
-    println!(
+    out!("journal: {}", journal.display());
+    out!(
         "spec applied: {} (at capture: {}); chain head {}",
         report.provenance.spec_applied,
         report.provenance.spec_at_capture,
         report.provenance.chain_head
     );
     for why in &report.not_publishable {
-        println!("{why}");
+        out!("{why}");
     }
     let failed: Vec<_> = report
         .validity
@@ -318,11 +318,11 @@ pub fn analysis_summary(
         .filter(|g| !g.holds())
         .collect();
     if failed.is_empty() {
-        println!("validity (§2, §10): every applicable gate passed");
+        out!("validity (§2, §10): every applicable gate passed");
     } else {
-        println!("validity (§2, §10): INVALID, no statistic is published (exit 2)");
+        out!("validity (§2, §10): INVALID, no statistic is published (exit 2)");
         for g in failed {
-            println!(
+            out!(
                 "  {}: {} (limit {}, observed {}{})",
                 g.id,
                 g.status,
@@ -334,7 +334,7 @@ pub fn analysis_summary(
             );
         }
     }
-    println!("audit: {}", report.audit.decision);
+    out!("audit: {}", report.audit.decision);
     for w in &report.windows {
         let readings: Vec<&str> = w
             .completion
@@ -342,7 +342,7 @@ pub fn analysis_summary(
             .iter()
             .map(|r| r.text.as_str())
             .collect();
-        println!(
+        out!(
             "{:<12} {:>7} scheduled  errored {:.4}  censored {:.4}  goodput {}  {}",
             w.window,
             w.scheduled,
@@ -354,7 +354,7 @@ pub fn analysis_summary(
             readings.join("; ")
         );
     }
-    println!("wrote {} into {}", written.join(", "), output.display());
+    out!("wrote {} into {}", written.join(", "), output.display());
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod repo {
     pub mod docs;
     pub mod golden;
     pub mod independent;
+    pub mod real_servers;
     pub mod record;
     pub mod testbed;
     pub mod tidy;

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 
 use percentes_formats::journal::records::Outcome;
+use percentes_formats::pins;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -14,6 +15,25 @@ use crate::sse::{SseError, SseEvent, SseParser};
 /// The response header that attributes a request to a replica (the mock's; a router's upstream
 /// header is used when present).
 pub const REPLICA_HEADERS: &[&str] = &["x-percentes-upstream", "x-percentes-replica"];
+
+/// Content gaps a request records at most (SPEC §2, `client.content_gaps_max`).
+pub const CONTENT_GAPS_MAX: usize = pins::value::CLIENT_CONTENT_GAPS_MAX as usize;
+/// Longest replica name recorded (`client.replica_bytes_max`).
+pub const REPLICA_BYTES_MAX: usize = pins::value::CLIENT_REPLICA_BYTES_MAX as usize;
+/// Longest detail recorded with a class (`client.detail_bytes_max`).
+pub const DETAIL_BYTES_MAX: usize = pins::value::CLIENT_DETAIL_BYTES_MAX as usize;
+
+/// `text` cut to at most `bytes`, at a character boundary.
+pub fn cut(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
 
 /// What the recorder reads of a chunk (or a non-streamed body): borrowed, so a token costs no
 /// allocation. Other fields are skipped unread.
@@ -206,7 +226,7 @@ impl Exchange {
                 self.response_head_ns = Some(now_ns);
                 for name in REPLICA_HEADERS {
                     if let Some((_, v)) = headers.iter().find(|(k, _)| k == name) {
-                        self.replica = v.clone();
+                        self.replica = cut(v, REPLICA_BYTES_MAX).to_owned();
                         break;
                     }
                 }
@@ -299,10 +319,14 @@ impl Exchange {
         match self.last_content_ns {
             None => self.first_content_ns = Some(now_ns),
             Some(last) => {
-                // SPEC §3: a gap under 1 us is recorded as 1 us.
-                let gap_us =
-                    (now_ns.saturating_sub(last) / 1000).clamp(1, u64::from(u32::MAX)) as u32;
-                self.content_gaps_us.push(gap_us);
+                // SPEC §3: a gap under 1 us is recorded as 1 us. Past the pinned count the gaps
+                // are not kept (a record stays under the journal's size limit); the content
+                // events still count them, so the record says how many are missing.
+                if self.content_gaps_us.len() < CONTENT_GAPS_MAX {
+                    let gap_us =
+                        (now_ns.saturating_sub(last) / 1000).clamp(1, u64::from(u32::MAX)) as u32;
+                    self.content_gaps_us.push(gap_us);
+                }
             }
         }
         self.last_content_ns = Some(now_ns);
@@ -552,6 +576,62 @@ mod tests {
         x.on_http(head(200, &[]), 1);
         x.on_http(Event::Data(b"<html>".to_vec()), 2);
         assert_eq!(x.finish(true, None, 3).class, "malformed-framing");
+    }
+
+    #[test]
+    fn a_response_of_262k_events_makes_a_record_under_the_journal_limit() {
+        // Before the cap, one response like this made a record over 1 MiB; the writer refused
+        // it and stopped, and the recorder went on sending load unrecorded.
+        use percentes_formats::journal::records::{Record, RequestRecord};
+        let mut x = Exchange::new(true, Some("mock".into()));
+        x.on_http(
+            head(200, &[("x-percentes-replica", &"r".repeat(10_000))]),
+            1,
+        );
+        let events = 262_144u64;
+        let one = chunk("x");
+        let mut batch = String::new();
+        for i in 0..events {
+            batch.push_str(&one);
+            if i % 4096 == 4095 {
+                x.on_http(
+                    Event::Data(std::mem::take(&mut batch).into_bytes()),
+                    1_000 + i * 3_000,
+                );
+            }
+        }
+        x.on_http(
+            Event::Data(b"data: [DONE]\n\n".to_vec()),
+            events * 3_000 + 2_000,
+        );
+        x.on_http(Event::End, events * 3_000 + 3_000);
+        assert_eq!(
+            x.finish(true, None, events * 3_000 + 4_000).class,
+            "correct-success"
+        );
+        assert_eq!(x.content_events as u64, events);
+        assert_eq!(x.content_gaps_us.len(), CONTENT_GAPS_MAX);
+        assert_eq!(x.replica.len(), REPLICA_BYTES_MAX);
+        let record = RequestRecord {
+            content_gaps_us: x.content_gaps_us.clone(),
+            content_events: x.content_events,
+            replica: x.replica.clone(),
+            detail: "d".repeat(DETAIL_BYTES_MAX),
+            ..percentes_formats::journal::synthetic::request(0, 0, 0)
+        };
+        let body = Record::Request(record).encode_body();
+        assert!(
+            body.len() <= percentes_formats::journal::RECORD_BYTES_MAX as usize,
+            "{} bytes",
+            body.len()
+        );
+    }
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("abc", 5), "abc");
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(cut("héllo", 3), "hé");
     }
 
     #[test]

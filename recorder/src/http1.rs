@@ -2,12 +2,19 @@
 //! on hostile input; every limit has a name, and malformed framing is an event, not an error the
 //! caller has to guess at.
 
-/// Largest response head accepted; a larger one is `malformed-framing` (oversized headers).
-pub const RESPONSE_HEAD_BYTES_MAX: usize = 64 << 10;
-/// Largest chunk-size line accepted.
-pub const CHUNK_LINE_BYTES_MAX: usize = 1024;
-/// Largest response body kept for verification (streams are parsed as they pass and not kept).
-pub const BODY_KEPT_BYTES_MAX: usize = 4 << 20;
+use percentes_formats::pins;
+
+/// Largest response head accepted, and largest trailer section; larger is `malformed-framing`
+/// (SPEC §2, `client.response_head_bytes_max`).
+pub const RESPONSE_HEAD_BYTES_MAX: usize = pins::value::CLIENT_RESPONSE_HEAD_BYTES_MAX as usize;
+/// Largest chunk-size line accepted, extensions included (`client.chunk_line_bytes_max`).
+pub const CHUNK_LINE_BYTES_MAX: usize = pins::value::CLIENT_CHUNK_LINE_BYTES_MAX as usize;
+/// Largest response body kept for verification (streams are parsed as they pass and not kept;
+/// `client.body_kept_bytes_max`).
+pub const BODY_KEPT_BYTES_MAX: usize = pins::value::CLIENT_BODY_KEPT_BYTES_MAX as usize;
+/// Interim (1xx) responses skipped before a final one; more is `malformed-framing` (a server
+/// that answers only 103s forever would otherwise hold the request to its deadline unclassified).
+pub const INTERIM_RESPONSES_MAX: u32 = 16;
 
 /// What the parser saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +52,15 @@ enum State {
 pub struct Parser {
     state: State,
     buf: Vec<u8>,
+    /// The connection cannot carry another request after this response: HTTP/1.0 without
+    /// keep-alive, `Connection: close`, or a body delimited by the close (RFC 9112 §9.3).
+    closes: bool,
+    /// The server's `Keep-Alive: timeout=N`, in seconds.
+    keep_alive_timeout_s: Option<u64>,
+    /// Interim responses skipped so far.
+    interim: u32,
+    /// Trailer-section bytes read so far.
+    trailer_bytes: usize,
 }
 
 impl Default for Parser {
@@ -52,8 +68,22 @@ impl Default for Parser {
         Parser {
             state: State::Head,
             buf: Vec::new(),
+            closes: false,
+            keep_alive_timeout_s: None,
+            interim: 0,
+            trailer_bytes: 0,
         }
     }
+}
+
+/// The `timeout=N` parameter of a `Keep-Alive` header value.
+fn keep_alive_timeout(value: &str) -> Option<u64> {
+    value.split(',').find_map(|part| {
+        let (name, n) = part.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("timeout")
+            .then(|| n.trim().parse().ok())?
+    })
 }
 
 fn find_crlf(bytes: &[u8]) -> Option<usize> {
@@ -64,6 +94,17 @@ impl Parser {
     /// Whether the body ended as framed.
     pub fn done(&self) -> bool {
         matches!(self.state, State::Done | State::Failed)
+    }
+
+    /// Whether the connection may carry another request: the response ended as framed, and
+    /// neither its version, its `Connection` header nor its framing closes the connection.
+    pub fn reusable(&self) -> bool {
+        self.state == State::Done && !self.closes
+    }
+
+    /// The server's `Keep-Alive: timeout=N` on this response, in seconds, if it sent one.
+    pub fn keep_alive_timeout_s(&self) -> Option<u64> {
+        self.keep_alive_timeout_s
     }
 
     fn fail(&mut self, out: &mut Vec<Event>, why: String) {
@@ -99,7 +140,26 @@ impl Parser {
                     let head: Vec<u8> = self.buf.drain(..end + 4).collect();
                     match parse_head(&head[..end]) {
                         Err(why) => return self.fail(out, why),
-                        Ok((status, headers)) => {
+                        Ok((101, _, _)) => {
+                            return self.fail(
+                                out,
+                                "101 Switching Protocols to a request that asked for no upgrade"
+                                    .into(),
+                            )
+                        }
+                        Ok((status, _, _)) if (100..200).contains(&status) => {
+                            // RFC 9110 §15.2: an interim response; the final one follows.
+                            self.interim += 1;
+                            if self.interim > INTERIM_RESPONSES_MAX {
+                                return self.fail(
+                                    out,
+                                    format!(
+                                        "more than {INTERIM_RESPONSES_MAX} interim (1xx) responses"
+                                    ),
+                                );
+                            }
+                        }
+                        Ok((status, http10, headers)) => {
                             let header = |name: &str| {
                                 headers
                                     .iter()
@@ -109,10 +169,15 @@ impl Parser {
                             let chunked = header("transfer-encoding")
                                 .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
                             let length = header("content-length");
-                            self.state = if status == 204
-                                || status == 304
-                                || (100..200).contains(&status)
-                            {
+                            let connection = header("connection")
+                                .unwrap_or_default()
+                                .to_ascii_lowercase();
+                            let has =
+                                |token: &str| connection.split(',').any(|t| t.trim() == token);
+                            self.closes = has("close") || (http10 && !has("keep-alive"));
+                            self.keep_alive_timeout_s =
+                                header("keep-alive").as_deref().and_then(keep_alive_timeout);
+                            self.state = if status == 204 || status == 304 {
                                 State::Done
                             } else if chunked {
                                 State::ChunkSize
@@ -125,6 +190,7 @@ impl Parser {
                                     }
                                 }
                             } else {
+                                self.closes = true;
                                 State::UntilClose
                             };
                             out.push(Event::Head { status, headers });
@@ -157,6 +223,9 @@ impl Parser {
                         }
                         return;
                     };
+                    if end > CHUNK_LINE_BYTES_MAX {
+                        return self.fail(out, "chunk-size line too long".into());
+                    }
                     let line: Vec<u8> = self.buf.drain(..end + 2).collect();
                     let text = String::from_utf8_lossy(&line[..end]);
                     let size_text = text.split(';').next().unwrap_or_default().trim();
@@ -197,15 +266,27 @@ impl Parser {
                 }
                 State::Trailers => {
                     let Some(end) = find_crlf(&self.buf) else {
+                        if self.trailer_bytes + self.buf.len() > RESPONSE_HEAD_BYTES_MAX {
+                            return self.fail(
+                                out,
+                                format!("trailer section over {RESPONSE_HEAD_BYTES_MAX} bytes"),
+                            );
+                        }
                         return;
                     };
-                    let line: Vec<u8> = self.buf.drain(..end + 2).collect();
+                    self.buf.drain(..end + 2); // trailer fields are read past, not kept
+                    self.trailer_bytes += end + 2;
                     if end == 0 {
                         self.state = State::Done;
                         out.push(Event::End);
                         return;
                     }
-                    let _ = line; // trailer fields are ignored
+                    if self.trailer_bytes > RESPONSE_HEAD_BYTES_MAX {
+                        return self.fail(
+                            out,
+                            format!("trailer section over {RESPONSE_HEAD_BYTES_MAX} bytes"),
+                        );
+                    }
                 }
                 State::UntilClose => {
                     if !self.buf.is_empty() {
@@ -231,7 +312,10 @@ impl Parser {
     }
 }
 
-fn parse_head(head: &[u8]) -> Result<(u16, Vec<(String, String)>), String> {
+/// Status, whether the version is HTTP/1.0, and the headers (names lowercased).
+type Head = (u16, bool, Vec<(String, String)>);
+
+fn parse_head(head: &[u8]) -> Result<Head, String> {
     let text = std::str::from_utf8(head).map_err(|_| "response head is not UTF-8".to_owned())?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
@@ -263,7 +347,7 @@ fn parse_head(head: &[u8]) -> Result<(u16, Vec<(String, String)>), String> {
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
     }
-    Ok((status, headers))
+    Ok((status, version == "HTTP/1.0", headers))
 }
 
 #[cfg(test)]
@@ -367,6 +451,88 @@ mod tests {
         huge.extend(std::iter::repeat_n(b'a', RESPONSE_HEAD_BYTES_MAX + 10));
         let events = run(&huge, 4096, false);
         assert!(matches!(events.last(), Some(Event::Malformed(why)) if why.contains("head over")));
+    }
+
+    #[test]
+    fn interim_responses_are_skipped_and_the_final_one_read() {
+        // RFC 9110 §15.2: 100 Continue and 103 Early Hints come before the final response.
+        let bytes = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        for step in [1, 7, bytes.len()] {
+            let events = run(bytes, step, false);
+            assert!(
+                matches!(&events[0], Event::Head { status: 200, .. }),
+                "step {step}: {events:?}"
+            );
+            assert_eq!(body(&events), b"ok");
+            assert_eq!(events.last(), Some(&Event::End));
+        }
+        let endless =
+            b"HTTP/1.1 103 Early Hints\r\n\r\n".repeat(INTERIM_RESPONSES_MAX as usize + 1);
+        assert!(
+            matches!(run(&endless, 64, false).last(), Some(Event::Malformed(why)) if why.contains("interim"))
+        );
+        let upgrade = run(b"HTTP/1.1 101 Switching Protocols\r\n\r\n", 8, false);
+        assert!(matches!(upgrade.last(), Some(Event::Malformed(why)) if why.contains("101")));
+    }
+
+    #[test]
+    fn what_closes_the_connection_is_known_at_the_end() {
+        let reusable = |bytes: &[u8], eof: bool| {
+            let mut parser = Parser::default();
+            let mut out = Vec::new();
+            parser.feed(bytes, &mut out);
+            if eof {
+                parser.eof(&mut out);
+            }
+            (parser.reusable(), parser.keep_alive_timeout_s())
+        };
+        let timed =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nKeep-Alive: timeout=5, max=100\r\n\r\nok";
+        assert_eq!(reusable(timed, false), (true, Some(5)));
+        // HTTP/1.0 closes unless it says keep-alive; a close-delimited body closes by definition.
+        assert!(!reusable(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false).0);
+        let kept = b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok";
+        assert!(reusable(kept, false).0);
+        assert!(!reusable(b"HTTP/1.1 200 OK\r\n\r\nuntil the close", true).0);
+        let close = b"HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n";
+        assert!(!reusable(close, false).0);
+        // Not ended: never reusable.
+        assert!(!reusable(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nok", false).0);
+    }
+
+    #[test]
+    fn trailers_and_chunk_lines_are_bounded() {
+        // An endless trailer line is framing gone wrong, not memory to spend.
+        let mut parser = Parser::default();
+        let mut out = Vec::new();
+        parser.feed(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nx-t: ",
+            &mut out,
+        );
+        let piece = vec![b'a'; 4096];
+        for _ in 0..(RESPONSE_HEAD_BYTES_MAX / piece.len() + 2) {
+            parser.feed(&piece, &mut out);
+        }
+        assert!(
+            matches!(out.last(), Some(Event::Malformed(why)) if why.contains("trailer")),
+            "{out:?}"
+        );
+        assert!(parser.buf.len() <= RESPONSE_HEAD_BYTES_MAX + piece.len());
+        // Many short trailer lines add up to the same limit.
+        let mut many = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
+        for _ in 0..(RESPONSE_HEAD_BYTES_MAX / 8 + 1) {
+            many.extend_from_slice(b"x-t: 1\r\n");
+        }
+        assert!(
+            matches!(run(&many, 4096, false).last(), Some(Event::Malformed(why)) if why.contains("trailer"))
+        );
+        // A chunk extension that makes the size line longer than its limit, in one read.
+        let mut long = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;".to_vec();
+        long.extend(std::iter::repeat_n(b'e', CHUNK_LINE_BYTES_MAX + 1));
+        long.extend_from_slice(b"\r\na\r\n");
+        assert!(
+            matches!(run(&long, long.len(), false).last(), Some(Event::Malformed(why)) if why.contains("chunk-size line"))
+        );
     }
 
     #[test]

@@ -14,10 +14,17 @@ pub struct Target {
     pub address: String,
     /// `https://`: TLS (rustls) on every connection.
     pub tls: bool,
+    /// The URL's path, without a trailing `/`, put in front of every route's path (an
+    /// Azure-style `/openai/deployments/x`); empty for none.
+    pub path_prefix: String,
+    /// The URL's query (after `?`), sent on every request (`api-version=...`).
+    pub query: Option<String>,
 }
 
 impl Target {
-    /// Parses an `http://` or `https://` base URL (ports default to 80 and 443).
+    /// Parses an `http://` or `https://` base URL (ports default to 80 and 443). The path and
+    /// query are kept; credentials in the URL are refused (the configuration loader refuses
+    /// them first, since the journal copies the configuration).
     pub fn parse(base_url: &str) -> Result<Target, String> {
         let (rest, tls) = if let Some(rest) = base_url.strip_prefix("http://") {
             (rest, false)
@@ -28,10 +35,18 @@ impl Target {
                 "target.base_url {base_url:?} must start with http:// or https://"
             ));
         };
-        let authority = rest.split('/').next().unwrap_or_default();
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, after) = rest.split_at(end);
         if authority.is_empty() {
             return Err(format!("target.base_url {base_url:?} has no host"));
         }
+        if authority.contains('@') {
+            return Err("target.base_url carries credentials; name an environment variable in target.api_key_env instead".into());
+        }
+        let (path, query) = match after.split_once('?') {
+            Some((p, q)) => (p, Some(q.to_owned()).filter(|q| !q.is_empty())),
+            None => (after, None),
+        };
         let default_port = if tls { 443 } else { 80 };
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || p.is_empty() => match p.parse::<u16>() {
@@ -45,13 +60,108 @@ impl Target {
             host,
             port,
             tls,
+            path_prefix: path.trim_end_matches('/').to_owned(),
+            query,
         })
+    }
+
+    /// The `Host` header's value: the host, with the port when it is not the scheme's default
+    /// (RFC 9110 §7.2).
+    pub fn host_header(&self) -> String {
+        let default_port = if self.tls { 443 } else { 80 };
+        if self.port == default_port {
+            self.host.clone()
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The request target for a route's `path`: the URL's path prefix, the route's path, and
+    /// the URL's query after the route's own.
+    pub fn request_target(&self, path: &str) -> String {
+        let mut out = format!("{}{path}", self.path_prefix);
+        if let Some(query) = &self.query {
+            out.push(if path.contains('?') { '&' } else { '?' });
+            out.push_str(query);
+        }
+        out
+    }
+}
+
+/// Request header lines every request carries beyond the recorder's own: `[target.headers]` and
+/// the API key. Its `Debug` never shows the lines (they may hold the key).
+#[derive(Clone, Default)]
+pub struct ExtraHeaders {
+    lines: String,
+    /// The key, to redact from anything a server echoes back into an error message.
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for ExtraHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ExtraHeaders({} bytes, key {})",
+            self.lines.len(),
+            if self.key.is_some() { "set" } else { "unset" }
+        )
+    }
+}
+
+impl ExtraHeaders {
+    /// The configuration's headers and, with `target.api_key_env`, the key read from that
+    /// environment variable through `lookup` (a missing or empty variable refuses to start).
+    pub fn new(
+        target: &percentes_formats::config::Target,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<ExtraHeaders, String> {
+        let mut lines = String::new();
+        for (name, value) in &target.headers {
+            lines.push_str(&format!("{}: {value}\r\n", name.to_ascii_lowercase()));
+        }
+        let mut key = None;
+        if let Some(variable) = &target.api_key_env {
+            let value = lookup(variable).unwrap_or_default();
+            let value = value.trim();
+            if value.is_empty() {
+                return Err(format!(
+                    "target.api_key_env names {variable}, which is not set (or empty) in this environment; export the key as {variable}"
+                ));
+            }
+            if !value.bytes().all(|b| (b'!'..=b'~').contains(&b)) {
+                return Err(format!(
+                    "the key in {variable} holds a space or a character a header cannot carry"
+                ));
+            }
+            let header = target.api_key_header();
+            if header == "authorization" {
+                lines.push_str(&format!("authorization: Bearer {value}\r\n"));
+            } else {
+                lines.push_str(&format!("{header}: {value}\r\n"));
+            }
+            key = Some(value.to_owned());
+        }
+        Ok(ExtraHeaders { lines, key })
+    }
+
+    /// The header lines, each ending CRLF.
+    pub fn lines(&self) -> &str {
+        &self.lines
+    }
+
+    /// `text` with every occurrence of the key replaced, for a message that may quote a server.
+    pub fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) => text.replace(key.as_str(), "[api key]"),
+            None => text.to_owned(),
+        }
     }
 }
 
 /// A route's request, prebuilt: everything but the index is fixed, so building request i is a
-/// few appends (no JSON value per request).
-#[derive(Clone, Debug)]
+/// few appends (no JSON value per request). Its `Debug` shows sizes only (the head may hold the
+/// API key).
+#[derive(Clone)]
 pub struct Template {
     /// The request line and headers up to the request id's digits.
     head_prefix: Vec<u8>,
@@ -62,61 +172,92 @@ pub struct Template {
     body_suffixes: Vec<Vec<u8>>,
 }
 
+impl std::fmt::Debug for Template {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Template(head {} bytes, body {} bytes, {} prompts)",
+            self.head_prefix.len(),
+            self.body_prefix.len(),
+            self.body_suffixes.len()
+        )
+    }
+}
+
 fn json_string_inner(text: &str) -> String {
     let quoted = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into());
     quoted[1..quoted.len() - 1].to_owned()
 }
 
 impl Template {
-    /// `prompts` is the route's prompt set, if it has one.
+    /// `prompts` is the route's prompt set, if it has one; `extra` the configured headers and
+    /// the API key.
     pub fn new(
         config: &Config,
         target: &Target,
         route: &Route,
-        prompts: Option<&[String]>,
+        prompts: Option<&PromptSet>,
+        extra: &ExtraHeaders,
     ) -> Template {
-        let max_tokens = config.number(&pins::TARGET_MAX_TOKENS) as u64;
-        let ignore_eos = config
-            .target
-            .ignore_eos
-            .unwrap_or(config.target.kind != percentes_formats::config::TargetKind::Hosted);
+        let pinned_max_tokens = config.number(&pins::TARGET_MAX_TOKENS) as u32;
+        // §6: mock and self-hosted requests ignore EOS (fixed output lengths); hosted ones do not,
+        // and send the field only when configured (third-party APIs refuse fields they do not
+        // know, and not ignoring EOS is their default).
+        let ignore_eos = match (config.target.ignore_eos, config.target.kind) {
+            (Some(value), _) => Some(value),
+            (None, percentes_formats::config::TargetKind::Hosted) => None,
+            (None, _) => Some(true),
+        };
         let stream = route.streams(&config.target);
         let completions =
             route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions");
         let model = serde_json::to_string(&config.target.model).unwrap_or_default();
+        let mut fields = format!("{{\"model\":{model},\"stream\":{stream},");
+        if stream && config.target.include_usage {
+            // The final chunk then carries the token counts (OpenAI's and vLLM's usage chunk).
+            fields.push_str("\"stream_options\":{\"include_usage\":true},");
+        }
+        if let Some(value) = ignore_eos {
+            fields.push_str(&format!("\"ignore_eos\":{value},"));
+        }
         // A unique prefix per request (SPEC §1): "request {index} of percentes.", then the prompt.
-        let opening = if completions {
-            "\"prompt\":\""
+        let (opening, closing) = if completions {
+            ("\"prompt\":\"", "\"")
         } else {
-            "\"messages\":[{\"role\":\"user\",\"content\":\""
+            ("\"messages\":[{\"role\":\"user\",\"content\":\"", "\"}]")
         };
-        let closing = if completions { "\"}" } else { "\"}]}" };
-        let body_prefix = format!(
-            "{{\"model\":{model},\"max_tokens\":{max_tokens},\"stream\":{stream},\"ignore_eos\":{ignore_eos},{opening}request "
-        )
-        .into_bytes();
-        let continuations: Vec<String> = match prompts {
-            Some(lines) => lines
+        let body_prefix = format!("{fields}{opening}request ").into_bytes();
+        let continuations: Vec<(String, u32)> = match prompts {
+            Some(set) => set
+                .prompts
                 .iter()
-                .map(|l| format!(" of percentes. {}", json_string_inner(l)))
+                .map(|p| {
+                    (
+                        format!(" of percentes. {}", json_string_inner(&p.text)),
+                        p.max_tokens.unwrap_or(pinned_max_tokens),
+                    )
+                })
                 .collect(),
             None => {
                 let mut filler = String::from(" of percentes.");
                 for word in 0..route.prompt_tokens.saturating_sub(4) {
                     filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
                 }
-                vec![filler]
+                vec![(filler, pinned_max_tokens)]
             }
         };
         let body_suffixes = continuations
             .into_iter()
-            .map(|c| format!("{c}{closing}").into_bytes())
+            .map(|(c, max_tokens)| {
+                format!("{c}{closing},\"max_tokens\":{max_tokens}}}").into_bytes()
+            })
             .collect();
         let head_prefix = format!(
-            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\nx-request-id: pct-",
-            route.path,
-            target.host,
+            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\n{}x-request-id: pct-",
+            target.request_target(&route.path),
+            target.host_header(),
             if stream { "text/event-stream" } else { "application/json" },
+            extra.lines(),
         )
         .into_bytes();
         Template {
@@ -142,19 +283,90 @@ impl Template {
     }
 }
 
-/// Loads a route's prompt set: one prompt per non-empty line.
-pub fn load_prompts(path: &str) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
-    let prompts: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if prompts.is_empty() {
-        return Err(format!("prompt_file {path} has no prompt (one per line)"));
+/// One prompt of a prompt set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prompt {
+    /// The prompt's text, sent after the request's unique prefix.
+    pub text: String,
+    /// Its own `max_tokens` (a JSONL set's per-line value), or the pin's.
+    pub max_tokens: Option<u32>,
+}
+
+/// A route's prompt set, loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptSet {
+    /// The prompts, in file order; request i uses prompt i mod n.
+    pub prompts: Vec<Prompt>,
+    /// BLAKE3 of the file's bytes, journaled with the host facts so the set can be matched.
+    pub blake3: [u8; 32],
+}
+
+/// Loads a route's prompt set. A `.jsonl` file holds one JSON object a line, `{"prompt": "...",
+/// "max_tokens": N}` (`max_tokens` optional; other fields ignored); any other file holds one
+/// prompt per non-empty line. A per-line `max_tokens` other than the pinned one is refused
+/// outside the dev profile (§6: `target.max_tokens` is pinned on every request).
+pub fn load_prompts(path: &str, config: &Config) -> Result<PromptSet, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
+    let text =
+        std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
+    let pinned = config.number(&pins::TARGET_MAX_TOKENS) as u32;
+    let mut prompts = Vec::new();
+    let jsonl = path.ends_with(".jsonl");
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if !jsonl {
+            prompts.push(Prompt {
+                text: line.to_owned(),
+                max_tokens: None,
+            });
+            continue;
+        }
+        let at = format!("prompt_file {path} line {}", i + 1);
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{at}: not JSON ({e})"))?;
+        let Some(prompt) = value.get("prompt").and_then(|p| p.as_str()) else {
+            return Err(format!("{at}: needs a string field \"prompt\""));
+        };
+        let max_tokens = match value.get("max_tokens") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n >= 1 => Some(n),
+                _ => {
+                    return Err(format!(
+                        "{at}: max_tokens must be a whole number of at least 1"
+                    ))
+                }
+            },
+        };
+        if let Some(n) = max_tokens {
+            if n != pinned && config.profile != percentes_formats::config::Profile::Dev {
+                return Err(format!(
+                    "{at}: max_tokens {n} differs from the pinned {pinned} (SPEC §6, target.max_tokens); per-line lengths run under the dev profile only"
+                ));
+            }
+        }
+        prompts.push(Prompt {
+            text: prompt.to_owned(),
+            max_tokens,
+        });
     }
-    Ok(prompts)
+    if prompts.is_empty() {
+        return Err(format!(
+            "prompt_file {path} has no prompt ({})",
+            if jsonl {
+                "one JSON object a line"
+            } else {
+                "one per line"
+            }
+        ));
+    }
+    Ok(PromptSet {
+        prompts,
+        blake3: *blake3::hash(&bytes).as_bytes(),
+    })
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
@@ -211,6 +423,50 @@ mod tests {
         assert!(Target::parse("ftp://x").is_err());
         assert!(Target::parse("http://").is_err());
         assert!(Target::parse("http://h:x").is_err());
+        assert!(Target::parse("http://u:p@h").is_err());
+    }
+
+    #[test]
+    fn a_base_url_keeps_its_path_and_query_and_the_host_its_port() {
+        let azure = Target::parse(
+            "https://x.openai.azure.com/openai/deployments/gpt/?api-version=2024-10-21",
+        )
+        .unwrap();
+        assert_eq!(
+            azure.request_target("/chat/completions"),
+            "/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
+        );
+        assert_eq!(
+            azure.request_target("/x?a=1"),
+            "/openai/deployments/gpt/x?a=1&api-version=2024-10-21"
+        );
+        assert_eq!(azure.host_header(), "x.openai.azure.com");
+        let local = Target::parse("http://127.0.0.1:8000").unwrap();
+        assert_eq!(local.request_target("/v1/models"), "/v1/models");
+        assert_eq!(local.host_header(), "127.0.0.1:8000");
+        assert_eq!(Target::parse("https://h:443/").unwrap().host_header(), "h");
+        assert_eq!(
+            Target::parse("http://[::1]:9000/p").unwrap().host_header(),
+            "[::1]:9000"
+        );
+    }
+
+    fn config(extra_target: &str, kind: &str, profile: &str) -> Config {
+        Config::parse(
+            format!(
+                "schema_version = 1\nprofile = \"{profile}\"\n[target]\nkind = \"{kind}\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\n{extra_target}\n\
+                 [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn body(template: &Template, index: u64) -> (String, serde_json::Value) {
+        let text = String::from_utf8(template.bytes(index)).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        (head.to_owned(), serde_json::from_str(body).unwrap())
     }
 
     #[test]
@@ -220,37 +476,130 @@ mod tests {
         )
         .unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
-        let template = Template::new(&config, &target, &config.routes[0], None);
-        let a = String::from_utf8(template.bytes(7)).unwrap();
-        let b = String::from_utf8(template.bytes(8)).unwrap();
-        let lines = vec!["a \"quoted\" line".to_owned(), "two".to_owned()];
-        let with_set = Template::new(&config, &target, &config.routes[0], Some(&lines));
-        let c = String::from_utf8(with_set.bytes(4)).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_str(c.split_once("\r\n\r\n").unwrap().1).unwrap();
+        let none = ExtraHeaders::default();
+        let template = Template::new(&config, &target, &config.routes[0], None, &none);
+        let (head, json) = body(&template, 7);
+        assert_ne!(template.bytes(7), template.bytes(8));
+        let set = PromptSet {
+            prompts: vec![
+                Prompt {
+                    text: "a \"quoted\" line".into(),
+                    max_tokens: None,
+                },
+                Prompt {
+                    text: "two".into(),
+                    max_tokens: None,
+                },
+            ],
+            blake3: [0; 32],
+        };
+        let with_set = Template::new(&config, &target, &config.routes[0], Some(&set), &none);
+        let (_, c) = body(&with_set, 4);
         assert_eq!(
-            json["messages"][0]["content"],
+            c["messages"][0]["content"],
             "request 4 of percentes. a \"quoted\" line"
         );
-        assert_ne!(a, b);
-        let (head, body) = a.split_once("\r\n\r\n").unwrap();
         assert!(
             head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n")
                 && head.contains("x-request-id: pct-7")
         );
-        assert!(head.contains(&format!("content-length: {}", body.len())));
-        let json: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(
             (
                 json["max_tokens"].as_u64(),
                 json["ignore_eos"].as_bool(),
-                json["stream"].as_bool()
+                json["stream"].as_bool(),
+                json["stream_options"]["include_usage"].as_bool(),
             ),
-            (Some(256), Some(true), Some(true))
+            (Some(256), Some(true), Some(true), Some(true))
         );
         assert!(json["messages"][0]["content"]
             .as_str()
             .unwrap()
             .starts_with("request 7 of percentes."));
+    }
+
+    #[test]
+    fn hosted_requests_send_only_what_is_configured_and_the_key_from_the_environment() {
+        let hosted = config(
+            "api_key_env = \"PCT_KEY\"\ninclude_usage = false\n[target.headers]\nOpenAI-Organization = \"org-1\"",
+            "hosted",
+            "hosted",
+        );
+        let extra = ExtraHeaders::new(&hosted.target, |v| {
+            (v == "PCT_KEY").then(|| "sk-secret".into())
+        })
+        .unwrap();
+        let target = Target::parse(&hosted.target.base_url).unwrap();
+        let template = Template::new(&hosted, &target, &hosted.routes[0], None, &extra);
+        let (head, json) = body(&template, 1);
+        assert!(
+            head.contains("\r\nauthorization: Bearer sk-secret\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("\r\nopenai-organization: org-1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nhost: 127.0.0.1:8000\r\n"), "{head}");
+        // No ignore_eos (not configured for a hosted target), no stream_options (switched off).
+        assert!(
+            json.get("ignore_eos").is_none() && json.get("stream_options").is_none(),
+            "{json}"
+        );
+        // Neither Debug shows the key.
+        assert!(!format!("{template:?}{extra:?}").contains("sk-secret"));
+        assert_eq!(
+            extra.redact("echo: Bearer sk-secret"),
+            "echo: Bearer [api key]"
+        );
+        // A missing variable refuses, naming it.
+        let err = ExtraHeaders::new(&hosted.target, |_| None).unwrap_err();
+        assert!(err.contains("PCT_KEY") && err.contains("not set"), "{err}");
+        let azure = config(
+            "api_key_env = \"K\"\napi_key_header = \"api-key\"",
+            "hosted",
+            "hosted",
+        );
+        let extra = ExtraHeaders::new(&azure.target, |_| Some("abc".into())).unwrap();
+        assert_eq!(extra.lines(), "api-key: abc\r\n");
+    }
+
+    #[test]
+    fn a_jsonl_prompt_set_carries_each_lines_max_tokens() {
+        let dir = std::env::temp_dir().join(format!("percentes-prompts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("set.jsonl");
+        std::fs::write(
+            &path,
+            "{\"prompt\": \"short\", \"max_tokens\": 16, \"id\": 1}\n\n{\"prompt\": \"long\"}\n",
+        )
+        .unwrap();
+        let path = path.to_str().unwrap();
+        let dev = config("", "mock", "dev");
+        let set = load_prompts(path, &dev).unwrap();
+        assert_eq!(set.prompts.len(), 2);
+        let target = Target::parse(&dev.target.base_url).unwrap();
+        let template = Template::new(
+            &dev,
+            &target,
+            &dev.routes[0],
+            Some(&set),
+            &ExtraHeaders::default(),
+        );
+        assert_eq!(body(&template, 0).1["max_tokens"], 16);
+        assert_eq!(body(&template, 1).1["max_tokens"], 256);
+        // Outside the dev profile a per-line length other than the pin is refused.
+        let hosted = config("", "hosted", "hosted");
+        let err = load_prompts(path, &hosted).unwrap_err();
+        assert!(err.contains("line 1") && err.contains("§6"), "{err}");
+        for (text, says) in [
+            ("{\"text\": \"x\"}", "\"prompt\""),
+            ("not json", "not JSON"),
+            ("{\"prompt\": \"x\", \"max_tokens\": 0}", "at least 1"),
+        ] {
+            std::fs::write(dir.join("bad.jsonl"), text).unwrap();
+            let err = load_prompts(dir.join("bad.jsonl").to_str().unwrap(), &dev).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 }

@@ -31,7 +31,7 @@ use crate::canary::{self, CanaryServer, LagSummary};
 use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
-use crate::request::{load_prompts, rule, Target, Template};
+use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
 
 mod client;
 mod escape_watch;
@@ -39,6 +39,7 @@ mod fault;
 mod host;
 mod pacer;
 mod plan;
+mod preflight;
 mod probes;
 mod signals;
 mod telemetry;
@@ -49,9 +50,11 @@ use client::*;
 use escape_watch::*;
 use fault::*;
 use host::*;
+pub use pacer::STOP_POLL;
 use pacer::*;
 pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 pub use plan::{RunPlan, WORKERS_MAX};
+use preflight::*;
 use probes::*;
 pub use signals::{counts_line, say, stop_on_signals};
 use telemetry::*;
@@ -166,6 +169,75 @@ pub struct Summary {
     pub undispatched: u64,
     /// Times the writer queue was full.
     pub queue_full_events: u64,
+    /// The classes requests failed in (errored and censored), most frequent first.
+    pub failures: Vec<FailureClass>,
+    /// Idle connections the pool retired for their age (its idle limit or the server's
+    /// `Keep-Alive: timeout`).
+    pub pool_expired: u64,
+    /// Idle connections found closed by the server before a send, and replaced.
+    pub pool_found_closed: u64,
+    /// What the pre-flight established, if it ran.
+    pub preflight: Option<String>,
+}
+
+/// One class of failed requests in a run's summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailureClass {
+    /// The class name (`refused`, `timeout`, ...).
+    pub class: &'static str,
+    /// Requests that ended in it.
+    pub count: u64,
+    /// The first such request's detail.
+    pub detail: String,
+}
+
+impl Summary {
+    /// What `percentes record` prints at the end: the journal, the seal, the counts, the top
+    /// failure classes, what the pool retired, the writer queue, and the chain head.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![
+            format!("journal: {}", self.output.display()),
+            if self.reason.is_empty() {
+                format!("seal: {}", self.status.name())
+            } else {
+                format!("seal: {} ({})", self.status.name(), self.reason)
+            },
+            counts_line(&self.sealed.counts),
+        ];
+        out.extend(self.failure_lines(5).into_iter().map(|l| format!("  {l}")));
+        if self.pool_expired + self.pool_found_closed > 0 {
+            out.push(format!(
+                "pool: {} idle connections retired at their idle limit, {} found closed by the server and replaced before a send",
+                self.pool_expired, self.pool_found_closed
+            ));
+        }
+        if self.queue_full_events > 0 {
+            out.push(format!(
+                "writer queue was full {} times (recorded in the journal; the run fails its gate)",
+                self.queue_full_events
+            ));
+        }
+        out.push(format!(
+            "chain head (keep it outside the file; verify --expect-head): {}",
+            percentes_formats::journal::hex(&self.sealed.chain_head)
+        ));
+        out
+    }
+
+    /// The top failure classes in one line each: `42 refused: connection refused (os error 111)`.
+    pub fn failure_lines(&self, top: usize) -> Vec<String> {
+        self.failures
+            .iter()
+            .take(top)
+            .map(|f| {
+                if f.detail.is_empty() {
+                    format!("{} {}", f.count, f.class)
+                } else {
+                    format!("{} {}: {}", f.count, f.class, f.detail)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Why a run could not be done. Failures of the target are outcomes, never errors.
@@ -182,6 +254,16 @@ pub enum RecordError {
     },
     /// The journal writer failed.
     Journal(WriteError),
+    /// The writer failed and the seal could not be written either: the file holds a verifiable
+    /// prefix (`unsealed-prefix`), nothing more.
+    Unsealed {
+        /// The journal.
+        output: PathBuf,
+        /// The first failure.
+        cause: String,
+        /// Why the seal failed.
+        seal: WriteError,
+    },
 }
 
 impl std::fmt::Display for RecordError {
@@ -190,6 +272,11 @@ impl std::fmt::Display for RecordError {
             RecordError::Refused(why) => write!(f, "{why}"),
             RecordError::Io { what, source } => write!(f, "{what}: {source}"),
             RecordError::Journal(e) => write!(f, "{e}"),
+            RecordError::Unsealed { output, cause, seal } => write!(
+                f,
+                "the journal writer failed ({cause}) and the seal could not be written ({seal}): dispatch was stopped at once; {} holds a verifiable prefix (`percentes verify` says unsealed-prefix) and cannot be published",
+                output.display()
+            ),
         }
     }
 }
@@ -230,12 +317,65 @@ struct Shared {
     done: AtomicBool,
     /// Set once, by the writer's escape watch, when a declared abort trigger fires.
     escaped: Mutex<Option<String>>,
+    /// Idle connections retired for their age.
+    pool_expired: AtomicU64,
+    /// Idle connections found closed (or written to) by the server, retired before a send.
+    pool_found_closed: AtomicU64,
+    /// Set the first time the client runs out of descriptors or ports (said once, loudly).
+    exhausted: AtomicBool,
+    /// Errored and censored requests by class: count, and the first one's detail.
+    failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
+    /// The journal writer's first failure; dispatch stops when it is set.
+    writer_failed: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Counts a finished request that did not complete, by class.
+    fn tally(&self, record: &RequestRecord) {
+        if record.outcome == Outcome::Completed as u8 {
+            return;
+        }
+        let Some(class) = percentes_formats::journal::records::class_name(record.class) else {
+            return;
+        };
+        let mut failures = self.failures.lock().expect("failures lock");
+        let entry = failures
+            .entry(class)
+            .or_insert_with(|| (0, record.detail.clone()));
+        entry.0 += 1;
+    }
+
+    /// The client could not open a connection for want of descriptors or ports: say so once,
+    /// now, on stderr (the requests are recorded undispatched, which fails the run's G2).
+    fn note_exhaustion(&self, error: &std::io::Error) {
+        if !self.exhausted.swap(true, Ordering::Relaxed) {
+            say(&format!(
+                "percentes: the client ran out of connections ({error}): requests are recorded undispatched and the run fails G2 (SPEC §2); raise the open-file limit (ulimit -n) or lower the rate"
+            ));
+        }
+    }
+
+    fn failure_classes(&self) -> Vec<FailureClass> {
+        let failures = self.failures.lock().expect("failures lock");
+        let mut out: Vec<FailureClass> = failures
+            .iter()
+            .map(|(class, (count, detail))| FailureClass {
+                class,
+                count: *count,
+                detail: detail.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.class.cmp(b.class)));
+        out
+    }
 }
 
 #[derive(Clone)]
 struct Sender {
     tx: SyncSender<ToWriter>,
     shared: Arc<Shared>,
+    /// Raised if the writer is gone: nothing more could be recorded, so nothing more is sent.
+    stop: Arc<AtomicBool>,
 }
 
 impl Sender {
@@ -262,7 +402,7 @@ impl Sender {
                 self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
                 let _ = self.tx.send(message);
             }
-            Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Disconnected(_)) => self.stop.store(true, Ordering::SeqCst),
         }
     }
 }
@@ -301,6 +441,99 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let plan = Arc::new(RunPlan::new(config, options.workers).map_err(RecordError::Refused)?);
     let workers = plan.workers;
     let requests = plan.requests;
+    let open_files = raise_open_file_limit();
+    check_connection_floor(&plan, open_files)?;
+    ignore_file_size_signal();
+
+    // Everything that can refuse the run does so before the journal exists.
+    let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())
+        .map_err(RecordError::Refused)?;
+    let tls = if target.tls {
+        Some(tls_connector(config)?)
+    } else {
+        None
+    };
+    let dialer = Dialer {
+        address: target.address.clone(),
+        tls: tls.clone(),
+        server_name: config
+            .target
+            .tls
+            .server_name
+            .clone()
+            .unwrap_or_else(|| target.host.clone()),
+        budget: plan.connect_budget,
+    };
+    let rules: Vec<Rule> = config
+        .routes
+        .iter()
+        .map(|r| rule(config, r))
+        .collect::<Result<_, _>>()
+        .map_err(RecordError::Refused)?;
+    let mut prompt_facts = Vec::new();
+    let templates: Vec<Template> = config
+        .routes
+        .iter()
+        .map(|r| {
+            let prompts = r
+                .prompt_file
+                .as_deref()
+                .map(|path| load_prompts(path, config))
+                .transpose()?;
+            if let Some(set) = &prompts {
+                prompt_facts.push((
+                    format!("prompt-set {}", r.label),
+                    format!(
+                        "{} prompts, BLAKE3 {}",
+                        set.prompts.len(),
+                        percentes_formats::journal::hex(&set.blake3)
+                    ),
+                ));
+            }
+            Ok(Template::new(config, &target, r, prompts.as_ref(), &extra))
+        })
+        .collect::<Result<_, String>>()
+        .map_err(RecordError::Refused)?;
+    let preflight = if config.target.preflight {
+        let done = preflight(
+            config,
+            &target,
+            &dialer,
+            &extra,
+            plan.timeout,
+            &options.stop,
+        )
+        .map_err(RecordError::Refused)?;
+        if options.progress != Progress::Quiet {
+            say(&format!("pre-flight: {}", done.summary));
+        }
+        Some(done.summary)
+    } else {
+        None
+    };
+    let mut facts = vec![
+        (
+            "api-key".to_owned(),
+            match &config.target.api_key_env {
+                Some(variable) => format!(
+                    "from ${variable}, sent in {} (the key itself is not recorded)",
+                    config.target.api_key_header()
+                ),
+                None => "none".into(),
+            },
+        ),
+        (
+            "open-files".to_owned(),
+            format!("limit {open_files} (soft raised to the hard limit)"),
+        ),
+        (
+            "preflight".to_owned(),
+            preflight
+                .clone()
+                .unwrap_or_else(|| "off (target.preflight = false)".into()),
+        ),
+    ];
+    facts.extend(prompt_facts);
 
     let mut open = std::fs::OpenOptions::new();
     open.write(true);
@@ -355,13 +588,17 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             realtime_epoch_ns,
             source: "CLOCK_MONOTONIC".into(),
         },
-        host: host_facts(
-            workers,
-            deferred_task_work,
-            canary_server.is_some(),
-            config,
-            &target,
-        ),
+        host: {
+            let mut host = host_facts(
+                workers,
+                deferred_task_work,
+                canary_server.is_some(),
+                config,
+                &target,
+            );
+            host.extend(facts);
+            host
+        },
         shard_index: 0,
         shard_count: 1,
         signing_key: options
@@ -371,20 +608,36 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         extensions: Vec::new(),
     };
 
+    // The header is written and synced here, before any load: a journal that cannot take its
+    // header refuses the run instead of recording nothing.
+    let handle = file
+        .try_clone()
+        .map_err(io("cannot open a second handle to the journal"))?;
+    let mut journal_writer = JournalWriter::create(file, &header, options.signing_key.clone())
+        .map_err(RecordError::Journal)?;
+    journal_writer
+        .get_mut()
+        .sync_data()
+        .map_err(|e| RecordError::Journal(WriteError::Io(e)))?;
+    let journal = Journal {
+        writer: journal_writer,
+        file: handle,
+    };
     let shared = Arc::new(Shared::default());
     let (tx, rx) = sync_channel(WRITER_QUEUE_RECORDS_MAX);
     let writer = {
         let shared = Arc::clone(&shared);
-        let signer = options.signing_key.clone();
         let watch = EscapeWatch::new(config, Arc::clone(&options.stop));
+        let stop = Arc::clone(&options.stop);
         std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || writer_thread(file, &header, signer, rx, &shared, epoch, watch))
+            .spawn(move || writer_thread(journal, rx, &shared, epoch, watch, &stop))
             .map_err(io("cannot start the journal writer thread"))?
     };
     let sender = Sender {
         tx,
         shared: Arc::clone(&shared),
+        stop: Arc::clone(&options.stop),
     };
 
     // The loopback canary (SPEC §2): a failure to bind loses the check, not the run.
@@ -466,45 +719,17 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let timeline = timeline
         .transpose()
         .map_err(io("cannot start the timeline thread"))?;
-    let tls = if target.tls {
-        Some(tls_connector(config)?)
-    } else {
-        None
-    };
-    let rules: Vec<Rule> = config
-        .routes
-        .iter()
-        .map(|r| rule(config, r))
-        .collect::<Result<_, _>>()
-        .map_err(RecordError::Refused)?;
-    let templates: Vec<Template> = config
-        .routes
-        .iter()
-        .map(|r| {
-            let prompts = r.prompt_file.as_deref().map(load_prompts).transpose()?;
-            Ok(Template::new(config, &target, r, prompts.as_deref()))
-        })
-        .collect::<Result<_, String>>()
-        .map_err(RecordError::Refused)?;
-    let server_name = config
-        .target
-        .tls
-        .server_name
-        .clone()
-        .unwrap_or_else(|| target.host.clone());
     let mut handles = Vec::new();
     for w in 0..workers {
         let ctx = WorkerContext {
             worker: w,
             plan: Arc::clone(&plan),
-            target: target.clone(),
+            dialer: dialer.clone(),
             epoch,
             canary: canary_address,
             deferred_task_work,
-            tls: tls.clone(),
             rules: rules.clone(),
             templates: templates.clone(),
-            server_name: server_name.clone(),
             sender: sender.clone(),
             shared: Arc::clone(&shared),
             stop: Arc::clone(&options.stop),
@@ -559,8 +784,16 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     }
     let aborted = options.stop.load(Ordering::Relaxed);
     let escaped = shared.escaped.lock().expect("escape lock").clone();
+    let writer_failed = shared.writer_failed.lock().expect("writer lock").clone();
     let (status, reason) = match (&worker_error, aborted) {
         (Some(e), _) => (SealStatus::Aborted, format!("recorder error: {e}")),
+        (None, _) if writer_failed.is_some() => (
+            SealStatus::Aborted,
+            format!(
+                "the journal writer failed ({}): dispatch stopped at once, in-flight requests drained; the records held meanwhile are written with this seal",
+                writer_failed.clone().unwrap_or_default()
+            ),
+        ),
         (None, true) if escaped.is_some() => (
             SealStatus::Escaped,
             format!(
@@ -580,7 +813,16 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let sealed = writer
         .join()
         .map_err(|_| RecordError::Refused("the journal writer thread panicked".into()))?
-        .map_err(RecordError::Journal)?;
+        .map_err(
+            |seal| match shared.writer_failed.lock().expect("writer lock").clone() {
+                Some(cause) => RecordError::Unsealed {
+                    output: options.output.clone(),
+                    cause,
+                    seal,
+                },
+                None => RecordError::Journal(seal),
+            },
+        )?;
     Ok(Summary {
         output: options.output.clone(),
         status,
@@ -588,6 +830,10 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         sealed,
         undispatched: shared.undispatched.load(Ordering::Relaxed),
         queue_full_events: shared.queue_full.load(Ordering::Relaxed),
+        failures: shared.failure_classes(),
+        pool_expired: shared.pool_expired.load(Ordering::Relaxed),
+        pool_found_closed: shared.pool_found_closed.load(Ordering::Relaxed),
+        preflight,
     })
 }
 

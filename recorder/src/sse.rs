@@ -5,7 +5,8 @@
 //! error here, because the payloads are JSON.
 
 /// Largest event (data accumulated before a blank line) accepted.
-pub const EVENT_BYTES_MAX: usize = 1 << 20;
+pub const EVENT_BYTES_MAX: usize =
+    percentes_formats::pins::value::CLIENT_SSE_EVENT_BYTES_MAX as usize;
 
 /// One dispatched event.
 #[derive(Clone, Debug, PartialEq, Eq)]

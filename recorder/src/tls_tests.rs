@@ -77,6 +77,14 @@ fn tls_server(certificate: rcgen::CertifiedKey<rcgen::KeyPair>) -> SocketAddr {
 }
 
 fn run(addr: SocketAddr, tls_lines: &str, name: &str) -> (PathBuf, Config) {
+    try_run(addr, tls_lines, name).unwrap()
+}
+
+fn try_run(
+    addr: SocketAddr,
+    tls_lines: &str,
+    name: &str,
+) -> Result<(PathBuf, Config), super::run::RecordError> {
     let text = format!(
         "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"https://localhost:{}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n{tls_lines}\n\
          [schedule]\nseed = 2\narrival = \"deterministic\"\nrate_rps = 15.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n",
@@ -97,8 +105,8 @@ fn run(addr: SocketAddr, tls_lines: &str, name: &str) -> (PathBuf, Config) {
         stop: Arc::new(AtomicBool::new(false)),
         timeline: None,
     };
-    record(&config, &options).unwrap();
-    (output, config)
+    record(&config, &options)?;
+    Ok((output, config))
 }
 
 fn journaled(
@@ -141,7 +149,14 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
     }
     assert!(header.host_fact("tls").unwrap().contains("verification on"));
 
-    let (path, _) = run(addr, "", "untrusted");
+    // The pre-flight meets the unknown issuer first and refuses the run, saying why.
+    let refused = try_run(addr, "", "refused").unwrap_err().to_string();
+    assert!(
+        refused.contains("pre-flight") && refused.contains("certificate"),
+        "{refused}"
+    );
+    // Without it, every request is classified `tls`.
+    let (path, _) = run(addr, "preflight = false", "untrusted");
     let (_, requests) = journaled(&path);
     assert!(
         requests.iter().all(|r| class_name(r.class) == Some("tls")),

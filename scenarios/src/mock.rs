@@ -361,6 +361,11 @@ async fn handle(stream: &mut TcpStream, mock: &Arc<Mock>, request: Request) -> N
                 .await
             }
         }
+        ("GET", "/v1/models") => {
+            // OpenAI's list shape: what a client's pre-flight reads to see the model is served.
+            let models = json!({"object": "list", "data": [{"id": mock.config.model, "object": "model", "owned_by": "percentes-mock"}]});
+            respond(stream, 200, &models, false).await
+        }
         ("GET", "/metrics") => {
             let bytes = http::full_response(
                 200,
@@ -452,6 +457,9 @@ struct Ask {
     stream: bool,
     ignore_eos: bool,
     prompt_tokens: u32,
+    /// `stream_options.include_usage`: a streamed response ends with a usage chunk only when
+    /// asked, as OpenAI's and vLLM's servers do.
+    include_usage: bool,
 }
 
 fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
@@ -482,6 +490,9 @@ fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
         stream: value["stream"].as_bool().unwrap_or(false),
         ignore_eos: value["ignore_eos"].as_bool().unwrap_or(false),
         prompt_tokens: prompt_text.split_whitespace().count().max(1) as u32,
+        include_usage: value["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false),
     })
 }
 
@@ -879,15 +890,17 @@ async fn generate(
         tail.extend_from_slice(http::LAST_CHUNK);
         mock.count("hostile");
     } else {
-        tail.extend(http::chunk(&sse(&chunk_json(
-            api,
-            arrival,
-            model,
-            None,
-            false,
-            None,
-            Some((ask.prompt_tokens, tokens)),
-        ))));
+        if ask.include_usage {
+            tail.extend(http::chunk(&sse(&chunk_json(
+                api,
+                arrival,
+                model,
+                None,
+                false,
+                None,
+                Some((ask.prompt_tokens, tokens)),
+            ))));
+        }
         tail.extend(http::chunk(b"data: [DONE]\n\n"));
         tail.extend_from_slice(http::LAST_CHUNK);
         mock.count(if sabotage == Sabotage::None {

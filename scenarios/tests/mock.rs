@@ -65,7 +65,7 @@ impl Exchange {
 
 fn body(stream: bool, max_tokens: u32, ignore_eos: bool) -> String {
     format!(
-        r#"{{"model":"mock","messages":[{{"role":"user","content":"hello there"}}],"max_tokens":{max_tokens},"stream":{stream},"ignore_eos":{ignore_eos}}}"#
+        r#"{{"model":"mock","messages":[{{"role":"user","content":"hello there"}}],"max_tokens":{max_tokens},"stream":{stream},"stream_options":{{"include_usage":{stream}}},"ignore_eos":{ignore_eos}}}"#
     )
 }
 
@@ -136,6 +136,32 @@ fn streams_one_token_per_event_with_usage_and_done() {
 }
 
 #[test]
+fn usage_is_streamed_only_when_asked_and_models_are_listed() {
+    // As OpenAI's and vLLM's servers do: no `stream_options.include_usage`, no usage chunk.
+    let (addr, _) = start(fast());
+    let plain = r#"{"model":"mock","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}"#;
+    let ex = exchange(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        plain,
+        Duration::from_secs(3),
+    );
+    let text = ex.text();
+    assert!(
+        text.contains("data: [DONE]") && !text.contains("\"usage\""),
+        "{text}"
+    );
+    let ex = exchange(addr, "GET", "/v1/models", "", Duration::from_secs(3));
+    assert!(ex.head().starts_with("HTTP/1.1 200"), "{}", ex.head());
+    assert!(
+        ex.text().contains(r#""data":[{"id":"mock""#),
+        "{}",
+        ex.text()
+    );
+}
+
+#[test]
 fn non_streaming_and_completions_and_eos() {
     let (addr, _) = start(fast());
     let ex = chat(addr, false, 5);
@@ -148,7 +174,7 @@ fn non_streaming_and_completions_and_eos() {
         addr,
         "POST",
         "/v1/completions",
-        r#"{"prompt":"a b c","max_tokens":4,"stream":true,"ignore_eos":true}"#,
+        r#"{"prompt":"a b c","max_tokens":4,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}"#,
         Duration::from_secs(3),
     );
     assert_eq!(

@@ -200,6 +200,26 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "300",
         "the epoch's lead over the first send, in ms",
     ),
+    (
+        "recorder/src/run.rs",
+        "65_536",
+        "messages the writer queue holds, not the response-head limit",
+    ),
+    (
+        "formats/src/journal/header.rs",
+        "1024",
+        "bytes reserved for a header's fixed fields, not a client limit",
+    ),
+    (
+        "recorder/src/probe.rs",
+        "1024",
+        "a probe's read buffer (16 KiB), not a client limit",
+    ),
+    (
+        "recorder/src/run/fault.rs",
+        "1024",
+        "the most of a confirmation's response read (64 KiB), not a client limit",
+    ),
 ];
 
 #[test]

@@ -2,6 +2,8 @@
 //! included), and each request executed to one verdict (`execute`, `talk`). The pacer that
 //! sends them is `pacer.rs`.
 
+use std::os::fd::{AsRawFd, RawFd};
+
 use super::*;
 
 pub(super) struct WorkerContext {
@@ -9,25 +11,76 @@ pub(super) struct WorkerContext {
     /// The run's plan, shared by every worker (the schedule, the timeout, the pool floor, which
     /// routes stream); no worker holds the configuration.
     pub(super) plan: Arc<RunPlan>,
-    pub(super) target: Target,
+    /// How connections to the target are opened.
+    pub(super) dialer: Dialer,
     pub(super) epoch: Instant,
     /// The loopback canary's address, when it runs.
     pub(super) canary: Option<std::net::SocketAddr>,
     /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.
     pub(super) deferred_task_work: bool,
-    pub(super) tls: Option<TlsConnector>,
     pub(super) rules: Vec<Rule>,
     pub(super) templates: Vec<Template>,
-    pub(super) server_name: String,
     pub(super) sender: Sender,
     pub(super) shared: Arc<Shared>,
     pub(super) stop: Arc<AtomicBool>,
 }
 
+/// An idle keep-alive connection in a worker's pool.
+pub(super) struct Pooled {
+    pub(super) id: u64,
+    pub(super) conn: Conn,
+    /// The socket under the connection (TLS included), for the liveness check.
+    pub(super) fd: RawFd,
+    /// When it went idle.
+    pub(super) idle_since: Instant,
+    /// How long it may stay idle: the configured limit, or less where the server's
+    /// `Keep-Alive: timeout` says so.
+    pub(super) idle_limit: Duration,
+}
+
+/// Of a server's `Keep-Alive: timeout=N`, the part the pool gives up: a connection is retired
+/// this long before the server would close it, so a request never races the server's close.
+pub(super) const KEEP_ALIVE_MARGIN: Duration = Duration::from_millis(500);
+
+/// What the liveness check found on an idle connection.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Idle {
+    /// Open and silent: it can carry a request.
+    Alive,
+    /// The server closed it (or reset it) while it was idle.
+    Closed,
+    /// The server sent bytes nobody asked for (a 408, an alert): not a clean connection.
+    Unsolicited,
+}
+
+/// Looks at an idle socket without reading from it or waiting: a peer's FIN reads as 0 bytes,
+/// a reset as an error, unsolicited bytes as bytes; an open, silent socket would block.
+pub(super) fn idle_state(fd: RawFd) -> Idle {
+    let mut byte = 0u8;
+    // SAFETY: `fd` is the open socket of a connection the pool owns; one byte of stack buffer.
+    #[allow(unsafe_code)]
+    let n = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    match n {
+        0 => Idle::Closed,
+        n if n > 0 => Idle::Unsolicited,
+        _ => match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Idle::Alive,
+            _ => Idle::Closed,
+        },
+    }
+}
+
 /// A worker's own state, shared by the request tasks of its one thread.
 pub(super) struct Local {
     /// Idle keep-alive connections, most recently used last.
-    pub(super) connections: RefCell<Vec<(u64, Conn)>>,
+    pub(super) connections: RefCell<Vec<Pooled>>,
     /// The next connection id: the worker's index in the top 16 bits, a counter below.
     pub(super) next_connection: Cell<u64>,
     /// Read buffers of finished requests, reused so a request does not allocate one.
@@ -50,6 +103,43 @@ impl Local {
             buffers: RefCell::new(Vec::new()),
             rules: ctx.rules.iter().cloned().map(Rc::new).collect(),
         }
+    }
+
+    /// An idle connection that can carry a request now, if the pool has one. On the way it
+    /// retires every connection idle past its limit (so the pool shrinks after a burst) and any
+    /// the server has closed or written to while it sat idle: a request never goes out on a
+    /// connection the server has closed or is about to close.
+    pub(super) fn take(&self, shared: &Shared) -> Option<(u64, Conn, RawFd)> {
+        let mut pool = self.connections.borrow_mut();
+        let now = Instant::now();
+        let before = pool.len();
+        pool.retain(|p| now.saturating_duration_since(p.idle_since) < p.idle_limit);
+        let expired = before - pool.len();
+        if expired > 0 {
+            shared
+                .pool_expired
+                .fetch_add(expired as u64, Ordering::Relaxed);
+        }
+        while let Some(pooled) = pool.pop() {
+            match idle_state(pooled.fd) {
+                Idle::Alive => return Some((pooled.id, pooled.conn, pooled.fd)),
+                Idle::Closed | Idle::Unsolicited => {
+                    shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        None
+    }
+
+    /// Puts a connection whose response ended as framed back in the pool, with its idle limit.
+    pub(super) fn keep(&self, id: u64, conn: Conn, fd: RawFd, limit: Duration) {
+        self.connections.borrow_mut().push(Pooled {
+            id,
+            conn,
+            fd,
+            idle_since: Instant::now(),
+            idle_limit: limit,
+        });
     }
 
     pub(super) fn connection_id(&self) -> u64 {
@@ -75,33 +165,86 @@ impl Local {
     }
 }
 
-/// Opens a connection (and its TLS session for https), recording connect and TLS times.
-pub(super) async fn open(
-    ctx: &WorkerContext,
-    record: Option<&mut RequestRecord>,
-) -> Result<Conn, (std::io::Error, bool)> {
-    let mut record = record;
-    if let Some(r) = record.as_deref_mut() {
-        r.connect_start_ns = Some(now_ns(ctx.epoch));
-    }
-    let stream = TcpStream::connect(ctx.target.address.as_str())
-        .await
-        .map_err(|e| (e, false))?;
-    let _ = stream.set_nodelay(true);
-    if let Some(r) = record.as_deref_mut() {
-        r.connect_end_ns = Some(now_ns(ctx.epoch));
-    }
-    match &ctx.tls {
-        None => Ok(Conn::Plain(stream)),
-        Some(connector) => {
-            let tls = connector
-                .connect(&ctx.server_name, stream)
-                .await
-                .map_err(|e| (e, true))?;
-            if let Some(r) = record {
-                r.tls_done_ns = Some(now_ns(ctx.epoch));
-            }
-            Ok(Conn::Tls(Box::new(tls)))
+/// How to reach the target: the address, and TLS when the URL is https.
+#[derive(Clone)]
+pub(super) struct Dialer {
+    pub(super) address: String,
+    pub(super) tls: Option<TlsConnector>,
+    pub(super) server_name: String,
+    /// The pinned connect budget (SPEC §2, `client.connect_budget_s`).
+    pub(super) budget: Duration,
+}
+
+/// Why a connection could not be opened.
+pub(super) struct OpenError {
+    pub(super) error: std::io::Error,
+    /// The TCP connect succeeded; the TLS handshake failed.
+    pub(super) in_tls: bool,
+}
+
+impl Dialer {
+    /// Opens a connection (and its TLS session for https), recording connect and TLS times,
+    /// within the connect budget (and within `deadline`, if sooner). A server that accepts and
+    /// then never answers the handshake (an https URL to a plain-HTTP port) costs at most that.
+    pub(super) async fn open(
+        &self,
+        epoch: Instant,
+        deadline: Option<Instant>,
+        mut record: Option<&mut RequestRecord>,
+    ) -> Result<(Conn, RawFd), OpenError> {
+        let start = Instant::now();
+        let mut until = start + self.budget;
+        if let Some(deadline) = deadline {
+            until = until.min(deadline);
+        }
+        let allowed = until.saturating_duration_since(start);
+        let tcp_done = Cell::new(false);
+        let attempt =
+            async {
+                if let Some(r) = record.as_deref_mut() {
+                    r.connect_start_ns = Some(now_ns(epoch));
+                }
+                let stream = TcpStream::connect(self.address.as_str())
+                    .await
+                    .map_err(|error| OpenError {
+                        error,
+                        in_tls: false,
+                    })?;
+                let _ = stream.set_nodelay(true);
+                let fd = stream.as_raw_fd();
+                tcp_done.set(true);
+                if let Some(r) = record.as_deref_mut() {
+                    r.connect_end_ns = Some(now_ns(epoch));
+                }
+                match &self.tls {
+                    None => Ok((Conn::Plain(stream), fd)),
+                    Some(connector) => {
+                        let tls = connector.connect(&self.server_name, stream).await.map_err(
+                            |error| OpenError {
+                                error,
+                                in_tls: true,
+                            },
+                        )?;
+                        if let Some(r) = record.as_deref_mut() {
+                            r.tls_done_ns = Some(now_ns(epoch));
+                        }
+                        Ok((Conn::Tls(Box::new(tls)), fd))
+                    }
+                }
+            };
+        match compio::time::timeout_at(until, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(OpenError {
+                in_tls: tcp_done.get(),
+                error: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "{} took longer than {:?} (the connect budget, SPEC §2, or the request's deadline)",
+                        if tcp_done.get() { "the TLS handshake" } else { "the TCP connect" },
+                        allowed
+                    ),
+                ),
+            }),
         }
     }
 }
@@ -210,7 +353,8 @@ pub(super) async fn execute(
     }
     record.outcome = verdict.outcome as u8;
     record.class = class_code(verdict.class).expect("classes come from the table");
-    record.detail = verdict.detail;
+    record.detail =
+        crate::exchange::cut(&verdict.detail, crate::exchange::DETAIL_BYTES_MAX).to_owned();
     record.http_status = exchange.status.unwrap_or(0);
     record.replica = std::mem::take(&mut exchange.replica);
     record.response_head_ns = exchange.response_head_ns;
@@ -229,31 +373,39 @@ pub(super) async fn talk(
     record: &mut RequestRecord,
     exchange: &mut Exchange,
 ) -> Verdict {
-    let pooled = local.connections.borrow_mut().pop();
-    let (id, mut stream) = match pooled {
-        Some((id, conn)) => {
+    let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
+    let (id, mut stream, fd) = match local.take(&ctx.shared) {
+        Some((id, conn, fd)) => {
             record.connection_reused = true;
-            (id, conn)
+            (id, conn, fd)
         }
-        None => match open(ctx, Some(record)).await {
-            Ok(conn) => (local.connection_id(), conn),
-            Err((e, _)) if local_exhaustion(&e) => {
+        None => match ctx
+            .dialer
+            .open(ctx.epoch, Some(deadline), Some(record))
+            .await
+        {
+            Ok((conn, fd)) => (local.connection_id(), conn, fd),
+            Err(OpenError { error, .. }) if local_exhaustion(&error) => {
+                ctx.shared.note_exhaustion(&error);
                 return Verdict {
                     outcome: Outcome::Undispatched,
                     class: "undispatched",
-                    detail: format!("the client could not open a connection: {e}"),
+                    detail: format!("the client could not open a connection: {error}"),
                 };
             }
-            Err((e, true)) => {
+            Err(OpenError {
+                error,
+                in_tls: true,
+            }) => {
                 record.terminal_ns = now_ns(ctx.epoch);
                 return Verdict::errored(
                     "tls",
-                    format!("TLS handshake with {}: {e}", ctx.server_name),
+                    format!("TLS handshake with {}: {error}", ctx.dialer.server_name),
                 );
             }
-            Err((e, false)) => {
+            Err(OpenError { error, .. }) => {
                 record.terminal_ns = now_ns(ctx.epoch);
-                return connect_verdict(&e);
+                return connect_verdict(&error);
             }
         },
     };
@@ -294,8 +446,17 @@ pub(super) async fn talk(
         }
         if ended {
             let verdict = exchange.finish(true, None, now);
-            if !exchange.close_after {
-                local.connections.borrow_mut().push((id, stream));
+            if parser.reusable() && !exchange.close_after {
+                let limit = match parser.keep_alive_timeout_s() {
+                    Some(s) => ctx
+                        .plan
+                        .idle_limit
+                        .min(Duration::from_secs(s).saturating_sub(KEEP_ALIVE_MARGIN)),
+                    None => ctx.plan.idle_limit,
+                };
+                if !limit.is_zero() {
+                    local.keep(id, stream, fd, limit);
+                }
             }
             break verdict;
         }

@@ -149,3 +149,55 @@ pub(super) fn allowed_cpus() -> Vec<usize> {
     }
     cpus
 }
+
+/// Raises this process's soft open-file limit to its hard limit (a connection is a descriptor,
+/// and the common soft limit of 1,024 is below what a busy open-loop run holds); returns the
+/// limit in force.
+pub(super) fn raise_open_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct passed.
+    #[allow(unsafe_code)]
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit.rlim_cur = limit.rlim_max;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
+/// Descriptors the recorder needs besides its connections: the journal and its second handle,
+/// each worker's ring, the canary and probe sockets, stdio, with room to spare.
+pub(super) const DESCRIPTORS_BESIDES_CONNECTIONS: u64 = 64;
+
+/// Refuses a connection floor the open-file limit cannot hold, naming the key that sets it.
+pub(super) fn check_connection_floor(plan: &RunPlan, open_files: u64) -> Result<(), RecordError> {
+    let floor = (plan.connections_per_worker * plan.workers) as u64;
+    if open_files > 0 && floor + DESCRIPTORS_BESIDES_CONNECTIONS > open_files {
+        return Err(RecordError::Refused(format!(
+            "config key `client.connections_floor_per_replica`: the pool floor is {floor} connections, and this process may open {open_files} files ({DESCRIPTORS_BESIDES_CONNECTIONS} of them kept for the recorder itself); raise the hard limit (ulimit -Hn) or lower the floor"
+        )));
+    }
+    Ok(())
+}
+
+/// A file-size limit (RLIMIT_FSIZE) reached by the journal is then a write error the writer
+/// handles (stop, drain, seal or leave the prefix), not SIGXFSZ killing the process mid-block.
+pub(super) fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no handler to be unsafe in.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}

@@ -51,10 +51,15 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             })
             .detach();
         }
+        // The warm pool (the §1 floor), opened before the epoch: each connect within the connect
+        // budget, none past the epoch, none once the run is stopped. A connection that could not
+        // be opened here is opened by the request that needs it, its connect time recorded.
         for _ in 0..ctx.plan.connections_per_worker {
-            if let Ok(conn) = open(&ctx, None).await {
-                let id = local.connection_id();
-                local.connections.borrow_mut().push((id, conn));
+            if ctx.stop.load(Ordering::Relaxed) || Instant::now() >= ctx.epoch {
+                break;
+            }
+            if let Ok((conn, fd)) = ctx.dialer.open(ctx.epoch, Some(ctx.epoch), None).await {
+                local.keep(local.connection_id(), conn, fd, ctx.plan.idle_limit);
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
@@ -77,8 +82,14 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             .filter(|e| e.index % workers == ctx.worker as u64)
         {
             let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
-            if !ctx.stop.load(Ordering::Relaxed) {
-                compio::time::sleep_until(due).await;
+            // Sleep to the request's own time, waking at least every STOP_POLL to see a stop:
+            // a long gap between arrivals never delays the end of a stopped run.
+            while !ctx.stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                compio::time::sleep_until(due.min(now + STOP_POLL)).await;
             }
             if ctx.stop.load(Ordering::Relaxed) {
                 // Stopped: this request is never sent; it is censored by the end of the run.
@@ -116,6 +127,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                     _ => &ctx2.shared.undispatched,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
+                ctx2.shared.tally(&record);
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
                 batch2.push(&ctx2, Record::Request(record));
                 out2.set(out2.get() - 1);
@@ -132,6 +144,9 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         Ok(())
     })
 }
+
+/// The longest a worker sleeps without looking at the stop flag.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// How often a worker hands its finished records and skew samples over.
 pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);

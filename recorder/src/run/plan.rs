@@ -31,6 +31,11 @@ pub struct RunPlan {
     pub inject_at_ns: Option<u64>,
     /// Whether each route's requests stream (SSE), by route index.
     pub streams: Vec<bool>,
+    /// How long a keep-alive connection may sit idle before it is retired (`target.idle_limit_ms`;
+    /// real time, never scaled by the dev factor: it answers the server's own idle timeout).
+    pub idle_limit: Duration,
+    /// The budget of one connect and TLS handshake (SPEC §2, `client.connect_budget_s`).
+    pub connect_budget: Duration,
 }
 
 impl RunPlan {
@@ -55,6 +60,8 @@ impl RunPlan {
                 .iter()
                 .map(|r| r.streams(&config.target))
                 .collect(),
+            idle_limit: Duration::from_millis(config.target.idle_limit_ms),
+            connect_budget: Duration::from_secs(pins::value::CLIENT_CONNECT_BUDGET_S as u64),
             params,
         })
     }
@@ -85,6 +92,9 @@ mod tests {
         assert_eq!(plan.requests, plan.params.iter().count() as u64);
         // The bucket is 100 ms after the dev factor: within the probe bounds.
         assert_eq!(plan.probe_period, Duration::from_millis(100));
+        // The idle limit answers real servers' timeouts: the dev factor leaves it alone.
+        assert_eq!(plan.idle_limit, Duration::from_millis(4_000));
+        assert_eq!(plan.connect_budget, Duration::from_secs(10));
     }
 
     #[test]

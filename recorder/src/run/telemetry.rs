@@ -173,7 +173,9 @@ pub(super) fn telemetry_thread(
         }
         match progress {
             Progress::Quiet => {}
-            Progress::Human => eprintln!(
+            // Through `say`: a closed stderr (a pipe to `head` that ended) loses the progress
+            // line, never the telemetry record below it.
+            Progress::Human => say(&format!(
                 "[{:>7.1} s] sent {}/{total}, in flight {}, completed {}, errored {}, censored {}, skew p99 {:.2} ms, stall p99 {:.2} ms, host CPU {:.0} %",
                 at_ns as f64 / 1e9,
                 shared.sent.load(Ordering::Relaxed),
@@ -184,15 +186,15 @@ pub(super) fn telemetry_thread(
                 telemetry.skew_p99_ns as f64 / 1e6,
                 telemetry.stall_p99_ns as f64 / 1e6,
                 busy_ppm as f64 / 1e4
-            ),
-            Progress::Json => eprintln!(
-                "{}",
-                serde_json::json!({
+            )),
+            Progress::Json => say(
+                &serde_json::json!({
                     "at_ns": at_ns, "sent": shared.sent.load(Ordering::Relaxed), "scheduled": total,
                     "in_flight": telemetry.in_flight, "completed": shared.completed.load(Ordering::Relaxed),
                     "errored": shared.errored.load(Ordering::Relaxed), "censored": shared.censored.load(Ordering::Relaxed),
                     "skew_p99_ns": telemetry.skew_p99_ns, "stall_p99_ns": telemetry.stall_p99_ns, "host_cpu_busy_ppm": busy_ppm,
                 })
+                .to_string(),
             ),
         }
         sender.send(Record::Telemetry(telemetry));

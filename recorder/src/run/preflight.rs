@@ -1,0 +1,179 @@
+//! The pre-flight: before the journal exists and long before the epoch, one GET to the target
+//! (`target.preflight_path`, `/v1/models` by default) through the same connection path the run
+//! uses (TLS, headers, key). A target that does not answer, answers an error, or does not list
+//! the configured model refuses the run with the reason, instead of recording a run of errors.
+
+use super::*;
+
+/// The most of the pre-flight's body read (a models list is a few KB).
+const PREFLIGHT_BODY_MAX: usize = 1 << 20;
+
+/// What the pre-flight established, for the host facts and the start line.
+pub(super) struct Preflight {
+    /// One line: the request, the status, how long, what was checked.
+    pub(super) summary: String,
+}
+
+/// Runs the pre-flight, within the connect budget and the pinned client timeout, on a runtime
+/// of its own; `stop` ends it early.
+pub(super) fn preflight(
+    config: &Config,
+    target: &Target,
+    dialer: &Dialer,
+    extra: &ExtraHeaders,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<Preflight, String> {
+    let path = target.request_target(config.target.preflight_path());
+    let url = format!(
+        "{}://{}{path}",
+        if target.tls { "https" } else { "http" },
+        target.host_header()
+    );
+    let skip = "(target.preflight = false skips this check)";
+    let runtime = compio::runtime::Runtime::builder()
+        .with_proactor(ring_setup(false))
+        .build()
+        .map_err(|e| format!("pre-flight: cannot start an io_uring runtime: {e}"))?;
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let answer = runtime.block_on(async {
+        let watch_stop = async {
+            while !stop.load(Ordering::Relaxed) {
+                compio::time::sleep(STOP_POLL).await;
+            }
+        };
+        let exchange = async {
+            let (mut conn, _) = dialer
+                .open(started, Some(deadline), None)
+                .await
+                .map_err(|e| format!("cannot connect to {}: {}", dialer.address, e.error))?;
+            let request = format!(
+                "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
+                target.host_header(),
+                extra.lines()
+            );
+            let BufResult(written, _) = conn.write_all(request.into_bytes()).await;
+            written.map_err(|e| format!("cannot send the request: {e}"))?;
+            let mut parser = http1::Parser::default();
+            let (mut events, mut status, mut body) = (Vec::new(), None, Vec::new());
+            let mut buf = Vec::with_capacity(READ_BUFFER);
+            loop {
+                buf.clear();
+                let BufResult(read, b) = conn.read(buf).await;
+                buf = b;
+                let n = read.map_err(|e| format!("the connection failed: {e}"))?;
+                if n == 0 {
+                    parser.eof(&mut events);
+                } else {
+                    parser.feed(&buf[..n], &mut events);
+                }
+                let mut ended = false;
+                for event in events.drain(..) {
+                    match event {
+                        http1::Event::Head { status: s, .. } => status = Some(s),
+                        http1::Event::Data(d) if body.len() < PREFLIGHT_BODY_MAX => {
+                            body.extend_from_slice(&d)
+                        }
+                        http1::Event::Data(_) => {}
+                        http1::Event::End => ended = true,
+                        http1::Event::Malformed(why) => {
+                            return Err(format!("the response is not HTTP/1.1: {why}"))
+                        }
+                    }
+                }
+                if ended || n == 0 {
+                    break;
+                }
+            }
+            match status {
+                Some(s) => Ok((s, body)),
+                None => Err("the connection closed before a response".to_owned()),
+            }
+        };
+        futures_select(exchange, watch_stop, deadline).await
+    });
+    let elapsed = started.elapsed();
+    let (status, body) = match answer {
+        Some(Ok(answer)) => answer,
+        Some(Err(why)) => {
+            return Err(format!(
+                "pre-flight GET {url}: {}; is the server up and the URL right? {skip}",
+                extra.redact(&why)
+            ))
+        }
+        None if stop.load(Ordering::Relaxed) => {
+            return Err("stopped by signal during the pre-flight".into())
+        }
+        None => {
+            return Err(format!(
+                "pre-flight GET {url}: no response within {timeout:?} (the client timeout) {skip}"
+            ))
+        }
+    };
+    let shown = || {
+        let text = String::from_utf8_lossy(&body);
+        extra.redact(crate::exchange::cut(text.trim(), 200))
+    };
+    if !(200..300).contains(&status) {
+        let hint = match status {
+            401 | 403 => " (the key: target.api_key_env, target.api_key_header)",
+            404 => " (the path: target.base_url's path, target.preflight_path)",
+            _ => "",
+        };
+        return Err(format!(
+            "pre-flight GET {url} answered HTTP {status}{hint}: {} {skip}",
+            shown()
+        ));
+    }
+    let mut checked = format!("HTTP {status}");
+    // A models list (OpenAI's shape: {"data": [{"id": ...}]}) must list the configured model.
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body) {
+        if let Some(models) = value.get("data").and_then(|d| d.as_array()) {
+            let ids: Vec<&str> = models
+                .iter()
+                .filter_map(|m| m.get("id").and_then(|i| i.as_str()))
+                .collect();
+            if !ids.iter().any(|id| *id == config.target.model) {
+                return Err(format!(
+                    "pre-flight GET {url}: the server serves {ids:?}, not {:?} (target.model) {skip}",
+                    config.target.model
+                ));
+            }
+            checked.push_str(&format!(", serves {:?}", config.target.model));
+        }
+    }
+    Ok(Preflight {
+        summary: format!(
+            "GET {path}: {checked} in {:.1} ms",
+            elapsed.as_secs_f64() * 1e3
+        ),
+    })
+}
+
+/// The exchange's result, unless `stop` finishes first or `deadline` passes (then `None`).
+async fn futures_select<T>(
+    exchange: impl std::future::Future<Output = T>,
+    stop: impl std::future::Future<Output = ()>,
+    deadline: Instant,
+) -> Option<T> {
+    let exchange = std::pin::pin!(exchange);
+    let stop = std::pin::pin!(stop);
+    let raced = std::future::poll_fn({
+        let mut exchange = exchange;
+        let mut stop = stop;
+        move |cx| {
+            if let std::task::Poll::Ready(v) = exchange.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Some(v));
+            }
+            if stop.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(None);
+            }
+            std::task::Poll::Pending
+        }
+    });
+    compio::time::timeout_at(deadline, raced)
+        .await
+        .ok()
+        .flatten()
+}
