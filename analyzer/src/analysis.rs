@@ -23,6 +23,7 @@ use crate::JournalFile;
 mod audit;
 mod client_gate;
 mod rows;
+mod tokens;
 mod window;
 
 use rows::{seconds, slo_input};
@@ -119,8 +120,11 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             .map(|(window, rows)| {
                 let mut report =
                     window_report(run, window, rows, baseline_rows, method, horizon_ns);
-                report.inter_chunk = distribution(&[], gaps.next());
+                let (pooled, per_token) = gaps.next().unzip();
+                report.inter_chunk = distribution(&[], pooled);
                 report.inter_chunk.label = INTER_CHUNK;
+                report.tokens.itl_per_token = distribution(&[], per_token);
+                report.tokens.itl_per_token.label = tokens::ITL_PER_TOKEN;
                 report
             })
             .collect();

@@ -69,6 +69,8 @@ pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
             ("ttft", &window.ttft),
             ("e2e", &window.e2e),
             ("inter-chunk", &window.inter_chunk),
+            ("tpot", &window.tokens.tpot),
+            ("itl-per-token", &window.tokens.itl_per_token),
         ] {
             let Some(histogram) = &dist.histogram else {
                 continue;
@@ -426,9 +428,30 @@ fn window_tables(md: &mut String, windows: &[WindowReport]) {
             ("TTFT", &w.ttft),
             ("end-to-end", &w.e2e),
             ("inter-chunk (pooled)", &w.inter_chunk),
+            ("time per output token", &w.tokens.tpot),
+            ("inter-token, per token (pooled)", &w.tokens.itl_per_token),
         ] {
             distribution_row(md, name, d);
         }
+        let t = &w.tokens;
+        let rates: Vec<String> = t
+            .per_request_tokens_per_s
+            .iter()
+            .map(|(q, v)| format!("{q} {v:.1}"))
+            .collect();
+        let _ = writeln!(
+            md,
+            "\nTokens ({}): {} prompt, {} completion over {} requests; output {} tokens/s in all; per request (completion tokens / e2e) {} tokens/s; {} requests carried several tokens a chunk.\n",
+            t.text,
+            t.prompt_tokens,
+            t.completion_tokens,
+            t.with_usage,
+            t.output_tokens_per_s
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or_else(|| "n/a".into()),
+            if rates.is_empty() { "n/a".into() } else { rates.join(", ") },
+            t.multi_token_chunks
+        );
         for (name, d) in [("TTFT", &w.ttft), ("end-to-end", &w.e2e)] {
             for t in &d.tails {
                 let _ = writeln!(md, "- {name}: {}", t.text);

@@ -1555,3 +1555,83 @@ mod receive_path_reports {
             .starts_with("no loopback canary in this journal"));
     }
 }
+
+/// Token figures by hand. In the measurement window (6-36 s, indexes 120..720) three kinds of
+/// request take turns by index mod 3, 200 of each:
+/// - 0: 11 tokens in 11 events (10 gaps of 50 ms), TTFT 100 ms, e2e 600 ms: TPOT 500/10 = 50 ms,
+///   11 / 0.6 s = 18.333 tokens/s, per-token gaps 50 ms;
+/// - 1: 20 tokens in 5 events (4 gaps of 100 ms), TTFT 100 ms, e2e 500 ms: TPOT 400/19 =
+///   21.053 ms, 40 tokens/s, 4 tokens an event so per-token gaps 25 ms;
+/// - 2: no usage (2 gaps of 70 ms): out of every token figure, its gaps counted as they are.
+///
+/// Aggregate output: (200 x 11 + 200 x 20) / 30 s = 206.667 tokens/s.
+#[test]
+fn token_figures_match_the_hand_computation() {
+    let r = steady_with(quiet_telemetry(42), &|e: &Entry| {
+        let mut r = match e.index % 3 {
+            0 => completed(e, 100_000, 100 * MS, 600 * MS, vec![50_000; 10]),
+            1 => completed(e, 100_000, 100 * MS, 500 * MS, vec![100_000; 4]),
+            _ => completed(e, 100_000, 100 * MS, 400 * MS, vec![70_000; 2]),
+        };
+        r.usage_completion_tokens = match e.index % 3 {
+            0 => Some(11),
+            1 => Some(20),
+            _ => None,
+        };
+        if e.index % 3 == 2 {
+            r.usage_prompt_tokens = None;
+        }
+        Some(r)
+    });
+    let t = &window(&r, "measurement").tokens;
+    assert_eq!(
+        (t.completed, t.with_usage, t.multi_token_chunks),
+        (600, 400, 200)
+    );
+    assert_eq!((t.prompt_tokens, t.completion_tokens), (400 * 128, 6_200));
+    assert!((t.output_tokens_per_s.unwrap() - 6_200.0 / 30.0).abs() < 1e-9);
+    assert!(
+        t.text.contains("usage missing from 200 of the 600"),
+        "{}",
+        t.text
+    );
+    let rates: Vec<(&str, f64)> = t
+        .per_request_tokens_per_s
+        .iter()
+        .map(|(q, v)| (q.as_str(), *v))
+        .collect();
+    assert_eq!(rates[0].0, "p10");
+    assert!((rates[0].1 - 18.333).abs() < 1e-9 && (rates[1].1 - 18.333).abs() < 1e-9);
+    assert!((rates[2].1 - 40.0).abs() < 1e-9, "{rates:?}");
+    // TPOT: 200 at 21,052 us (400 ms / 19, floored to whole ns then us), 200 at 50,000 us.
+    assert_eq!(t.tpot.n, 400);
+    let p95 = t.tpot.tails.iter().find(|x| x.quantile == "p95").unwrap();
+    assert_eq!(p95.point_us, Some(50_000));
+    let close = |found: u64, expected: u64| (found as f64 / expected as f64 - 1.0).abs() < 1e-3;
+    let p50 = |d: &Distribution| d.percentiles_us.iter().find(|(q, _)| q == "p50").unwrap().1;
+    assert!(close(p50(&t.tpot), 21_052), "{:?}", t.tpot.percentiles_us);
+    // Per token: 800 gaps at 25 ms, 2,000 at 50 ms, 400 at 70 ms.
+    assert_eq!(t.itl_per_token.n, 3_200);
+    assert!(
+        close(p50(&t.itl_per_token), 50_000),
+        "{:?}",
+        t.itl_per_token.percentiles_us
+    );
+    let p90 = t
+        .itl_per_token
+        .percentiles_us
+        .iter()
+        .find(|(q, _)| q == "p90")
+        .unwrap()
+        .1;
+    assert!(close(p90, 70_000));
+    let quarter = t.itl_per_token.histogram.as_ref().unwrap().quantile_us(0.2);
+    assert!(close(quarter, 25_000), "{quarter}");
+    // The pooled inter-chunk gaps are unchanged by the division.
+    assert_eq!(window(&r, "measurement").inter_chunk.n, 3_200);
+    let report_md = report::markdown(&r);
+    assert!(
+        report_md.contains("time per output token"),
+        "markdown names TPOT"
+    );
+}

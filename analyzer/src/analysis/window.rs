@@ -31,8 +31,14 @@ pub(super) const INTER_CHUNK: &str = "conditional on completion; pooled inter-ch
 
 /// The pooled inter-chunk gaps of each window's completed requests, in the pinned histogram:
 /// a second pass over the journal's request records, holding one histogram per window.
-pub(super) fn inter_chunk(run: &Run, file: &JournalFile, cut: &[Window]) -> Vec<LatencyHistogram> {
-    let mut histograms = vec![LatencyHistogram::pinned(); cut.len()];
+/// Beside each window's gaps, the same gaps per token: each divided by its request's tokens per
+/// content event ([`super::tokens::tokens_per_event`]).
+pub(super) fn inter_chunk(
+    run: &Run,
+    file: &JournalFile,
+    cut: &[Window],
+) -> Vec<(LatencyHistogram, LatencyHistogram)> {
+    let mut histograms = vec![(LatencyHistogram::pinned(), LatencyHistogram::pinned()); cut.len()];
     let mut released = 0u64;
     for framed in file.framed(&run.report) {
         if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
@@ -55,8 +61,19 @@ pub(super) fn inter_chunk(run: &Run, file: &JournalFile, cut: &[Window]) -> Vec<
             continue;
         };
         if let Some(w) = windows::locate(cut, intended_ns) {
+            let index = framed
+                .body
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes);
+            let per_event = index
+                .and_then(|i| run.requests.index.binary_search(&i).ok())
+                .map(|row| super::tokens::tokens_per_event(&run.requests, row))
+                .unwrap_or(1.0);
+            let (gaps_h, per_token) = &mut histograms[w];
             for gap in gaps {
-                histograms[w].record_us(u64::from(gap));
+                gaps_h.record_us(u64::from(gap));
+                per_token.record_us((f64::from(gap) / per_event).round().max(1.0) as u64);
             }
         }
     }
@@ -153,6 +170,7 @@ pub(super) fn window_report(
             // Filled by the caller from the journal's gaps (a second pass, see `inter_chunk`).
             ..distribution(&[], None)
         },
+        tokens: super::tokens::token_report(requests, rows, duration_s),
         caveat,
         modal_distance,
         routes: route_segments(run, rows),

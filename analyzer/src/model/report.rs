@@ -173,6 +173,8 @@ pub struct WindowReport {
     pub e2e: Distribution,
     /// Pooled inter-chunk gaps of the completed streams.
     pub inter_chunk: Distribution,
+    /// Token figures of the completed requests, from the usage the server reported.
+    pub tokens: TokenReport,
     /// Present when errored + censored is above 5 % of scheduled (§3).
     pub caveat: Option<String>,
     /// Only on the fault window: §4's distance of its modal latency from each threshold.
@@ -464,4 +466,34 @@ pub struct TelemetrySummary {
     pub writer_queue_full_events: u64,
     /// Requests the recorder gave up dispatching.
     pub undispatched_total: u64,
+}
+
+/// One window's token figures (completed requests only, from each response's usage: the final
+/// chunk of a stream, or a non-streamed body).
+#[derive(Clone, Debug, Serialize)]
+pub struct TokenReport {
+    /// Completed requests scheduled in the window.
+    pub completed: u64,
+    /// Of them, those whose response carried usage (prompt and completion tokens).
+    pub with_usage: u64,
+    /// Prompt tokens over the requests with usage.
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens over the requests with usage.
+    pub completion_tokens: u64,
+    /// Completion tokens of the requests with usage over the window's duration (intended time).
+    pub output_tokens_per_s: Option<f64>,
+    /// Each request's completion tokens over its end-to-end latency (from t_i), tokens/s, by
+    /// nearest rank: p10 (the slow end), p50, p90.
+    pub per_request_tokens_per_s: Vec<(String, f64)>,
+    /// Time per output token, (e2e - TTFT) / (completion tokens - 1), of the requests with usage
+    /// and at least two tokens.
+    pub tpot: Distribution,
+    /// Inter-token latency per token: each inter-chunk gap divided by its request's tokens per
+    /// content event (completion tokens / content events); the inter-chunk gaps themselves where
+    /// every chunk carries one token. Filled from the journal's gaps.
+    pub itl_per_token: Distribution,
+    /// Requests whose chunks carried more than one token on average.
+    pub multi_token_chunks: u64,
+    /// The reading in words: where usage was missing, what the figures cover.
+    pub text: String,
 }

@@ -1,0 +1,111 @@
+//! A window's token figures (SPEC §9's report, from the usage each response carried): time per
+//! output token, output tokens per second (aggregate and per request), and inter-token latency
+//! per token where a chunk carries several tokens. Completed requests only; a request without
+//! usage is counted as such and left out of every token figure, never imputed.
+
+use super::client_gate::nearest_rank;
+use super::rows::*;
+use super::window::distribution;
+use crate::frame::{Requests, NONE};
+use crate::model::*;
+
+/// What the TPOT distribution is, in words.
+pub(super) const TPOT: &str = "conditional on completion; time per output token, (e2e - TTFT) / (completion tokens - 1), requests with usage and at least two tokens";
+/// What the per-token inter-token distribution is, in words.
+pub(super) const ITL_PER_TOKEN: &str = "conditional on completion; pooled inter-chunk gaps, each divided by its request's tokens per content event (completion tokens / content events)";
+
+/// A request's completion tokens, if its response reported usage.
+pub(super) fn completion_tokens(requests: &Requests, row: usize) -> Option<u64> {
+    let tokens = requests.usage_completion_tokens[row];
+    (tokens != u32::MAX).then_some(u64::from(tokens))
+}
+
+/// A request's tokens per content event, when usage says it carried more than one token per
+/// chunk on average (1 otherwise, or when unknown).
+pub(super) fn tokens_per_event(requests: &Requests, row: usize) -> f64 {
+    let events = requests.content_events[row];
+    match completion_tokens(requests, row) {
+        Some(tokens) if events > 0 && tokens > u64::from(events) => {
+            tokens as f64 / f64::from(events)
+        }
+        _ => 1.0,
+    }
+}
+
+/// The token figures of a window's `rows` over its `duration_s`. The per-token inter-token
+/// distribution is left empty, for the caller's pass over the gaps.
+pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64) -> TokenReport {
+    let completed: Vec<usize> = rows
+        .iter()
+        .copied()
+        .filter(|&r| completed(requests, r))
+        .collect();
+    let mut with_usage = 0u64;
+    let (mut prompt_tokens, mut completion_total) = (0u64, 0u64);
+    let mut tpot_ns = Vec::new();
+    let mut rates = Vec::new();
+    let mut multi = 0u64;
+    for &row in &completed {
+        let Some(tokens) = completion_tokens(requests, row) else {
+            continue;
+        };
+        with_usage += 1;
+        completion_total += tokens;
+        let prompt = requests.usage_prompt_tokens[row];
+        if prompt != u32::MAX {
+            prompt_tokens += u64::from(prompt);
+        }
+        if tokens_per_event(requests, row) > 1.0 {
+            multi += 1;
+        }
+        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row), e2e_ns(requests, row)) else {
+            continue;
+        };
+        if tokens >= 2 && requests.first_content_ns[row] != NONE {
+            tpot_ns.push(e2e.saturating_sub(ttft) / (tokens - 1));
+        }
+        // Milli-tokens per second, kept whole for the nearest-rank reading (in u128: a
+        // hostile usage count times 10^12 does not fit a u64).
+        if let Some(rate) = (u128::from(tokens) * 1_000_000_000_000).checked_div(u128::from(e2e)) {
+            rates.push(u64::try_from(rate).unwrap_or(u64::MAX));
+        }
+    }
+    rates.sort_unstable();
+    let per_request_tokens_per_s = [("p10", 0.1), ("p50", 0.5), ("p90", 0.9)]
+        .iter()
+        .filter_map(|&(name, q)| Some((name.to_owned(), nearest_rank(&rates, q)? as f64 / 1e3)))
+        .collect();
+    let missing = completed.len() as u64 - with_usage;
+    let text = if completed.is_empty() {
+        "no completed requests".to_owned()
+    } else if with_usage == 0 {
+        format!(
+            "no usage: none of the {} completed responses reported token counts (a stream reports them when asked, stream_options.include_usage; target.include_usage), so no token figure is given",
+            completed.len()
+        )
+    } else if missing > 0 {
+        format!(
+            "usage missing from {missing} of the {} completed responses: the token figures cover the other {with_usage}",
+            completed.len()
+        )
+    } else {
+        format!("usage reported by all {with_usage} completed responses")
+    };
+    let mut tpot = distribution(&tpot_ns, None);
+    tpot.label = TPOT;
+    let mut itl_per_token = distribution(&[], None);
+    itl_per_token.label = ITL_PER_TOKEN;
+    TokenReport {
+        completed: completed.len() as u64,
+        with_usage,
+        prompt_tokens,
+        completion_tokens: completion_total,
+        output_tokens_per_s: (with_usage > 0 && duration_s > 0.0)
+            .then(|| completion_total as f64 / duration_s),
+        per_request_tokens_per_s,
+        tpot,
+        itl_per_token,
+        multi_token_chunks: multi,
+        text,
+    }
+}
