@@ -27,7 +27,13 @@ except ImportError:
     print("the Python package `hdrhistogram` is not installed (pip install hdrhistogram)")
     sys.exit(2)
 
-FIELDS = {"ttft": "ttft", "e2e": "e2e", "inter-chunk": "inter_chunk"}
+FIELDS = {
+    "ttft": ("ttft",),
+    "e2e": ("e2e",),
+    "inter-chunk": ("inter_chunk",),
+    "tpot": ("tokens", "tpot"),
+    "itl-per-token": ("tokens", "itl_per_token"),
+}
 
 
 def nearest_rank(histogram, percent):
@@ -52,7 +58,9 @@ def main(folder: Path) -> int:
         tag = fields[0][len("Tag="):]
         encoded = fields[-1]
         latency, window = tag.split(".", 1)
-        expected = windows[window][FIELDS[latency]]
+        expected = windows[window]
+        for key in FIELDS[latency]:
+            expected = expected[key]
         histogram = HdrHistogram.decode(encoded)
         got = {
             "n": histogram.get_total_count(),

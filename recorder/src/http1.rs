@@ -298,6 +298,16 @@ impl Parser {
         }
     }
 
+    /// What one read returned: `bytes`, or, when it is empty (a read of 0 bytes), the peer's
+    /// close ([`Parser::eof`]).
+    pub fn read(&mut self, bytes: &[u8], out: &mut Vec<Event>) {
+        if bytes.is_empty() {
+            self.eof(out);
+        } else {
+            self.feed(bytes, out);
+        }
+    }
+
     /// The peer closed. A body delimited by close ends here; anywhere else it is a premature close.
     pub fn eof(&mut self, out: &mut Vec<Event>) {
         match self.state {

@@ -54,3 +54,17 @@ fn readme_commands_are_the_ones_ci_runs() {
         ".ci/run must run the README's test command"
     );
 }
+
+#[test]
+fn the_readmes_real_endpoint_example_loads() {
+    let readme = read("README.md");
+    let start = readme
+        .find("```toml\nschema_version = 1\nprofile = \"hosted\"")
+        .expect("README shows a hosted configuration")
+        + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let config = percentes_formats::config::Config::parse(&readme.as_bytes()[start..end])
+        .unwrap_or_else(|e| panic!("README's hosted example does not load: {e}"));
+    assert_eq!(config.target.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    assert!(config.target.headers.contains_key("OpenAI-Organization"));
+}

@@ -364,21 +364,7 @@ fn sigterm_ends_a_run_whose_handshakes_never_finish() {
         4.0,
         "preflight = false",
     );
-    let config = scratch("sigterm.toml");
-    std::fs::write(&config, &text).unwrap();
-    let journal = scratch("sigterm.pj");
-    let mut child = percentes(&[
-        "record",
-        config.to_str().unwrap(),
-        "-o",
-        journal.to_str().unwrap(),
-        "--force",
-        "--quiet",
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let (mut child, journal) = super::record::spawn_record(&text, "sigterm");
     std::thread::sleep(Duration::from_millis(1500));
     let signalled = Instant::now();
     assert!(std::process::Command::new("kill")

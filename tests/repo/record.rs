@@ -206,14 +206,27 @@ fn every_outcome_class_the_mock_can_provoke() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let config = config_for(&closed.to_string(), 250, 25.0);
+    // The pre-flight would refuse these runs before they start (real_servers.rs tests that);
+    // here the requests themselves must be classified.
+    let without_preflight = |config: Config| {
+        let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap();
+        Config::parse(
+            text.replace(
+                "model = \"mock\"\n",
+                "model = \"mock\"\npreflight = false\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    let config = without_preflight(config_for(&closed.to_string(), 250, 25.0));
     let path = scratch("refused.pj");
     record(&config, &path);
     assert!(requests(&path, &config)
         .iter()
         .all(|r| class_name(r.class) == Some("refused")));
     // A name that can never resolve (.invalid, RFC 6761): dns, and the run still seals.
-    let config = config_for("percentes-test.invalid:8000", 250, 10.0);
+    let config = without_preflight(config_for("percentes-test.invalid:8000", 250, 10.0));
     let path = scratch("dns.pj");
     record(&config, &path);
     let requests = requests(&path, &config);
@@ -224,7 +237,8 @@ fn every_outcome_class_the_mock_can_provoke() {
     );
 }
 
-fn spawn_record(config_text: &str, name: &str) -> (std::process::Child, PathBuf) {
+/// `percentes record` on `config_text` as a child process, quiet, its output discarded.
+pub(crate) fn spawn_record(config_text: &str, name: &str) -> (std::process::Child, PathBuf) {
     let config_path = scratch(&format!("{name}.toml"));
     std::fs::write(&config_path, config_text).unwrap();
     let journal = scratch(&format!("{name}.pj"));
@@ -540,6 +554,8 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
         stderr.contains("RUN INVALID (SPEC §2)") && stderr.contains("never dispatched"),
         "{stderr}"
     );
+    // Loud at the moment it happens, not only in the verdict at the end.
+    assert!(stderr.contains("ran out of connections"), "{stderr}");
     let requests = requests(&journal, &config);
     let undispatched: Vec<_> = requests
         .iter()

@@ -430,11 +430,7 @@ pub(super) async fn talk(
             Err(e) => break exchange.finish(false, Some(transport_verdict(&e)), now),
         };
         record.bytes_received += n as u64;
-        if n == 0 {
-            parser.eof(&mut events);
-        } else {
-            parser.feed(&buf[..n], &mut events);
-        }
+        parser.read(&buf[..n], &mut events);
         let mut ended = false;
         for event in events.drain(..) {
             ended |= event == http1::Event::End;

@@ -177,9 +177,10 @@ pub(super) fn raise_open_file_limit() -> u64 {
     limit.rlim_cur
 }
 
-/// Descriptors the recorder needs besides its connections: the journal and its second handle,
-/// each worker's ring, the canary and probe sockets, stdio, with room to spare.
-pub(super) const DESCRIPTORS_BESIDES_CONNECTIONS: u64 = 64;
+/// Descriptors the recorder needs besides its connections: stdio, the journal and its second
+/// handle, a worker's ring and eventfd, the canary's listener and streams, a probe's socket,
+/// with some room (a run with one worker uses about a dozen).
+pub(super) const DESCRIPTORS_BESIDES_CONNECTIONS: u64 = 16;
 
 /// Refuses a connection floor the open-file limit cannot hold, naming the key that sets it.
 pub(super) fn check_connection_floor(plan: &RunPlan, open_files: u64) -> Result<(), RecordError> {

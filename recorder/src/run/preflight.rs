@@ -63,11 +63,7 @@ pub(super) fn preflight(
                 let BufResult(read, b) = conn.read(buf).await;
                 buf = b;
                 let n = read.map_err(|e| format!("the connection failed: {e}"))?;
-                if n == 0 {
-                    parser.eof(&mut events);
-                } else {
-                    parser.feed(&buf[..n], &mut events);
-                }
+                parser.read(&buf[..n], &mut events);
                 let mut ended = false;
                 for event in events.drain(..) {
                     match event {
