@@ -584,7 +584,10 @@ fn the_interval_log_decodes_to_the_same_histograms() {
         let expected = match latency {
             "ttft" => &w.ttft,
             "e2e" => &w.e2e,
-            _ => &w.inter_chunk,
+            "inter-chunk" => &w.inter_chunk,
+            "tpot" => &w.tokens.tpot,
+            "itl-per-token" => &w.tokens.itl_per_token,
+            other => panic!("unexpected histogram tag {other}"),
         };
         assert_eq!(
             &histogram,
@@ -593,7 +596,7 @@ fn the_interval_log_decodes_to_the_same_histograms() {
         );
         decoded += 1;
     }
-    assert_eq!(decoded, 3 * r.windows.len());
+    assert_eq!(decoded, 5 * r.windows.len());
 }
 
 /// Standard base64 (the interval log's encoding), decoded by hand so the test does not lean on
