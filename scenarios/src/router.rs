@@ -234,6 +234,14 @@ async fn admin(stream: &mut TcpStream, router: &Router, request: &Request) -> bo
 }
 
 /// Forwards one request. Returns whether the client connection can carry another.
+/// How an upstream response's body ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Chunked,
+    Length(u64),
+    UntilClose,
+}
+
 async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bool {
     let at_ns = router.start.elapsed().as_nanos() as u64;
     let request_id = request.header(REQUEST_ID_HEADER).unwrap_or("-").to_owned();
@@ -315,6 +323,25 @@ async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bo
             break (0, 0);
         }
     };
+    // How the upstream frames its body, so that an upstream that closes before the framed end
+    // (a replica killed mid-stream, which closes with a FIN rather than a reset) is passed on as
+    // a broken response, never as a complete one on a connection kept open.
+    let head_text = String::from_utf8_lossy(&head[..head_end]).to_ascii_lowercase();
+    let framing = if head_end == 0 {
+        Framing::UntilClose
+    } else if head_text.contains("\r\ntransfer-encoding: chunked") {
+        Framing::Chunked
+    } else if let Some(length) = head_text
+        .split("\r\ncontent-length:")
+        .nth(1)
+        .and_then(|r| r.split("\r\n").next()?.trim().parse::<u64>().ok())
+    {
+        Framing::Length(length)
+    } else {
+        Framing::UntilClose
+    };
+    let mut body = (head.len() - head_end) as u64;
+    let mut tail: Vec<u8> = head[head_end..].to_vec();
     let mut forwarded = Vec::with_capacity(head.len() + 64);
     if head_end > 0 {
         let text = String::from_utf8_lossy(&head[..head_end - 4]).into_owned();
@@ -338,11 +365,31 @@ async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bo
     loop {
         match upstream.read(&mut chunk).await {
             Ok(0) => {
-                router.log(record(&endpoint.name, status, "completed", total));
-                return true;
+                let ended = match framing {
+                    Framing::Chunked => tail.ends_with(b"0\r\n\r\n"),
+                    Framing::Length(length) => body >= length,
+                    Framing::UntilClose => false,
+                };
+                if ended {
+                    router.log(record(&endpoint.name, status, "completed", total));
+                    return true;
+                }
+                // The client learns of the end the way the upstream gave it: a close. Before
+                // the framed end that is a premature close; close-delimited, it is the end.
+                let outcome = if framing == Framing::UntilClose {
+                    "completed"
+                } else {
+                    "upstream-closed-early"
+                };
+                router.log(record(&endpoint.name, status, outcome, total));
+                return false;
             }
             Ok(n) => {
                 total += n as u64;
+                body += n as u64;
+                tail.extend_from_slice(&chunk[..n]);
+                let keep = tail.len().saturating_sub(8);
+                tail.drain(..keep);
                 if client.write_all(&chunk[..n]).await.is_err() {
                     router.log(record(&endpoint.name, status, "client-gone", total));
                     return false;
@@ -360,6 +407,73 @@ async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An upstream that answers `answer` to one request and then closes (FIN, not a reset).
+    fn upstream(answer: &'static [u8]) -> std::net::SocketAddr {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(answer);
+            }
+        });
+        addr
+    }
+
+    /// Sends one keep-alive request through the router; returns what came back and whether the
+    /// router then closed the connection (false: it held it open, as a complete response would).
+    fn through_router(answer: &'static [u8]) -> (String, bool) {
+        use std::io::{Read, Write};
+        let endpoint = Endpoint {
+            name: "up".into(),
+            address: upstream(answer).to_string(),
+            ready: true,
+        };
+        let (addr, _) = spawn_background(vec![endpoint]).unwrap();
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_millis(1500)))
+            .unwrap();
+        c.write_all(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}",
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let closed = loop {
+            match c.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(_) => break false, // timed out: the connection is still open
+            }
+        };
+        (String::from_utf8_lossy(&got).into_owned(), closed)
+    }
+
+    #[test]
+    fn an_upstream_that_closes_mid_body_closes_the_client_too() {
+        // A replica killed mid-stream closes with a FIN. Before the fix the router took that as
+        // the end of a complete response and kept the client's connection open, so the client
+        // waited for the rest until its timeout (vLLM behind the router, BENCHMARKS.md).
+        let (got, closed) =
+            through_router(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\ndata:\r\n");
+        assert!(got.contains("x-percentes-upstream: up"), "{got}");
+        assert!(
+            closed,
+            "the truncated response must end with the connection"
+        );
+        let (_, closed) = through_router(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc");
+        assert!(closed);
+        // Complete responses keep the client's connection.
+        let (got, closed) = through_router(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        );
+        assert!(got.ends_with("0\r\n\r\n") && !closed, "{got}");
+        let (_, closed) = through_router(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        assert!(!closed);
+    }
 
     #[test]
     fn an_upstream_flag_is_name_equals_address() {

@@ -651,7 +651,7 @@ fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     if !up {
-        let _ = server.kill();
+        let _ = server.kill(); // it never came up: no worker to orphan
         let mut err = String::new();
         let _ = server.stderr.take().unwrap().read_to_string(&mut err);
         panic!("nginx did not start: {err}");
@@ -659,7 +659,10 @@ fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
     // Factor 28: a 15 s schedule at 2 rps, about 30 requests, the gaps Poisson (13 % over 1 s).
     let text = config_text(&format!("http://127.0.0.1:{port}"), 28, "poisson", 2.0, "");
     let result = record(&text, "nginx");
-    let _ = server.kill();
+    // SIGTERM, not SIGKILL: nginx's master then stops its worker, which SIGKILL would orphan.
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
     let _ = server.wait();
     let (summary, requests) = result.unwrap();
     assert_eq!(

@@ -45,35 +45,67 @@ pub(super) const KEEP_ALIVE_MARGIN: Duration = Duration::from_millis(500);
 /// What the liveness check found on an idle connection.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Idle {
-    /// Open and silent: it can carry a request.
+    /// Open and silent (or, under TLS, holding only what TLS sends unasked): it can carry a
+    /// request.
     Alive,
-    /// The server closed it (or reset it) while it was idle.
+    /// The server closed it (FIN or reset) while it was idle.
     Closed,
-    /// The server sent bytes nobody asked for (a 408, an alert): not a clean connection.
+    /// A plain connection holds bytes nobody asked for (a 408, say): not a clean connection.
     Unsolicited,
 }
 
-/// Looks at an idle socket without reading from it or waiting: a peer's FIN reads as 0 bytes,
-/// a reset as an error, unsolicited bytes as bytes; an open, silent socket would block.
-pub(super) fn idle_state(fd: RawFd) -> Idle {
-    let mut byte = 0u8;
-    // SAFETY: `fd` is the open socket of a connection the pool owns; one byte of stack buffer.
-    #[allow(unsafe_code)]
-    let n = unsafe {
-        libc::recv(
-            fd,
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
+/// Looks at an idle socket without reading from it or waiting (`poll` with a zero timeout): a
+/// peer's FIN shows as POLLRDHUP even behind unread bytes, a reset as POLLERR or POLLHUP. Unread
+/// bytes on a plain connection are unsolicited; on a TLS one they are what TLS 1.3 servers send
+/// after the handshake (session tickets), which the next read consumes, so only a FIN or reset
+/// retires a TLS connection.
+pub(super) fn idle_state(fd: RawFd, tls: bool) -> Idle {
+    let mut probe = libc::pollfd {
+        fd,
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
     };
-    match n {
-        0 => Idle::Closed,
-        n if n > 0 => Idle::Unsolicited,
-        _ => match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EINTR) => Idle::Alive,
-            _ => Idle::Closed,
-        },
+    // SAFETY: one pollfd for a socket the pool owns, a zero timeout.
+    #[allow(unsafe_code)]
+    let ready = unsafe { libc::poll(&mut probe, 1, 0) };
+    if ready < 0 {
+        return Idle::Closed;
+    }
+    let events = probe.revents;
+    if events & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Idle::Closed
+    } else if events & libc::POLLIN != 0 && !tls {
+        Idle::Unsolicited
+    } else {
+        Idle::Alive
+    }
+}
+
+#[cfg(test)]
+mod idle_tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn the_liveness_check_sees_a_close_behind_unread_bytes() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let fd = client.as_raw_fd();
+        assert_eq!(idle_state(fd, false), Idle::Alive);
+        server
+            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle_state(fd, false), Idle::Unsolicited);
+        // Under TLS unread bytes alone are tickets, not a fault.
+        assert_eq!(idle_state(fd, true), Idle::Alive);
+        // The close behind those bytes is seen all the same, plain or TLS.
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle_state(fd, false), Idle::Closed);
+        assert_eq!(idle_state(fd, true), Idle::Closed);
     }
 }
 
@@ -121,7 +153,7 @@ impl Local {
                 .fetch_add(expired as u64, Ordering::Relaxed);
         }
         while let Some(pooled) = pool.pop() {
-            match idle_state(pooled.fd) {
+            match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
                 Idle::Alive => return Some((pooled.id, pooled.conn, pooled.fd)),
                 Idle::Closed | Idle::Unsolicited => {
                     shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
