@@ -387,9 +387,12 @@ async fn proxy(client: &mut TcpStream, router: &Router, request: &Request) -> bo
             Ok(n) => {
                 total += n as u64;
                 body += n as u64;
-                tail.extend_from_slice(&chunk[..n]);
-                let keep = tail.len().saturating_sub(8);
-                tail.drain(..keep);
+                // Only the last bytes matter (the chunked terminator): keep eight, copying at
+                // most eight from a read rather than the whole read.
+                let from = n.saturating_sub(8);
+                tail.extend_from_slice(&chunk[from..n]);
+                let excess = tail.len().saturating_sub(8);
+                tail.drain(..excess);
                 if client.write_all(&chunk[..n]).await.is_err() {
                     router.log(record(&endpoint.name, status, "client-gone", total));
                     return false;
