@@ -194,8 +194,9 @@ enum Command {
     /// client-validity gate (§2) publishes no statistic and exits 2.
     Analyze {
         journal: PathBuf,
-        /// The spec version whose rules to apply: v0.2 (Aalen-Johansen) or v0.1 (Kaplan-Meier
-        /// with errors censored, kept for re-analysis of archived journals; amendment A1).
+        /// The spec version whose rules to apply: v0.3 (recovery read only where the data
+        /// support it; amendment A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier
+        /// with errors censored; amendment A1). Older versions reproduce archived reports.
         #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
         spec: Spec,
         /// The folder the report files go in (created if needed; files in it are replaced).
@@ -361,7 +362,7 @@ fn version_line() -> &'static str {
         env!("CARGO_PKG_VERSION"),
         " (commit ",
         env!("PERCENTES_COMMIT"),
-        "; journal format v1; spec v0.2)"
+        "; journal format v1; spec v0.3)"
     )
 }
 

@@ -9,17 +9,18 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::Spec;
+use percentes_formats::spec::{RecoveryRules, Spec};
 
 use crate::estimate::incidence::Method;
-use crate::estimate::recovery::{self, Bucket, Detection, Detector};
+use crate::estimate::quantile::Printing;
+use crate::estimate::recovery::Detection;
 use crate::estimate::slo::Slo;
-use crate::frame::Requests;
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::{self, FaultTimes, Kind, Timeline};
 use crate::JournalFile;
 
+mod artifact;
 mod audit;
 mod client_gate;
 mod rows;
@@ -36,6 +37,10 @@ use window::{in_flight_at, inter_chunk, window_report, INTER_CHUNK};
 /// second pass once the windows are known, so they are never held per request.
 pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -> Report {
     let method = Method::for_spec(spec);
+    let printing = match spec.recovery_rules() {
+        RecoveryRules::Original => Printing::Archived,
+        RecoveryRules::Amended => Printing::Honest,
+    };
     let requests = &run.requests;
     let config = &run.config;
     let horizon_ns = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
@@ -52,21 +57,8 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
     let provisional = windows::cut(&timeline, None);
     let mut recovered_at_ns = None;
     let mut recovery_note = String::from("no fault in this run");
-    if let Some(fault) = timeline.fault {
-        let baseline = provisional[1];
-        let series = goodput_series(requests, &met, bucket_ns, timeline.measured_end_ns);
-        let in_baseline = (0..requests.len())
-            .filter(|&row| baseline.contains(requests.intended_ns[row]))
-            .collect::<Vec<_>>();
-        let baseline_goodput = (!in_baseline.is_empty()).then(|| {
-            in_baseline.iter().filter(|&&row| met[row]).count() as f64 / in_baseline.len() as f64
-        });
-        let anchor_bucket = usize::try_from(fault.anchor_ns().div_ceil(bucket_ns)).unwrap_or(0);
-        let phase_end_bucket = usize::try_from(timeline.measured_end_ns / bucket_ns).unwrap_or(0);
-        let series = &series[..phase_end_bucket.min(series.len())];
-        match baseline_goodput
-            .map(|g| recovery::detect(series, anchor_bucket, g, Detector::pinned()))
-        {
+    if timeline.fault.is_some() {
+        match crate::recovery::boundary(run, &met, &timeline, provisional[1], spec) {
             Some(Detection::Recovered { entry_end_s, ttr_s }) => {
                 recovered_at_ns = Some(entry_end_s * bucket_ns);
                 recovery_note = format!(
@@ -76,6 +68,9 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             }
             Some(Detection::NotRecovered) => {
                 recovery_note = "no recovery to the pre-fault baseline within the recovery timeout: the fault window runs to its end and the recovery window is empty".into();
+            }
+            Some(Detection::Unreadable { reason }) => {
+                recovery_note = format!("recovery to the pre-fault baseline not determined ({reason}, §5 A2): the fault window runs to the end of the recovery timeout");
             }
             Some(Detection::NoBaseline) | None => {
                 recovery_note = "the baseline has no goodput to recover to: the fault window runs to the end of the recovery timeout".into();
@@ -93,14 +88,27 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
     }
 
     let skews = client_gate::measured_skews(run, &cut, &rows_of);
-    let mut validity = client_gate::evaluate(run, &cut, &skews);
+    let amended = spec.recovery_rules() == RecoveryRules::Amended;
+    let mut validity = client_gate::evaluate(run, &cut, &skews, amended);
     validity
         .gates
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
     validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(Gate::holds);
-    let audit = audit::audit(run, &cut, &skews, &validity);
+    let audit = audit::audit(run, &cut, &skews, &validity, amended);
     let mut not_publishable = run.not_publishable.clone();
+    if !validity.valid {
+        let failed: Vec<&str> = validity
+            .gates
+            .iter()
+            .filter(|g| !g.holds())
+            .map(|g| g.id.name())
+            .collect();
+        not_publishable.push(format!(
+            "NOT PUBLISHABLE: the run is invalid (§9, §10): {} did not pass",
+            failed.join(", ")
+        ));
+    }
     if config.target.tls.insecure {
         not_publishable.push(
             "TLS certificate verification was OFF for this run (target.tls.insecure = true)".into(),
@@ -118,8 +126,15 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             .iter()
             .zip(&rows_of)
             .map(|(window, rows)| {
-                let mut report =
-                    window_report(run, window, rows, baseline_rows, method, horizon_ns);
+                let mut report = window_report(
+                    run,
+                    window,
+                    rows,
+                    baseline_rows,
+                    method,
+                    horizon_ns,
+                    printing,
+                );
                 let (pooled, per_token) = gaps.next().unzip();
                 report.inter_chunk = distribution(&[], pooled);
                 report.inter_chunk.label = INTER_CHUNK;
@@ -148,10 +163,21 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         .fault
         .and_then(|f| f.fired_ns)
         .map(|fired| in_flight_at(run, fired));
-    let recovery = if validity.valid {
-        crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates)
+    let recovery = crate::recovery::analyze(
+        run,
+        &met,
+        &timeline,
+        &cut,
+        &validity.gates,
+        spec,
+        validity.valid,
+    );
+    // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
+    let (cut_shown, recovered_at_ns) = if amended && !validity.valid && recovered_at_ns.is_some() {
+        recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();
+        (windows::cut(&timeline, None), None)
     } else {
-        None
+        (cut.clone(), recovered_at_ns)
     };
 
     let cleanup = crate::escape::cleanup(run);
@@ -167,14 +193,19 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             fire_anchor_s: timeline.fault.map(|f| seconds(f.anchor_ns())),
             recovered_s: recovered_at_ns.map(seconds),
             recovery_note,
-            windows: cut
+            windows: cut_shown
                 .iter()
-                .zip(&rows_of)
-                .map(|(w, rows)| WindowBounds {
+                .map(|w| WindowBounds {
                     window: w.kind.name(),
                     start_s: seconds(w.start_ns),
                     end_s: seconds(w.end_ns),
-                    scheduled: rows.len() as u64,
+                    scheduled: requests
+                        .intended_ns
+                        .iter()
+                        .filter(|&&t| {
+                            windows::locate(&cut_shown, t).is_some_and(|i| cut_shown[i] == *w)
+                        })
+                        .count() as u64,
                 })
                 .collect(),
         },
@@ -218,24 +249,6 @@ pub fn timeline_of(run: &Run) -> Timeline {
         timeout_ns: run.config.duration_ns(&pins::CLIENT_TIMEOUT_S),
         fault,
     }
-}
-
-/// SLO-goodput per bucket of intended time, up to `end_ns` (§5).
-pub fn goodput_series(
-    requests: &Requests,
-    met: &[bool],
-    bucket_ns: u64,
-    end_ns: u64,
-) -> Vec<Bucket> {
-    let buckets = usize::try_from(end_ns.div_ceil(bucket_ns)).unwrap_or(0);
-    let mut series = vec![Bucket::default(); buckets];
-    for (&intended_ns, &met) in requests.intended_ns.iter().zip(met) {
-        if let Some(bucket) = series.get_mut((intended_ns / bucket_ns) as usize) {
-            bucket.scheduled += 1;
-            bucket.met += u64::from(met);
-        }
-    }
-    series
 }
 
 fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Provenance {

@@ -57,6 +57,12 @@ pub fn sentence(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
     )
 }
 
+/// Whether a boundary `at` seconds after the anchor may be named as a measured segment of the
+/// TTR it qualifies: always under v0.1 and v0.2; under v0.3 (A2) only at or before that TTR.
+fn within_ttr(report: &RecoveryReport, at: f64) -> bool {
+    report.amended.is_none() || report.to_pre_fault.ttr_s.is_some_and(|ttr| at <= ttr)
+}
+
 /// The measured decomposition segments of the clean-delete runs: which boundaries every run
 /// measured, and the segment (anchor to the first, then between consecutive ones) with the
 /// largest median length.
@@ -70,9 +76,9 @@ fn segments(reports: &[&RecoveryReport]) -> (String, String) {
         .map(|b| b.boundary)
         .filter(|name| {
             reports.iter().all(|r| {
-                r.decomposition
-                    .iter()
-                    .any(|b| b.boundary == *name && b.since_anchor_s.is_some())
+                r.decomposition.iter().any(|b| {
+                    b.boundary == *name && b.since_anchor_s.is_some_and(|at| within_ttr(r, at))
+                })
             })
         })
         .collect();

@@ -374,7 +374,41 @@ pub fn all(report: &Report, requests: &Requests) -> Vec<(&'static str, String)> 
         out.push(("goodput.svg", svg));
     }
     out.push(("latency.svg", latency(report, requests)));
+    for (name, svg) in &mut out {
+        stamp(svg, report, *name == "latency.svg");
+    }
     out
+}
+
+/// Marks a plot of a report that may not be published (§9): every reason along its top edge,
+/// and across the latency plot of an invalid run, a stamp that no reader can miss.
+fn stamp(svg: &mut String, report: &Report, latency: bool) {
+    if report.not_publishable.is_empty() {
+        return;
+    }
+    let Some(end) = svg.rfind("</svg>") else {
+        return;
+    };
+    let mut marks = String::new();
+    for (i, why) in report.not_publishable.iter().enumerate() {
+        let _ = writeln!(
+            marks,
+            "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#a00\">{}</text>",
+            40 + 13 * i,
+            escape(why)
+        );
+    }
+    if latency && !report.validity.valid {
+        let _ = writeln!(
+            marks,
+            "<text x=\"{:.0}\" y=\"{:.0}\" font-size=\"40\" font-weight=\"bold\" fill=\"#a00\" fill-opacity=\"0.35\" text-anchor=\"middle\" transform=\"rotate(-20 {:.0} {:.0})\">INVALID RUN: NOT PUBLISHABLE</text>",
+            WIDTH / 2.0,
+            HEIGHT / 2.0,
+            WIDTH / 2.0,
+            HEIGHT / 2.0
+        );
+    }
+    svg.insert_str(end, &marks);
 }
 
 /// `report.html`: report.md rendered, with the plots inline; self-contained (no script, no

@@ -63,6 +63,9 @@ pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
     builder.add_comment(
         "start timestamps are seconds from the run's epoch (CLOCK_MONOTONIC at the recorder)",
     );
+    for why in &report.not_publishable {
+        builder.add_comment(why);
+    }
     let mut log = builder.begin_log_with(&mut out, &mut serializer)?;
     for window in &report.windows {
         for (latency, dist) in [
@@ -293,15 +296,18 @@ pub fn markdown(report: &Report) -> String {
         s.n, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.p99_9), ms(s.max)
     );
     let tm = &a.telemetry;
+    let queue = match &tm.writer_queue_observed {
+        Some((depth, how)) => format!("writer queue depth max {depth} ({how})"),
+        None => format!("writer queue max {}", tm.writer_queue_max),
+    };
     let _ = writeln!(
         md,
-        "- Generator telemetry ({} samples): host CPU max 5 s {}, recorder CPU {} of one core, stall p99 max {}, stall max {}, writer queue max {}, queue-full events {}, undispatched {}",
+        "- Generator telemetry ({} samples): host CPU max 5 s {}, recorder CPU {} of one core, stall p99 max {}, stall max {}, {queue}, queue-full events {}, undispatched {}",
         tm.samples,
         tm.host_cpu_max_5s_percent.map_or("n/a".into(), |v| format!("{v:.1} %")),
         tm.recorder_cpu_percent_of_one_core.map_or("n/a".into(), |v| format!("{v:.1} %")),
         tm.stall_p99_max_us.map_or("n/a".into(), |v| format!("{v:.1} us")),
         tm.stall_max_us.map_or("n/a".into(), |v| format!("{v:.1} us")),
-        tm.writer_queue_max,
         tm.writer_queue_full_events,
         tm.undispatched_total
     );
@@ -325,6 +331,24 @@ pub fn markdown(report: &Report) -> String {
             f3(r.dispatched_cv),
             f3(r.dispatched_ks)
         );
+    }
+    if let Some(art) = &a.artifact {
+        let _ = writeln!(md, "\n### Audit artifact (seeds/003, field by field)\n");
+        let _ = writeln!(md, "| field | this run |\n|---|---|");
+        for (field, text) in [
+            ("target workload", &art.workload),
+            ("clock model", &art.clock),
+            ("stage counts", &art.stages),
+            ("generator", &art.generator),
+            ("schedule", &art.schedule),
+            ("results", &art.results),
+        ] {
+            let _ = writeln!(md, "| {field} | {text} |");
+        }
+        for t in &art.threats {
+            let _ = writeln!(md, "| threat: {} | {} |", t.threat, t.shows);
+        }
+        let _ = writeln!(md, "| decision | {} |", art.decision);
     }
     md
 }
@@ -541,6 +565,9 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
         r.to_equilibrium.text
     );
     let _ = writeln!(md);
+    if let Some(a) = &r.amended {
+        amended_lines(md, r, a);
+    }
     if let Some(relapse) = &r.relapse {
         let _ = writeln!(md, "- **Relapse:** {relapse}.");
     }
@@ -614,6 +641,20 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
             }
         );
     }
+    if let Some(a) = &r.amended {
+        let _ = writeln!(md, "\n### Fault-fidelity evidence (seeds/004)\n");
+        let _ = writeln!(
+            md,
+            "| evidence point | required fact | status | what the journal shows |\n|---|---|---|---|"
+        );
+        for e in &a.fidelity {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} |",
+                e.point, e.required, e.status, e.evidence
+            );
+        }
+    }
     if r.experiment_invalid.is_empty() {
         let _ = writeln!(
             md,
@@ -625,5 +666,36 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
             "\n**The experiment is invalid (not a product failure):** {}.",
             r.experiment_invalid.join("; ")
         );
+    }
+}
+
+/// The lines amendment A2 (v0.3) adds under the baselines table.
+fn amended_lines(md: &mut String, r: &RecoveryReport, a: &crate::model::Amended) {
+    if let Some(withheld) = &a.withheld {
+        let _ = writeln!(md, "**Withheld:** {withheld}.\n");
+    }
+    let _ = writeln!(
+        md,
+        "- Rules (A2, §5): a detector window counts only with at least {} scheduled requests, and a hold only when counting windows read every bucket of it; the pre-fault baseline is looked for from the confirmed removal on; the equilibrium is entered within 10 % of the plateau on either side and held within 15 %; the plateau ends at the confirmed removal or where the recovering window starts, whichever is first.",
+        a.window_min_requests
+    );
+    let _ = writeln!(
+        md,
+        "- Removal: {}.",
+        a.removal_s.map_or_else(
+            || a.removal_evidence.clone(),
+            |at| format!("{at:.3} s, {}", a.removal_evidence)
+        )
+    );
+    for note in &a.notes {
+        let _ = writeln!(md, "- Note: {note}.");
+    }
+    for (what, ttr) in [
+        ("to the pre-fault baseline", &r.to_pre_fault),
+        ("to the equilibrium", &r.to_equilibrium),
+    ] {
+        for flag in &ttr.flags {
+            let _ = writeln!(md, "- **Flag ({what}):** {flag}.");
+        }
     }
 }

@@ -165,6 +165,7 @@ pins! {
     RECOVERY_EXIT_PERCENT = "recovery.exit_percent", true, "§5", "detector exit, % of the baseline's goodput", Int(85), "%", Exactly, Analysis, false;
     RECOVERY_HOLD_S = "recovery.hold_s", true, "§5", "detector hold H", Int(30), "s", Exactly, Analysis, true;
     RECOVERY_BUCKET_S = "recovery.bucket_s", true, "§5", "goodput bucket", Int(1), "s", Exactly, Analysis, true;
+    RECOVERY_WINDOW_MIN_REQUESTS = "recovery.window_min_requests", false, "§5", "A2 (v0.3): fewest scheduled requests in a detector window for its reading to count (resolves entry from exit)", Int(20), "requests", AtLeast, Analysis, false;
     RECOVERY_SWEEP_ENTRY_LOW_PERCENT = "recovery.sweep_entry_low_percent", false, "§5", "sensitivity sweep: lowest entry X (then the pin, then the highest)", Int(85), "%", Exactly, Analysis, false;
     RECOVERY_SWEEP_ENTRY_HIGH_PERCENT = "recovery.sweep_entry_high_percent", false, "§5", "sensitivity sweep: highest entry X", Int(95), "%", Exactly, Analysis, false;
     RECOVERY_SWEEP_WINDOW_LOW_S = "recovery.sweep_window_low_s", false, "§5", "sensitivity sweep: shortest window R", Int(5), "s", Exactly, Analysis, true;

@@ -23,6 +23,22 @@ pub enum Spec {
     V0_1,
     /// v0.2: amendment A1, errors compete (Aalen-Johansen cumulative incidence).
     V0_2,
+    /// v0.3: amendment A2, recovery is read only where the data support it (SPEC §11).
+    V0_3,
+}
+
+/// How recovery is read (SPEC §5, §10; the rules amendment A2 changed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryRules {
+    /// v0.1 and v0.2: one-sided entry to either baseline, any window counts whatever it holds,
+    /// the detector may fire before the fault is removed, and the plateau runs to the end of the
+    /// recovering window.
+    Original,
+    /// v0.3 (A2): a two-sided band around the equilibrium, no recovery to the pre-fault baseline
+    /// before the removal is confirmed, a pinned minimum of requests per window, a plateau that
+    /// stops where the recovering window starts, relapse watched to the end of the observed
+    /// series, an ordered timeline, and no recovery figure from an invalid run.
+    Amended,
 }
 
 /// How the completion curve treats an errored request (the one rule A1 changed).
@@ -38,15 +54,16 @@ pub enum ErrorTreatment {
 
 impl Spec {
     /// Every version this build applies, oldest first.
-    pub const ALL: [Spec; 2] = [Spec::V0_1, Spec::V0_2];
+    pub const ALL: [Spec; 3] = [Spec::V0_1, Spec::V0_2, Spec::V0_3];
     /// The version a new capture is recorded under.
-    pub const CURRENT: Spec = Spec::V0_2;
+    pub const CURRENT: Spec = Spec::V0_3;
 
     /// Its name as journals, reports and `--spec` write it (`v0.2`).
     pub fn name(self) -> &'static str {
         match self {
             Spec::V0_1 => "v0.1",
             Spec::V0_2 => "v0.2",
+            Spec::V0_3 => "v0.3",
         }
     }
 
@@ -59,7 +76,15 @@ impl Spec {
     pub fn errors_on_the_curve(self) -> ErrorTreatment {
         match self {
             Spec::V0_1 => ErrorTreatment::Censored,
-            Spec::V0_2 => ErrorTreatment::Compete,
+            Spec::V0_2 | Spec::V0_3 => ErrorTreatment::Compete,
+        }
+    }
+
+    /// How recovery is read (§5, §10; amendment A2).
+    pub fn recovery_rules(self) -> RecoveryRules {
+        match self {
+            Spec::V0_1 | Spec::V0_2 => RecoveryRules::Original,
+            Spec::V0_3 => RecoveryRules::Amended,
         }
     }
 
@@ -71,12 +96,21 @@ impl Spec {
                 "A1: errors compete; the completion curve is the Aalen-Johansen cumulative incidence, \
                  not Kaplan-Meier with errors censored",
             ),
+            Spec::V0_3 => Some(
+                "A2: recovery read only where the data support it; a two-sided band for the \
+                 equilibrium, no recovery before the fault's removal, a minimum of requests per \
+                 detector window, an ordered timeline, no recovery figure from an invalid run",
+            ),
         }
     }
 
-    /// The versions' names joined for help and error text (`v0.1 and v0.2`).
+    /// The versions' names joined for help and error text (`v0.1, v0.2 and v0.3`).
     pub fn names() -> String {
-        Spec::ALL.map(Spec::name).join(" and ")
+        let names = Spec::ALL.map(Spec::name);
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
     }
 }
 
@@ -95,7 +129,8 @@ mod tests {
         for spec in Spec::ALL {
             assert_eq!(Spec::parse(spec.name()), Some(spec));
         }
-        assert_eq!(Spec::parse("v0.3"), None);
+        assert_eq!(Spec::parse("v0.4"), None);
+        assert_eq!(Spec::names(), "v0.1, v0.2 and v0.3");
         assert_eq!(Spec::parse("0.2"), None);
     }
 

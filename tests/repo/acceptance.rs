@@ -40,7 +40,7 @@ fn config(addr: &str, factor: u32, rate: f64, arrival: &str) -> Config {
     Config::parse(text.as_bytes()).unwrap()
 }
 
-/// Records `config` into `name` and analyzes it under v0.2. A run this shared two-core machine
+/// Records `config` into `name` and analyzes it under the current spec version. A run this shared two-core machine
 /// spoiled (only the client gate failed: the instrument refused, as it must) is recorded again,
 /// up to three times; any other failure is the test's. Tests that need a gate to fail call
 /// [`record_once`].

@@ -272,7 +272,7 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
     let read = |sub: &str, file: &str| std::fs::read(dir.join(sub).join(file)).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&read("a", "report.json")).unwrap();
     assert_eq!(json["schema"], "percentes-report/1");
-    assert_eq!(json["provenance"]["spec_applied"], "v0.2");
+    assert_eq!(json["provenance"]["spec_applied"], "v0.3");
     assert_eq!(
         json["provenance"]["chain_head"],
         "5a2cf0ec574f9f9e8e492a2963c8c75d32dab83372be0be5a8bc1fc85b01ae28"
@@ -302,12 +302,12 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
         "analyze",
         golden.to_str().unwrap(),
         "--spec",
-        "v0.3",
+        "v0.4",
         "-o",
         &out("d"),
     ]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("v0.1 and v0.2"), "{stderr}");
+    assert!(stderr.contains("v0.1, v0.2 and v0.3"), "{stderr}");
 
     // A tampered journal is not analyzed.
     let mut bytes = std::fs::read(&golden).unwrap();

@@ -280,7 +280,8 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             commit: "golden".into(),
         };
         // Under the current version the expected files are NAME.report.*; under each older one,
-        // NAME.VERSION.report.* (an archived journal re-analyzed under v0.1 keeps its answer).
+        // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1 or v0.2 keeps
+        // every figure it was published with, so UPDATE_GOLDEN never rewrites those.
         for spec in Spec::ALL {
             let result = analysis::analyze(&run, &file, spec, &analyzer);
             assert!(
@@ -294,14 +295,107 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             } else {
                 format!("{name}.{spec}")
             };
-            compare(
+            let check = if spec == Spec::CURRENT {
+                compare
+            } else {
+                compare_frozen
+            };
+            check(
                 &dir.join(format!("{stem}.report.json")),
                 &report::json(&result),
             );
-            compare(
+            check(
                 &dir.join(format!("{stem}.report.md")),
                 &report::markdown(&result),
             );
+            if spec == Spec::CURRENT {
+                recovery_reads_honestly(
+                    name,
+                    &result,
+                    &analysis::analyze(&run, &file, Spec::V0_2, &analyzer),
+                );
+            }
         }
     }
+}
+
+/// What amendment A2 promises of every fault run's recovery report (issue 15's checks), read
+/// beside the same journal's v0.2 report: the timeline's times never go backwards, no duration is
+/// negative, no recovery to the pre-fault baseline comes before the confirmed removal, an entry
+/// the v0.2 rule read before the removal is flagged, and an equilibrium TTR equal to R says why.
+fn recovery_reads_honestly(
+    name: &str,
+    v3: &percentes_analyzer::model::Report,
+    v2: &percentes_analyzer::model::Report,
+) {
+    let Some(r) = &v3.recovery else {
+        panic!("{name}: every golden is a fault run and has a recovery report")
+    };
+    let a = r.amended.as_ref().expect("v0.3 carries the A2 section");
+    let times: Vec<f64> = r.timeline.iter().filter_map(|s| s.from_s).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "{name}: timeline out of order: {:?}",
+        r.timeline
+    );
+    for state in [
+        "Stabilizing",
+        "Healthy",
+        "Injecting",
+        "Faulted",
+        "Removing",
+        "Recovering",
+    ] {
+        assert!(
+            r.timeline.iter().any(|s| s.state == state),
+            "{name}: no {state} state"
+        );
+    }
+    for d in &r.durations {
+        assert!(
+            d.seconds.is_none_or(|s| s >= 0.0),
+            "{name}: {} negative",
+            d.duration
+        );
+    }
+    if let (Some(at), Some(removal)) = (r.to_pre_fault.at_s, a.removal_s) {
+        assert!(
+            at >= removal,
+            "{name}: recovered at {at} before the removal at {removal}"
+        );
+    }
+    if r.to_pre_fault.at_s.is_some() {
+        assert!(
+            a.removal_s.is_some(),
+            "{name}: a recovery without a confirmed removal"
+        );
+    }
+    let v2_at = v2.recovery.as_ref().and_then(|r| r.to_pre_fault.at_s);
+    if let (Some(early), Some(removal)) = (v2_at, a.removal_s) {
+        if early < removal {
+            assert!(
+                r.to_pre_fault
+                    .flags
+                    .iter()
+                    .any(|f| f.starts_with("early detection")),
+                "{name}: v0.2 recovered at {early} before the removal at {removal}, unflagged"
+            );
+        }
+    }
+    if let Some(ttr) = r.to_equilibrium.ttr_s {
+        if (ttr - r.window_s).abs() < r.bucket_s / 2.0 {
+            assert!(
+                r.to_equilibrium
+                    .flags
+                    .iter()
+                    .any(|f| f.starts_with("TTR equals R")),
+                "{name}: an equilibrium TTR equal to R, unexplained"
+            );
+        }
+    }
+    assert_eq!(
+        a.fidelity.len(),
+        7,
+        "{name}: seven fidelity evidence points"
+    );
 }

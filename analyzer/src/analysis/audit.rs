@@ -13,7 +13,15 @@ use crate::model::*;
 use crate::windows::Window;
 
 /// The coordinated-omission audit.
-pub(super) fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Validity) -> Audit {
+/// `amended`: v0.3 (A2), which adds seeds/003's artifact field by field and reads the writer
+/// queue's observed depth instead of the telemetry field older recorders filled with its capacity.
+pub(super) fn audit(
+    run: &Run,
+    cut: &[Window],
+    skews_ns: &[u64],
+    validity: &Validity,
+    amended: bool,
+) -> Audit {
     let requests = &run.requests;
     let n = requests.len() as u64;
     let count = |column: &[u64]| column.iter().filter(|&&v| v != NONE).count() as u64;
@@ -105,7 +113,7 @@ pub(super) fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Vali
         });
     }
 
-    let telemetry = telemetry_summary(run, cut);
+    let telemetry = telemetry_summary(run, cut, amended);
     let failed: Vec<&str> = validity
         .gates
         .iter()
@@ -132,7 +140,7 @@ pub(super) fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Vali
     } else {
         "representative: every request was sent on its schedule within the gate, every stage reconciles, and the generator's telemetry passed".into()
     };
-    Audit {
+    let mut audit = Audit {
         workload_model: format!(
             "open loop: {} arrivals on a schedule fixed before the first send (seed {}, digest in the header); latency measured from each request's intended send time; zero retries; client timeout {:.3} s",
             if poisson { "Poisson" } else { "deterministic" },
@@ -150,7 +158,12 @@ pub(super) fn audit(run: &Run, cut: &[Window], skews_ns: &[u64], validity: &Vali
         phases,
         telemetry,
         decision,
+        artifact: None,
+    };
+    if amended {
+        audit.artifact = Some(super::artifact::artifact(run, &audit));
     }
+    audit
 }
 
 pub(super) fn mean(values: &[f64]) -> Option<f64> {
@@ -192,7 +205,11 @@ pub(super) fn ks_distance(gaps: &[f64], mean_ns: f64, poisson: bool) -> Option<f
     Some(d)
 }
 
-pub(super) fn telemetry_summary(run: &Run, cut: &[Window]) -> TelemetrySummary {
+/// What recorders before the fix wrote in every telemetry record's `writer_queue_max`: the
+/// queue's capacity in messages (2^16), not a depth it reached. Unrelated to any pin.
+const LEGACY_QUEUE_CAPACITY: u64 = 1 << 16;
+
+pub(super) fn telemetry_summary(run: &Run, cut: &[Window], amended: bool) -> TelemetrySummary {
     let samples = measured_telemetry(run, cut);
     let cpu_ns: u64 = samples.iter().map(|t| t.recorder_cpu_ns).sum();
     let wall_ns: u64 = samples.iter().map(|t| t.interval_ns).sum();
@@ -224,6 +241,7 @@ pub(super) fn telemetry_summary(run: &Run, cut: &[Window]) -> TelemetrySummary {
             .map(|t| u64::from(t.writer_queue_max))
             .max()
             .unwrap_or(0),
+        writer_queue_observed: amended.then(|| writer_queue_observed(run)),
         writer_queue_full_events: run.events.all(EventKind::WriterQueueFull).count() as u64,
         undispatched_total: run
             .telemetry
@@ -232,5 +250,29 @@ pub(super) fn telemetry_summary(run: &Run, cut: &[Window]) -> TelemetrySummary {
             .map(|t| t.undispatched_total)
             .max()
             .unwrap_or(0),
+    }
+}
+
+/// The writer queue's largest observed depth and how it was read (v0.3).
+fn writer_queue_observed(run: &Run) -> (u64, String) {
+    let rows = &run.telemetry.rows;
+    let sampled = rows
+        .iter()
+        .map(|t| u64::from(t.writer_queue_depth))
+        .max()
+        .unwrap_or(0);
+    let peaks: Vec<u64> = rows.iter().map(|t| u64::from(t.writer_queue_max)).collect();
+    let legacy = !peaks.is_empty() && peaks.iter().all(|&p| p == LEGACY_QUEUE_CAPACITY);
+    match peaks.iter().max() {
+        Some(&peak) if !legacy => (
+            peak.max(sampled),
+            "the largest depth in any telemetry interval, in records".into(),
+        ),
+        _ => (
+            sampled,
+            format!(
+                "the largest depth sampled at an interval's end, in records; this recorder wrote the queue's capacity ({LEGACY_QUEUE_CAPACITY} messages) where the interval's peak belongs, so a peak between samples is not observed"
+            ),
+        ),
     }
 }

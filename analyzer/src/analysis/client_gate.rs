@@ -27,7 +27,9 @@ pub(super) fn measured_skews(run: &Run, cut: &[Window], rows_of: &[Vec<usize>]) 
     skews
 }
 
-pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64]) -> Validity {
+/// `unknown_count` (v0.3, A2): whether G2.2 also counts the requests the journal holds no record
+/// of, which only an unsealed prefix has (their dispatch was never observed).
+pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], unknown_count: bool) -> Validity {
     let requests = &run.requests;
     let ms = |pin: &pins::Pin| run.config.number(pin);
     let mut gates = Vec::new();
@@ -64,14 +66,25 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64]) -> Validity {
         .max()
         .unwrap_or(0);
     let undispatched = undispatched_records.max(undispatched_telemetry);
+    let unknown = if unknown_count {
+        (0..requests.len())
+            .filter(|&row| requests.outcome(row).is_none())
+            .count() as u64
+    } else {
+        0
+    };
     gates.push(limit_gate(
         GateId::Undispatched,
-        Some(undispatched as f64),
+        Some((undispatched + unknown) as f64),
         ms(&pins::GATES_UNDISPATCHED_MAX),
         false,
         "requests",
         requests.len() as u64,
-        "scheduled but never sent, the whole run (records and the recorder's own count)",
+        if unknown > 0 {
+            "scheduled but never sent, the whole run (records and the recorder's own count), plus the requests of an unsealed journal that have no record, whose dispatch was never observed (A2)"
+        } else {
+            "scheduled but never sent, the whole run (records and the recorder's own count)"
+        },
     ));
     let samples = measured_telemetry(run, cut);
     let window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;

@@ -716,10 +716,10 @@ mod recovery_reports {
     use super::*;
     use std::rc::Rc;
 
-    const INJECT: u64 = 36 * S;
-    const FIRED: u64 = INJECT + 50 * MS;
+    pub(super) const INJECT: u64 = 36 * S;
+    pub(super) const FIRED: u64 = INJECT + 50 * MS;
 
-    fn event(at_ns: u64, kind: &str, subject: &str, value: Option<i64>) -> EventRecord {
+    pub(super) fn event(at_ns: u64, kind: &str, subject: &str, value: Option<i64>) -> EventRecord {
         EventRecord {
             at_ns,
             kind: EventKind::from_name(kind).unwrap().code(),
@@ -733,7 +733,7 @@ mod recovery_reports {
         }
     }
 
-    fn fault_events() -> Vec<EventRecord> {
+    pub(super) fn fault_events() -> Vec<EventRecord> {
         let mut events = vec![
             event(0, "fault-armed", "replica-1", None),
             event(FIRED, "fault-fired", "replica-1", None),
@@ -750,6 +750,16 @@ mod recovery_reports {
         fate: impl Fn(&Entry) -> Option<RequestRecord> + 'static,
         events: Vec<EventRecord>,
     ) -> Report {
+        run_under(config_text, fate, events, Spec::V0_2)
+    }
+
+    /// [`run_with`] analyzed under `spec`.
+    pub(super) fn run_under(
+        config_text: &str,
+        fate: impl Fn(&Entry) -> Option<RequestRecord> + 'static,
+        events: Vec<EventRecord>,
+        spec: Spec,
+    ) -> Report {
         let fate = Rc::new(fate);
         let request = move |e: &Entry| {
             Some(fate(e).unwrap_or_else(|| {
@@ -765,11 +775,11 @@ mod recovery_reports {
             quiet_telemetry(102),
             SealStatus::Completed,
         );
-        analyze_bytes("recovery.pj", &bytes, Spec::V0_2)
+        analyze_bytes("recovery.pj", &bytes, spec)
     }
 
     /// Victim-bound requests (odd indices) fail while `broken(intended)`.
-    fn failing_while(
+    pub(super) fn failing_while(
         broken: impl Fn(u64) -> bool + 'static,
     ) -> impl Fn(&Entry) -> Option<RequestRecord> {
         move |e: &Entry| {
@@ -777,7 +787,7 @@ mod recovery_reports {
         }
     }
 
-    fn rec(r: &Report) -> &crate::model::RecoveryReport {
+    pub(super) fn rec(r: &Report) -> &crate::model::RecoveryReport {
         r.recovery
             .as_ref()
             .unwrap_or_else(|| panic!("no recovery report: {:?}", r.windows_withheld))
@@ -1638,3 +1648,5 @@ fn token_figures_match_the_hand_computation() {
         "markdown names TPOT"
     );
 }
+
+mod amended;

@@ -11,6 +11,7 @@ use super::rows::*;
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
 use crate::estimate::quantile;
+use crate::estimate::quantile::Printing;
 use crate::estimate::slo::{self, Distance, Slo, SloInput};
 use crate::estimate::tails::{self, TailInterval};
 use crate::frame::{Requests, NONE};
@@ -87,6 +88,7 @@ pub(super) fn window_report(
     baseline_rows: &[usize],
     method: Method,
     horizon_ns: u64,
+    printing: Printing,
 ) -> WindowReport {
     let requests = &run.requests;
     let scheduled = rows.len() as u64;
@@ -163,7 +165,7 @@ pub(super) fn window_report(
             "SLO goodput over all scheduled requests (TTFT <= 1000 ms and e2e <= 14 s, §4)",
         ),
         goodput_sweep,
-        completion: curve_report(requests, rows, method, horizon_ns),
+        completion: curve_report(requests, rows, method, horizon_ns, printing),
         ttft: distribution(&ttft, None),
         e2e: distribution(&e2e, None),
         inter_chunk: Distribution {
@@ -335,6 +337,7 @@ pub(super) fn curve_report(
     rows: &[usize],
     method: Method,
     horizon_ns: u64,
+    printing: Printing,
 ) -> CurveReport {
     let observations: Vec<Observation> = rows
         .iter()
@@ -366,7 +369,7 @@ pub(super) fn curve_report(
                 quantile: quantile::name(q),
                 kind,
                 seconds: seconds_at,
-                text: quantile::render(q, reading, horizon_ns),
+                text: quantile::render_as(q, reading, horizon_ns, printing),
             }
         })
         .collect();

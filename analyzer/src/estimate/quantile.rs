@@ -69,28 +69,74 @@ pub fn name(q: f64) -> String {
     format!("p{trimmed}")
 }
 
-/// Seconds with millisecond resolution, as reports print latencies.
+/// Seconds with millisecond resolution, as v0.1 and v0.2 reports print latencies (truncated).
 fn seconds(ns: u64) -> String {
     format!("{}.{:03} s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
+}
+
+/// How a reading is printed: as archived reports printed it, or as v0.3 (A2) prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Printing {
+    /// v0.1 and v0.2: milliseconds truncated, shares to four decimals.
+    Archived,
+    /// v0.3: milliseconds rounded to the nearest; a share printed with as many decimals as it
+    /// takes for the printed number to stand on the same side of the quantile as the value, so
+    /// that "unattainable" never sits beside a printed incidence that reaches it.
+    Honest,
+}
+
+/// Seconds rounded to the nearest millisecond (half up).
+pub fn seconds_rounded(ns: u64) -> String {
+    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+    format!("{}.{:03} s", ms / 1000, ms % 1000)
+}
+
+/// `value` to four decimals, or more where four would put it on the other side of `q` (up to
+/// the shortest text that reads back exactly).
+pub fn share_beside(value: f64, q: f64) -> String {
+    for digits in 4..=12 {
+        let text = format!("{value:.digits$}");
+        let printed: f64 = text.parse().unwrap_or(value);
+        if (printed < q) == (value < q) {
+            return text;
+        }
+    }
+    format!("{value}")
 }
 
 /// The reading in the words SPEC §3 fixes, e.g. `p99 = 1.234 s`,
 /// `p99 > 30.000 s (horizon); ceiling 0.9950`,
 /// `p99 unattainable; final incidence 0.9400, ceiling 0.9500`.
 pub fn render(q: f64, reading: Reading, horizon_ns: u64) -> String {
+    render_as(q, reading, horizon_ns, Printing::Archived)
+}
+
+/// [`render`], printed as `printing` says.
+pub fn render_as(q: f64, reading: Reading, horizon_ns: u64, printing: Printing) -> String {
     let name = name(q);
+    let secs = |ns| match printing {
+        Printing::Archived => seconds(ns),
+        Printing::Honest => seconds_rounded(ns),
+    };
+    let share = |v: f64| match printing {
+        Printing::Archived => format!("{v:.4}"),
+        Printing::Honest => share_beside(v, q),
+    };
     match reading {
-        Reading::At { time_ns } => format!("{name} = {}", seconds(time_ns)),
+        Reading::At { time_ns } => format!("{name} = {}", secs(time_ns)),
         Reading::AboveHorizon { ceiling } => format!(
-            "{name} > {} (horizon); ceiling {ceiling:.4}",
-            seconds(horizon_ns)
+            "{name} > {} (horizon); ceiling {}",
+            secs(horizon_ns),
+            share(ceiling)
         ),
         Reading::Unattainable {
             final_incidence,
             ceiling,
         } => {
             format!(
-                "{name} unattainable; final incidence {final_incidence:.4}, ceiling {ceiling:.4}"
+                "{name} unattainable; final incidence {}, ceiling {}",
+                share(final_incidence),
+                share(ceiling)
             )
         }
     }
@@ -110,6 +156,32 @@ mod tests {
             .map(|&(time_ns, fate)| Observation { time_ns, fate })
             .collect();
         CompletionCurve::estimate(&obs, Method::AalenJohansen)
+    }
+
+    #[test]
+    fn honest_printing_rounds_and_never_contradicts_its_verdict() {
+        // 0.1177 s: truncated 0.117, rounded 0.118; 0.1175 rounds half up.
+        assert_eq!(seconds(117_700_000), "0.117 s");
+        assert_eq!(seconds_rounded(117_700_000), "0.118 s");
+        assert_eq!(seconds_rounded(117_500_000), "0.118 s");
+        assert_eq!(seconds_rounded(117_499_999), "0.117 s");
+        assert_eq!(seconds_rounded(999_500_000), "1.000 s");
+        // 0.989975 prints 0.9900 to four decimals, which reaches p99; honestly it is 0.98998 (five decimals, still below 0.99).
+        assert_eq!(format!("{:.4}", 0.989975), "0.9900");
+        assert_eq!(share_beside(0.989975, 0.99), "0.98998");
+        assert_eq!(share_beside(0.95, 0.99), "0.9500");
+        let reading = Reading::Unattainable {
+            final_incidence: 0.989975,
+            ceiling: 0.989975,
+        };
+        assert_eq!(
+            render_as(0.99, reading, 30_000_000_000, Printing::Honest),
+            "p99 unattainable; final incidence 0.98998, ceiling 0.98998"
+        );
+        assert_eq!(
+            render(0.99, reading, 30_000_000_000),
+            "p99 unattainable; final incidence 0.9900, ceiling 0.9900"
+        );
     }
 
     #[test]

@@ -103,6 +103,14 @@ pub enum Detection {
     NotRecovered,
     /// The baseline goodput is zero or missing: there is nothing to recover to.
     NoBaseline,
+    /// A2 (v0.3) only: the data cannot decide. An entry was found but its hold could not be
+    /// observed (it ran past the end of the series, or through a stretch longer than R that no
+    /// counting window reads), or no window after the start held enough requests to count; so
+    /// neither a recovery nor its absence is claimed.
+    Unreadable {
+        /// Why, in words.
+        reason: &'static str,
+    },
 }
 
 /// Windowed goodput over buckets `[end + 1 - window, end]`; `None` when nothing was scheduled.
@@ -249,6 +257,253 @@ pub fn deficit(series: &[Bucket], anchor_s: usize, until_s: usize, baseline: f64
         .map(|b| baseline - b.met as f64 / b.scheduled as f64)
         .sum()
 }
+
+/// How amendment A2 (spec v0.3) reads a series: a window counts only when it holds at least
+/// `min_requests` scheduled requests, a hold is observed only when every window in it counts, and
+/// the equilibrium is entered inside a two-sided band instead of above a floor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reader {
+    /// The fewest scheduled requests a window must hold for its goodput to count
+    /// (`recovery.window_min_requests`).
+    pub min_requests: u64,
+    /// Two-sided: entry within `(1 - entry)` of the baseline on either side, exit beyond
+    /// `(1 - exit)` on either side. One-sided (the pre-fault baseline): entry at or above
+    /// `entry x baseline`, exit below `exit x baseline`.
+    pub band: bool,
+}
+
+impl Reader {
+    /// The pre-fault reading: one-sided, with the pinned minimum.
+    pub fn pre_fault() -> Reader {
+        Reader {
+            min_requests: pins::value::RECOVERY_WINDOW_MIN_REQUESTS as u64,
+            band: false,
+        }
+    }
+
+    /// The equilibrium reading: two-sided, with the pinned minimum.
+    pub fn equilibrium() -> Reader {
+        Reader {
+            band: true,
+            ..Reader::pre_fault()
+        }
+    }
+
+    /// Windowed goodput when the window holds enough requests to count.
+    pub fn read(&self, series: &[Bucket], end: usize, window: usize) -> Option<f64> {
+        let start = (end + 1).checked_sub(window)?;
+        let (met, scheduled) = series[start..=end]
+            .iter()
+            .fold((0, 0), |(m, s), b| (m + b.met, s + b.scheduled));
+        (scheduled >= self.min_requests.max(1)).then(|| met as f64 / scheduled as f64)
+    }
+
+    /// How the hold after an entry at `t` ends by `hold_end`: held when every counting window in
+    /// it stays inside the exit level and the counting windows (with the entering one) read every
+    /// bucket of it, so no scheduled request of the hold goes unread; broken by a counting window
+    /// outside the exit level; unobserved when a stretch longer than R is read by no counting
+    /// window (no requests, or too few). Thin windows neither break nor make a hold.
+    pub fn hold(
+        &self,
+        series: &[Bucket],
+        t: usize,
+        hold_end: usize,
+        window: usize,
+        exit: f64,
+        baseline: f64,
+    ) -> Hold {
+        let mut covered_to = t;
+        let mut gap = false;
+        for u in t + 1..=hold_end {
+            let Some(w) = self.read(series, u, window) else {
+                continue;
+            };
+            if !self.inside(w, exit, baseline) {
+                return Hold::Broken;
+            }
+            gap |= u + 1 - window > covered_to + 1;
+            covered_to = u;
+        }
+        if gap || covered_to != hold_end {
+            Hold::Unobserved
+        } else {
+            Hold::Held
+        }
+    }
+
+    fn inside(&self, w: f64, level: f64, baseline: f64) -> bool {
+        if self.band {
+            (w - baseline).abs() <= (1.0 - level) * baseline + 1e-12 * baseline
+        } else {
+            w >= level * baseline
+        }
+    }
+}
+
+/// Runs A2's detector: windows that start at or after both the fire anchor and bucket `from_s`
+/// (the confirmed removal, for the pre-fault baseline; the anchor itself for the equilibrium),
+/// read with `reader`. Entry is the first counting window inside the entry level whose hold
+/// [`Reader::hold`]; a hold that is not observed lets the search go on, and one that runs past
+/// the end of the series stops it (never inferred). TTR is still measured from the fire anchor.
+pub fn detect_from(
+    series: &[Bucket],
+    anchor_s: usize,
+    from_s: usize,
+    baseline: f64,
+    detector: Detector,
+    reader: Reader,
+) -> Detection {
+    if baseline.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return Detection::NoBaseline;
+    }
+    let window = detector.window_s.max(1) as usize;
+    let hold = detector.hold_s as usize;
+    let mut t = anchor_s.max(from_s) + window - 1;
+    let (mut read_any, mut unobserved) = (false, false);
+    while t < series.len() {
+        let reading = reader.read(series, t, window);
+        read_any |= reading.is_some();
+        if reading.is_some_and(|w| reader.inside(w, detector.entry, baseline)) {
+            let hold_end = t + hold;
+            if hold_end >= series.len() {
+                return Detection::Unreadable {
+                    reason: if unobserved {
+                        "every entry's hold crossed a stretch longer than R that no counting window reads, or ran past the end of the series"
+                    } else {
+                        "an entry was found, but the series ends before its hold can be observed"
+                    },
+                };
+            }
+            match reader.hold(series, t, hold_end, window, detector.exit, baseline) {
+                Hold::Held => {
+                    let entry_end_s = (t + 1) as u64;
+                    return Detection::Recovered {
+                        ttr_s: entry_end_s - anchor_s as u64,
+                        entry_end_s,
+                    };
+                }
+                Hold::Broken => {}
+                Hold::Unobserved => unobserved = true,
+            }
+        }
+        t += 1;
+    }
+    if !read_any {
+        Detection::Unreadable {
+            reason: "no detector window after the start holds enough scheduled requests to count",
+        }
+    } else if unobserved {
+        Detection::Unreadable {
+            reason:
+                "every entry's hold crossed a stretch longer than R that no counting window reads",
+        }
+    } else {
+        Detection::NotRecovered
+    }
+}
+
+/// How a hold ended (A2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Every counting window stayed inside the exit level and they read every bucket.
+    Held,
+    /// A counting window left the exit level.
+    Broken,
+    /// A stretch longer than R was read by no counting window.
+    Unobserved,
+}
+
+/// How many R-windows ending in `[first, until)` (each starting at or after bucket `from_s`) held
+/// fewer requests than `reader` counts, and how many held none: A2 states them.
+pub fn thin_windows(
+    series: &[Bucket],
+    from_s: usize,
+    until: usize,
+    window: usize,
+    reader: Reader,
+) -> (u64, u64, u64) {
+    let window = window.max(1);
+    let (mut total, mut thin, mut empty) = (0, 0, 0);
+    for end in from_s + window - 1..until.min(series.len()) {
+        total += 1;
+        let scheduled: u64 = series[end + 1 - window..=end]
+            .iter()
+            .map(|b| b.scheduled)
+            .sum();
+        if scheduled < reader.min_requests.max(1) {
+            thin += 1;
+        }
+        if scheduled == 0 {
+            empty += 1;
+        }
+    }
+    (total, thin, empty)
+}
+
+/// A2's relapse: the end bucket of the first counting window after the recovery (from
+/// `entry_end_s` to `until`, exclusive) whose goodput is below the exit threshold.
+pub fn relapse_from(
+    series: &[Bucket],
+    entry_end_s: usize,
+    until: usize,
+    baseline: f64,
+    detector: Detector,
+    reader: Reader,
+) -> Option<usize> {
+    let window = detector.window_s.max(1) as usize;
+    (entry_end_s..until.min(series.len())).find(|&t| {
+        reader
+            .read(series, t, window)
+            .is_some_and(|w| w < detector.exit * baseline)
+    })
+}
+
+/// A2's plateau: from the fire anchor + R to bucket `end` (exclusive), where the caller puts the
+/// earliest of the confirmed removal (the single replica is no longer alone), the start of the
+/// window that entered recovery to the pre-fault baseline (so the plateau never contains it) and
+/// the timeout; estimable only if it spans at least R, holds at least the reader's minimum of
+/// requests, and its goodput is above 0.
+pub fn plateau_until(
+    series: &[Bucket],
+    anchor_s: usize,
+    end: usize,
+    window_s: usize,
+    reader: Reader,
+) -> Plateau {
+    let from = anchor_s + window_s;
+    let to = end.min(series.len());
+    let bounds = (from as u64, (to.max(from)) as u64);
+    if to < from + window_s {
+        return Plateau::NotEstimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            reason: "plateau shorter than R",
+        };
+    }
+    let scheduled: u64 = series[from..to].iter().map(|b| b.scheduled).sum();
+    if scheduled < reader.min_requests {
+        return Plateau::NotEstimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            reason: "fewer scheduled requests than a detector window must hold",
+        };
+    }
+    match goodput_between(series, from, to) {
+        Some(g) if g > 0.0 => Plateau::Estimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            goodput: g,
+        },
+        _ => Plateau::NotEstimable {
+            from_s: bounds.0,
+            to_s: bounds.1,
+            reason: "zero SLO-goodput",
+        },
+    }
+}
+
+#[cfg(test)]
+mod amended_tests;
 
 #[cfg(test)]
 mod tests {

@@ -55,6 +55,43 @@ pub struct RecoveryReport {
     pub experiment_invalid: Vec<String>,
     /// The goodput series from the run's start, one value per bucket (for plots).
     pub series: Vec<SeriesPoint>,
+    /// v0.3 (amendment A2): how the detector read this run, what it could not read, and the
+    /// fault-fidelity evidence. Absent under v0.1 and v0.2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amended: Option<Amended>,
+}
+
+/// What amendment A2 (spec v0.3) adds to a recovery report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Amended {
+    /// The figures are withheld because the run is invalid (§9); the timeline and the evidence
+    /// stay as the diagnosis.
+    pub withheld: Option<String>,
+    /// The confirmed removal of the fault that the pre-fault recovery waits for, s from the epoch.
+    pub removal_s: Option<f64>,
+    /// What confirmed the removal, or why nothing did.
+    pub removal_evidence: String,
+    /// The fewest scheduled requests a detector window must hold to count.
+    pub window_min_requests: u64,
+    /// R-windows after the anchor (that the detector could read): in all, too thin, empty.
+    pub windows: [u64; 3],
+    /// How R and H were sized in this run (dev widening) and what the dev profile cannot show.
+    pub notes: Vec<String>,
+    /// Seeds/004's seven fault-fidelity evidence points.
+    pub fidelity: Vec<Evidence>,
+}
+
+/// One fault-fidelity evidence point (seeds/004).
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    /// The evidence point (controller, dependency or resource, ...).
+    pub point: &'static str,
+    /// The fact the seed requires of it.
+    pub required: &'static str,
+    /// `evidenced` or `not evidenced`.
+    pub status: &'static str,
+    /// What the journal shows, or what would evidence it.
+    pub evidence: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -81,6 +118,10 @@ pub struct Ttr {
     pub at_s: Option<f64>,
     /// The reading in words.
     pub text: String,
+    /// What qualifies this reading (v0.3: a relapse after it, a detector that fired before the
+    /// fault's removal, a TTR equal to R that the data make so).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -127,6 +168,9 @@ pub struct Component {
 /// A measured boundary of the recovery, or N/A with the reason.
 #[derive(Clone, Debug, Serialize)]
 pub struct Boundary {
+    /// When it was observed, ns from the epoch (for the analysis; the report carries `at_s`).
+    #[serde(skip)]
+    pub at_ns: Option<u64>,
     /// Which boundary (reschedule, container start, weight load, ...).
     pub boundary: &'static str,
     /// When it was observed, s from the epoch.

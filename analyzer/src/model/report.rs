@@ -396,6 +396,40 @@ pub struct Audit {
     pub telemetry: TelemetrySummary,
     /// `representative`, `descriptive only` or `rerun required`, with why.
     pub decision: String,
+    /// v0.3 (A2): seeds/003's required audit artifact, field by field. Absent under v0.1 and v0.2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<Artifact>,
+}
+
+/// Seeds/003's "Required audit artifact", every field filled from the journal (v0.3).
+#[derive(Clone, Debug, Serialize)]
+pub struct Artifact {
+    /// Target workload: the model, and the evidence this run gives for it.
+    pub workload: String,
+    /// Clock model: every timestamp the journal keeps per request, and its clock.
+    pub clock: String,
+    /// Stage counts, scheduled through each terminal outcome, in one line.
+    pub stages: String,
+    /// Generator: version, configuration hash, workers, connections opened and at peak, clock
+    /// source, canary.
+    pub generator: String,
+    /// Schedule: target against empirical inter-arrivals, and the lag and drop policy.
+    pub schedule: String,
+    /// Results: the raw distributions, and that no correction was applied.
+    pub results: String,
+    /// Threats, each with what this run shows.
+    pub threats: Vec<Threat>,
+    /// The decision (as [`Audit::decision`]).
+    pub decision: String,
+}
+
+/// One threat to a latency result (seeds/003) and what this run shows about it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Threat {
+    /// Response coupling, saturation, censoring, retries or shared bottlenecks.
+    pub threat: &'static str,
+    /// What this run shows.
+    pub shows: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -460,8 +494,13 @@ pub struct TelemetrySummary {
     pub stall_p99_max_us: Option<f64>,
     /// The largest stall, us.
     pub stall_max_us: Option<f64>,
-    /// The writer queue's largest depth.
+    /// The largest value of the telemetry's `writer_queue_max` field (v0.1 and v0.2 print it as
+    /// the queue's largest depth; recorders before the fix wrote the queue's capacity there).
     pub writer_queue_max: u64,
+    /// v0.3: the writer queue's largest observed depth, in records (the interval peaks where the
+    /// recorder wrote them, else the depths sampled at each interval's end), and how it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer_queue_observed: Option<(u64, String)>,
     /// Times the writer queue was full.
     pub writer_queue_full_events: u64,
     /// Requests the recorder gave up dispatching.

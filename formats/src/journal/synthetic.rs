@@ -104,7 +104,9 @@ pub fn header(config: &Config, signer: Option<&SigningKey>) -> Header {
     let schedule = config.schedule_params();
     Header {
         codec: CODEC.into(),
-        spec_version: crate::spec::Spec::CURRENT.name().into(),
+        // Fixed, not the current version: golden/v1's journals were written with it, and the
+        // writer must keep reproducing their bytes whatever version is current.
+        spec_version: crate::spec::Spec::V0_2.name().into(),
         tool_version: "synthetic".into(),
         tool_commit: "none".into(),
         profile: config.profile.name().into(),

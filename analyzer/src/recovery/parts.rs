@@ -1,0 +1,263 @@
+//! Per-component recovery, backlog drain and the measured decomposition (SPEC §5).
+
+use percentes_formats::journal::records::{EventKind, Outcome};
+
+use super::amended::Rules;
+use super::{not_applicable, seconds, series_of, ttr};
+use crate::estimate::recovery::{Detection, Detector};
+use crate::frame::NONE;
+use crate::load::Run;
+use crate::model::*;
+use crate::windows::Window;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn components(
+    run: &Run,
+    met: &[bool],
+    bucket_ns: u64,
+    end_ns: u64,
+    anchor: usize,
+    anchor_ns: u64,
+    baseline_rows: &[usize],
+    baseline_window: Option<Window>,
+    timeout_s: f64,
+    detector: Detector,
+    rules: &Rules,
+) -> Vec<Component> {
+    let requests = &run.requests;
+    let slo = crate::estimate::slo::Slo::pinned();
+    let completed = |r: usize| requests.outcome(r) == Some(Outcome::Completed);
+    let first = |r: usize| {
+        let f = requests.first_content_ns[r];
+        if f == NONE {
+            requests.terminal_ns[r]
+        } else {
+            f
+        }
+    };
+    let ttft_ok =
+        |r: usize| completed(r) && first(r).saturating_sub(requests.intended_ns[r]) <= slo.ttft_ns;
+    let e2e_ok = |r: usize| {
+        completed(r)
+            && requests.terminal_ns[r].saturating_sub(requests.intended_ns[r]) <= slo.e2e_ns
+    };
+    let not_errored = |r: usize| requests.outcome(r) != Some(Outcome::Errored);
+    let _ = met;
+    let mut out = Vec::new();
+    let checks: [(&'static str, &dyn Fn(usize) -> bool); 3] = [
+        ("TTFT-SLO share", &ttft_ok),
+        ("end-to-end-SLO share", &e2e_ok),
+        ("share not errored (error rate)", &not_errored),
+    ];
+    for (name, good) in checks {
+        let series = series_of(requests, bucket_ns, end_ns, good);
+        let baseline = (!baseline_rows.is_empty()).then(|| {
+            baseline_rows.iter().filter(|&&r| good(r)).count() as f64 / baseline_rows.len() as f64
+        });
+        let detection = baseline.map_or(Detection::NoBaseline, |g| {
+            rules.component(&series, anchor, g, detector)
+        });
+        out.push(Component {
+            component: name,
+            baseline,
+            ttr: ttr(detection, bucket_ns, anchor_ns, timeout_s),
+        });
+    }
+    out.push(backlog(
+        run,
+        bucket_ns,
+        end_ns,
+        anchor,
+        anchor_ns,
+        baseline_window,
+        timeout_s,
+        detector,
+    ));
+    out
+}
+
+/// Backlog drain: requests in flight (dispatched, not yet terminal) sampled at each bucket start.
+/// A backlog exists when the count after the anchor exceeds the baseline's largest; it has
+/// drained at the first sample after the peak back at or under that level that stays there for
+/// the hold H.
+#[allow(clippy::too_many_arguments)]
+fn backlog(
+    run: &Run,
+    bucket_ns: u64,
+    end_ns: u64,
+    anchor: usize,
+    anchor_ns: u64,
+    baseline: Option<Window>,
+    timeout_s: f64,
+    detector: Detector,
+) -> Component {
+    let requests = &run.requests;
+    let buckets = usize::try_from(end_ns / bucket_ns).unwrap_or(0);
+    let mut delta = vec![0i64; buckets + 1];
+    for r in 0..requests.len() {
+        let d = requests.dispatched_ns[r];
+        if d == NONE || requests.outcome(r).is_none() {
+            continue;
+        }
+        // In flight at bucket start b*bucket iff d <= b*bucket < terminal.
+        let from = d.div_ceil(bucket_ns) as usize;
+        let to = requests.terminal_ns[r].div_ceil(bucket_ns) as usize;
+        if from < to && from <= buckets {
+            delta[from] += 1;
+            delta[to.min(buckets)] -= 1;
+        }
+    }
+    let mut in_flight = Vec::with_capacity(buckets);
+    let mut level = 0i64;
+    for d in delta.iter().take(buckets) {
+        level += d;
+        in_flight.push(level.max(0) as u64);
+    }
+    let base_max = baseline.map(|w| {
+        let from = w.start_ns.div_ceil(bucket_ns) as usize;
+        let to = (w.end_ns / bucket_ns) as usize;
+        in_flight
+            .get(from..to.min(in_flight.len()))
+            .and_then(|s| s.iter().max().copied())
+            .unwrap_or(0)
+    });
+    let Some(base_max) = base_max else {
+        return Component {
+            component: "backlog drain",
+            baseline: None,
+            ttr: not_applicable("no baseline window"),
+        };
+    };
+    let after = in_flight.get(anchor..).unwrap_or(&[]);
+    let (peak_at, peak) = after
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, v)| (**v, std::cmp::Reverse(*i)))
+        .map(|(i, v)| (i, *v))
+        .unwrap_or((0, 0));
+    let baseline_value = Some(base_max as f64);
+    if peak <= base_max {
+        return Component {
+            component: "backlog drain",
+            baseline: baseline_value,
+            ttr: not_applicable(&format!(
+                "no backlog formed (in flight never exceeded the baseline's largest, {base_max})"
+            )),
+        };
+    }
+    let hold = detector.hold_s as usize;
+    let drained = (peak_at..after.len())
+        .find(|&i| i + hold < after.len() && after[i..=i + hold].iter().all(|&v| v <= base_max));
+    Component {
+        component: "backlog drain",
+        baseline: baseline_value,
+        ttr: match drained {
+            Some(i) => {
+                let at = (anchor + i) as u64 * bucket_ns;
+                let value = seconds(at.saturating_sub(anchor_ns));
+                Ttr { status: "recovered".into(), ttr_s: Some(value), at_s: Some(seconds(at)), text: format!("{value:.3} s (peak {peak} in flight)"), flags: Vec::new() }
+            }
+            None => Ttr {
+                status: "not recovered within the recovery timeout".into(),
+                ttr_s: None,
+                at_s: None,
+                text: format!("backlog not drained within {timeout_s:.3} s (peak {peak} in flight, baseline at most {base_max})"),
+                flags: Vec::new(),
+            },
+        },
+    }
+}
+
+/// Measured boundaries only (§5): timeline events the journal carries, the first direct probe
+/// success against the victim, the first success through the service served by it.
+pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
+    let mut out = Vec::new();
+    let boundary = |name: &'static str, at: Option<u64>, evidence: String| Boundary {
+        at_ns: at,
+        boundary: name,
+        at_s: at.map(seconds),
+        since_anchor_s: at.map(|a| (a as f64 - anchor_ns as f64) / 1e9),
+        evidence,
+    };
+    for (name, subject) in [
+        ("reschedule", "reschedule"),
+        ("container start", "container-start"),
+        ("weight load", "weight-load"),
+        ("CUDA-graph capture", "graph-capture"),
+    ] {
+        let event = run
+            .events
+            .all(EventKind::Timeline)
+            .find(|e| e.subject == subject && e.at_ns >= anchor_ns);
+        out.push(match event {
+            Some(e) => boundary(
+                name,
+                Some(e.at_ns),
+                format!("timeline event `{subject}`: {}", e.detail),
+            ),
+            None => boundary(
+                name,
+                None,
+                format!("N/A: the journal carries no `{subject}` timeline event (never inferred)"),
+            ),
+        });
+    }
+    let victim = run.config.fault.victim.clone().unwrap_or_default();
+    let probes: Vec<_> = run
+        .events
+        .all(EventKind::Probe)
+        .filter(|e| e.subject == victim)
+        .collect();
+    let went_down = probes
+        .iter()
+        .find(|e| e.at_ns >= anchor_ns && e.detail.starts_with("down"))
+        .map(|e| e.at_ns);
+    let ready =
+        went_down.and_then(|down| probes.iter().find(|e| e.at_ns > down && e.detail == "ok"));
+    out.push(match (probes.is_empty(), went_down, ready) {
+        (true, _, _) => boundary(
+            "replica-ready",
+            None,
+            format!("N/A: no direct probe of {victim} in the journal"),
+        ),
+        (false, None, _) => boundary(
+            "replica-ready",
+            None,
+            format!("N/A: {victim} never stopped answering its direct probe"),
+        ),
+        (false, Some(_), None) => boundary(
+            "replica-ready",
+            None,
+            format!("N/A: {victim} did not answer its direct probe again before the run ended"),
+        ),
+        (false, Some(_), Some(e)) => boundary(
+            "replica-ready",
+            Some(e.at_ns),
+            format!("first direct probe success against {victim} after it went down"),
+        ),
+    });
+    let requests = &run.requests;
+    let restored = (0..requests.len())
+        .filter(|&r| {
+            requests.outcome(r) == Some(Outcome::Completed) && requests.terminal_ns[r] > anchor_ns
+        })
+        .filter(|&r| {
+            requests.replica_name(r) == Some(victim.as_str())
+                && requests.dispatched_ns[r] > anchor_ns
+        })
+        .map(|r| requests.terminal_ns[r])
+        .min();
+    out.push(match restored {
+        Some(at) => boundary(
+            "traffic-restored",
+            Some(at),
+            format!("first success through the service served by {victim} after the fire"),
+        ),
+        None => boundary(
+            "traffic-restored",
+            None,
+            format!("N/A: no success through the service was served by {victim} after the fire"),
+        ),
+    });
+    out
+}
