@@ -307,6 +307,9 @@ struct Shared {
     censored: AtomicU64,
     undispatched: AtomicU64,
     queue_depth: AtomicU64,
+    /// The queue's largest depth since the telemetry thread last read it (JOURNAL.md's
+    /// `writer_queue_max`: the interval's peak).
+    queue_peak: AtomicU64,
     queue_full: AtomicU64,
     skew_ns: Mutex<Vec<u64>>,
     stall_ns: Mutex<Vec<u64>>,
@@ -393,9 +396,12 @@ impl Sender {
     }
 
     fn send_message(&self, message: ToWriter, records: u64) {
-        self.shared
+        let depth = self
+            .shared
             .queue_depth
-            .fetch_add(records, Ordering::Relaxed);
+            .fetch_add(records, Ordering::Relaxed)
+            + records;
+        self.shared.queue_peak.fetch_max(depth, Ordering::Relaxed);
         match self.tx.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(message)) => {
@@ -1056,5 +1062,44 @@ path = "/v1/chat/completions"
         let mut far = StallPool::default();
         far.add(250_000_000);
         assert_eq!(far.p99_upper_ns(), Some(250_000_000));
+    }
+
+    /// Issue 15's case: eight SIGSTOPs of 0.4 s in a run gave a stall p99 of 1.99 ms while the
+    /// send skew reached 419 ms, because a wake 400 ms late was one sample. Counting the ticks
+    /// the stall swallowed makes the gate see it. (Mutation-checked: with `tick_lateness`
+    /// yielding only `late_ns`, the p99 below is the 50 us bucket's edge and this test fails.)
+    #[test]
+    fn a_wake_late_by_k_periods_counts_its_k_missed_ticks() {
+        let period = STALL_TICK.as_nanos() as u64;
+        // One second at 40 us with a wake 400.3 ms late in it: 600 healthy ticks and the 401
+        // the stall accounts for.
+        let mut pool = StallPool::default();
+        for _ in 0..600 {
+            pool.add(40_000);
+        }
+        for late in telemetry::tick_lateness(400_300_000, period) {
+            pool.add(late);
+        }
+        // Rank ceil(0.99 x 1001) = 991 falls among the stall's samples (the 391st in ascending
+        // order, 390.3 ms), past the pool's 100 ms of buckets, so it reads the maximum: the gate
+        // fails, as it must.
+        let p99 = pool.p99_upper_ns().unwrap();
+        let limit_ns = percentes_formats::pins::value::GATES_RUNTIME_STALL_P99_US as u64 * 1000;
+        assert!(
+            p99 > limit_ns,
+            "p99 {p99} ns should fail the {limit_ns} ns gate"
+        );
+        // A wake 400.3 ms late at a 1 ms period: the tick it was due for and the 400 behind it,
+        // late by 400.3, 399.3, ..., 0.3 ms.
+        let ticks: Vec<u64> = telemetry::tick_lateness(400_300_000, period).collect();
+        assert_eq!(ticks.len(), 401);
+        assert_eq!(ticks[0], 400_300_000);
+        assert_eq!(ticks[400], 300_000);
+        assert!(ticks.windows(2).all(|w| w[0] - w[1] == period));
+        // A wake under a period late is one sample, as before.
+        assert_eq!(
+            telemetry::tick_lateness(40_000, period).collect::<Vec<_>>(),
+            [40_000]
+        );
     }
 }

@@ -77,12 +77,27 @@ pub(super) fn stall_ticker(shared: &Shared) {
         let late = Instant::now()
             .saturating_duration_since(deadline)
             .as_nanos() as u64;
-        shared.stall_ns.lock().expect("stall lock").push(late);
-        if late > 100 * STALL_TICK.as_nanos() as u64 {
-            // A long stall: resynchronize instead of firing a burst of catch-up ticks.
-            deadline = Instant::now();
-        }
+        let period_ns = STALL_TICK.as_nanos() as u64;
+        shared
+            .stall_ns
+            .lock()
+            .expect("stall lock")
+            .extend(tick_lateness(late, period_ns));
+        // The ticks whose deadlines passed during the stall are counted above, so the next
+        // deadline is the first one still ahead: no burst of catch-up wakes.
+        deadline += Duration::from_nanos(late / period_ns * period_ns);
     }
+}
+
+/// The lateness of every tick one wake accounts for (SPEC §2): the tick it was due for, late by
+/// `late_ns`, and each later tick whose deadline passed while the ticker could not run, late by
+/// a period less each. A stall of k periods is k + 1 samples, so a long stall weighs in the p99
+/// as the share of the interval it took, not as one sample among a thousand. (The ticker is a
+/// periodic self-check whose own wakes were suppressed: filling in the ticks it missed is
+/// exactly its schedule, unlike synthesizing samples for open-loop requests.)
+pub(super) fn tick_lateness(late_ns: u64, period_ns: u64) -> impl Iterator<Item = u64> {
+    let period_ns = period_ns.max(1);
+    (0..=late_ns / period_ns).map(move |k| late_ns - k * period_ns)
 }
 
 pub(super) fn telemetry_thread(
@@ -140,6 +155,8 @@ pub(super) fn telemetry_thread(
         let mut skew = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
         skew.sort_unstable();
         let depth = shared.queue_depth.load(Ordering::Relaxed);
+        // The interval's peak, then start the next interval's from the depth now.
+        let peak = shared.queue_peak.swap(depth, Ordering::Relaxed).max(depth);
         let telemetry = TelemetryRecord {
             at_ns,
             interval_ns: TELEMETRY_INTERVAL.as_nanos() as u64,
@@ -155,7 +172,7 @@ pub(super) fn telemetry_thread(
             undispatched_total: shared.undispatched.load(Ordering::Relaxed),
             in_flight: shared.in_flight.load(Ordering::Relaxed) as u32,
             writer_queue_depth: depth as u32,
-            writer_queue_max: WRITER_QUEUE_RECORDS_MAX as u32,
+            writer_queue_max: u32::try_from(peak).unwrap_or(u32::MAX),
         };
         let queue_full = shared.queue_full.load(Ordering::Relaxed);
         if queue_full > last_queue_full {
