@@ -256,7 +256,10 @@ fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Pro
     Provenance {
         spec_applied: spec.name().into(),
         spec_at_capture: header.spec_version.clone(),
-        curve_method: method_name(method).into(),
+        curve_method: match spec.recovery_rules() {
+            RecoveryRules::Original => method_name(method).into(),
+            RecoveryRules::Amended => method_name(method).replace("(v0.2)", "(A1, since v0.2)"),
+        },
         analyzer_version: analyzer.version.clone(),
         analyzer_commit: analyzer.commit.clone(),
         recorder_version: header.tool_version.clone(),

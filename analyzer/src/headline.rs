@@ -51,10 +51,37 @@ pub fn sentence(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
         tte.as_ref().map_or(EMPTY.to_owned(), |s| format!("{:.1} s", s.median)),
         tte.as_ref().map_or(EMPTY.to_owned(), |s| format!("{:.1}-{:.1} s", s.min, s.max)),
         tte.as_ref().map_or(EMPTY.to_owned(), |s| s.n.to_string()),
-        ttr.as_ref().map_or(EMPTY.to_owned(), |s| format!("{:.1} s", s.median)),
+        ttr.as_ref().map_or(EMPTY.to_owned(), |s| format!(
+            "{:.1} s{}",
+            s.median,
+            relapses(clean_delete)
+        )),
         segments,
         dominant,
     )
+}
+
+/// Under v0.3 (A2), how many of the runs relapsed after the recovery the TTR reads, said beside
+/// it (empty when none did, and always under v0.1 and v0.2).
+fn relapses(reports: &[&RecoveryReport]) -> String {
+    let relapsed = reports
+        .iter()
+        .filter(|r| {
+            r.amended.is_some()
+                && r.to_pre_fault
+                    .flags
+                    .iter()
+                    .any(|f| f.starts_with("relapsed"))
+        })
+        .count();
+    if relapsed == 0 {
+        String::new()
+    } else {
+        format!(
+            " (then relapsed in {relapsed} of {} runs: goodput fell below the exit threshold again)",
+            reports.len()
+        )
+    }
 }
 
 /// Whether a boundary `at` seconds after the anchor may be named as a measured segment of the

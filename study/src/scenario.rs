@@ -973,8 +973,13 @@ pub fn headline(report: &model::Report) {
                 "the two-replica pre-fault baseline",
             )
         };
-        println!("time to {equilibrium}: {}", r.to_equilibrium.text);
-        println!("time to {baseline}: {}", r.to_pre_fault.text);
+        for (to, ttr) in [
+            (equilibrium, &r.to_equilibrium),
+            (baseline, &r.to_pre_fault),
+        ] {
+            println!("time to {to}: {}", ttr.text);
+            ttr.flags.iter().for_each(|f| println!("  FLAG: {f}"));
+        }
         if let Some(relapse) = &r.relapse {
             println!("RELAPSE: {relapse}");
         }

@@ -389,9 +389,12 @@ pub(super) fn curve_report(
         })
         .collect();
     CurveReport {
-        method: match method {
-            Method::AalenJohansen => "Aalen-Johansen (v0.2)",
-            Method::KaplanMeierErrorsCensored => "Kaplan-Meier, errors censored (v0.1)",
+        method: match (method, printing) {
+            (Method::AalenJohansen, Printing::Archived) => "Aalen-Johansen (v0.2)",
+            // The same estimator; under v0.3 the label names the amendment that chose it, so a
+            // v0.3 report does not appear to cite v0.2.
+            (Method::AalenJohansen, Printing::Honest) => "Aalen-Johansen (A1)",
+            (Method::KaplanMeierErrorsCensored, _) => "Kaplan-Meier, errors censored (v0.1)",
         },
         label: "over all scheduled requests of the window (undispatched excluded)",
         n: curve.n,

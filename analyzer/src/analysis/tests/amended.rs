@@ -61,6 +61,13 @@ fn a_relapse_after_a_declared_recovery_is_flagged_on_the_ttr() {
     assert!(flag.contains("30.600 s after the fire"), "{flag}");
     assert!(r.relapse.is_some());
     assert!(report::markdown(&v3).contains("**Flag (to the pre-fault baseline):** relapsed"));
+    // The headline says it beside the TTR it qualifies.
+    assert!(
+        v3.headline.contains("(then relapsed in 1 of 1 runs"),
+        "{}",
+        v3.headline
+    );
+    assert!(!v2.headline.contains("relapsed"), "{}", v2.headline);
     // v0.2 already names the relapse, without the flag on the TTR.
     assert!(rec(&v2).relapse.is_some());
     assert!(rec(&v2).to_pre_fault.flags.is_empty());
@@ -96,7 +103,12 @@ fn no_recovery_before_the_removal_and_the_early_detection_is_said() {
     down.detail = "down (connection refused)".into();
     events.push(down);
     events.push(event(60 * S, "probe", "replica-1", Some(0)));
+    // A boundary after the recovery it would qualify: the headline may not name it under v0.3.
+    events.push(event(70 * S, "timeline", "container-start", None));
     let (v2, v3) = both(fate, events);
+    assert!(v2.headline.contains("container start"), "{}", v2.headline);
+    assert!(!v3.headline.contains("container start"), "{}", v3.headline);
+    assert!(v3.headline.contains("replica-ready"), "{}", v3.headline);
     let early = rec(&v2).to_pre_fault.at_s.unwrap();
     assert!(
         early < 50.0,
@@ -105,10 +117,10 @@ fn no_recovery_before_the_removal_and_the_early_detection_is_said() {
     let r = rec(&v3);
     let a = amended(&v3);
     let removal = a.removal_s.unwrap();
-    assert!((removal - 60.0).abs() < 1e-9, "replica-ready: {removal}");
+    assert!((removal - 60.0).abs() < 1e-6, "replica-ready: {removal}");
     let at = r.to_pre_fault.at_s.unwrap();
     // The first window that may count starts at 60 s: it ends at 62 s (R = 2 s).
-    assert!((at - 62.0).abs() < 1e-9, "{at}");
+    assert!((at - 62.0).abs() < 1e-6, "{at}");
     assert!(
         r.to_pre_fault
             .flags
@@ -192,6 +204,28 @@ fn an_invalid_run_keeps_its_timeline_and_prints_no_recovery_figure() {
     assert!(md.contains("**Withheld:**"));
     assert!(!md.contains("held for H"), "no Recovered state with a time");
     assert!(md.contains("NOT PUBLISHABLE: the run is invalid"));
+    // Every output says so: the interval log's header, each plot, and the latency plot across.
+    let hlog = String::from_utf8(report::interval_log(&v3).unwrap()).unwrap();
+    assert!(
+        hlog.lines()
+            .any(|l| l.starts_with('#') && l.contains("NOT PUBLISHABLE: the run is invalid")),
+        "{hlog}"
+    );
+    let plots = crate::plots::all(&v3, &crate::frame::Requests::default());
+    assert!(!plots.is_empty());
+    for (name, svg) in &plots {
+        assert!(
+            svg.contains("NOT PUBLISHABLE: the run is invalid"),
+            "{name}"
+        );
+        assert_eq!(
+            svg.contains("INVALID RUN: NOT PUBLISHABLE"),
+            *name == "latency.svg",
+            "{name}"
+        );
+    }
+    let html = crate::plots::html(&md, &plots);
+    assert!(html.contains("NOT PUBLISHABLE: the run is invalid"));
 }
 
 #[test]
