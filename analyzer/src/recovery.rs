@@ -231,12 +231,21 @@ pub fn analyze(
                 goodput: Some(goodput),
                 note: "estimable: spans at least R with goodput above 0".into(),
             },
-            ttr(
-                rules.equilibrium(&series, anchor, to_s as usize, goodput, detector),
-                bucket_ns,
-                anchor_ns,
-                timeout_s,
-            ),
+            match rules.equilibrium(&series, anchor, to_s as usize, goodput, detector) {
+                // A2 looks for the settling inside the plateau only: say so, not "the timeout".
+                Detection::NotRecovered if amended => Ttr {
+                    status: "not settled".into(),
+                    ttr_s: None,
+                    at_s: None,
+                    text: format!(
+                        "not settled: no counting window stayed within 15 % of the plateau's goodput for H inside the plateau ({:.3}-{:.3} s)",
+                        edge(from_s),
+                        edge(to_s)
+                    ),
+                    flags: Vec::new(),
+                },
+                found => ttr(found, bucket_ns, anchor_ns, timeout_s),
+            },
         ),
         Plateau::NotEstimable {
             from_s,

@@ -374,3 +374,40 @@ fn g2_2_counts_requests_without_a_record_under_v0_3() {
     assert_eq!(g.observed, format!("{unknown} requests"));
     assert!(g.note.contains("no record"), "{}", g.note);
 }
+
+#[test]
+fn a_survivor_that_never_settles_inside_the_plateau_is_said_to_be_not_settled() {
+    // From the fire the survivor alone serves everything, failing one more request in twenty
+    // each second (goodput falls from 1.0 to 0 over 20 s, then stays there), until the
+    // replacement serves from 60 s. No 6 s hold stays within 15 % of the plateau's mean.
+    let fate = |e: &Entry| {
+        let t = e.intended_ns;
+        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+        if (INJECT..60 * S).contains(&t) {
+            if e.index % 20 < (t - INJECT) / S {
+                return Some(ended(e, "refused", MS));
+            }
+            r.replica = "replica-0".into();
+        } else {
+            r.replica = format!("replica-{}", e.index % 2);
+        }
+        Some(r)
+    };
+    let (_, v3) = both(fate, fault_events());
+    let r = rec(&v3);
+    assert!(r.equilibrium.estimable, "{:?}", r.equilibrium);
+    assert!(
+        r.equilibrium.to_s <= 61.0,
+        "ends at the removal: {:?}",
+        r.equilibrium
+    );
+    assert_eq!(r.to_equilibrium.status, "not settled");
+    assert!(
+        r.to_equilibrium
+            .text
+            .starts_with("not settled: no counting window stayed within 15 %"),
+        "{}",
+        r.to_equilibrium.text
+    );
+    assert!(r.to_pre_fault.ttr_s.is_some(), "{:?}", r.to_pre_fault);
+}
