@@ -98,15 +98,9 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
     let audit = audit::audit(run, &cut, &skews, &validity, amended);
     let mut not_publishable = run.not_publishable.clone();
     if !validity.valid {
-        let failed: Vec<&str> = validity
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
-            .map(|g| g.id.name())
-            .collect();
         not_publishable.push(format!(
             "NOT PUBLISHABLE: the run is invalid (§9, §10): {} did not pass",
-            failed.join(", ")
+            failed_gates(&validity)
         ));
     }
     if config.target.tls.insecure {
@@ -145,17 +139,11 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             .collect();
         (reports, None)
     } else {
-        let failed: Vec<&str> = validity
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
-            .map(|g| g.id.name())
-            .collect();
         (
             Vec::new(),
             Some(format!(
                 "the run is invalid (§9, §10): {} did not pass; no statistic is published",
-                failed.join(", ")
+                failed_gates(&validity)
             )),
         )
     };
@@ -223,6 +211,17 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         report.headline = crate::headline::of_run(&report);
     }
     report
+}
+
+/// The names of the gates that do not hold, joined for a sentence.
+fn failed_gates(validity: &Validity) -> String {
+    validity
+        .gates
+        .iter()
+        .filter(|g| !g.holds())
+        .map(|g| g.id.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The timeline of `run`: phase ends from the recorded schedule, the fire from its events.

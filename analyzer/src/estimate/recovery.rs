@@ -225,13 +225,31 @@ pub fn plateau(
         _ => timeout_end,
     }
     .min(series.len());
-    let bounds = (from as u64, to as u64);
+    estimable(series, from, to, (from as u64, to as u64), window_s, 0)
+}
+
+/// The plateau `[from, to)`, reported with `bounds`: estimable when it spans at least R
+/// (`window_s`), holds at least `min_requests` scheduled requests (A2; 0 before it) and has
+/// goodput above 0.
+fn estimable(
+    series: &[Bucket],
+    from: usize,
+    to: usize,
+    bounds: (u64, u64),
+    window_s: usize,
+    min_requests: u64,
+) -> Plateau {
+    let refuse = |reason| Plateau::NotEstimable {
+        from_s: bounds.0,
+        to_s: bounds.1,
+        reason,
+    };
     if to < from + window_s {
-        return Plateau::NotEstimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            reason: "plateau shorter than R",
-        };
+        return refuse("plateau shorter than R");
+    }
+    let scheduled: u64 = series[from..to].iter().map(|b| b.scheduled).sum();
+    if scheduled < min_requests {
+        return refuse("fewer scheduled requests than a detector window must hold");
     }
     match goodput_between(series, from, to) {
         Some(g) if g > 0.0 => Plateau::Estimable {
@@ -239,11 +257,7 @@ pub fn plateau(
             to_s: bounds.1,
             goodput: g,
         },
-        _ => Plateau::NotEstimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            reason: "zero SLO-goodput",
-        },
+        _ => refuse("zero SLO-goodput"),
     }
 }
 
@@ -473,33 +487,7 @@ pub fn plateau_until(
     let from = anchor_s + window_s;
     let to = end.min(series.len());
     let bounds = (from as u64, (to.max(from)) as u64);
-    if to < from + window_s {
-        return Plateau::NotEstimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            reason: "plateau shorter than R",
-        };
-    }
-    let scheduled: u64 = series[from..to].iter().map(|b| b.scheduled).sum();
-    if scheduled < reader.min_requests {
-        return Plateau::NotEstimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            reason: "fewer scheduled requests than a detector window must hold",
-        };
-    }
-    match goodput_between(series, from, to) {
-        Some(g) if g > 0.0 => Plateau::Estimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            goodput: g,
-        },
-        _ => Plateau::NotEstimable {
-            from_s: bounds.0,
-            to_s: bounds.1,
-            reason: "zero SLO-goodput",
-        },
-    }
+    estimable(series, from, to, bounds, window_s, reader.min_requests)
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl Rules {
         }
     }
 
-    /// Recovery to the pre-fault baseline `g`.
+    /// Recovery to the pre-fault baseline `g` (or a component's to its own baseline share).
     pub(crate) fn pre_fault(
         &self,
         series: &[Bucket],
@@ -153,17 +153,6 @@ impl Rules {
                 Reader::equilibrium(),
             ),
         }
-    }
-
-    /// A component's recovery to its own baseline share.
-    pub(crate) fn component(
-        &self,
-        series: &[Bucket],
-        anchor: usize,
-        g: f64,
-        detector: Detector,
-    ) -> Detection {
-        self.pre_fault(series, anchor, g, detector)
     }
 
     /// A relapse after the recovery entered at `entry_end` (v0.2: within the timeout; A2: to the

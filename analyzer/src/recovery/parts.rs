@@ -55,7 +55,7 @@ pub(super) fn components(
             baseline_rows.iter().filter(|&&r| good(r)).count() as f64 / baseline_rows.len() as f64
         });
         let detection = baseline.map_or(Detection::NoBaseline, |g| {
-            rules.component(&series, anchor, g, detector)
+            rules.pre_fault(&series, anchor, g, detector)
         });
         out.push(Component {
             component: name,

@@ -102,22 +102,16 @@ pub(super) fn injection_timeline(
         .find(|e| e.subject == "detected" && impact.is_some_and(|i| e.at_ns >= i))
         .map(|e| e.at_ns);
     let durations = vec![
-        Duration {
-            duration: "detection",
-            seconds: detection.zip(confirmed).map(|(d, c)| seconds(d - c)),
-            definition: "confirmed impact to the service's first detection signal (metric, event, health or breaker transition)",
-            note: if confirmed.is_none() {
-                "N/A: the impact was not independently confirmed".into()
-            } else if detection.is_none() {
-                "N/A: the journal carries no `detected` timeline event".into()
-            } else {
-                String::new()
-            },
-        },
+        detection_duration(
+            detection.zip(confirmed).map(|(d, c)| seconds(d - c)),
+            confirmed,
+            detection,
+        ),
         Duration {
             duration: "degradation",
             seconds: confirmed.zip(recovered_at).map(|(c, r)| r - seconds(c)),
-            definition: "confirmed impact to restored user behaviour (recovery to the pre-fault baseline)",
+            definition:
+                "confirmed impact to restored user behaviour (recovery to the pre-fault baseline)",
             note: if confirmed.is_none() {
                 "N/A: the impact was not independently confirmed".into()
             } else if recovered_at.is_none() {
@@ -128,7 +122,11 @@ pub(super) fn injection_timeline(
         },
         Duration {
             duration: "recovery",
-            seconds: if black_hole { removed.zip(recovered_at).map(|(m, r)| r - seconds(m)) } else { None },
+            seconds: if black_hole {
+                removed.zip(recovered_at).map(|(m, r)| r - seconds(m))
+            } else {
+                None
+            },
             definition: "confirmed removal to stable invariants",
             note: if !black_hole {
                 "N/A: clean delete removes nothing; its recovery is the degradation above".into()
@@ -330,22 +328,12 @@ pub(super) fn ordered(
         }
     };
     let durations = vec![
-        Duration {
-            duration: "detection",
-            seconds: span(faulted, detection.map(seconds)),
-            definition: "confirmed impact to the service's first detection signal (metric, event, health or breaker transition)",
-            note: if confirmed.is_none() {
-                "N/A: the impact was not independently confirmed".into()
-            } else if detection.is_none() {
-                "N/A: the journal carries no `detected` timeline event".into()
-            } else {
-                String::new()
-            },
-        },
+        detection_duration(span(faulted, detection.map(seconds)), confirmed, detection),
         Duration {
             duration: "degradation",
             seconds: span(faulted, recovered),
-            definition: "confirmed impact to restored user behaviour (recovery to the pre-fault baseline)",
+            definition:
+                "confirmed impact to restored user behaviour (recovery to the pre-fault baseline)",
             note: if confirmed.is_none() {
                 "N/A: the impact was not independently confirmed".into()
             } else if recovered.is_none() {
@@ -357,9 +345,13 @@ pub(super) fn ordered(
         Duration {
             duration: "recovery",
             seconds: span(recovering, recovered),
-            definition: "confirmed removal to stable invariants (recovery to the pre-fault baseline)",
+            definition:
+                "confirmed removal to stable invariants (recovery to the pre-fault baseline)",
             note: if recovering.is_none() {
-                format!("N/A: the removal was not confirmed ({})", plan.removal_evidence)
+                format!(
+                    "N/A: the removal was not confirmed ({})",
+                    plan.removal_evidence
+                )
             } else if recovered.is_none() {
                 not_recovered("no recovery")
             } else {
@@ -368,4 +360,24 @@ pub(super) fn ordered(
         },
     ];
     (states, durations, abort_conditions(run, fired, confirmed))
+}
+
+/// Detection: confirmed impact to the service's first `detected` timeline event.
+fn detection_duration(
+    seconds: Option<f64>,
+    confirmed: Option<u64>,
+    detection: Option<u64>,
+) -> Duration {
+    Duration {
+        duration: "detection",
+        seconds,
+        definition: "confirmed impact to the service's first detection signal (metric, event, health or breaker transition)",
+        note: if confirmed.is_none() {
+            "N/A: the impact was not independently confirmed".into()
+        } else if detection.is_none() {
+            "N/A: the journal carries no `detected` timeline event".into()
+        } else {
+            String::new()
+        },
+    }
 }
