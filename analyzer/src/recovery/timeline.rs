@@ -226,19 +226,31 @@ pub(super) fn ordered(
         FaultVariant::Degradation => Some(&pins::FAULT_DEGRADATION_S),
         _ => None,
     };
-    let removing = match duration_pin {
-        Some(pin) => {
+    let expired = events
+        .all(EventKind::FaultExpired)
+        .find(|e| fired.is_some_and(|f| e.at_ns >= f))
+        .map(|e| e.at_ns);
+    let removing = match (duration_pin, expired) {
+        (Some(pin), Some(at)) => (
+            Some(at),
+            format!(
+                "the armed expiry, as journaled (fault-expired), after the pinned {:.3} s ({})",
+                seconds(config.duration_ns(pin)),
+                pin.key
+            ),
+        ),
+        (Some(pin), None) => {
             let start = fired.unwrap_or(fault.inject_ns);
             (
                 Some(start + config.duration_ns(pin)),
                 format!(
-                    "the pinned {:.3} s duration completed ({} from the fire)",
+                    "the pinned {:.3} s duration completed ({} from the fire; no fault-expired event)",
                     seconds(config.duration_ns(pin)),
                     pin.key
                 ),
             )
         }
-        None => {
+        (None, _) => {
             let reschedule = events
                 .all(EventKind::Timeline)
                 .find(|e| e.subject == "reschedule" && impact.is_some_and(|i| e.at_ns >= i))
