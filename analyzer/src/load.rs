@@ -10,6 +10,7 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::records::{Record, SealStatus};
 use percentes_formats::journal::verify::{render, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
+use percentes_formats::schedule::ScheduleParams;
 
 use crate::frame::{Events, Requests, Telemetry, NO_RECORD};
 use crate::JournalFile;
@@ -98,7 +99,12 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
     let params = &header.schedule;
     // The header's schedule must be the one its own configuration defines: the analysis sizes
     // its windows and goodput series from it, and the configuration is what the pins bound.
-    if *params != config.schedule_params() {
+    // The schedule rule is the recorder's, named in the header, not the configuration's.
+    let expected = ScheduleParams {
+        grid: params.grid,
+        ..config.schedule_params()
+    };
+    if *params != expected {
         return Err(LoadError::Schedule(
             "the header's schedule parameters are not the ones its configuration defines".into(),
         ));

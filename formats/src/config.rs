@@ -22,7 +22,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::pins::{self, Pin, Rule, Side, Value, PINS};
-use crate::schedule::{Phase, RouteWeight, ScheduleParams};
+use crate::schedule::{Grid, Phase, RouteWeight, ScheduleParams};
 
 /// Largest configuration file accepted, in bytes. A config is a page of TOML; a larger file is a
 /// mistake (a journal or a prompt set passed by accident).
@@ -487,6 +487,8 @@ impl Config {
                 })
                 .collect(),
             inject_at_ns: self.inject_at_ns(),
+            // What this build records under; a journal's header says which rule it used.
+            grid: Grid::Continuous,
         }
     }
 }

@@ -7,13 +7,14 @@
 //! journal header years later and must get the same digest.
 //!
 //! ```
-//! use percentes_formats::schedule::{Arrival, Phase, RouteWeight, ScheduleParams};
+//! use percentes_formats::schedule::{Arrival, Grid, Phase, RouteWeight, ScheduleParams};
 //! let params = ScheduleParams {
 //!     seed: 7,
 //!     arrival: Arrival::Deterministic,
 //!     phases: vec![Phase { name: "measurement".into(), duration_ns: 1_000_000_000, rate_rps: 4.0 }],
 //!     routes: vec![RouteWeight { label: "chat".into(), weight: 1 }],
 //!     inject_at_ns: None,
+//!     grid: Grid::Continuous,
 //! };
 //! let times: Vec<u64> = params.iter().map(|e| e.intended_ns).collect();
 //! assert_eq!(times, [0, 250_000_000, 500_000_000, 750_000_000]);
@@ -62,6 +63,43 @@ impl Arrival {
     }
 }
 
+/// How deterministic arrivals are placed across phase boundaries (SPEC §J.4). The journal header
+/// records it (formats/JOURNAL.md, the `schedule-rule` extension), so a journal regenerates under
+/// the rule it was recorded with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grid {
+    /// Rule 1, journals recorded before 2026-12-01 (no `schedule-rule` extension): each phase
+    /// restarts its k / rate grid at its own start, so a boundary that is not a multiple of
+    /// 1 / rate puts two sends closer (or further) than 1 / rate apart.
+    PerPhase,
+    /// Rule 2: a phase at the same rate as the one before continues that phase's grid, so a run
+    /// at one rate is the one grid k / rate from the schedule's start; a phase at a new rate
+    /// starts its grid at its own start.
+    Continuous,
+}
+
+/// The header extension that names the schedule rule (absent: rule 1).
+pub const SCHEDULE_RULE_EXTENSION: &str = "schedule-rule";
+
+impl Grid {
+    /// The rule's number as the header's extension writes it; `None` for rule 1, which journals
+    /// from before the extension carry by its absence.
+    pub fn code(self) -> Option<u8> {
+        match self {
+            Grid::PerPhase => None,
+            Grid::Continuous => Some(2),
+        }
+    }
+
+    /// The rule an extension value names, if this build knows it.
+    pub fn from_code(code: &[u8]) -> Option<Grid> {
+        match code {
+            [2] => Some(Grid::Continuous),
+            _ => None,
+        }
+    }
+}
+
 /// A stretch of the run at one offered rate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
@@ -95,6 +133,9 @@ pub struct ScheduleParams {
     pub routes: Vec<RouteWeight>,
     /// T_inject in ns from the schedule's start, for runs with a fault.
     pub inject_at_ns: Option<u64>,
+    /// How deterministic arrivals continue across phases (the rule the journal was recorded
+    /// under).
+    pub grid: Grid,
 }
 
 /// One scheduled request.
@@ -147,6 +188,7 @@ impl ScheduleParams {
             draws: 0,
             phase: 0,
             phase_start_ns: 0,
+            grid_origin_ns: 0,
             within: 0,
             poisson_at_ns: 0,
         }
@@ -251,7 +293,10 @@ pub struct ScheduleIter<'a> {
     draws: u64,
     phase: usize,
     phase_start_ns: u64,
-    /// Requests already issued in the current phase.
+    /// Deterministic: where the current k / rate grid starts (the phase's start, or under
+    /// [`Grid::Continuous`] the start of the first phase of a run of phases at one rate).
+    grid_origin_ns: u64,
+    /// Requests already issued on the current grid (deterministic) or in the phase (Poisson).
     within: u64,
     /// Poisson: the running arrival time within the phase.
     poisson_at_ns: u64,
@@ -263,23 +308,44 @@ impl Iterator for ScheduleIter<'_> {
     fn next(&mut self) -> Option<Entry> {
         loop {
             let phase = self.params.phases.get(self.phase)?;
-            let offset_ns = match self.params.arrival {
+            let (origin_ns, offset_ns) = match self.params.arrival {
                 Arrival::Deterministic => {
-                    // k / rate seconds, computed afresh for each k so no rounding accumulates.
-                    (self.within as f64 * 1e9 / phase.rate_rps) as u64
+                    // k / rate seconds from the grid's origin, computed afresh for each k so no
+                    // rounding accumulates.
+                    (
+                        self.grid_origin_ns,
+                        (self.within as f64 * 1e9 / phase.rate_rps) as u64,
+                    )
                 }
                 Arrival::Poisson => {
                     let u = unit_open_closed(self.params.seed, STREAM_GAP, self.draws);
                     self.draws += 1;
                     let gap_ns = (-libm::log(u) / phase.rate_rps * 1e9) as u64;
-                    self.poisson_at_ns.saturating_add(gap_ns)
+                    (
+                        self.phase_start_ns,
+                        self.poisson_at_ns.saturating_add(gap_ns),
+                    )
                 }
             };
-            if offset_ns >= phase.duration_ns || self.index >= REQUESTS_MAX {
-                self.phase_start_ns += phase.duration_ns;
+            let phase_end_ns = self.phase_start_ns + phase.duration_ns;
+            if origin_ns.saturating_add(offset_ns) >= phase_end_ns || self.index >= REQUESTS_MAX {
+                let rate = phase.rate_rps;
+                self.phase_start_ns = phase_end_ns;
                 self.phase += 1;
-                self.within = 0;
                 self.poisson_at_ns = 0;
+                // Rule 2: the next phase at the same rate takes the grid point that overran
+                // this one as its first; anything else starts afresh at its own start.
+                let continues = self.params.grid == Grid::Continuous
+                    && self.params.arrival == Arrival::Deterministic
+                    && self
+                        .params
+                        .phases
+                        .get(self.phase)
+                        .is_some_and(|next| next.rate_rps.to_bits() == rate.to_bits());
+                if !continues {
+                    self.within = 0;
+                    self.grid_origin_ns = self.phase_start_ns;
+                }
                 continue;
             }
             if self.params.arrival == Arrival::Poisson {
@@ -287,7 +353,7 @@ impl Iterator for ScheduleIter<'_> {
             }
             let entry = Entry {
                 index: self.index,
-                intended_ns: self.phase_start_ns + offset_ns,
+                intended_ns: origin_ns + offset_ns,
                 route: self.params.route_for(self.index),
                 phase: self.phase as u32,
             };
@@ -304,6 +370,7 @@ mod tests {
 
     fn params(arrival: Arrival, rate: f64, seconds: u64) -> ScheduleParams {
         ScheduleParams {
+            grid: Grid::Continuous,
             seed: 42,
             arrival,
             phases: vec![Phase {
@@ -323,6 +390,68 @@ mod tests {
             ],
             inject_at_ns: None,
         }
+    }
+
+    /// Issue 20's finding: at 1,000 rps with phase lengths that are not whole milliseconds (time
+    /// factor 21), rule 1 restarts the grid at each boundary and two sends come 0.86 ms apart.
+    #[test]
+    fn rule_2_keeps_one_grid_across_phases_at_one_rate() {
+        let phases = |second: f64| {
+            vec![
+                Phase {
+                    name: "warmup".into(),
+                    duration_ns: 1_000_500_000,
+                    rate_rps: 1000.0,
+                },
+                Phase {
+                    name: "measurement".into(),
+                    duration_ns: 1_000_000_000,
+                    rate_rps: second,
+                },
+            ]
+        };
+        let schedule = |grid, second| ScheduleParams {
+            grid,
+            phases: phases(second),
+            ..params(Arrival::Deterministic, 1000.0, 1)
+        };
+        let times = |p: &ScheduleParams| p.iter().map(|e| e.intended_ns).collect::<Vec<_>>();
+        // Rule 1: 0, 1, ..., 1000 ms in the first phase; the second restarts at 1000.5 ms.
+        let old = times(&schedule(Grid::PerPhase, 1000.0));
+        assert_eq!(old[1000], 1_000_000_000);
+        assert_eq!(
+            old[1001], 1_000_500_000,
+            "the restart: 0.5 ms after the last send"
+        );
+        // Rule 2: every gap is 1 ms; the second phase's first send is the grid's next point.
+        let new = schedule(Grid::Continuous, 1000.0);
+        let t = times(&new);
+        assert!(t.windows(2).all(|w| w[1] - w[0] == 1_000_000), "one grid");
+        assert_eq!(t[1001], 1_001_000_000);
+        let entries: Vec<Entry> = new.iter().collect();
+        assert_eq!((entries[1000].phase, entries[1001].phase), (0, 1));
+        assert_eq!(t.len(), 2001, "2.0005 s at 1 ms: 0 to 2000 ms");
+        // A new rate starts its own grid at its phase's start under either rule.
+        for grid in [Grid::PerPhase, Grid::Continuous] {
+            let t = times(&schedule(grid, 500.0));
+            assert_eq!(t[1001], 1_000_500_000, "{grid:?}");
+            assert_eq!(t[1002] - t[1001], 2_000_000, "{grid:?}");
+        }
+        // The two rules are different schedules, with different digests.
+        assert_ne!(
+            schedule(Grid::PerPhase, 1000.0).digest(),
+            schedule(Grid::Continuous, 1000.0).digest()
+        );
+        // Poisson arrivals do not depend on the rule.
+        let poisson = |grid| ScheduleParams {
+            grid,
+            phases: phases(1000.0),
+            ..params(Arrival::Poisson, 1000.0, 1)
+        };
+        assert_eq!(
+            poisson(Grid::PerPhase).digest(),
+            poisson(Grid::Continuous).digest()
+        );
     }
 
     #[test]

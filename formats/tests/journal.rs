@@ -596,3 +596,33 @@ fn a_failed_commit_or_checkpoint_leaves_the_writer_able_to_finish_once_there_is_
     assert_eq!(sealed.counts.events, 22);
     assert_eq!(sealed.counts.checkpoints, 2);
 }
+
+/// The schedule rule travels as a header extension: rule 1 is its absence (so golden/v1's bytes
+/// stay as they are), rule 2 reads back as written, and a rule this build does not know is a
+/// malformed header, never a silently different schedule.
+#[test]
+fn the_schedule_rule_round_trips_through_the_header() {
+    use percentes_formats::schedule::{Grid, SCHEDULE_RULE_EXTENSION};
+    let config = synthetic::golden_config();
+    let mut header = synthetic::header(&config, None);
+    assert_eq!(header.schedule.grid, Grid::PerPhase);
+    let old = header.encode();
+    let (decoded, _, _) = Header::decode(&old).unwrap();
+    assert_eq!(decoded.schedule.grid, Grid::PerPhase);
+    assert!(decoded.extensions.is_empty());
+    header.schedule.grid = Grid::Continuous;
+    let new = header.encode();
+    assert!(new.len() > old.len());
+    let (decoded, _, _) = Header::decode(&new).unwrap();
+    assert_eq!(decoded.schedule.grid, Grid::Continuous);
+    assert!(
+        decoded.extensions.is_empty(),
+        "the rule is read out of the extensions"
+    );
+    assert_eq!(decoded.encode(), new, "encoding is stable");
+    // An unknown rule: write the extension by hand with the value 9.
+    header.schedule.grid = Grid::PerPhase;
+    header.extensions = vec![(SCHEDULE_RULE_EXTENSION.to_owned(), vec![9])];
+    let error = Header::decode(&header.encode()).unwrap_err().to_string();
+    assert!(error.contains("schedule rule"), "{error}");
+}

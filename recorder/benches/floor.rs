@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use percentes_formats::schedule::{Arrival, Phase, RouteWeight, ScheduleParams};
+use percentes_formats::schedule::{Arrival, Grid, Phase, RouteWeight, ScheduleParams};
 
 /// CPU time of this thread, ns (the first field of /proc/thread-self/schedstat: time on a CPU,
 /// user and kernel together, as the scheduler accounts it).
@@ -47,6 +47,7 @@ fn main() {
                     weight: 1,
                 }],
                 inject_at_ns: None,
+                grid: Grid::Continuous,
             };
             if let Err(why) = params.validate() {
                 eprintln!("floor: not a schedule: {why}");

@@ -98,6 +98,11 @@ fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
     assert_eq!(recorded, scheduled, "every scheduled index exactly once");
     let header = journal.header().unwrap().0;
     assert_eq!(header.schedule_digest, config.schedule_params().digest());
+    // The recorder writes schedule rule 2 (one grid across phases at one rate), and names it.
+    assert_eq!(
+        header.schedule.grid,
+        percentes_formats::schedule::Grid::Continuous
+    );
     requests
 }
 

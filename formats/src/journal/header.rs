@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::{hex, FILE_PREFIX_BYTES, FORMAT_VERSION, HASH_BYTES, HEADER_BODY_BYTES_MAX, MAGIC};
-use crate::schedule::{Arrival, Phase, RouteWeight, ScheduleParams};
+use crate::schedule::{Arrival, Grid, Phase, RouteWeight, ScheduleParams};
 
 /// Most items in any header list (phases, routes, host facts, extensions).
 pub const HEADER_LIST_ITEMS_MAX: u32 = 4096;
@@ -184,8 +184,20 @@ impl Header {
                 body.extend_from_slice(key);
             }
         }
-        put_u32(&mut body, self.extensions.len());
-        for (key, value) in &self.extensions {
+        // The schedule rule travels as an extension (JOURNAL.md), so a v1 reader that predates it
+        // still reads the header; rule 1 is the extension's absence, which keeps older
+        // journals' bytes as they were.
+        let rule = self.schedule.grid.code().map(|code| {
+            (
+                crate::schedule::SCHEDULE_RULE_EXTENSION.to_owned(),
+                vec![code],
+            )
+        });
+        put_u32(
+            &mut body,
+            self.extensions.len() + usize::from(rule.is_some()),
+        );
+        for (key, value) in self.extensions.iter().chain(rule.as_ref()) {
             put_str(&mut body, key);
             put_bytes(&mut body, value);
         }
@@ -268,7 +280,7 @@ impl Header {
             bytes: &bytes[..body_end],
             pos: FILE_PREFIX_BYTES,
         };
-        let header = Header {
+        let mut header = Header {
             codec: r.str("codec")?,
             spec_version: r.str("spec version")?,
             tool_version: r.str("tool version")?,
@@ -306,6 +318,8 @@ impl Header {
                     phases,
                     routes,
                     inject_at_ns,
+                    // Rule 1 until the extensions say otherwise (below).
+                    grid: Grid::PerPhase,
                 }
             },
             schedule_requests: r.u64("schedule request count")?,
@@ -330,6 +344,19 @@ impl Header {
                 offset: r.pos,
                 what: format!("{} bytes after the last header field", body_end - r.pos),
             });
+        }
+        if let Some(at) = header
+            .extensions
+            .iter()
+            .position(|(key, _)| key == crate::schedule::SCHEDULE_RULE_EXTENSION)
+        {
+            let (_, value) = header.extensions.remove(at);
+            header.schedule.grid = Grid::from_code(&value).ok_or_else(|| HeaderError::Malformed {
+                offset: FILE_PREFIX_BYTES,
+                what: format!(
+                    "the header names schedule rule {value:?}, which this build does not know (it knows 2; no extension is rule 1)"
+                ),
+            })?;
         }
         if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
             return Err(HeaderError::Malformed {

@@ -101,7 +101,10 @@ pub fn golden_signing_key() -> SigningKey {
 
 /// The header a synthetic journal carries for `config`.
 pub fn header(config: &Config, signer: Option<&SigningKey>) -> Header {
-    let schedule = config.schedule_params();
+    let mut schedule = config.schedule_params();
+    // Rule 1, as golden/v1's journals were written: the writer must keep reproducing their bytes.
+    // (The recorder writes rule 2; the formats and recorder tests cover it.)
+    schedule.grid = crate::schedule::Grid::PerPhase;
     Header {
         codec: CODEC.into(),
         // Fixed, not the current version: golden/v1's journals were written with it, and the
