@@ -87,15 +87,20 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         }
     }
 
-    let skews = client_gate::measured_skews(run, &cut, &rows_of);
     let amended = spec.recovery_rules() == RecoveryRules::Amended;
+    let skews = client_gate::measured_skews(run, &cut, &rows_of, amended);
     let mut validity = client_gate::evaluate(run, &cut, &skews, amended);
     validity
         .gates
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
     validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(Gate::holds);
-    let audit = audit::audit(run, &cut, &skews, &validity, amended);
+    let mut audit = audit::audit(run, &cut, &skews, &validity, amended);
+    if let Some(artifact) = audit.artifact.as_mut() {
+        artifact.connection_waits = Some(artifact::connection_waits(
+            client_gate::connection_waits(run, &cut, &rows_of),
+        ));
+    }
     let mut not_publishable = run.not_publishable.clone();
     if !validity.valid {
         not_publishable.push(format!(

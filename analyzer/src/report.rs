@@ -345,6 +345,9 @@ pub fn markdown(report: &Report) -> String {
         ] {
             let _ = writeln!(md, "| {field} | {text} |");
         }
+        if let Some(waits) = &art.connection_waits {
+            let _ = writeln!(md, "| connection waits | {waits} |");
+        }
         for t in &art.threats {
             let _ = writeln!(md, "| threat: {} | {} |", t.threat, t.shows);
         }

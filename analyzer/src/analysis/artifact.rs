@@ -179,5 +179,26 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             },
         ],
         decision: audit.decision.clone(),
+        connection_waits: None,
     }
+}
+
+/// The connection-wait line from the measured windows' dispatched count and sorted waits (ns).
+pub(super) fn connection_waits((dispatched, waits): (u64, Vec<u64>)) -> String {
+    if waits.is_empty() {
+        return format!(
+            "none of the {dispatched} dispatched requests of the measured windows waited for a connection: each found an idle one"
+        );
+    }
+    let at = |q: f64| {
+        let rank = ((waits.len() as f64 * q).ceil() as usize).clamp(1, waits.len());
+        waits[rank - 1] as f64 / 1e6
+    };
+    format!(
+        "{} of the {dispatched} dispatched requests of the measured windows opened a connection before they could be sent, and that wait is in their send skew (A2): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        waits.len(),
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    )
 }

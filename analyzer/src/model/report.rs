@@ -419,6 +419,9 @@ pub struct Artifact {
     pub results: String,
     /// Threats, each with what this run shows.
     pub threats: Vec<Threat>,
+    /// How many requests of the measured windows waited for a connection before they could be
+    /// sent, and how long (the wait is in their send skew under v0.3).
+    pub connection_waits: Option<String>,
     /// The decision (as [`Audit::decision`]).
     pub decision: String,
 }

@@ -411,3 +411,61 @@ fn a_survivor_that_never_settles_inside_the_plateau_is_said_to_be_not_settled() 
     );
     assert!(r.to_pre_fault.ttr_s.is_some(), "{:?}", r.to_pre_fault);
 }
+
+/// Issue 20: a request that opened a connection reached the wire after its connect (and TLS),
+/// and under v0.3 that wait is in its send skew, in G2.1 and in the audit.
+#[test]
+fn a_request_that_opened_a_connection_has_that_wait_in_its_skew() {
+    // 20 rps for 42 s; request 400 (20 s in, measured) dispatches 100 us late and then waits
+    // 30 ms for its connect and 12 ms more for its TLS handshake. Every other one reuses a
+    // connection, 100 us late.
+    let fate = |e: &Entry| {
+        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+        if e.index == 400 {
+            let d = r.dispatched_ns.unwrap();
+            r.connection_reused = false;
+            r.connect_start_ns = Some(d);
+            r.connect_end_ns = Some(d + 30 * MS);
+            r.tls_done_ns = Some(d + 42 * MS);
+            r.request_written_ns = Some(d + 42 * MS + 20_000);
+        }
+        Some(r)
+    };
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &fate,
+        Vec::new(),
+        quiet_telemetry(42),
+        SealStatus::Completed,
+    );
+    let max = |r: &Report| {
+        r.validity
+            .gates
+            .iter()
+            .find(|g| g.id == GateId::SendSkewMax)
+            .cloned()
+            .unwrap()
+    };
+    let v2 = analyze_bytes("connect.pj", &bytes, Spec::V0_2);
+    let v3 = analyze_bytes("connect.pj", &bytes, Spec::V0_3);
+    assert_eq!(v2.audit.skew_us.max, 100, "v0.2 reads the dispatch alone");
+    assert_eq!(max(&v2).observed, "0.100 ms");
+    // v0.3: 100 us + 42 ms, within the 50 ms max, but now in the skew where it belongs.
+    assert_eq!(v3.audit.skew_us.max, 42_100);
+    assert_eq!(max(&v3).observed, "42.100 ms");
+    assert!(
+        max(&v3).note.contains("connect and TLS handshake"),
+        "{}",
+        max(&v3).note
+    );
+    let waits = v3
+        .audit
+        .artifact
+        .as_ref()
+        .and_then(|a| a.connection_waits.clone())
+        .unwrap();
+    assert!(
+        waits.starts_with("1 of the ") && waits.contains("max 42.000 ms"),
+        "{waits}"
+    );
+}
