@@ -176,6 +176,8 @@ pub struct Summary {
     pub pool_expired: u64,
     /// Idle connections found closed by the server before a send, and replaced.
     pub pool_found_closed: u64,
+    /// Connections the spare keeper opened ahead of need, so no request waited for them.
+    pub opened_ahead: u64,
     /// What the pre-flight established, if it ran.
     pub preflight: Option<String>,
 }
@@ -205,10 +207,10 @@ impl Summary {
             counts_line(&self.sealed.counts),
         ];
         out.extend(self.failure_lines(5).into_iter().map(|l| format!("  {l}")));
-        if self.pool_expired + self.pool_found_closed > 0 {
+        if self.pool_expired + self.pool_found_closed + self.opened_ahead > 0 {
             out.push(format!(
-                "pool: {} idle connections retired at their idle limit, {} found closed by the server and replaced before a send",
-                self.pool_expired, self.pool_found_closed
+                "pool: {} connections opened ahead of need, {} idle ones retired at their idle limit, {} found closed by the server and replaced before a send",
+                self.opened_ahead, self.pool_expired, self.pool_found_closed
             ));
         }
         if self.queue_full_events > 0 {
@@ -324,6 +326,8 @@ struct Shared {
     pool_expired: AtomicU64,
     /// Idle connections found closed (or written to) by the server, retired before a send.
     pool_found_closed: AtomicU64,
+    /// Connections the spare keeper opened ahead of need.
+    opened_ahead: AtomicU64,
     /// Set the first time the client runs out of descriptors or ports (said once, loudly).
     exhausted: AtomicBool,
     /// Errored and censored requests by class: count, and the first one's detail.
@@ -839,6 +843,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         failures: shared.failure_classes(),
         pool_expired: shared.pool_expired.load(Ordering::Relaxed),
         pool_found_closed: shared.pool_found_closed.load(Ordering::Relaxed),
+        opened_ahead: shared.opened_ahead.load(Ordering::Relaxed),
         preflight,
     })
 }

@@ -107,6 +107,23 @@ mod idle_tests {
         assert_eq!(idle_state(fd, false), Idle::Closed);
         assert_eq!(idle_state(fd, true), Idle::Closed);
     }
+
+    #[test]
+    fn the_spare_keeper_sizes_the_pool_by_littles_law_and_what_is_in_flight() {
+        // 500 rps a worker at 200 ms: 100 busy by Little's law; 150 + 1 in all.
+        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 0, 10_000), 51);
+        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 51, 10_000), 0);
+        // The target slows: 300 in flight before any slow request has finished, so the pool
+        // follows what is in flight (451 in all), not the stale mean.
+        assert_eq!(spare_wanted(500.0, Some(0.2), 300, 20, 10_000), 451 - 320);
+        // Before anything finished there is no mean: size by what is in flight (the warm pool
+        // covers the start).
+        assert_eq!(spare_wanted(10.0, None, 0, 4, 100), 0);
+        assert_eq!(spare_wanted(10.0, None, 2, 0, 100), 2);
+        // Never past the most a worker can have in flight.
+        assert_eq!(spare_wanted(500.0, Some(20.0), 0, 0, 301), 301);
+        assert_eq!(spare_wanted(0.0, Some(1.0), 0, 0, 1), 1);
+    }
 }
 
 /// A worker's own state, shared by the request tasks of its one thread.
@@ -119,6 +136,36 @@ pub(super) struct Local {
     pub(super) buffers: RefCell<Vec<Vec<u8>>>,
     /// Each route's verification rule, shared by its exchanges.
     pub(super) rules: Vec<Rc<Rule>>,
+    /// The mean time from dispatch to terminal of this worker's finished requests, s (an
+    /// exponentially weighted mean; `None` before the first finishes): the W of Little's law the
+    /// spare keeper sizes the pool with.
+    pub(super) service_s: Cell<Option<f64>>,
+}
+
+/// How often the spare keeper looks at the pool.
+pub(super) const KEEPER_INTERVAL: Duration = Duration::from_millis(5);
+/// The pool is sized for this many times the connections Little's law says are busy.
+pub(super) const KEEPER_HEADROOM: f64 = 1.5;
+/// The weight of each finished request in the service-time mean.
+const SERVICE_WEIGHT: f64 = 0.1;
+
+/// How many connections the spare keeper should open now (issue 20, SPEC §2): enough that busy
+/// plus idle reach `KEEPER_HEADROOM` times the connections in use, plus one. In use is the larger
+/// of Little's law (this worker's scheduled rate times its mean service time) and the requests
+/// it has in flight now, which rises at once when the target slows, before any slow request has
+/// finished. Never more than `cap` in all (the most a worker can have in flight: its rate times
+/// the timeout).
+pub(super) fn spare_wanted(
+    rate_per_worker: f64,
+    service_s: Option<f64>,
+    in_flight: usize,
+    idle: usize,
+    cap: usize,
+) -> usize {
+    let little = service_s.map_or(0.0, |w| rate_per_worker * w).ceil();
+    let busy = little.max(in_flight as f64);
+    let target = ((busy * KEEPER_HEADROOM).ceil() as usize + 1).min(cap.max(1));
+    target.saturating_sub(in_flight + idle)
 }
 
 /// The size of one read buffer: one read takes whatever the socket holds, up to this.
@@ -134,7 +181,22 @@ impl Local {
             next_connection: Cell::new((ctx.worker as u64) << 48),
             buffers: RefCell::new(Vec::new()),
             rules: ctx.rules.iter().cloned().map(Rc::new).collect(),
+            service_s: Cell::new(None),
         }
+    }
+
+    /// Idle connections in the pool now (some may have been closed by the server meanwhile;
+    /// `take` finds out).
+    pub(super) fn idle(&self) -> usize {
+        self.connections.borrow().len()
+    }
+
+    /// Folds one finished request's dispatch-to-terminal time into the service-time mean.
+    pub(super) fn served(&self, seconds: f64) {
+        self.service_s.set(Some(match self.service_s.get() {
+            None => seconds,
+            Some(mean) => mean + SERVICE_WEIGHT * (seconds - mean),
+        }));
     }
 
     /// An idle connection that can carry a request now, if the pool has one. On the way it

@@ -74,6 +74,17 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 }
             })
         };
+        let keeper = {
+            let (ctx, local, outstanding, running) = (
+                Rc::clone(&ctx),
+                Rc::clone(&local),
+                Rc::clone(&outstanding),
+                Rc::clone(&running),
+            );
+            compio::runtime::spawn(async move {
+                keep_spares(&ctx, &local, &outstanding, &running).await
+            })
+        };
         let workers = ctx.plan.workers as u64;
         for entry in ctx
             .plan
@@ -120,6 +131,9 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 // Boxed: the exchange's state is several KB, and the task that owns it is moved
                 // into the executor's slot; a box moves once, a large future three times.
                 let record = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
+                if record.dispatched_ns.is_some() {
+                    local2.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
+                }
                 let counter = match Outcome::from_byte(record.outcome) {
                     Some(Outcome::Completed) => &ctx2.shared.completed,
                     Some(Outcome::Errored) => &ctx2.shared.errored,
@@ -139,10 +153,66 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             compio::time::sleep(Duration::from_millis(5)).await;
         }
         running.set(false);
+        let _ = keeper.await;
         let _ = flusher.await;
         batch.flush(&ctx);
         Ok(())
     })
+}
+
+/// The spare keeper (issue 20, SPEC §2): from the epoch to the end of the schedule, it opens
+/// connections ahead of need so that a request at a steady rate finds an idle one instead of
+/// waiting for a connect, which would be in its send skew. It sizes the pool by
+/// [`spare_wanted`] from the current phase's rate, the worker's mean service time and what it
+/// has in flight; it opens one connection at a time, each within the connect budget, and after
+/// a failed connect waits a second before it tries again (the request that needs a connection
+/// then opens its own, and that wait is journaled). Connections it opens count as `opened ahead`.
+async fn keep_spares(
+    ctx: &WorkerContext,
+    local: &Local,
+    outstanding: &Cell<usize>,
+    running: &Cell<bool>,
+) {
+    let phases = &ctx.plan.params.phases;
+    let workers = ctx.plan.workers.max(1) as f64;
+    let timeout_s = ctx.plan.timeout.as_secs_f64();
+    let end = ctx.epoch + Duration::from_nanos(ctx.plan.params.total_duration_ns());
+    while running.get() && !ctx.stop.load(Ordering::Relaxed) && Instant::now() < end {
+        compio::time::sleep(KEEPER_INTERVAL).await;
+        let elapsed = Instant::now()
+            .saturating_duration_since(ctx.epoch)
+            .as_nanos() as u64;
+        let mut start = 0u64;
+        let rate = phases
+            .iter()
+            .find(|p| {
+                start += p.duration_ns;
+                elapsed < start
+            })
+            .map_or(0.0, |p| p.rate_rps);
+        let per_worker = rate / workers;
+        let cap = (per_worker * timeout_s).ceil() as usize + 1;
+        let mut wanted = spare_wanted(
+            per_worker,
+            local.service_s.get(),
+            outstanding.get(),
+            local.idle(),
+            cap,
+        );
+        while wanted > 0 && running.get() && !ctx.stop.load(Ordering::Relaxed) {
+            match ctx.dialer.open(ctx.epoch, None, None).await {
+                Ok((conn, fd)) => {
+                    local.keep(local.connection_id(), conn, fd, ctx.plan.idle_limit);
+                    ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                    wanted -= 1;
+                }
+                Err(_) => {
+                    compio::time::sleep(Duration::from_secs(1)).await;
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// The longest a worker sleeps without looking at the stop flag.
