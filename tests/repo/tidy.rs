@@ -166,6 +166,11 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "the p99 quantile of the send skew",
     ),
     (
+        "analyzer/src/analysis/artifact.rs",
+        "0.99",
+        "the p99 of the connection waits",
+    ),
+    (
         "analyzer/src/analysis/window.rs",
         "0.99",
         "the p99 quantile (QUANTILES, TAIL_QUANTILES)",

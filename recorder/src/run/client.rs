@@ -113,9 +113,9 @@ mod idle_tests {
         // 500 rps a worker at 200 ms: 100 busy by Little's law; 150 + 1 in all.
         assert_eq!(spare_wanted(500.0, Some(0.2), 100, 0, 10_000), 51);
         assert_eq!(spare_wanted(500.0, Some(0.2), 100, 51, 10_000), 0);
-        // The target slows: 300 in flight before any slow request has finished, so the pool
-        // follows what is in flight (451 in all), not the stale mean.
-        assert_eq!(spare_wanted(500.0, Some(0.2), 300, 20, 10_000), 451 - 320);
+        // The target slows: 320 in flight before any slow request has finished, so the pool
+        // follows what is in flight (481 in all), not the stale mean.
+        assert_eq!(spare_wanted(500.0, Some(0.2), 320, 20, 10_000), 481 - 340);
         // Before anything finished there is no mean: size by what is in flight (the warm pool
         // covers the start).
         assert_eq!(spare_wanted(10.0, None, 0, 4, 100), 0);

@@ -153,7 +153,9 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             compio::time::sleep(Duration::from_millis(5)).await;
         }
         running.set(false);
-        let _ = keeper.await;
+        // Dropped, not awaited: a connect it has under way is cancelled with it (the run must not
+        // wait for a spare it no longer needs, least of all for a handshake that never ends).
+        drop(keeper);
         let _ = flusher.await;
         batch.flush(&ctx);
         Ok(())
@@ -164,7 +166,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
 /// connections ahead of need so that a request at a steady rate finds an idle one instead of
 /// waiting for a connect, which would be in its send skew. It sizes the pool by
 /// [`spare_wanted`] from the current phase's rate, the worker's mean service time and what it
-/// has in flight; it opens one connection at a time, each within the connect budget, and after
+/// has in flight; it opens one connection at a time, each within [`KEEPER_CONNECT_MAX`], and after
 /// a failed connect waits a second before it tries again (the request that needs a connection
 /// then opens its own, and that wait is journaled). Connections it opens count as `opened ahead`.
 async fn keep_spares(
@@ -200,7 +202,9 @@ async fn keep_spares(
             cap,
         );
         while wanted > 0 && running.get() && !ctx.stop.load(Ordering::Relaxed) {
-            match ctx.dialer.open(ctx.epoch, None, None).await {
+            // A spare is never worth more than a second's connect, nor one past the schedule.
+            let deadline = (Instant::now() + KEEPER_CONNECT_MAX).min(end);
+            match ctx.dialer.open(ctx.epoch, Some(deadline), None).await {
                 Ok((conn, fd)) => {
                     local.keep(local.connection_id(), conn, fd, ctx.plan.idle_limit);
                     ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
@@ -214,6 +218,10 @@ async fn keep_spares(
         }
     }
 }
+
+/// The longest the spare keeper waits for one connect (a request's own connect keeps the pinned
+/// budget; a spare that takes longer is not worth holding the keeper for).
+pub const KEEPER_CONNECT_MAX: Duration = Duration::from_secs(1);
 
 /// The longest a worker sleeps without looking at the stop flag.
 pub const STOP_POLL: Duration = Duration::from_millis(50);
