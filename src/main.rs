@@ -26,10 +26,13 @@ macro_rules! warn {
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
+mod args;
 mod inspect;
 mod show;
+
+use args::{ProfileArg, ProgressArg};
 #[cfg(target_os = "linux")]
 use percentes_study::{calibrate, demo, scenario as study};
 
@@ -56,14 +59,16 @@ enum ScenarioCommand {
     /// List the scenario files in a folder: question, expectation, and whether each can run here
     /// (refused scenarios say why).
     List {
-        #[arg(default_value = "scenarios/catalogue")]
-        dir: PathBuf,
+        /// A folder of scenario files (*.toml); without it, the catalogue compiled into this
+        /// build (scenarios/catalogue), which works from any folder.
+        dir: Option<PathBuf>,
     },
     /// Run one scenario on the local testbed: start the mocks and the router, record, play the
     /// orchestrator, verify, analyze, and write journal, config, report and scenario.md into one
     /// folder. Exit 0 valid, 2 gate-invalid, 1 error.
     Run {
-        /// The scenario file.
+        /// The scenario file, or the name of a catalogue scenario (`pod-churn`): a path that does
+        /// not exist is looked up in the compiled-in catalogue.
         file: PathBuf,
         /// The folder everything goes in.
         #[arg(short, long)]
@@ -140,6 +145,7 @@ enum Command {
     /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
     /// seals it as escaped (exit 2).
     Record {
+        /// The configuration file (TOML; `percentes init` writes a commented one).
         config: PathBuf,
         /// The journal to write.
         #[arg(short, long)]
@@ -161,7 +167,8 @@ enum Command {
         /// No progress line.
         #[arg(long)]
         quiet: bool,
-        /// Progress each second as JSON lines on stderr.
+        /// How progress is shown each second on stderr: `human` (a line of counts, skew and
+        /// stall; the default) or `json` (one JSON object a line). --quiet shows none.
         #[arg(long, value_enum)]
         progress: Option<ProgressArg>,
     },
@@ -173,6 +180,7 @@ enum Command {
     /// Verdicts: sealed-intact, unsealed-prefix, tampered, not-a-journal, unsupported-version.
     /// Exit status 0 only for sealed-intact (and a matching --expect-head / --pubkey).
     Verify {
+        /// The journal file (.pj) to verify.
         journal: PathBuf,
         /// A chain head kept outside the file (printed by the recorder at a checkpoint or the
         /// seal, or cited in a report): the chain must pass through it.
@@ -193,6 +201,7 @@ enum Command {
     /// for diagnosis, and every output says NOT PUBLISHABLE and why. A run that fails the
     /// client-validity gate (§2) publishes no statistic and exits 2.
     Analyze {
+        /// The journal file (.pj) to analyze.
         journal: PathBuf,
         /// The spec version whose rules to apply: v0.3 (recovery read only where the data
         /// support it; amendment A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier
@@ -213,6 +222,7 @@ enum Command {
     /// Each journal is verified and analyzed as `analyze` would; invalid runs are dropped and
     /// named. Writes campaign.json and campaign.md.
     Campaign {
+        /// The journals of the campaign (.pj), every run of every variant.
         #[arg(required = true)]
         journals: Vec<PathBuf>,
         /// The spec version applied to every run.
@@ -227,6 +237,7 @@ enum Command {
     /// Times are ns from the run's epoch; absent timestamps are null. The file's key-value
     /// metadata cites the spec version at capture, the config hash and the journal's chain head.
     Export {
+        /// The journal file (.pj) to export.
         journal: PathBuf,
         /// The Parquet file to write.
         #[arg(long, value_name = "FILE")]
@@ -237,6 +248,7 @@ enum Command {
     },
     /// Print a journal's header, and with --records its records as JSON lines.
     Inspect {
+        /// The journal file (.pj) to inspect.
         journal: PathBuf,
         /// Print the records of the verified prefix as JSON lines.
         #[arg(long)]
@@ -286,7 +298,9 @@ enum Command {
     /// Adds x-percentes-upstream to each response, logs each request by x-request-id, and takes
     /// endpoint readiness from POST /admin/endpoints {"name": ..., "ready": true|false}.
     Router {
-        #[arg(long, default_value = "127.0.0.1:8000")]
+        /// The address to listen on (HOST:PORT). Its default differs from the mock's 8000, so
+        /// a router and a mock started with their defaults do not collide.
+        #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
         /// An upstream as NAME=HOST:PORT; repeat for each replica.
         #[arg(long = "upstream", value_name = "NAME=HOST:PORT", required = true)]
@@ -295,6 +309,7 @@ enum Command {
     /// Start N mock replicas and the router as child processes; print their addresses and pids;
     /// stop them all on Ctrl-C.
     Testbed {
+        /// How many mock replicas to start behind the router.
         #[arg(long, default_value_t = 2)]
         replicas: usize,
         /// Mock configuration for every replica.
@@ -314,6 +329,7 @@ enum Command {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
         #[arg(long, value_name = "PREFIX")]
         out: PathBuf,
+        /// Replace an existing key pair of that prefix.
         #[arg(long)]
         force: bool,
     },
@@ -323,35 +339,14 @@ enum Command {
 enum ConfigCommand {
     /// Validate a configuration; print its profile, hash and every pin in force.
     Check {
+        /// The configuration file (TOML).
         file: PathBuf,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Print the pin table (SPEC.md's "Pins" section is this output).
     Pins,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ProgressArg {
-    Human,
-    Json,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ProfileArg {
-    Experiment,
-    Dev,
-    Hosted,
-}
-
-impl From<ProfileArg> for Profile {
-    fn from(p: ProfileArg) -> Profile {
-        match p {
-            ProfileArg::Experiment => Profile::Experiment,
-            ProfileArg::Dev => Profile::Dev,
-            ProfileArg::Hosted => Profile::Hosted,
-        }
-    }
 }
 
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -454,7 +449,7 @@ fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool) -> Result<Exi
 #[cfg(target_os = "linux")]
 fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
     match command {
-        ScenarioCommand::List { dir } => studied(study::list(&dir)),
+        ScenarioCommand::List { dir } => studied(percentes_study::catalogue::list(dir.as_deref())),
         ScenarioCommand::Run {
             file,
             output,
@@ -462,7 +457,7 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
             time_factor,
             experiment,
         } => {
-            let scenario = studied(study::Scenario::load(&file))?;
+            let scenario = studied(percentes_study::catalogue::load(&file))?;
             let timing = if experiment {
                 study::Timing::Experiment
             } else {
@@ -479,7 +474,6 @@ fn scenario(_: ScenarioCommand) -> Result<ExitCode> {
 }
 
 fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
-    use percentes_analyzer::analysis;
     use percentes_analyzer::campaign::{self, CampaignRun};
     let analyzer = model::Analyzer {
         version: env!("CARGO_PKG_VERSION").into(),
@@ -488,21 +482,11 @@ fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
     let mut runs = Vec::new();
     for path in paths {
         let (file, run) = load_run(path)?;
-        let report = analysis::analyze(&run, &file, spec, &analyzer);
-        runs.push(CampaignRun {
-            name: path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-            accelerator: run
-                .header
-                .host
-                .iter()
-                .filter(|(k, _)| k.starts_with("accelerator"))
-                .cloned()
-                .collect(),
-            report,
-        });
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
     }
     let result = campaign::build(&runs);
     std::fs::create_dir_all(output)
@@ -981,4 +965,48 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     file.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Issue 18's CLI polish: every positional and flag of every subcommand says what it is.
+    #[test]
+    fn every_argument_of_every_command_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if ["help", "version"].contains(&id) {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "percentes", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    #[test]
+    fn the_router_and_the_mock_do_not_default_to_the_same_port() {
+        let cli = Cli::command();
+        let default = |name: &str| {
+            let sub = cli.find_subcommand(name).unwrap();
+            let listen = sub
+                .get_arguments()
+                .find(|a| a.get_id() == "listen")
+                .unwrap();
+            listen.get_default_values()[0]
+                .to_string_lossy()
+                .into_owned()
+        };
+        assert_ne!(default("router"), default("mock"));
+    }
 }

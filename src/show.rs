@@ -8,9 +8,10 @@ use percentes_formats::pins::{self, Value};
 use percentes_formats::schedule::ScheduleParams;
 use serde_json::{json, Value as Json};
 
-/// Seconds with millisecond precision, from ns.
+/// Seconds to the millisecond, rounded (half up), from ns: 14.285714 s prints 14.286 s.
 pub fn seconds(ns: u64) -> String {
-    format!("{}.{:03} s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
+    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+    format!("{}.{:03} s", ms / 1000, ms % 1000)
 }
 
 /// A Unix time in ns as an ISO 8601 UTC timestamp (civil-from-days, proleptic Gregorian).

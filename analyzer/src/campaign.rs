@@ -27,6 +27,28 @@ pub struct CampaignRun {
 }
 
 impl CampaignRun {
+    /// One journal's run: its report under `spec`, named `name`, with the header's
+    /// `accelerator.*` host facts for G5.
+    pub fn analyze(
+        name: String,
+        run: &crate::load::Run,
+        file: &crate::JournalFile,
+        spec: percentes_formats::spec::Spec,
+        analyzer: &crate::model::Analyzer,
+    ) -> CampaignRun {
+        CampaignRun {
+            name,
+            report: crate::analysis::analyze(run, file, spec, analyzer),
+            accelerator: run
+                .header
+                .host
+                .iter()
+                .filter(|(k, _)| k.starts_with("accelerator"))
+                .cloned()
+                .collect(),
+        }
+    }
+
     fn as_ref(&self) -> RunRef<'_> {
         RunRef {
             name: &self.name,

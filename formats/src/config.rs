@@ -388,8 +388,16 @@ impl Config {
                 let value = configured.unwrap_or(pin.value);
                 let effective =
                     (self.time_factor > 1 && pin.dev_scaled && pin.unit == "s").then(|| {
-                        let s = value.as_f64() / f64::from(self.time_factor);
-                        format!("{s} s after the dev time factor {}", self.time_factor)
+                        // The duration the recorder uses, in whole ns, printed to the ms
+                        // (rounded): 2.857 s, not 2.857142857142857 s.
+                        let ns = self.duration_ns(pin);
+                        let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+                        format!(
+                            "{}.{:03} s after the dev time factor {}",
+                            ms / 1000,
+                            ms % 1000,
+                            self.time_factor
+                        )
                     });
                 PinInForce {
                     pin,

@@ -40,6 +40,8 @@ pub struct Tool {
 #[cfg(target_os = "linux")]
 pub mod calibrate;
 #[cfg(target_os = "linux")]
+pub mod catalogue;
+#[cfg(target_os = "linux")]
 pub mod demo;
 pub mod error;
 #[cfg(target_os = "linux")]

@@ -238,47 +238,6 @@ impl Scenario {
     }
 }
 
-/// `percentes scenario list DIR`.
-pub fn list(dir: &Path) -> Result<ExitCode> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    let mut bad = 0;
-    for path in &paths {
-        match Scenario::load(path) {
-            Ok(s) => {
-                let status = match (&s.scenario.refused, &s.testbed) {
-                    (Some(why), _) => format!("refused: {why}"),
-                    (None, Some(t)) if t.isolated => match isolation_unavailable() {
-                        Some(why) => format!("runnable (isolated testbed; not here: {why})"),
-                        None => "runnable (isolated testbed)".into(),
-                    },
-                    _ => "runnable".into(),
-                };
-                println!("{}  [{}]", s.scenario.name, path.display());
-                println!("  question: {}", s.scenario.question);
-                println!("  expects:  {}", s.scenario.expectation);
-                println!("  status:   {status}");
-            }
-            Err(e) => {
-                bad += 1;
-                println!("{}: {e:#}", path.display());
-            }
-        }
-    }
-    if paths.is_empty() {
-        bail!("{} holds no scenario files (*.toml)", dir.display());
-    }
-    Ok(if bad == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
 /// How a run is timed.
 #[derive(Clone, Copy, Debug)]
 pub enum Timing {
