@@ -345,8 +345,8 @@ pub fn analyze(
         &rules,
     );
     let (timeline_states, durations, experiment_invalid) = match &rules.amended {
-        None => injection_timeline(run, timeline, &to_pre_fault, gates),
-        Some(plan) => timeline::ordered(run, timeline, &to_pre_fault, gates, plan, valid),
+        None => injection_timeline(run, timeline, fault, &to_pre_fault, gates),
+        Some(plan) => timeline::ordered(run, timeline, fault, &to_pre_fault, gates, plan, valid),
     };
 
     let amended_report = rules.amended.as_ref().map(|plan| {

@@ -168,10 +168,12 @@ pub fn relapse(
     baseline: f64,
     detector: Detector,
 ) -> Option<usize> {
-    let window = detector.window_s.max(1) as usize;
-    let exit = detector.exit * baseline;
-    (entry_end_s..until.min(series.len()))
-        .find(|&t| windowed(series, t, window).is_some_and(|w| w < exit))
+    // Every window with a request counts (v0.2): A2's relapse with a minimum of one.
+    let any = Reader {
+        min_requests: 1,
+        band: false,
+    };
+    relapse_from(series, entry_end_s, until, baseline, detector, any)
 }
 
 /// Goodput as a ratio of sums over buckets `[from, to)`.

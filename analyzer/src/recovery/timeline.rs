@@ -9,17 +9,17 @@ use super::amended::Plan;
 use super::seconds;
 use crate::load::Run;
 use crate::model::*;
-use crate::windows::Timeline;
+use crate::windows::{FaultTimes, Timeline};
 
 /// The failure-injection timeline (seeds/004): states, the three durations, and the abort
 /// conditions that make the experiment invalid.
 pub(super) fn injection_timeline(
     run: &Run,
     timeline: &Timeline,
+    fault: FaultTimes,
     pre: &Ttr,
     gates: &[Gate],
 ) -> (Vec<State>, Vec<Duration>, Vec<String>) {
-    let fault = timeline.fault.expect("a fault run");
     let events = &run.events;
     let at = |kind: EventKind| events.first(kind).map(|e| e.at_ns);
     let fired = at(EventKind::FaultFired);
@@ -174,12 +174,12 @@ fn abort_conditions(run: &Run, fired: Option<u64>, confirmed: Option<u64>) -> Ve
 pub(super) fn ordered(
     run: &Run,
     timeline: &Timeline,
+    fault: FaultTimes,
     pre: &Ttr,
     gates: &[Gate],
     plan: &Plan,
     valid: bool,
 ) -> (Vec<State>, Vec<Duration>, Vec<String>) {
-    let fault = timeline.fault.expect("a fault run");
     let config = &run.config;
     let events = &run.events;
     let at = |kind: EventKind| events.first(kind).map(|e| e.at_ns);
