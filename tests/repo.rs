@@ -2,16 +2,66 @@
 //! must agree with the code, and the direction of dependencies. One test binary on purpose: each
 //! extra binary costs a link on CI's two cores.
 
-/// One machine-heavy test at a time: tests that record, run the testbed or put the CPU under
-/// pressure take this lock, so the client-validity gate a test reads is not failed by its
-/// neighbours (two cores; cargo runs a binary's tests in parallel). Light tests run beside them.
-static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The machine, shared out by weight: tests that record, run the testbed or put the CPU under
+/// pressure hold it alone ([`machine`]), so the client-validity gate a test reads is not failed
+/// by its neighbours (two cores; cargo runs a binary's tests in parallel). Tests that spawn the
+/// binary for lighter work (analysis, export, verification: polars and the analyzer use every
+/// core) share it with each other but never with a recording ([`beside`]). Pure file checks
+/// (tidy, docs) take nothing.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Takes [`MACHINE`]; a test that panicked while holding it does not poison the rest.
-fn machine() -> std::sync::MutexGuard<'static, ()> {
+/// The machine alone, for a test whose verdict depends on the client keeping its schedule; a
+/// test that panicked while holding it does not poison the rest.
+fn machine() -> std::sync::RwLockWriteGuard<'static, ()> {
     MACHINE
-        .lock()
+        .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The machine shared with other light tests, never with one that holds [`machine`].
+fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How many times a test records when only the client gate (G2) failed: a busy machine failing
+/// the gate is the gate doing its job, so the recording is repeated, never the assertion relaxed.
+const ATTEMPTS: u32 = 4;
+
+/// The p99 lateness of a bare 1 ms sleep on this machine, in microseconds, over about half a
+/// second: the floor under the recorder's stall ticker (gate G2.4), measured without it.
+fn host_timer_p99_us() -> u64 {
+    let period = std::time::Duration::from_millis(1);
+    let mut late: Vec<u64> = (0..500)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            std::thread::sleep(period);
+            start.elapsed().saturating_sub(period).as_micros() as u64
+        })
+        .collect();
+    late.sort_unstable();
+    late[late.len() * 99 / 100]
+}
+
+/// Before recording again after a client-gate failure: waits (up to a minute) until this
+/// machine's own timer is well inside the G2.4 pin (p99 under half of it), so a retry is not
+/// spent inside the same burst of host noise. Returns what it saw, for the failure message.
+fn await_calm(test: &str) -> String {
+    let half_pin_us = percentes_formats::pins::value::GATES_RUNTIME_STALL_P99_US as u64 / 2;
+    let start = std::time::Instant::now();
+    loop {
+        let p99 = host_timer_p99_us();
+        let waited = start.elapsed().as_secs();
+        if p99 < half_pin_us || waited >= 60 {
+            let seen = format!("host timer p99 {p99} us after waiting {waited} s");
+            eprintln!(
+                "{test}: the client gate failed on this busy machine; {seen}; recording again"
+            );
+            return seen;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
 }
 
 /// A test whose prerequisite is missing: under `PERCENTES_CI` (set by `.ci/run`, which installs

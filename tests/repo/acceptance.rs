@@ -40,15 +40,15 @@ fn config(addr: &str, factor: u32, rate: f64, arrival: &str) -> Config {
     Config::parse(text.as_bytes()).unwrap()
 }
 
-/// Records `config` into `name` and analyzes it under the current spec version. A run this shared two-core machine
-/// spoiled (only the client gate failed: the instrument refused, as it must) is recorded again,
-/// up to three times; any other failure is the test's. Tests that need a gate to fail call
-/// [`record_once`].
+/// Records `config` into `name` and analyzes it under the current spec version. A run this
+/// shared two-core machine spoiled (only the client gate failed: the instrument refused, as it
+/// must) is recorded again, up to `ATTEMPTS` times, each after the host's timer has calmed; any
+/// other failure is the test's. Tests that need a gate to fail call [`record_once`].
 /// `make` starts the mock afresh for each attempt (a scheduled mock fault fires once) and gives
 /// the configuration aimed at it.
 fn record_and_analyze(name: &str, make: impl Fn() -> Config) -> Report {
     let mut report = record_once(&make(), name);
-    for _ in 0..2 {
+    for _ in 1..crate::ATTEMPTS {
         let only_client_gate = report
             .validity
             .gates
@@ -59,9 +59,10 @@ fn record_and_analyze(name: &str, make: impl Fn() -> Config) -> Report {
             break;
         }
         eprintln!(
-            "{name}: the client gate failed on this busy machine ({}); recording again",
+            "{name}: {}",
             report.windows_withheld.clone().unwrap_or_default()
         );
+        crate::await_calm(name);
         report = record_once(&make(), name);
     }
     report

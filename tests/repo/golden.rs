@@ -80,7 +80,8 @@ pub fn percentes(args: &[&str]) -> (i32, String, String) {
 }
 
 /// `percentes scenario run scenarios/catalogue/NAME.toml --time-factor F --force -o OUT`, run
-/// again (up to three times) when only the client gate (G2) failed: a busy machine failing the
+/// again (up to `ATTEMPTS` times, each after the host's timer has calmed) when only the client
+/// gate (G2) failed: a busy machine failing the
 /// gate is the gate doing its job, not the scenario failing. Returns the last exit code and
 /// standard output; any exit other than 0 or 2 fails the test.
 pub fn scenario_run(name: &str, factor: u32, out: &Path) -> (i32, String) {
@@ -105,9 +106,10 @@ pub fn scenario_run(name: &str, factor: u32, out: &Path) -> (i32, String) {
             .lines()
             .filter(|l| l.starts_with("gate "))
             .all(|l| l.starts_with("gate G2"));
-        if code == 0 || !only_g2 || attempt == 3 {
+        if code == 0 || !only_g2 || attempt == crate::ATTEMPTS {
             return (code, stdout);
         }
+        crate::await_calm(name);
     }
 }
 
@@ -203,6 +205,7 @@ fn a_mismatch_reads_as_a_unified_diff() {
 
 #[test]
 fn goldens_verify_and_decode_as_recorded() {
+    let _beside = crate::beside();
     for case in CASES {
         let journal = format!("golden/v1/{}.pj", case.name);
         let mut args = vec!["verify", journal.as_str()];
@@ -222,6 +225,7 @@ fn goldens_verify_and_decode_as_recorded() {
 /// goldens go in golden/v2 beside these.
 #[test]
 fn the_writer_still_writes_the_golden_bytes() {
+    let _beside = crate::beside();
     for case in CASES {
         let committed = std::fs::read(dir().join(format!("{}.pj", case.name))).unwrap();
         assert!(
