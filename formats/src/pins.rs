@@ -185,6 +185,7 @@ pins! {
     CALIBRATION_STEP_GOODPUT_MIN = "calibration.step_goodput_min", true, "§10", "calibration step passes at goodput", Float(0.99), "", AtLeast, Client, false;
     CALIBRATION_STEP_WAITING_MAX = "calibration.step_waiting_max", true, "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
     CALIBRATION_DISAGREEMENT_PERCENT = "calibration.disagreement_percent", true, "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
+    CALIBRATION_STEP_ATTEMPTS_MAX = "calibration.step_attempts_max", true, "§10", "recordings of a calibration step that only the client gate spoiled, the first included (each in the trace)", Int(3), "recordings", AtMost, Client, false;
     GATES_WAITING_QUEUE_MAX = "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
 }
 

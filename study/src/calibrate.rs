@@ -38,6 +38,23 @@ pub struct Step {
     pub passed: bool,
     /// Why it failed, one line per reason; empty when it passed.
     pub reasons: Vec<String>,
+    /// Earlier recordings of this step that only the client gate spoiled, in order (§10: a step
+    /// whose client gate failed did not observe the target, so it is recorded again, up to
+    /// `calibration.step_attempts_max` recordings in all). Empty when the first one counted.
+    pub spoiled: Vec<Spoiled>,
+    /// Whether the client gate was the only thing that failed: the target's goodput (when the
+    /// gate let it be measured) and waiting gauge both held.
+    #[serde(skip)]
+    pub only_client: bool,
+}
+
+/// A recording of a calibration step that the client gate spoiled and that was recorded again.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spoiled {
+    /// Its journal's file name (it stays in the trace folder, for an auditor).
+    pub journal: String,
+    /// The client-gate checks that failed.
+    pub client_gate: Vec<String>,
 }
 
 /// What a step function reports to the ramp.
@@ -154,13 +171,78 @@ struct Recorder<'a> {
     output: &'a Path,
     calibration: usize,
     count: usize,
+    attempts_max: u32,
     tool: &'a Tool,
 }
 
 impl StepRunner for Recorder<'_> {
     fn step(&mut self, rate_rps: f64, stage: &'static str) -> Result<Step> {
         self.count += 1;
-        let stem = format!("c{}-s{:02}-{rate_rps}rps", self.calibration, self.count);
+        let (calibration, count, attempts_max) = (self.calibration, self.count, self.attempts_max);
+        until_observed(
+            attempts_max,
+            |recording| self.record_step(rate_rps, stage, recording),
+            |step, again, recording| {
+                let verdict = if step.passed {
+                    "pass".to_owned()
+                } else if again {
+                    format!(
+                        "spoiled by the client gate ({}), recording it again ({} of at most {attempts_max})",
+                        step.client_gate.join(", "),
+                        recording + 1,
+                    )
+                } else {
+                    format!("FAIL ({})", step.reasons.join("; "))
+                };
+                println!(
+                    "  calibration {calibration} step {count:>2} {stage:<6} {rate_rps:>9.3} rps: {verdict}"
+                );
+            },
+        )
+    }
+}
+
+/// One step, recorded until a recording observed the target (§10): a recording that only the
+/// client gate failed is kept in the step's `spoiled` list and the step is recorded again, up to
+/// `attempts_max` recordings in all; the last one is the step's verdict. `record(n)` makes the
+/// n-th recording; `said(step, again, n)` is told each recording's verdict and whether another
+/// follows.
+pub fn until_observed(
+    attempts_max: u32,
+    mut record: impl FnMut(u32) -> Result<Step>,
+    mut said: impl FnMut(&Step, bool, u32),
+) -> Result<Step> {
+    let mut spoiled = Vec::new();
+    let mut recording = 1;
+    loop {
+        let mut step = record(recording)?;
+        let again = !step.passed && step.only_client && recording < attempts_max;
+        said(&step, again, recording);
+        if !again {
+            step.spoiled = spoiled;
+            return Ok(step);
+        }
+        spoiled.push(Spoiled {
+            journal: step.journal,
+            client_gate: step.client_gate,
+        });
+        recording += 1;
+    }
+}
+
+impl Recorder<'_> {
+    /// Records and analyzes one recording of a step: `cK-sNN-RATErps`, and `cK-sNNaM-RATErps` for
+    /// its M-th recording after a spoiled one.
+    fn record_step(&self, rate_rps: f64, stage: &'static str, recording: u32) -> Result<Step> {
+        let again = if recording > 1 {
+            format!("a{recording}")
+        } else {
+            String::new()
+        };
+        let stem = format!(
+            "c{}-s{:02}{again}-{rate_rps}rps",
+            self.calibration, self.count
+        );
         let text = self.step_config(rate_rps)?;
         let config_path = self.output.join(format!("{stem}.toml"));
         std::fs::write(&config_path, &text)?;
@@ -183,25 +265,9 @@ impl StepRunner for Recorder<'_> {
                 summary.reason
             );
         }
-        let step = evaluate(&journal, rate_rps, stage, &self.replica, self.tool)?;
-        println!(
-            "  calibration {} step {:>2} {:<6} {:>9.3} rps: {}{}",
-            self.calibration,
-            self.count,
-            stage,
-            rate_rps,
-            if step.passed { "pass" } else { "FAIL" },
-            if step.passed {
-                String::new()
-            } else {
-                format!(" ({})", step.reasons.join("; "))
-            }
-        );
-        Ok(step)
+        evaluate(&journal, rate_rps, stage, &self.replica, self.tool)
     }
-}
 
-impl Recorder<'_> {
     /// The user's configuration, turned into one step: this replica only, addressed directly,
     /// no fault, the step's rate, `calibration.step = true`.
     fn step_config(&self, rate_rps: f64) -> Result<String> {
@@ -322,9 +388,13 @@ pub fn evaluate(
         scheduled: measured.map_or(0, |m| m.scheduled),
         goodput,
         waiting_mean,
+        only_client: !client_gate.is_empty()
+            && goodput.is_none_or(|g| g >= goodput_min)
+            && waiting_mean.is_some_and(|w| w <= waiting_max),
         client_gate,
         passed: reasons.is_empty(),
         reasons,
+        spoiled: Vec::new(),
     })
 }
 
@@ -396,6 +466,7 @@ pub fn calibrate(
     let start = config.number(&pins::CALIBRATION_START_RPS);
     let fine = config.number(&pins::CALIBRATION_FINE_STEP_PERCENT) / 100.0;
     let disagreement = config.number(&pins::CALIBRATION_DISAGREEMENT_PERCENT) / 100.0;
+    let attempts_max = (config.number(&pins::CALIBRATION_STEP_ATTEMPTS_MAX) as u32).max(1);
     let per_step = (config.duration_ns(&pins::CALIBRATION_SETTLE_S)
         + config.duration_ns(&pins::CALIBRATION_MEASURE_S)) as f64
         / 1e9;
@@ -420,6 +491,7 @@ pub fn calibrate(
             output,
             calibration: index,
             count: 0,
+            attempts_max,
             tool,
         };
         let ramp = ramp(start, fine, &mut runner)?;
@@ -497,7 +569,8 @@ pub fn calibrate(
     }
 }
 
-/// The files a calibration writes: calibration.json and .md, and `cK-sNN-RATErps.toml|.pj`.
+/// The files a calibration writes: calibration.json and .md, and `cK-sNN-RATErps.toml|.pj`
+/// (`cK-sNNaM-RATErps` for the M-th recording of a step the client gate spoiled).
 fn is_trace_file(name: &str) -> bool {
     if name == "calibration.json" || name == "calibration.md" {
         return true;
@@ -514,7 +587,12 @@ fn is_trace_file(name: &str) -> bool {
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     c.strip_prefix('c').is_some_and(digits)
-        && step.strip_prefix('s').is_some_and(digits)
+        && step
+            .strip_prefix('s')
+            .is_some_and(|s| match s.split_once('a') {
+                Some((step, again)) => digits(step) && digits(again),
+                None => digits(s),
+            })
         && rate
             .strip_suffix("rps")
             .is_some_and(|r| r.parse::<f64>().is_ok())
@@ -547,6 +625,17 @@ fn markdown(trace: &Trace) -> String {
         let _ = writeln!(out, "## Calibration {}: {}\n", i + 1, c.note);
         let _ = writeln!(out, "| step | stage | rate (rps) | scheduled | goodput | mean waiting | verdict | journal |\n|---|---|---|---|---|---|---|---|");
         for (j, s) in c.steps.iter().enumerate() {
+            for spoiled in &s.spoiled {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | | | | spoiled by the client gate ({}), recorded again | {} |",
+                    j + 1,
+                    s.stage,
+                    s.rate_rps,
+                    spoiled.client_gate.join(", "),
+                    spoiled.journal
+                );
+            }
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -568,9 +657,10 @@ fn markdown(trace: &Trace) -> String {
     }
     let _ = writeln!(
         out,
-        "A step passes iff its goodput over the measured span is >= {}, the replica's mean waiting-queue gauge is <= {}, and the client gate holds.",
+        "A step passes iff its goodput over the measured span is >= {}, the replica's mean waiting-queue gauge is <= {}, and the client gate holds. A recording that only the client gate failed did not observe the target: the step is recorded again, up to {} recordings in all, and every recording is listed.",
         &pins::CALIBRATION_STEP_GOODPUT_MIN.value,
         &pins::CALIBRATION_STEP_WAITING_MAX.value,
+        &pins::CALIBRATION_STEP_ATTEMPTS_MAX.value,
     );
     out
 }
@@ -603,6 +693,8 @@ mod tests {
                 } else {
                     vec!["goodput".into()]
                 },
+                spoiled: Vec::new(),
+                only_client: false,
             })
         }
     }
@@ -654,6 +746,86 @@ mod tests {
         assert!(ramp.note.contains("beyond"), "{}", ramp.note);
     }
 
+    /// A recording of a step at 8 rps: `client` spoils it (G2.4 failed, goodput withheld),
+    /// `target` fails it on the waiting gauge.
+    fn recording(n: u32, client: bool, target: bool) -> Step {
+        let client_gate = if client {
+            vec!["G2.4 fail (1320.000 us)".to_owned()]
+        } else {
+            Vec::new()
+        };
+        let mut reasons = Vec::new();
+        if client {
+            reasons.push("client gate: G2.4 fail (1320.000 us)".to_owned());
+        }
+        if target {
+            reasons.push("mean waiting queue 2.391 > 1".to_owned());
+        }
+        Step {
+            rate_rps: 8.0,
+            stage: "coarse",
+            journal: format!("c1-s03a{n}-8rps.pj"),
+            scheduled: 10,
+            goodput: (!client).then_some(1.0),
+            waiting_mean: Some(if target { 2.391 } else { 0.2 }),
+            only_client: client && !target,
+            client_gate,
+            passed: reasons.is_empty(),
+            reasons,
+            spoiled: Vec::new(),
+        }
+    }
+
+    /// Runs [`until_observed`] over recordings given as (client spoiled, target failed), with at
+    /// most three recordings; returns the step and how many recordings it made.
+    fn observe(plan: &[(bool, bool)]) -> (Step, u32) {
+        let mut made = 0;
+        let step = until_observed(
+            3,
+            |n| {
+                made = n;
+                let (client, target) = plan[n as usize - 1];
+                Ok(recording(n, client, target))
+            },
+            |_, _, _| {},
+        )
+        .unwrap();
+        (step, made)
+    }
+
+    #[test]
+    fn a_step_the_client_gate_spoiled_is_recorded_again_and_every_recording_is_listed() {
+        // Spoiled twice, then clean: the step passes on its third recording, the two spoiled
+        // ones listed with their failing checks.
+        let (step, made) = observe(&[(true, false), (true, false), (false, false)]);
+        assert_eq!(made, 3);
+        assert!(step.passed);
+        assert_eq!(step.journal, "c1-s03a3-8rps.pj");
+        let listed: Vec<&str> = step.spoiled.iter().map(|s| s.journal.as_str()).collect();
+        assert_eq!(listed, ["c1-s03a1-8rps.pj", "c1-s03a2-8rps.pj"]);
+        assert_eq!(step.spoiled[0].client_gate, ["G2.4 fail (1320.000 us)"]);
+        // Spoiled on every recording: the step fails (§10: its client gate is not clean) after
+        // the third, and says why.
+        let (step, made) = observe(&[(true, false), (true, false), (true, false)]);
+        assert_eq!(made, 3);
+        assert!(!step.passed);
+        assert_eq!(step.spoiled.len(), 2);
+        assert!(
+            step.reasons[0].starts_with("client gate:"),
+            "{:?}",
+            step.reasons
+        );
+        // A clean first recording is the step; nothing is recorded again.
+        let (step, made) = observe(&[(false, false)]);
+        assert_eq!((made, step.passed, step.spoiled.len()), (1, true, 0));
+        // The target failed (the waiting gauge), with or without the client gate: that is the
+        // target's verdict, and it is not recorded again.
+        for plan in [(false, true), (true, true)] {
+            let (step, made) = observe(&[plan]);
+            assert_eq!((made, step.passed), (1, false));
+        }
+    }
+
     #[test]
     fn only_a_calibrations_own_files_count_as_its_trace() {
         for name in [
@@ -661,6 +833,7 @@ mod tests {
             "calibration.md",
             "c1-s01-2rps.pj",
             "c2-s11-28.346rps.toml",
+            "c1-s03a2-8rps.pj",
         ] {
             assert!(is_trace_file(name), "{name}");
         }
@@ -669,6 +842,8 @@ mod tests {
             "c1-s01.pj",
             "cx-s01-2rps.pj",
             "c1-s01-2rps.txt",
+            "c1-s01a-2rps.pj",
+            "c1-s01b2-2rps.pj",
             "my-config.toml",
         ] {
             assert!(!is_trace_file(name), "{name}");
