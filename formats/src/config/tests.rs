@@ -185,6 +185,7 @@ pin_tests! {
     weakening_calibration_goodput_is_refused => "calibration.step_goodput_min",
     weakening_calibration_waiting_is_refused => "calibration.step_waiting_max",
     weakening_calibration_disagreement_is_refused => "calibration.disagreement_percent",
+    weakening_calibration_step_attempts_is_refused => "calibration.step_attempts_max",
     weakening_waiting_queue_is_refused => "gates.waiting_queue_max",
 }
 
