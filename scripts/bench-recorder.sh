@@ -75,6 +75,8 @@ base_url = "http://$1"
 model = "mock"
 replicas = ["replica-0"]
 stream = $3
+# nginx serves no /v1/models; the pre-flight (SPEC §2) would refuse it.
+preflight = false
 [schedule]
 seed = 1
 arrival = "poisson"

@@ -473,11 +473,9 @@ pub(super) async fn talk(
             record.connection_reused = true;
             (id, conn, fd)
         }
-        None => match ctx
-            .dialer
-            .open(ctx.epoch, Some(deadline), Some(record))
-            .await
-        {
+        // Boxed: the connect and TLS handshake future is about 5 KB and a request on a warm
+        // connection never polls it, but unboxed it would size every request's future.
+        None => match Box::pin(ctx.dialer.open(ctx.epoch, Some(deadline), Some(record))).await {
             Ok((conn, fd)) => (local.connection_id(), conn, fd),
             Err(OpenError { error, .. }) if local_exhaustion(&error) => {
                 ctx.shared.note_exhaustion(&error);
