@@ -736,6 +736,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             plan: Arc::clone(&plan),
             dialer: dialer.clone(),
             epoch,
+            monotonic_epoch_ns,
             canary: canary_address,
             deferred_task_work,
             rules: rules.clone(),

@@ -14,6 +14,9 @@ pub(super) struct WorkerContext {
     /// How connections to the target are opened.
     pub(super) dialer: Dialer,
     pub(super) epoch: Instant,
+    /// `epoch` on CLOCK_MONOTONIC, in ns (the journal's clock anchor): the pacer's kernel
+    /// deadlines are absolute on that clock.
+    pub(super) monotonic_epoch_ns: u64,
     /// The loopback canary's address, when it runs.
     pub(super) canary: Option<std::net::SocketAddr>,
     /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.

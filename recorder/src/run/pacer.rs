@@ -100,7 +100,10 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 if now >= due {
                     break;
                 }
-                compio::time::sleep_until(due.min(now + STOP_POLL)).await;
+                let until = due.min(now + STOP_POLL);
+                let until_ns = ctx.monotonic_epoch_ns
+                    + until.saturating_duration_since(ctx.epoch).as_nanos() as u64;
+                sleep_until_monotonic(until_ns).await;
             }
             if ctx.stop.load(Ordering::Relaxed) {
                 // Stopped: this request is never sent; it is censored by the end of the run.
@@ -256,6 +259,47 @@ impl Batch {
         let skews = std::mem::take(&mut *self.skew_ns.borrow_mut());
         if !skews.is_empty() {
             ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
+        }
+    }
+}
+
+/// An io_uring timeout to an absolute CLOCK_MONOTONIC deadline (`IORING_TIMEOUT_ABS`): the
+/// pacer's sleep. compio's own `sleep_until` hands the runtime's nearest timer to the ring wait
+/// as a relative timeout, and when that wait times out compio (0.12 driver) leaves its awake flag
+/// unset, so the timer's wake-up writes the runtime's eventfd and a later turn reads it back: two
+/// system calls and a completion for every request the pacer wakes for (BENCHMARKS.md). A
+/// timeout operation completes like any other, with none of that.
+struct AbsoluteTimeout {
+    at: io_uring::types::Timespec,
+}
+
+// SAFETY: the entry points at `self.at`, which compio keeps in place (the operation is heap
+// allocated and pinned by the runtime) until the kernel has completed or cancelled it.
+#[allow(unsafe_code)]
+unsafe impl compio::driver::OpCode for AbsoluteTimeout {
+    type Control = ();
+
+    fn create_entry(&mut self, _: &mut ()) -> compio::driver::OpEntry {
+        io_uring::opcode::Timeout::new(&self.at)
+            .flags(io_uring::types::TimeoutFlags::ABS)
+            .build()
+            .into()
+    }
+}
+
+/// Sleeps until CLOCK_MONOTONIC reads `ns` (at once if it has passed). The timeout's -ETIME is
+/// its normal end; any other error (an old kernel) falls back to the runtime's own timer.
+async fn sleep_until_monotonic(ns: u64) {
+    let at = io_uring::types::Timespec::new()
+        .sec(ns / 1_000_000_000)
+        .nsec((ns % 1_000_000_000) as u32);
+    let compio::BufResult(result, _) = compio::runtime::submit(AbsoluteTimeout { at }).await;
+    match result {
+        Ok(_) => {}
+        Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+        Err(_) => {
+            let now = super::host::monotonic_now_ns();
+            compio::time::sleep(Duration::from_nanos(ns.saturating_sub(now))).await;
         }
     }
 }
