@@ -303,3 +303,32 @@ async fn sleep_until_monotonic(ns: u64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pacer's kernel timeout never ends before its absolute deadline, on either ring setup,
+    /// and a deadline already past returns (the pacer then sends at once). Without
+    /// `TimeoutFlags::ABS` the kernel would read the deadline as a relative wait as long as the
+    /// machine's uptime, and the first wait would not end.
+    #[test]
+    fn the_absolute_timeout_wakes_at_its_deadline_never_before() {
+        for deferred in [false, deferred_task_work_available()] {
+            let runtime = compio::runtime::Runtime::builder()
+                .with_proactor(ring_setup(deferred))
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                for ahead_us in [0u64, 300, 2_000] {
+                    let deadline = super::super::host::monotonic_now_ns() + ahead_us * 1_000;
+                    sleep_until_monotonic(deadline).await;
+                    let woke = super::super::host::monotonic_now_ns();
+                    assert!(woke >= deadline, "woke {} ns early", deadline - woke);
+                }
+                let past = super::super::host::monotonic_now_ns() - 1_000_000;
+                sleep_until_monotonic(past).await;
+            });
+        }
+    }
+}
