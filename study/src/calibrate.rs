@@ -194,7 +194,7 @@ impl StepRunner for Recorder<'_> {
                 } else {
                     format!("FAIL ({})", step.reasons.join("; "))
                 };
-                println!(
+                out!(
                     "  calibration {calibration} step {count:>2} {stage:<6} {rate_rps:>9.3} rps: {verdict}"
                 );
             },
@@ -470,7 +470,7 @@ pub fn calibrate(
     let per_step = (config.duration_ns(&pins::CALIBRATION_SETTLE_S)
         + config.duration_ns(&pins::CALIBRATION_MEASURE_S)) as f64
         / 1e9;
-    println!(
+    out!(
         "percentes calibrate: {replica} at {address}, steps of {per_step:.1} s (settle + measured{}), from {start} rps doubling, then +{:.0} % steps",
         if config.time_factor > 1 {
             format!(", dev time factor {}: NOT PUBLISHABLE", config.time_factor)
@@ -495,7 +495,7 @@ pub fn calibrate(
             tool,
         };
         let ramp = ramp(start, fine, &mut runner)?;
-        println!("calibration {index}: {}", ramp.note);
+        out!("calibration {index}: {}", ramp.note);
         let found = ramp.lambda_max_rps.is_some();
         calibrations.push(ramp);
         if !found {
@@ -508,7 +508,7 @@ pub fn calibrate(
         let lambdas: Vec<Option<f64>> = calibrations.iter().map(|c| c.lambda_max_rps).collect();
         match decide(&lambdas, disagreement) {
             Ok(Some(lambda)) => break Ok(lambda),
-            Ok(None) => println!(
+            Ok(None) => out!(
                 "the two calibrations differ by more than {:.0} % of the larger: a third decides by the median",
                 disagreement * 100.0
             ),
@@ -544,12 +544,12 @@ pub fn calibrate(
     let json = serde_json::to_string_pretty(&trace)?;
     std::fs::write(output.join("calibration.json"), format!("{json}\n"))?;
     std::fs::write(output.join("calibration.md"), markdown(&trace))?;
-    println!("{decision_text}");
+    out!("{decision_text}");
     let written: Vec<PathBuf> = vec![
         output.join("calibration.json"),
         output.join("calibration.md"),
     ];
-    println!(
+    out!(
         "trace: {}",
         written
             .iter()
@@ -559,7 +559,7 @@ pub fn calibrate(
     );
     match (lambda_max, lambda_r) {
         (Some(max), Some(r)) => {
-            println!(
+            out!(
                 "lambda_max = {max} rps, lambda_r = {fraction} x lambda_max = {r} rps per replica\n\
                  put this in the run configuration:\n\n[calibration]\nlambda_max_rps = {max}\n"
             );

@@ -37,6 +37,24 @@ pub struct Tool {
     pub commit: String,
 }
 
+/// `println!` that a closed stdout (`percentes demo | head`, a terminal that went away) cannot
+/// turn into a panic mid-run: the line is lost, and the run goes on to drain, seal and exit with
+/// its status.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` with the same promise as [`out!`].
+macro_rules! out_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[cfg(target_os = "linux")]
 pub mod calibrate;
 #[cfg(target_os = "linux")]

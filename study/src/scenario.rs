@@ -356,13 +356,13 @@ pub fn run(
     }
     let factor = timing.factor();
     let minutes = pins::FAULT_RUN_SCHEDULE_S as f64 / f64::from(factor) / 60.0;
-    println!("percentes scenario {}: {}", meta.name, meta.question);
+    out!("percentes scenario {}: {}", meta.name, meta.question);
     match timing {
-        Timing::Dev(f) => println!(
+        Timing::Dev(f) => out!(
             "About {:.1} min of load (dev profile, time factor {f}); everything derived from it is labelled NOT PUBLISHABLE.",
             minutes
         ),
-        Timing::Experiment => println!(
+        Timing::Experiment => out!(
             "About {minutes:.0} min of load: the pinned experiment profile, every pin in force."
         ),
     }
@@ -421,7 +421,7 @@ pub fn run(
             meta.name
         );
     }
-    println!(
+    out!(
         "testbed: router {}, {} replicas{}; config {}",
         bed.service(),
         plan.replicas,
@@ -468,7 +468,7 @@ pub fn run(
         .join()
         .map_err(|_| StudyError::new(ErrorKind::Record, "the recorder thread panicked"))??;
     drop(bed);
-    println!(
+    out!(
         "\njournal: {} ({})",
         journal.display(),
         summary.status.name()
@@ -476,15 +476,15 @@ pub fn run(
 
     let file = JournalFile::open(&journal)?;
     let verified = file.verify(&Default::default());
-    println!("verify: {}", verified.verdict.name());
+    out!("verify: {}", verified.verdict.name());
     let (loaded, result) = analyze_journal(&file, &journal, tool)?;
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
     let declaration = declaration_text(scenario, &config, &result, factor);
     std::fs::write(output.join("scenario.md"), &declaration)?;
     headline(&result);
-    print!("\n{declaration}");
-    println!(
+    out_part!("\n{declaration}");
+    out!(
         "\nwrote {} into {}; open {} in a browser",
         written.join(", "),
         report_dir.display(),
@@ -495,7 +495,7 @@ pub fn run(
         // Stopped by a signal or a recorder error: the report is for diagnosis only (as
         // `record` says with its exit 1).
         SealStatus::Aborted => {
-            println!(
+            out!(
                 "the run was aborted ({}); the report is for diagnosis only; exit 1",
                 summary.reason
             );
@@ -503,7 +503,7 @@ pub fn run(
         }
         _ if result.validity.valid => ExitCode::SUCCESS,
         _ => {
-            println!("the run failed a validity gate (see report.md); exit 2");
+            out!("the run failed a validity gate (see report.md); exit 2");
             ExitCode::from(2)
         }
     })
@@ -886,7 +886,7 @@ fn expectation(e: &Expect, report: &model::Report) -> String {
 
 /// The headline numbers on the terminal.
 pub fn headline(report: &model::Report) {
-    println!(
+    out!(
         "\n== headline numbers{} ==",
         if report.not_publishable.is_empty() {
             String::new()
@@ -895,7 +895,7 @@ pub fn headline(report: &model::Report) {
         }
     );
     for g in report.validity.gates.iter().filter(|g| !g.holds()) {
-        println!("gate {}: {} ({})", g.id, g.status, g.observed);
+        out!("gate {}: {} ({})", g.id, g.status, g.observed);
     }
     for w in &report.windows {
         let p50 = w
@@ -904,7 +904,7 @@ pub fn headline(report: &model::Report) {
             .iter()
             .find(|(q, _)| q == "p50")
             .map(|(_, v)| *v);
-        println!(
+        out!(
             "{:<9} scheduled {:>5}  errored {:.4}  censored {:.4}  goodput {}  TTFT p50 {}  completion within 1 s {:.4}",
             w.window,
             w.scheduled,
@@ -917,13 +917,16 @@ pub fn headline(report: &model::Report) {
     }
     if let Some(f) = &report.in_flight_at_fire {
         let o = &f.on_victim;
-        println!(
+        out!(
             "in flight on {} at fire: {} errored, {} censored, {} completed",
-            f.victim, o.errored, o.censored, o.completed
+            f.victim,
+            o.errored,
+            o.censored,
+            o.completed
         );
     }
     if let Some(r) = &report.recovery {
-        println!("{}", r.label);
+        out!("{}", r.label);
         let (equilibrium, baseline) = if r.variant == "degradation" {
             ("the degraded equilibrium", "the pre-fault baseline")
         } else {
@@ -936,18 +939,18 @@ pub fn headline(report: &model::Report) {
             (equilibrium, &r.to_equilibrium),
             (baseline, &r.to_pre_fault),
         ] {
-            println!("time to {to}: {}", ttr.text);
-            ttr.flags.iter().for_each(|f| println!("  FLAG: {f}"));
+            out!("time to {to}: {}", ttr.text);
+            ttr.flags.iter().for_each(|f| out!("  FLAG: {f}"));
         }
         if let Some(relapse) = &r.relapse {
-            println!("RELAPSE: {relapse}");
+            out!("RELAPSE: {relapse}");
         }
         for b in r
             .decomposition
             .iter()
             .filter(|b| b.since_anchor_s.is_some())
         {
-            println!(
+            out!(
                 "  {}: {:.3} s after the fire",
                 b.boundary,
                 b.since_anchor_s.unwrap_or(0.0)

@@ -1086,3 +1086,44 @@ fn ctrl_c_during_a_scenario_drains_seals_aborted_and_leaves_no_replica() {
         assert!(!alive, "{name} (pid {pid}) outlived the runner");
     }
 }
+
+/// A study whose standard output and error are closed mid-run (`percentes scenario run ... |
+/// head`, a terminal that went away) still records, drains, seals and exits with its status:
+/// the study's progress lines are lost, never a panic (exit 101) that leaves replicas running
+/// and the journal unsealed. (Mutation-checked: with the study's `out!` as `println!`, this
+/// test fails.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_scenario_with_its_output_closed_still_seals_and_exits_with_its_status() {
+    let _machine = crate::machine();
+    let dir = scratch("closed-output");
+    let out = dir.join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "scenario",
+            "run",
+            "scenarios/catalogue/replica-loss-clean-delete.toml",
+            "--time-factor",
+            "100",
+            "--force",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    // 0 valid, 2 gate-invalid (a busy machine's client gate): both are the run's own verdict.
+    assert!(
+        matches!(status.code(), Some(0) | Some(2)),
+        "exit {status:?}: a closed stdout must not end the study"
+    );
+    let journal = out.join("run.pj");
+    let (code, verdict, _) = percentes(&["verify", journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{verdict}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
