@@ -474,7 +474,7 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     let _machine = crate::machine();
     let dir = scratch("demo");
     let out = dir.join("out");
-    // A run this busy machine fails on its own client gate is recorded again (four tries, each
+    // A run this busy machine fails on its own client gate is recorded again (`ATTEMPTS` tries, each
     // after the host's timer has calmed), and the test fails with the reason after that; the
     // assertions below are never weakened.
     let mut attempt = 0;
