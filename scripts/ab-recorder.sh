@@ -9,6 +9,7 @@
 # Usage: scripts/ab-recorder.sh BIN_A BIN_B [ROUNDS] [RATE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/fixed-nginx.sh
 a=${1:?the A binary}
 b=${2:?the B binary}
 rounds=${3:-3}
@@ -16,25 +17,7 @@ rate=${4:-10000}
 work=$(mktemp -d /var/tmp/ab-recorder.XXXXXX)
 trap '[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 port=18191
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 10000000;
-  server {
-    listen 127.0.0.1:$port;
-    location /v1/completions {
-      default_type application/json;
-      return 200 '{"model":"mock","choices":[{"index":0,"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}';
-    }
-  }
-}
-CONF
-taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/error.log"
-sleep 0.5
+start_fixed_nginx "$work" $port
 cat > "$work/run.toml" <<TOML
 schema_version = 1
 profile = "dev"

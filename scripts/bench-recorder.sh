@@ -6,6 +6,7 @@
 # oha). Each load runs 10 s. Usage: scripts/bench-recorder.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/fixed-nginx.sh
 cargo build --release --locked -q
 cargo build --release --locked -q -p percentes-recorder --bench floor
 bin=$PWD/target/release/percentes
@@ -18,30 +19,7 @@ taskset -c 1 "$floor" 2000 1000
 taskset -c 1 "$floor" poisson 1000 10
 taskset -c 1 "$floor" poisson 10000 10
 
-# nginx: fixed answers for any method; SSE as one body.
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:18180;
-    location /v1/chat/completions {
-      default_type text/event-stream;
-      return 200 'data: {"model":"mock","choices":[{"index":0,"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n';
-    }
-    location /v1/completions {
-      default_type application/json;
-      return 200 '{"model":"mock","choices":[{"index":0,"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}';
-    }
-  }
-}
-CONF
-taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/error.log"
-sleep 0.5
+start_fixed_nginx "$work" 18180
 
 cat > "$work/sse-mock.toml" <<'TOML'
 [timing]

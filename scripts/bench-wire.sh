@@ -11,6 +11,7 @@
 # Usage: WRK2=/path/to/wrk2/wrk scripts/bench-wire.sh [REPEATS] [SECONDS] [RATES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/fixed-nginx.sh
 repeats=${1:-3}
 seconds=${2:-20}
 rates=${3:-"1000 10000 20000"}
@@ -23,25 +24,7 @@ work=$(mktemp -d /var/tmp/bench-wire.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 port=18190
 
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 10000000;
-  server {
-    listen 127.0.0.1:$port;
-    location /v1/completions {
-      default_type application/json;
-      return 200 '{"model":"mock","choices":[{"index":0,"text":"x"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}';
-    }
-  }
-}
-CONF
-taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/error.log"
-sleep 0.5
+start_fixed_nginx "$work" $port
 body='{"prompt":"a","max_tokens":256,"stream":false,"ignore_eos":true}'
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
