@@ -18,28 +18,7 @@ work=$(mktemp -d /var/tmp/ab-recorder.XXXXXX)
 trap '[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 port=18191
 start_fixed_nginx "$work" $port
-cat > "$work/run.toml" <<TOML
-schema_version = 1
-profile = "dev"
-[dev]
-time_factor = 42
-[target]
-kind = "mock"
-base_url = "http://127.0.0.1:$port"
-model = "mock"
-replicas = ["replica-0"]
-stream = false
-preflight = false
-[schedule]
-seed = 1
-arrival = "deterministic"
-rate_rps = $rate
-[fault]
-variant = "none"
-[[routes]]
-label = "r"
-path = "/v1/completions"
-TOML
+fixed_run_config $port "$rate" 42 > "$work/run.toml"
 for round in $(seq 1 "$rounds"); do
   for side in A B; do
     bin=$a

@@ -36,28 +36,7 @@ LUA
 # makes them SECONDS in all; deterministic arrivals: one grid, k / rate from the epoch.
 factor=$(( 420 / seconds ))
 config() { # RATE
-  cat <<TOML
-schema_version = 1
-profile = "dev"
-[dev]
-time_factor = $factor
-[target]
-kind = "mock"
-base_url = "http://127.0.0.1:$port"
-model = "mock"
-replicas = ["replica-0"]
-stream = false
-preflight = false
-[schedule]
-seed = 1
-arrival = "deterministic"
-rate_rps = $1
-[fault]
-variant = "none"
-[[routes]]
-label = "r"
-path = "/v1/completions"
-TOML
+  fixed_run_config "$port" "$1" "$factor"
 }
 
 capture_start() { # FILE

@@ -30,3 +30,31 @@ CONF
   taskset -c 0 nginx -c "$work/nginx.conf" -e "$work/error.log"
   sleep 0.5
 }
+
+# A dev-profile run configuration against the fixed nginx on PORT: one route (plain JSON
+# completions), deterministic arrivals at RATE, no fault, no pre-flight, the phases divided by
+# FACTOR. Usage: fixed_run_config PORT RATE FACTOR
+fixed_run_config() {
+  cat <<TOML
+schema_version = 1
+profile = "dev"
+[dev]
+time_factor = $3
+[target]
+kind = "mock"
+base_url = "http://127.0.0.1:$1"
+model = "mock"
+replicas = ["replica-0"]
+stream = false
+preflight = false
+[schedule]
+seed = 1
+arrival = "deterministic"
+rate_rps = $2
+[fault]
+variant = "none"
+[[routes]]
+label = "r"
+path = "/v1/completions"
+TOML
+}

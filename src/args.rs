@@ -1,6 +1,8 @@
 //! The binary's argument value types (clap `ValueEnum`s) and their mapping to the libraries'.
 
-use clap::ValueEnum;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
 use percentes_formats::config::Profile;
 
 /// How `record` shows its progress.
@@ -31,4 +33,125 @@ impl From<ProfileArg> for Profile {
             ProfileArg::Hosted => Profile::Hosted,
         }
     }
+}
+
+/// A run stated by flags instead of a configuration file (`record --url`, `init --from-flags`).
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    /// A quick run without a configuration file: the endpoint, a base URL or a request URL
+    /// ending in its route (http://host:8000/v1/chat/completions). The run's configuration is
+    /// printed and journaled; dev profile, or hosted with --hosted; never publishable as dev.
+    #[arg(long, value_name = "URL", requires_all = ["model", "rate"])]
+    pub url: Option<String>,
+    /// With --url: the model to ask for (target.model).
+    #[arg(long, requires = "url")]
+    pub model: Option<String>,
+    /// With --url: the offered rate in requests/s (schedule.rate_rps), open loop.
+    #[arg(long, value_name = "RPS", requires = "url")]
+    pub rate: Option<f64>,
+    /// With --url: how long to measure (30s, 2m, 500ms), after a warm-up of a tenth of it.
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    pub duration: Option<f64>,
+    /// With --url: the warm-up (discarded) instead of a tenth of --duration.
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    pub warmup: Option<f64>,
+    /// With --url: stream the responses (SSE), for time to first token and inter-token times.
+    #[arg(long, requires = "url")]
+    pub stream: bool,
+    /// With --url: a header sent on every request, `Name: value` (repeat it for more).
+    #[arg(long, value_name = "NAME: VALUE", requires = "url")]
+    pub header: Vec<String>,
+    /// With --url: the environment variable holding the API key (a bearer token; never
+    /// journaled).
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub api_key_env: Option<String>,
+    /// With --url: a third-party endpoint, so the hosted profile and its pinned timeline (no
+    /// --duration; no ignore_eos sent).
+    #[arg(long, requires = "url")]
+    pub hosted: bool,
+    /// With --url: the schedule's seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// With --url: the arrivals, poisson or deterministic.
+    #[arg(long, default_value = "poisson")]
+    pub arrival: String,
+}
+
+fn duration(text: &str) -> Result<f64, String> {
+    percentes_formats::config::parse_duration_s(text)
+}
+
+impl QuickArgs {
+    /// The run the flags state, if --url was given.
+    pub fn quick(&self) -> Option<percentes_formats::config::Quick> {
+        Some(percentes_formats::config::Quick {
+            url: self.url.clone()?,
+            model: self.model.clone().unwrap_or_default(),
+            rate_rps: self.rate.unwrap_or_default(),
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            stream: self.stream,
+            headers: self.header.clone(),
+            api_key_env: self.api_key_env.clone(),
+            hosted: self.hosted,
+            seed: self.seed,
+            arrival: self.arrival.clone(),
+        })
+    }
+}
+
+/// `percentes record`'s arguments.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The configuration file (TOML; `percentes init` writes a commented one), or --url and
+    /// its flags for a quick run.
+    #[arg(required_unless_present = "url", conflicts_with = "url")]
+    pub config: Option<PathBuf>,
+    /// A quick run's flags.
+    #[command(flatten)]
+    pub quick: QuickArgs,
+    /// The journal to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Overwrite an existing journal.
+    #[arg(long)]
+    pub force: bool,
+    /// The operator's ed25519 secret key (64 hex digits, as `keygen` writes): signs every
+    /// checkpoint and the seal.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// Worker threads, each an io_uring runtime pacing its share of the schedule.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Leave out the loopback canary, the receive-path check (SPEC §2) that streams one
+    /// event each 10 ms to every worker and journals how late the worker saw it.
+    #[arg(long)]
+    pub no_canary: bool,
+    /// No progress (a CPU warning still shows).
+    #[arg(long)]
+    pub quiet: bool,
+    /// How progress is shown each second on stderr: `human` (phase, fault state, counts, the
+    /// last second's TTFT, skew, stall and CPU; redrawn in place on a terminal; the default) or
+    /// `json` (one JSON object a line). Either warns at once when the CPU G2.3 reads passes
+    /// its limit.
+    #[arg(long, value_enum)]
+    pub progress: Option<ProgressArg>,
+    /// Send one share of the schedule, as shard K of N recorders (SPEC §2 "Sharded capture"):
+    /// the indices i with i mod N = K. Needs --start-at; only shard 0 runs the fault plan and
+    /// the replica probes. Merge the N journals with `percentes merge`.
+    #[arg(long, value_name = "K/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// As --shard K/N, with K from the environment variable JOB_COMPLETION_INDEX (set by a
+    /// Kubernetes Indexed Job for each of its pods).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// The agreed epoch every shard counts from: Unix seconds or RFC 3339
+    /// (2026-12-01T21:40:00Z). The recorder waits for it; one that reaches it more than
+    /// shards.start_late_max_ms late refuses to record.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Write each chain head (header, every checkpoint, seal) as a JSON line to FILE as it is
+    /// written, kept outside the journal (--progress json prints them too).
+    #[arg(long, value_name = "FILE")]
+    pub heads: Option<PathBuf>,
 }

@@ -3,7 +3,6 @@
 //! Exit codes (SPEC §10): 0 valid; 2 gate-invalid (nothing published); 1 error, including any
 //! `verify` verdict other than `sealed-intact`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// `println!` that a closed stdout (a pipe to `head` that ended) cannot turn into a panic: the
@@ -30,6 +29,7 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod inspect;
+mod shards;
 mod show;
 
 use args::{ProfileArg, ProgressArg};
@@ -84,6 +84,9 @@ enum ScenarioCommand {
         /// Run the pinned full-length experiment profile instead (about 17 minutes).
         #[arg(long)]
         experiment: bool,
+        /// Analyze an invalid run's statistics anyway, for diagnosis (as `analyze --diagnose`).
+        #[arg(long)]
+        diagnose: bool,
     },
 }
 
@@ -105,6 +108,9 @@ enum Command {
         /// the tests use it). The mocks are sized to it.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(10..=100))]
         time_factor: u32,
+        /// Analyze an invalid run's statistics anyway, for diagnosis (as `analyze --diagnose`).
+        #[arg(long)]
+        diagnose: bool,
     },
     /// Scenario files (seeds/004's governed experiments) run on the local testbed (Linux).
     #[command(subcommand)]
@@ -127,12 +133,44 @@ enum Command {
         /// Write into a folder that is not empty.
         #[arg(long)]
         force: bool,
+        /// Judge a step whose every recording only the client gate spoiled by its diagnosis
+        /// (goodput and waiting gauge): the lambda_max found is for diagnosis only, exit 2.
+        #[arg(long)]
+        diagnose: bool,
     },
-    /// Write a commented, valid example configuration.
+    /// Latency against offered load (Linux): one recording of CONFIG per rate, only
+    /// schedule.rate_rps changed, each analyzed as `analyze` would (a recording only the client
+    /// gate failed is recorded again, as a calibration step is). Writes each rate's
+    /// configuration and journal, sweep.json, sweep.md and two plots. Exit 2 when a rate's
+    /// recording failed a gate.
+    Sweep {
+        /// The run configuration (fault.variant = "none").
+        config: PathBuf,
+        /// The offered rates, requests/s: a list (2,4,8,16) or a geometric ramp (2..32*2).
+        #[arg(long)]
+        rates: percentes_analyzer::sweep::Rates,
+        /// The folder everything goes in.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write into a folder that is not empty.
+        #[arg(long)]
+        force: bool,
+        /// Show an invalid rate's statistics anyway, marked NOT PUBLISHABLE (as analyze's).
+        #[arg(long)]
+        diagnose: bool,
+    },
+    /// Write a commented, valid example configuration, or (--from-flags) the one a quick run's
+    /// flags state, to edit.
     Init {
         /// Which profile the example is for.
         #[arg(long, value_enum, default_value_t = ProfileArg::Dev)]
         profile: ProfileArg,
+        /// Write the configuration `record --url ...` would run with these flags.
+        #[arg(long, requires = "url")]
+        from_flags: bool,
+        /// The quick run's flags (with --from-flags).
+        #[command(flatten)]
+        quick: args::QuickArgs,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -144,33 +182,24 @@ enum Command {
     /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
     /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
     /// seals it as escaped (exit 2).
-    Record {
-        /// The configuration file (TOML; `percentes init` writes a commented one).
-        config: PathBuf,
-        /// The journal to write.
+    Record(args::RecordArgs),
+    /// Merge the shard journals of one run (SPEC §2 "Sharded capture"): check one configuration,
+    /// schedule and epoch, every shard once, sealed-intact, holding exactly its indices, starts
+    /// and clocks within their pins; write the manifest binding their chain heads, which
+    /// `analyze`, `export`, `campaign` and `verify` accept in place of a journal. Exit 1: refused.
+    Merge {
+        /// The shard journals (.pj), in any order.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// The manifest to write (JSON); shard paths in it are relative to its folder.
         #[arg(short, long)]
         output: PathBuf,
-        /// Overwrite an existing journal.
-        #[arg(long)]
-        force: bool,
-        /// The operator's ed25519 secret key (64 hex digits, as `keygen` writes): signs every
-        /// checkpoint and the seal.
+        /// The operator's ed25519 secret key (as `keygen` writes): signs the manifest's binding.
         #[arg(long, value_name = "FILE")]
         sign_key: Option<PathBuf>,
-        /// Worker threads, each an io_uring runtime pacing its share of the schedule.
-        #[arg(long, default_value_t = 1)]
-        workers: usize,
-        /// Leave out the loopback canary, the receive-path check (SPEC §2) that streams one
-        /// event each 10 ms to every worker and journals how late the worker saw it.
+        /// Replace an existing manifest.
         #[arg(long)]
-        no_canary: bool,
-        /// No progress line.
-        #[arg(long)]
-        quiet: bool,
-        /// How progress is shown each second on stderr: `human` (a line of counts, skew and
-        /// stall; the default) or `json` (one JSON object a line). --quiet shows none.
-        #[arg(long, value_enum)]
-        progress: Option<ProgressArg>,
+        force: bool,
     },
     /// Validate configurations and list the pins.
     #[command(subcommand)]
@@ -199,7 +228,8 @@ enum Command {
     ///
     /// A tampered journal is refused (exit 1). An unsealed, aborted or dev-profile one is analyzed
     /// for diagnosis, and every output says NOT PUBLISHABLE and why. A run that fails the
-    /// client-validity gate (§2) publishes no statistic and exits 2.
+    /// client-validity gate (§2) publishes no statistic and exits 2; `--diagnose` shows its
+    /// statistics anyway, marked NOT PUBLISHABLE, and still exits 2.
     Analyze {
         /// The journal file (.pj) to analyze.
         journal: PathBuf,
@@ -214,6 +244,10 @@ enum Command {
         /// Print report.json to standard output instead of the summary.
         #[arg(long)]
         json: bool,
+        /// Compute the statistics an invalid run withholds, to see what went wrong; every output
+        /// says NOT PUBLISHABLE and the exit stays 2 (§9).
+        #[arg(long)]
+        diagnose: bool,
     },
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
@@ -371,27 +405,31 @@ fn spec_version(value: &str) -> Result<Spec, String> {
     })
 }
 
-fn load_run(path: &Path) -> Result<(JournalFile, percentes_analyzer::load::Run)> {
-    let file = JournalFile::open(path)?;
-    let run = percentes_analyzer::load::load(&file)
-        .with_context(|| format!("cannot analyze {}", path.display()))?;
-    Ok((file, run))
+/// A journal, or a merged run's manifest and its shards.
+fn load_run(path: &Path) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
+    percentes_analyzer::shards::open(path)
+        .with_context(|| format!("cannot analyze {}", path.display()))
 }
 
-fn analyze(path: &Path, spec: Spec, output: &Path, json: bool) -> Result<ExitCode> {
-    use percentes_analyzer::{analysis, report};
-    let (file, run) = load_run(path)?;
-    let analyzer = model::Analyzer {
+/// This build, as a report cites it.
+fn analyzer(diagnose: bool) -> model::Analyzer {
+    model::Analyzer {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: env!("PERCENTES_COMMIT").into(),
-    };
-    let result = analysis::analyze(&run, &file, spec, &analyzer);
+        diagnose,
+    }
+}
+
+fn analyze(path: &Path, spec: Spec, output: &Path, json: bool, diagnose: bool) -> Result<ExitCode> {
+    use percentes_analyzer::{analysis, report};
+    let (file, run) = load_run(path)?;
+    let result = analysis::analyze(&run, &file, spec, &analyzer(diagnose));
     let written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
     if json {
         print!("{}", report::json(&result));
     } else {
-        show::analysis_summary(&result, path, output, &written);
+        print!("{}", report::summary(&result, path, output, &written));
     }
     Ok(if result.validity.valid {
         ExitCode::SUCCESS
@@ -416,12 +454,12 @@ fn tool() -> percentes_study::Tool {
 }
 
 #[cfg(target_os = "linux")]
-fn demo(output: &Path, force: bool, time_factor: u32) -> Result<ExitCode> {
-    studied(demo::run(output, force, time_factor, &tool()))
+fn demo(output: &Path, force: bool, time_factor: u32, diagnose: bool) -> Result<ExitCode> {
+    studied(demo::run(output, force, time_factor, diagnose, &tool()))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn demo(_: &Path, _: bool, _: u32) -> Result<ExitCode> {
+fn demo(_: &Path, _: bool, _: u32, _: bool) -> Result<ExitCode> {
     bail!("`percentes demo` records, and recording runs on Linux only (it drives io_uring)")
 }
 
@@ -431,19 +469,32 @@ fn calibrate_command(
     output: &Path,
     replica: Option<&str>,
     force: bool,
+    diagnose: bool,
 ) -> Result<ExitCode> {
-    studied(calibrate::calibrate(
-        config,
-        output,
+    let options = calibrate::Options {
         replica,
         force,
-        &tool(),
+        diagnose,
+    };
+    studied(calibrate::calibrate(config, output, &options, &tool()))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool, _: bool) -> Result<ExitCode> {
+    bail!("`percentes calibrate` records, and recording runs on Linux only (it drives io_uring)")
+}
+
+#[cfg(target_os = "linux")]
+fn sweep(config: &Path, rates: &[f64], output: &Path, force: bool, diag: bool) -> Result<ExitCode> {
+    let tool = tool();
+    studied(percentes_study::sweep::sweep(
+        config, rates, output, force, diag, &tool,
     ))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool) -> Result<ExitCode> {
-    bail!("`percentes calibrate` records, and recording runs on Linux only (it drives io_uring)")
+fn sweep(_: &Path, _: &[f64], _: &Path, _: bool, _: bool) -> Result<ExitCode> {
+    bail!("`percentes sweep` records, and recording runs on Linux only (it drives io_uring)")
 }
 
 #[cfg(target_os = "linux")]
@@ -456,6 +507,7 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
             force,
             time_factor,
             experiment,
+            diagnose,
         } => {
             let scenario = studied(percentes_study::catalogue::load(&file))?;
             let timing = if experiment {
@@ -463,7 +515,14 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
             } else {
                 study::Timing::Dev(time_factor)
             };
-            studied(study::run(&scenario, &output, force, timing, &tool()))
+            studied(study::run(
+                &scenario,
+                &output,
+                force,
+                timing,
+                &tool(),
+                diagnose,
+            ))
         }
     }
 }
@@ -475,10 +534,7 @@ fn scenario(_: ScenarioCommand) -> Result<ExitCode> {
 
 fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
     use percentes_analyzer::campaign::{self, CampaignRun};
-    let analyzer = model::Analyzer {
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: env!("PERCENTES_COMMIT").into(),
-    };
+    let analyzer = analyzer(false);
     let mut runs = Vec::new();
     for path in paths {
         let (file, run) = load_run(path)?;
@@ -489,13 +545,8 @@ fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
         runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
     }
     let result = campaign::build(&runs);
-    std::fs::create_dir_all(output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
-    let mut json = serde_json::to_string_pretty(&serde_json::to_value(&result)?)?;
-    json.push('\n');
-    std::fs::write(output.join("campaign.json"), json)?;
-    let md = campaign::markdown(&result);
-    std::fs::write(output.join("campaign.md"), &md)?;
+    let md = campaign::write(&result, output)
+        .with_context(|| format!("cannot write the campaign into {}", output.display()))?;
     print!("{md}");
     out!(
         "wrote campaign.json and campaign.md into {}",
@@ -550,9 +601,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Init {
             profile,
+            from_flags,
+            quick,
             output,
             force,
-        } => init(profile.into(), output.as_deref(), force),
+        } => init(
+            profile.into(),
+            from_flags.then(|| quick.quick()).flatten(),
+            output.as_deref(),
+            force,
+        ),
         Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
         Command::Config(ConfigCommand::Pins) => {
             print!("{}", pins::markdown_table());
@@ -588,20 +646,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             force,
             time_factor,
-        } => demo(&output, force, time_factor),
+            diagnose,
+        } => demo(&output, force, time_factor, diagnose),
         Command::Scenario(command) => scenario(command),
         Command::Calibrate {
             config,
             output,
             replica,
             force,
-        } => calibrate_command(&config, &output, replica.as_deref(), force),
+            diagnose,
+        } => calibrate_command(&config, &output, replica.as_deref(), force, diagnose),
+        Command::Sweep {
+            config,
+            rates,
+            output,
+            force,
+            diagnose,
+        } => sweep(&config, &rates.0, &output, force, diagnose),
         Command::Analyze {
             journal,
             spec,
             output,
             json,
-        } => analyze(&journal, spec, &output, json),
+            diagnose,
+        } => analyze(&journal, spec, &output, json, diagnose),
         Command::Export {
             journal,
             parquet,
@@ -612,28 +680,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             spec,
             output,
         } => campaign(&journals, spec, &output),
-        Command::Record {
-            config,
+        Command::Record(args) => record(args),
+        Command::Merge {
+            shards,
             output,
-            force,
             sign_key,
-            workers,
-            no_canary,
-            quiet,
-            progress,
-        } => record(
-            &config,
-            output,
             force,
-            sign_key.as_deref(),
-            workers,
-            !no_canary,
-            match (quiet, progress) {
-                (true, _) => percentes_recorder::run::Progress::Quiet,
-                (false, Some(ProgressArg::Json)) => percentes_recorder::run::Progress::Json,
-                _ => percentes_recorder::run::Progress::Human,
-            },
-        ),
+        } => shards::merge(&shards, &output, sign_key.as_deref(), force),
         Command::Mock {
             listen,
             config,
@@ -672,8 +725,7 @@ fn mock(
     slow_reload_ms: Option<u64>,
     threads: Option<usize>,
 ) -> Result<ExitCode> {
-    use percentes_scenarios::config::MockConfig;
-    use percentes_scenarios::mock;
+    use percentes_scenarios::{config::MockConfig, mock};
     if example_config {
         print!("{}", mock::EXAMPLE_CONFIG);
         return Ok(ExitCode::SUCCESS);
@@ -689,16 +741,14 @@ fn mock(
 
 fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
     use percentes_scenarios::router::{self, Endpoint};
-    let endpoints = upstreams
+    let endpoints: Vec<Endpoint> = upstreams
         .iter()
         .map(|spec| Endpoint::parse_flag(spec).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<_>>()?;
     let names: Vec<String> = endpoints.iter().map(|e| e.name.clone()).collect();
     router::run_blocking(endpoints, listen, |addr| {
-        warn!(
-            "percentes router over {} listening on http://{addr}; Ctrl-C stops it",
-            names.join(", ")
-        );
+        let names = names.join(", ");
+        warn!("percentes router over {names} listening on http://{addr}; Ctrl-C stops it");
     })
     .with_context(|| format!("router on {listen}"))?;
     Ok(ExitCode::SUCCESS)
@@ -710,45 +760,17 @@ fn testbed(
     isolated: bool,
     state_dir: Option<&Path>,
 ) -> Result<ExitCode> {
-    use percentes_scenarios::testbed::Testbed;
-    if replicas == 0 {
-        bail!("--replicas must be at least 1");
-    }
     let binary = std::env::current_exe()
         .context("cannot find the percentes executable to start replicas")?;
-    let bed = if isolated {
-        Testbed::start_isolated(&binary, replicas, mock_config)
-    } else {
-        Testbed::start(&binary, replicas, mock_config)
-    }
-    .context("starting the testbed")?;
-    let write = |name: &str, text: String| -> Result<()> {
-        if let Some(dir) = state_dir {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            let path = dir.join(name);
-            std::fs::write(&path, format!("{text}\n"))
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-        Ok(())
-    };
-    out!(
-        "service (router): http://{}  (endpoints: GET/POST /admin/endpoints)",
-        bed.service()
-    );
-    write("service.addr", bed.service().to_string())?;
-    for (name, pid) in bed.pids() {
-        let address = bed
-            .replica(&name)
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        out!("{name}: http://{address} pid {pid}");
-        write(&format!("{name}.addr"), address)?;
-        write(&format!("{name}.pid"), pid.to_string())?;
-    }
-    out!("Ctrl-C stops the testbed and every replica.");
-    percentes_scenarios::wait_for_ctrl_c().context("waiting for Ctrl-C")?;
-    drop(bed);
+    percentes_scenarios::testbed::run_foreground(
+        &binary,
+        replicas,
+        mock_config,
+        isolated,
+        state_dir,
+        |line| out!("{line}"),
+    )
+    .map_err(anyhow::Error::msg)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -760,8 +782,23 @@ fn load_config(path: &Path) -> Result<Config> {
     })
 }
 
-fn init(profile: Profile, output: Option<&Path>, force: bool) -> Result<ExitCode> {
-    let text = config::example(profile);
+fn init(
+    profile: Profile,
+    quick: Option<config::Quick>,
+    output: Option<&Path>,
+    force: bool,
+) -> Result<ExitCode> {
+    let (text, profile) = match quick {
+        Some(quick) => (
+            quick.toml().map_err(anyhow::Error::msg)?,
+            if quick.hosted {
+                Profile::Hosted
+            } else {
+                Profile::Dev
+            },
+        ),
+        None => (config::example(profile).to_owned(), profile),
+    };
     match output {
         None => print!("{text}"),
         Some(path) => {
@@ -806,7 +843,13 @@ fn verify_journal(
                 .with_context(|| format!("--expect-head {h:?} is not 64 hex digits"))
         })
         .transpose()?;
-    let trusted_key = pubkey.map(read_public_key).transpose()?;
+    let trusted_key = pubkey
+        .map(journal::keys::read_public_key)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    if percentes_analyzer::shards::is_manifest(path) {
+        return shards::verify_manifest(path, expect_head, trusted_key, json);
+    }
     let file = JournalFile::open(path)?;
     let report = file.verify(&VerifyOptions {
         expect_head,
@@ -829,122 +872,74 @@ fn verify_journal(
 }
 
 #[cfg(target_os = "linux")]
-fn record(
-    config_path: &Path,
-    output: PathBuf,
-    force: bool,
-    sign_key: Option<&Path>,
-    workers: usize,
-    canary: bool,
-    progress: percentes_recorder::run::Progress,
-) -> Result<ExitCode> {
-    use percentes_formats::journal::records::SealStatus;
+fn record(args: args::RecordArgs) -> Result<ExitCode> {
     use percentes_recorder::run::{self, Options};
-    let config = load_config(config_path)?;
-    let signing_key = sign_key
-        .map(|path| -> Result<ed25519_dalek::SigningKey> {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read signing key {}", path.display()))?;
-            let seed = journal::parse_hash(&text).with_context(|| {
-                format!(
-                    "{} does not hold a secret key (64 hex digits, as `percentes keygen` writes)",
-                    path.display()
-                )
-            })?;
-            Ok(ed25519_dalek::SigningKey::from_bytes(&seed))
-        })
-        .transpose()?;
+    let config = match (args.quick.quick(), &args.config) {
+        (Some(quick), _) => {
+            let text = quick.toml().map_err(anyhow::Error::msg)?;
+            out!("{text}");
+            Config::parse(text.as_bytes())?
+        }
+        (None, Some(path)) => load_config(path)?,
+        (None, None) => bail!("give a configuration file, or --url and its flags"),
+    };
+    let (shard, start_at_ns) = shards::of_record(&args)?;
+    let progress = match (args.quiet, args.progress) {
+        (true, _) => run::Progress::Quiet,
+        (false, Some(ProgressArg::Json)) => run::Progress::Json,
+        _ => run::Progress::Human,
+    };
+    let signing_key = args
+        .sign_key
+        .as_deref()
+        .map(journal::keys::read_signing_key);
+    let signing_key = signing_key.transpose().map_err(anyhow::Error::msg)?;
     if let Err(why) = config.publishability() {
         warn!("percentes: {why}");
     }
     let options = Options {
-        output,
-        force,
+        output: args.output,
+        force: args.force,
         signing_key,
         tool_version: TOOL_VERSION.into(),
         tool_commit: TOOL_COMMIT.into(),
-        workers,
-        canary,
+        workers: args.workers,
+        canary: !args.no_canary,
         progress,
         stop: run::stop_on_signals(),
         timeline: None,
+        shard,
+        start_at_ns,
+        heads: args.heads,
     };
     let summary = run::record(&config, &options)?;
     for line in summary.lines() {
         out!("{line}");
     }
-    if summary.status == SealStatus::Escaped {
-        // seeds/004: an escaped experiment is invalid, not an error of the instrument.
-        warn!(
-            "percentes: EXPERIMENT ESCAPED: a declared abort trigger fired; offered load stopped and the journal is sealed `escaped`. `percentes analyze` lists what incident response must retain"
-        );
-        return Ok(ExitCode::from(2));
+    let (code, why) = summary.exit();
+    if let Some(why) = why {
+        warn!("percentes: {why}");
     }
-    if summary.status != SealStatus::Completed {
-        return Ok(ExitCode::from(1));
-    }
-    if summary.sealed.counts.undispatched > 0 {
-        // SPEC §2: any scheduled request never dispatched fails the run.
-        warn!(
-            "percentes: RUN INVALID (SPEC §2): {} scheduled requests were never dispatched; nothing from this run may be published",
-            summary.sealed.counts.undispatched
-        );
-        return Ok(ExitCode::from(2));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(code))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn record(
-    _: &Path,
-    _: PathBuf,
-    _: bool,
-    _: Option<&Path>,
-    _: usize,
-    _: bool,
-    _: Option<ProgressArg>,
-) -> Result<ExitCode> {
+fn record(_: args::RecordArgs) -> Result<ExitCode> {
     bail!("`percentes record` runs on Linux only (it drives io_uring); every other command works here")
 }
 
-fn read_public_key(path: &Path) -> Result<[u8; 32]> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read public key {}", path.display()))?;
-    let key = journal::parse_hash(&text).with_context(|| {
-        format!(
-            "{} does not hold a public key (64 hex digits, as `percentes keygen` writes)",
-            path.display()
-        )
-    })?;
-    ed25519_dalek::VerifyingKey::from_bytes(&key)
-        .with_context(|| format!("{} is not a valid ed25519 public key", path.display()))?;
-    Ok(key)
-}
-
 fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
-    let secret_path = prefix.with_extension("key");
-    let public_path = prefix.with_extension("pub");
-    for path in [&secret_path, &public_path] {
-        if path.exists() && !force {
-            bail!("{} exists; pass --force to overwrite it", path.display());
-        }
-    }
     let mut seed = [0u8; 32];
     getrandom(&mut seed)?;
-    let key = ed25519_dalek::SigningKey::from_bytes(&seed);
-    write_private(&secret_path, &format!("{}\n", journal::hex(&seed)))?;
-    std::fs::write(
-        &public_path,
-        format!("{}\n", journal::hex(&key.verifying_key().to_bytes())),
-    )
-    .with_context(|| format!("cannot write {}", public_path.display()))?;
+    let (secret, public) =
+        journal::keys::write_key_pair(prefix, &seed, force).map_err(anyhow::Error::msg)?;
     out!(
         "secret key: {} (keep it off the machines that store journals)",
-        secret_path.display()
+        secret.display()
     );
     out!(
         "public key: {} (give it to auditors: verify --pubkey)",
-        public_path.display()
+        public.display()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -952,19 +947,6 @@ fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
 /// Fills `out` from the OS's random source, on every OS.
 fn getrandom(out: &mut [u8]) -> Result<()> {
     getrandom::fill(out).map_err(|e| anyhow::anyhow!("the OS random source failed: {e}"))
-}
-
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

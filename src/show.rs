@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use percentes_formats::config::{Config, FaultVariant, PinInForce};
+use percentes_formats::journal::manifest::format_instant;
 use percentes_formats::journal::{hex, Header};
 use percentes_formats::pins::{self, Value};
 use percentes_formats::schedule::ScheduleParams;
@@ -10,32 +11,7 @@ use serde_json::{json, Value as Json};
 
 /// Seconds to the millisecond, rounded (half up), from ns: 14.285714 s prints 14.286 s.
 pub fn seconds(ns: u64) -> String {
-    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
-    format!("{}.{:03} s", ms / 1000, ms % 1000)
-}
-
-/// A Unix time in ns as an ISO 8601 UTC timestamp (civil-from-days, proleptic Gregorian).
-pub fn utc(unix_ns: i64) -> String {
-    let secs = unix_ns.div_euclid(1_000_000_000);
-    let nanos = unix_ns.rem_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60,
-        nanos
-    )
+    percentes_formats::config::format_s(ns)
 }
 
 fn pin_value(value: Value, unit: &str) -> String {
@@ -160,6 +136,9 @@ pub fn config_text(file: &Path, config: &Config) -> String {
         out.push_str(&pin_line(&p));
         out.push('\n');
     }
+    for warning in config.warnings() {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
     out
 }
 
@@ -183,6 +162,7 @@ pub fn config_json(config: &Config) -> Json {
         "rate_rps": config.rate_rps(),
         "schedule_requests": params.iter().count(),
         "schedule_digest": hex(&params.digest()),
+        "warnings": config.warnings(),
         "pins": config.pins_in_force().iter().map(|p| json!({
             "clause": p.pin.clause,
             "key": p.pin.key,
@@ -228,7 +208,7 @@ pub fn header_text(header: &Header, with_config: bool) -> String {
         "clock: {}, epoch at monotonic {} ns = {} (realtime, for humans only)\n",
         header.clock.source,
         header.clock.monotonic_epoch_ns,
-        utc(header.clock.realtime_epoch_ns)
+        format_instant(header.clock.realtime_epoch_ns)
     ));
     for (key, value) in &header.host {
         out.push_str(&format!("host: {key} = {value}\n"));
@@ -284,7 +264,7 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
         "clock": {
             "monotonic_epoch_ns": header.clock.monotonic_epoch_ns,
             "realtime_epoch_ns": header.clock.realtime_epoch_ns,
-            "realtime_epoch_utc": utc(header.clock.realtime_epoch_ns),
+            "realtime_epoch_utc": format_instant(header.clock.realtime_epoch_ns),
             "source": header.clock.source,
         },
         "host": header.host.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
@@ -293,82 +273,4 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
         "signing_key": header.signing_key.map(|k| hex(&k)),
         "extensions": header.extensions.iter().map(|(k, v)| json!({"key": k, "bytes": v.len()})).collect::<Vec<_>>(),
     })
-}
-
-/// What `analyze` prints: where the files went, the verdicts, and the headline numbers.
-pub fn analysis_summary(
-    report: &percentes_analyzer::model::Report,
-    journal: &Path,
-    output: &Path,
-    written: &[&str],
-) {
-    out!("journal: {}", journal.display());
-    out!(
-        "spec applied: {} (at capture: {}); chain head {}",
-        report.provenance.spec_applied,
-        report.provenance.spec_at_capture,
-        report.provenance.chain_head
-    );
-    for why in &report.not_publishable {
-        out!("{why}");
-    }
-    let failed: Vec<_> = report
-        .validity
-        .gates
-        .iter()
-        .filter(|g| !g.holds())
-        .collect();
-    if failed.is_empty() {
-        out!("validity (§2, §10): every applicable gate passed");
-    } else {
-        out!("validity (§2, §10): INVALID, no statistic is published (exit 2)");
-        for g in failed {
-            out!(
-                "  {}: {} (limit {}, observed {}{})",
-                g.id,
-                g.status,
-                g.limit,
-                g.observed,
-                g.by.as_deref()
-                    .map(|b| format!(", {b}"))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    out!("audit: {}", report.audit.decision);
-    for w in &report.windows {
-        let readings: Vec<&str> = w
-            .completion
-            .readings
-            .iter()
-            .map(|r| r.text.as_str())
-            .collect();
-        out!(
-            "{:<12} {:>7} scheduled  errored {:.4}  censored {:.4}  goodput {}  {}",
-            w.window,
-            w.scheduled,
-            w.error_rate.value.unwrap_or(0.0),
-            w.censored_rate.value.unwrap_or(0.0),
-            w.goodput
-                .value
-                .map_or_else(|| "n/a".to_owned(), |g| format!("{g:.4}")),
-            readings.join("; ")
-        );
-    }
-    out!("wrote {} into {}", written.join(", "), output.display());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_renders_known_instants() {
-        assert_eq!(utc(0), "1970-01-01T00:00:00.000000000Z");
-        assert_eq!(
-            utc(951_782_400_000_000_001),
-            "2000-02-29T00:00:00.000000001Z"
-        );
-        assert_eq!(utc(-1), "1969-12-31T23:59:59.999999999Z");
-    }
 }

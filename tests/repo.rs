@@ -25,10 +25,6 @@ fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// How many times a test records when only the client gate (G2) failed: a busy machine failing
-/// the gate is the gate doing its job, so the recording is repeated, never the assertion relaxed.
-const ATTEMPTS: u32 = 6;
-
 /// The p99 lateness of a bare 1 ms ticker on this machine over 1.5 s (a calibration step at
 /// time factor 100), in microseconds, counted as the recorder's stall ticker counts it (absolute
 /// deadlines; a wake k periods late is k + 1 samples): the floor under gate G2.4, measured
@@ -92,12 +88,14 @@ fn prerequisite_missing(test: &str, why: &str) {
 mod repo {
     pub mod acceptance;
     pub mod cli;
+    pub mod deploy;
     pub mod deps;
     pub mod docs;
     pub mod golden;
     pub mod independent;
     pub mod real_servers;
     pub mod record;
+    pub mod shards;
     pub mod testbed;
     pub mod tidy;
 }

@@ -18,7 +18,7 @@ use crate::estimate::slo::Slo;
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::{self, FaultTimes, Kind, Timeline};
-use crate::JournalFile;
+use crate::Files;
 
 mod artifact;
 mod audit;
@@ -35,7 +35,13 @@ use window::{in_flight_at, inter_chunk, window_report, INTER_CHUNK};
 ///
 /// `file` is the journal `run` was loaded from: the pooled inter-chunk gaps are read from it in a
 /// second pass once the windows are known, so they are never held per request.
-pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -> Report {
+pub fn analyze<'a>(
+    run: &Run,
+    files: impl Into<Files<'a>>,
+    spec: Spec,
+    analyzer: &Analyzer,
+) -> Report {
+    let files = files.into();
     let method = Method::for_spec(spec);
     let printing = match spec.recovery_rules() {
         RecoveryRules::Original => Printing::Archived,
@@ -108,6 +114,14 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
             failed_gates(&validity)
         ));
     }
+    // An invalid run's statistics, computed only when asked for as a diagnosis (§9).
+    let diagnosis = !validity.valid && analyzer.diagnose;
+    if diagnosis {
+        not_publishable.push(
+            "NOT PUBLISHABLE: the statistics of this invalid run are shown for diagnosis only (--diagnose); a run that fails a gate supports no published number (§9)".into(),
+        );
+    }
+    let shown = validity.valid || diagnosis;
     if config.target.tls.insecure {
         not_publishable.push(
             "TLS certificate verification was OFF for this run (target.tls.insecure = true)".into(),
@@ -119,8 +133,8 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         .position(|w| w.kind == Kind::Baseline)
         .map(|i| rows_of[i].as_slice())
         .unwrap_or(&[]);
-    let (windows_out, withheld) = if validity.valid {
-        let mut gaps = inter_chunk(run, file, &cut).into_iter();
+    let (windows_out, withheld) = if shown {
+        let mut gaps = inter_chunk(run, files.0, &cut).into_iter();
         let reports = cut
             .iter()
             .zip(&rows_of)
@@ -156,17 +170,10 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         .fault
         .and_then(|f| f.fired_ns)
         .map(|fired| in_flight_at(run, fired));
-    let recovery = crate::recovery::analyze(
-        run,
-        &met,
-        &timeline,
-        &cut,
-        &validity.gates,
-        spec,
-        validity.valid,
-    );
+    let recovery =
+        crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, spec, shown);
     // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
-    let (cut_shown, recovered_at_ns) = if amended && !validity.valid && recovered_at_ns.is_some() {
+    let (cut_shown, recovered_at_ns) = if amended && !shown && recovered_at_ns.is_some() {
         recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();
         (windows::cut(&timeline, None), None)
     } else {
@@ -216,6 +223,29 @@ pub fn analyze(run: &Run, file: &JournalFile, spec: Spec, analyzer: &Analyzer) -
         report.headline = crate::headline::of_run(&report);
     }
     report
+}
+
+/// A verification fact of the run: one journal's, or, for a merged run, the shards' when they
+/// agree, else each shard's (`0/3 completed; 1/3 aborted (SIGINT); ...`), so that no shard's
+/// seal hides behind shard 0's.
+fn per_shard(
+    run: &Run,
+    fact: impl Fn(&percentes_formats::journal::verify::VerifyReport) -> String,
+) -> String {
+    let facts: Vec<String> = if run.parts.len() > 1 {
+        run.parts.iter().map(&fact).collect()
+    } else {
+        vec![fact(&run.report)]
+    };
+    if facts.iter().all(|f| *f == facts[0]) {
+        return facts[0].clone();
+    }
+    facts
+        .iter()
+        .enumerate()
+        .map(|(k, f)| format!("{k}/{} {f}", facts.len()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The names of the gates that do not hold, joined for a sentence.
@@ -269,20 +299,29 @@ fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Pro
         recorder_version: header.tool_version.clone(),
         recorder_commit: header.tool_commit.clone(),
         config_hash: hex(&header.config_hash),
-        chain_head: run.report.chain_head.map(|h| hex(&h)).unwrap_or_default(),
-        journal_verdict: run.report.verdict.name().into(),
-        seal: run
-            .report
-            .seal
-            .as_ref()
-            .map(|s| {
-                if s.reason.is_empty() {
-                    s.status.to_string()
-                } else {
-                    format!("{} ({})", s.status, s.reason)
-                }
-            })
-            .unwrap_or_else(|| "none (unsealed)".into()),
+        chain_head: match &run.manifest {
+            Some(manifest) => manifest.binding.clone(),
+            None => run.report.chain_head.map(|h| hex(&h)).unwrap_or_default(),
+        },
+        shard_heads: run.manifest.as_ref().map(|m| {
+            m.shards
+                .iter()
+                .map(|s| format!("{}/{} {}", s.index, m.shard_count, s.chain_head))
+                .collect()
+        }),
+        journal_verdict: per_shard(run, |p| p.verdict.name().into()),
+        seal: per_shard(run, |p| {
+            p.seal
+                .as_ref()
+                .map(|s| {
+                    if s.reason.is_empty() {
+                        s.status.to_string()
+                    } else {
+                        format!("{} ({})", s.status, s.reason)
+                    }
+                })
+                .unwrap_or_else(|| "none (unsealed)".into())
+        }),
         schedule_digest: hex(&header.schedule_digest),
         profile: header.profile.clone(),
         dev_time_factor: header.dev_time_factor,

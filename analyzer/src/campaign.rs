@@ -29,10 +29,10 @@ pub struct CampaignRun {
 impl CampaignRun {
     /// One journal's run: its report under `spec`, named `name`, with the header's
     /// `accelerator.*` host facts for G5.
-    pub fn analyze(
+    pub fn analyze<'a>(
         name: String,
         run: &crate::load::Run,
-        file: &crate::JournalFile,
+        file: impl Into<crate::Files<'a>>,
         spec: percentes_formats::spec::Spec,
         analyzer: &crate::model::Analyzer,
     ) -> CampaignRun {
@@ -182,7 +182,20 @@ fn ordering(runs: &[CampaignRun]) -> String {
     }
 }
 
-/// `campaign.md`.
+/// Writes campaign.json (pretty, sorted keys) and campaign.md into `output`, creating it; returns
+/// the markdown.
+pub fn write(c: &Campaign, output: &std::path::Path) -> std::io::Result<String> {
+    std::fs::create_dir_all(output)?;
+    let value = serde_json::to_value(c).map_err(std::io::Error::other)?;
+    let mut json = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
+    json.push('\n');
+    std::fs::write(output.join("campaign.json"), json)?;
+    let md = markdown(c);
+    std::fs::write(output.join("campaign.md"), &md)?;
+    Ok(md)
+}
+
+/// The campaign as markdown (campaign.md).
 pub fn markdown(c: &Campaign) -> String {
     use std::fmt::Write as _;
     let mut md = String::new();

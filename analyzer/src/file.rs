@@ -39,6 +39,28 @@ impl std::error::Error for OpenError {
     }
 }
 
+/// The journal files a run is read from: one, or a merged run's shards in index order.
+#[derive(Clone, Copy, Debug)]
+pub struct Files<'a>(pub &'a [JournalFile]);
+
+impl<'a> From<&'a JournalFile> for Files<'a> {
+    fn from(file: &'a JournalFile) -> Files<'a> {
+        Files(std::slice::from_ref(file))
+    }
+}
+
+impl<'a> From<&'a [JournalFile]> for Files<'a> {
+    fn from(files: &'a [JournalFile]) -> Files<'a> {
+        Files(files)
+    }
+}
+
+impl<'a> From<&'a Vec<JournalFile>> for Files<'a> {
+    fn from(files: &'a Vec<JournalFile>) -> Files<'a> {
+        Files(files)
+    }
+}
+
 /// An open journal. The map is read-only; the file must not be truncated while it is open
 /// (appending, as a running recorder does, is fine: the map covers the length seen at open).
 #[derive(Debug)]

@@ -228,9 +228,49 @@ impl Events {
     }
 }
 
-/// One row per telemetry sample, in journal order.
+/// One row per telemetry sample, in journal order (a merged run's shard by shard).
 #[derive(Clone, Debug, Default)]
 pub struct Telemetry {
     /// The telemetry records, in journal order.
     pub rows: Vec<TelemetryRecord>,
+    /// Each journal's rows, as a range of `rows` (one range for a single journal; none for a
+    /// table built by hand, which reads as one recorder's).
+    pub shards: Vec<std::ops::Range<usize>>,
+    /// The recorders' `cgroup-cpu` seconds, journal by journal in journal order, each with the
+    /// index of the journal that wrote it (0 for a single journal).
+    pub cgroup: Vec<CgroupRow>,
+}
+
+/// One `cgroup-cpu` event as read (JOURNAL.md): the second it closes and its accounting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CgroupRow {
+    /// The journal (shard) that wrote it, in the order the run's files were given.
+    pub shard: usize,
+    /// The interval's end, ns from the epoch.
+    pub at_ns: u64,
+    /// The second's usage, throttling and quota.
+    pub cpu: percentes_formats::journal::cgroup::CgroupCpu,
+}
+
+impl Telemetry {
+    /// Each recorder's rows: a recorder's own telemetry (its CPU, its ticker, its undispatched
+    /// count) is read per recorder, then the worst recorder is what a gate sees.
+    pub fn by_shard(&self) -> Vec<&[TelemetryRecord]> {
+        if self.shards.is_empty() {
+            return vec![&self.rows];
+        }
+        self.shards.iter().map(|r| &self.rows[r.clone()]).collect()
+    }
+
+    /// Each recorder's cgroup seconds, aligned with [`Self::by_shard`].
+    pub fn cgroup_by_shard(&self) -> Vec<Vec<&CgroupRow>> {
+        let recorders = self.shards.len().max(1);
+        let mut out = vec![Vec::new(); recorders];
+        for row in &self.cgroup {
+            if let Some(shard) = out.get_mut(row.shard) {
+                shard.push(row);
+            }
+        }
+        out
+    }
 }

@@ -27,12 +27,15 @@ mod file;
 pub mod frame;
 pub mod gates;
 pub mod headline;
+pub mod html;
 pub mod load;
 pub mod model;
 pub mod plots;
 pub mod recovery;
 pub mod report;
+pub mod shards;
 pub mod summaries;
+pub mod sweep;
 pub mod windows;
 
-pub use file::{JournalFile, OpenError, RELEASE_EVERY_BYTES};
+pub use file::{Files, JournalFile, OpenError, RELEASE_EVERY_BYTES};

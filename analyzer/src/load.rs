@@ -7,12 +7,14 @@
 use std::fmt;
 
 use percentes_formats::config::Config;
-use percentes_formats::journal::records::{Record, SealStatus};
+use percentes_formats::journal::cgroup::CgroupCpu;
+use percentes_formats::journal::manifest::Manifest;
+use percentes_formats::journal::records::{EventKind, Record, SealStatus};
 use percentes_formats::journal::verify::{render, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::ScheduleParams;
 
-use crate::frame::{Events, Requests, Telemetry, NO_RECORD};
+use crate::frame::{CgroupRow, Events, Requests, Telemetry, NO_RECORD};
 use crate::JournalFile;
 
 /// A journal, checked and decoded.
@@ -22,8 +24,11 @@ pub struct Run {
     pub header: Header,
     /// The configuration the run was recorded with, parsed from the header's bytes.
     pub config: Config,
-    /// Its verification report (verdict, counts, seal, signatures).
+    /// Its verification report (verdict, counts, seal, signatures); of shard 0 for a merged run.
     pub report: VerifyReport,
+    /// Every journal's verification report, in the order of the files loaded (one for a single
+    /// journal; a merged run's shards in index order).
+    pub parts: Vec<VerifyReport>,
     /// One row per scheduled request of the shard, in index order; rows without a record are
     /// listed in `missing`.
     pub requests: Requests,
@@ -35,6 +40,9 @@ pub struct Run {
     pub missing: Vec<u64>,
     /// Why nothing from this run may be published; empty when it may be.
     pub not_publishable: Vec<String>,
+    /// The manifest that bound a merged run's shards ([`crate::shards::open`]); `None` for one
+    /// journal.
+    pub manifest: Option<Manifest>,
 }
 
 /// Why a journal cannot be analyzed.
@@ -83,15 +91,50 @@ impl std::error::Error for LoadError {}
 
 /// Verifies, decodes and checks a journal.
 pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
-    let report = file.verify(&Default::default());
-    match report.verdict {
-        Verdict::SealedIntact | Verdict::UnsealedPrefix => {}
-        _ => return Err(LoadError::Unverified(Box::new(report))),
+    load_all(std::slice::from_ref(file))
+}
+
+/// Verifies, decodes and checks one journal, or the shard journals of one run in index order
+/// (SPEC §2 "Sharded capture"; the cross-shard rules are checked before, by
+/// [`crate::shards::open`]). A merged run has one row per scheduled index of the whole schedule,
+/// each filled from the shard that holds it; its events are every shard's in time order, and its
+/// telemetry every shard's, shard by shard ([`Telemetry::by_shard`]).
+pub fn load_all(files: &[JournalFile]) -> Result<Run, LoadError> {
+    let parts = files
+        .iter()
+        .map(|f| f.verify(&Default::default()))
+        .collect();
+    load_verified(files, parts)
+}
+
+/// [`load_all`] with each file's verification report already made (one per file, in order).
+pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<Run, LoadError> {
+    for report in &parts {
+        match report.verdict {
+            Verdict::SealedIntact | Verdict::UnsealedPrefix if report.header.is_some() => {}
+            _ => return Err(LoadError::Unverified(Box::new(report.clone()))),
+        }
     }
+    if parts.len() != files.len() {
+        return Err(LoadError::Schedule(
+            "one verification report per journal file".into(),
+        ));
+    }
+    let Some(report) = parts.first().cloned() else {
+        return Err(LoadError::Schedule("no journal given".into()));
+    };
     let header = report
         .header
         .clone()
         .ok_or_else(|| LoadError::Unverified(Box::new(report.clone())))?;
+    for other in &parts[1..] {
+        let h = other.header.as_ref().expect("checked above");
+        if h.config_hash != header.config_hash || h.schedule_digest != header.schedule_digest {
+            return Err(LoadError::Schedule(
+                "the shard journals do not share one configuration and schedule".into(),
+            ));
+        }
+    }
     let config =
         Config::parse(&header.config_bytes).map_err(|e| LoadError::Config(e.to_string()))?;
 
@@ -117,12 +160,20 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
             hex(&header.schedule_digest)
         )));
     }
-    let shard = (u64::from(header.shard_index), u64::from(header.shard_count));
-    if shard.1 == 0 || shard.0 >= shard.1 {
-        return Err(LoadError::Schedule(format!(
-            "shard {} of {} does not exist",
-            shard.0, shard.1
-        )));
+    // The rows: one journal holds its own shard's indices; merged shards hold them all.
+    let shard = if files.len() == 1 {
+        (u64::from(header.shard_index), u64::from(header.shard_count))
+    } else {
+        (0, 1)
+    };
+    for part in &parts {
+        let h = part.header.as_ref().expect("checked above");
+        if h.shard_count == 0 || h.shard_index >= h.shard_count {
+            return Err(LoadError::Schedule(format!(
+                "shard {} of {} does not exist",
+                h.shard_index, h.shard_count
+            )));
+        }
     }
     // Dense rows: the shard's p-th scheduled index is row p, so no map from index to row is kept.
     let mut requests = Requests::with_capacity(
@@ -145,69 +196,101 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
     let mut first_sequence = vec![0u64; 0];
     let mut events = Events::default();
     let mut telemetry = Telemetry::default();
-    let mut released = 0u64;
-    for (framed, decoded) in file.records(&report) {
-        if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
-            file.release_before(framed.byte_offset);
-            released = framed.byte_offset;
-        }
-        let record = decoded.map_err(|e| LoadError::Record {
-            sequence: framed.sequence,
-            message: format!("{e} (byte offset {})", framed.byte_offset),
-        })?;
-        match record {
-            Record::Request(r) => {
-                let row = (r.index % shard.1 == shard.0)
-                    .then(|| usize::try_from(r.index / shard.1).ok())
-                    .flatten()
-                    .filter(|&row| row < requests.len());
-                let Some(row) = row else {
-                    return Err(LoadError::Record {
-                        sequence: framed.sequence,
-                        message: format!(
-                            "request index {} is not scheduled in shard {} of {}",
-                            r.index, shard.0, shard.1
-                        ),
-                    });
-                };
-                if requests.outcome[row] != NO_RECORD {
-                    if first_sequence.is_empty() {
-                        first_sequence = sequences_of(file, &report, r.index);
+    for (part, (file, report)) in files.iter().zip(&parts).enumerate() {
+        let own = report.header.as_ref().expect("checked above");
+        let own = (u64::from(own.shard_index), u64::from(own.shard_count));
+        let mut released = 0u64;
+        let telemetry_start = telemetry.rows.len();
+        for (framed, decoded) in file.records(report) {
+            if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
+                file.release_before(framed.byte_offset);
+                released = framed.byte_offset;
+            }
+            let record = decoded.map_err(|e| LoadError::Record {
+                sequence: framed.sequence,
+                message: format!(
+                    "{e} (byte offset {}{})",
+                    framed.byte_offset,
+                    shard_named(files, part)
+                ),
+            })?;
+            match record {
+                Record::Request(r) => {
+                    let row = (r.index % own.1 == own.0 && r.index % shard.1 == shard.0)
+                        .then(|| usize::try_from(r.index / shard.1).ok())
+                        .flatten()
+                        .filter(|&row| row < requests.len());
+                    let Some(row) = row else {
+                        return Err(LoadError::Record {
+                            sequence: framed.sequence,
+                            message: format!(
+                                "request index {} is not scheduled in shard {} of {}{}",
+                                r.index,
+                                own.0,
+                                own.1,
+                                shard_named(files, part)
+                            ),
+                        });
+                    };
+                    if requests.outcome[row] != NO_RECORD {
+                        if first_sequence.is_empty() {
+                            first_sequence = sequences_of(file, report, r.index);
+                        }
+                        return Err(LoadError::Record {
+                            sequence: framed.sequence,
+                            message: format!(
+                                "request index {} appears twice (records {:?})",
+                                r.index, first_sequence
+                            ),
+                        });
                     }
-                    return Err(LoadError::Record {
-                        sequence: framed.sequence,
-                        message: format!(
-                            "request index {} appears twice (records {:?})",
-                            r.index, first_sequence
-                        ),
-                    });
-                }
-                let (intended_ns, route) = (requests.intended_ns[row], requests.route[row]);
-                if r.intended_ns != intended_ns || r.route != route {
-                    return Err(LoadError::Record {
+                    let (intended_ns, route) = (requests.intended_ns[row], requests.route[row]);
+                    if r.intended_ns != intended_ns || r.route != route {
+                        return Err(LoadError::Record {
                         sequence: framed.sequence,
                         message: format!(
                             "request {} says intended {} ns, route {}; the schedule says {intended_ns} ns, route {route}",
                             r.index, r.intended_ns, r.route
                         ),
                     });
+                    }
+                    if percentes_formats::journal::records::Outcome::from_byte(r.outcome).is_none()
+                    {
+                        return Err(LoadError::Record {
+                            sequence: framed.sequence,
+                            message: format!(
+                                "request {} has outcome byte {}, which no version defines",
+                                r.index, r.outcome
+                            ),
+                        });
+                    }
+                    requests.fill(row, &r);
                 }
-                if percentes_formats::journal::records::Outcome::from_byte(r.outcome).is_none() {
-                    return Err(LoadError::Record {
-                        sequence: framed.sequence,
-                        message: format!(
-                            "request {} has outcome byte {}, which no version defines",
-                            r.index, r.outcome
-                        ),
-                    });
+                Record::Event(e) => {
+                    // A recorder's own cgroup seconds, kept with the journal that wrote them (a
+                    // merged run's events are one timeline); a detail not in the form is skipped.
+                    if e.is(EventKind::CgroupCpu) {
+                        if let Some(cpu) = CgroupCpu::parse(&e.detail) {
+                            telemetry.cgroup.push(CgroupRow {
+                                shard: part,
+                                at_ns: e.at_ns,
+                                cpu,
+                            });
+                        }
+                    }
+                    events.rows.push(e)
                 }
-                requests.fill(row, &r);
+                Record::Telemetry(t) => telemetry.rows.push(t),
+                Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
             }
-            Record::Event(e) => events.rows.push(e),
-            Record::Telemetry(t) => telemetry.rows.push(t),
-            Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
         }
+        telemetry.shards.push(telemetry_start..telemetry.rows.len());
     }
+    if files.len() > 1 {
+        // One timeline: every shard's events by time (stable, so a shard's own order holds).
+        events.rows.sort_by_key(|e| e.at_ns);
+    }
+    name_replicas_by_address(&mut requests, &config);
     let missing: Vec<u64> = (0..requests.len())
         .filter(|&row| requests.outcome[row] == NO_RECORD)
         .map(|row| requests.index[row])
@@ -217,21 +300,28 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
     if let Err(why) = config.publishability() {
         not_publishable.push(why);
     }
-    match (&report.seal, report.verdict) {
-        (_, Verdict::UnsealedPrefix) => not_publishable.push(format!(
-            "NOT PUBLISHABLE: the journal is unsealed ({} records verify; it was cut off or the recorder crashed)",
-            report.records
-        )),
-        (Some(seal), _) if seal.status != SealStatus::Completed.name() => {
-            not_publishable.push(format!("NOT PUBLISHABLE: the run was {} ({})", seal.status, seal.reason))
+    for (part, report) in parts.iter().enumerate() {
+        let named = shard_named(files, part);
+        match (&report.seal, report.verdict) {
+            (_, Verdict::UnsealedPrefix) => not_publishable.push(format!(
+                "NOT PUBLISHABLE: the journal{named} is unsealed ({} records verify; it was cut off or the recorder crashed)",
+                report.records
+            )),
+            (Some(seal), _) if seal.status != SealStatus::Completed.name() => not_publishable
+                .push(format!(
+                    "NOT PUBLISHABLE: the run{named} was {} ({})",
+                    seal.status, seal.reason
+                )),
+            _ => {}
         }
-        _ => {}
     }
     if !missing.is_empty() {
-        let sealed_completed = report
-            .seal
-            .as_ref()
-            .is_some_and(|s| s.status == SealStatus::Completed.name());
+        let sealed_completed = parts.iter().all(|report| {
+            report
+                .seal
+                .as_ref()
+                .is_some_and(|s| s.status == SealStatus::Completed.name())
+        });
         if sealed_completed {
             return Err(LoadError::Missing {
                 count: missing.len(),
@@ -247,12 +337,46 @@ pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
         header,
         config,
         report,
+        parts,
         requests,
         events,
         telemetry,
         missing,
         not_publishable,
+        manifest: None,
     })
+}
+
+/// A replica header that named an address (a router's upstream, `target.replica_header`) reads
+/// as the replica `target.replica_addresses` gives that address: done once per distinct value,
+/// and over the column only when one matches.
+fn name_replicas_by_address(requests: &mut Requests, config: &Config) {
+    let addresses = &config.target.replica_addresses;
+    let renames: Vec<(u32, String)> = requests
+        .replicas
+        .values
+        .iter()
+        .enumerate()
+        .filter_map(|(id, value)| {
+            let (name, _) = addresses.iter().find(|(_, address)| *address == value)?;
+            Some((id as u32, name.clone()))
+        })
+        .collect();
+    for (from, name) in renames {
+        let to = requests.replicas.id(&name);
+        for id in requests.replica.iter_mut().filter(|id| **id == from) {
+            *id = to;
+        }
+    }
+}
+
+/// `" (shard file PATH)"` when a run is loaded from more than one journal, else nothing.
+fn shard_named(files: &[JournalFile], part: usize) -> String {
+    if files.len() > 1 {
+        format!(" (shard file {})", files[part].path().display())
+    } else {
+        String::new()
+    }
 }
 
 /// The sequence numbers of every record of request `index` (only for the duplicate error).

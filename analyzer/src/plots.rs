@@ -1,5 +1,5 @@
-//! Plots as plain SVG, and `report.html`: the report people would rather look at than read
-//! (SPEC §9). No plotting dependency and no script: every file is a pure function of the report
+//! Plots as plain SVG, placed in `report.html` by [`crate::html::page`] (SPEC §9). No plotting
+//! dependency and no script: every file is a pure function of the report
 //! (and, for the latency scatter, the run's rows), with fixed decimals, so it is as deterministic
 //! as report.json.
 //!
@@ -27,6 +27,9 @@ const BOTTOM: f64 = 50.0;
 /// (by index, so the choice is deterministic) and the caption says so.
 const SCATTER_POINTS_MAX: usize = 4000;
 
+/// The most characters of a caption that fit across the picture at 11 px (about 7 px each).
+const CAPTION_CHARS_MAX: usize = ((WIDTH - LEFT - 10.0) / 7.0) as usize;
+
 /// Window colours, in the order windows appear.
 const COLOURS: [&str; 7] = [
     "#9e9e9e", "#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#8c564b", "#9467bd",
@@ -44,7 +47,8 @@ fn colour(window: &str) -> &'static str {
     }
 }
 
-fn escape(text: &str) -> String {
+/// Text made safe inside SVG or HTML elements and attribute values.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -60,8 +64,17 @@ struct Frame {
 
 impl Frame {
     fn new(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
-        let x = if x.1 > x.0 { x } else { (x.0, x.0 + 1.0) };
-        let y = if y.1 > y.0 { y } else { (y.0, y.0 + 1.0) };
+        // An axis from 0 ends at a round top, so its five ticks are round numbers (20, 40, ...
+        // rather than 20.4, 40.8, ...).
+        let round = |(low, high): (f64, f64)| {
+            let high = if high > low { high } else { low + 1.0 };
+            if low == 0.0 {
+                (0.0, round_up(high))
+            } else {
+                (low, high)
+            }
+        };
+        let (x, y) = (round(x), round(y));
         let mut svg = String::new();
         let _ = writeln!(
             svg,
@@ -179,12 +192,41 @@ impl Frame {
         }
     }
 
-    fn caption(&mut self, text: &str) {
+    /// The shading's key: a swatch per window, in the legend column from row `from`.
+    fn swatches(&mut self, windows: &[&str], from: usize) {
+        let x = WIDTH - RIGHT + 12.0;
         let _ = writeln!(
             self.svg,
-            "<text x=\"{LEFT}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{}</text>",
+            "<text x=\"{x}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">windows (shaded)</text>",
+            TOP + 12.0 + 18.0 * from as f64
+        );
+        for (i, window) in windows.iter().enumerate() {
+            let y = TOP + 8.0 + 18.0 * (from + 1 + i) as f64;
+            let _ = writeln!(self.svg, "<rect x=\"{x}\" y=\"{:.1}\" width=\"18\" height=\"10\" fill=\"{}\" fill-opacity=\"0.25\" stroke=\"{}\"/>", y - 5.0, colour(window), colour(window));
+            let _ = writeln!(
+                self.svg,
+                "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                x + 24.0,
+                y + 4.0,
+                escape(window)
+            );
+        }
+    }
+
+    /// One line under the title, cut to the plot's width (the whole text is its tooltip).
+    fn caption(&mut self, text: &str) {
+        let shown = if text.chars().count() > CAPTION_CHARS_MAX {
+            let cut: String = text.chars().take(CAPTION_CHARS_MAX - 1).collect();
+            format!("{cut}…")
+        } else {
+            text.to_owned()
+        };
+        let _ = writeln!(
+            self.svg,
+            "<text x=\"{LEFT}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\"><title>{}</title>{}</text>",
             TOP - 6.0,
-            escape(text)
+            escape(text),
+            escape(&shown)
         );
     }
 
@@ -194,14 +236,128 @@ impl Frame {
     }
 }
 
+/// A tick label with as few decimals as its value needs, at most three: 1.25 reads 1.25, not
+/// 1.2; 0.5 reads 0.5; 20 reads 20.
 fn tick(v: f64) -> String {
     if v.abs() >= 100.0 || v == v.round() {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
+        return format!("{v:.0}");
     }
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A load sweep's latencies against offered rate (`sweep-latency.svg`): TTFT, TPOT and
+/// end-to-end p50 (solid) and p99 (dashed) of each rate with statistics; a rate whose recording
+/// failed a gate is marked (and drawn only when the sweep was asked for a diagnosis).
+pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
+    let colours = [("ttft", "#1f77b4"), ("tpot", "#2ca02c"), ("e2e", "#d62728")];
+    let series = |metric: &str, p99: bool| -> Vec<(f64, f64)> {
+        sweep
+            .points
+            .iter()
+            .filter_map(|p| {
+                let l = p.latency.iter().find(|l| l.metric == metric && l.n > 0)?;
+                let us = if p99 { l.p99_us } else { l.p50_us }?;
+                Some((p.rate_rps, us as f64 / 1e3))
+            })
+            .collect()
+    };
+    let x = sweep_rates(sweep);
+    let y_max = colours
+        .iter()
+        .flat_map(|(m, _)| series(m, true))
+        .map(|(_, y)| y)
+        .fold(0.0, f64::max);
+    let mut frame = Frame::new(
+        "Latency against offered load (completed requests, measurement window)",
+        "offered rate (requests/s)",
+        "latency (ms)",
+        x,
+        (0.0, round_up(y_max * 1.1)),
+    );
+    let mut legend = Vec::new();
+    for (metric, colour) in colours {
+        for p99 in [false, true] {
+            let points = series(metric, p99);
+            if points.is_empty() {
+                continue;
+            }
+            frame.polyline(&points, colour, p99);
+            legend.push((
+                format!("{metric} {}", if p99 { "p99" } else { "p50" }),
+                colour,
+            ));
+        }
+    }
+    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
+        let label = if p.latency.is_empty() {
+            "invalid: nothing published"
+        } else {
+            "invalid: diagnosis only"
+        };
+        frame.vline(p.rate_rps, "#888", label, row);
+    }
+    frame.legend(&legend);
+    frame
+        .caption("p99 dashed; each rate one recording (sweep.md gives the intervals and refusals)");
+    frame.finish()
+}
+
+/// The axis top at or above `v` whose five tick steps are round numbers (1, 2, 2.5 or 5 times a
+/// power of ten): 40.4 ms becomes 50, so the ticks read 10, 20, ... instead of 8.1, 16.1, ...
+pub(crate) fn round_up(v: f64) -> f64 {
+    if v.is_nan() || v <= 0.0 {
+        return 1.0;
+    }
+    let step = v / 5.0;
+    let magnitude = 10f64.powf(step.log10().floor());
+    let nice = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * magnitude >= step * (1.0 - f64::EPSILON))
+        .unwrap_or(10.0);
+    5.0 * nice * magnitude
+}
+
+/// A sweep plot's x axis: from 0 to the highest rate swept.
+fn sweep_rates(sweep: &crate::sweep::Sweep) -> (f64, f64) {
+    let highest = sweep.points.iter().map(|p| p.rate_rps).fold(0.0, f64::max);
+    (0.0, highest)
+}
+
+/// A load sweep's goodput and error rate against offered rate (`sweep-goodput.svg`).
+pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
+    let series = |read: fn(&crate::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+        sweep
+            .points
+            .iter()
+            .filter_map(|p| Some((p.rate_rps, read(p)?)))
+            .collect()
+    };
+    let x = sweep_rates(sweep);
+    let mut frame = Frame::new(
+        "Goodput and failures against offered load",
+        "offered rate (requests/s)",
+        "share of scheduled requests",
+        x,
+        (0.0, 1.0),
+    );
+    frame.polyline(&series(|p| p.goodput), "#2ca02c", false);
+    frame.polyline(&series(|p| p.error_rate), "#d62728", false);
+    frame.polyline(&series(|p| p.censored_rate), "#9467bd", true);
+    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
+        let label = if p.latency.is_empty() {
+            "invalid: nothing published"
+        } else {
+            "invalid: diagnosis only"
+        };
+        frame.vline(p.rate_rps, "#888", label, row);
+    }
+    frame.legend(&[
+        ("goodput".into(), "#2ca02c"),
+        ("errored".into(), "#d62728"),
+        ("censored".into(), "#9467bd"),
+    ]);
+    frame.finish()
 }
 
 /// The completion curves of every window.
@@ -361,6 +517,8 @@ pub fn latency(report: &Report, requests: &Requests) -> String {
         (format!("errored ({})", errored.len()), "#d62728"),
         (format!("censored ({})", censored.len()), "#ff7f0e"),
     ]);
+    let windows: Vec<&str> = report.timeline.windows.iter().map(|w| w.window).collect();
+    frame.swatches(&windows, 4);
     frame.finish()
 }
 
@@ -389,15 +547,34 @@ fn stamp(svg: &mut String, report: &Report, latency: bool) {
     let Some(end) = svg.rfind("</svg>") else {
         return;
     };
-    let mut marks = String::new();
+    // The reasons go in a strip added above the plot (the picture moves down by its height), so
+    // they never lie over the title, the caption or a marker's label.
+    let Some(open) = svg.find('>').map(|i| i + 1) else {
+        return;
+    };
+    let strip = 13.0 * report.not_publishable.len() as f64 + 8.0;
+    let mut top = svg[..open].replace(
+        &format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\""),
+        &format!(
+            "viewBox=\"0 0 {WIDTH} {:.0}\" width=\"{WIDTH}\" height=\"{:.0}\"",
+            HEIGHT + strip,
+            HEIGHT + strip
+        ),
+    );
+    let _ = write!(
+        top,
+        "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>"
+    );
     for (i, why) in report.not_publishable.iter().enumerate() {
-        let _ = writeln!(
-            marks,
-            "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#a00\">{}</text>",
-            40 + 13 * i,
+        let _ = write!(
+            top,
+            "\n<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#a00\">{}</text>",
+            14 + 13 * i,
             escape(why)
         );
     }
+    let _ = write!(top, "\n<g transform=\"translate(0 {strip:.0})\">");
+    let mut marks = String::new();
     if latency && !report.validity.valid {
         let _ = writeln!(
             marks,
@@ -408,125 +585,37 @@ fn stamp(svg: &mut String, report: &Report, latency: bool) {
             HEIGHT / 2.0
         );
     }
+    marks.push_str("</g>\n");
     svg.insert_str(end, &marks);
+    svg.replace_range(..open, &top);
 }
 
-/// `report.html`: report.md rendered, with the plots inline; self-contained (no script, no
-/// network, no external file).
-pub fn html(markdown: &str, plots: &[(&'static str, String)]) -> String {
-    let mut out = String::new();
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>percentes report</title>\n<style>\n");
-    out.push_str("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}\
-th{background:#f3f3f3}code{font-size:12px}.plot{margin:1em 0}strong{color:#a00}\n");
-    out.push_str("</style></head><body>\n");
-    let mut plots_placed = false;
-    let mut lines = markdown.lines().peekable();
-    let mut in_list = false;
-    while let Some(line) = lines.next() {
-        if line.starts_with("| ") {
-            if in_list {
-                out.push_str("</ul>\n");
-                in_list = false;
-            }
-            out.push_str("<table>\n");
-            let mut header = true;
-            let mut row = Some(line);
-            while let Some(current) = row {
-                if current.starts_with("|---") || current.starts_with("|--") {
-                    header = false;
-                } else {
-                    let cells: Vec<&str> = current.trim().trim_matches('|').split(" | ").collect();
-                    let tag = if header { "th" } else { "td" };
-                    out.push_str("<tr>");
-                    for cell in cells {
-                        let _ = write!(out, "<{tag}>{}</{tag}>", inline(cell.trim()));
-                    }
-                    out.push_str("</tr>\n");
-                }
-                row = lines.next_if(|l| l.starts_with('|'));
-            }
-            out.push_str("</table>\n");
-            continue;
-        }
-        if let Some(item) = line.strip_prefix("- ") {
-            if !in_list {
-                out.push_str("<ul>\n");
-                in_list = true;
-            }
-            let _ = writeln!(out, "<li>{}</li>", inline(item));
-            continue;
-        }
-        if in_list {
-            out.push_str("</ul>\n");
-            in_list = false;
-        }
-        if let Some(h) = line.strip_prefix("### ") {
-            let _ = writeln!(out, "<h3>{}</h3>", inline(h));
-        } else if let Some(h) = line.strip_prefix("## ") {
-            // The plots go before the first section after the summary.
-            if !plots_placed
-                && (h.starts_with("Outcomes")
-                    || h.starts_with("Statistics")
-                    || h.starts_with("In flight")
-                    || h.starts_with("Recovery")
-                    || h.starts_with("Coordinated"))
-            {
-                place_plots(&mut out, plots);
-                plots_placed = true;
-            }
-            let _ = writeln!(out, "<h2>{}</h2>", inline(h));
-        } else if let Some(h) = line.strip_prefix("# ") {
-            let _ = writeln!(out, "<h1>{}</h1>", inline(h));
-        } else if !line.trim().is_empty() {
-            let _ = writeln!(out, "<p>{}</p>", inline(line));
-        }
-    }
-    if in_list {
-        out.push_str("</ul>\n");
-    }
-    if !plots_placed {
-        place_plots(&mut out, plots);
-    }
-    out.push_str("</body></html>\n");
-    out
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn place_plots(out: &mut String, plots: &[(&'static str, String)]) {
-    out.push_str("<h2>Plots</h2>\n");
-    for (name, svg) in plots {
-        let _ = writeln!(
-            out,
-            "<div class=\"plot\" id=\"{}\">{svg}</div>",
-            name.trim_end_matches(".svg")
-        );
-    }
-}
-
-/// `**bold**` and `` `code` `` inside escaped text.
-fn inline(text: &str) -> String {
-    let escaped = escape(text);
-    let mut out = String::new();
-    let mut bold = false;
-    let mut code = false;
-    let mut chars = escaped.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '*' && chars.peek() == Some(&'*') && !code {
-            chars.next();
-            out.push_str(if bold { "</strong>" } else { "<strong>" });
-            bold = !bold;
-        } else if c == '`' {
-            out.push_str(if code { "</code>" } else { "<code>" });
-            code = !code;
-        } else {
-            out.push(c);
+    #[test]
+    fn ticks_are_round_and_read_with_the_decimals_they_need() {
+        assert_eq!(tick(1.25), "1.25");
+        assert_eq!(tick(0.5), "0.5");
+        assert_eq!(tick(12.5), "12.5");
+        assert_eq!(tick(20.0), "20");
+        assert_eq!(tick(150.4), "150");
+        // An axis from 0 to 20.4 ends at 25, so its ticks are 0, 5, ..., 25 (not 4.08, 8.16, ...).
+        let svg = Frame::new("t", "x", "y", (0.0, 20.4), (0.0, 1.0)).finish();
+        for label in [">5<", ">10<", ">25<"] {
+            assert!(svg.contains(label), "{label}: {svg}");
         }
+        assert!(!svg.contains(">20.4<") && !svg.contains(">4.08<"), "{svg}");
     }
-    if bold {
-        out.push_str("</strong>");
+
+    #[test]
+    fn a_long_caption_is_cut_to_the_plot_and_kept_whole_as_its_tooltip() {
+        let long = "word ".repeat(60);
+        let mut frame = Frame::new("t", "x", "y", (0.0, 1.0), (0.0, 1.0));
+        frame.caption(&long);
+        let svg = frame.finish();
+        assert!(svg.contains(&format!("<title>{long}</title>")));
+        assert!(svg.contains('…'));
     }
-    if code {
-        out.push_str("</code>");
-    }
-    out
 }

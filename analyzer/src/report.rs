@@ -37,7 +37,10 @@ pub fn write(report: &Report, requests: &Requests, dir: &Path) -> io::Result<Vec
     let md = markdown(report);
     let plots = crate::plots::all(report, requests);
     std::fs::write(dir.join("report.json"), json(report))?;
-    std::fs::write(dir.join("report.html"), crate::plots::html(&md, &plots))?;
+    std::fs::write(
+        dir.join("report.html"),
+        crate::html::page(report, &md, &plots),
+    )?;
     std::fs::write(dir.join("report.md"), md)?;
     std::fs::write(dir.join("histograms.hlog"), interval_log(report)?)?;
     let mut written = FILES.to_vec();
@@ -300,9 +303,19 @@ pub fn markdown(report: &Report) -> String {
         Some((depth, how)) => format!("writer queue depth max {depth} ({how})"),
         None => format!("writer queue max {}", tm.writer_queue_max),
     };
+    let cgroup = match (tm.cgroup_cpu_max_5s_percent, tm.cgroup_throttled) {
+        (None, None) => String::new(),
+        (cpu, throttled) => format!(
+            ", cgroup CPU max 5 s {} of its quota{}",
+            cpu.map_or("n/a (no quota)".into(), |v| format!("{v:.1} %")),
+            throttled.map_or(String::new(), |(ms, periods)| format!(
+                " (throttled {ms:.1} ms in {periods} periods)"
+            ))
+        ),
+    };
     let _ = writeln!(
         md,
-        "- Generator telemetry ({} samples): host CPU max 5 s {}, recorder CPU {} of one core, stall p99 max {}, stall max {}, {queue}, queue-full events {}, undispatched {}",
+        "- Generator telemetry ({} samples): host CPU max 5 s {}{cgroup}, recorder CPU {} of one core, stall p99 max {}, stall max {}, {queue}, queue-full events {}, undispatched {}",
         tm.samples,
         tm.host_cpu_max_5s_percent.map_or("n/a".into(), |v| format!("{v:.1} %")),
         tm.recorder_cpu_percent_of_one_core.map_or("n/a".into(), |v| format!("{v:.1} %")),
@@ -701,4 +714,83 @@ fn amended_lines(md: &mut String, r: &RecoveryReport, a: &crate::model::Amended)
             let _ = writeln!(md, "- **Flag ({what}):** {flag}.");
         }
     }
+}
+
+/// What `analyze` prints: where the files went, the verdicts, and the headline numbers.
+pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str]) -> String {
+    let mut text = String::new();
+    macro_rules! out {
+        ($($arg:tt)*) => {{
+            let _ = writeln!(text, $($arg)*);
+        }};
+    }
+    out!("journal: {}", journal.display());
+    out!(
+        "spec applied: {} (at capture: {}); chain head {}",
+        report.provenance.spec_applied,
+        report.provenance.spec_at_capture,
+        report.provenance.chain_head
+    );
+    for why in &report.not_publishable {
+        out!("{why}");
+    }
+    let failed: Vec<_> = report
+        .validity
+        .gates
+        .iter()
+        .filter(|g| !g.holds())
+        .collect();
+    if failed.is_empty() {
+        out!("validity (§2, §10): every applicable gate passed");
+    } else {
+        let shown = if report.windows.is_empty() {
+            "no statistic is published"
+        } else {
+            "the statistics below are a diagnosis, NOT PUBLISHABLE"
+        };
+        out!("validity (§2, §10): INVALID, {shown} (exit 2)");
+        for g in failed {
+            out!(
+                "  {}: {} (limit {}, observed {}{})",
+                g.id,
+                g.status,
+                g.limit,
+                g.observed,
+                g.by.as_deref()
+                    .map(|b| format!(", {b}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out!("audit: {}", report.audit.decision);
+    for w in &report.windows {
+        if w.scheduled == 0 {
+            // A window the schedule left empty (a cooldown stated as 0 s): nothing to read.
+            out!(
+                "{:<12} {:>7} scheduled  (no request, nothing to estimate)",
+                w.window,
+                0
+            );
+            continue;
+        }
+        let readings: Vec<&str> = w
+            .completion
+            .readings
+            .iter()
+            .map(|r| r.text.as_str())
+            .collect();
+        out!(
+            "{:<12} {:>7} scheduled  errored {:.4}  censored {:.4}  goodput {}  {}",
+            w.window,
+            w.scheduled,
+            w.error_rate.value.unwrap_or(0.0),
+            w.censored_rate.value.unwrap_or(0.0),
+            w.goodput
+                .value
+                .map_or_else(|| "n/a".to_owned(), |g| format!("{g:.4}")),
+            readings.join("; ")
+        );
+    }
+    out!("wrote {} into {}", written.join(", "), output.display());
+    text
 }

@@ -292,7 +292,7 @@ fn g5(members: &[&RunRef<'_>]) -> String {
         "hosted" => "not evaluable (hosted, §6)".into(),
         _ => {
             if members.iter().any(|r| r.accelerator.is_empty()) {
-                "unobserved, which fails the group (§10): a journal carries no accelerator.* host facts".into()
+                "unobserved, which fails the group (§10): a journal carries no accelerator.* host facts; give each replica a collector in target.accelerator_commands (an nvidia-smi query of its model, clocks and power limit)".into()
             } else if members
                 .windows(2)
                 .all(|w| w[0].accelerator == w[1].accelerator)

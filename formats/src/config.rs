@@ -163,15 +163,21 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 mod domains;
+mod lengths;
 mod located;
 mod pinned;
+mod quick;
 mod relations;
 mod sections;
+mod timing;
 
+pub use lengths::{OutputTokens, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;
+pub use quick::{parse_duration_s, Quick, QUICK_PATH_DEFAULT};
 use sections::Typed;
 pub use sections::*;
+pub use timing::{format_s, DevTiming};
 
 /// Removes from `spanned` every key that `kept` (the same document after the pin stage) lacks.
 fn keep_only(spanned: &mut DeTable<'_>, kept: &toml::Table) {
@@ -201,6 +207,8 @@ pub struct Config {
     pub profile: Profile,
     /// 1 unless the profile is dev.
     pub time_factor: u32,
+    /// `[dev]`'s durations in seconds and `scale_timeout` (all absent unless the profile is dev).
+    pub dev: DevTiming,
     /// `[target]`: what the recorder talks to.
     pub target: Target,
     /// `[schedule]`: seed, arrivals and rate.
@@ -323,6 +331,7 @@ impl Config {
             raw: raw.to_vec(),
             profile: typed.profile,
             time_factor,
+            dev: DevTiming::of(typed.dev.as_ref())?,
             target: typed.target,
             schedule: typed.schedule,
             calibration: typed.calibration,
@@ -333,6 +342,7 @@ impl Config {
         };
         config.check_relations()?;
         config.check_domains()?;
+        config.check_timing()?;
         Ok(config)
     }
 
@@ -350,6 +360,9 @@ impl Config {
     pub fn publishability(&self) -> Result<(), String> {
         match self.profile {
             Profile::Experiment => Ok(()),
+            Profile::Dev if self.dev.stated() && self.time_factor == 1 => {
+                Err("NOT PUBLISHABLE: dev profile, durations stated in seconds (SPEC §P)".into())
+            }
             Profile::Dev => Err(format!(
                 "NOT PUBLISHABLE: dev profile, timeline durations divided by {} (SPEC §P)",
                 self.time_factor
@@ -373,7 +386,7 @@ impl Config {
         debug_assert!(pin.unit == "s", "{} is not a duration in seconds", pin.key);
         let seconds = self.number(pin);
         let ns = (seconds * 1e9) as u64;
-        if pin.dev_scaled {
+        if self.divides(pin) {
             ns / u64::from(self.time_factor)
         } else {
             ns
@@ -386,16 +399,13 @@ impl Config {
             .map(|pin| {
                 let configured = self.configured.get(pin.key).copied();
                 let value = configured.unwrap_or(pin.value);
-                let effective =
-                    (self.time_factor > 1 && pin.dev_scaled && pin.unit == "s").then(|| {
+                let effective = (self.time_factor > 1 && self.divides(pin) && pin.unit == "s")
+                    .then(|| {
                         // The duration the recorder uses, in whole ns, printed to the ms
                         // (rounded): 2.857 s, not 2.857142857142857 s.
-                        let ns = self.duration_ns(pin);
-                        let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
                         format!(
-                            "{}.{:03} s after the dev time factor {}",
-                            ms / 1000,
-                            ms % 1000,
+                            "{} after the dev time factor {}",
+                            format_s(self.duration_ns(pin)),
                             self.time_factor
                         )
                     });
@@ -469,11 +479,32 @@ impl Config {
                 phase("measurement", &pins::CALIBRATION_MEASURE_S),
             ]
         } else if self.fault.variant == FaultVariant::None {
-            vec![
-                phase("warmup", &pins::EXPERIMENT_WARMUP_S),
-                phase("measurement", &pins::EXPERIMENT_BASELINE_S),
-                phase("cooldown", &pins::EXPERIMENT_COOLDOWN_S),
+            // Durations stated in seconds (`[dev]`, §P) stand in for the dev-scaled pins; a
+            // stated zero leaves its phase out.
+            let stated = |name: &str, ns: Option<u64>, pin: &Pin| match ns {
+                Some(duration_ns) => Phase {
+                    name: name.into(),
+                    duration_ns,
+                    rate_rps,
+                },
+                None => phase(name, pin),
+            };
+            [
+                stated("warmup", self.dev.warmup_ns, &pins::EXPERIMENT_WARMUP_S),
+                stated(
+                    "measurement",
+                    self.dev.measure_ns,
+                    &pins::EXPERIMENT_BASELINE_S,
+                ),
+                stated(
+                    "cooldown",
+                    self.dev.cooldown_ns,
+                    &pins::EXPERIMENT_COOLDOWN_S,
+                ),
             ]
+            .into_iter()
+            .filter(|p| p.duration_ns > 0)
+            .collect()
         } else {
             vec![
                 phase("warmup", &pins::EXPERIMENT_WARMUP_S),

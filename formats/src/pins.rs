@@ -135,6 +135,8 @@ pins! {
     GATES_HOST_CPU_MAX_PERCENT = "gates.host_cpu_max_percent", true, "§2", "host CPU over any window", Int(70), "%", AtMost, Client, false;
     GATES_HOST_CPU_WINDOW_S = "gates.host_cpu_window_s", true, "§2", "host CPU window", Int(5), "s", Exactly, Client, false;
     GATES_RUNTIME_STALL_P99_US = "gates.runtime_stall_p99_us", true, "§2", "runtime stall p99, strictly below (ticker lateness)", Int(1000), "us", AtMost, Client, false;
+    SHARDS_START_LATE_MAX_MS = "shards.start_late_max_ms", true, "§2", "sharded capture: a shard ready this long after the agreed epoch refuses to record (the start barrier; equal to the skew-max gate, so a late start alone never sends a request later than the gate allows)", Int(50), "ms", AtMost, Client, false;
+    SHARDS_CLOCK_ERROR_MAX_MS = "shards.clock_error_max_ms", true, "§2", "sharded capture: merge refuses a shard whose host clock error bound (the kernel's adjtimex maxerror) is larger, unless every shard shares one host's clock", Int(10), "ms", AtMost, Client, false;
     CLIENT_CONNECT_BUDGET_S = "client.connect_budget_s", false, "§2", "connect plus TLS handshake of one connection, at most (and never past the request's own deadline)", Int(10), "s", AtMost, Client, false;
     CLIENT_RESPONSE_HEAD_BYTES_MAX = "client.response_head_bytes_max", false, "§2", "largest response head, and largest trailer section, read (larger: malformed-framing)", Int(65_536), "bytes", AtMost, Client, false;
     CLIENT_CHUNK_LINE_BYTES_MAX = "client.chunk_line_bytes_max", false, "§2", "largest chunk-size line, extensions included (larger: malformed-framing)", Int(1_024), "bytes", AtMost, Client, false;

@@ -395,6 +395,7 @@ fn trusted_heads_cover_the_prefix_they_were_printed_for() {
         ..Default::default()
     };
     let r = verify::verify(&bytes, &with(final_head));
+    assert!(r.ok());
     assert_eq!(
         (r.verdict, r.head_match),
         (Verdict::SealedIntact, Some(HeadMatch::Final))
@@ -402,6 +403,9 @@ fn trusted_heads_cover_the_prefix_they_were_printed_for() {
     let r = verify::verify(&bytes, &with(checkpoint_head));
     assert_eq!(r.verdict, Verdict::SealedIntact);
     assert!(matches!(r.head_match, Some(HeadMatch::Prefix { .. })));
+    // The bytes are intact, but the head vouches for a prefix only: verify does not exit 0.
+    assert!(!r.ok());
+    assert!(verify::render(&r).contains("not vouched for"));
 
     // A full rewrite with a recomputed chain is self-consistent, but not on the trusted chain.
     let rewritten = synthetic::bytes(
@@ -625,4 +629,54 @@ fn the_schedule_rule_round_trips_through_the_header() {
     header.extensions = vec![(SCHEDULE_RULE_EXTENSION.to_owned(), vec![9])];
     let error = Header::decode(&header.encode()).unwrap_err().to_string();
     assert!(error.contains("schedule rule"), "{error}");
+}
+
+#[test]
+fn a_header_whose_profile_or_time_factor_is_out_of_its_domain_is_tampering() {
+    let config = synthetic::golden_config();
+    let good = synthetic::header(&config, None);
+    for (profile, factor, verdict) in [
+        ("dev", 100, Verdict::SealedIntact),
+        ("Xev", 100, Verdict::Tampered),
+        ("dev", 5_000, Verdict::Tampered),
+        ("dev", 0, Verdict::Tampered),
+        ("experiment", 10, Verdict::Tampered),
+        ("hosted", 1, Verdict::SealedIntact),
+    ] {
+        let mut header = good.clone();
+        header.profile = profile.into();
+        header.dev_time_factor = factor;
+        let writer = JournalWriter::create(Vec::new(), &header, None).unwrap();
+        let bytes = writer.seal(1, SealStatus::Completed, "").unwrap().0;
+        let report = check(&bytes);
+        assert_eq!(
+            report.verdict, verdict,
+            "{profile} {factor}: {:?}",
+            report.problem
+        );
+        if verdict == Verdict::Tampered {
+            let what = &report.problem.as_ref().unwrap().what;
+            assert!(
+                what.contains("domain") || what.contains("none of"),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_consistent_block_length_over_the_limit_is_named_as_such() {
+    let mut bytes = small();
+    let (start, _, _) = blocks(&bytes)[0];
+    let len: u32 = 5_000_000;
+    bytes[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    bytes[start + 8..start + 12].copy_from_slice(&(!len).to_le_bytes());
+    let report = check(&bytes);
+    assert_eq!(report.verdict, Verdict::Tampered);
+    let what = &report.problem.unwrap().what;
+    assert!(what.contains("over the 4194304-byte limit"), "{what}");
+    // A length that disagrees with its complement is still named as damage.
+    bytes[start + 8] ^= 1;
+    let what = check(&bytes).problem.unwrap().what;
+    assert!(what.contains("is damaged"), "{what}");
 }

@@ -122,6 +122,9 @@ pub struct Rule {
     pub field: Option<(String, String)>,
     /// BLAKE3 of the whole content text.
     pub content_blake3: Option<[u8; 32]>,
+    /// The lowercased response header naming the replica (`target.replica_header`); without
+    /// it, [`REPLICA_HEADERS`].
+    pub replica_header: Option<String>,
 }
 
 impl Rule {
@@ -224,11 +227,14 @@ impl Exchange {
             Event::Head { status, headers } => {
                 self.status = Some(status);
                 self.response_head_ns = Some(now_ns);
-                for name in REPLICA_HEADERS {
-                    if let Some((_, v)) = headers.iter().find(|(k, _)| k == name) {
-                        self.replica = cut(v, REPLICA_BYTES_MAX).to_owned();
-                        break;
-                    }
+                let found = match &self.rule.replica_header {
+                    Some(name) => headers.iter().find(|(k, _)| k == name),
+                    None => REPLICA_HEADERS
+                        .iter()
+                        .find_map(|name| headers.iter().find(|(k, _)| k == name)),
+                };
+                if let Some((_, v)) = found {
+                    self.replica = cut(v, REPLICA_BYTES_MAX).to_owned();
                 }
                 self.close_after = headers
                     .iter()
@@ -479,6 +485,30 @@ mod tests {
 
     fn chunk(text: &str) -> String {
         format!("data: {{\"model\":\"mock\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    }
+
+    #[test]
+    fn the_replica_is_read_from_the_configured_header_only_when_one_is_configured() {
+        let headers = [
+            ("x-percentes-upstream", "replica-0"),
+            ("x-upstream", "10.0.0.12:8000"),
+        ];
+        let mut x = Exchange::new(false, None);
+        x.on_http(head(200, &headers), 1_000);
+        assert_eq!(x.replica, "replica-0", "the testbed's header by default");
+        let rule = Rule {
+            replica_header: Some("x-upstream".into()),
+            ..Rule::default()
+        };
+        let mut x = Exchange::with_rule(false, rule.clone());
+        x.on_http(head(200, &headers), 1_000);
+        assert_eq!(x.replica, "10.0.0.12:8000");
+        let mut x = Exchange::with_rule(false, rule);
+        x.on_http(head(200, &headers[..1]), 1_000);
+        assert_eq!(
+            x.replica, "",
+            "configured and absent: unattributed, not the mock's header"
+        );
     }
 
     fn streamed(events: &[String], done: bool) -> (Exchange, Verdict) {

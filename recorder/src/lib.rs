@@ -16,6 +16,7 @@ pub mod canary;
 pub mod exchange;
 pub mod http1;
 pub mod probe;
+pub mod prompts;
 pub mod request;
 #[cfg(target_os = "linux")]
 pub mod run;

@@ -1,5 +1,6 @@
 //! Request templates: the bytes of request i, from the route, the target and the index.
 
+pub use crate::prompts::{load_prompts, Prompt, PromptContent, PromptSet};
 use percentes_formats::config::{Config, Route};
 use percentes_formats::pins;
 
@@ -170,6 +171,12 @@ pub struct Template {
     /// JSON-escaped prompt continuations after the digits (one per prompt-set line, or one
     /// generated filler), each ending the body.
     body_suffixes: Vec<Vec<u8>>,
+    /// Each prompt's own `max_tokens` (a JSONL line's), by the same index as `body_suffixes`.
+    own_max_tokens: Vec<Option<u32>>,
+    /// The route's output-length distribution and the schedule's seed it draws from.
+    lengths: Option<(percentes_formats::config::OutputTokens, u64)>,
+    /// The pinned `max_tokens`, when neither gives one.
+    pinned_max_tokens: u32,
 }
 
 impl std::fmt::Debug for Template {
@@ -221,21 +228,52 @@ impl Template {
             fields.push_str(&format!("\"ignore_eos\":{value},"));
         }
         // A unique prefix per request (SPEC §1): "request {index} of percentes.", then the prompt.
-        let (opening, closing) = if completions {
-            ("\"prompt\":\"", "\"")
+        // A set with conversations sends every prompt as one, its first message carrying the
+        // prefix; that message writes its content before its role (JSON keys have no order), so
+        // everything after the index digits can differ from prompt to prompt.
+        let conversations = !completions && prompts.is_some_and(PromptSet::has_messages);
+        let opening = if completions {
+            "\"prompt\":\""
+        } else if conversations {
+            "\"messages\":[{\"content\":\""
         } else {
-            ("\"messages\":[{\"role\":\"user\",\"content\":\"", "\"}]")
+            "\"messages\":[{\"role\":\"user\",\"content\":\""
         };
+        let closing = if completions { "\"" } else { "\"}]" };
         let body_prefix = format!("{fields}{opening}request ").into_bytes();
-        let continuations: Vec<(String, u32)> = match prompts {
+        let continuation = |text: &str| format!(" of percentes. {}", json_string_inner(text));
+        let continuations: Vec<(String, Option<u32>)> = match prompts {
             Some(set) => set
                 .prompts
                 .iter()
                 .map(|p| {
-                    (
-                        format!(" of percentes. {}", json_string_inner(&p.text)),
-                        p.max_tokens.unwrap_or(pinned_max_tokens),
-                    )
+                    let max_tokens = p.max_tokens;
+                    let text = match (&p.content, conversations) {
+                        (PromptContent::Text(t), false) => format!("{}{closing}", continuation(t)),
+                        (PromptContent::Text(t), true) => {
+                            format!("{}\",\"role\":\"user\"}}]", continuation(t))
+                        }
+                        (PromptContent::Messages(m), _) => {
+                            let mut out = String::new();
+                            for (k, (role, content)) in m.iter().enumerate() {
+                                let role = json_string_inner(role);
+                                if k == 0 {
+                                    out.push_str(&format!(
+                                        "{}\",\"role\":\"{role}\"}}",
+                                        continuation(content)
+                                    ));
+                                } else {
+                                    out.push_str(&format!(
+                                        ",{{\"role\":\"{role}\",\"content\":\"{}\"}}",
+                                        json_string_inner(content)
+                                    ));
+                                }
+                            }
+                            out.push(']');
+                            out
+                        }
+                    };
+                    (text, max_tokens)
                 })
                 .collect(),
             None => {
@@ -243,15 +281,13 @@ impl Template {
                 for word in 0..route.prompt_tokens.saturating_sub(4) {
                     filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
                 }
-                vec![(filler, pinned_max_tokens)]
+                vec![(format!("{filler}{closing}"), None)]
             }
         };
-        let body_suffixes = continuations
+        let (body_suffixes, own_max_tokens) = continuations
             .into_iter()
-            .map(|(c, max_tokens)| {
-                format!("{c}{closing},\"max_tokens\":{max_tokens}}}").into_bytes()
-            })
-            .collect();
+            .map(|(c, max_tokens)| (c.into_bytes(), max_tokens))
+            .unzip();
         let head_prefix = format!(
             "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\n{}x-request-id: pct-",
             target.request_target(&route.path),
@@ -264,109 +300,41 @@ impl Template {
             head_prefix,
             body_prefix,
             body_suffixes,
+            own_max_tokens,
+            lengths: route.output_tokens.map(|l| (l, config.schedule.seed)),
+            pinned_max_tokens,
         }
+    }
+
+    /// Request `index`'s `max_tokens`: its prompt's own, else the route's distribution's draw
+    /// (SPEC §P "Output lengths"), else the pin.
+    pub fn max_tokens(&self, index: u64) -> u32 {
+        let which = (index % self.body_suffixes.len() as u64) as usize;
+        self.own_max_tokens[which]
+            .or_else(|| self.lengths.map(|(l, seed)| l.max_tokens(seed, index)))
+            .unwrap_or(self.pinned_max_tokens)
     }
 
     /// The bytes of scheduled request `index` (a prompt set's line i mod n).
     pub fn bytes(&self, index: u64) -> Vec<u8> {
         use std::io::Write;
+        const FIELD: &[u8] = b",\"max_tokens\":";
         let digits = index.to_string();
         let suffix = &self.body_suffixes[(index % self.body_suffixes.len() as u64) as usize];
-        let body_len = self.body_prefix.len() + digits.len() + suffix.len();
+        let tokens = self.max_tokens(index).to_string();
+        let body_len =
+            self.body_prefix.len() + digits.len() + suffix.len() + FIELD.len() + tokens.len() + 1;
         let mut out = Vec::with_capacity(self.head_prefix.len() + 64 + body_len);
         out.extend_from_slice(&self.head_prefix);
         let _ = write!(out, "{digits}\r\ncontent-length: {body_len}\r\n\r\n");
         out.extend_from_slice(&self.body_prefix);
         out.extend_from_slice(digits.as_bytes());
         out.extend_from_slice(suffix);
+        out.extend_from_slice(FIELD);
+        out.extend_from_slice(tokens.as_bytes());
+        out.push(b'}');
         out
     }
-}
-
-/// One prompt of a prompt set.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Prompt {
-    /// The prompt's text, sent after the request's unique prefix.
-    pub text: String,
-    /// Its own `max_tokens` (a JSONL set's per-line value), or the pin's.
-    pub max_tokens: Option<u32>,
-}
-
-/// A route's prompt set, loaded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PromptSet {
-    /// The prompts, in file order; request i uses prompt i mod n.
-    pub prompts: Vec<Prompt>,
-    /// BLAKE3 of the file's bytes, journaled with the host facts so the set can be matched.
-    pub blake3: [u8; 32],
-}
-
-/// Loads a route's prompt set. A `.jsonl` file holds one JSON object a line, `{"prompt": "...",
-/// "max_tokens": N}` (`max_tokens` optional; other fields ignored); any other file holds one
-/// prompt per non-empty line. A per-line `max_tokens` other than the pinned one is refused
-/// outside the dev profile (§6: `target.max_tokens` is pinned on every request).
-pub fn load_prompts(path: &str, config: &Config) -> Result<PromptSet, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
-    let text =
-        std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
-    let pinned = config.number(&pins::TARGET_MAX_TOKENS) as u32;
-    let mut prompts = Vec::new();
-    let jsonl = path.ends_with(".jsonl");
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if !jsonl {
-            prompts.push(Prompt {
-                text: line.to_owned(),
-                max_tokens: None,
-            });
-            continue;
-        }
-        let at = format!("prompt_file {path} line {}", i + 1);
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("{at}: not JSON ({e})"))?;
-        let Some(prompt) = value.get("prompt").and_then(|p| p.as_str()) else {
-            return Err(format!("{at}: needs a string field \"prompt\""));
-        };
-        let max_tokens = match value.get("max_tokens") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
-                Some(n) if n >= 1 => Some(n),
-                _ => {
-                    return Err(format!(
-                        "{at}: max_tokens must be a whole number of at least 1"
-                    ))
-                }
-            },
-        };
-        if let Some(n) = max_tokens {
-            if n != pinned && config.profile != percentes_formats::config::Profile::Dev {
-                return Err(format!(
-                    "{at}: max_tokens {n} differs from the pinned {pinned} (SPEC §6, target.max_tokens); per-line lengths run under the dev profile only"
-                ));
-            }
-        }
-        prompts.push(Prompt {
-            text: prompt.to_owned(),
-            max_tokens,
-        });
-    }
-    if prompts.is_empty() {
-        return Err(format!(
-            "prompt_file {path} has no prompt ({})",
-            if jsonl {
-                "one JSON object a line"
-            } else {
-                "one per line"
-            }
-        ));
-    }
-    Ok(PromptSet {
-        prompts,
-        blake3: *blake3::hash(&bytes).as_bytes(),
-    })
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
@@ -400,6 +368,11 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
         })?),
     };
     Ok(crate::exchange::Rule {
+        replica_header: config
+            .target
+            .replica_header
+            .as_deref()
+            .map(str::to_ascii_lowercase),
         status: v.status,
         header,
         field,
@@ -481,17 +454,10 @@ mod tests {
         let (head, json) = body(&template, 7);
         assert_ne!(template.bytes(7), template.bytes(8));
         let set = PromptSet {
-            prompts: vec![
-                Prompt {
-                    text: "a \"quoted\" line".into(),
-                    max_tokens: None,
-                },
-                Prompt {
-                    text: "two".into(),
-                    max_tokens: None,
-                },
-            ],
+            prompts: vec![Prompt::text("a \"quoted\" line"), Prompt::text("two")],
             blake3: [0; 32],
+            format: percentes_formats::config::PromptFormat::Text,
+            skipped: 0,
         };
         let with_set = Template::new(&config, &target, &config.routes[0], Some(&set), &none);
         let (_, c) = body(&with_set, 4);
@@ -564,19 +530,24 @@ mod tests {
         assert_eq!(extra.lines(), "api-key: abc\r\n");
     }
 
+    /// `config` with route 0 reading `file` (written with `text`) in its default format.
+    fn with_prompts(name: &str, text: &str, profile: &str, kind: &str) -> Config {
+        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let base = config("", kind, profile);
+        let text = std::str::from_utf8(base.raw_bytes()).unwrap().to_owned()
+            + &format!("prompt_file = {:?}\n", path.to_str().unwrap());
+        Config::parse(text.as_bytes()).unwrap()
+    }
+
     #[test]
     fn a_jsonl_prompt_set_carries_each_lines_max_tokens() {
-        let dir = std::env::temp_dir().join(format!("percentes-prompts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("set.jsonl");
-        std::fs::write(
-            &path,
-            "{\"prompt\": \"short\", \"max_tokens\": 16, \"id\": 1}\n\n{\"prompt\": \"long\"}\n",
-        )
-        .unwrap();
-        let path = path.to_str().unwrap();
-        let dev = config("", "mock", "dev");
-        let set = load_prompts(path, &dev).unwrap();
+        let text =
+            "{\"prompt\": \"short\", \"max_tokens\": 16, \"id\": 1}\n\n{\"prompt\": \"long\"}\n";
+        let dev = with_prompts("set.jsonl", text, "dev", "mock");
+        let set = load_prompts(&dev.routes[0], &dev).unwrap();
         assert_eq!(set.prompts.len(), 2);
         let target = Target::parse(&dev.target.base_url).unwrap();
         let template = Template::new(
@@ -589,17 +560,52 @@ mod tests {
         assert_eq!(body(&template, 0).1["max_tokens"], 16);
         assert_eq!(body(&template, 1).1["max_tokens"], 256);
         // Outside the dev profile a per-line length other than the pin is refused.
-        let hosted = config("", "hosted", "hosted");
-        let err = load_prompts(path, &hosted).unwrap_err();
+        let hosted = with_prompts("set.jsonl", text, "hosted", "hosted");
+        let err = load_prompts(&hosted.routes[0], &hosted).unwrap_err();
         assert!(err.contains("line 1") && err.contains("§6"), "{err}");
         for (text, says) in [
             ("{\"text\": \"x\"}", "\"prompt\""),
             ("not json", "not JSON"),
             ("{\"prompt\": \"x\", \"max_tokens\": 0}", "at least 1"),
         ] {
-            std::fs::write(dir.join("bad.jsonl"), text).unwrap();
-            let err = load_prompts(dir.join("bad.jsonl").to_str().unwrap(), &dev).unwrap_err();
+            let dev = with_prompts("bad.jsonl", text, "dev", "mock");
+            let err = load_prompts(&dev.routes[0], &dev).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_set_with_conversations_sends_each_as_chat_messages_with_the_unique_prefix_first() {
+        // Line 0 a plain prompt, line 1 a system + user conversation with quotes to escape.
+        let text = "{\"prompt\": \"plain\"}\n{\"messages\": [{\"role\": \"system\", \"content\": \"be \\\"terse\\\"\"}, {\"role\": \"user\", \"content\": \"hi\"}]}\n";
+        let dev = with_prompts("chat.jsonl", text, "dev", "mock");
+        let set = load_prompts(&dev.routes[0], &dev).unwrap();
+        let target = Target::parse(&dev.target.base_url).unwrap();
+        let template = Template::new(
+            &dev,
+            &target,
+            &dev.routes[0],
+            Some(&set),
+            &ExtraHeaders::default(),
+        );
+        let (_, plain) = body(&template, 4);
+        assert_eq!(
+            plain["messages"],
+            serde_json::json!([{"role": "user", "content": "request 4 of percentes. plain"}])
+        );
+        let (_, chat) = body(&template, 5);
+        assert_eq!(
+            chat["messages"],
+            serde_json::json!([
+                {"role": "system", "content": "request 5 of percentes. be \"terse\""},
+                {"role": "user", "content": "hi"}
+            ])
+        );
+        assert_eq!(chat["max_tokens"], 256);
+        assert_ne!(
+            template.bytes(5),
+            template.bytes(7),
+            "the prefix differs per request"
+        );
     }
 }

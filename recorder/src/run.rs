@@ -17,6 +17,7 @@ use compio::tls::{TlsConnector, TlsStream};
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, Injector};
+use percentes_formats::journal::manifest::Shard;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
     class_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus, TelemetryRecord,
@@ -33,15 +34,21 @@ use crate::exchange::{Exchange, Verdict};
 use crate::http1;
 use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
 
+mod accelerator;
+mod cgroup;
 mod client;
+mod dns;
 mod escape_watch;
 mod fault;
 mod host;
+mod live;
 mod pacer;
 mod plan;
 mod preflight;
 mod probes;
+mod shard;
 mod signals;
+mod summary;
 mod telemetry;
 mod tls;
 mod writer;
@@ -56,7 +63,9 @@ pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 pub use plan::{RunPlan, WORKERS_MAX};
 use preflight::*;
 use probes::*;
+pub use shard::START_AT_AHEAD_MAX;
 pub use signals::{counts_line, say, stop_on_signals};
+pub use summary::{FailureClass, Summary};
 use telemetry::*;
 use tls::*;
 use writer::*;
@@ -110,6 +119,36 @@ pub struct Options {
     /// Timeline boundaries reported by the environment while the run goes on (a controller in the
     /// same process, as the demo's): journaled as `timeline` events at the instant reported.
     pub timeline: Option<TimelineInbox>,
+    /// Which share of the schedule this recorder sends ([`Shard::WHOLE`] for a single recorder;
+    /// SPEC §2 "Sharded capture"). Only shard 0 runs the fault plan and the replica probes.
+    pub shard: Shard,
+    /// The agreed epoch, ns since the Unix epoch (`--start-at`); required with more than one shard.
+    pub start_at_ns: Option<i64>,
+    /// A file that receives every chain head as it is written (`--heads`; SPEC §J.8).
+    pub heads: Option<PathBuf>,
+}
+
+impl Options {
+    /// A recording into `output` as a library caller most often wants it: a new file (no
+    /// overwrite), unsigned, one worker, the canary on, no progress, a stop flag of its own, the
+    /// whole schedule from an epoch of its own, no heads file.
+    pub fn new(output: PathBuf) -> Options {
+        Options {
+            output,
+            force: false,
+            signing_key: None,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            tool_commit: "unknown".into(),
+            workers: 1,
+            canary: true,
+            progress: Progress::Quiet,
+            stop: Arc::new(AtomicBool::new(false)),
+            timeline: None,
+            shard: Shard::WHOLE,
+            start_at_ns: None,
+            heads: None,
+        }
+    }
 }
 
 /// Where a controller reports timeline boundaries (reschedule, container start, weight load,
@@ -151,94 +190,6 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
             detail,
             value,
         }));
-    }
-}
-
-/// What a finished run reports.
-#[derive(Clone, Debug)]
-pub struct Summary {
-    /// The journal written.
-    pub output: PathBuf,
-    /// How it was sealed.
-    pub status: SealStatus,
-    /// Why it was sealed so.
-    pub reason: String,
-    /// What the seal reports (chain head, counts, size).
-    pub sealed: Sealed,
-    /// Requests never dispatched.
-    pub undispatched: u64,
-    /// Times the writer queue was full.
-    pub queue_full_events: u64,
-    /// The classes requests failed in (errored and censored), most frequent first.
-    pub failures: Vec<FailureClass>,
-    /// Idle connections the pool retired for their age (its idle limit or the server's
-    /// `Keep-Alive: timeout`).
-    pub pool_expired: u64,
-    /// Idle connections found closed by the server before a send, and replaced.
-    pub pool_found_closed: u64,
-    /// Connections the spare keeper opened ahead of need, so no request waited for them.
-    pub opened_ahead: u64,
-    /// What the pre-flight established, if it ran.
-    pub preflight: Option<String>,
-}
-
-/// One class of failed requests in a run's summary.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FailureClass {
-    /// The class name (`refused`, `timeout`, ...).
-    pub class: &'static str,
-    /// Requests that ended in it.
-    pub count: u64,
-    /// The first such request's detail.
-    pub detail: String,
-}
-
-impl Summary {
-    /// What `percentes record` prints at the end: the journal, the seal, the counts, the top
-    /// failure classes, what the pool retired, the writer queue, and the chain head.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![
-            format!("journal: {}", self.output.display()),
-            if self.reason.is_empty() {
-                format!("seal: {}", self.status.name())
-            } else {
-                format!("seal: {} ({})", self.status.name(), self.reason)
-            },
-            counts_line(&self.sealed.counts),
-        ];
-        out.extend(self.failure_lines(5).into_iter().map(|l| format!("  {l}")));
-        if self.pool_expired + self.pool_found_closed + self.opened_ahead > 0 {
-            out.push(format!(
-                "pool: {} connections opened ahead of need, {} idle ones retired at their idle limit, {} found closed by the server and replaced before a send",
-                self.opened_ahead, self.pool_expired, self.pool_found_closed
-            ));
-        }
-        if self.queue_full_events > 0 {
-            out.push(format!(
-                "writer queue was full {} times (recorded in the journal; the run fails its gate)",
-                self.queue_full_events
-            ));
-        }
-        out.push(format!(
-            "chain head (keep it outside the file; verify --expect-head): {}",
-            percentes_formats::journal::hex(&self.sealed.chain_head)
-        ));
-        out
-    }
-
-    /// The top failure classes in one line each: `42 refused: connection refused (os error 111)`.
-    pub fn failure_lines(&self, top: usize) -> Vec<String> {
-        self.failures
-            .iter()
-            .take(top)
-            .map(|f| {
-                if f.detail.is_empty() {
-                    format!("{} {}", f.count, f.class)
-                } else {
-                    format!("{} {}: {}", f.count, f.class, f.detail)
-                }
-            })
-            .collect()
     }
 }
 
@@ -314,6 +265,10 @@ struct Shared {
     queue_peak: AtomicU64,
     queue_full: AtomicU64,
     skew_ns: Mutex<Vec<u64>>,
+    /// TTFT of the requests completed since the last telemetry tick (the live view), ns.
+    ttft_ns: Mutex<Vec<u64>>,
+    /// The fault's state as the journal has it ([`live::FaultState::code`]).
+    fault_state: std::sync::atomic::AtomicU8,
     stall_ns: Mutex<Vec<u64>>,
     /// The canary's lags (ns) since the last telemetry tick, from every worker.
     canary_ns: Mutex<Vec<u64>>,
@@ -389,6 +344,22 @@ impl Sender {
     /// Hands a record to the writer. A full queue blocks (nothing is dropped) and is counted, so
     /// telemetry records a writer-queue-full event.
     fn send(&self, record: Record) {
+        if let Record::Event(e) = &record {
+            let state = match EventKind::from_code(e.kind) {
+                Some(EventKind::FaultArmed) => Some(live::FaultState::Armed),
+                Some(EventKind::FaultFired) => Some(live::FaultState::Fired),
+                Some(EventKind::FaultRemoved | EventKind::FaultExpired) => {
+                    Some(live::FaultState::Removed)
+                }
+                Some(EventKind::FaultFailed) => Some(live::FaultState::Failed),
+                _ => None,
+            };
+            if let Some(state) = state {
+                self.shared
+                    .fault_state
+                    .store(state.code(), Ordering::Relaxed);
+            }
+        }
         self.send_message(ToWriter::Record(Box::new(record)), 1);
     }
 
@@ -448,14 +419,25 @@ impl Conn {
 /// Records a run. Blocks until the journal is sealed.
 pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError> {
     let target = Target::parse(&config.target.base_url).map_err(RecordError::Refused)?;
-    let plan = Arc::new(RunPlan::new(config, options.workers).map_err(RecordError::Refused)?);
+    options.shard.check().map_err(RecordError::Refused)?;
+    let plan = Arc::new(
+        RunPlan::new(config, options.workers)
+            .map_err(RecordError::Refused)?
+            .for_shard(options.shard),
+    );
     let workers = plan.workers;
     let requests = plan.requests;
     let open_files = raise_open_file_limit();
     check_connection_floor(&plan, open_files)?;
     ignore_file_size_signal();
+    if options.progress != Progress::Quiet {
+        for warning in config.warnings() {
+            say(&format!("percentes: warning: {warning}"));
+        }
+    }
 
     // Everything that can refuse the run does so before the journal exists.
+    io_uring_usable()?;
     let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())
         .map_err(RecordError::Refused)?;
     let tls = if target.tls {
@@ -487,18 +469,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| {
             let prompts = r
                 .prompt_file
-                .as_deref()
-                .map(|path| load_prompts(path, config))
+                .as_ref()
+                .map(|_| load_prompts(r, config))
                 .transpose()?;
             if let Some(set) = &prompts {
-                prompt_facts.push((
-                    format!("prompt-set {}", r.label),
-                    format!(
-                        "{} prompts, BLAKE3 {}",
-                        set.prompts.len(),
-                        percentes_formats::journal::hex(&set.blake3)
-                    ),
-                ));
+                prompt_facts.push((format!("prompt-set {}", r.label), set.fact()));
             }
             Ok(Template::new(config, &target, r, prompts.as_ref(), &extra))
         })
@@ -511,11 +486,15 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             &dialer,
             &extra,
             plan.timeout,
+            Some((&templates[0], config.routes[0].path.as_str())),
             &options.stop,
         )
         .map_err(RecordError::Refused)?;
         if options.progress != Progress::Quiet {
             say(&format!("pre-flight: {}", done.summary));
+        }
+        if let Some(warning) = &done.warning {
+            say(&format!("percentes: warning: {warning}"));
         }
         Some(done.summary)
     } else {
@@ -544,7 +523,16 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         ),
     ];
     facts.extend(prompt_facts);
+    facts.extend(accelerator::collect(config)?);
 
+    // The epoch: now plus the lead, or the agreed instant for every shard (a refused late start
+    // leaves no journal behind).
+    let start = shard::start(
+        options.shard,
+        options.start_at_ns,
+        Duration::from_secs_f64(config.number(&pins::SHARDS_START_LATE_MAX_MS) / 1000.0),
+        &options.stop,
+    )?;
     let mut open = std::fs::OpenOptions::new();
     open.write(true);
     if options.force {
@@ -556,8 +544,25 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         "cannot create journal {} (use --force to overwrite)",
         options.output.display()
     )))?;
+    let heads_file = match &options.heads {
+        Some(path) => Some(open.open(path).map_err(|e| {
+            let _ = std::fs::remove_file(&options.output); // empty: nothing was written yet
+            io(format!(
+                "cannot create the chain heads file {} (use --force to overwrite)",
+                path.display()
+            ))(e)
+        })?),
+        None => None,
+    };
 
     let deferred_task_work = deferred_task_work_available();
+    // The recorder's own cgroup, read beside /proc/stat each second (G2.3 in a container).
+    let cgroup = cgroup::Cgroup::discover(std::path::Path::new("/"));
+    let cgroup_fact = match &cgroup {
+        Ok(cgroup) => cgroup.fact(),
+        Err(why) => format!("not read: {why} (G2.3 reads /proc/stat)"),
+    };
+    let cgroup = cgroup.ok();
     let canary_server = if options.canary {
         match CanaryServer::bind() {
             Ok(server) => Some(server),
@@ -573,14 +578,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    let lead_ns = EPOCH_LEAD.as_nanos() as u64;
-    let epoch = Instant::now() + EPOCH_LEAD;
-    let monotonic_epoch_ns = monotonic_now_ns() + lead_ns;
-    let realtime_epoch_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-        + lead_ns as i64;
+    let (epoch, monotonic_epoch_ns, realtime_epoch_ns) = (
+        start.epoch,
+        start.monotonic_epoch_ns,
+        start.realtime_epoch_ns,
+    );
     let header = Header {
         codec: CODEC.into(),
         spec_version: Spec::CURRENT.name().into(),
@@ -606,11 +608,13 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 config,
                 &target,
             );
+            host.push(("cgroup-cpu".into(), cgroup_fact));
             host.extend(facts);
+            host.extend(start.facts);
             host
         },
-        shard_index: 0,
-        shard_count: 1,
+        shard_index: options.shard.index,
+        shard_count: options.shard.count,
         signing_key: options
             .signing_key
             .as_ref()
@@ -629,9 +633,17 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .get_mut()
         .sync_data()
         .map_err(|e| RecordError::Journal(WriteError::Io(e)))?;
+    let mut heads = HeadLog::new(heads_file, options.progress == Progress::Json);
+    heads.emit(
+        "header",
+        ("", String::new()),
+        0,
+        &journal_writer.chain_head(),
+    );
     let journal = Journal {
         writer: journal_writer,
         file: handle,
+        heads,
     };
     let shared = Arc::new(Shared::default());
     let (tx, rx) = sync_channel(WRITER_QUEUE_RECORDS_MAX);
@@ -674,15 +686,47 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let telemetry = {
         let shared = Arc::clone(&shared);
         let sender = sender.clone();
-        let progress = options.progress;
         let total = requests;
+        let mut end = 0;
+        let phases = plan
+            .params
+            .phases
+            .iter()
+            .map(|p| {
+                end += p.duration_ns;
+                (p.name.clone(), end)
+            })
+            .collect();
+        // SAFETY: isatty only reads the descriptor's type.
+        #[allow(unsafe_code)]
+        let tty = unsafe { libc::isatty(2) } == 1;
+        let view = live::LiveView::new(
+            options.progress,
+            tty,
+            phases,
+            config.number(&pins::GATES_HOST_CPU_MAX_PERCENT) / 100.0,
+            // The gate's window is the pin's seconds on every profile, never divided.
+            (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
+        )
+        .with_timeout(plan.timeout, config.time_factor);
         std::thread::Builder::new()
             .name("telemetry".into())
-            .spawn(move || telemetry_thread(&shared, &sender, epoch, progress, total, measured))
+            .spawn(move || {
+                telemetry_thread(
+                    &shared,
+                    &sender,
+                    epoch,
+                    view,
+                    (total, measured),
+                    cgroup.as_ref(),
+                )
+            })
             .map_err(io("cannot start the telemetry thread"))?
     };
 
-    let fault = if plan.inject_at_ns.is_some() {
+    // Shard 0 coordinates: the fault plan and the probes run once per run, not once per shard.
+    let coordinator = options.shard.index == 0;
+    let fault = if coordinator && plan.inject_at_ns.is_some() {
         let sender = sender.clone();
         let config = config.clone();
         let stop = Arc::clone(&options.stop);
@@ -697,10 +741,13 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     };
     // One probe thread per replica with a direct address (G7, replica-ready).
     let mut probes = Vec::new();
-    for (name, address) in &config.target.replica_addresses {
-        let Ok(address) = address.parse::<std::net::SocketAddr>() else {
-            continue; // the config loader refuses these; never reached
-        };
+    for (name, address) in config
+        .target
+        .replica_addresses
+        .iter()
+        .filter(|_| coordinator)
+    {
+        let address = address.clone();
         let sender = sender.clone();
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&options.stop);
@@ -709,7 +756,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         probes.push(
             std::thread::Builder::new()
                 .name(format!("probe-{name}"))
-                .spawn(move || probe_thread(&name, address, period, epoch, &sender, &shared, &stop))
+                .spawn(move || {
+                    probe_thread(&name, &address, period, epoch, &sender, &shared, &stop)
+                })
                 .map_err(io("cannot start a probe thread"))?,
         );
     }

@@ -5,14 +5,13 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use percentes_formats::config::Config;
 use percentes_formats::journal::records::{class_name, Record};
 use percentes_formats::journal::{verify, Header};
 
-use super::run::{record, Options, Progress};
+use super::run::{record, Options};
 
 const SSE: &str = "data: {\"model\":\"mock\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n\
 data: {\"model\":\"mock\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n\
@@ -94,16 +93,8 @@ fn try_run(
     let output =
         std::env::temp_dir().join(format!("percentes-tls-{}-{name}.pj", std::process::id()));
     let options = Options {
-        output: output.clone(),
         force: true,
-        signing_key: None,
-        tool_version: "test".into(),
-        tool_commit: "test".into(),
-        workers: 1,
-        canary: true,
-        progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
-        timeline: None,
+        ..Options::new(output.clone())
     };
     record(&config, &options)?;
     Ok((output, config))

@@ -618,6 +618,55 @@ fn mock_args(
     args
 }
 
+/// `percentes testbed`: starts `replicas` replicas and the router (each replica in a network
+/// namespace of its own when `isolated`), says where each listens and its pid through `say`,
+/// writes `service.addr` and per replica `NAME.addr` and `NAME.pid` into `state_dir` when given,
+/// and runs until Ctrl-C, then stops them all.
+pub fn run_foreground(
+    binary: &Path,
+    replicas: usize,
+    mock_config: Option<&Path>,
+    isolated: bool,
+    state_dir: Option<&Path>,
+    say: impl Fn(&str),
+) -> Result<(), String> {
+    if replicas == 0 {
+        return Err("--replicas must be at least 1".into());
+    }
+    let bed = if isolated {
+        Testbed::start_isolated(binary, replicas, mock_config)
+    } else {
+        Testbed::start(binary, replicas, mock_config)
+    }
+    .map_err(|e| format!("starting the testbed: {e}"))?;
+    let write = |name: &str, text: String| -> Result<(), String> {
+        let Some(dir) = state_dir else { return Ok(()) };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("{text}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    say(&format!(
+        "service (router): http://{}  (endpoints: GET/POST /admin/endpoints)",
+        bed.service()
+    ));
+    write("service.addr", bed.service().to_string())?;
+    for (name, pid) in bed.pids() {
+        let address = bed
+            .replica(&name)
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        say(&format!("{name}: http://{address} pid {pid}"));
+        write(&format!("{name}.addr"), address)?;
+        write(&format!("{name}.pid"), pid.to_string())?;
+    }
+    say("Ctrl-C stops the testbed and every replica.");
+    crate::wait_for_ctrl_c().map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
+    drop(bed);
+    Ok(())
+}
+
 impl Drop for Testbed {
     fn drop(&mut self) {
         for replica in &mut self.replicas {

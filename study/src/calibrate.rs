@@ -42,6 +42,10 @@ pub struct Step {
     /// whose client gate failed did not observe the target, so it is recorded again, up to
     /// `calibration.step_attempts_max` recordings in all). Empty when the first one counted.
     pub spoiled: Vec<Spoiled>,
+    /// Whether the step passed by its diagnosis only (`calibrate --diagnose`): every
+    /// recording failed the client gate, and the last one's target held.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub diagnosed: bool,
     /// Whether the client gate was the only thing that failed: the target's goodput (when the
     /// gate let it be measured) and waiting gauge both held.
     #[serde(skip)]
@@ -172,6 +176,7 @@ struct Recorder<'a> {
     calibration: usize,
     count: usize,
     attempts_max: u32,
+    diagnose: bool,
     tool: &'a Tool,
 }
 
@@ -181,9 +186,15 @@ impl StepRunner for Recorder<'_> {
         let (calibration, count, attempts_max) = (self.calibration, self.count, self.attempts_max);
         until_observed(
             attempts_max,
+            self.diagnose,
             |recording| self.record_step(rate_rps, stage, recording),
             |step, again, recording| {
-                let verdict = if step.passed {
+                let verdict = if step.diagnosed {
+                    format!(
+                        "pass by its diagnosis only (the client gate failed: {})",
+                        step.client_gate.join(", ")
+                    )
+                } else if step.passed {
                     "pass".to_owned()
                 } else if again {
                     format!(
@@ -204,25 +215,37 @@ impl StepRunner for Recorder<'_> {
 
 /// One step, recorded until a recording observed the target (§10): a recording that only the
 /// client gate failed is kept in the step's `spoiled` list and the step is recorded again, up to
-/// `attempts_max` recordings in all; the last one is the step's verdict. `record(n)` makes the
-/// n-th recording; `said(step, again, n)` is told each recording's verdict and whether another
-/// follows.
+/// `attempts_max` recordings in all; the last one is the step's verdict. With `diagnose`, a
+/// last one that only the client gate spoiled passes by its diagnosis (its target held) and is
+/// marked so. `record(n)` makes the n-th recording; `said(step, again, n)` is told each
+/// recording's verdict and whether another follows.
 pub fn until_observed(
     attempts_max: u32,
+    diagnose: bool,
     mut record: impl FnMut(u32) -> Result<Step>,
     mut said: impl FnMut(&Step, bool, u32),
 ) -> Result<Step> {
-    let mut spoiled = Vec::new();
+    let mut earlier = Vec::new();
     let mut recording = 1;
     loop {
         let mut step = record(recording)?;
-        let again = !step.passed && step.only_client && recording < attempts_max;
+        // Without a diagnosis the gate withholds goodput, so a spoiled recording is one whose
+        // waiting gauge held; with one, any recording the client gate failed is spoiled (its
+        // goodput is read through the noise that failed the gate).
+        let spoiled =
+            !step.passed && (step.only_client || diagnose && !step.client_gate.is_empty());
+        let again = spoiled && recording < attempts_max;
+        if spoiled && !again && diagnose && step.only_client {
+            step.passed = true;
+            step.diagnosed = true;
+            step.reasons.clear();
+        }
         said(&step, again, recording);
         if !again {
-            step.spoiled = spoiled;
+            step.spoiled = earlier;
             return Ok(step);
         }
-        spoiled.push(Spoiled {
+        earlier.push(Spoiled {
             journal: step.journal,
             client_gate: step.client_gate,
         });
@@ -265,7 +288,14 @@ impl Recorder<'_> {
                 summary.reason
             );
         }
-        evaluate(&journal, rate_rps, stage, &self.replica, self.tool)
+        evaluate(
+            &journal,
+            rate_rps,
+            stage,
+            &self.replica,
+            self.diagnose,
+            self.tool,
+        )
     }
 
     /// The user's configuration, turned into one step: this replica only, addressed directly,
@@ -324,16 +354,18 @@ impl Recorder<'_> {
 }
 
 /// Analyzes a step's journal into its verdict (§10: goodput >= 0.99 over the measured span,
-/// mean waiting-queue gauge <= 1.0, client gate clean).
+/// mean waiting-queue gauge <= 1.0, client gate clean). With `diagnose` the goodput of a
+/// recording the client gate spoiled is its diagnosis, so the target's verdict is known.
 pub fn evaluate(
     journal: &Path,
     rate_rps: f64,
     stage: &'static str,
     replica: &str,
+    diagnose: bool,
     tool: &Tool,
 ) -> Result<Step> {
     let file = JournalFile::open(journal)?;
-    let (run, result) = crate::scenario::analyze_journal(&file, journal, tool)?;
+    let (run, result) = crate::scenario::analyze_journal(&file, journal, tool, diagnose)?;
     let goodput_min = run.config.number(&pins::CALIBRATION_STEP_GOODPUT_MIN);
     let waiting_max = run.config.number(&pins::CALIBRATION_STEP_WAITING_MAX);
     let mut reasons = Vec::new();
@@ -395,6 +427,7 @@ pub fn evaluate(
         passed: reasons.is_empty(),
         reasons,
         spoiled: Vec::new(),
+        diagnosed: false,
     })
 }
 
@@ -407,20 +440,40 @@ struct Trace {
     address: String,
     /// Why the trace may not be published (the dev profile), if it may not.
     not_publishable: Option<String>,
+    /// Why lambda_max is for diagnosis only: steps that passed by their diagnosis
+    /// (`--diagnose`). Absent when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnosis: Option<String>,
     calibrations: Vec<Ramp>,
     lambda_max_rps: Option<f64>,
     lambda_r_rps: Option<f64>,
     decision: String,
 }
 
-/// `percentes calibrate CONFIG -o DIR [--replica NAME]`.
+/// What `percentes calibrate` was asked beyond its configuration and folder.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options<'a> {
+    /// The replica to calibrate (default: the first of `target.replicas`).
+    pub replica: Option<&'a str>,
+    /// Write into a folder that is not empty.
+    pub force: bool,
+    /// Judge a step whose every recording only the client gate spoiled by its diagnosis; the
+    /// result is then for diagnosis only and the exit is 2.
+    pub diagnose: bool,
+}
+
+/// `percentes calibrate CONFIG -o DIR [--replica NAME] [--diagnose]`.
 pub fn calibrate(
     config_path: &Path,
     output: &Path,
-    replica: Option<&str>,
-    force: bool,
+    options: &Options,
     tool: &Tool,
 ) -> Result<ExitCode> {
+    let Options {
+        replica,
+        force,
+        diagnose,
+    } = *options;
     let config = Config::load(config_path)?;
     if config.calibration.step {
         bail!(
@@ -443,6 +496,11 @@ pub fn calibrate(
             config.target.replica_addresses.keys().collect::<Vec<_>>()
         );
     };
+    if !address.contains(':') {
+        bail!(
+            "calibration sends its load to {replica}'s own address, and {address:?} is an SRV name, which makes no URL: give target.replica_addresses.{replica} as host:port for the calibration (the pod's, from `kubectl get endpoints`)"
+        );
+    }
     let scheme = if config.target.base_url.starts_with("https://") {
         "https"
     } else {
@@ -492,6 +550,7 @@ pub fn calibrate(
             calibration: index,
             count: 0,
             attempts_max,
+            diagnose,
             tool,
         };
         let ramp = ramp(start, fine, &mut runner)?;
@@ -530,12 +589,23 @@ pub fn calibrate(
         ),
         Err(why) => (None, None, format!("calibration invalid: {why}")),
     };
+    let diagnosed = calibrations
+        .iter()
+        .flat_map(|c| &c.steps)
+        .filter(|s| s.diagnosed)
+        .count();
+    let diagnosis = (diagnosed > 0).then(|| {
+        format!(
+            "{diagnosed} step(s) passed by their diagnosis only: every recording of each failed the client gate (G2) on this machine, so the target was never observed with a clean one (§10); this lambda_max is for diagnosis only (--diagnose) and may not be put in a run configuration that is published"
+        )
+    });
     let trace = Trace {
         schema: "percentes-calibration/1",
         config: config_path.display().to_string(),
         replica: replica.clone(),
         address,
         not_publishable: config.publishability().err(),
+        diagnosis: diagnosis.clone(),
         calibrations,
         lambda_max_rps: lambda_max,
         lambda_r_rps: lambda_r,
@@ -558,6 +628,13 @@ pub fn calibrate(
             .join(", ")
     );
     match (lambda_max, lambda_r) {
+        (Some(max), Some(r)) if diagnosis.is_some() => {
+            out!(
+                "lambda_max = {max} rps, lambda_r = {r} rps per replica: NOT PUBLISHABLE, {}",
+                diagnosis.unwrap_or_default()
+            );
+            Ok(ExitCode::from(2))
+        }
         (Some(max), Some(r)) => {
             out!(
                 "lambda_max = {max} rps, lambda_r = {fraction} x lambda_max = {r} rps per replica\n\
@@ -610,6 +687,9 @@ fn markdown(trace: &Trace) -> String {
             .clone()
             .unwrap_or_else(|| "Publishable profile.".to_owned())
     );
+    if let Some(diagnosis) = &trace.diagnosis {
+        let _ = writeln!(out, "NOT PUBLISHABLE: {diagnosis}.\n");
+    }
     let _ = writeln!(
         out,
         "- decision: {}\n- lambda_max: {}\n- lambda_r: {}\n",
@@ -645,7 +725,12 @@ fn markdown(trace: &Trace) -> String {
                 s.scheduled,
                 s.goodput.map_or("n/a".into(), |g| format!("{g:.4}")),
                 s.waiting_mean.map_or("n/a".into(), |w| format!("{w:.3}")),
-                if s.passed {
+                if s.diagnosed {
+                    format!(
+                        "pass by diagnosis only (client gate: {})",
+                        s.client_gate.join(", ")
+                    )
+                } else if s.passed {
                     "pass".to_owned()
                 } else {
                     format!("fail: {}", s.reasons.join("; "))
@@ -694,6 +779,7 @@ mod tests {
                     vec!["goodput".into()]
                 },
                 spoiled: Vec::new(),
+                diagnosed: false,
                 only_client: false,
             })
         }
@@ -773,15 +859,22 @@ mod tests {
             passed: reasons.is_empty(),
             reasons,
             spoiled: Vec::new(),
+            diagnosed: false,
         }
     }
 
     /// Runs [`until_observed`] over recordings given as (client spoiled, target failed), with at
     /// most three recordings; returns the step and how many recordings it made.
     fn observe(plan: &[(bool, bool)]) -> (Step, u32) {
+        observe_with(plan, false)
+    }
+
+    /// [`observe`], with `calibrate --diagnose` or without.
+    fn observe_with(plan: &[(bool, bool)], diagnose: bool) -> (Step, u32) {
         let mut made = 0;
         let step = until_observed(
             3,
+            diagnose,
             |n| {
                 made = n;
                 let (client, target) = plan[n as usize - 1];
@@ -824,6 +917,32 @@ mod tests {
             let (step, made) = observe(&[plan]);
             assert_eq!((made, step.passed), (1, false));
         }
+    }
+
+    #[test]
+    fn with_diagnose_a_step_spoiled_on_every_recording_passes_by_its_diagnosis_only() {
+        // Spoiled three times, the target held on the last: a pass marked diagnosed, after the
+        // same three recordings, the two earlier ones listed.
+        let (step, made) = observe_with(&[(true, false), (true, false), (true, false)], true);
+        assert_eq!(made, 3);
+        assert!(step.passed && step.diagnosed, "{step:?}");
+        assert!(step.reasons.is_empty());
+        assert_eq!(step.spoiled.len(), 2);
+        assert_eq!(step.client_gate, ["G2.4 fail (1320.000 us)"]);
+        // A clean recording later on is the step, not a diagnosis.
+        let (step, made) = observe_with(&[(true, false), (false, false)], true);
+        assert_eq!((made, step.passed, step.diagnosed), (2, true, false));
+        // The target failing is a failure with or without the client gate: --diagnose never
+        // turns a failed target into a pass.
+        let (step, made) = observe_with(&[(false, true)], true);
+        assert_eq!((made, step.passed, step.diagnosed), (1, false, false));
+        // A recording the client gate failed is recorded again even when its diagnosis failed
+        // the target too (that reading went through the noise that failed the gate); the last
+        // one's target failing fails the step.
+        let (step, made) = observe_with(&[(true, true), (true, false), (true, false)], true);
+        assert_eq!((made, step.passed, step.diagnosed), (3, true, true));
+        let (step, made) = observe_with(&[(true, true), (true, true), (true, true)], true);
+        assert_eq!((made, step.passed, step.diagnosed), (3, false, false));
     }
 
     #[test]

@@ -14,9 +14,23 @@ use crate::error::Result;
 use crate::scenario::{self, Scenario, Timing};
 use crate::Tool;
 
-/// Runs the demo into `output`, time-compressed by `time_factor` (10: about 1 m 45 s of load).
-pub fn run(output: &Path, force: bool, time_factor: u32, tool: &Tool) -> Result<ExitCode> {
+/// Runs the demo into `output`, time-compressed by `time_factor` (10: about 1 m 45 s of load);
+/// `diagnose` analyzes an invalid run's statistics anyway, marked NOT PUBLISHABLE.
+pub fn run(
+    output: &Path,
+    force: bool,
+    time_factor: u32,
+    diagnose: bool,
+    tool: &Tool,
+) -> Result<ExitCode> {
     out!("percentes demo: needs no root; the clean-delete study from the scenario catalogue.");
     let scenario = Scenario::parse(scenario::DEMO_SCENARIO, "the built-in demo scenario")?;
-    scenario::run(&scenario, output, force, Timing::Dev(time_factor), tool)
+    scenario::run(
+        &scenario,
+        output,
+        force,
+        Timing::Dev(time_factor),
+        tool,
+        diagnose,
+    )
 }

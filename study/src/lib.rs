@@ -19,7 +19,7 @@
 //! use percentes_study::{scenario, Tool};
 //! let tool = Tool { version: "0.1.0".into(), commit: "unknown".into() };
 //! let scenario = scenario::Scenario::parse(scenario::DEMO_SCENARIO, "built-in")?;
-//! scenario::run(&scenario, "demo-out".as_ref(), false, scenario::Timing::Dev(10), &tool)?;
+//! scenario::run(&scenario, "demo-out".as_ref(), false, scenario::Timing::Dev(10), &tool, false)?;
 //! # Ok(())
 //! # }
 //! # #[cfg(not(target_os = "linux"))]
@@ -64,5 +64,7 @@ pub mod demo;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod scenario;
+#[cfg(target_os = "linux")]
+pub mod sweep;
 
 pub use error::{ErrorKind, Result, StudyError};

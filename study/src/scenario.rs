@@ -320,7 +320,11 @@ fn config_text(
 ) -> Result<String> {
     let template = scenario.run.as_ref().map_or("", |r| r.config.as_str());
     let profile = match timing {
-        Timing::Dev(f) => format!("profile = \"dev\"\n\n[dev]\ntime_factor = {f}\n"),
+        // The testbed's mocks are sized to the compressed timeline, the censoring horizon
+        // with it (the black-hole study censors at exactly the timeout): said, not defaulted.
+        Timing::Dev(f) => {
+            format!("profile = \"dev\"\n\n[dev]\ntime_factor = {f}\nscale_timeout = true\n")
+        }
         Timing::Experiment => "profile = \"experiment\"\n".into(),
     };
     let body = fill(template, values)?;
@@ -330,13 +334,15 @@ fn config_text(
     ))
 }
 
-/// `percentes scenario run` (and the demo): returns the exit code the run earned.
+/// `percentes scenario run` (and the demo): returns the exit code the run earned. `diagnose`
+/// analyzes an invalid run's statistics anyway, marked NOT PUBLISHABLE (`--diagnose`).
 pub fn run(
     scenario: &Scenario,
     output: &Path,
     force: bool,
     timing: Timing,
     tool: &Tool,
+    diagnose: bool,
 ) -> Result<ExitCode> {
     let meta = &scenario.scenario;
     if let Some(why) = &meta.refused {
@@ -477,7 +483,7 @@ pub fn run(
     let file = JournalFile::open(&journal)?;
     let verified = file.verify(&Default::default());
     out!("verify: {}", verified.verdict.name());
-    let (loaded, result) = analyze_journal(&file, &journal, tool)?;
+    let (loaded, result) = analyze_journal(&file, &journal, tool, diagnose)?;
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
     let declaration = declaration_text(scenario, &config, &result, factor);
@@ -509,12 +515,14 @@ pub fn run(
     })
 }
 
-/// Loads an open journal and analyzes it under the current spec (v0.2, Aalen-Johansen), as
-/// this binary's analyses of its own recordings do.
+/// Loads an open journal and analyzes it under the current spec ([`Spec::CURRENT`]), as this
+/// binary's analyses of its own recordings do; `diagnose` computes an invalid run's statistics
+/// for diagnosis ([`model::Analyzer::diagnose`]).
 pub fn analyze_journal(
     file: &JournalFile,
     path: &Path,
     tool: &Tool,
+    diagnose: bool,
 ) -> Result<(percentes_analyzer::load::Run, model::Report)> {
     let run = percentes_analyzer::load::load(file)
         .with_context(|| format!("cannot analyze {}", path.display()))?;
@@ -525,6 +533,7 @@ pub fn analyze_journal(
         &model::Analyzer {
             version: tool.version.clone(),
             commit: tool.commit.clone(),
+            diagnose,
         },
     );
     Ok((run, report))
@@ -549,6 +558,9 @@ pub fn recorder_options(
         progress,
         stop: run::stop_on_signals(),
         timeline,
+        shard: percentes_formats::journal::manifest::Shard::WHOLE,
+        start_at_ns: None,
+        heads: None,
     }
 }
 
@@ -1135,7 +1147,7 @@ mod tests {
             version: "test".into(),
             commit: "test".into(),
         };
-        let e = run(&rollout, &out, false, Timing::Dev(100), &tool)
+        let e = run(&rollout, &out, false, Timing::Dev(100), &tool, false)
             .unwrap_err()
             .to_string();
         assert!(e.contains("executable rollout controller"), "{e}");

@@ -79,38 +79,37 @@ pub fn percentes(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// `percentes scenario run scenarios/catalogue/NAME.toml --time-factor F --force -o OUT`, run
-/// again (up to `ATTEMPTS` times, each after the host's timer has calmed) when only the client
-/// gate (G2) failed: a busy machine failing the
-/// gate is the gate doing its job, not the scenario failing. Returns the last exit code and
-/// standard output; any exit other than 0 or 2 fails the test.
+/// `percentes scenario run scenarios/catalogue/NAME.toml --time-factor F --force --diagnose -o
+/// OUT`, once. A scenario test asserts what the fault did (censoring at the recorder's own
+/// deadline, gates G3 and G4, fault fidelity, the declared expectations), none of it within
+/// reach of this machine's timer noise; so a run the busy machine failed on the client gate (G2)
+/// alone is read as its diagnosis (exit 2, the report's statistics marked NOT PUBLISHABLE), not
+/// recorded again. Any other gate failing, or any exit but 0 or 2, fails the test. Returns the
+/// exit code and standard output.
 pub fn scenario_run(name: &str, factor: u32, out: &Path) -> (i32, String) {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let (code, stdout, stderr) = percentes(&[
-            "scenario",
-            "run",
-            &format!("scenarios/catalogue/{name}.toml"),
-            "--time-factor",
-            &factor.to_string(),
-            "--force",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        assert!(
-            code == 0 || code == 2,
-            "{name}: exit {code}: {stdout}{stderr}"
+    let (code, stdout, stderr) = percentes(&[
+        "scenario",
+        "run",
+        &format!("scenarios/catalogue/{name}.toml"),
+        "--time-factor",
+        &factor.to_string(),
+        "--force",
+        "--diagnose",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("gate ")).collect();
+    let only_g2 = failed.iter().all(|l| l.starts_with("gate G2"));
+    assert!(
+        code == 0 || code == 2 && !failed.is_empty() && only_g2,
+        "{name}: exit {code}: {stdout}{stderr}"
+    );
+    if code == 2 {
+        eprintln!(
+            "{name}: read as a diagnosis; this busy machine failed the client gate: {failed:?}"
         );
-        let only_g2 = stdout
-            .lines()
-            .filter(|l| l.starts_with("gate "))
-            .all(|l| l.starts_with("gate G2"));
-        if code == 0 || !only_g2 || attempt == crate::ATTEMPTS {
-            return (code, stdout);
-        }
-        crate::await_calm(name);
     }
+    (code, stdout)
 }
 
 fn updating() -> bool {
@@ -282,6 +281,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
         let analyzer = Analyzer {
             version: "golden".into(),
             commit: "golden".into(),
+            diagnose: false,
         };
         // Under the current version the expected files are NAME.report.*; under each older one,
         // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1 or v0.2 keeps
@@ -401,5 +401,76 @@ fn recovery_reads_honestly(
         a.fidelity.len(),
         7,
         "{name}: seven fidelity evidence points"
+    );
+}
+
+/// Issue 18 item 6: the demo recording's report.html renders in a real browser. Headless
+/// Chromium (Debian's, installed by `.ci/run`) takes a screenshot through
+/// `scripts/screenshot-report.sh`; the test fails when no PNG comes back, when it is not the size
+/// asked for, or when it is so small that the page must be blank (a white 1200 x 1600 page
+/// compresses to a few KB; this report's summary, tables and plots to well over 100 KB). The
+/// page itself must lead with the summary box and carry the plots and the gate table's marks.
+#[test]
+fn the_report_page_renders_in_a_browser_with_its_summary_first() {
+    use percentes_analyzer::model::Analyzer;
+    use percentes_analyzer::{analysis, load, report, JournalFile};
+    let dir = std::env::temp_dir().join(format!("percentes-screenshot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = JournalFile::open(&root().join("golden/runs/demo-clean-delete.pj")).unwrap();
+    let run = load::load(&file).unwrap();
+    let analyzer = Analyzer {
+        version: "test".into(),
+        commit: "test".into(),
+        diagnose: false,
+    };
+    let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);
+    report::write(&result, &run.requests, &dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let summary = html
+        .find("<div class=\"summary valid\">")
+        .expect("a summary box");
+    let provenance = html.find("<td>spec applied</td>").unwrap();
+    assert!(summary < provenance, "the summary leads");
+    assert!(html.contains("<td class=\"good\">pass</td>"));
+    assert!(html.contains("<div class=\"plot\" id=\"latency\">"));
+    assert!(
+        !html.contains("&gt; Under"),
+        "the headline is a quote, not a literal >"
+    );
+
+    let browser = ["chromium", "chromium-browser"].iter().any(|b| {
+        Command::new(b)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !browser {
+        crate::prerequisite_missing(
+            "the report page screenshot",
+            "chromium is not installed (apt-get install chromium)",
+        );
+        return;
+    }
+    let out = Command::new("bash")
+        .arg(root().join("scripts/screenshot-report.sh"))
+        .arg(&dir)
+        .arg("1200x1600")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(dir.join("report.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1200, 1600));
+    assert!(
+        png.len() > 100_000,
+        "{} bytes: the page rendered blank",
+        png.len()
     );
 }

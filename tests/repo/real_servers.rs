@@ -14,15 +14,13 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::Config;
 use percentes_formats::journal::records::{class_name, Record, RequestRecord};
 use percentes_formats::journal::Verdict;
-use percentes_recorder::run::{self, Options, Progress, RecordError, Summary};
+use percentes_recorder::run::{self, Options, RecordError, Summary};
 
 /// An SSE answer of two tokens and a usage chunk, as vLLM streams one.
 const SSE: &str = "data: {\"model\":\"mock\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n\
@@ -121,16 +119,9 @@ fn record(text: &str, name: &str) -> Result<(Summary, Vec<RequestRecord>), Recor
     let config = Config::parse(text.as_bytes()).unwrap();
     let output = scratch(&format!("{name}.pj"));
     let options = Options {
-        output: output.clone(),
         force: true,
-        signing_key: None,
-        tool_version: "test".into(),
-        tool_commit: "test".into(),
-        workers: 1,
         canary: false,
-        progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
-        timeline: None,
+        ..Options::new(output.clone())
     };
     let summary = run::record(&config, &options)?;
     Ok((summary, sealed_requests(&output)))
@@ -605,6 +596,43 @@ fn the_pre_flight_refuses_a_target_that_is_down_or_serves_another_model() {
     );
 }
 
+/// Starts Debian's nginx in the foreground on `conf`, written into `dir`, and waits until `port`
+/// accepts (panicking with its stderr when it never does).
+fn start_nginx(nginx: &str, dir: &Path, conf: &str, port: u16) -> std::process::Child {
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut server = std::process::Command::new(nginx)
+        .args([
+            "-p",
+            dir.to_str().unwrap(),
+            "-c",
+            dir.join("nginx.conf").to_str().unwrap(),
+            "-g",
+            "daemon off;",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    if !up {
+        let _ = server.kill(); // it never came up: no worker to orphan
+        let mut err = String::new();
+        let _ = server.stderr.take().unwrap().read_to_string(&mut err);
+        panic!("nginx did not start: {err}");
+    }
+    server
+}
+
+/// SIGTERM, not SIGKILL: nginx's master then stops its worker, which SIGKILL would orphan.
+fn stop_nginx(mut server: std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+}
+
 /// nginx from Debian with `keepalive_timeout 1s`, answering the chat route with an SSE body: the
 /// idle-close race exactly as the issue measured it (8 of 81 premature-close at 2 rps before the
 /// fix). scripts/nginx-idle-race.sh runs the 60 s version; this is a shorter one.
@@ -633,37 +661,11 @@ fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
          location / {{ default_type text/event-stream; return 200 \"{body}\"; }}\n  }}\n}}\n",
         dir = dir.display()
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let mut server = std::process::Command::new(nginx)
-        .args([
-            "-p",
-            dir.to_str().unwrap(),
-            "-c",
-            dir.join("nginx.conf").to_str().unwrap(),
-            "-g",
-            "daemon off;",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let up = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    if !up {
-        let _ = server.kill(); // it never came up: no worker to orphan
-        let mut err = String::new();
-        let _ = server.stderr.take().unwrap().read_to_string(&mut err);
-        panic!("nginx did not start: {err}");
-    }
+    let server = start_nginx(nginx, &dir, &conf, port);
     // Factor 28: a 15 s schedule at 2 rps, about 30 requests, the gaps Poisson (13 % over 1 s).
     let text = config_text(&format!("http://127.0.0.1:{port}"), 28, "poisson", 2.0, "");
     let result = record(&text, "nginx");
-    // SIGTERM, not SIGKILL: nginx's master then stops its worker, which SIGKILL would orphan.
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    stop_nginx(server);
     let (summary, requests) = result.unwrap();
     assert_eq!(
         classes(&requests).get("premature-close"),
@@ -674,4 +676,323 @@ fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
     assert!(requests
         .iter()
         .all(|r| r.usage_completion_tokens == Some(2)));
+}
+
+/// Debian's nginx as the router (round robin over two mocks), naming the upstream in its own
+/// header `x-upstream: $upstream_addr`: with `target.replica_header` the recorder attributes each
+/// request by that header alone (the mocks' own header is ignored), the analyzer reads the
+/// address as the replica `target.replica_addresses` gives it, and G1 passes on that evidence.
+#[test]
+fn g1_passes_on_a_router_s_own_upstream_header_without_the_mock_s() {
+    use percentes_analyzer::model::{GateId, Status};
+    use percentes_scenarios::config::MockConfig;
+    let _machine = crate::machine();
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        crate::prerequisite_missing("the nginx upstream-header test", "nginx is not installed");
+        return;
+    };
+    let mocks: Vec<SocketAddr> = (0..2)
+        .map(|k| {
+            let config = MockConfig {
+                name: format!("replica-{k}"),
+                ..MockConfig::constant(2.0, 0.0, 256)
+            };
+            percentes_scenarios::mock::spawn_background(config, 1)
+                .unwrap()
+                .0
+        })
+        .collect();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = scratch("nginx-upstream");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let conf = format!(
+        "worker_processes 1;\nerror_log {dir}/logs/error.log;\npid {dir}/nginx.pid;\nevents {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n  fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
+         upstream pool {{ server {a}; server {b}; keepalive 16; }}\n\
+         server {{\n    listen 127.0.0.1:{port};\n    location / {{ proxy_pass http://pool; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_buffering off; add_header x-upstream $upstream_addr always; }}\n  }}\n}}\n",
+        dir = dir.display(),
+        a = mocks[0],
+        b = mocks[1],
+    );
+    let server = start_nginx(nginx, &dir, &conf, port);
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:{port}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nstream = false\n\
+         replica_header = \"x-upstream\"\nreplica_addresses = {{ \"replica-0\" = \"{a}\", \"replica-1\" = \"{b}\" }}\n\
+         [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n\
+         [fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"mock-admin\"\nadmin_address = \"{b}\"\nmock_mode = \"error\"\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n",
+        a = mocks[0],
+        b = mocks[1],
+    );
+    let result = record(&text, "nginx-upstream");
+    stop_nginx(server);
+    let (_, requests) = result.unwrap();
+    // The journal keeps what the router said: its upstream addresses, never the mocks' names.
+    let said: std::collections::BTreeSet<&str> = requests
+        .iter()
+        .map(|r| r.replica.as_str())
+        .filter(|r| !r.is_empty())
+        .collect();
+    let addresses: std::collections::BTreeSet<String> =
+        mocks.iter().map(|m| m.to_string()).collect();
+    assert!(
+        said.iter().all(|s| addresses.contains(*s)) && said.len() == 2,
+        "{said:?}"
+    );
+    let path = scratch("nginx-upstream.pj");
+    let file = JournalFile::open(&path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    assert!(run
+        .header
+        .host
+        .iter()
+        .any(|(k, v)| k == "replica-attribution" && v.contains("x-upstream")));
+    let report = percentes_analyzer::analysis::analyze(
+        &run,
+        &file,
+        percentes_formats::spec::Spec::CURRENT,
+        &Default::default(),
+    );
+    let g1 = report
+        .validity
+        .gates
+        .iter()
+        .find(|g| g.id == GateId::ReplicaShare)
+        .unwrap();
+    assert_eq!(g1.status, Status::Pass, "{g1:?}");
+    assert!(
+        g1.observed.contains("replica-0") && g1.observed.contains("replica-1"),
+        "{g1:?}"
+    );
+    assert!(g1.note.contains("target.replica_header"), "{g1:?}");
+}
+
+/// A DNS server of one name for the SRV test: answers `_http._tcp.<name>` SRV queries with
+/// priority 0, weight 1, the port in `port`, target `localhost`; NXDOMAIN while the port is 0 or
+/// for any other question. Counts the queries it answered. Serves until the process exits.
+fn srv_server(
+    socket: std::net::UdpSocket,
+    name: &'static str,
+    port: std::sync::Arc<std::sync::atomic::AtomicU16>,
+    asked: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let q = &buf[..n];
+            // The question's name, as labels, ends at the first zero length after the header.
+            let Some(end) = q.iter().skip(12).position(|&b| b == 0).map(|p| 12 + p + 1) else {
+                continue;
+            };
+            if q.len() < end + 4 {
+                continue;
+            }
+            let mut labels = Vec::new();
+            let mut at = 12;
+            while at < end - 1 {
+                let len = usize::from(q[at]);
+                labels.push(String::from_utf8_lossy(&q[at + 1..at + 1 + len]).into_owned());
+                at += 1 + len;
+            }
+            let srv = q[end..end + 2] == [0, 33] && labels.join(".") == name;
+            let port = port.load(Ordering::SeqCst);
+            let found = srv && port != 0;
+            asked.fetch_add(1, Ordering::SeqCst);
+            let mut r = q[..2].to_vec();
+            r.extend_from_slice(&[
+                0x81,
+                if found { 0x80 } else { 0x83 },
+                0,
+                1,
+                0,
+                u8::from(found),
+                0,
+                0,
+                0,
+                0,
+            ]);
+            r.extend_from_slice(&q[12..end + 4]);
+            if found {
+                let target = b"\x09localhost\x00";
+                r.extend_from_slice(&[0xc0, 12, 0, 33, 0, 1, 0, 0, 0, 0]);
+                r.extend_from_slice(&(6 + target.len() as u16).to_be_bytes());
+                r.extend_from_slice(&[0, 0, 0, 1]);
+                r.extend_from_slice(&port.to_be_bytes());
+                r.extend_from_slice(target);
+            }
+            let _ = socket.send_to(&r, from);
+        }
+    });
+}
+
+/// A `percentes mock` process on a free loopback port, and the port (read from what it says
+/// on standard error when it listens).
+fn mock_process(name: &str) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = percentes(&["mock", "--listen", "127.0.0.1:0", "--name", name])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    (child, port)
+}
+
+/// Issue 16 item 3: a replica named by an SRV record (`_http._tcp.NAME`, as a Kubernetes
+/// headless Service's named port publishes) follows a replacement onto a new port. The replica
+/// is killed mid-run, its probes read `down`; a replacement listens on another port and the SRV
+/// record moves to it; the probes read `ok` again, which only the new process can answer. The
+/// recorder asks the nameserver of /etc/resolv.conf, here one bind-mounted over it in a private
+/// mount namespace (`unshare -m`; root), pointing at a DNS server in this test. Deliberate
+/// break: resolving the name once at start keeps probing the dead port, and the last probes
+/// read `down`.
+#[test]
+fn an_srv_named_replica_is_followed_onto_a_replacement_on_a_new_port() {
+    use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let _machine = crate::machine();
+    const NAME: &str = "_http._tcp.replica-0.percentes.test";
+    let dns = match std::net::UdpSocket::bind("127.0.0.77:53") {
+        Ok(socket) => socket,
+        Err(e) => {
+            crate::prerequisite_missing(
+                "the SRV replacement test",
+                &format!("cannot serve DNS on 127.0.0.77:53 (root is needed): {e}"),
+            );
+            return;
+        }
+    };
+    if std::process::Command::new("unshare")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::prerequisite_missing(
+            "the SRV replacement test",
+            "unshare (util-linux) is not installed",
+        );
+        return;
+    }
+    let (service, _) = {
+        let config = percentes_scenarios::config::MockConfig {
+            name: "replica-0".into(),
+            ..percentes_scenarios::config::MockConfig::constant(2.0, 0.0, 256)
+        };
+        percentes_scenarios::mock::spawn_background(config, 1).unwrap()
+    };
+    let (mut first, first_port) = mock_process("replica-0");
+    let port = Arc::new(AtomicU16::new(first_port));
+    let asked = Arc::new(AtomicU64::new(0));
+    srv_server(dns, NAME, Arc::clone(&port), Arc::clone(&asked));
+    let resolv = scratch("srv-resolv.conf");
+    std::fs::write(&resolv, "nameserver 127.0.0.77\n").unwrap();
+    let config = scratch("srv.toml");
+    std::fs::write(
+        &config,
+        config_text(
+            &format!("http://{service}"),
+            50,
+            "poisson",
+            10.0,
+            &format!("replica_addresses = {{ \"replica-0\" = \"{NAME}\" }}"),
+        ),
+    )
+    .unwrap();
+    let journal = scratch("srv.pj");
+    let started = Instant::now();
+    let recorder = std::process::Command::new("unshare")
+        .arg("-m")
+        .arg("sh")
+        .arg("-c")
+        .arg(format!(
+            "mount --bind {} /etc/resolv.conf && exec \"$0\" \"$@\"",
+            resolv.display()
+        ))
+        .arg(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "record",
+            config.to_str().unwrap(),
+            "--force",
+            "--quiet",
+            "-o",
+        ])
+        .arg(&journal)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run is 8.4 s of schedule at factor 50: the replica dies at 3 s and its replacement
+    // answers on a new port from about 5 s.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let killed = started.elapsed();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (mut second, second_port) = mock_process("replica-0");
+    assert_ne!(second_port, first_port);
+    port.store(second_port, Ordering::SeqCst);
+    let moved = started.elapsed();
+    let out = recorder.wait_with_output().unwrap();
+    second.kill().unwrap();
+    let _ = second.wait();
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        moved < started.elapsed() - Duration::from_secs(1),
+        "the run ended before the replacement could be probed"
+    );
+    let file = JournalFile::open(&journal).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let probes: Vec<(u64, bool, String)> = run
+        .events
+        .all(percentes_formats::journal::records::EventKind::Probe)
+        .filter(|e| e.subject == "replica-0")
+        .map(|e| (e.at_ns, e.detail.starts_with("ok"), e.detail.clone()))
+        .collect();
+    let first_down = probes
+        .iter()
+        .position(|p| !p.1)
+        .expect("a probe saw the kill");
+    assert!(
+        first_down > 0 && probes[..first_down].iter().all(|p| p.1),
+        "{probes:?}"
+    );
+    let back = first_down
+        + probes[first_down..]
+            .iter()
+            .position(|p| p.1)
+            .unwrap_or_else(|| panic!("never followed the replacement: {probes:?}"));
+    assert!(
+        probes[back..].iter().all(|p| p.1),
+        "the replacement stays probed: {probes:?}"
+    );
+    assert!(probes[first_down..back].iter().all(|p| !p.1), "{probes:?}");
+    // Down from the kill to the move, ok again after it (the recorder's clock starts a little
+    // after `started`, so the bounds are loose by that start).
+    let down_ns = probes[first_down].0 as u128;
+    assert!(down_ns <= killed.as_nanos(), "{probes:?}");
+    assert!(
+        asked.load(Ordering::SeqCst) >= probes.len() as u64,
+        "asked at every probe"
+    );
 }

@@ -9,8 +9,6 @@
 use percentes_formats::spec::Spec;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use percentes_analyzer::model::{GateId, Status};
@@ -20,7 +18,7 @@ use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{class_name, Outcome, Record, RequestRecord};
 use percentes_formats::journal::Verdict;
 use percentes_formats::pins;
-use percentes_recorder::run::{self, Options, Progress};
+use percentes_recorder::run::{self, Options};
 use percentes_scenarios::config::{FaultMode, FaultPlan, MockConfig};
 use percentes_scenarios::mock;
 
@@ -60,16 +58,8 @@ fn scratch(name: &str) -> PathBuf {
 
 fn record(config: &Config, output: &Path) -> run::Summary {
     let options = Options {
-        output: output.to_owned(),
         force: true,
-        signing_key: None,
-        tool_version: "test".into(),
-        tool_commit: "test".into(),
-        workers: 1,
-        canary: true,
-        progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
-        timeline: None,
+        ..Options::new(output.to_owned())
     };
     run::record(config, &options).unwrap()
 }
@@ -615,4 +605,417 @@ fn prompt_sets_and_verification_rules() {
         .iter()
         .all(|r| class_name(r.class) == Some("incorrect-success")
             && r.detail.contains("x-percentes-replica")));
+}
+
+#[test]
+fn record_heads_writes_every_chain_head_as_it_goes_and_the_last_vouches_for_the_file() {
+    use percentes_formats::journal::verify::{self, HeadMatch, VerifyOptions};
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let config = config_for(&addr.to_string(), 100, 20.0);
+    let path = scratch("heads.pj");
+    let heads = scratch("heads.jsonl");
+    let options = Options {
+        force: true,
+        canary: false,
+        heads: Some(heads.clone()),
+        ..Options::new(path.clone())
+    };
+    let summary = run::record(&config, &options).unwrap();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&heads)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"header"));
+    assert_eq!(kinds.last(), Some(&"seal"));
+    let checkpoints = kinds.iter().filter(|k| **k == "checkpoint").count();
+    assert!(
+        checkpoints >= 3,
+        "a checkpoint a second of a 4 s run: {kinds:?}"
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let head = |line: &serde_json::Value| {
+        percentes_formats::journal::parse_hash(line["chain_head"].as_str().unwrap()).unwrap()
+    };
+    let last = lines.last().unwrap();
+    assert_eq!(head(last), summary.sealed.chain_head);
+    assert_eq!(last["status"], "completed");
+    let with = |h| VerifyOptions {
+        expect_head: Some(h),
+        ..Default::default()
+    };
+    assert!(verify::verify(&bytes, &with(head(last))).ok());
+    // Every earlier head lies on the chain and vouches for the prefix it was written for.
+    for line in &lines[1..lines.len() - 1] {
+        let report = verify::verify(&bytes, &with(head(line)));
+        assert!(
+            matches!(report.head_match, Some(HeadMatch::Prefix { .. })),
+            "{line}: {:?}",
+            report.head_match
+        );
+        assert!(
+            !report.ok(),
+            "a prefix head does not vouch for the whole file"
+        );
+    }
+}
+
+#[test]
+fn accelerator_collectors_are_journaled_as_host_facts_and_a_failing_one_refuses_the_run() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let with = |argv: &str| {
+        let base = config_for(&addr.to_string(), 250, 20.0);
+        let text = String::from_utf8(base.raw_bytes().to_vec())
+            .unwrap()
+            .replace(
+                "[schedule]",
+                &format!("[target.accelerator_commands]\n\"replica-0\" = {argv}\n[schedule]"),
+            );
+        Config::parse(text.as_bytes()).unwrap()
+    };
+    let path = scratch("accelerator.pj");
+    record(
+        &with(r#"["echo", "NVIDIA H200, 1980 MHz, 2619 MHz, 700.00 W"]"#),
+        &path,
+    );
+    let header = JournalFile::open(&path).unwrap().header().unwrap().0;
+    assert_eq!(
+        header.host_fact("accelerator.replica-0"),
+        Some("NVIDIA H200, 1980 MHz, 2619 MHz, 700.00 W")
+    );
+    let refused = scratch("accelerator-refused.pj");
+    let _ = std::fs::remove_file(&refused);
+    let options = Options {
+        canary: false,
+        ..Options::new(refused.clone())
+    };
+    let error = run::record(
+        &with(r#"["sh", "-c", "echo no devices were found >&2; exit 6"]"#),
+        &options,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("accelerator collector for replica-0")
+            && error.contains("no devices were found"),
+        "{error}"
+    );
+    assert!(!refused.exists(), "refused before the journal exists");
+}
+
+/// A control group made for one test and removed after it (root; cgroup v1 with the cpu and
+/// cpuacct controllers, as on the project's machines, or v2 with cpu), with a CPU quota.
+struct TestCgroup {
+    dirs: Vec<PathBuf>,
+}
+
+impl TestCgroup {
+    /// `quota_us` of CPU per `period_us`, or why no cgroup can be made here.
+    fn create(name: &str, quota_us: u64, period_us: u64) -> Result<TestCgroup, String> {
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+        let mounts: Vec<(String, String, String)> = mountinfo
+            .lines()
+            .filter_map(|l| {
+                let (before, after) = l.split_once(" - ")?;
+                let point = before.split_whitespace().nth(4)?.to_owned();
+                let mut after = after.split_whitespace();
+                let fstype = after.next()?.to_owned();
+                let options = after.nth(1).unwrap_or("").to_owned();
+                Some((fstype, point, options))
+            })
+            .collect();
+        let name = format!("{name}-{}", std::process::id());
+        let make = |dir: &Path| {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+        };
+        let v1 = |controller: &str| {
+            mounts
+                .iter()
+                .find(|(t, _, o)| t == "cgroup" && o.split(',').any(|c| c == controller))
+                .map(|(_, p, _)| PathBuf::from(p))
+        };
+        if let (Some(cpu), Some(acct)) = (v1("cpu"), v1("cpuacct")) {
+            let (cpu, acct) = (cpu.join(&name), acct.join(&name));
+            make(&cpu)?;
+            make(&acct)?;
+            std::fs::write(cpu.join("cpu.cfs_period_us"), period_us.to_string())
+                .map_err(|e| e.to_string())?;
+            std::fs::write(cpu.join("cpu.cfs_quota_us"), quota_us.to_string())
+                .map_err(|e| e.to_string())?;
+            let mut dirs = vec![cpu];
+            if !dirs.contains(&acct) {
+                dirs.push(acct);
+            }
+            return Ok(TestCgroup { dirs });
+        }
+        let Some((_, root, _)) = mounts.iter().find(|(t, _, _)| t == "cgroup2") else {
+            return Err("no cgroup v1 cpu and cpuacct mounts and no cgroup v2 mount".into());
+        };
+        let root = PathBuf::from(root);
+        let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+        let dir = root.join(&name);
+        make(&dir)?;
+        std::fs::write(dir.join("cpu.max"), format!("{quota_us} {period_us}"))
+            .map_err(|e| format!("cannot set cpu.max (is the cpu controller enabled?): {e}"))?;
+        Ok(TestCgroup { dirs: vec![dir] })
+    }
+
+    /// A shell prefix that moves the shell into the cgroup before it execs the command.
+    fn join(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| format!("echo $$ > {}/cgroup.procs", d.display()))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Issue 16 item 5, live: a recorder started in a cgroup limited to 3 % of one core journals
+/// the cgroup's usage and throttling each second beside /proc/stat, names the quota in its
+/// header, and G2.3 reads the cgroup (the quota is used up, so it fails) while the audit keeps
+/// the host's own reading. Deliberate break: reading /proc/stat in a container, where a
+/// 2-core host is mostly idle, passes a recorder its quota starves.
+#[test]
+fn a_recorder_in_a_cgroup_with_a_cpu_quota_is_gated_on_the_cgroup() {
+    let _machine = crate::machine();
+    let cgroup = match TestCgroup::create("percentes-quota", 3_000, 100_000) {
+        Ok(c) => c,
+        Err(why) => {
+            crate::prerequisite_missing("the cgroup quota test", &why);
+            return;
+        }
+    };
+    let addr = start_mock(fast_mock(None));
+    let config = scratch("cgroup.toml");
+    std::fs::write(
+        &config,
+        config_for(&addr.to_string(), 100, 10.0).raw_bytes(),
+    )
+    .unwrap();
+    let journal = scratch("cgroup.pj");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} && exec \"$0\" \"$@\"", cgroup.join()))
+        .arg(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "record",
+            config.to_str().unwrap(),
+            "--force",
+            "--quiet",
+            "-o",
+        ])
+        .arg(&journal)
+        .output()
+        .unwrap();
+    drop(cgroup);
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = JournalFile::open(&journal).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let fact = run.header.host_fact("cgroup-cpu").unwrap_or_default();
+    assert!(
+        fact.contains("quota 3000 us per 100000 us (0.03 cores; G2.3 reads the cgroup)"),
+        "{fact}"
+    );
+    let seconds: Vec<_> = run.telemetry.cgroup.iter().collect();
+    assert!(seconds.len() >= 3, "{} cgroup seconds", seconds.len());
+    assert!(seconds.iter().all(|s| s.cpu.quota_us == 3000));
+    assert!(
+        seconds.iter().map(|s| s.cpu.throttled_periods).sum::<u64>() > 0,
+        "a 3 % quota throttles a recorder"
+    );
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
+    let g = report
+        .validity
+        .gates
+        .iter()
+        .find(|g| g.id == GateId::HostCpu)
+        .unwrap();
+    assert!(g.note.contains("cgroup against its quota"), "{g:?}");
+    let cgroup_max = report.audit.telemetry.cgroup_cpu_max_5s_percent.unwrap();
+    assert_eq!(
+        g.observed,
+        format!("{cgroup_max:.3} %"),
+        "the gate read the cgroup"
+    );
+    assert!(cgroup_max > 70.0, "a 3 % quota used up: {cgroup_max} %");
+    assert_eq!(g.status, Status::Fail);
+    assert!(report.audit.telemetry.host_cpu_max_5s_percent.is_some());
+}
+
+/// Issue 18 item 5: `--progress json` gives, each second, the phase, the fault's state as the
+/// journal has it and the last second's completed-only TTFT; the phases come in the schedule's
+/// order and the fault goes from armed to fired at T_inject. Deliberate break: a view that reads
+/// the phase from the measured span alone, or the fault from the configuration, fails it.
+#[test]
+fn the_live_view_shows_phase_fault_state_and_last_second_ttft() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    );
+    let file = scratch("live.toml");
+    std::fs::write(&file, config.raw_bytes()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args([
+            "record",
+            file.to_str().unwrap(),
+            "--force",
+            "--progress",
+            "json",
+            "-o",
+        ])
+        .arg(scratch("live.pj"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let seconds: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("phase").is_some())
+        .collect();
+    assert!(seconds.len() >= 5, "{stderr}");
+    let params = config.schedule_params();
+    let order: Vec<&str> = params
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(["done"])
+        .collect();
+    let mut seen: Vec<&str> = seconds
+        .iter()
+        .map(|v| v["phase"].as_str().unwrap())
+        .collect();
+    seen.dedup();
+    let positions: Vec<usize> = seen
+        .iter()
+        .map(|p| {
+            order
+                .iter()
+                .position(|o| o == p)
+                .unwrap_or_else(|| panic!("phase {p}"))
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{seen:?} against {order:?}"
+    );
+    assert!(seen.len() >= 3, "{seen:?}");
+    let inject_ns = config.inject_at_ns().unwrap();
+    for v in &seconds {
+        let at = v["at_ns"].as_u64().unwrap();
+        let fault = v["fault"].as_str().unwrap();
+        if at + 200_000_000 < inject_ns {
+            assert_eq!(fault, "armed", "{v}");
+        } else if at > inject_ns + 500_000_000 {
+            assert_eq!(fault, "fired", "{v}");
+        }
+    }
+    // Before the fire every request completes in about 5 ms: the last second's TTFT says so.
+    let early = seconds
+        .iter()
+        .find(|v| v["phase"] == "baseline" && v["ttft_completed_last_s"].as_u64() > Some(0))
+        .unwrap_or_else(|| panic!("no baseline second with completions: {stderr}"));
+    let p50 = early["ttft_p50_ns"].as_u64().unwrap();
+    let p99 = early["ttft_p99_ns"].as_u64().unwrap();
+    assert!(p50 <= p99 && p99 < 100_000_000, "{early}");
+}
+
+/// Issue 18 item 3 end to end against a mock: a ShareGPT file (the shape of
+/// ShareGPT_V3_unfiltered_cleaned_split.json, hand-made here) as a chat route's prompt set. Each
+/// conversation up to its first human turn is sent; the one without a human turn is skipped and
+/// counted; the journal's host fact names the format, the count and the file's BLAKE3; every
+/// request completes, and the prompt tokens the mock counted (its words) alternate between the
+/// two conversations' lengths, so request i sent conversation i mod 2. Deliberate break: sending
+/// only the last message (the system turn's words go missing from the counts).
+#[test]
+fn a_sharegpt_prompt_set_sends_each_conversation_and_is_named_in_the_journal() {
+    let _beside = crate::beside();
+    let addr = start_mock(fast_mock(None));
+    let share = scratch("share.json");
+    let text = r#"[
+      {"id": "a", "conversations": [{"from": "human", "value": "one two three"}, {"from": "gpt", "value": "four"}]},
+      {"id": "b", "conversations": [{"from": "gpt", "value": "no question here"}]},
+      {"id": "c", "conversations": [{"from": "system", "value": "be brief please"}, {"from": "human", "value": "five six"}]}
+    ]"#;
+    std::fs::write(&share, text).unwrap();
+    let base = config_for(&addr.to_string(), 250, 20.0);
+    let config = String::from_utf8(base.raw_bytes().to_vec()).unwrap()
+        + &format!(
+            "prompt_file = {:?}\nprompt_format = \"sharegpt\"\n",
+            share.to_str().unwrap()
+        );
+    let config = Config::parse(config.as_bytes()).unwrap();
+    let path = scratch("sharegpt.pj");
+    record(&config, &path);
+    let header = JournalFile::open(&path).unwrap().header().unwrap().0;
+    assert_eq!(
+        header.host_fact("prompt-set chat"),
+        Some(
+            format!(
+                "sharegpt, 2 prompts (1 entries skipped: no human turn), BLAKE3 {}",
+                blake3::hash(text.as_bytes()).to_hex()
+            )
+            .as_str()
+        )
+    );
+    let records = requests(&path, &config);
+    assert!(!records.is_empty());
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Completed as u8, "{r:?}");
+        // "request N of percentes." is 4 words; then 3 words (a), or 3 + 2 (c: system, human).
+        let expected = if r.index % 2 == 0 { 4 + 3 } else { 4 + 3 + 2 };
+        assert_eq!(r.usage_prompt_tokens, Some(expected), "request {}", r.index);
+    }
+}
+
+/// Issue 18 item 3's output lengths end to end against a mock that generates exactly
+/// `max_tokens` (ignore_eos): `[routes.output_tokens]` uniform 4..=40 draws each request's
+/// length from the seed and its index, and the completion tokens the mock reports equal the
+/// draw for every request, so the journal's configuration fixes every length. Deliberate
+/// break: drawing by the request's place in a worker's queue instead of its index.
+#[test]
+fn output_lengths_from_a_distribution_are_sent_request_by_request() {
+    let _beside = crate::beside();
+    let addr = start_mock(fast_mock(None));
+    let base = config_for(&addr.to_string(), 250, 20.0);
+    let text = String::from_utf8(base.raw_bytes().to_vec()).unwrap()
+        + "[routes.output_tokens]\nkind = \"uniform\"\nmin = 4\nmax = 40\n";
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let lengths = config.routes[0].output_tokens.unwrap();
+    let path = scratch("lengths.pj");
+    record(&config, &path);
+    let records = requests(&path, &config);
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &records {
+        assert_eq!(r.outcome, Outcome::Completed as u8, "{r:?}");
+        let drawn = lengths.max_tokens(config.schedule.seed, r.index);
+        assert_eq!(
+            r.usage_completion_tokens,
+            Some(drawn),
+            "request {}",
+            r.index
+        );
+        seen.insert(drawn);
+    }
+    assert!(seen.len() > 3, "the lengths vary: {seen:?}");
 }

@@ -218,8 +218,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
         return;
     }
     let out = std::env::temp_dir().join(format!("percentes-black-hole-{}", std::process::id()));
-    let (code, stdout) = crate::repo::golden::scenario_run("replica-loss-black-hole", 25, &out);
-    assert_eq!(code, 0, "{stdout}");
+    let (_, stdout) = crate::repo::golden::scenario_run("replica-loss-black-hole", 25, &out);
     assert!(stdout.contains("verify: sealed-intact"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();

@@ -156,6 +156,11 @@ fn instrument_sources() -> Vec<PathBuf> {
 const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
     ("formats/src/pins.rs", "*", "the pins themselves"),
     (
+        "formats/src/config/lengths.rs",
+        "131_072",
+        "the longest max_tokens a distribution may draw (a 128 Ki-token context), not the content-gap cap",
+    ),
+    (
         "analyzer/src/analysis/audit.rs",
         "0.99",
         "the p99 quantile of the send skew",
@@ -174,6 +179,16 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "analyzer/src/analysis/window.rs",
         "0.99",
         "the p99 quantile (QUANTILES, TAIL_QUANTILES)",
+    ),
+    (
+        "recorder/src/run/live.rs",
+        "0.99",
+        "the live view's p99 of the last second's TTFT",
+    ),
+    (
+        "formats/src/journal/manifest.rs",
+        "1024",
+        "SHARDS_MAX, the most shards a schedule is split into (no pin)",
     ),
     (
         "recorder/src/canary.rs",
@@ -423,8 +438,10 @@ fn non_test_lines(path: &Path) -> usize {
 /// The most lines of non-test code one file may have: past it, a file holds more than one room.
 const FILE_LINES_MAX: usize = 1000;
 /// The most lines of non-test code the binary crate may have: flags, dispatch, exit codes and
-/// terminal rendering; anything more belongs in a library.
-const BINARY_LINES_MAX: usize = 1500;
+/// terminal rendering; anything more belongs in a library. Raised from 1,500 for the quick
+/// run's flags (`args::QuickArgs`, issue 18 item 1), which are flags and nothing else; what
+/// they mean is `formats::config::Quick`.
+const BINARY_LINES_MAX: usize = 1650;
 
 #[test]
 fn no_file_of_non_test_code_is_over_the_limit() {

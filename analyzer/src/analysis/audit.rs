@@ -5,7 +5,9 @@
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
 
-use super::client_gate::{max_windowed_cpu, measured_telemetry, nearest_rank};
+use super::client_gate::{
+    cpu_reading, measured_telemetry, nearest_rank, undispatched_by_recorders, worst_windowed_cpu,
+};
 use super::rows::{count_outcomes, seconds};
 use crate::frame::NONE;
 use crate::load::Run;
@@ -213,10 +215,17 @@ pub(super) fn telemetry_summary(run: &Run, cut: &[Window], amended: bool) -> Tel
     let samples = measured_telemetry(run, cut);
     let cpu_ns: u64 = samples.iter().map(|t| t.recorder_cpu_ns).sum();
     let wall_ns: u64 = samples.iter().map(|t| t.interval_ns).sum();
+    let gate_window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
+    let cgroup = cpu_reading(run, cut, gate_window_ns as u64, amended);
     TelemetrySummary {
+        cgroup_cpu_max_5s_percent: cgroup.cgroup.map(|c| c * 100.0),
+        cgroup_throttled: cgroup
+            .throttled
+            .map(|(ns, periods)| (ns as f64 / 1e6, periods)),
         samples: samples.len() as u64,
-        host_cpu_max_5s_percent: max_windowed_cpu(
-            &samples,
+        host_cpu_max_5s_percent: worst_windowed_cpu(
+            run,
+            cut,
             run.config.duration_ns(&pins::GATES_HOST_CPU_WINDOW_S),
         )
         .map(|c| c * 100.0),
@@ -243,13 +252,7 @@ pub(super) fn telemetry_summary(run: &Run, cut: &[Window], amended: bool) -> Tel
             .unwrap_or(0),
         writer_queue_observed: amended.then(|| writer_queue_observed(run)),
         writer_queue_full_events: run.events.all(EventKind::WriterQueueFull).count() as u64,
-        undispatched_total: run
-            .telemetry
-            .rows
-            .iter()
-            .map(|t| t.undispatched_total)
-            .max()
-            .unwrap_or(0),
+        undispatched_total: undispatched_by_recorders(run),
     }
 }
 

@@ -5,7 +5,7 @@ use percentes_formats::journal::records::TelemetryRecord;
 use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
 
-use crate::frame::{Requests, NONE};
+use crate::frame::{CgroupRow, Requests, NONE};
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::Window;
@@ -79,10 +79,11 @@ pub(super) fn connection_waits(
     (dispatched, waits)
 }
 
-/// `unknown_count` (v0.3, A2): whether G2.2 also counts the requests the journal holds no record
-/// of, which only an unsealed prefix has (their dispatch was never observed); it also says that
-/// `skews` include each request's connection wait.
-pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], unknown_count: bool) -> Validity {
+/// `amended` (v0.3, A2): whether G2.2 also counts the requests the journal holds no record of,
+/// which only an unsealed prefix has (their dispatch was never observed); it also says that
+/// `skews` include each request's connection wait, and that G2.3 reads a recorder's cgroup
+/// against its quota where the journal has it ([`cpu_reading`]).
+pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) -> Validity {
     let requests = &run.requests;
     let ms = |pin: &pins::Pin| run.config.number(pin);
     let mut gates = Vec::new();
@@ -90,7 +91,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], unknown_count: 
     let skew_max = skews.last().copied();
     let limit_p99 = ms(&pins::GATES_SEND_SKEW_P99_MS);
     let limit_max = ms(&pins::GATES_SEND_SKEW_MAX_MS);
-    let how = if unknown_count {
+    let how = if amended {
         "the moment the request could be handed to the kernel (its dispatch, plus the connect and TLS handshake it waited for) minus its intended time, every dispatched request of the measured windows (A2)"
     } else {
         "actual minus intended dispatch, every dispatched request of the measured windows"
@@ -116,15 +117,9 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], unknown_count: 
     let undispatched_records = (0..requests.len())
         .filter(|&row| requests.outcome(row) == Some(Outcome::Undispatched))
         .count() as u64;
-    let undispatched_telemetry = run
-        .telemetry
-        .rows
-        .iter()
-        .map(|t| t.undispatched_total)
-        .max()
-        .unwrap_or(0);
+    let undispatched_telemetry = undispatched_by_recorders(run);
     let undispatched = undispatched_records.max(undispatched_telemetry);
-    let unknown = if unknown_count {
+    let unknown = if amended {
         (0..requests.len())
             .filter(|&row| requests.outcome(row).is_none())
             .count() as u64
@@ -145,26 +140,29 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], unknown_count: 
         },
     ));
     let samples = measured_telemetry(run, cut);
+    // The window is the pin's 5 s on every profile (the dev profile does not divide it).
     let window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
-    let cpu = max_windowed_cpu(&samples, window_ns as u64);
+    let cpu = cpu_reading(run, cut, window_ns as u64, amended);
     gates.push(limit_gate(
         GateId::HostCpu,
-        cpu.map(|c| c * 100.0),
+        cpu.gated.map(|c| c * 100.0),
         ms(&pins::GATES_HOST_CPU_MAX_PERCENT),
         false,
         "%",
         samples.len() as u64,
-        "busy share of all host cores (/proc/stat), mean over each run of consecutive samples spanning 5 s",
+        &cpu.how,
     ));
     let stall: Vec<_> = samples.iter().filter(|t| t.stall_samples > 0).collect();
     let stall_n: u64 = stall.iter().map(|t| u64::from(t.stall_samples)).sum();
     // The recorder's pooled p99 over the measured span when it wrote one (exact to 10 us, rounded
     // up); otherwise the highest per-second p99, an upper bound on the pooled one.
+    // One summary per recorder; with shards, the worst recorder's.
     let pooled = run
         .events
-        .first(EventKind::StallSummary)
-        .and_then(|e| e.value)
-        .and_then(|v| u64::try_from(v).ok());
+        .all(EventKind::StallSummary)
+        .filter_map(|e| e.value)
+        .filter_map(|v| u64::try_from(v).ok())
+        .max();
     let (stall_p99, how) = match pooled {
         Some(p99) => (
             Some(p99),
@@ -200,6 +198,119 @@ pub(super) fn measured_telemetry<'a>(run: &'a Run, cut: &[Window]) -> Vec<&'a Te
         .collect()
 }
 
+/// Requests the recorders gave up dispatching, by their own counts: each recorder's running
+/// total at its last sample, summed over the recorders (shards).
+pub(super) fn undispatched_by_recorders(run: &Run) -> u64 {
+    run.telemetry
+        .by_shard()
+        .iter()
+        .map(|rows| rows.iter().map(|t| t.undispatched_total).max().unwrap_or(0))
+        .sum()
+}
+
+/// The highest windowed host CPU of any recorder over the measured span: each recorder's samples
+/// are a series of their own ([`max_windowed_cpu`]), and each shard's host is gated.
+pub(super) fn worst_windowed_cpu(run: &Run, cut: &[Window], window_ns: u64) -> Option<f64> {
+    let span = measured_span(cut);
+    run.telemetry
+        .by_shard()
+        .iter()
+        .filter_map(|rows| {
+            let samples: Vec<&TelemetryRecord> = rows
+                .iter()
+                .filter(|t| t.at_ns > span.0 && t.at_ns.saturating_sub(t.interval_ns) < span.1)
+                .collect();
+            max_windowed_cpu(&samples, window_ns)
+        })
+        .reduce(f64::max)
+}
+
+/// What G2.3 reads (SPEC §2): per recorder, the cgroup's share of its CPU quota when the
+/// journal has that recorder's `cgroup-cpu` seconds with a quota and the spec is v0.3 or later,
+/// else the host's /proc/stat busy share; the worst recorder's highest 5 s mean.
+pub(super) struct CpuReading {
+    /// What the gate compares with its limit (a share, 1.0 = all of it).
+    pub gated: Option<f64>,
+    /// The worst cgroup reading over recorders that have one, whether or not the gate read it.
+    pub cgroup: Option<f64>,
+    /// Time throttled and periods throttled over the measured span, summed over recorders.
+    pub throttled: Option<(u64, u64)>,
+    /// The gate's note: which reading it took.
+    pub how: String,
+}
+
+pub(super) fn cpu_reading(run: &Run, cut: &[Window], window_ns: u64, amended: bool) -> CpuReading {
+    const HOST: &str = "busy share of all host cores (/proc/stat), mean over each run of consecutive samples spanning 5 s";
+    let span = measured_span(cut);
+    let inside =
+        |at_ns: u64, interval_ns: u64| at_ns > span.0 && at_ns.saturating_sub(interval_ns) < span.1;
+    let cgroups = run.telemetry.cgroup_by_shard();
+    let (mut gated, mut cgroup_worst, mut throttled) = (None::<f64>, None::<f64>, None);
+    let (mut by_cgroup, mut recorders) = (0, 0);
+    for (shard, rows) in run.telemetry.by_shard().iter().enumerate() {
+        recorders += 1;
+        let host: Vec<(f64, u64)> = rows
+            .iter()
+            .filter(|t| inside(t.at_ns, t.interval_ns))
+            .map(|t| (f64::from(t.host_cpu_busy_ppm) / 1e6, t.interval_ns))
+            .collect();
+        let seconds: Vec<&CgroupRow> = cgroups
+            .get(shard)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|c| inside(c.at_ns, c.cpu.interval_ns))
+            .collect();
+        if !seconds.is_empty() {
+            let (ns, periods) = throttled.unwrap_or((0, 0));
+            throttled = Some((
+                ns + seconds.iter().map(|c| c.cpu.throttled_ns).sum::<u64>(),
+                periods + seconds.iter().map(|c| c.cpu.throttled_periods).sum::<u64>(),
+            ));
+        }
+        let of_quota: Vec<(f64, u64)> = seconds
+            .iter()
+            .filter_map(|c| Some((c.cpu.busy_of_quota()?, c.cpu.interval_ns)))
+            .collect();
+        let cgroup = max_windowed(&of_quota, window_ns);
+        cgroup_worst = max_option(cgroup_worst, cgroup);
+        let reading = if amended && cgroup.is_some() {
+            by_cgroup += 1;
+            cgroup
+        } else {
+            max_windowed(&host, window_ns)
+        };
+        gated = max_option(gated, reading);
+    }
+    let how = if by_cgroup == 0 {
+        if cgroup_worst.is_some() {
+            format!("{HOST}; the journal also holds the recorder's cgroup CPU against its quota, which spec v0.3 gates on and v0.1 and v0.2 do not")
+        } else {
+            HOST.into()
+        }
+    } else {
+        let which = if by_cgroup == recorders {
+            "the recorder's".to_owned()
+        } else {
+            format!("for {by_cgroup} of {recorders} recorders their own (the others: /proc/stat's host share)")
+        };
+        format!("CPU of {which} cgroup against its quota (cgroup-cpu: usage over quota per period), mean over each run of consecutive seconds spanning 5 s; the host's /proc/stat share is in the audit")
+    };
+    CpuReading {
+        gated,
+        cgroup: cgroup_worst,
+        throttled,
+        how,
+    }
+}
+
+fn max_option(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 pub(super) fn measured_span(cut: &[Window]) -> (u64, u64) {
     let measured: Vec<&Window> = cut.iter().filter(|w| w.kind.measured()).collect();
     (
@@ -214,15 +325,21 @@ pub(super) fn max_windowed_cpu(
     samples: &[&percentes_formats::journal::records::TelemetryRecord],
     window_ns: u64,
 ) -> Option<f64> {
-    let mean = |run: &[&percentes_formats::journal::records::TelemetryRecord]| {
-        let busy: f64 = run
-            .iter()
-            .map(|t| f64::from(t.host_cpu_busy_ppm) / 1e6 * t.interval_ns as f64)
-            .sum();
-        let span: u64 = run.iter().map(|t| t.interval_ns).sum();
+    let shares: Vec<(f64, u64)> = samples
+        .iter()
+        .map(|t| (f64::from(t.host_cpu_busy_ppm) / 1e6, t.interval_ns))
+        .collect();
+    max_windowed(&shares, window_ns)
+}
+
+/// [`max_windowed_cpu`] over (busy share, interval ns) pairs.
+fn max_windowed(samples: &[(f64, u64)], window_ns: u64) -> Option<f64> {
+    let mean = |run: &[(f64, u64)]| {
+        let busy: f64 = run.iter().map(|(b, i)| b * *i as f64).sum();
+        let span: u64 = run.iter().map(|(_, i)| i).sum();
         (span > 0).then(|| busy / span as f64)
     };
-    let total: u64 = samples.iter().map(|t| t.interval_ns).sum();
+    let total: u64 = samples.iter().map(|(_, i)| i).sum();
     if total < window_ns {
         // Shorter than one window: the whole span is the only window there is.
         return mean(samples);
@@ -232,7 +349,7 @@ pub(super) fn max_windowed_cpu(
         let mut span = 0u64;
         let mut end = start;
         while end < samples.len() && span < window_ns {
-            span += samples[end].interval_ns;
+            span += samples[end].1;
             end += 1;
         }
         if span < window_ns {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::report;
+use crate::JournalFile;
 use percentes_formats::config::Config;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::Outcome;
@@ -100,6 +101,7 @@ fn analyze_bytes(name: &str, bytes: &[u8], spec: Spec) -> Report {
         &Analyzer {
             version: "test".into(),
             commit: "test".into(),
+            diagnose: false,
         },
     )
 }
@@ -410,6 +412,169 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
     assert_eq!(gate(&r, GateId::HostCpu).status, Status::Unobserved);
     assert_eq!(gate(&r, GateId::RuntimeStall).status, Status::Unobserved);
     assert!(!r.validity.valid);
+}
+
+/// One `cgroup-cpu` second: `busy` of a half-core quota (none when `quota_us` is 0), 10 ms
+/// throttled in 2 periods.
+fn cgroup_second(at_ns: u64, busy: f64, quota_us: u64) -> EventRecord {
+    use percentes_formats::journal::cgroup::CgroupCpu;
+    let cpu = CgroupCpu {
+        version: 2,
+        usage_ns: (busy * 0.5 * S as f64) as u64,
+        throttled_ns: 10 * MS,
+        periods: 10,
+        throttled_periods: 2,
+        quota_us,
+        period_us: 100_000,
+        interval_ns: S,
+    };
+    EventRecord {
+        at_ns,
+        kind: EventKind::CgroupCpu.code(),
+        subject: "/kubepods/pod1".into(),
+        detail: cpu.detail(),
+        value: cpu.value(),
+    }
+}
+
+fn with_cgroup(host_ppm: u32, events: Vec<EventRecord>, spec: Spec) -> Report {
+    let mut telemetry = quiet_telemetry(42);
+    for t in &mut telemetry {
+        t.host_cpu_busy_ppm = host_ppm;
+    }
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &fine,
+        events,
+        telemetry,
+        SealStatus::Completed,
+    );
+    analyze_bytes("cgroup.pj", &bytes, spec)
+}
+
+/// Issue 16 item 5: in a container G2.3 reads the recorder's cgroup against its quota (v0.3),
+/// says so, and keeps the host's /proc/stat reading in the audit; v0.2 reads /proc/stat as
+/// archived. Hand-computed: 0.9 of a half-core quota is 90 %; the measured span is 6 s to 36 s
+/// (warm-up 6 s, measurement 30 s at factor 10), overlapped by the seconds ending at 7 .. 36 s,
+/// so 30 seconds of 10 ms and 2 periods throttled: 300 ms in 60 periods. Deliberate break:
+/// reading /proc/stat in a container passes the starved recorder and fails the idle one.
+#[test]
+fn in_a_cgroup_with_a_quota_g2_3_reads_the_cgroup_and_says_so() {
+    let busy = |b: f64| (1..=42).map(|s| cgroup_second(s * S, b, 50_000)).collect();
+    // The node is quiet (10 %), the recorder's quota is 90 % used: the client is starved.
+    let starved = with_cgroup(100_000, busy(0.9), Spec::CURRENT);
+    let g = gate(&starved, GateId::HostCpu);
+    assert_eq!(g.status, Status::Fail, "{g:?}");
+    assert_eq!(g.observed, "90.000 %");
+    assert!(g.note.contains("cgroup against its quota"), "{}", g.note);
+    let tm = &starved.audit.telemetry;
+    assert_eq!(tm.host_cpu_max_5s_percent.map(|v| v.round()), Some(10.0));
+    assert_eq!(
+        tm.cgroup_cpu_max_5s_percent
+            .map(|v| (v * 1e6).round() / 1e6),
+        Some(90.0)
+    );
+    assert_eq!(tm.cgroup_throttled, Some((300.0, 60)));
+    assert!(report::markdown(&starved)
+        .contains("cgroup CPU max 5 s 90.0 % of its quota (throttled 300.0 ms in 60 periods)"));
+    // v0.2's rules read /proc/stat, and say the journal has what v0.3 reads.
+    let archived = with_cgroup(100_000, busy(0.9), Spec::V0_2);
+    let g = gate(&archived, GateId::HostCpu);
+    assert_eq!((g.status, g.observed.as_str()), (Status::Pass, "10.000 %"));
+    assert!(g.note.contains("which spec v0.3 gates on"), "{}", g.note);
+    // The node is busy (90 %) with other pods, the recorder uses 20 % of its quota: it passes.
+    let idle = with_cgroup(900_000, busy(0.2), Spec::CURRENT);
+    let g = gate(&idle, GateId::HostCpu);
+    assert_eq!((g.status, g.observed.as_str()), (Status::Pass, "20.000 %"));
+    // Without a quota the cgroup cannot bound the client: /proc/stat is read, throttling kept.
+    let unlimited = (1..=42).map(|s| cgroup_second(s * S, 0.9, 0)).collect();
+    let r = with_cgroup(900_000, unlimited, Spec::CURRENT);
+    let g = gate(&r, GateId::HostCpu);
+    assert_eq!((g.status, g.observed.as_str()), (Status::Fail, "90.000 %"));
+    assert!(
+        g.note.starts_with("busy share of all host cores"),
+        "{}",
+        g.note
+    );
+    assert_eq!(r.audit.telemetry.cgroup_cpu_max_5s_percent, None);
+    assert!(r.audit.telemetry.cgroup_throttled.is_some());
+    // A second whose detail is not in the form is skipped, not misread.
+    let mut broken: Vec<EventRecord> = busy(0.9);
+    for e in &mut broken {
+        e.detail = e.detail.replace("quota_us", "quota");
+    }
+    let r = with_cgroup(100_000, broken, Spec::CURRENT);
+    assert_eq!(gate(&r, GateId::HostCpu).observed, "10.000 %");
+    assert_eq!(r.audit.telemetry.cgroup_throttled, None);
+}
+
+/// `diagnose` computes what an invalid run withholds, says so in every output, and leaves the run
+/// invalid; a valid run's report is byte-identical with it on or off. Deliberate break: letting
+/// `diagnose` clear the invalid verdict, or dropping its NOT PUBLISHABLE line, fails this.
+#[test]
+fn a_diagnosis_shows_an_invalid_runs_statistics_and_never_publishes_them() {
+    let mut stalled = quiet_telemetry(42);
+    stalled[20].stall_p99_ns = 1_000_000;
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &fine,
+        Vec::new(),
+        stalled,
+        SealStatus::Completed,
+    );
+    let file = journal_file("diagnose.pj", &bytes);
+    let run = crate::load::load(&file).unwrap();
+    let analyzer = |diagnose| Analyzer {
+        version: "test".into(),
+        commit: "test".into(),
+        diagnose,
+    };
+    let withheld = analyze(&run, &file, Spec::CURRENT, &analyzer(false));
+    let diagnosed = analyze(&run, &file, Spec::CURRENT, &analyzer(true));
+    assert!(!withheld.validity.valid && withheld.windows.is_empty());
+    assert!(
+        !diagnosed.validity.valid,
+        "a diagnosis never validates a run"
+    );
+    assert_eq!(diagnosed.windows_withheld, None);
+    assert!(diagnosed
+        .not_publishable
+        .iter()
+        .any(|w| w.starts_with("NOT PUBLISHABLE: the run is invalid") && w.contains("G2.4")));
+    assert!(diagnosed
+        .not_publishable
+        .iter()
+        .any(|w| w.contains("for diagnosis only (--diagnose)")));
+    assert!(report::markdown(&diagnosed).contains("for diagnosis only (--diagnose)"));
+    // The diagnosed statistics are the ones a valid run with the same requests publishes, and on
+    // a valid run the option changes nothing.
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &fine,
+        Vec::new(),
+        quiet_telemetry(42),
+        SealStatus::Completed,
+    );
+    let file = journal_file("diagnose-valid.pj", &bytes);
+    let run = crate::load::load(&file).unwrap();
+    let valid = analyze(&run, &file, Spec::CURRENT, &analyzer(false));
+    assert!(valid.validity.valid);
+    let m = window(&diagnosed, "measurement");
+    let v = window(&valid, "measurement");
+    assert_eq!((m.scheduled, m.e2e.n), (v.scheduled, v.e2e.n));
+    assert_eq!(m.e2e.percentiles_us, v.e2e.percentiles_us);
+    let texts = |w: &WindowReport| -> Vec<String> {
+        w.completion
+            .readings
+            .iter()
+            .map(|r| r.text.clone())
+            .collect()
+    };
+    assert_eq!(texts(m), texts(v));
+    assert_eq!(
+        report::json(&valid),
+        report::json(&analyze(&run, &file, Spec::CURRENT, &analyzer(true)))
+    );
 }
 
 /// The fault run: the victim (odd indices) errors from T_inject for 20 s; requests in flight on it
@@ -1371,13 +1536,14 @@ mod recovery_reports {
         ] {
             assert!(goodput.contains(mark), "{mark}");
         }
-        let html = crate::plots::html(&report::markdown(&report), &plots);
+        let html = crate::html::page(&report, &report::markdown(&report), &plots);
         assert_eq!(html.matches("<svg").count(), 3);
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
         assert!(html.contains("<h2>Recovery (§5): clean-delete</h2>"));
         assert_eq!(
             html,
-            crate::plots::html(
+            crate::html::page(
+                &report,
                 &report::markdown(&report),
                 &crate::plots::all(&report, &run.requests)
             )

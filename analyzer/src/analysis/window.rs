@@ -36,45 +36,47 @@ pub(super) const INTER_CHUNK: &str = "conditional on completion; pooled inter-ch
 /// content event ([`super::tokens::tokens_per_event`]).
 pub(super) fn inter_chunk(
     run: &Run,
-    file: &JournalFile,
+    files: &[JournalFile],
     cut: &[Window],
 ) -> Vec<(LatencyHistogram, LatencyHistogram)> {
     let mut histograms = vec![(LatencyHistogram::pinned(), LatencyHistogram::pinned()); cut.len()];
-    let mut released = 0u64;
-    for framed in file.framed(&run.report) {
-        if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
-            file.release_before(framed.byte_offset);
-            released = framed.byte_offset;
-        }
-        if framed.kind != percentes_formats::journal::records::RecordKind::Request as u8
-            || framed
-                .body
-                .get(percentes_formats::journal::records::REQUEST_OUTCOME_OFFSET)
-                != Some(&(Outcome::Completed as u8))
-        {
-            continue;
-        }
-        // The gaps are read in place (JOURNAL.md's layout); the load pass already decoded and
-        // checked every record in full.
-        let Some((intended_ns, gaps)) =
-            percentes_formats::journal::records::request_gaps(framed.body)
-        else {
-            continue;
-        };
-        if let Some(w) = windows::locate(cut, intended_ns) {
-            let index = framed
-                .body
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes);
-            let per_event = index
-                .and_then(|i| run.requests.index.binary_search(&i).ok())
-                .map(|row| super::tokens::tokens_per_event(&run.requests, row))
-                .unwrap_or(1.0);
-            let (gaps_h, per_token) = &mut histograms[w];
-            for gap in gaps {
-                gaps_h.record_us(u64::from(gap));
-                per_token.record_us((f64::from(gap) / per_event).round().max(1.0) as u64);
+    for (file, report) in files.iter().zip(&run.parts) {
+        let mut released = 0u64;
+        for framed in file.framed(report) {
+            if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
+                file.release_before(framed.byte_offset);
+                released = framed.byte_offset;
+            }
+            if framed.kind != percentes_formats::journal::records::RecordKind::Request as u8
+                || framed
+                    .body
+                    .get(percentes_formats::journal::records::REQUEST_OUTCOME_OFFSET)
+                    != Some(&(Outcome::Completed as u8))
+            {
+                continue;
+            }
+            // The gaps are read in place (JOURNAL.md's layout); the load pass already decoded and
+            // checked every record in full.
+            let Some((intended_ns, gaps)) =
+                percentes_formats::journal::records::request_gaps(framed.body)
+            else {
+                continue;
+            };
+            if let Some(w) = windows::locate(cut, intended_ns) {
+                let index = framed
+                    .body
+                    .get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_le_bytes);
+                let per_event = index
+                    .and_then(|i| run.requests.index.binary_search(&i).ok())
+                    .map(|row| super::tokens::tokens_per_event(&run.requests, row))
+                    .unwrap_or(1.0);
+                let (gaps_h, per_token) = &mut histograms[w];
+                for gap in gaps {
+                    gaps_h.record_us(u64::from(gap));
+                    per_token.record_us((f64::from(gap) / per_event).round().max(1.0) as u64);
+                }
             }
         }
     }

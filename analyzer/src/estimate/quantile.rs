@@ -87,8 +87,7 @@ pub enum Printing {
 
 /// Seconds rounded to the nearest millisecond (half up).
 pub fn seconds_rounded(ns: u64) -> String {
-    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
-    format!("{}.{:03} s", ms / 1000, ms % 1000)
+    percentes_formats::config::format_s(ns)
 }
 
 /// `value` to four decimals, or more where four would put it on the other side of `q` (up to

@@ -22,7 +22,7 @@ pub(super) fn g5(ctx: &Context<'_>) -> Gate {
         TargetKind::Mock => "the mock has no accelerator".into(),
         TargetKind::Hosted => "hosted target: server-side, not verifiable (§6)".into(),
         TargetKind::SelfHosted => {
-            "evaluated by `percentes campaign` from each journal's `accelerator.*` host facts"
+            "evaluated by `percentes campaign` from each journal's `accelerator.*` host facts, which the recorder journals from target.accelerator_commands (without them G5 is unobserved)"
                 .into()
         }
     };

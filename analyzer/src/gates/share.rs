@@ -85,6 +85,11 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
                 "killed replica {victim}; per-request (layer-7) balancing assumed, so the share gate fails the run (the configuration names no routing regime){}",
                 if reached < config.target.replicas.len() { "; traffic reached fewer replicas than declared" } else { "" }
             );
+            if let Some(header) = &config.target.replica_header {
+                g1.note.push_str(&format!(
+                    "; each request attributed by the response header {header} (target.replica_header), an address in it read as the replica target.replica_addresses gives it"
+                ));
+            }
             let miss = worst.unwrap_or(0.0);
             if reached < config.target.replicas.len() || miss > 0.0 {
                 g1.status = Status::Fail;

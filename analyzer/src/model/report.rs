@@ -8,13 +8,18 @@ use crate::estimate::histogram::LatencyHistogram;
 /// The report schema this build writes; bumped on any change a reader would notice.
 pub const REPORT_SCHEMA: &str = "percentes-report/1";
 
-/// Who analyzed: the caller's version and commit (the binary knows its own build).
+/// Who analyzed (the caller's version and commit: the binary knows its own build), and whether
+/// for diagnosis.
 #[derive(Clone, Debug, Default)]
 pub struct Analyzer {
     /// The analyzer's version.
     pub version: String,
     /// The commit it was built from.
     pub commit: String,
+    /// Compute the statistics an invalid run withholds, for diagnosis (`analyze --diagnose`):
+    /// the run stays invalid, and the report says NOT PUBLISHABLE and why (§9). A valid run's
+    /// report is the same either way.
+    pub diagnose: bool,
 }
 
 /// The analysis of one run.
@@ -69,11 +74,16 @@ pub struct Provenance {
     pub recorder_commit: String,
     /// BLAKE3 of the configuration, hex.
     pub config_hash: String,
-    /// The journal's chain head, hex.
+    /// The journal's chain head, hex; for a run merged from shards, the manifest's binding, which
+    /// binds every shard's head (listed in `shard_heads`).
     pub chain_head: String,
+    /// A merged run's shards as `K/N HEAD`, in index order; absent for one journal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_heads: Option<Vec<String>>,
     /// `percentes verify`'s verdict on the journal.
     pub journal_verdict: String,
-    /// The seal's status and reason, or that there is none.
+    /// The seal's status and reason, or that there is none; a merged run's shards', each named
+    /// `k/N` when they differ.
     pub seal: String,
     /// The schedule's digest, hex.
     pub schedule_digest: String,
@@ -96,6 +106,17 @@ pub struct Validity {
     pub valid: bool,
     /// The gates, in report order.
     pub gates: Vec<Gate>,
+}
+
+impl Validity {
+    /// Whether every gate that did not hold is one of the client's own (G2): a run a busy
+    /// client spoiled, which says nothing about the target. True for a valid run.
+    pub fn only_client_gates_failed(&self) -> bool {
+        self.gates
+            .iter()
+            .filter(|g| !g.holds())
+            .all(|g| g.id.is_client_gate())
+    }
 }
 
 /// The windows and the instants they were cut at (§3).
@@ -491,6 +512,14 @@ pub struct TelemetrySummary {
     pub samples: u64,
     /// The highest host CPU over any pinned window, %.
     pub host_cpu_max_5s_percent: Option<f64>,
+    /// When the journal holds the recorders' `cgroup-cpu` seconds with a quota: the highest
+    /// share of the quota over any 5 s window, % (what G2.3 reads under v0.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_cpu_max_5s_percent: Option<f64>,
+    /// When it holds `cgroup-cpu` seconds at all: time throttled over the measured span, ms,
+    /// and the enforcement periods in which the cgroup was throttled, summed over recorders.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_throttled: Option<(f64, u64)>,
     /// The recorder's own CPU, % of one core, over the span.
     pub recorder_cpu_percent_of_one_core: Option<f64>,
     /// The highest per-second stall p99, us.

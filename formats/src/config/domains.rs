@@ -161,6 +161,14 @@ impl Config {
                 ),
             ));
         }
+        if let Some(gap) = target.token_gap_ms {
+            if !(gap.is_finite() && gap > 0.0 && gap <= 60_000.0) {
+                return Err(invalid(
+                    "target.token_gap_ms",
+                    format!("{gap} is not in (0, 60000] ms (the expected gap between tokens)"),
+                ));
+            }
+        }
         if let Some(path) = &target.preflight_path {
             if !path.starts_with('/') {
                 return Err(invalid(
@@ -185,6 +193,15 @@ impl Config {
                 .is_some_and(|f| f.trim().is_empty())
             {
                 return Err(invalid(format!("routes[{i}].prompt_file"), "is empty"));
+            }
+            if let Some(problem) = route.output_tokens.as_ref().and_then(|o| o.problem()) {
+                return Err(invalid(format!("routes[{i}].output_tokens"), problem));
+            }
+            if route.prompt_format.is_some() && route.prompt_file.is_none() {
+                return Err(invalid(
+                    format!("routes[{i}].prompt_format"),
+                    "says how prompt_file is read, and the route has no prompt_file",
+                ));
             }
             if route.path.contains(['\r', '\n', ' ', '#']) {
                 return Err(invalid(

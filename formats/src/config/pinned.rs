@@ -26,6 +26,7 @@ const PINNED_ONLY_SECTIONS: &[&str] = &[
     "analysis",
     "campaign",
     "statistics",
+    "shards",
 ];
 
 /// Checks and removes every keyed pin from the table; returns the configured values.

@@ -131,6 +131,20 @@ impl Config {
                 ),
             });
         }
+        // §6: max_tokens is pinned on every request; lengths from a distribution are dev's.
+        let pinned_tokens = self.number(&crate::pins::TARGET_MAX_TOKENS) as u32;
+        for (i, route) in self.routes.iter().enumerate() {
+            if let Some(lengths) = &route.output_tokens {
+                if self.profile != Profile::Dev && !lengths.always(pinned_tokens) {
+                    return Err(ConfigError::Inconsistent {
+                        clause: "§6",
+                        message: format!(
+                            "routes[{i}].output_tokens draws max_tokens other than the pinned {pinned_tokens} (target.max_tokens, on every request): lengths from a distribution run under the dev profile only"
+                        ),
+                    });
+                }
+            }
+        }
         // §6: the one pin whose value depends on the target.
         let required_ignore_eos = !hosted_kind;
         if let Some(ignore_eos) = self.target.ignore_eos {
@@ -153,21 +167,45 @@ impl Config {
                         .into(),
             });
         }
-        for (name, address) in &self.target.replica_addresses {
-            let key = format!("target.replica_addresses.{name}");
-            if !self.target.replicas.contains(name) {
-                return Err(invalid(
-                    &key,
+        let declared = |key: &str, name: &str| {
+            if self.target.replicas.iter().any(|r| r == name) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
                     format!(
                         "{name:?} is not one of target.replicas {:?}",
                         self.target.replicas
                     ),
-                ));
+                ))
             }
-            if address.parse::<std::net::SocketAddr>().is_err() {
+        };
+        for (name, address) in &self.target.replica_addresses {
+            let key = format!("target.replica_addresses.{name}");
+            declared(&key, name)?;
+            if let Err(why) = host_and_port(address) {
                 return Err(invalid(
                     &key,
-                    format!("{address:?} is not an ip:port address (the probe does no DNS)"),
+                    format!("{address:?} is not host:port: {why}"),
+                ));
+            }
+        }
+        for (name, argv) in &self.target.accelerator_commands {
+            let key = format!("target.accelerator_commands.{name}");
+            declared(&key, name)?;
+            if argv.first().is_none_or(|program| program.is_empty()) {
+                return Err(invalid(&key, "must name a program to run".into()));
+            }
+        }
+        if let Some(header) = &self.target.replica_header {
+            let token = !header.is_empty()
+                && header
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token {
+                return Err(invalid(
+                    "target.replica_header",
+                    format!("{header:?} is not an HTTP header name"),
                 ));
             }
         }
@@ -363,5 +401,72 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+/// Checks `host:port` (an IP, a bracketed IPv6 address or a DNS name; a port 1-65535), as a
+/// replica's own address is written.
+fn host_and_port(address: &str) -> Result<(), String> {
+    if address.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    if !address.contains(':') && address.starts_with('_') {
+        return srv_name(address);
+    }
+    let (host, port) = address
+        .rsplit_once(':')
+        .ok_or("no :port (a probe needs the replica's own port; or give an SRV name, _service._proto.name, whose records carry it)")?;
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) => return Err(format!("port {port:?} is not 1-65535")),
+        Ok(_) => {}
+    }
+    if dns_name(host) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{host:?} is neither an IP address nor a DNS name (no scheme, path or credentials)"
+        ))
+    }
+}
+
+/// A DNS name: labels of letters, digits and inner hyphens, at most 63 bytes each, 253 in all
+/// (a trailing dot, the root, allowed).
+fn dns_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// An SRV owner name (RFC 2782): `_service._proto.` then a DNS name, such as a Kubernetes
+/// headless Service's `_http._tcp.vllm.default.svc.cluster.local`. Its records give the port.
+fn srv_name(address: &str) -> Result<(), String> {
+    let mut labels = address.splitn(3, '.');
+    let (service, proto, rest) = (
+        labels.next().unwrap_or(""),
+        labels.next().unwrap_or(""),
+        labels.next().unwrap_or(""),
+    );
+    let underscored = |label: &str| {
+        label.len() > 1
+            && label.len() <= 63
+            && label.starts_with('_')
+            && dns_name(&label[1..])
+            && !label[1..].contains('.')
+    };
+    if underscored(service) && underscored(proto) && dns_name(rest) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{address:?} is not an SRV name (_service._proto.name, such as _http._tcp.vllm.default.svc.cluster.local)"
+        ))
     }
 }

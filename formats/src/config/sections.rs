@@ -117,10 +117,28 @@ pub struct Target {
     #[serde(default)]
     /// `[target.tls]`: trust anchors, server name and the insecure switch.
     pub tls: Tls,
-    /// Each replica's own address (`name = "ip:port"`), probed directly by the recorder: its
-    /// waiting-queue gauge from /metrics (G7) and whether it answers (replica-ready, §5).
+    /// Each replica's own address (`name = "host:port"`, the host an IP or a DNS name such as a
+    /// headless Service's pod name; or an SRV name, `_service._proto.name`, whose record gives
+    /// the host and the port), resolved again at every probe, and probed directly by the
+    /// recorder: its waiting-queue gauge from /metrics (G7) and whether it answers
+    /// (replica-ready, §5). A response whose replica header names one of these addresses is
+    /// attributed to that replica.
     #[serde(default)]
     pub replica_addresses: BTreeMap<String, String>,
+    /// The response header that names the replica that served a request (a router's, such as
+    /// nginx's `add_header x-upstream $upstream_addr`): its value is a replica's name or one of
+    /// `replica_addresses`. Without it the recorder reads the testbed's `x-percentes-upstream`
+    /// and `x-percentes-replica`. G1 (§1) rests on this attribution.
+    pub replica_header: Option<String>,
+    /// A command per replica (`name = ["argv", ...]`) whose output fingerprints its accelerator:
+    /// run once before the journal is created, its standard output journaled as the host fact
+    /// `accelerator.NAME`, which G5 compares across a campaign's runs. For instance
+    /// `["kubectl", "exec", "replica-0", "--", "nvidia-smi",
+    /// "--query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit", "--format=csv,noheader"]`:
+    /// fixed properties, not readings that vary from run to run. A command that fails refuses
+    /// the run.
+    #[serde(default)]
+    pub accelerator_commands: BTreeMap<String, Vec<String>>,
     /// `[target.headers]`: extra request headers (`name = "value"`), sent on every request and
     /// recorded with the configuration. Credentials do not belong here (the journal copies the
     /// configuration): name an environment variable in `api_key_env` instead.
@@ -149,6 +167,9 @@ pub struct Target {
     /// The pre-flight's path under the base URL's path (default `/v1/models`; a health path
     /// such as `/health` checks only the status).
     pub preflight_path: Option<String>,
+    /// The target's inter-token gap as the user expects it, in ms: only for the warning when
+    /// `max_tokens` such gaps do not fit in the client timeout (SPEC §P).
+    pub token_gap_ms: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -377,9 +398,17 @@ pub struct Route {
     /// Fixed input length of the generated prompt, in tokens.
     #[serde(default = "prompt_tokens_default")]
     pub prompt_tokens: u32,
-    /// A prompt set: one prompt per line; request i uses line i mod n, after its unique prefix.
-    /// Without it, prompts are generated to `prompt_tokens`.
+    /// A prompt set: request i uses prompt i mod n, after its unique prefix. Without it,
+    /// prompts are generated to `prompt_tokens`.
     pub prompt_file: Option<String>,
+    /// How `prompt_file` is read: `text` (a prompt a line), `jsonl` (`{"prompt": ...}` or chat
+    /// `{"messages": [...]}` a line) or `sharegpt`; default `jsonl` for a `.jsonl` file, else
+    /// `text`.
+    pub prompt_format: Option<PromptFormat>,
+    /// Each request's `max_tokens` from a distribution (`fixed`, `uniform`, `normal`), drawn
+    /// from the schedule's seed and the request's index; a prompt's own `max_tokens` wins.
+    /// Other than the pinned 256 for every request, dev profile only (§6).
+    pub output_tokens: Option<super::OutputTokens>,
     /// What a success must show to count as a correct success (otherwise: incorrect success).
     #[serde(default)]
     pub verify: Verify,
@@ -392,6 +421,29 @@ impl Route {
     /// Whether requests of this route ask for, and expect, a stream.
     pub fn streams(&self, target: &Target) -> bool {
         self.stream.unwrap_or(target.stream)
+    }
+}
+
+/// How a route's `prompt_file` is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptFormat {
+    /// One prompt per non-empty line.
+    Text,
+    /// One JSON object a line: `{"prompt": ...}` or `{"messages": [...]}`, `max_tokens` optional.
+    Jsonl,
+    /// A ShareGPT JSON array of conversations; each one's turns up to its first human turn.
+    Sharegpt,
+}
+
+impl PromptFormat {
+    /// Its name in a configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptFormat::Text => "text",
+            PromptFormat::Jsonl => "jsonl",
+            PromptFormat::Sharegpt => "sharegpt",
+        }
     }
 }
 
@@ -441,4 +493,8 @@ pub(super) struct Typed {
 #[serde(deny_unknown_fields)]
 pub(super) struct Dev {
     pub(super) time_factor: Option<u32>,
+    pub(super) scale_timeout: Option<bool>,
+    pub(super) warmup_s: Option<f64>,
+    pub(super) measure_s: Option<f64>,
+    pub(super) cooldown_s: Option<f64>,
 }

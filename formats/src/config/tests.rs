@@ -187,6 +187,8 @@ pin_tests! {
     weakening_calibration_disagreement_is_refused => "calibration.disagreement_percent",
     weakening_calibration_step_attempts_is_refused => "calibration.step_attempts_max",
     weakening_waiting_queue_is_refused => "gates.waiting_queue_max",
+    weakening_shard_start_lateness_is_refused => "shards.start_late_max_ms",
+    weakening_shard_clock_error_is_refused => "shards.clock_error_max_ms",
 }
 
 #[test]
@@ -454,7 +456,7 @@ fn a_fault_run_needs_a_complete_injector() {
 }
 
 #[test]
-fn replica_addresses_must_name_declared_replicas_by_ip_and_port() {
+fn replica_addresses_name_declared_replicas_by_host_and_port() {
     let ok = with_key(
         BASE,
         "target.replica_addresses",
@@ -473,13 +475,55 @@ fn replica_addresses_must_name_declared_replicas_by_ip_and_port() {
             && error.contains("not one of target.replicas"),
         "{error}"
     );
+    // A DNS name (a headless Service's pod), resolved again at every probe.
     let named = with_key(
         BASE,
         "target.replica_addresses",
-        r#"{ "replica-0" = "replica-0.svc:8000" }"#,
+        r#"{ "replica-0" = "replica-0.vllm.default.svc.cluster.local:8000" }"#,
     );
-    let error = load(&named).unwrap_err().to_string();
-    assert!(error.contains("not an ip:port address"), "{error}");
+    load(&named).unwrap();
+    // An SRV name, whose records carry the port (and follow a replacement onto a new one).
+    let srv = with_key(
+        BASE,
+        "target.replica_addresses",
+        r#"{ "replica-0" = "_http._tcp.replica-0.vllm.default.svc.cluster.local." }"#,
+    );
+    load(&srv).unwrap();
+    for bad in [
+        "replica-0.svc",
+        "_http.replica-0",
+        "_http._tcp",
+        "__._tcp.vllm",
+        "_http._tcp.-bad-",
+        "http://replica-0:8000",
+        "user@replica-0:8000",
+        "replica-0:0",
+        "replica-0:99999",
+        ":8000",
+        "-bad-.svc:8000",
+    ] {
+        let text = with_key(
+            BASE,
+            "target.replica_addresses",
+            &format!(r#"{{ "replica-0" = "{bad}" }}"#),
+        );
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains("is not host:port"), "{bad}: {error}");
+    }
+}
+
+#[test]
+fn a_replica_header_is_an_http_header_name() {
+    let ok = with_key(BASE, "target.replica_header", "\"x-upstream\"");
+    assert_eq!(
+        load(&ok).unwrap().target.replica_header.as_deref(),
+        Some("x-upstream")
+    );
+    for bad in ["\"\"", "\"x upstream\"", "\"x-upstream:\""] {
+        let text = with_key(BASE, "target.replica_header", bad);
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains("not an HTTP header name"), "{bad}: {error}");
+    }
 }
 
 #[test]
@@ -835,4 +879,225 @@ fn headers_may_not_carry_credentials_or_split_the_request() {
     assert_eq!(config.target.api_key_header(), "api-key");
     assert_eq!(config.target.preflight_path(), "/v1/models");
     assert!(config.target.include_usage);
+}
+
+#[test]
+fn accelerator_commands_name_declared_replicas_and_a_program() {
+    let ok = with_key(
+        BASE,
+        "target.accelerator_commands",
+        r#"{ "replica-0" = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"] }"#,
+    );
+    assert_eq!(
+        load(&ok).unwrap().target.accelerator_commands["replica-0"][0],
+        "nvidia-smi"
+    );
+    for (bad, why) in [
+        (
+            r#"{ "replica-9" = ["nvidia-smi"] }"#,
+            "not one of target.replicas",
+        ),
+        (r#"{ "replica-0" = [] }"#, "must name a program"),
+        (r#"{ "replica-0" = [""] }"#, "must name a program"),
+    ] {
+        let text = with_key(BASE, "target.accelerator_commands", bad);
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains(why), "{bad}: {error}");
+    }
+}
+
+/// BASE as a fault-free run at 4 rps.
+fn fault_free() -> String {
+    let free = BASE.replace(
+        "variant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"",
+        "variant = \"none\"",
+    );
+    with_key(&free, "schedule.rate_rps", "4.0")
+}
+
+fn phases_of(config: &Config) -> Vec<(String, u64)> {
+    config
+        .schedule_params()
+        .phases
+        .iter()
+        .map(|p| (p.name.clone(), p.duration_ns))
+        .collect()
+}
+
+const S: u64 = 1_000_000_000;
+
+#[test]
+fn dev_durations_stated_in_seconds_set_a_fault_free_timeline_and_keep_the_pinned_timeout() {
+    // Issue 18 item 2: 5 s of warm-up, 30 s measured, no cooldown; the time factor (10) still
+    // stands, and without dev.scale_timeout the timeout stays the pin (30 s), unwarned.
+    let text = with_key(&fault_free(), "dev.measure_s", "30");
+    let text = with_key(&text, "dev.warmup_s", "5");
+    let text = with_key(&text, "dev.cooldown_s", "0");
+    let config = load(&text).unwrap();
+    assert_eq!(
+        phases_of(&config),
+        [
+            ("warmup".to_owned(), 5 * S),
+            ("measurement".to_owned(), 30 * S)
+        ]
+    );
+    assert!(!config.timeout_scaled());
+    assert_eq!(config.duration_ns(&pins::CLIENT_TIMEOUT_S), 30 * S);
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+    let timeout = config
+        .pins_in_force()
+        .into_iter()
+        .find(|p| p.pin.key == "client.timeout_s")
+        .unwrap();
+    assert_eq!(timeout.effective, None);
+    // A duration left unstated is its dev-scaled pin: the 60 s cooldown / 10.
+    let text = with_key(&fault_free(), "dev.measure_s", "2.5");
+    let config = load(&text).unwrap();
+    assert_eq!(
+        phases_of(&config),
+        [
+            ("warmup".to_owned(), 6 * S),
+            ("measurement".to_owned(), 2_500_000_000),
+            ("cooldown".to_owned(), 6 * S)
+        ]
+    );
+    // Asked for, the factor divides the timeout all the same.
+    let config = load(&with_key(&text, "dev.scale_timeout", "true")).unwrap();
+    assert_eq!(config.duration_ns(&pins::CLIENT_TIMEOUT_S), 3 * S);
+}
+
+#[test]
+fn a_time_factor_alone_still_divides_the_timeout_and_says_so() {
+    // Archived configurations keep their meaning: the factor divides the timeout (10: 3 s),
+    // and the warning names the key that makes it explicit either way.
+    let config = load(BASE).unwrap();
+    assert!(config.timeout_scaled());
+    assert_eq!(config.duration_ns(&pins::CLIENT_TIMEOUT_S), 3 * S);
+    let warnings = config.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("3.000 s") && warnings[0].contains("dev.scale_timeout"),
+        "{warnings:?}"
+    );
+    let said = load(&with_key(BASE, "dev.scale_timeout", "true")).unwrap();
+    assert!(said.timeout_scaled() && said.warnings().is_empty());
+    let kept = load(&with_key(BASE, "dev.scale_timeout", "false")).unwrap();
+    assert_eq!(kept.duration_ns(&pins::CLIENT_TIMEOUT_S), 30 * S);
+    assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+    // The other timeline pins are divided whatever scale_timeout says.
+    assert_eq!(kept.duration_ns(&pins::EXPERIMENT_BASELINE_S), 30 * S);
+}
+
+#[test]
+fn a_timeout_too_short_for_max_tokens_at_the_stated_gap_is_warned_about() {
+    // 256 tokens x 20 ms = 5.12 s: past the 3 s a factor of 10 leaves, inside the pinned 30 s.
+    let text = with_key(BASE, "dev.scale_timeout", "true");
+    let config = load(&with_key(&text, "target.token_gap_ms", "20")).unwrap();
+    let warnings = config.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("5.120 s") && warnings[0].contains("3.000 s"),
+        "{warnings:?}"
+    );
+    let text = with_key(BASE, "dev.scale_timeout", "false");
+    let config = load(&with_key(&text, "target.token_gap_ms", "20")).unwrap();
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+    for bad in ["0", "-1", "1e9"] {
+        let error = load(&with_key(BASE, "target.token_gap_ms", bad)).unwrap_err();
+        assert!(error.to_string().contains("target.token_gap_ms"), "{error}");
+    }
+}
+
+#[test]
+fn dev_durations_in_seconds_are_refused_where_they_mean_nothing_or_are_out_of_range() {
+    // A fault run's timeline is §1's phases: stated seconds there are refused, by clause.
+    let error = load(&with_key(BASE, "dev.measure_s", "30")).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("§P") && text.contains("fault.variant"),
+        "{text}"
+    );
+    for (key, value) in [
+        ("dev.measure_s", "0"),
+        ("dev.measure_s", "-3"),
+        ("dev.warmup_s", "-1"),
+        ("dev.cooldown_s", "1e12"),
+        ("dev.measure_s", "nan"),
+    ] {
+        let error = load(&with_key(&fault_free(), key, value)).unwrap_err();
+        assert!(error.to_string().contains(key), "{key} = {value}: {error}");
+    }
+    // Zero warm-up and cooldown are allowed: the phases are left out.
+    let text = with_key(&fault_free(), "dev.warmup_s", "0");
+    let text = with_key(&text, "dev.cooldown_s", "0");
+    let config = load(&text).unwrap();
+    assert_eq!(
+        phases_of(&config),
+        [("measurement".to_owned(), 30 * S)],
+        "the 300 s baseline / 10"
+    );
+}
+
+#[test]
+fn a_prompt_format_needs_a_prompt_file_and_a_known_name() {
+    let error = load(&format!("{BASE}prompt_format = \"sharegpt\"\n")).unwrap_err();
+    assert!(
+        error.to_string().contains("routes[0].prompt_format"),
+        "{error}"
+    );
+    let error = load(&format!(
+        "{BASE}prompt_file = \"p.json\"\nprompt_format = \"csv\"\n"
+    ))
+    .unwrap_err();
+    assert!(error.to_string().contains("prompt_format"), "{error}");
+    let config = load(&format!(
+        "{BASE}prompt_file = \"p.json\"\nprompt_format = \"sharegpt\"\n"
+    ))
+    .unwrap();
+    assert_eq!(config.routes[0].prompt_format, Some(PromptFormat::Sharegpt));
+}
+
+#[test]
+fn output_lengths_from_a_distribution_are_dev_only_and_checked() {
+    let uniform = format!("{BASE}[routes.output_tokens]\nkind = \"uniform\"\nmin = 8\nmax = 64\n");
+    let config = load(&uniform).unwrap();
+    assert_eq!(
+        config.routes[0].output_tokens,
+        Some(OutputTokens::Uniform { min: 8, max: 64 })
+    );
+    // Outside dev, only a distribution that always gives the pinned 256 loads (§6).
+    let hosted = |table: &str| {
+        let text = BASE
+            .replace("profile = \"dev\"\n\n[dev]\ntime_factor = 10\n", "profile = \"hosted\"\n")
+            .replace("kind = \"mock\"", "kind = \"hosted\"")
+            .replace("replicas = [\"replica-0\", \"replica-1\"]\n", "")
+            .replace(
+                "variant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"",
+                "variant = \"none\"",
+            )
+            .replace("[calibration]\nlambda_max_rps = 20.0\n", "");
+        load(&with_key(
+            &format!("{text}{table}"),
+            "schedule.rate_rps",
+            "2.0",
+        ))
+    };
+    let error =
+        hosted("[routes.output_tokens]\nkind = \"uniform\"\nmin = 8\nmax = 64\n").unwrap_err();
+    assert!(error.to_string().contains("§6"), "{error}");
+    hosted("[routes.output_tokens]\nkind = \"fixed\"\ntokens = 256\n").unwrap();
+    for table in [
+        "kind = \"uniform\"\nmin = 64\nmax = 8\n",
+        "kind = \"fixed\"\ntokens = 0\n",
+        "kind = \"normal\"\nmean = -1.0\nsd = 3.0\nmax = 10\n",
+        "kind = \"normal\"\nmean = 100.0\nsd = 3.0\nmin = 50\nmax = 10\n",
+    ] {
+        let error = load(&format!("{BASE}[routes.output_tokens]\n{table}")).unwrap_err();
+        assert!(
+            error.to_string().contains("routes[0].output_tokens"),
+            "{table}: {error}"
+        );
+    }
+    let error = load(&format!("{BASE}[routes.output_tokens]\nkind = \"zipf\"\n")).unwrap_err();
+    assert!(error.to_string().contains("output_tokens"), "{error}");
 }

@@ -364,6 +364,33 @@ impl Header {
                 what: "the config bytes do not hash to the recorded config hash".into(),
             });
         }
+        // The profile and the time factor are what `inspect`, `verify` and every report print
+        // the run as; each is checked in its domain (a crafted `Xev`, or a factor past the dev
+        // profile's range, is damage, not a run).
+        let factor_ok = match header.profile.as_str() {
+            "dev" => (1..=crate::config::DEV_TIME_FACTOR_MAX).contains(&header.dev_time_factor),
+            "experiment" | "hosted" => header.dev_time_factor == 1,
+            _ => {
+                return Err(HeaderError::Malformed {
+                    offset: FILE_PREFIX_BYTES,
+                    what: format!(
+                        "profile {:?} is none of experiment, dev, hosted",
+                        header.profile
+                    ),
+                })
+            }
+        };
+        if !factor_ok {
+            return Err(HeaderError::Malformed {
+                offset: FILE_PREFIX_BYTES,
+                what: format!(
+                    "dev time factor {} is out of its domain for profile {} (1 unless dev; dev: 1 to {})",
+                    header.dev_time_factor,
+                    header.profile,
+                    crate::config::DEV_TIME_FACTOR_MAX
+                ),
+            });
+        }
         if header.shard_count == 0 || header.shard_index >= header.shard_count {
             return Err(HeaderError::Malformed {
                 offset: body_end,

@@ -14,7 +14,10 @@
 //! assert_eq!(report.verdict, Verdict::SealedIntact);
 //! ```
 
+pub mod cgroup;
 pub mod header;
+pub mod keys;
+pub mod manifest;
 pub mod records;
 pub mod synthetic;
 pub mod verify;

@@ -240,11 +240,13 @@ pub enum EventKind {
     StallSummary,
     /// A second's loopback-canary lag summary (§2 receive path).
     Canary,
+    /// A second of the recorder's cgroup CPU usage and throttling against its quota (§2, G2.3).
+    CgroupCpu,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 15] = [
         EventKind::FaultArmed,
         EventKind::FaultFired,
         EventKind::FaultConfirmed,
@@ -259,6 +261,7 @@ impl EventKind {
         EventKind::WriterQueueFull,
         EventKind::StallSummary,
         EventKind::Canary,
+        EventKind::CgroupCpu,
     ];
 
     /// The stable wire code.
@@ -278,6 +281,7 @@ impl EventKind {
             EventKind::WriterQueueFull => 40,
             EventKind::StallSummary => 41,
             EventKind::Canary => 42,
+            EventKind::CgroupCpu => 43,
         }
     }
 
@@ -298,6 +302,7 @@ impl EventKind {
             EventKind::WriterQueueFull => "writer-queue-full",
             EventKind::StallSummary => "stall-summary",
             EventKind::Canary => "canary",
+            EventKind::CgroupCpu => "cgroup-cpu",
         }
     }
 

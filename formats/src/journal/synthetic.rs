@@ -478,3 +478,93 @@ pub fn golden_config() -> Config {
 pub fn small_sealed() -> Vec<u8> {
     bytes(&golden_config(), &Options::default())
 }
+
+/// A sealed journal's records, decoded, with its header (what [`split`] and [`join`] rewrite).
+fn read_sealed(bytes: &[u8]) -> (Header, Vec<Record>, SealStatus, String, u64) {
+    let report = super::verify::verify(bytes, &Default::default());
+    let header = report.header.clone().expect("a journal with a header");
+    let (_, header_end, _) = Header::decode(bytes).expect("the header decodes");
+    let mut records = Vec::new();
+    let mut seal = (SealStatus::Completed, String::new(), 0);
+    for framed in super::verify::records(bytes, header_end, report.verified_bytes as usize) {
+        match Record::decode(framed.kind, framed.body).expect("records decode") {
+            Record::Seal(s) => {
+                seal = (
+                    SealStatus::from_byte(s.body.status).expect("a known seal"),
+                    s.body.reason,
+                    s.body.at_ns,
+                )
+            }
+            Record::Checkpoint(_) => {}
+            record => records.push(record),
+        }
+    }
+    (header, records, seal.0, seal.1, seal.2)
+}
+
+fn write_records(header: &Header, records: &[&Record], seal: (SealStatus, &str, u64)) -> Vec<u8> {
+    let mut writer = JournalWriter::create(Vec::new(), header, None).expect("a header encodes");
+    for record in records {
+        writer.append(record).expect("in memory");
+    }
+    writer.seal(seal.2, seal.0, seal.1).expect("in memory").0
+}
+
+/// One sealed journal rewritten as `count` shard journals of the same schedule, as `count`
+/// recorders started at one epoch on one host would have written them: shard k holds the
+/// requests with index mod count = k; shard 0, the coordinator, holds every event and telemetry
+/// record. Each shard has the original's seal. (Tests: a merge of these must analyze exactly as
+/// the original does.) Panics on a journal that is not sealed-intact: it is a test fixture's
+/// tool, never applied to a journal from outside.
+pub fn split(bytes: &[u8], count: u32) -> Vec<Vec<u8>> {
+    let (header, records, status, reason, at_ns) = read_sealed(bytes);
+    (0..count)
+        .map(|k| {
+            let mut shard = header.clone();
+            shard.shard_index = k;
+            shard.shard_count = count;
+            shard.signing_key = None;
+            shard
+                .host
+                .retain(|(key, _)| key != super::manifest::facts::BOOT_ID);
+            shard.host.push((
+                super::manifest::facts::BOOT_ID.into(),
+                "synthetic-split".into(),
+            ));
+            let mine: Vec<&Record> = records
+                .iter()
+                .filter(|r| match r {
+                    Record::Request(r) => r.index % u64::from(count) == u64::from(k),
+                    _ => k == 0,
+                })
+                .collect();
+            write_records(&shard, &mine, (status, &reason, at_ns))
+        })
+        .collect()
+}
+
+/// Shard journals rewritten as one journal of the whole schedule holding all their records:
+/// shard 0's header as shard 0 of 1, every request, then every event by time, then each shard's
+/// telemetry in turn; shard 0's seal. (Tests: what one recorder would have written for the same
+/// records.) Panics, as [`split`] does, on a shard that is not sealed-intact.
+pub fn join(shards: &[&[u8]]) -> Vec<u8> {
+    let read: Vec<_> = shards.iter().map(|b| read_sealed(b)).collect();
+    let mut header = read[0].0.clone();
+    header.shard_index = 0;
+    header.shard_count = 1;
+    let of = |kind: fn(&Record) -> bool| -> Vec<&Record> {
+        read.iter()
+            .flat_map(|(_, records, ..)| records.iter().filter(|r| kind(r)))
+            .collect()
+    };
+    let mut records = of(|r| matches!(r, Record::Request(_)));
+    let mut events = of(|r| matches!(r, Record::Event(_)));
+    events.sort_by_key(|r| match r {
+        Record::Event(e) => e.at_ns,
+        _ => 0,
+    });
+    records.extend(events);
+    records.extend(of(|r| matches!(r, Record::Telemetry(_))));
+    let (_, _, status, reason, at_ns) = &read[0];
+    write_records(&header, &records, (*status, reason, *at_ns))
+}

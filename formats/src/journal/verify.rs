@@ -180,9 +180,12 @@ impl VerifyReport {
         self
     }
 
-    /// Whether this verdict lets `verify` exit 0.
+    /// Whether this verdict lets `verify` exit 0: sealed-intact, and a trusted head, when one was
+    /// given, vouches for the whole file (a head that covers only a prefix leaves the records
+    /// after it unvouched for, so it does not).
     pub fn ok(&self) -> bool {
         self.verdict == Verdict::SealedIntact
+            && !matches!(self.head_match, Some(HeadMatch::Prefix { .. }))
     }
 }
 
@@ -344,13 +347,26 @@ pub fn verify_with_progress(
         let check = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes"));
         let count = u32::from_le_bytes(rest[12..16].try_into().expect("4 bytes"));
         let first = u64::from_le_bytes(rest[16..24].try_into().expect("8 bytes"));
-        if check != !payload_len || payload_len > BLOCK_PAYLOAD_BYTES_MAX {
+        if check != !payload_len {
             return report.fail(
                 Verdict::Tampered,
                 problem(
                     Some(next_record),
                     pos + 4,
                     format!("block payload length {payload_len} is damaged (its complement reads {check:#010x})"),
+                ),
+            );
+        }
+        if payload_len > BLOCK_PAYLOAD_BYTES_MAX {
+            // Consistent with its complement, and still larger than any block a writer makes.
+            return report.fail(
+                Verdict::Tampered,
+                problem(
+                    Some(next_record),
+                    pos + 4,
+                    format!(
+                        "block payload length {payload_len} is over the {BLOCK_PAYLOAD_BYTES_MAX}-byte limit (JOURNAL.md, Blocks)"
+                    ),
                 ),
             );
         }
@@ -888,7 +904,7 @@ pub fn render(report: &VerifyReport) -> String {
     match &report.head_match {
         Some(HeadMatch::Final) => out.push_str("trusted head: matches the final chain head\n"),
         Some(HeadMatch::Prefix { records }) => out.push_str(&format!(
-            "trusted head: covers the first {records} records only\n"
+            "trusted head: covers the first {records} records only; the records after them are not vouched for by it (exit 1). The seal's head, the last line `record --heads` writes, covers the whole file\n"
         )),
         Some(HeadMatch::NotFound) => out.push_str("trusted head: NOT on the chain\n"),
         None => {}

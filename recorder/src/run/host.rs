@@ -81,6 +81,16 @@ pub(super) fn host_facts(
             },
         ),
         (
+            "replica-attribution".into(),
+            match &config.target.replica_header {
+                Some(header) => format!("response header {header} (target.replica_header)"),
+                None => {
+                    "response header x-percentes-upstream or x-percentes-replica (the testbed's)"
+                        .into()
+                }
+            },
+        ),
+        (
             "tls".into(),
             match (target.tls, config.target.tls.insecure) {
                 (false, _) => "none (plain HTTP/1.1)".into(),

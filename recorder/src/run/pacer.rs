@@ -26,6 +26,33 @@ pub(super) fn deferred_task_work_available() -> bool {
     ring_setup(true).build().is_ok()
 }
 
+/// Refuses the run, before its journal exists, when this process may not set up an io_uring.
+pub(super) fn io_uring_usable() -> Result<(), RecordError> {
+    ring_setup(false)
+        .build()
+        .map(drop)
+        .map_err(|e| RecordError::Refused(io_uring_refusal(&e)))
+}
+
+/// Why io_uring setup failed, in words an operator can act on.
+pub(super) fn io_uring_refusal(error: &std::io::Error) -> String {
+    let how = match error.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            "refused: a seccomp filter (the default profiles of containerd 2.0 and Docker 25+ refuse io_uring) or kernel.io_uring_disabled forbids it here. In a container, run the recorder with deploy/seccomp-io-uring.json (Kubernetes: securityContext.seccompProfile, as deploy/recorder-job.yaml does) or Unconfined; on a host, set the sysctl kernel.io_uring_disabled to 0"
+        }
+        Some(libc::ENOSYS) => {
+            "not available: this kernel was built without io_uring (Linux 5.10 or later with CONFIG_IO_URING), or a seccomp filter answers ENOSYS for it"
+        }
+        Some(libc::ENOMEM) => {
+            "refused for memory: the locked-memory limit (ulimit -l) is too small for a ring on this kernel; raise it"
+        }
+        _ => "failed",
+    };
+    format!(
+        "the recorder drives io_uring, and io_uring setup {how} ({error}); no journal was written"
+    )
+}
+
 pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
     // Thread per core: worker w runs on the w-th CPU this process may use (taskset and cgroup
     // limits respected), wrapping around.
@@ -85,12 +112,11 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 keep_spares(&ctx, &local, &outstanding, &running).await
             })
         };
-        let workers = ctx.plan.workers as u64;
         for entry in ctx
             .plan
             .params
             .iter()
-            .filter(|e| e.index % workers == ctx.worker as u64)
+            .filter(|e| ctx.plan.sends(ctx.worker, e.index))
         {
             let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
             // Sleep to the request's own time, waking at least every STOP_POLL to see a stop:
@@ -239,10 +265,22 @@ pub const BATCH_RECORDS_MAX: usize = 256;
 pub(super) struct Batch {
     pub(super) records: RefCell<Vec<Record>>,
     pub(super) skew_ns: RefCell<Vec<u64>>,
+    /// TTFT of the completed requests among them, for the live view.
+    pub(super) ttft_ns: RefCell<Vec<u64>>,
 }
 
 impl Batch {
     pub(super) fn push(&self, ctx: &WorkerContext, record: Record) {
+        if let Record::Request(r) = &record {
+            // As the analyzer reads TTFT: first content (the body, when not streamed) minus
+            // the intended time, completed requests only.
+            if r.outcome == Outcome::Completed as u8 {
+                let first = r.first_content_ns.unwrap_or(r.terminal_ns);
+                self.ttft_ns
+                    .borrow_mut()
+                    .push(first.saturating_sub(r.intended_ns));
+            }
+        }
         let full = {
             let mut records = self.records.borrow_mut();
             records.push(record);
@@ -259,6 +297,10 @@ impl Batch {
         let skews = std::mem::take(&mut *self.skew_ns.borrow_mut());
         if !skews.is_empty() {
             ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
+        }
+        let ttft = std::mem::take(&mut *self.ttft_ns.borrow_mut());
+        if !ttft.is_empty() {
+            ctx.shared.ttft_ns.lock().expect("ttft lock").extend(ttft);
         }
     }
 }
@@ -307,6 +349,22 @@ async fn sleep_until_monotonic(ns: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_io_uring_says_what_refused_it_and_what_to_do() {
+        let seccomp = io_uring_refusal(&std::io::Error::from_raw_os_error(libc::EPERM));
+        assert!(
+            seccomp.contains("seccomp") && seccomp.contains("deploy/seccomp-io-uring.json"),
+            "{seccomp}"
+        );
+        let missing = io_uring_refusal(&std::io::Error::from_raw_os_error(libc::ENOSYS));
+        assert!(missing.contains("built without io_uring"), "{missing}");
+        assert!(
+            io_uring_refusal(&std::io::Error::from_raw_os_error(libc::EINVAL)).contains("failed")
+        );
+        // On this machine io_uring works, and the check passes.
+        io_uring_usable().unwrap();
+    }
 
     /// The pacer's kernel timeout never ends before its absolute deadline, on either ring setup,
     /// and a deadline already past returns (the pacer then sends at once). Without

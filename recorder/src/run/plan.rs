@@ -36,6 +36,8 @@ pub struct RunPlan {
     pub idle_limit: Duration,
     /// The budget of one connect and TLS handshake (SPEC §2, `client.connect_budget_s`).
     pub connect_budget: Duration,
+    /// The share of the schedule this recorder sends (SPEC §2 "Sharded capture").
+    pub shard: Shard,
 }
 
 impl RunPlan {
@@ -62,8 +64,21 @@ impl RunPlan {
                 .collect(),
             idle_limit: Duration::from_millis(config.target.idle_limit_ms),
             connect_budget: Duration::from_secs(pins::value::CLIENT_CONNECT_BUDGET_S as u64),
+            shard: Shard::WHOLE,
             params,
         })
+    }
+
+    /// The same plan for one shard of the schedule.
+    pub fn for_shard(self, shard: Shard) -> RunPlan {
+        RunPlan { shard, ..self }
+    }
+
+    /// Whether worker `worker` sends schedule index `index`: the shard's indices (i mod N = k),
+    /// dealt out over the workers in turn.
+    pub fn sends(&self, worker: usize, index: u64) -> bool {
+        self.shard.holds(index)
+            && (index / u64::from(self.shard.count)) % self.workers as u64 == worker as u64
     }
 }
 

@@ -2,42 +2,42 @@
 //! (`target.preflight_path`, `/v1/models` by default) through the same connection path the run
 //! uses (TLS, headers, key). A target that does not answer, answers an error, or does not list
 //! the configured model refuses the run with the reason, instead of recording a run of errors.
+//!
+//! Then one request of the first route, as the run sends them but with an index no schedule
+//! holds (its unique prefix is never a scheduled request's, so no request of the run finds it
+//! cached), timed to its last byte: the target's service time, observed. It never refuses the
+//! run (an error here is what the run is there to measure); a service time past the client
+//! timeout, or an error status, is a warning at start (issue 18 item 2), and the time is in the
+//! `preflight` host fact.
 
 use super::*;
 
 /// The most of the pre-flight's body read (a models list is a few KB).
 const PREFLIGHT_BODY_MAX: usize = 1 << 20;
 
+/// The index the sample request carries: past any schedule (`REQUESTS_MAX`), so its unique
+/// prefix and `x-request-id` are its own.
+pub(super) const SAMPLE_INDEX: u64 = u64::MAX;
+
 /// What the pre-flight established, for the host facts and the start line.
 pub(super) struct Preflight {
-    /// One line: the request, the status, how long, what was checked.
+    /// One line: the requests, the statuses, how long, what was checked.
     pub(super) summary: String,
+    /// What to warn about at start: the sample's service time against the timeout, or its
+    /// error status.
+    pub(super) warning: Option<String>,
 }
 
-/// Runs the pre-flight, within the connect budget and the pinned client timeout, on a runtime
-/// of its own; `stop` ends it early.
-pub(super) fn preflight(
-    config: &Config,
-    target: &Target,
+/// One request on a fresh connection, read to the end of its response; `None` when `stop` or
+/// `deadline` came first.
+fn exchange(
+    runtime: &compio::runtime::Runtime,
     dialer: &Dialer,
-    extra: &ExtraHeaders,
-    timeout: Duration,
+    request: Vec<u8>,
+    deadline: Instant,
     stop: &AtomicBool,
-) -> Result<Preflight, String> {
-    let path = target.request_target(config.target.preflight_path());
-    let url = format!(
-        "{}://{}{path}",
-        if target.tls { "https" } else { "http" },
-        target.host_header()
-    );
-    let skip = "(target.preflight = false skips this check)";
-    let runtime = compio::runtime::Runtime::builder()
-        .with_proactor(ring_setup(false))
-        .build()
-        .map_err(|e| format!("pre-flight: cannot start an io_uring runtime: {e}"))?;
-    let started = Instant::now();
-    let deadline = started + timeout;
-    let answer = runtime.block_on(async {
+) -> Option<Result<(u16, Vec<u8>), String>> {
+    runtime.block_on(async {
         let watch_stop = async {
             while !stop.load(Ordering::Relaxed) {
                 compio::time::sleep(STOP_POLL).await;
@@ -45,15 +45,10 @@ pub(super) fn preflight(
         };
         let exchange = async {
             let (mut conn, _) = dialer
-                .open(started, Some(deadline), None)
+                .open(Instant::now(), Some(deadline), None)
                 .await
                 .map_err(|e| format!("cannot connect to {}: {}", dialer.address, e.error))?;
-            let request = format!(
-                "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
-                target.host_header(),
-                extra.lines()
-            );
-            let BufResult(written, _) = conn.write_all(request.into_bytes()).await;
+            let BufResult(written, _) = conn.write_all(request).await;
             written.map_err(|e| format!("cannot send the request: {e}"))?;
             let mut parser = http1::Parser::default();
             let (mut events, mut status, mut body) = (Vec::new(), None, Vec::new());
@@ -88,7 +83,44 @@ pub(super) fn preflight(
             }
         };
         futures_select(exchange, watch_stop, deadline).await
-    });
+    })
+}
+
+/// Runs the pre-flight, within the connect budget and the pinned client timeout, on a runtime
+/// of its own; `stop` ends it early. `sample` is the first route's template and path.
+pub(super) fn preflight(
+    config: &Config,
+    target: &Target,
+    dialer: &Dialer,
+    extra: &ExtraHeaders,
+    timeout: Duration,
+    sample: Option<(&Template, &str)>,
+    stop: &AtomicBool,
+) -> Result<Preflight, String> {
+    let path = target.request_target(config.target.preflight_path());
+    let url = format!(
+        "{}://{}{path}",
+        if target.tls { "https" } else { "http" },
+        target.host_header()
+    );
+    let skip = "(target.preflight = false skips this check)";
+    let runtime = compio::runtime::Runtime::builder()
+        .with_proactor(ring_setup(false))
+        .build()
+        .map_err(|e| format!("pre-flight: cannot start an io_uring runtime: {e}"))?;
+    let started = Instant::now();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
+        target.host_header(),
+        extra.lines()
+    );
+    let answer = exchange(
+        &runtime,
+        dialer,
+        request.into_bytes(),
+        started + timeout,
+        stop,
+    );
     let elapsed = started.elapsed();
     let (status, body) = match answer {
         Some(Ok(answer)) => answer,
@@ -139,12 +171,87 @@ pub(super) fn preflight(
             checked.push_str(&format!(", serves {:?}", config.target.model));
         }
     }
-    Ok(Preflight {
-        summary: format!(
-            "GET {path}: {checked} in {:.1} ms",
-            elapsed.as_secs_f64() * 1e3
+    let mut summary = format!(
+        "GET {path}: {checked} in {:.1} ms",
+        elapsed.as_secs_f64() * 1e3
+    );
+    let warning = match sample {
+        Some((template, route_path)) => {
+            let (line, warning) =
+                sample_request(&runtime, dialer, extra, template, route_path, timeout, stop);
+            summary.push_str(&format!("; {line}"));
+            warning
+        }
+        None => None,
+    };
+    Ok(Preflight { summary, warning })
+}
+
+/// The sample request: one line for the host fact, and the warning it earns. It waits up to
+/// the client timeout, so a service time past it shows as no answer within it.
+fn sample_request(
+    runtime: &compio::runtime::Runtime,
+    dialer: &Dialer,
+    extra: &ExtraHeaders,
+    template: &Template,
+    route_path: &str,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> (String, Option<String>) {
+    let started = Instant::now();
+    let answer = exchange(
+        runtime,
+        dialer,
+        template.bytes(SAMPLE_INDEX),
+        started + timeout,
+        stop,
+    );
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    let advice = "every request like it will be censored at the timeout: raise the target's speed, or keep the pinned timeout (dev.scale_timeout = false, or durations stated in seconds; SPEC §P)";
+    match answer {
+        Some(Ok((status, _))) if (200..300).contains(&status) => {
+            let line = format!("POST {route_path} (one sample request): HTTP {status} in {ms:.1} ms");
+            // Within a tenth of the timeout of it counts: the run's requests queue behind
+            // each other, the sample did not.
+            let warning = (ms >= 0.9 * timeout.as_secs_f64() * 1e3).then(|| {
+                format!(
+                    "the sample request took {ms:.1} ms, at or past 90 % of the client timeout {:.3} s: {advice}",
+                    timeout.as_secs_f64()
+                )
+            });
+            (line, warning)
+        }
+        Some(Ok((status, body))) => {
+            let text = String::from_utf8_lossy(&body);
+            let shown = extra.redact(crate::exchange::cut(text.trim(), 200));
+            (
+                format!("POST {route_path} (one sample request): HTTP {status} in {ms:.1} ms"),
+                Some(format!(
+                    "the sample request of {route_path} answered HTTP {status} ({shown}): the run's requests may all error; check [[routes]] path, target.model and the key"
+                )),
+            )
+        }
+        Some(Err(why)) => {
+            let why = extra.redact(&why);
+            (
+                format!("POST {route_path} (one sample request): {why}"),
+                Some(format!("the sample request of {route_path} failed: {why}")),
+            )
+        }
+        None if stop.load(Ordering::Relaxed) => {
+            (format!("POST {route_path} (one sample request): stopped"), None)
+        }
+        None => (
+            format!(
+                "POST {route_path} (one sample request): no answer within the client timeout {:.3} s",
+                timeout.as_secs_f64()
+            ),
+            Some(format!(
+                "the sample request of {route_path} had no complete answer within the client timeout {:.3} s: {advice}",
+                timeout.as_secs_f64()
+            )),
         ),
-    })
+    }
 }
 
 /// The exchange's result, unless `stop` finishes first or `deadline` passes (then `None`).

@@ -8,10 +8,13 @@ pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
 pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
-/// journaling each result as a `probe` event (formats/JOURNAL.md).
+/// journaling each result as a `probe` event (formats/JOURNAL.md). A DNS name is resolved again
+/// at every probe, so a replacement pod behind the same name (a headless Service) is probed at
+/// its new address, and an SRV name at its new port too; a name that does not resolve is
+/// `down`.
 pub(super) fn probe_thread(
     name: &str,
-    address: std::net::SocketAddr,
+    address: &str,
     period: Duration,
     epoch: Instant,
     sender: &Sender,
@@ -21,7 +24,10 @@ pub(super) fn probe_thread(
     let mut due = epoch;
     while !shared.done.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
         let at_ns = now_ns(epoch);
-        let found = crate::probe::probe(address, period.min(Duration::from_millis(500)));
+        let found = match resolve(address) {
+            Ok(resolved) => crate::probe::probe(resolved, period.min(Duration::from_millis(500))),
+            Err(why) => crate::probe::Probe::Down(why),
+        };
         let (detail, value) = found.detail_and_value();
         sender.send(Record::Event(EventRecord {
             at_ns,
@@ -37,5 +43,48 @@ pub(super) fn probe_thread(
             due = now;
         }
         std::thread::sleep(due.saturating_duration_since(Instant::now()).min(period));
+    }
+}
+
+/// `host:port` as one socket address: an IP as it is, a DNS name by the system resolver (its
+/// first address). An SRV name (`_service._proto.name`, the only form without a port the
+/// configuration accepts) is asked of the nameserver of /etc/resolv.conf for its host and port
+/// ([`super::dns`]), then the host resolved as a name.
+pub(super) fn resolve(address: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = address.parse() {
+        return Ok(ip);
+    }
+    if !address.contains(':') {
+        let conf = std::fs::read_to_string("/etc/resolv.conf")
+            .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
+        let server = super::dns::nameserver(&conf)
+            .ok_or_else(|| format!("/etc/resolv.conf names no nameserver to ask for {address}"))?;
+        let records = super::dns::srv(address, server, Duration::from_millis(500))?;
+        let chosen = super::dns::choose(&records).ok_or("no SRV records")?;
+        return (chosen.target.as_str(), chosen.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {} (SRV {address}): {e}", chosen.target))?
+            .next()
+            .ok_or_else(|| format!("{} (SRV {address}) resolves to no address", chosen.target));
+    }
+    address
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {address}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{address} resolves to no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_an_ip_or_a_name_resolved_at_each_probe() {
+        assert_eq!(resolve("127.0.0.1:8001").unwrap().port(), 8001);
+        let named = resolve("localhost:8002").unwrap();
+        assert!(named.ip().is_loopback() && named.port() == 8002, "{named}");
+        let e = resolve("no-such-host.invalid:8000").unwrap_err();
+        assert!(e.contains("no-such-host.invalid"), "{e}");
     }
 }

@@ -12,8 +12,13 @@ pub fn counts_line(counts: &Counts) -> String {
 
 /// Writes `text` to stderr, ignoring a closed stderr.
 pub fn say(text: &str) {
+    SAID.store(true, Ordering::Relaxed);
     let _ = writeln!(std::io::stderr(), "{text}");
 }
+
+/// Set by [`say`]: something other than the live view wrote to stderr, so the view's block on a
+/// terminal is no longer the last thing there and must not be drawn over.
+pub(super) static SAID: AtomicBool = AtomicBool::new(false);
 
 pub(super) static SIGNALLED: AtomicBool = AtomicBool::new(false);
 

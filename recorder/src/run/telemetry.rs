@@ -100,15 +100,22 @@ pub(super) fn tick_lateness(late_ns: u64, period_ns: u64) -> impl Iterator<Item 
     (0..=late_ns / period_ns).map(move |k| late_ns - k * period_ns)
 }
 
+/// Each second: the telemetry record, the canary's and the cgroup's events, and the progress
+/// line. `schedule` is the requests scheduled and the measured span, ns.
 pub(super) fn telemetry_thread(
     shared: &Shared,
     sender: &Sender,
     epoch: Instant,
-    progress: Progress,
-    total: u64,
-    measured: (u64, u64),
+    mut view: super::live::LiveView,
+    schedule: (u64, (u64, u64)),
+    cgroup: Option<&super::cgroup::Cgroup>,
 ) {
+    let (total, measured) = schedule;
+    let mut cgroup_share = None;
     let ticks = clock_ticks_per_second();
+    let mut last_cgroup = cgroup
+        .and_then(|c| c.counters())
+        .map(|c| (c, Instant::now()));
     let mut last_cpu = host_cpu();
     let mut last_self = recorder_cpu_ns(ticks);
     let mut last_queue_full = 0;
@@ -141,6 +148,24 @@ pub(super) fn telemetry_thread(
             for &late in &stall {
                 pool.add(late);
             }
+        }
+        if let Some(cgroup) = cgroup {
+            // Over the time that really passed between the readings, which a late wake makes
+            // longer than the nominal second.
+            let now = cgroup.counters().map(|c| (c, Instant::now()));
+            if let (Some((before, then)), Some((after, at))) = (last_cgroup, now) {
+                let elapsed_ns = at.saturating_duration_since(then).as_nanos() as u64;
+                let sample = cgroup.sample(before, after, elapsed_ns);
+                cgroup_share = sample.busy_of_quota();
+                sender.send(Record::Event(EventRecord {
+                    at_ns,
+                    kind: EventKind::CgroupCpu.code(),
+                    subject: cgroup.path.clone(),
+                    detail: sample.detail(),
+                    value: sample.value(),
+                }));
+            }
+            last_cgroup = now;
         }
         let mut lags = std::mem::take(&mut *shared.canary_ns.lock().expect("canary lock"));
         if let Some(summary) = LagSummary::of(&mut lags) {
@@ -188,31 +213,31 @@ pub(super) fn telemetry_thread(
             }));
             last_queue_full = queue_full;
         }
-        match progress {
-            Progress::Quiet => {}
-            // Through `say`: a closed stderr (a pipe to `head` that ended) loses the progress
-            // line, never the telemetry record below it.
-            Progress::Human => say(&format!(
-                "[{:>7.1} s] sent {}/{total}, in flight {}, completed {}, errored {}, censored {}, skew p99 {:.2} ms, stall p99 {:.2} ms, host CPU {:.0} %",
-                at_ns as f64 / 1e9,
-                shared.sent.load(Ordering::Relaxed),
-                telemetry.in_flight,
-                shared.completed.load(Ordering::Relaxed),
-                shared.errored.load(Ordering::Relaxed),
-                shared.censored.load(Ordering::Relaxed),
-                telemetry.skew_p99_ns as f64 / 1e6,
-                telemetry.stall_p99_ns as f64 / 1e6,
-                busy_ppm as f64 / 1e4
-            )),
-            Progress::Json => say(
-                &serde_json::json!({
-                    "at_ns": at_ns, "sent": shared.sent.load(Ordering::Relaxed), "scheduled": total,
-                    "in_flight": telemetry.in_flight, "completed": shared.completed.load(Ordering::Relaxed),
-                    "errored": shared.errored.load(Ordering::Relaxed), "censored": shared.censored.load(Ordering::Relaxed),
-                    "skew_p99_ns": telemetry.skew_p99_ns, "stall_p99_ns": telemetry.stall_p99_ns, "host_cpu_busy_ppm": busy_ppm,
-                })
-                .to_string(),
-            ),
+        let mut ttft = std::mem::take(&mut *shared.ttft_ns.lock().expect("ttft lock"));
+        ttft.sort_unstable();
+        let second = super::live::Second {
+            at_ns,
+            sent: shared.sent.load(Ordering::Relaxed),
+            scheduled: total,
+            in_flight: u64::from(telemetry.in_flight),
+            completed: shared.completed.load(Ordering::Relaxed),
+            errored: shared.errored.load(Ordering::Relaxed),
+            censored: shared.censored.load(Ordering::Relaxed),
+            skew_p99_ns: telemetry.skew_p99_ns,
+            stall_p99_ns: telemetry.stall_p99_ns,
+            host_cpu: f64::from(busy_ppm) / 1e6,
+            cgroup_cpu: cgroup_share.take(),
+            fault: super::live::FaultState::from_code(shared.fault_state.load(Ordering::Relaxed)),
+            ttft_ns: ttft,
+        };
+        // Through `say`'s stderr: a closed stderr (a pipe to `head` that ended) loses the
+        // progress, never the telemetry record below it.
+        if super::signals::SAID.swap(false, Ordering::Relaxed) {
+            view.interrupted();
+        }
+        let text = view.render(&second, interval_ns);
+        if !text.is_empty() {
+            let _ = write!(std::io::stderr(), "{text}");
         }
         sender.send(Record::Telemetry(telemetry));
         if done {

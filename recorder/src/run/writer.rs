@@ -16,6 +16,62 @@ use super::*;
 pub(super) struct Journal {
     pub(super) writer: JournalWriter<File>,
     pub(super) file: File,
+    /// Where chain heads go as they are written (`record --heads`, `--progress json`).
+    pub(super) heads: HeadLog,
+}
+
+/// Chain heads kept outside the journal while it is written (SPEC §J.8): one JSON line for the
+/// header's hash, each checkpoint (after its sync) and the seal, to a file and, under
+/// `--progress json`, to stderr. A failure to write the file is said once and never stops the
+/// run: the journal is the record, the heads are a second anchor for it.
+#[derive(Debug, Default)]
+pub(super) struct HeadLog {
+    pub(super) file: Option<File>,
+    pub(super) to_stderr: bool,
+    broken: bool,
+}
+
+impl HeadLog {
+    pub(super) fn new(file: Option<File>, to_stderr: bool) -> HeadLog {
+        HeadLog {
+            file,
+            to_stderr,
+            broken: false,
+        }
+    }
+
+    /// Emits one head: `kind` is `header`, `checkpoint` (with its sequence) or `seal` (with its
+    /// status).
+    pub(super) fn emit(&mut self, kind: &str, extra: (&str, String), at_ns: u64, head: &[u8; 32]) {
+        if self.file.is_none() && !self.to_stderr {
+            return;
+        }
+        let mut line = serde_json::json!({
+            "kind": kind,
+            "at_ns": at_ns,
+            "chain_head": percentes_formats::journal::hex(head),
+        });
+        if !extra.0.is_empty() {
+            line[extra.0] = serde_json::Value::String(extra.1);
+        }
+        let line = format!("{line}\n");
+        if self.to_stderr {
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+        if let Some(file) = &mut self.file {
+            if let Err(e) = file
+                .write_all(line.as_bytes())
+                .and_then(|_| file.sync_data())
+            {
+                if !self.broken {
+                    self.broken = true;
+                    say(&format!(
+                        "cannot write the chain heads file ({e}); the journal goes on, and its heads are in its checkpoints"
+                    ));
+                }
+            }
+        }
+    }
 }
 
 impl Journal {
@@ -105,13 +161,29 @@ pub(super) fn writer_thread(
             last_commit = Instant::now();
         }
         if last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
-            let synced = journal
-                .writer
-                .checkpoint(now_ns())
-                .and_then(|_| journal.writer.get_mut().sync_data().map_err(WriteError::Io));
-            if let Err(e) = synced {
-                fail(e, &mut journal, &mut failed);
-                continue;
+            let at_ns = now_ns();
+            let synced = journal.writer.checkpoint(at_ns).and_then(|head| {
+                journal
+                    .writer
+                    .get_mut()
+                    .sync_data()
+                    .map_err(WriteError::Io)?;
+                Ok(head)
+            });
+            match synced {
+                Ok(head) => {
+                    let sequence = journal.writer.counts().checkpoints.saturating_sub(1);
+                    journal.heads.emit(
+                        "checkpoint",
+                        ("sequence", sequence.to_string()),
+                        at_ns,
+                        &head,
+                    );
+                }
+                Err(e) => {
+                    fail(e, &mut journal, &mut failed);
+                    continue;
+                }
             }
             last_checkpoint = Instant::now();
         }
@@ -137,11 +209,21 @@ fn finish(
         let _ = journal.file.sync_data();
         return Err(e);
     }
-    let Journal { writer, mut file } = journal;
+    let Journal {
+        writer,
+        mut file,
+        mut heads,
+    } = journal;
     let good = writer.bytes_written();
     match writer.seal(at_ns, status, reason) {
         Ok((sealed_file, sealed)) => {
             sealed_file.sync_data()?;
+            heads.emit(
+                "seal",
+                ("status", status.name().to_owned()),
+                at_ns,
+                &sealed.chain_head,
+            );
             Ok(sealed)
         }
         Err(e) => {

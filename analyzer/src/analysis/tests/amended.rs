@@ -224,8 +224,12 @@ fn an_invalid_run_keeps_its_timeline_and_prints_no_recovery_figure() {
             "{name}"
         );
     }
-    let html = crate::plots::html(&md, &plots);
+    let html = crate::html::page(&v3, &md, &plots);
     assert!(html.contains("NOT PUBLISHABLE: the run is invalid"));
+    // The summary box leads with the verdict and withholds the statistics too.
+    let summary = html.find("<div class=\"summary invalid\">").unwrap();
+    assert!(summary < html.find("<table>").unwrap());
+    assert!(html.contains("<p class=\"verdict\">INVALID: "), "{html}");
 }
 
 #[test]

@@ -1,0 +1,253 @@
+//! `report.html`: the page people open first (issue 18 item 6). A summary box leads: the
+//! verdict, then the main window's TTFT, TPOT and e2e p50 and p99 (each p99 with its interval
+//! or the reason it has none), error and censored rates, goodput, and the recovery times with
+//! their baseline. Then report.md, rendered as CommonMark with GitHub tables by pulldown-cmark,
+//! with the plots before the first statistics section. Failed and unobserved gates are marked in
+//! red; a passing gate in green; bold is only bold.
+//!
+//! report.md carries text the run's target wrote (error details, replica names), so the page
+//! treats the markdown as untrusted: raw HTML is shown as text and links and images are dropped
+//! (their text kept). The page has no script and loads nothing.
+
+use std::fmt::Write as _;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+use crate::model::{Distribution, Report, Share, Status};
+use crate::plots::escape;
+
+/// The sections before which the plots go (the first one present).
+const PLOTS_BEFORE: [&str; 5] = [
+    "<h2>Outcomes",
+    "<h2>Statistics",
+    "<h2>In flight",
+    "<h2>Recovery",
+    "<h2>Coordinated",
+];
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}\
+th{background:#f3f3f3}code{font-size:12px}.plot{margin:1em 0}\
+blockquote{margin:1em 0;padding:.5em 1em;border-left:4px solid #1f77b4;background:#f5f8fc}\
+.summary{border:2px solid #888;border-radius:6px;padding:.6em 1.2em;margin:1em 0 2em}\
+.summary.valid{border-color:#2ca02c}.summary.invalid{border-color:#d62728}\
+.summary h2{margin:.2em 0 .5em}.summary table{font-size:14px}\
+td.bad{background:#fde2e2;color:#900;font-weight:bold}td.good{color:#1a7f1a}\
+p.verdict{font-size:16px;font-weight:bold}.invalid p.verdict{color:#900}.valid p.verdict{color:#1a7f1a}\n";
+
+/// Markdown to HTML, untrusted: raw HTML becomes text, links and images keep only their text.
+pub fn render(markdown: &str) -> String {
+    let events = Parser::new_ext(markdown, Options::ENABLE_TABLES).filter_map(|e| match e {
+        Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
+        Event::Start(Tag::Link { .. } | Tag::Image { .. })
+        | Event::End(TagEnd::Link | TagEnd::Image) => None,
+        other => Some(other),
+    });
+    let mut out = String::new();
+    pulldown_cmark::html::push_html(&mut out, events);
+    mark_gates(&out)
+}
+
+/// Marks the status cells of the gate table: a failed or unobserved gate in red capitals, a
+/// passing one in green.
+fn mark_gates(html: &str) -> String {
+    let mut out = html.to_owned();
+    for (status, class, shown) in [
+        (Status::Fail, "bad", "FAIL"),
+        (Status::Unobserved, "bad", "UNOBSERVED"),
+        (Status::Pass, "good", "pass"),
+    ] {
+        out = out.replace(
+            &format!("<td>{}</td>", status.name()),
+            &format!("<td class=\"{class}\">{shown}</td>"),
+        );
+    }
+    out
+}
+
+/// A latency in µs as people read it: `842 µs`, `12.3 ms`, `1.234 s`.
+fn latency(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.0} µs")
+    } else if us < 1e6 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{:.3} s", us / 1e6)
+    }
+}
+
+fn share(s: &Share) -> String {
+    s.value
+        .map_or_else(|| "n/a".to_owned(), |v| format!("{:.2} %", v * 100.0))
+}
+
+/// One row of the summary's latency table: p50, and p99 with its interval or its refusal.
+fn latency_row(out: &mut String, name: &str, d: &Distribution) {
+    let at = |q: &str| {
+        d.percentiles_us
+            .iter()
+            .find(|(n, _)| n == q)
+            .map(|(_, v)| latency(*v as f64))
+    };
+    let tail = d
+        .tails
+        .iter()
+        .find(|t| t.quantile == "p99")
+        .map_or_else(|| "no samples".to_owned(), |t| t.text.clone());
+    let _ = writeln!(
+        out,
+        "<tr><th>{name}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        d.n,
+        at("p50").unwrap_or_else(|| "n/a".into()),
+        at("p99").unwrap_or_else(|| "n/a".into()),
+        escape(&tail)
+    );
+}
+
+/// The summary box.
+fn summary(report: &Report) -> String {
+    let v = &report.validity;
+    let mut out = format!(
+        "<div class=\"summary {}\">\n<h2>Summary</h2>\n",
+        if v.valid { "valid" } else { "invalid" }
+    );
+    let failed: Vec<String> = v
+        .gates
+        .iter()
+        .filter(|g| matches!(g.status, Status::Fail | Status::Unobserved))
+        .map(|g| format!("{} {}", g.id, g.status.name()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"verdict\">{}</p>",
+        if v.valid {
+            "VALID: every run-invalidating gate holds".to_owned()
+        } else {
+            escape(&format!(
+                "INVALID: {}; no statistic may be published",
+                failed.join(", ")
+            ))
+        }
+    );
+    if !report.not_publishable.is_empty() {
+        out.push_str("<ul>\n");
+        for why in &report.not_publishable {
+            let _ = writeln!(out, "<li>{}</li>", escape(why));
+        }
+        out.push_str("</ul>\n");
+    }
+    let main = report
+        .windows
+        .iter()
+        .find(|w| w.window == "measurement" || w.window == "baseline");
+    match (main, &report.windows_withheld) {
+        (_, Some(withheld)) => {
+            let _ = writeln!(out, "<p>Statistics withheld: {}</p>", escape(withheld));
+        }
+        (Some(w), None) => {
+            let _ = writeln!(
+                out,
+                "<p>The {} window ({:.3} s to {:.3} s), {} requests scheduled; latencies of completed requests, from the intended send time:</p>\n<table>\n<tr><th></th><th>n</th><th>p50</th><th>p99</th><th>p99 reading (§3, §7)</th></tr>",
+                w.window, w.start_s, w.end_s, w.scheduled
+            );
+            latency_row(&mut out, "TTFT", &w.ttft);
+            latency_row(&mut out, "TPOT", &w.tokens.tpot);
+            latency_row(&mut out, "end to end", &w.e2e);
+            let _ = writeln!(
+                out,
+                "</table>\n<table>\n<tr><th>errored</th><th>censored</th><th>SLO goodput</th></tr>\n<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                share(&w.error_rate),
+                share(&w.censored_rate),
+                share(&w.goodput)
+            );
+        }
+        (None, None) => out.push_str("<p>No measured window.</p>\n"),
+    }
+    if let Some(r) = &report.recovery {
+        let _ = writeln!(
+            out,
+            "<table>\n<tr><th>recovery ({})</th><th></th></tr>\n<tr><td>pre-fault baseline goodput</td><td>{}</td></tr>\n<tr><td>back to the pre-fault baseline</td><td>{}</td></tr>\n<tr><td>to the single-replica equilibrium</td><td>{}</td></tr>\n</table>",
+            escape(&r.variant),
+            r.pre_fault_baseline
+                .goodput
+                .map_or_else(|| "n/a".to_owned(), |g| format!("{:.2} %", g * 100.0)),
+            escape(&r.to_pre_fault.text),
+            escape(&r.to_equilibrium.text)
+        );
+    }
+    if !report.headline.is_empty() {
+        let _ = writeln!(out, "<blockquote>{}</blockquote>", escape(&report.headline));
+    }
+    out.push_str("</div>\n");
+    out
+}
+
+/// `report.html`: the summary box, then `markdown` rendered, with the plots inline before the
+/// first statistics section; self-contained (no script, no network, no external file).
+pub fn page(report: &Report, markdown: &str, plots: &[(&'static str, String)]) -> String {
+    let mut body = render(markdown);
+    let mut figures = String::from("<h2>Plots</h2>\n");
+    for (name, svg) in plots {
+        let _ = writeln!(
+            figures,
+            "<div class=\"plot\" id=\"{}\">{svg}</div>",
+            name.trim_end_matches(".svg")
+        );
+    }
+    match PLOTS_BEFORE.iter().filter_map(|h| body.find(h)).min() {
+        Some(at) => body.insert_str(at, &figures),
+        None => body.push_str(&figures),
+    }
+    // The summary goes after the title, before everything else.
+    let lead = body.find("</h1>").map_or(0, |i| i + "</h1>".len() + 1);
+    body.insert_str(lead.min(body.len()), &summary(report));
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>percentes report</title>\n<style>\n{STYLE}</style></head><body>\n{body}</body></html>\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_markdown_cannot_inject_markup_or_links() {
+        let md = "# t\n\nA detail: <script>alert(1)</script> and <img src=x onerror=y>\n\n[click](javascript:alert(1)) ![i](http://x/y.png) <http://evil.example>\n";
+        let html = render(md);
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<a "), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(html.contains("click"), "the link's text stays: {html}");
+    }
+
+    #[test]
+    fn tables_blockquotes_and_gate_statuses_render() {
+        let md = "| gate | status |\n|---|---|\n| G2.4 | fail |\n| G6 | pass |\n| G5 | unobserved |\n\n> the headline, not a literal marker\n\n**bold**\n";
+        let html = render(md);
+        assert!(
+            html.contains("<table>") && html.contains("<th>gate</th>"),
+            "{html}"
+        );
+        assert!(html.contains("<td class=\"bad\">FAIL</td>"), "{html}");
+        assert!(html.contains("<td class=\"bad\">UNOBSERVED</td>"), "{html}");
+        assert!(html.contains("<td class=\"good\">pass</td>"), "{html}");
+        assert!(html.contains("<blockquote>"), "{html}");
+        assert!(!html.contains("&gt; the headline"), "{html}");
+        assert!(html.contains("<strong>bold</strong>"), "{html}");
+        assert!(
+            !STYLE.contains("strong{color"),
+            "bold is not styled as an alarm"
+        );
+    }
+
+    #[test]
+    fn latencies_read_in_their_unit() {
+        assert_eq!(latency(842.0), "842 µs");
+        assert_eq!(latency(12_345.0), "12.3 ms");
+        assert_eq!(latency(1_234_000.0), "1.234 s");
+    }
+}

@@ -1,0 +1,463 @@
+//! A load sweep read back (issue 18 item 4): one journal per offered rate, each analyzed as
+//! `analyze` would, summarized as latency against load. Each point keeps its own refusals: a p99
+//! the sample cannot support says so in its cell, and a recording the client gate invalidated
+//! publishes nothing for its rate, exactly as its own report would.
+//!
+//! Pure functions of the per-rate reports: `percentes sweep` (the study crate) records, this
+//! module reads.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use percentes_formats::schedule::RATE_RPS_MAX;
+
+use crate::model::{Distribution, Report};
+
+/// The most rates one sweep records.
+pub const RATES_MAX: usize = 64;
+
+/// `2,4,8,16`, or a geometric ramp `FROM..TO*FACTOR` (`2..32*2` is 2, 4, 8, 16, 32): rates in
+/// requests per second, each above 0, strictly increasing.
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, String> {
+    let number = |s: &str| -> Result<f64, String> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number"))?;
+        if v.is_finite() && v > 0.0 && v <= RATE_RPS_MAX {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{s} is not a rate above 0 and at most {RATE_RPS_MAX}"
+            ))
+        }
+    };
+    let rates: Vec<f64> = if let Some((from, rest)) = text.split_once("..") {
+        let (to, factor) = rest
+            .split_once('*')
+            .ok_or_else(|| format!("{text:?}: a ramp is FROM..TO*FACTOR, such as 2..32*2"))?;
+        let (from, to, factor) = (number(from)?, number(to)?, number(factor)?);
+        if factor <= 1.0 || to < from {
+            return Err(format!(
+                "{text:?}: a ramp needs FROM <= TO and a FACTOR above 1"
+            ));
+        }
+        let mut rates = Vec::new();
+        let mut rate = from;
+        // Compared in millionths of a request per second, so 2..32*2 ends at 32 whatever the
+        // products round to.
+        let micro = |r: f64| (r * 1e6).round();
+        while micro(rate) <= micro(to) && rates.len() <= RATES_MAX {
+            rates.push(micro(rate) / 1e6);
+            rate *= factor;
+        }
+        rates
+    } else {
+        text.split(',').map(number).collect::<Result<_, _>>()?
+    };
+    if rates.is_empty() || rates.len() > RATES_MAX {
+        return Err(format!("{text:?}: between 1 and {RATES_MAX} rates"));
+    }
+    if rates.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(format!("{text:?}: the rates must increase"));
+    }
+    Ok(rates)
+}
+
+/// `--rates` as the command line reads it ([`parse_rates`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rates(pub Vec<f64>);
+
+impl std::str::FromStr for Rates {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Rates, String> {
+        parse_rates(text).map(Rates)
+    }
+}
+
+/// The sweep schema this build writes.
+pub const SWEEP_SCHEMA: &str = "percentes-sweep/1";
+
+/// The whole sweep, written as sweep.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    /// [`SWEEP_SCHEMA`].
+    pub schema: &'static str,
+    /// The configuration the rates were applied to.
+    pub config: String,
+    /// Why it may not be published, each line starting `NOT PUBLISHABLE` (the dev profile, rates
+    /// shown for diagnosis); empty when it may.
+    pub not_publishable: Vec<String>,
+    /// One point per rate, in the order swept.
+    pub points: Vec<Point>,
+}
+
+/// One offered rate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// The offered rate, requests per second (`schedule.rate_rps` of its recording).
+    pub rate_rps: f64,
+    /// The journal the point is read from.
+    pub journal: String,
+    /// Earlier recordings of this rate that only the client gate failed (recorded again).
+    pub spoiled: Vec<String>,
+    /// Whether every run-invalidating gate held.
+    pub valid: bool,
+    /// The gates that did not, `ID status (observed)`.
+    pub failed_gates: Vec<String>,
+    /// Requests scheduled in the measurement window.
+    pub scheduled: u64,
+    /// Completed requests per second of the measurement window.
+    pub throughput_rps: Option<f64>,
+    /// Errored share of the window's scheduled requests.
+    pub error_rate: Option<f64>,
+    /// Censored share (no answer within the client timeout).
+    pub censored_rate: Option<f64>,
+    /// SLO-goodput (§4).
+    pub goodput: Option<f64>,
+    /// TTFT, TPOT and end-to-end latency, completed requests only.
+    pub latency: Vec<Latency>,
+    /// The completion curve's quantile readings over every scheduled request (§3), each a
+    /// value or its refusal (a p99 the censored and errored mass makes unattainable).
+    pub completion: Vec<String>,
+}
+
+/// p50 and p99 of one latency at one rate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    /// `ttft`, `tpot` or `e2e`.
+    pub metric: &'static str,
+    /// Samples.
+    pub n: u64,
+    /// From the pinned histogram, us.
+    pub p50_us: Option<u64>,
+    /// From the pinned histogram, us.
+    pub p99_us: Option<u64>,
+    /// The p99's 95 % order-statistic interval, us, when the sample supports one (§7).
+    pub p99_interval_us: Option<(u64, u64)>,
+    /// The interval, or why the sample supports none, in words.
+    pub p99_text: String,
+}
+
+/// The metrics a point reports, in order.
+pub const METRICS: [&str; 3] = ["ttft", "tpot", "e2e"];
+
+impl Point {
+    /// The point of one rate's report: its measurement window, or nothing but the failed gates
+    /// when the run is invalid (its report publishes no statistic, §9).
+    pub fn of(rate_rps: f64, journal: &str, spoiled: Vec<String>, report: &Report) -> Point {
+        let failed_gates: Vec<String> = report
+            .validity
+            .gates
+            .iter()
+            .filter(|g| !g.holds())
+            .map(|g| format!("{} {} ({})", g.id, g.status, g.observed))
+            .collect();
+        let window = report.windows.iter().find(|w| w.window == "measurement");
+        let latency = window.map_or_else(Vec::new, |w| {
+            [
+                (METRICS[0], &w.ttft),
+                (METRICS[1], &w.tokens.tpot),
+                (METRICS[2], &w.e2e),
+            ]
+            .into_iter()
+            .map(|(metric, d)| latency(metric, d))
+            .collect()
+        });
+        Point {
+            rate_rps,
+            journal: journal.to_owned(),
+            spoiled,
+            valid: report.validity.valid,
+            failed_gates,
+            scheduled: report
+                .timeline
+                .windows
+                .iter()
+                .find(|w| w.window == "measurement")
+                .map_or(0, |w| w.scheduled),
+            throughput_rps: window.and_then(|w| w.throughput_rps.value),
+            error_rate: window.and_then(|w| w.error_rate.value),
+            censored_rate: window.and_then(|w| w.censored_rate.value),
+            goodput: window.and_then(|w| w.goodput.value),
+            latency,
+            completion: window.map_or_else(Vec::new, |w| {
+                w.completion
+                    .readings
+                    .iter()
+                    .map(|r| r.text.clone())
+                    .collect()
+            }),
+        }
+    }
+
+    fn metric(&self, metric: &str) -> Option<&Latency> {
+        self.latency.iter().find(|l| l.metric == metric)
+    }
+}
+
+fn latency(metric: &'static str, d: &Distribution) -> Latency {
+    let at = |q: &str| {
+        d.percentiles_us
+            .iter()
+            .find(|(n, _)| n == q)
+            .map(|(_, v)| *v)
+    };
+    let tail = d.tails.iter().find(|t| t.quantile == "p99");
+    Latency {
+        metric,
+        n: d.n,
+        p50_us: at("p50"),
+        p99_us: at("p99"),
+        p99_interval_us: tail.and_then(|t| t.interval_us),
+        p99_text: tail.map_or_else(|| "no samples".to_owned(), |t| t.text.clone()),
+    }
+}
+
+/// sweep.json.
+pub fn json(sweep: &Sweep) -> String {
+    let mut text = serde_json::to_string_pretty(sweep).expect("a sweep serializes");
+    text.push('\n');
+    text
+}
+
+/// sweep.md: the table, then each point's p99 reading in words.
+pub fn markdown(sweep: &Sweep) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Load sweep: latency against offered load\n");
+    let _ = writeln!(md, "Configuration: `{}`\n", sweep.config);
+    for why in &sweep.not_publishable {
+        let _ = writeln!(md, "**{why}**\n");
+    }
+    let _ = writeln!(
+        md,
+        "Each rate is its own recording, analyzed as `percentes analyze` would: the measurement window, completed requests only for the latencies (p99 with its 95 % order-statistic interval where the sample supports one, `no CI` where it does not, §7), the completion curve over every scheduled request below. A recording that failed a gate publishes nothing for its rate (§9).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| offered rps | scheduled | throughput rps | errored | censored | goodput | TTFT p50 / p99 ms | TPOT p50 / p99 ms | e2e p50 / p99 ms | gates |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    let share = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.4}"));
+    for p in &sweep.points {
+        let cell = |metric: &str| match p.metric(metric) {
+            Some(l) if l.n > 0 => format!(
+                "{} / {} {}",
+                ms(l.p50_us),
+                ms(l.p99_us),
+                l.p99_interval_us
+                    .map_or("(no CI)".to_owned(), |(a, b)| format!(
+                        "[{}, {}]",
+                        ms(Some(a)),
+                        ms(Some(b))
+                    ))
+            ),
+            Some(_) => "no samples".into(),
+            None => "withheld".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.rate_rps,
+            p.scheduled,
+            p.throughput_rps
+                .map_or("n/a".to_owned(), |v| format!("{v:.2}")),
+            share(p.error_rate),
+            share(p.censored_rate),
+            share(p.goodput),
+            cell("ttft"),
+            cell("tpot"),
+            cell("e2e"),
+            match (p.valid, p.latency.is_empty()) {
+                (true, _) => "pass".to_owned(),
+                (false, true) => format!("INVALID: {}", p.failed_gates.join(", ")),
+                (false, false) => format!(
+                    "INVALID, shown for diagnosis only: {}",
+                    p.failed_gates.join(", ")
+                ),
+            }
+        );
+    }
+    let _ = writeln!(md, "\n## Readings\n");
+    for p in &sweep.points {
+        if p.latency.is_empty() {
+            let _ = writeln!(
+                md,
+                "- {} rps (`{}`): no statistic published; the run is invalid",
+                p.rate_rps, p.journal
+            );
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "- {} rps completion curve: {}",
+            p.rate_rps,
+            p.completion.join("; ")
+        );
+        for l in &p.latency {
+            let _ = writeln!(
+                md,
+                "- {} rps {}: {} (n = {})",
+                p.rate_rps, l.metric, l.p99_text, l.n
+            );
+        }
+        if !p.spoiled.is_empty() {
+            let _ = writeln!(
+                md,
+                "- {} rps: recorded again after {} (the client gate alone failed)",
+                p.rate_rps,
+                p.spoiled.join(", ")
+            );
+        }
+    }
+    md
+}
+
+fn ms(us: Option<u64>) -> String {
+    us.map_or("n/a".to_owned(), |v| format!("{:.1}", v as f64 / 1e3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(rate: f64, valid: bool, p50: u64, p99: u64, ci: Option<(u64, u64)>) -> Point {
+        Point {
+            rate_rps: rate,
+            journal: format!("sweep-{rate}rps.pj"),
+            spoiled: Vec::new(),
+            valid,
+            failed_gates: if valid {
+                Vec::new()
+            } else {
+                vec!["G2.4 fail (1140.000 us)".into()]
+            },
+            scheduled: 100,
+            throughput_rps: valid.then_some(rate),
+            error_rate: valid.then_some(0.0),
+            censored_rate: valid.then_some(0.01),
+            goodput: valid.then_some(0.99),
+            latency: if valid {
+                METRICS
+                    .iter()
+                    .map(|&metric| Latency {
+                        metric,
+                        n: 100,
+                        p50_us: Some(p50),
+                        p99_us: Some(p99),
+                        p99_interval_us: ci,
+                        p99_text: if ci.is_some() {
+                            "p99 = ... 95 % CI".into()
+                        } else {
+                            "p99 omitted".into()
+                        },
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            completion: if valid {
+                vec!["p50 = 0.210 s".into(), "p99 unattainable".into()]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[test]
+    fn the_table_keeps_each_rates_refusals_and_invalid_runs_publish_nothing() {
+        let sweep = Sweep {
+            schema: SWEEP_SCHEMA,
+            config: "run.toml".into(),
+            not_publishable: Vec::new(),
+            points: vec![
+                point(2.0, true, 210_000, 219_800, Some((219_000, 220_000))),
+                point(4.0, true, 250_000, 900_000, None),
+                point(8.0, false, 0, 0, None),
+                Point {
+                    valid: false,
+                    failed_gates: vec!["G2.4 fail (1560.000 us)".into()],
+                    ..point(16.0, true, 260_000, 300_000, None)
+                },
+            ],
+        };
+        let md = markdown(&sweep);
+        assert!(
+            md.contains(
+                "| 2 | 100 | 2.00 | 0.0000 | 0.0100 | 0.9900 | 210.0 / 219.8 [219.0, 220.0] |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 4 | 100 | 4.00 | 0.0000 | 0.0100 | 0.9900 | 250.0 / 900.0 (no CI) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- 4 rps completion curve: p50 = 0.210 s; p99 unattainable"),
+            "{md}"
+        );
+        assert!(md.contains("| 8 | 100 | n/a | n/a | n/a | n/a | withheld | withheld | withheld | INVALID: G2.4 fail (1140.000 us) |"), "{md}");
+        assert!(
+            md.contains("- 8 rps (`sweep-8rps.pj`): no statistic published"),
+            "{md}"
+        );
+        // Asked for a diagnosis, an invalid rate's numbers show, and its row says what they are.
+        assert!(
+            md.contains("| 16 | 100 | 16.00 | 0.0000 | 0.0100 | 0.9900 | 260.0 / 300.0 (no CI) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| INVALID, shown for diagnosis only: G2.4 fail (1560.000 us) |"),
+            "{md}"
+        );
+        let svg = crate::plots::sweep_latency(&sweep);
+        assert!(
+            svg.contains("invalid: nothing published") && svg.contains("invalid: diagnosis only")
+        );
+        let json: serde_json::Value = serde_json::from_str(&json(&sweep)).unwrap();
+        assert_eq!(json["schema"], SWEEP_SCHEMA);
+        assert_eq!(
+            json["points"][1]["latency"][0]["p99_interval_us"],
+            serde_json::Value::Null
+        );
+        assert_eq!(
+            json["points"][0]["latency"][2]["p99_interval_us"][1],
+            220_000
+        );
+    }
+
+    #[test]
+    fn rates_are_a_list_or_a_geometric_ramp_and_nonsense_is_refused() {
+        assert_eq!(parse_rates("2,4,8,16").unwrap(), [2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(parse_rates("2..32*2").unwrap(), [2.0, 4.0, 8.0, 16.0, 32.0]);
+        assert_eq!(parse_rates("1..2*1.5").unwrap(), [1.0, 1.5]);
+        assert_eq!(parse_rates("0.5").unwrap(), [0.5]);
+        for (bad, why) in [
+            ("", "is not a number"),
+            ("2,x", "is not a number"),
+            ("4,2", "must increase"),
+            ("2,2", "must increase"),
+            ("0,1", "above 0"),
+            ("-1", "above 0"),
+            ("2..32", "FROM..TO*FACTOR"),
+            ("2..32*1", "FACTOR above 1"),
+            ("32..2*2", "FROM <= TO"),
+            ("1..1000000*1.01", "between 1 and 64 rates"),
+        ] {
+            let e = parse_rates(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_sweep_plots_axis_ends_on_a_round_number() {
+        use crate::plots::round_up;
+        assert_eq!(round_up(40.4), 50.0);
+        assert_eq!(round_up(9.3), 10.0);
+        assert_eq!(round_up(10.0), 10.0);
+        assert_eq!(round_up(0.37), 0.5);
+        assert_eq!(round_up(1234.0), 1250.0);
+        assert_eq!(round_up(0.0), 1.0);
+    }
+}

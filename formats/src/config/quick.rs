@@ -1,0 +1,365 @@
+//! A run described by flags instead of a file (`percentes record --url URL --model M --rate R
+//! --duration 30s`, and `percentes init --from-flags` to write it out for editing): the
+//! configuration text those flags stand for. It is an ordinary configuration, loaded by the
+//! same rules and journaled like any other, so a quick run is as verifiable as a planned one.
+//!
+//! Never the experiment profile: flags cannot state a calibration, a fault or the pins a
+//! publishable run needs. A self-hosted target gets the dev profile with its timeline in
+//! seconds (SPEC §P) and the pinned client timeout; a third-party endpoint (`--hosted`) gets the
+//! hosted profile, whose timeline is the pinned one.
+
+use std::collections::BTreeMap;
+
+use super::{Config, ConfigError};
+use crate::pins;
+
+/// The route path a URL without one is given: OpenAI's chat completions.
+pub const QUICK_PATH_DEFAULT: &str = "/v1/chat/completions";
+/// The paths a `--url` may end in that are taken as the route rather than the base URL.
+const ROUTE_PATHS: [&str; 2] = ["/v1/chat/completions", "/v1/completions"];
+
+/// What the flags state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quick {
+    /// The endpoint: a base URL (`http://host:8000`) or a request URL that ends in a route path
+    /// (`http://host:8000/v1/chat/completions`).
+    pub url: String,
+    /// `target.model`.
+    pub model: String,
+    /// `schedule.rate_rps`.
+    pub rate_rps: f64,
+    /// The measured span in seconds (dev only).
+    pub duration_s: Option<f64>,
+    /// The warm-up in seconds (dev only; default a tenth of the duration, at most the pin).
+    pub warmup_s: Option<f64>,
+    /// Stream the responses (SSE), for TTFT and inter-token times.
+    pub stream: bool,
+    /// `[target.headers]`, as `Name: value` lines.
+    pub headers: Vec<String>,
+    /// `target.api_key_env`.
+    pub api_key_env: Option<String>,
+    /// A third-party endpoint: the hosted profile.
+    pub hosted: bool,
+    /// `schedule.seed`.
+    pub seed: u64,
+    /// `schedule.arrival`: `poisson` or `deterministic`.
+    pub arrival: String,
+}
+
+/// Parses a duration as a user writes one: `30s`, `2m`, `1h`, `1.5s`, `500ms`, or bare seconds.
+pub fn parse_duration_s(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!(
+            "{text:?} is not a duration: a positive number with s, m, h or ms (30s, 2m, 500ms)"
+        )),
+    }
+}
+
+impl Quick {
+    /// Splits `url` into the base URL and the route path.
+    fn base_and_path(&self) -> (String, String) {
+        let url = self.url.trim_end_matches('/');
+        for path in ROUTE_PATHS {
+            if let Some(base) = url.strip_suffix(path) {
+                if base.contains("://") && !base.ends_with(':') && !base.ends_with('/') {
+                    return (base.to_owned(), path.to_owned());
+                }
+            }
+        }
+        (url.to_owned(), QUICK_PATH_DEFAULT.to_owned())
+    }
+
+    /// The configuration these flags stand for, as commented TOML, checked by loading it. The
+    /// error names the flag where one is to blame.
+    pub fn toml(&self) -> Result<String, String> {
+        use toml::Value as V;
+        let (base_url, path) = self.base_and_path();
+        let profile = if self.hosted { "hosted" } else { "dev" };
+        let dev = if self.hosted {
+            if self.duration_s.is_some() || self.warmup_s.is_some() {
+                return Err(format!(
+                    "--duration and --warmup set a dev run's timeline; a --hosted run's is the pinned one ({} s warm-up, {} s measured, {} s cooldown, SPEC §1): leave them out, or measure a self-hosted target",
+                    pins::value::EXPERIMENT_WARMUP_S,
+                    pins::value::EXPERIMENT_BASELINE_S,
+                    pins::value::EXPERIMENT_COOLDOWN_S
+                ));
+            }
+            None
+        } else {
+            let measure = self.duration_s.ok_or(
+                "--duration is needed: how long to measure (30s, 2m), after a warm-up of a tenth of it",
+            )?;
+            let warmup = self.warmup_s.unwrap_or_else(|| {
+                let tenth = (measure / 10.0 * 10.0).round() / 10.0;
+                tenth.min(pins::value::EXPERIMENT_WARMUP_S as f64)
+            });
+            let mut table = toml::Table::new();
+            table.insert("time_factor".into(), V::Integer(1));
+            table.insert("warmup_s".into(), V::Float(warmup));
+            table.insert("measure_s".into(), V::Float(measure));
+            table.insert("cooldown_s".into(), V::Float(0.0));
+            Some(table)
+        };
+        let mut target = toml::Table::new();
+        let kind = if self.hosted { "hosted" } else { "self-hosted" };
+        target.insert("kind".into(), V::String(kind.into()));
+        target.insert("base_url".into(), V::String(base_url));
+        target.insert("model".into(), V::String(self.model.clone()));
+        target.insert("stream".into(), V::Boolean(self.stream));
+        if let Some(variable) = &self.api_key_env {
+            target.insert("api_key_env".into(), V::String(variable.clone()));
+        }
+        let mut headers = BTreeMap::new();
+        for line in &self.headers {
+            let Some((name, value)) = line.split_once(':') else {
+                return Err(format!(
+                    "--header {line:?} is not `Name: value` (a colon between them)"
+                ));
+            };
+            let name = name.trim();
+            if name.is_empty() || headers.contains_key(name) {
+                return Err(format!(
+                    "--header {line:?}: {}",
+                    if name.is_empty() {
+                        "the name is empty"
+                    } else {
+                        "that header is given twice"
+                    }
+                ));
+            }
+            headers.insert(name.to_owned(), V::String(value.trim().to_owned()));
+        }
+        let mut schedule = toml::Table::new();
+        schedule.insert("seed".into(), V::Integer(self.seed as i64));
+        schedule.insert("arrival".into(), V::String(self.arrival.clone()));
+        schedule.insert("rate_rps".into(), V::Float(self.rate_rps));
+        let mut fault = toml::Table::new();
+        fault.insert("variant".into(), V::String("none".into()));
+        let mut route = toml::Table::new();
+        route.insert("label".into(), V::String("quick".into()));
+        route.insert("path".into(), V::String(path));
+        // Sections in the order a person writes them (a table alone would sort its keys).
+        let mut sections = Vec::new();
+        sections.extend(dev.map(|d| ("[dev]".to_owned(), d)));
+        sections.push(("[target]".into(), target));
+        if !headers.is_empty() {
+            sections.push(("[target.headers]".into(), headers.into_iter().collect()));
+        }
+        sections.push(("[schedule]".into(), schedule));
+        sections.push(("[fault]".into(), fault));
+        sections.push(("[[routes]]".into(), route));
+        let mut text = "# A quick run stated by flags (`percentes record --url ...`; `percentes init --from-flags`\n# with the same flags writes it out). No fault; NOT PUBLISHABLE unless hosted.\n".to_owned();
+        text.push_str(&format!(
+            "schema_version = {}\nprofile = \"{profile}\"\n",
+            pins::value::SCHEMA_VERSION
+        ));
+        for (header, table) in sections {
+            let body = toml::to_string(&table).map_err(|e| format!("cannot write the run: {e}"))?;
+            if !header.is_empty() {
+                text.push('\n');
+                text.push_str(&header);
+                text.push('\n');
+            }
+            text.push_str(&body);
+        }
+        Config::parse(text.as_bytes()).map_err(|e| blame(&e))?;
+        Ok(text)
+    }
+}
+
+/// A configuration error, with the flag that set the key it names.
+fn blame(error: &ConfigError) -> String {
+    let text = error.to_string();
+    let flags = [
+        ("target.base_url", "--url"),
+        ("target.model", "--model"),
+        ("schedule.rate_rps", "--rate"),
+        ("schedule.seed", "--seed"),
+        ("schedule.arrival", "--arrival"),
+        ("dev.measure_s", "--duration"),
+        ("dev.warmup_s", "--warmup"),
+        ("target.headers", "--header"),
+        ("target.api_key_env", "--api-key-env"),
+        ("routes[0].path", "--url"),
+    ];
+    match flags.iter().find(|(key, _)| text.contains(key)) {
+        Some((key, flag)) => format!("{flag} (the run's {key}): {text}"),
+        None => format!("the run the flags state does not load: {text}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick() -> Quick {
+        Quick {
+            url: "http://127.0.0.1:8000/v1/chat/completions".into(),
+            model: "tiny".into(),
+            rate_rps: 4.0,
+            duration_s: Some(30.0),
+            warmup_s: None,
+            stream: true,
+            headers: vec!["X-Team: perf".into()],
+            api_key_env: None,
+            hosted: false,
+            seed: 1,
+            arrival: "poisson".into(),
+        }
+    }
+
+    #[test]
+    fn durations_read_as_users_write_them() {
+        for (text, s) in [
+            ("30s", 30.0),
+            ("2m", 120.0),
+            ("1h", 3600.0),
+            ("1.5s", 1.5),
+            ("500ms", 0.5),
+            ("45", 45.0),
+        ] {
+            assert_eq!(parse_duration_s(text), Ok(s), "{text}");
+        }
+        for bad in ["", "s", "-3s", "0s", "3 days", "nan", "infs"] {
+            assert!(parse_duration_s(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_self_hosted_quick_run_is_a_dev_run_in_seconds_with_the_pinned_timeout() {
+        let text = quick().toml().unwrap();
+        let config = Config::parse(text.as_bytes()).unwrap();
+        assert_eq!(config.profile, super::super::Profile::Dev);
+        assert_eq!(config.target.base_url, "http://127.0.0.1:8000");
+        assert_eq!(config.routes[0].path, "/v1/chat/completions");
+        assert_eq!(config.target.headers["X-Team"], "perf");
+        assert!(config.target.stream);
+        // 3 s warm-up (a tenth), 30 s measured, no cooldown; the timeout is the pin.
+        let phases: Vec<(String, u64)> = config
+            .schedule_params()
+            .phases
+            .iter()
+            .map(|p| (p.name.clone(), p.duration_ns))
+            .collect();
+        assert_eq!(
+            phases,
+            [
+                ("warmup".to_owned(), 3_000_000_000),
+                ("measurement".to_owned(), 30_000_000_000)
+            ]
+        );
+        assert_eq!(config.duration_ns(&pins::CLIENT_TIMEOUT_S), 30_000_000_000);
+        assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+        // A base URL alone gets the default route; a path of its own is kept as the base's.
+        let base = Quick {
+            url: "http://10.0.0.5:8000/".into(),
+            ..quick()
+        };
+        let config = Config::parse(base.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(config.target.base_url, "http://10.0.0.5:8000");
+        assert_eq!(config.routes[0].path, QUICK_PATH_DEFAULT);
+        let completions = Quick {
+            url: "https://gw.example/team/v1/completions".into(),
+            ..quick()
+        };
+        let config = Config::parse(completions.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(config.target.base_url, "https://gw.example/team");
+        assert_eq!(config.routes[0].path, "/v1/completions");
+    }
+
+    #[test]
+    fn a_hosted_quick_run_has_the_pinned_timeline_and_refuses_a_duration() {
+        let hosted = Quick {
+            hosted: true,
+            duration_s: None,
+            api_key_env: Some("OPENAI_API_KEY".into()),
+            ..quick()
+        };
+        let config = Config::parse(hosted.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(config.profile, super::super::Profile::Hosted);
+        assert!(config.publishability().is_ok());
+        assert_eq!(config.target.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        let error = Quick {
+            hosted: true,
+            ..quick()
+        }
+        .toml()
+        .unwrap_err();
+        assert!(
+            error.contains("--duration") && error.contains("pinned"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn bad_flags_are_refused_naming_the_flag() {
+        let cases = [
+            (
+                Quick {
+                    duration_s: None,
+                    ..quick()
+                },
+                "--duration",
+            ),
+            (
+                Quick {
+                    url: "127.0.0.1:8000".into(),
+                    ..quick()
+                },
+                "--url",
+            ),
+            (
+                Quick {
+                    rate_rps: -1.0,
+                    ..quick()
+                },
+                "--rate",
+            ),
+            (
+                Quick {
+                    model: String::new(),
+                    ..quick()
+                },
+                "--model",
+            ),
+            (
+                Quick {
+                    headers: vec!["X-Team perf".into()],
+                    ..quick()
+                },
+                "--header",
+            ),
+            (
+                Quick {
+                    headers: vec!["Authorization: Bearer sk-123".into()],
+                    ..quick()
+                },
+                "--header",
+            ),
+            (
+                Quick {
+                    arrival: "bursty".into(),
+                    ..quick()
+                },
+                "--arrival",
+            ),
+        ];
+        for (q, flag) in cases {
+            let error = q.toml().unwrap_err();
+            assert!(error.starts_with(flag), "{flag}: {error}");
+        }
+    }
+}

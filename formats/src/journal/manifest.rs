@@ -1,0 +1,908 @@
+//! Sharded capture: the partition of one schedule over N recorders, the host facts a shard
+//! journals about its clock and its start, and the manifest that binds N shard journals into one
+//! run (SPEC §2 "Sharded capture", formats/JOURNAL.md §Manifest).
+//!
+//! The manifest is JSON for people and tools; what it promises is its **binding**, a BLAKE3 over
+//! bytes laid out here (never over the JSON text), optionally signed with the operator's ed25519
+//! key. Every other field restates something the shard files say and is checked against them.
+
+use std::fmt;
+
+pub use ed25519_dalek::SigningKey;
+use ed25519_dalek::{Signature, Signer, Verifier, VerifyingKey};
+use serde::{Deserialize, Serialize};
+
+use super::verify::VerifyReport;
+use super::{hex, parse_hash, Header, Verdict};
+use crate::config::Config;
+use crate::pins;
+
+/// The manifest layout this build writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+/// Prefixes the bytes the binding hashes.
+pub const MANIFEST_DOMAIN: &[u8] = b"percentes shard manifest v1\0";
+/// Prefixes the binding in the message an operator's key signs.
+pub const MANIFEST_SIGNATURE_DOMAIN: &[u8] = b"percentes shard manifest v1 signature\0";
+/// Most shards one schedule may be split into.
+pub const SHARDS_MAX: u32 = 1024;
+
+/// Host-fact keys a recorder journals for sharded capture (JOURNAL.md §Host facts).
+pub mod facts {
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): shards with the same one read
+    /// one clock.
+    pub const BOOT_ID: &str = "boot-id";
+    /// The clock discipline as the kernel reports it (adjtimex): `synchronized` or
+    /// `unsynchronized`, with the kernel's state.
+    pub const CLOCK_SYNC: &str = "clock-sync";
+    /// The kernel's bound on the realtime clock's error, microseconds (adjtimex `maxerror`).
+    pub const CLOCK_MAXERROR_US: &str = "clock-maxerror-us";
+    /// The kernel's estimate of the realtime clock's error, microseconds (adjtimex `esterror`).
+    pub const CLOCK_ESTERROR_US: &str = "clock-esterror-us";
+    /// Realtime minus monotonic at the epoch, ns (the two anchors' difference, stated once).
+    pub const REALTIME_MINUS_MONOTONIC_NS: &str = "clock-realtime-minus-monotonic-ns";
+    /// The agreed epoch given with `--start-at`, ns since the Unix epoch.
+    pub const START_AT_NS: &str = "shard-start-at-ns";
+    /// How long after the latest moment it could still have been on time the recorder was ready
+    /// (0 when on time), ns.
+    pub const START_LATE_NS: &str = "shard-start-late-ns";
+}
+
+/// Shard `index` of `count`: the journal of the indices `i` with `i mod count == index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// k, from 0.
+    pub index: u32,
+    /// N, at least 1.
+    pub count: u32,
+}
+
+impl Shard {
+    /// One recorder holding the whole schedule.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Reads `K/N` (k from 0, k < N, N at most [`SHARDS_MAX`]).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (k, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("shard `{text}` is not K/N (e.g. 0/3)"))?;
+        let number = |part: &str, what: &str| {
+            part.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("shard `{text}`: {what} `{part}` is not a whole number"))
+        };
+        let shard = Shard {
+            index: number(k, "K")?,
+            count: number(n, "N")?,
+        };
+        shard.check()?;
+        Ok(shard)
+    }
+
+    /// Refuses a shard that does not exist.
+    pub fn check(self) -> Result<(), String> {
+        if self.count == 0 || self.count > SHARDS_MAX {
+            return Err(format!(
+                "a schedule is split into 1 to {SHARDS_MAX} shards, not {}",
+                self.count
+            ));
+        }
+        if self.index >= self.count {
+            return Err(format!(
+                "shard {} of {} does not exist: K counts from 0 and stays below N",
+                self.index, self.count
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether schedule index `index` belongs to this shard.
+    pub fn holds(self, index: u64) -> bool {
+        index % u64::from(self.count) == u64::from(self.index)
+    }
+
+    /// How many of a schedule's `total` requests this shard holds.
+    pub fn requests_of(self, total: u64) -> u64 {
+        let (k, n) = (u64::from(self.index), u64::from(self.count));
+        if total > k {
+            (total - k - 1) / n + 1
+        } else {
+            0
+        }
+    }
+
+    /// The shard `record` was given: `--shard K/N` (`flag`), or `--shards N` (`count`) with K
+    /// from `job_index`, a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX`; the whole schedule
+    /// without either.
+    pub fn from_flags(
+        flag: Option<&str>,
+        count: Option<u32>,
+        job_index: Option<&str>,
+    ) -> Result<Shard, String> {
+        match (flag, count, job_index) {
+            (Some(text), _, _) => Shard::parse(text),
+            (None, Some(count), Some(index)) => Shard::parse(&format!("{index}/{count}"))
+                .map_err(|e| format!("JOB_COMPLETION_INDEX={index} with --shards {count}: {e}")),
+            (None, Some(_), None) => Err("--shards N takes the shard index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it), which is not set; give --shard K/N instead".into()),
+            (None, None, _) => Ok(Shard::WHOLE),
+        }
+    }
+
+    /// The shard a header declares.
+    pub fn of(header: &Header) -> Shard {
+        Shard {
+            index: header.shard_index,
+            count: header.shard_count,
+        }
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Reads an agreed epoch: Unix seconds (`1796161200`, fractions allowed) or an RFC 3339 instant
+/// (`2026-12-01T21:40:00Z`, `2026-12-01T22:40:00.5+01:00`). Returns ns since the Unix epoch;
+/// an instant before 1970 or past what i64 ns hold (the year 2262) is refused.
+pub fn parse_instant(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let bad = |why: &str| {
+        format!("`{text}` is not an instant: {why} (give Unix seconds, or RFC 3339 such as 2026-12-01T21:40:00Z)")
+    };
+    let number = |part: Option<&str>, what: &str| -> Result<i64, String> {
+        part.filter(|p| !p.is_empty() && p.len() <= 18 && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<i64>().ok())
+            .ok_or_else(|| bad(&format!("no {what}")))
+    };
+    // Nanoseconds of a decimal fraction's digits (exact; digits past the ninth are dropped).
+    let fraction_ns = |digits: &str| -> Result<i64, String> {
+        if digits.is_empty() {
+            return Ok(0);
+        }
+        let nine: String = digits
+            .chars()
+            .chain(std::iter::repeat('0'))
+            .take(9)
+            .collect();
+        number(Some(&nine), "fraction of a second")
+            .and_then(|ns| number(Some(digits), "fraction of a second").map(|_| ns))
+    };
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        // Unix seconds, read exactly (an f64 cannot hold ns since 1970).
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let seconds = number(Some(whole), "Unix seconds")?;
+        return in_range(seconds, fraction_ns(fraction)?).ok_or_else(|| bad("out of range"));
+    }
+    let (date, time) = text
+        .split_once(['T', 't', ' '])
+        .ok_or_else(|| bad("no `T` between date and time"))?;
+    let mut d = date.split('-');
+    let (year, month, day) = (
+        number(d.next(), "year")?,
+        number(d.next(), "month")?,
+        number(d.next(), "day")?,
+    );
+    if d.next().is_some()
+        || !(1970..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+    {
+        return Err(bad("the date is not YYYY-MM-DD"));
+    }
+    let (clock, offset_s) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
+        (clock, 0)
+    } else {
+        let at = time
+            .rfind(['+', '-'])
+            .ok_or_else(|| bad("no time zone (Z or +HH:MM)"))?;
+        let (clock, zone) = time.split_at(at);
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let (h, m) = zone[1..]
+            .split_once(':')
+            .ok_or_else(|| bad("the zone is not +HH:MM"))?;
+        let (h, m) = (
+            number(Some(h), "zone hours")?,
+            number(Some(m), "zone minutes")?,
+        );
+        if h > 23 || m > 59 {
+            return Err(bad("the zone is out of range"));
+        }
+        (clock, sign * (h * 3600 + m * 60))
+    };
+    let (whole, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut t = whole.split(':');
+    let (h, m, sec) = (
+        number(t.next(), "hour")?,
+        number(t.next(), "minute")?,
+        number(t.next(), "second")?,
+    );
+    if t.next().is_some() || h > 23 || m > 59 || sec > 60 {
+        return Err(bad("the time is not HH:MM:SS"));
+    }
+    let fraction_ns = fraction_ns(fraction)?;
+    // Days from 1970-01-01 to the civil date (proleptic Gregorian).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + h * 3600 + m * 60 + sec - offset_s;
+    in_range(seconds, fraction_ns).ok_or_else(|| bad("out of range"))
+}
+
+/// Seconds and ns as ns since the Unix epoch, when that is from 1970 to the year 2262 (i64 ns).
+fn in_range(seconds: i64, fraction_ns: i64) -> Option<i64> {
+    seconds
+        .checked_mul(1_000_000_000)?
+        .checked_add(fraction_ns)
+        .filter(|ns| *ns >= 0)
+}
+
+/// A Unix time in ns as an RFC 3339 UTC instant to the nanosecond (civil-from-days, proleptic
+/// Gregorian); [`parse_instant`] reads it back.
+pub fn format_instant(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let nanos = unix_ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        nanos
+    )
+}
+
+/// One shard as the manifest lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestShard {
+    /// k.
+    pub index: u32,
+    /// The shard journal's path, relative to the manifest's folder.
+    pub file: String,
+    /// Its length in bytes.
+    pub file_bytes: u64,
+    /// Its chain head (the seal's root hash), hex.
+    pub chain_head: String,
+    /// Its seal status: `completed`, `aborted` or `escaped`.
+    pub seal: String,
+    /// Its request records.
+    pub requests: u64,
+    /// The host that recorded it.
+    pub hostname: String,
+    /// The host's boot id, when journaled.
+    pub boot_id: String,
+    /// Its clock as journaled: discipline and error bound.
+    pub clock: String,
+    /// How late it was ready, ms (0 when on time).
+    pub start_late_ms: f64,
+}
+
+/// An operator's signature over the binding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestSignature {
+    /// The ed25519 public key, hex.
+    pub public_key: String,
+    /// ed25519 over [`MANIFEST_SIGNATURE_DOMAIN`] followed by the 32 binding bytes, hex.
+    pub signature: String,
+}
+
+/// N shard journals bound into one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`].
+    pub manifest_version: u32,
+    /// The configuration every shard recorded, BLAKE3 hex.
+    pub config_hash: String,
+    /// The schedule every shard shares (§J.4), hex.
+    pub schedule_digest: String,
+    /// Requests in the whole schedule.
+    pub schedule_requests: u64,
+    /// N.
+    pub shard_count: u32,
+    /// The agreed epoch, ns since the Unix epoch.
+    pub epoch_realtime_ns: i64,
+    /// Every shard, by index.
+    pub shards: Vec<ManifestShard>,
+    /// BLAKE3 of [`Manifest::binding_bytes`], hex: what the manifest promises.
+    pub binding: String,
+    /// The operator's signature over the binding, when a key was given.
+    pub signature: Option<ManifestSignature>,
+}
+
+/// What a manifest or a set of shards fails, one reason each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused(pub Vec<String>);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, why) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "- {why}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Manifest {
+    /// The bytes the binding hashes: the domain, the config hash, the schedule digest, the
+    /// schedule's size and N, the epoch, then per shard in index order its index, file length and
+    /// chain head (little-endian integers, raw 32-byte hashes; JOURNAL.md §Manifest).
+    pub fn binding_bytes(&self) -> Result<Vec<u8>, String> {
+        let hash = |text: &str, what: &str| {
+            parse_hash(text).ok_or_else(|| format!("{what} `{text}` is not 64 hex digits"))
+        };
+        let mut bytes = MANIFEST_DOMAIN.to_vec();
+        bytes.extend_from_slice(&hash(&self.config_hash, "config_hash")?);
+        bytes.extend_from_slice(&hash(&self.schedule_digest, "schedule_digest")?);
+        bytes.extend_from_slice(&self.schedule_requests.to_le_bytes());
+        bytes.extend_from_slice(&self.shard_count.to_le_bytes());
+        bytes.extend_from_slice(&self.epoch_realtime_ns.to_le_bytes());
+        for shard in &self.shards {
+            bytes.extend_from_slice(&shard.index.to_le_bytes());
+            bytes.extend_from_slice(&shard.file_bytes.to_le_bytes());
+            bytes.extend_from_slice(&hash(
+                &shard.chain_head,
+                &format!("shard {} chain_head", shard.index),
+            )?);
+        }
+        Ok(bytes)
+    }
+
+    /// BLAKE3 of the binding bytes.
+    pub fn compute_binding(&self) -> Result<[u8; 32], String> {
+        Ok(*blake3::hash(&self.binding_bytes()?).as_bytes())
+    }
+
+    /// Sets the binding and, with a key, the signature.
+    pub fn seal(&mut self, key: Option<&SigningKey>) -> Result<(), String> {
+        let binding = self.compute_binding()?;
+        self.binding = hex(&binding);
+        self.signature = key.map(|key| ManifestSignature {
+            public_key: hex(&key.verifying_key().to_bytes()),
+            signature: hex(&key.sign(&signed_message(&binding)).to_bytes()),
+        });
+        Ok(())
+    }
+
+    /// Reads a manifest's JSON text.
+    pub fn parse(text: &str) -> Result<Manifest, String> {
+        let manifest: Manifest =
+            serde_json::from_str(text).map_err(|e| format!("not a shard manifest: {e}"))?;
+        if manifest.manifest_version != MANIFEST_VERSION {
+            return Err(format!(
+                "manifest version {}; this build reads version {MANIFEST_VERSION}",
+                manifest.manifest_version
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// The manifest's JSON text (pretty, keys in declaration order, a final newline).
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("a manifest serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Checks the manifest against itself: the binding recomputes, the shards are listed once
+    /// each in index order, and a signature (required when `trusted` is given) verifies, by the
+    /// trusted key when one is given.
+    pub fn check_binding(&self, trusted: Option<[u8; 32]>) -> Result<(), Refused> {
+        let mut why = Vec::new();
+        let listed: Vec<u32> = self.shards.iter().map(|s| s.index).collect();
+        let expected: Vec<u32> = (0..self.shard_count).collect();
+        if listed != expected {
+            why.push(format!(
+                "the manifest lists shards {listed:?}; a manifest of {} shards lists {expected:?}, once each, in order",
+                self.shard_count
+            ));
+        }
+        match self.compute_binding() {
+            Ok(binding) if hex(&binding) == self.binding => {
+                match (&self.signature, trusted) {
+                    (None, Some(_)) => why.push(
+                        "the manifest is not signed, and a public key was given: it must be".into(),
+                    ),
+                    (None, None) => {}
+                    (Some(signature), trusted) => {
+                        if let Err(e) = check_signature(signature, &binding, trusted) {
+                            why.push(e);
+                        }
+                    }
+                }
+            }
+            Ok(binding) => why.push(format!(
+                "the manifest's fields bind to {}, but it records binding {}: it was edited after merge",
+                hex(&binding),
+                self.binding
+            )),
+            Err(e) => why.push(e),
+        }
+        if why.is_empty() {
+            Ok(())
+        } else {
+            Err(Refused(why))
+        }
+    }
+}
+
+fn signed_message(binding: &[u8; 32]) -> Vec<u8> {
+    let mut message = MANIFEST_SIGNATURE_DOMAIN.to_vec();
+    message.extend_from_slice(binding);
+    message
+}
+
+fn check_signature(
+    signature: &ManifestSignature,
+    binding: &[u8; 32],
+    trusted: Option<[u8; 32]>,
+) -> Result<(), String> {
+    let key = parse_hash(&signature.public_key)
+        .ok_or("the manifest's public_key is not 64 hex digits")?;
+    if let Some(trusted) = trusted {
+        if trusted != key {
+            return Err(format!(
+                "the manifest is signed by key {}, not by the trusted key {}",
+                signature.public_key,
+                hex(&trusted)
+            ));
+        }
+    }
+    let bytes: Vec<u8> = (0..signature.signature.len() / 2)
+        .filter_map(|i| u8::from_str_radix(signature.signature.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    let bytes: [u8; 64] = bytes
+        .try_into()
+        .map_err(|_| "the manifest's signature is not 128 hex digits".to_owned())?;
+    let key = VerifyingKey::from_bytes(&key)
+        .map_err(|_| "the manifest's public_key is not an ed25519 key".to_owned())?;
+    key.verify(&signed_message(binding), &Signature::from_bytes(&bytes))
+        .map_err(|_| "the manifest's signature does not verify over its binding".into())
+}
+
+/// One shard file as merge and verify see it.
+#[derive(Clone, Copy, Debug)]
+pub struct ShardFile<'a> {
+    /// How to name it in an error (its path).
+    pub name: &'a str,
+    /// Its verification report (the header in it).
+    pub report: &'a VerifyReport,
+}
+
+/// The value of host fact `key`, empty when the header has none.
+pub fn fact<'a>(header: &'a Header, key: &str) -> &'a str {
+    header
+        .host
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+/// The cross-shard rules (SPEC §2 "Sharded capture"): every file sealed-intact with its own header,
+/// one configuration, one schedule and one epoch, each shard index exactly once and every shard
+/// present, each shard's request count its share of the schedule, starts within
+/// `shards.start_late_max_ms`, and clocks either one host's or each bounded by
+/// `shards.clock_error_max_ms`. Returns every reason, not the first; on success, the manifest
+/// (unsealed: [`Manifest::seal`] binds it).
+pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
+    let mut why = Vec::new();
+    let mut headers = Vec::new();
+    for file in files {
+        if file.report.verdict != Verdict::SealedIntact {
+            let problem = file
+                .report
+                .problem
+                .as_ref()
+                .map(|p| format!(": {} (byte offset {})", p.what, p.byte_offset))
+                .unwrap_or_default();
+            why.push(format!(
+                "{}: verdict {}{problem}; every shard must be sealed-intact",
+                file.name,
+                file.report.verdict.name()
+            ));
+        }
+        if let Some(header) = &file.report.header {
+            headers.push((file, header));
+        }
+    }
+    let Some(&(first_file, first)) = headers.first() else {
+        why.push("no shard journal has a readable header".into());
+        return Err(Refused(why));
+    };
+    let config = Config::parse(&first.config_bytes);
+    let pin_ns = |pin: &pins::Pin| {
+        let ms = config
+            .as_ref()
+            .map_or(pin.value.as_f64(), |c| c.number(pin));
+        (ms * 1e6) as u64
+    };
+    let (late_max_ns, clock_max_ns) = (
+        pin_ns(&pins::SHARDS_START_LATE_MAX_MS),
+        pin_ns(&pins::SHARDS_CLOCK_ERROR_MAX_MS),
+    );
+    let count = first.shard_count;
+    let mut seen: Vec<Vec<&str>> = vec![Vec::new(); count.min(SHARDS_MAX) as usize];
+    let boot = fact(first, facts::BOOT_ID);
+    let one_clock =
+        !boot.is_empty() && headers.iter().all(|(_, h)| fact(h, facts::BOOT_ID) == boot);
+    for &(file, header) in &headers {
+        let name = file.name;
+        let same = |what: &str, a: String, b: String| {
+            (a != b).then(|| {
+                format!(
+                    "{name} is foreign: its {what} is {a}, {} has {b}; every shard records one configuration and one schedule",
+                    first_file.name
+                )
+            })
+        };
+        why.extend(same(
+            "config hash",
+            hex(&header.config_hash),
+            hex(&first.config_hash),
+        ));
+        why.extend(same(
+            "schedule digest",
+            hex(&header.schedule_digest),
+            hex(&first.schedule_digest),
+        ));
+        why.extend(same(
+            "shard count",
+            header.shard_count.to_string(),
+            first.shard_count.to_string(),
+        ));
+        why.extend(same(
+            "epoch (--start-at)",
+            header.clock.realtime_epoch_ns.to_string(),
+            first.clock.realtime_epoch_ns.to_string(),
+        ));
+        let shard = Shard::of(header);
+        if let Err(e) = shard.check() {
+            why.push(format!("{name}: {e}"));
+            continue;
+        }
+        if shard.count == count {
+            seen[shard.index as usize].push(name);
+        }
+        let expected = shard.requests_of(header.schedule_requests);
+        let sealed_completed = file
+            .report
+            .seal
+            .as_ref()
+            .is_some_and(|s| s.status == "completed");
+        if sealed_completed && file.report.counts.requests != expected {
+            why.push(format!(
+                "{name}: shard {shard} holds {} request records; its share of the {} scheduled is {expected}",
+                file.report.counts.requests, header.schedule_requests
+            ));
+        }
+        let late: u64 = fact(header, facts::START_LATE_NS).parse().unwrap_or(0);
+        if late > late_max_ns {
+            why.push(format!(
+                "{name}: it was ready {:.1} ms after the agreed epoch; shards.start_late_max_ms is {} (§2)",
+                late as f64 / 1e6,
+                late_max_ns as f64 / 1e6
+            ));
+        }
+        if !one_clock {
+            let sync = fact(header, facts::CLOCK_SYNC);
+            let maxerror_ns = fact(header, facts::CLOCK_MAXERROR_US)
+                .parse::<u64>()
+                .map(|us| us.saturating_mul(1000));
+            match maxerror_ns {
+                _ if !sync.starts_with("synchronized") => why.push(format!(
+                    "{name}: its host's clock is {} ({}), and the shards are on more than one host: their timestamps cannot be aligned. Synchronize the hosts' clocks (chrony or ntpd) and record again",
+                    if sync.is_empty() { "of unknown discipline" } else { "not synchronized" },
+                    if sync.is_empty() { "no clock-sync fact" } else { sync }
+                )),
+                Ok(ns) if ns > clock_max_ns => why.push(format!(
+                    "{name}: its host's clock error bound is {:.1} ms; shards.clock_error_max_ms is {} (§2)",
+                    ns as f64 / 1e6,
+                    clock_max_ns as f64 / 1e6
+                )),
+                Ok(_) => {}
+                Err(_) => why.push(format!("{name}: it journals no clock error bound")),
+            }
+        }
+    }
+    for (k, names) in seen.iter().enumerate() {
+        match names.len() {
+            0 => why.push(format!(
+                "shard {k}/{count} is missing: its indices (i mod {count} = {k}) were never recorded or not given"
+            )),
+            1 => {}
+            _ => why.push(format!(
+                "shard {k}/{count} is given more than once ({}): each index must be recorded exactly once",
+                names.join(", ")
+            )),
+        }
+    }
+    if !why.is_empty() {
+        return Err(Refused(why));
+    }
+    let mut shards: Vec<ManifestShard> = headers
+        .iter()
+        .map(|(file, header)| ManifestShard {
+            index: header.shard_index,
+            file: file.name.to_owned(),
+            file_bytes: file.report.file_bytes,
+            chain_head: file.report.chain_head.map(|h| hex(&h)).unwrap_or_default(),
+            seal: file
+                .report
+                .seal
+                .as_ref()
+                .map_or("none".into(), |s| s.status.to_owned()),
+            requests: file.report.counts.requests,
+            hostname: fact(header, "hostname").to_owned(),
+            boot_id: fact(header, facts::BOOT_ID).to_owned(),
+            clock: format!(
+                "{}; maxerror {} us",
+                fact(header, facts::CLOCK_SYNC),
+                fact(header, facts::CLOCK_MAXERROR_US)
+            ),
+            start_late_ms: fact(header, facts::START_LATE_NS)
+                .parse::<u64>()
+                .map_or(0.0, |ns| ns as f64 / 1e6),
+        })
+        .collect();
+    shards.sort_by_key(|s| s.index);
+    Ok(Manifest {
+        manifest_version: MANIFEST_VERSION,
+        config_hash: hex(&first.config_hash),
+        schedule_digest: hex(&first.schedule_digest),
+        schedule_requests: first.schedule_requests,
+        shard_count: count,
+        epoch_realtime_ns: first.clock.realtime_epoch_ns,
+        shards,
+        binding: String::new(),
+        signature: None,
+    })
+}
+
+/// Checks a manifest against the shard files it names (already verified, in manifest order):
+/// the cross-shard rules hold, and every file is the one the manifest bound (same head, length,
+/// index), with the manifest's other fields as the files say.
+pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<(), Refused> {
+    let fresh = check_shards(files)?;
+    let mut why = Vec::new();
+    let fields = |m: &Manifest| {
+        (
+            m.config_hash.clone(),
+            m.schedule_digest.clone(),
+            m.schedule_requests,
+            m.shard_count,
+            m.epoch_realtime_ns,
+        )
+    };
+    if fields(&fresh) != fields(manifest) {
+        why.push(
+            "the manifest's configuration, schedule, shard count or epoch is not what its shard files say"
+                .into(),
+        );
+    }
+    for listed in &manifest.shards {
+        match fresh.shards.iter().find(|s| s.index == listed.index) {
+            Some(found) if found.chain_head != listed.chain_head => why.push(format!(
+                "shard {}: {} has chain head {}, the manifest bound {}: the file was replaced or changed after merge",
+                listed.index, found.file, found.chain_head, listed.chain_head
+            )),
+            Some(found) if found.file_bytes != listed.file_bytes => why.push(format!(
+                "shard {}: {} is {} bytes, the manifest bound {}",
+                listed.index, found.file, found.file_bytes, listed.file_bytes
+            )),
+            Some(found) if (found.seal.as_str(), found.requests) != (listed.seal.as_str(), listed.requests) => {
+                why.push(format!(
+                    "shard {}: the manifest says seal {} with {} requests, the file says {} with {}",
+                    listed.index, listed.seal, listed.requests, found.seal, found.requests
+                ))
+            }
+            Some(_) => {}
+            None => why.push(format!("shard {} is not among the files", listed.index)),
+        }
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(Refused(why))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_partition_gives_each_index_to_one_shard_and_counts_each_share() {
+        for total in [0u64, 1, 2, 7, 100, 101] {
+            for n in 1..=5u32 {
+                let mut seen = vec![0u32; total as usize];
+                let mut sum = 0;
+                for k in 0..n {
+                    let shard = Shard { index: k, count: n };
+                    let held: Vec<u64> = (0..total).filter(|&i| shard.holds(i)).collect();
+                    assert_eq!(
+                        held.len() as u64,
+                        shard.requests_of(total),
+                        "{k}/{n} of {total}"
+                    );
+                    sum += held.len() as u64;
+                    for i in held {
+                        seen[i as usize] += 1;
+                    }
+                }
+                assert_eq!(sum, total);
+                assert!(seen.iter().all(|&c| c == 1));
+            }
+        }
+    }
+
+    #[test]
+    fn instants_read_as_unix_seconds_or_rfc_3339() {
+        // `date -u -d 2026-12-01T21:40:00Z +%s` prints 1796161200.
+        assert_eq!(parse_instant("1796161200"), Ok(1_796_161_200_000_000_000));
+        assert_eq!(
+            parse_instant("2026-12-01T21:40:00Z"),
+            Ok(1_796_161_200_000_000_000)
+        );
+        assert_eq!(
+            parse_instant("2026-12-01T22:40:00.25+01:00"),
+            Ok(1_796_161_200_250_000_000)
+        );
+        assert_eq!(parse_instant("1970-01-01T00:00:00Z"), Ok(0));
+        // Past what i64 ns can hold, or before 1970: refused, never an overflow.
+        for far in [
+            "9999999999",
+            "999999999999999999",
+            "9999-12-31T23:59:59Z",
+            "1969-12-31T23:59:59Z",
+            "1970-01-01T00:00:00+01:00",
+        ] {
+            assert!(parse_instant(far).is_err(), "{far}");
+        }
+        // 2024-02-29 is a leap day: `date -u -d 2024-02-29T12:00:00Z +%s` prints 1709208000.
+        assert_eq!(
+            parse_instant("2024-02-29T12:00:00-00:00"),
+            Ok(1_709_208_000_000_000_000)
+        );
+        assert_eq!(parse_instant("1796161200.5"), Ok(1_796_161_200_500_000_000));
+        // Exact to the nanosecond (an f64 would round this one).
+        assert_eq!(
+            parse_instant("1796159450.215"),
+            Ok(1_796_159_450_215_000_000)
+        );
+        assert_eq!(
+            parse_instant("1796159450.123456789"),
+            Ok(1_796_159_450_123_456_789)
+        );
+        for bad in [
+            "",
+            "tomorrow",
+            "2026-12-01",
+            "2026-13-01T00:00:00Z",
+            "2026-12-01T21:40:00",
+            "-5",
+            "2026-12-01T21:40Z",
+        ] {
+            assert!(parse_instant(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn instants_print_as_rfc_3339_and_read_back() {
+        assert_eq!(format_instant(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            format_instant(951_782_400_000_000_001),
+            "2000-02-29T00:00:00.000000001Z"
+        );
+        assert_eq!(format_instant(-1), "1969-12-31T23:59:59.999999999Z");
+        for ns in [0, 951_782_400_000_000_001, 1_796_159_450_123_456_789] {
+            assert_eq!(parse_instant(&format_instant(ns)), Ok(ns));
+        }
+    }
+
+    #[test]
+    fn a_shard_must_exist() {
+        assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
+        for bad in ["3/3", "0/0", "1", "a/3", "1/2000", "-1/3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Shard::WHOLE.to_string(), "0/1");
+        let three = |k| Ok(Shard { index: k, count: 3 });
+        assert_eq!(Shard::from_flags(Some("1/3"), None, Some("2")), three(1));
+        assert_eq!(Shard::from_flags(None, Some(3), Some("2")), three(2));
+        assert!(Shard::from_flags(None, Some(3), None)
+            .unwrap_err()
+            .contains("JOB_COMPLETION_INDEX"));
+        assert!(Shard::from_flags(None, Some(3), Some("3")).is_err());
+        assert_eq!(Shard::from_flags(None, None, Some("2")), Ok(Shard::WHOLE));
+    }
+
+    fn manifest() -> Manifest {
+        Manifest {
+            manifest_version: MANIFEST_VERSION,
+            config_hash: hex(&[1; 32]),
+            schedule_digest: hex(&[2; 32]),
+            schedule_requests: 10,
+            shard_count: 2,
+            epoch_realtime_ns: 1_700_000_000_000_000_000,
+            shards: (0..2)
+                .map(|k| ManifestShard {
+                    index: k,
+                    file: format!("s{k}.pj"),
+                    file_bytes: 1000 + u64::from(k),
+                    chain_head: hex(&[3 + k as u8; 32]),
+                    seal: "completed".into(),
+                    requests: 5,
+                    hostname: "h".into(),
+                    boot_id: "b".into(),
+                    clock: "synchronized; maxerror 100 us".into(),
+                    start_late_ms: 0.0,
+                })
+                .collect(),
+            binding: String::new(),
+            signature: None,
+        }
+    }
+
+    #[test]
+    fn the_binding_covers_every_head_and_a_signature_names_its_key() {
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let mut m = manifest();
+        m.seal(Some(&key)).unwrap();
+        let text = m.to_json();
+        let back = Manifest::parse(&text).unwrap();
+        assert_eq!(back, m);
+        back.check_binding(None).unwrap();
+        back.check_binding(Some(key.verifying_key().to_bytes()))
+            .unwrap();
+        let other = SigningKey::from_bytes(&[8; 32]).verifying_key().to_bytes();
+        let e = back.check_binding(Some(other)).unwrap_err().to_string();
+        assert!(e.contains("not by the trusted key"), "{e}");
+        // Any bound field edited after merge breaks the binding.
+        let mut edited = m.clone();
+        edited.shards[1].chain_head = hex(&[9; 32]);
+        let e = edited.check_binding(None).unwrap_err().to_string();
+        assert!(e.contains("edited after merge"), "{e}");
+        let mut edited = m.clone();
+        edited.epoch_realtime_ns += 1;
+        assert!(edited.check_binding(None).is_err());
+        // A signature over another binding does not verify.
+        let mut forged = m.clone();
+        forged.shards[0].file_bytes += 1;
+        forged.binding = hex(&forged.compute_binding().unwrap());
+        let e = forged.check_binding(None).unwrap_err().to_string();
+        assert!(e.contains("does not verify"), "{e}");
+        // Unsigned, with a key demanded.
+        let mut unsigned = manifest();
+        unsigned.seal(None).unwrap();
+        assert!(unsigned.check_binding(Some(other)).is_err());
+        // A shard listed twice.
+        let mut twice = manifest();
+        twice.shards[1].index = 0;
+        twice.seal(None).unwrap();
+        let e = twice.check_binding(None).unwrap_err().to_string();
+        assert!(e.contains("once each"), "{e}");
+        assert!(Manifest::parse("{\"manifest_version\": 2}").is_err());
+        assert!(
+            Manifest::parse(&text.replace("\"binding\"", "\"extra\": 1, \"binding\"")).is_err()
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! Prompt sets: a route's `prompt_file`, read in its `prompt_format` (issue 18 item 3).
+//!
+//! - `text`: one prompt per non-empty line.
+//! - `jsonl`: one JSON object a line, either `{"prompt": "..."}` or a chat
+//!   `{"messages": [{"role": "user", "content": "..."}, ...]}`, each with an optional
+//!   `max_tokens`; other fields are ignored.
+//! - `sharegpt`: the ShareGPT file most LLM benchmarks use, a JSON array of
+//!   `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}, ...]}`: each
+//!   entry's turns up to and including its first human turn are the request (system turns kept),
+//!   as vLLM's and guidellm's benchmarks read it; an entry without a human turn is skipped and
+//!   counted.
+//!
+//! Request i uses prompt i mod n, after its unique prefix (SPEC §1). The file's BLAKE3 and its
+//! format go in the journal's host facts, so a re-run can show it sent the same prompts.
+
+use percentes_formats::config::{Config, Profile, PromptFormat, Route};
+use percentes_formats::pins;
+
+/// What a prompt sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PromptContent {
+    /// One text: the user message of a chat route, the prompt of a completions route.
+    Text(String),
+    /// A chat conversation, in order: (role, content), the last one the user's.
+    Messages(Vec<(String, String)>),
+}
+
+/// One prompt of a prompt set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prompt {
+    /// What it sends, after the request's unique prefix.
+    pub content: PromptContent,
+    /// Its own `max_tokens` (a JSONL line's value), or the pin's.
+    pub max_tokens: Option<u32>,
+}
+
+impl Prompt {
+    /// A text prompt with the pinned length.
+    pub fn text(text: &str) -> Prompt {
+        Prompt {
+            content: PromptContent::Text(text.to_owned()),
+            max_tokens: None,
+        }
+    }
+}
+
+/// A route's prompt set, loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptSet {
+    /// The prompts, in file order; request i uses prompt i mod n.
+    pub prompts: Vec<Prompt>,
+    /// BLAKE3 of the file's bytes, journaled with the host facts so the set can be matched.
+    pub blake3: [u8; 32],
+    /// The format it was read in.
+    pub format: PromptFormat,
+    /// Entries the format skips (a ShareGPT conversation without a human turn).
+    pub skipped: usize,
+}
+
+impl PromptSet {
+    /// Whether any prompt is a conversation (a chat route then sends every prompt as one).
+    pub fn has_messages(&self) -> bool {
+        self.prompts
+            .iter()
+            .any(|p| matches!(p.content, PromptContent::Messages(_)))
+    }
+
+    /// The host fact: `sharegpt, 1000 prompts (3 entries skipped: no human turn), BLAKE3 ...`.
+    pub fn fact(&self) -> String {
+        let skipped = if self.skipped > 0 {
+            format!(" ({} entries skipped: no human turn)", self.skipped)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}, {} prompts{skipped}, BLAKE3 {}",
+            self.format.name(),
+            self.prompts.len(),
+            percentes_formats::journal::hex(&self.blake3)
+        )
+    }
+}
+
+/// The format a route's prompt file is read in: as configured, else `jsonl` for a `.jsonl`
+/// file and `text` for any other.
+pub fn format_of(route: &Route, path: &str) -> PromptFormat {
+    route.prompt_format.unwrap_or(if path.ends_with(".jsonl") {
+        PromptFormat::Jsonl
+    } else {
+        PromptFormat::Text
+    })
+}
+
+/// Loads a route's prompt set. A per-prompt `max_tokens` other than the pinned one is refused
+/// outside the dev profile (§6: `target.max_tokens` is pinned on every request), and a
+/// conversation is refused on a route that is not a chat route.
+pub fn load_prompts(route: &Route, config: &Config) -> Result<PromptSet, String> {
+    let path = route.prompt_file.as_deref().unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
+    let text =
+        std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
+    let format = format_of(route, path);
+    let (prompts, skipped) = match format {
+        PromptFormat::Text => (
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(Prompt::text)
+                .collect(),
+            0,
+        ),
+        PromptFormat::Jsonl => (jsonl(path, text, config)?, 0),
+        PromptFormat::Sharegpt => sharegpt(path, text)?,
+    };
+    if prompts.is_empty() {
+        return Err(format!(
+            "prompt_file {path} has no prompt (read as {}: {})",
+            format.name(),
+            match format {
+                PromptFormat::Text => "one per line",
+                PromptFormat::Jsonl => "one JSON object a line",
+                PromptFormat::Sharegpt => "a JSON array of conversations with a human turn",
+            }
+        ));
+    }
+    let chat = route.path.ends_with("/chat/completions");
+    if !chat
+        && prompts
+            .iter()
+            .any(|p| matches!(p.content, PromptContent::Messages(_)))
+    {
+        return Err(format!(
+            "prompt_file {path} holds conversations (messages), and route {:?} ({}) is not a chat route: send them to /v1/chat/completions",
+            route.label, route.path
+        ));
+    }
+    Ok(PromptSet {
+        prompts,
+        blake3: *blake3::hash(&bytes).as_bytes(),
+        format,
+        skipped,
+    })
+}
+
+fn jsonl(path: &str, text: &str, config: &Config) -> Result<Vec<Prompt>, String> {
+    let pinned = config.number(&pins::TARGET_MAX_TOKENS) as u32;
+    let mut prompts = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = format!("prompt_file {path} line {}", i + 1);
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{at}: not JSON ({e})"))?;
+        let content = match (value.get("prompt"), value.get("messages")) {
+            (Some(serde_json::Value::String(p)), None) => PromptContent::Text(p.clone()),
+            (None, Some(serde_json::Value::Array(messages))) => {
+                PromptContent::Messages(chat_messages(&at, messages)?)
+            }
+            _ => {
+                return Err(format!(
+                    "{at}: needs a string field \"prompt\" or an array \"messages\" (one of them)"
+                ))
+            }
+        };
+        let max_tokens = match value.get("max_tokens") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n >= 1 => Some(n),
+                _ => {
+                    return Err(format!(
+                        "{at}: max_tokens must be a whole number of at least 1"
+                    ))
+                }
+            },
+        };
+        if let Some(n) = max_tokens {
+            if n != pinned && config.profile != Profile::Dev {
+                return Err(format!(
+                    "{at}: max_tokens {n} differs from the pinned {pinned} (SPEC §6, target.max_tokens); per-line lengths run under the dev profile only"
+                ));
+            }
+        }
+        prompts.push(Prompt {
+            content,
+            max_tokens,
+        });
+    }
+    Ok(prompts)
+}
+
+/// The roles a chat message may have.
+const ROLES: [&str; 4] = ["system", "user", "assistant", "developer"];
+
+/// A JSONL line's `messages`: each `{"role": ..., "content": "..."}` with a known role and a
+/// string content, the last one the user's.
+fn chat_messages(
+    at: &str,
+    messages: &[serde_json::Value],
+) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::with_capacity(messages.len());
+    for (k, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(|r| r.as_str());
+        let content = m.get("content").and_then(|c| c.as_str());
+        match (role, content) {
+            (Some(role), Some(content)) if ROLES.contains(&role) => {
+                out.push((role.to_owned(), content.to_owned()))
+            }
+            (Some(role), Some(_)) => {
+                return Err(format!(
+                    "{at}: messages[{k}].role {role:?} is not one of {ROLES:?}"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{at}: messages[{k}] needs a string \"role\" and a string \"content\" (parts arrays are not sent)"
+                ))
+            }
+        }
+    }
+    match out.last() {
+        Some((role, _)) if role == "user" => Ok(out),
+        Some((role, _)) => Err(format!(
+            "{at}: the last message is the {role}'s; the request asks for the reply to a user message"
+        )),
+        None => Err(format!("{at}: messages is empty")),
+    }
+}
+
+/// A ShareGPT file: (prompts, entries skipped).
+fn sharegpt(path: &str, text: &str) -> Result<(Vec<Prompt>, usize), String> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("prompt_file {path}: not JSON (ShareGPT is one JSON array): {e}"))?;
+    let Some(entries) = value.as_array() else {
+        return Err(format!(
+            "prompt_file {path}: ShareGPT is a JSON array of conversations, and this is not an array"
+        ));
+    };
+    let mut prompts = Vec::new();
+    let mut skipped = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        let turns = entry
+            .get("conversations")
+            .or_else(|| entry.get("conversation"))
+            .and_then(|c| c.as_array())
+            .ok_or_else(|| {
+                format!("prompt_file {path} entry {i}: needs a \"conversations\" array")
+            })?;
+        let mut messages = Vec::new();
+        let mut asked = false;
+        for (k, turn) in turns.iter().enumerate() {
+            let from = turn.get("from").and_then(|f| f.as_str());
+            let value = turn.get("value").and_then(|v| v.as_str());
+            let (Some(from), Some(value)) = (from, value) else {
+                return Err(format!(
+                    "prompt_file {path} entry {i} turn {k}: needs string \"from\" and \"value\""
+                ));
+            };
+            let role = match from {
+                "human" | "user" => "user",
+                "gpt" | "chatgpt" | "bard" | "bing" | "assistant" => "assistant",
+                "system" => "system",
+                other => {
+                    return Err(format!(
+                        "prompt_file {path} entry {i} turn {k}: \"from\" {other:?} is neither human, gpt nor system"
+                    ))
+                }
+            };
+            messages.push((role.to_owned(), value.to_owned()));
+            if role == "user" {
+                asked = true;
+                break;
+            }
+        }
+        if !asked {
+            skipped += 1;
+            continue;
+        }
+        prompts.push(Prompt {
+            content: PromptContent::Messages(messages),
+            max_tokens: None,
+        });
+    }
+    Ok((prompts, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(route_extra: &str, path: &str) -> Config {
+        Config::parse(
+            format!(
+                "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\n\
+                 [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"{path}\"\n{route_extra}\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn scratch(name: &str, text: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("percentes-prompts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn load(name: &str, text: &str, format: Option<&str>, path: &str) -> Result<PromptSet, String> {
+        let file = scratch(name, text);
+        let mut extra = format!("prompt_file = {file:?}\n");
+        if let Some(f) = format {
+            extra.push_str(&format!("prompt_format = \"{f}\"\n"));
+        }
+        let config = config(&extra, path);
+        load_prompts(&config.routes[0], &config)
+    }
+
+    #[test]
+    fn a_sharegpt_file_gives_each_conversation_up_to_its_first_human_turn() {
+        // Hand-made in the shape of ShareGPT_V3_unfiltered_cleaned_split.json: an id and
+        // conversations of from/value turns.
+        let text = r#"[
+          {"id": "a", "conversations": [{"from": "human", "value": "What is 2+2?"}, {"from": "gpt", "value": "4"}]},
+          {"id": "b", "conversations": [{"from": "gpt", "value": "orphan reply"}]},
+          {"id": "c", "conversations": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Name a colour."}, {"from": "gpt", "value": "Red."}, {"from": "human", "value": "Another?"}]},
+          {"id": "d", "conversations": []}
+        ]"#;
+        let set = load("share.json", text, Some("sharegpt"), "/v1/chat/completions").unwrap();
+        assert_eq!(set.skipped, 2);
+        assert_eq!(
+            set.prompts
+                .iter()
+                .map(|p| p.content.clone())
+                .collect::<Vec<_>>(),
+            [
+                PromptContent::Messages(vec![("user".into(), "What is 2+2?".into())]),
+                PromptContent::Messages(vec![
+                    ("system".into(), "Be brief.".into()),
+                    ("user".into(), "Name a colour.".into())
+                ]),
+            ]
+        );
+        assert!(
+            set.fact()
+                .starts_with("sharegpt, 2 prompts (2 entries skipped: no human turn), BLAKE3 "),
+            "{}",
+            set.fact()
+        );
+        // Conversations need a chat route.
+        let err = load("share.json", text, Some("sharegpt"), "/v1/completions").unwrap_err();
+        assert!(err.contains("not a chat route"), "{err}");
+        for (bad, says) in [
+            ("{}", "not an array"),
+            ("[{\"id\": 1}]", "\"conversations\""),
+            (
+                "[{\"conversations\": [{\"from\": \"robot\", \"value\": \"x\"}]}]",
+                "robot",
+            ),
+            ("[1,", "not JSON"),
+        ] {
+            let err = load("bad.json", bad, Some("sharegpt"), "/v1/chat/completions").unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let err = load("none.json", "[]", Some("sharegpt"), "/v1/chat/completions").unwrap_err();
+        assert!(err.contains("no prompt"), "{err}");
+    }
+
+    #[test]
+    fn a_jsonl_line_may_be_a_prompt_or_a_chat_conversation() {
+        let text = "{\"prompt\": \"plain\"}\n{\"messages\": [{\"role\": \"system\", \"content\": \"terse\"}, {\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 8}\n";
+        let set = load("mixed.jsonl", text, None, "/v1/chat/completions").unwrap();
+        assert_eq!(set.format, PromptFormat::Jsonl);
+        assert!(set.has_messages());
+        assert_eq!(set.prompts[0].content, PromptContent::Text("plain".into()));
+        assert_eq!(set.prompts[1].max_tokens, Some(8));
+        for (bad, says) in [
+            ("{\"messages\": []}", "empty"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\"}]}]}", "string \"content\""),
+            ("{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}", "robot"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"y\"}]}", "last message"),
+            ("{\"prompt\": \"x\", \"messages\": []}", "one of them"),
+        ] {
+            let err = load("bad.jsonl", bad, None, "/v1/chat/completions").unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // A .txt file read as JSONL when told so; a .jsonl file read as text when told so.
+        let set = load(
+            "lines.txt",
+            "{\"prompt\": \"p\"}\n",
+            Some("jsonl"),
+            "/v1/chat/completions",
+        )
+        .unwrap();
+        assert_eq!(set.prompts[0].content, PromptContent::Text("p".into()));
+        let set = load(
+            "raw.jsonl",
+            "{\"prompt\": \"p\"}\n",
+            Some("text"),
+            "/v1/chat/completions",
+        )
+        .unwrap();
+        assert_eq!(
+            set.prompts[0].content,
+            PromptContent::Text("{\"prompt\": \"p\"}".into())
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! Accelerator facts for G5 (SPEC §10): each replica's configured command
+//! (`target.accelerator_commands`), run once before the journal exists; its standard output is
+//! journaled as the host fact `accelerator.NAME`, the fingerprint `percentes campaign` compares
+//! across a campaign's runs.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use super::*;
+
+/// The longest a collector may take (a `kubectl exec` to a busy node included).
+pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The most output of one collector journaled (a GPU query's line is far shorter).
+pub const OUTPUT_BYTES_MAX: usize = 4096;
+
+/// Runs every configured collector; refuses the run, naming the replica, when one cannot start,
+/// fails, prints nothing or takes longer than [`COLLECT_TIMEOUT`].
+pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordError> {
+    let mut facts = Vec::new();
+    for (name, argv) in &config.target.accelerator_commands {
+        let refused = |why: String| {
+            RecordError::Refused(format!(
+                "the accelerator collector for {name} ({}) {why}: fix target.accelerator_commands.{name}, or remove it (G5 is then unobserved)",
+                argv.join(" ")
+            ))
+        };
+        let output = run(argv, COLLECT_TIMEOUT).map_err(refused)?;
+        facts.push((format!("accelerator.{name}"), output));
+    }
+    Ok(facts)
+}
+
+/// Runs `argv`, returning its trimmed standard output.
+fn run(argv: &[String], timeout: Duration) -> Result<String, String> {
+    let (program, args) = argv.split_first().ok_or("names no program")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| format!("cannot wait: {e}"))? {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("did not finish within {} s", timeout.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!(
+            "exited with {status}: {}",
+            crate::exchange::cut(String::from_utf8_lossy(&stderr).trim(), OUTPUT_BYTES_MAX)
+        ));
+    }
+    let text = String::from_utf8_lossy(&stdout);
+    let text = crate::exchange::cut(text.trim(), OUTPUT_BYTES_MAX);
+    if text.is_empty() {
+        return Err("printed nothing".into());
+    }
+    Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn a_collector_s_output_is_the_fact_and_a_failing_one_says_why() {
+        assert_eq!(
+            run(
+                &argv(&["echo", "NVIDIA H200, 1980 MHz, 700.00 W\n"]),
+                COLLECT_TIMEOUT
+            ),
+            Ok("NVIDIA H200, 1980 MHz, 700.00 W".into())
+        );
+        let e = run(
+            &argv(&["sh", "-c", "echo no GPU >&2; exit 9"]),
+            COLLECT_TIMEOUT,
+        )
+        .unwrap_err();
+        assert!(e.contains("exit status: 9") && e.contains("no GPU"), "{e}");
+        assert!(run(&argv(&["true"]), COLLECT_TIMEOUT)
+            .unwrap_err()
+            .contains("printed nothing"));
+        let e = run(&argv(&["no-such-program-here"]), COLLECT_TIMEOUT).unwrap_err();
+        assert!(e.contains("cannot start"), "{e}");
+        let e = run(&argv(&["sleep", "5"]), Duration::from_millis(200)).unwrap_err();
+        assert!(e.contains("did not finish"), "{e}");
+    }
+}

@@ -1,0 +1,123 @@
+//! What a finished run reports: the summary `percentes record` prints, and the exit status it
+//! owes the run.
+
+use std::path::PathBuf;
+
+use percentes_formats::journal::records::SealStatus;
+use percentes_formats::journal::writer::Sealed;
+
+use super::counts_line;
+
+/// What a finished run reports.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// The journal written.
+    pub output: PathBuf,
+    /// How it was sealed.
+    pub status: SealStatus,
+    /// Why it was sealed so.
+    pub reason: String,
+    /// What the seal reports (chain head, counts, size).
+    pub sealed: Sealed,
+    /// Requests never dispatched.
+    pub undispatched: u64,
+    /// Times the writer queue was full.
+    pub queue_full_events: u64,
+    /// The classes requests failed in (errored and censored), most frequent first.
+    pub failures: Vec<FailureClass>,
+    /// Idle connections the pool retired for their age (its idle limit or the server's
+    /// `Keep-Alive: timeout`).
+    pub pool_expired: u64,
+    /// Idle connections found closed by the server before a send, and replaced.
+    pub pool_found_closed: u64,
+    /// Connections the spare keeper opened ahead of need, so no request waited for them.
+    pub opened_ahead: u64,
+    /// What the pre-flight established, if it ran.
+    pub preflight: Option<String>,
+}
+
+/// One class of failed requests in a run's summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailureClass {
+    /// The class name (`refused`, `timeout`, ...).
+    pub class: &'static str,
+    /// Requests that ended in it.
+    pub count: u64,
+    /// The first such request's detail.
+    pub detail: String,
+}
+
+impl Summary {
+    /// What `percentes record` prints at the end: the journal, the seal, the counts, the top
+    /// failure classes, what the pool retired, the writer queue, and the chain head.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![
+            format!("journal: {}", self.output.display()),
+            if self.reason.is_empty() {
+                format!("seal: {}", self.status.name())
+            } else {
+                format!("seal: {} ({})", self.status.name(), self.reason)
+            },
+            counts_line(&self.sealed.counts),
+        ];
+        out.extend(self.failure_lines(5).into_iter().map(|l| format!("  {l}")));
+        if self.pool_expired + self.pool_found_closed + self.opened_ahead > 0 {
+            out.push(format!(
+                "pool: {} connections opened ahead of need, {} idle ones retired at their idle limit, {} found closed by the server and replaced before a send",
+                self.opened_ahead, self.pool_expired, self.pool_found_closed
+            ));
+        }
+        if self.queue_full_events > 0 {
+            out.push(format!(
+                "writer queue was full {} times (recorded in the journal; the run fails its gate)",
+                self.queue_full_events
+            ));
+        }
+        out.push(format!(
+            "chain head (keep it outside the file; verify --expect-head): {}",
+            percentes_formats::journal::hex(&self.sealed.chain_head)
+        ));
+        out
+    }
+
+    /// The exit status `percentes record` owes this run (SPEC §10) and the warning that says
+    /// why when it is not 0: 2 for an escaped experiment (a declared abort trigger fired;
+    /// seeds/004 calls it invalid, not an error of the instrument) and for a request never
+    /// dispatched (§2 fails the run); 1 for a journal sealed other than `completed`.
+    pub fn exit(&self) -> (u8, Option<String>) {
+        if self.status == SealStatus::Escaped {
+            return (
+                2,
+                Some("EXPERIMENT ESCAPED: a declared abort trigger fired; offered load stopped and the journal is sealed `escaped`. `percentes analyze` lists what incident response must retain".into()),
+            );
+        }
+        if self.status != SealStatus::Completed {
+            return (1, None);
+        }
+        if self.sealed.counts.undispatched > 0 {
+            return (
+                2,
+                Some(format!(
+                    "RUN INVALID (SPEC §2): {} scheduled requests were never dispatched; nothing from this run may be published",
+                    self.sealed.counts.undispatched
+                )),
+            );
+        }
+        (0, None)
+    }
+
+    /// The top failure classes in one line each: `42 refused: connection refused (os error 111)`.
+    pub fn failure_lines(&self, top: usize) -> Vec<String> {
+        self.failures
+            .iter()
+            .take(top)
+            .map(|f| {
+                if f.detail.is_empty() {
+                    format!("{} {}", f.count, f.class)
+                } else {
+                    format!("{} {}: {}", f.count, f.class, f.detail)
+                }
+            })
+            .collect()
+    }
+}
