@@ -149,6 +149,8 @@ pub fn analyze<'a>(
                     printing,
                 );
                 let (pooled, per_token) = gaps.next().unzip();
+                report.inter_chunk_at_floor =
+                    (printing == Printing::Honest).then(|| window::floor_share(pooled.as_ref()));
                 report.inter_chunk = distribution(&[], pooled);
                 report.inter_chunk.label = INTER_CHUNK;
                 report.tokens.itl_per_token = distribution(&[], per_token);

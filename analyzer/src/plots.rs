@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use percentes_formats::journal::records::Outcome;
 
 use crate::frame::Requests;
-use crate::model::Report;
+use crate::model::{Report, SeriesPoint};
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 360.0;
@@ -397,32 +397,90 @@ pub fn completion(report: &Report) -> String {
     frame.finish()
 }
 
+/// Most points the goodput timeline draws.
+const GOODPUT_POINTS_MAX: usize = 150;
+/// Fewest scheduled requests a plotted goodput point pools on average, where the run has them.
+const GOODPUT_POINT_REQUESTS_MIN: f64 = 10.0;
+/// Fewest points the timeline keeps, however thin each is.
+const GOODPUT_POINTS_MIN: usize = 30;
+
+/// How many of the detector's goodput buckets one plotted point pools: the smallest of 1, 2, 5,
+/// 10, 20, 50, ... that keeps the timeline to at most [`GOODPUT_POINTS_MAX`] points and gives a
+/// point [`GOODPUT_POINT_REQUESTS_MIN`] scheduled requests on average, without going under
+/// [`GOODPUT_POINTS_MIN`] points for that. At time factor 100 the §5 bucket is 10 ms and holds
+/// one request or none, so a point per bucket draws noise.
+fn goodput_pooling(buckets: usize, scheduled: u64) -> usize {
+    let mut decade = 1usize;
+    loop {
+        for k in [decade, 2 * decade, 5 * decade] {
+            let points = buckets.div_ceil(k).max(1);
+            let thick = scheduled as f64 / points as f64 >= GOODPUT_POINT_REQUESTS_MIN;
+            let coarser_too_few = buckets.div_ceil(k.saturating_mul(2)) < GOODPUT_POINTS_MIN;
+            if k >= buckets || (points <= GOODPUT_POINTS_MAX && (thick || coarser_too_few)) {
+                return k.min(buckets.max(1));
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+}
+
+/// The goodput series pooled `k` buckets a point: (the point's middle, s; its goodput as the
+/// ratio of sums, §5), points without a scheduled request left out.
+fn pooled_goodput(series: &[SeriesPoint], bucket_s: f64, k: usize) -> Vec<(f64, f64)> {
+    series
+        .chunks(k.max(1))
+        .filter_map(|chunk| {
+            let scheduled: u64 = chunk.iter().map(|p| p.scheduled).sum();
+            // Each bucket's met count is its goodput times its scheduled count, a whole number.
+            let met: f64 = chunk
+                .iter()
+                .filter_map(|p| p.goodput.map(|g| (g * p.scheduled as f64).round()))
+                .sum();
+            let start = chunk.first()?.t_s;
+            (scheduled > 0).then(|| {
+                (
+                    start + bucket_s * chunk.len() as f64 / 2.0,
+                    met / scheduled as f64,
+                )
+            })
+        })
+        .collect()
+}
+
 /// The goodput timeline of a fault run, `None` without one.
 pub fn goodput(report: &Report) -> Option<String> {
     let r = report.recovery.as_ref()?;
     let end = r.series.last().map_or(1.0, |p| p.t_s + r.bucket_s);
+    let scheduled: u64 = r.series.iter().map(|p| p.scheduled).sum();
+    let k = goodput_pooling(r.series.len(), scheduled);
+    let point_s = r.bucket_s * k as f64;
     let mut frame = Frame::new(
         &format!(
-            "SLO goodput per {:.3} s bucket by intended time ({})",
-            r.bucket_s, r.variant
+            "SLO goodput per {} s of intended time ({})",
+            tick(point_s),
+            r.variant
         ),
         "time of the run (s)",
         "SLO goodput",
         (0.0, end),
         (0.0, 1.05),
     );
+    let pooled = if k > 1 {
+        format!(
+            "each point pools {k} of the detector's {} s buckets (ratio of sums, §5); ",
+            tick(r.bucket_s)
+        )
+    } else {
+        String::new()
+    };
     frame.caption(&format!(
-        "pre-fault baseline dashed; recovery: {}; equilibrium: {}",
+        "{pooled}pre-fault baseline dashed; recovery: {}; equilibrium: {}",
         r.to_pre_fault.text, r.to_equilibrium.text
     ));
     if r.equilibrium.estimable {
         frame.band(r.equilibrium.from_s, r.equilibrium.to_s, "#2ca02c", 0.12);
     }
-    let points: Vec<(f64, f64)> = r
-        .series
-        .iter()
-        .filter_map(|p| p.goodput.map(|g| (p.t_s + r.bucket_s / 2.0, g)))
-        .collect();
+    let points = pooled_goodput(&r.series, r.bucket_s, k);
     frame.polyline(&points, "#1f77b4", false);
     if let Some(base) = r.pre_fault_baseline.goodput {
         frame.polyline(&[(0.0, base), (end, base)], "#555", true);
@@ -617,5 +675,44 @@ mod tests {
         let svg = frame.finish();
         assert!(svg.contains(&format!("<title>{long}</title>")));
         assert!(svg.contains('…'));
+    }
+
+    #[test]
+    fn the_goodput_timeline_pools_thin_buckets_into_readable_points() {
+        // The experiment profile: 1,020 one-second buckets at 20 rps: ten a point (102 points).
+        assert_eq!(goodput_pooling(1_020, 20_400), 10);
+        // Time factor 100: the same 1,020 buckets of 10 ms hold 204 requests in all. Ten a point
+        // would leave two requests a point; twenty leaves four, and fifty would draw 21 points.
+        assert_eq!(goodput_pooling(1_020, 204), 20);
+        // A short, dense series stays as it is.
+        assert_eq!(goodput_pooling(100, 10_000), 1);
+        assert_eq!(goodput_pooling(0, 0), 1);
+        assert_eq!(goodput_pooling(3, 0), 1);
+    }
+
+    #[test]
+    fn a_pooled_goodput_point_is_the_ratio_of_sums_of_its_buckets() {
+        let point = |t_s: f64, goodput: Option<f64>, scheduled: u64| SeriesPoint {
+            t_s,
+            goodput,
+            scheduled,
+        };
+        // 1 of 1, 0 of 3, nothing scheduled, 2 of 4: pooled two by two, 1/4 and 2/4 (a mean of
+        // the buckets' ratios would read 0.5 and 0.5).
+        let series = [
+            point(0.0, Some(1.0), 1),
+            point(0.1, Some(0.0), 3),
+            point(0.2, None, 0),
+            point(0.3, Some(0.5), 4),
+            point(0.4, None, 0),
+        ];
+        let pooled = pooled_goodput(&series, 0.1, 2);
+        assert_eq!(
+            pooled.len(),
+            2,
+            "the last point holds nothing and is left out"
+        );
+        assert!((pooled[0].0 - 0.1).abs() < 1e-12 && pooled[0].1 == 0.25);
+        assert!((pooled[1].0 - 0.3).abs() < 1e-12 && pooled[1].1 == 0.5);
     }
 }

@@ -92,6 +92,21 @@ pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// `count` of `n` as a percentage with two decimals, or more where two would print 0 or 100 for
+/// a share that is neither.
+fn percent_of(count: u64, n: u64) -> String {
+    let value = 100.0 * count as f64 / n.max(1) as f64;
+    let mut text = format!("{value:.2} %");
+    for digits in 3..=9 {
+        let printed: f64 = text.trim_end_matches(" %").parse().unwrap_or(value);
+        if (printed == 0.0) == (count == 0) && (printed == 100.0) == (count == n) {
+            break;
+        }
+        text = format!("{value:.digits$} %");
+    }
+    text
+}
+
 fn opt_share(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a (nothing scheduled)".into(), |v| format!("{v:.4}"))
 }
@@ -473,6 +488,14 @@ fn window_tables(md: &mut String, windows: &[WindowReport]) {
         ] {
             distribution_row(md, name, d);
         }
+        if let Some((Some(share), n)) = w.inter_chunk_at_floor.as_ref().map(|f| (f.value, f.n)) {
+            let count = (share * n as f64).round() as u64;
+            let _ = writeln!(
+                md,
+                "\nInter-chunk gaps at the 1 us floor: {count} of {n} ({}), events the recorder read together (a shorter gap is recorded as 1 us, §3); a pooled percentile of 0.001 ms is that floor, not a measured gap.",
+                percent_of(count, n),
+            );
+        }
         let t = &w.tokens;
         let rates: Vec<String> = t
             .per_request_tokens_per_s
@@ -793,4 +816,19 @@ pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str])
     }
     out!("wrote {} into {}", written.join(", "), output.display());
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_of;
+
+    #[test]
+    fn a_percentage_never_prints_as_all_or_none_when_it_is_neither() {
+        assert_eq!(percent_of(2350, 3570), "65.83 %");
+        assert_eq!(percent_of(0, 10), "0.00 %");
+        assert_eq!(percent_of(10, 10), "100.00 %");
+        // 99,999 of 100,000 rounds to 100.00 at two decimals; it takes three.
+        assert_eq!(percent_of(99_999, 100_000), "99.999 %");
+        assert_eq!(percent_of(1, 1_000_000), "0.0001 %");
+    }
 }

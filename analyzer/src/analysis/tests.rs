@@ -1816,3 +1816,45 @@ fn token_figures_match_the_hand_computation() {
 }
 
 mod amended;
+
+#[test]
+fn the_inter_chunk_floor_share_counts_gaps_at_one_us_and_only_v0_3_reports_it() {
+    use crate::estimate::histogram::LatencyHistogram;
+    let mut gaps = LatencyHistogram::pinned();
+    for us in [1, 1, 1, 2, 1_000] {
+        gaps.record_us(us);
+    }
+    // A gap under 1 us is recorded at the floor too (§3).
+    gaps.record_us(0);
+    let share = window::floor_share(Some(&gaps));
+    assert_eq!((share.value, share.n), (Some(4.0 / 6.0), 6));
+    let none = window::floor_share(None);
+    assert_eq!((none.value, none.n), (None, 0));
+    // Every window of a v0.3 report carries it; a v0.2 report, archived, does not.
+    let journal = synthetic::small_sealed();
+    let path = std::env::temp_dir().join(format!("percentes-floor-{}.pj", std::process::id()));
+    std::fs::write(&path, &journal).unwrap();
+    let file = JournalFile::open(&path).unwrap();
+    let run = crate::load::load(&file).unwrap();
+    for (spec, present) in [(Spec::V0_3, true), (Spec::V0_2, false)] {
+        let r = analyze(&run, &file, spec, &Default::default());
+        assert!(!r.windows.is_empty());
+        for w in &r.windows {
+            assert_eq!(
+                w.inter_chunk_at_floor.is_some(),
+                present,
+                "{spec} {}",
+                w.window
+            );
+            if let Some(f) = &w.inter_chunk_at_floor {
+                assert_eq!(f.n, w.inter_chunk.n);
+            }
+        }
+        let md = report::markdown(&r);
+        assert_eq!(
+            md.contains("Inter-chunk gaps at the 1 us floor"),
+            present,
+            "{spec}"
+        );
+    }
+}

@@ -28,6 +28,7 @@ pub const TAIL_QUANTILES: [f64; 2] = [0.95, 0.99];
 pub(super) const CURVE_GRID_POINTS: u64 = 100;
 
 pub(super) const CONDITIONAL: &str = "conditional on completion";
+pub(super) const INTER_CHUNK_FLOOR: &str = "pooled inter-chunk gaps at the 1 us floor (events read together; a shorter gap is recorded as 1 us, §3)";
 pub(super) const INTER_CHUNK: &str = "conditional on completion; pooled inter-chunk gaps of the window's completed streams (a per-request p99 is not computed, §3)";
 
 /// The pooled inter-chunk gaps of each window's completed requests, in the pinned histogram:
@@ -174,6 +175,7 @@ pub(super) fn window_report(
             // Filled by the caller from the journal's gaps (a second pass, see `inter_chunk`).
             ..distribution(&[], None)
         },
+        inter_chunk_at_floor: None,
         tokens: super::tokens::token_report(requests, rows, duration_s),
         caveat,
         modal_distance,
@@ -181,6 +183,18 @@ pub(super) fn window_report(
         receive_path: receive_path(run, window),
         outcomes,
         classes,
+    }
+}
+
+/// The share of a window's pooled inter-chunk gaps at the 1 us floor (§3).
+pub(super) fn floor_share(gaps: Option<&LatencyHistogram>) -> Share {
+    let n = gaps.map_or(0, LatencyHistogram::len);
+    Share {
+        value: gaps
+            .filter(|_| n > 0)
+            .map(|h| h.at_floor() as f64 / n as f64),
+        n,
+        label: INTER_CHUNK_FLOOR,
     }
 }
 

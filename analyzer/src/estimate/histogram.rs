@@ -86,6 +86,12 @@ impl LatencyHistogram {
         self.histogram.max()
     }
 
+    /// Samples at the 1 us floor (SPEC §3): for inter-chunk gaps, the events the recorder read
+    /// in one go, whose gap it cannot resolve. The floor's bucket holds 1 us alone.
+    pub fn at_floor(&self) -> u64 {
+        self.histogram.count_at(1)
+    }
+
     /// The underlying histogram, for serialization into reports.
     pub fn inner(&self) -> &Histogram<u64> {
         &self.histogram

@@ -194,6 +194,11 @@ pub struct WindowReport {
     pub e2e: Distribution,
     /// Pooled inter-chunk gaps of the completed streams.
     pub inter_chunk: Distribution,
+    /// The share of those gaps at the 1 us floor (§3): events the recorder read together, whose
+    /// gap it cannot resolve, so a pooled percentile at 1 us is the floor, not a measurement.
+    /// v0.3 reports only: the archived versions' reports stay as published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inter_chunk_at_floor: Option<Share>,
     /// Token figures of the completed requests, from the usage the server reported.
     pub tokens: TokenReport,
     /// Present when errored + censored is above 5 % of scheduled (§3).
