@@ -23,6 +23,9 @@ pub enum KindArg {
     Telemetry,
     Checkpoint,
     Seal,
+    /// Kind 6: what a request asked for beyond its request record (`max_tokens`, its prompt's
+    /// length in tokens).
+    RequestExtension,
     /// Kinds this build does not know.
     Other,
 }
@@ -36,6 +39,10 @@ impl KindArg {
                 | (KindArg::Telemetry, Some(RecordKind::Telemetry))
                 | (KindArg::Checkpoint, Some(RecordKind::Checkpoint))
                 | (KindArg::Seal, Some(RecordKind::Seal))
+                | (
+                    KindArg::RequestExtension,
+                    Some(RecordKind::RequestExtension)
+                )
                 | (KindArg::Other, None)
         )
     }

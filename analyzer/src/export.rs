@@ -125,6 +125,11 @@ pub fn requests_frame(
             "usage_completion_tokens".into(),
             nullable32(requests.usage_completion_tokens),
         ),
+        Column::new("max_tokens".into(), nullable32(requests.max_tokens)),
+        Column::new(
+            "prompt_tokens_sent".into(),
+            nullable32(requests.prompt_tokens_sent),
+        ),
         Column::new("replica".into(), replica),
         Column::new("connection_id".into(), nullable(requests.connection_id)),
         Column::new("connection_reused".into(), requests.connection_reused),

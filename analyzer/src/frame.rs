@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 
 use percentes_formats::journal::records::EventKind;
-use percentes_formats::journal::records::{EventRecord, Outcome, RequestRecord, TelemetryRecord};
+use percentes_formats::journal::records::{
+    EventRecord, ExtensionKey, Outcome, RequestExtension, RequestRecord, TelemetryRecord,
+};
 
 /// The value of an absent timestamp or count.
 pub const NONE: u64 = u64::MAX;
@@ -93,6 +95,12 @@ pub struct Requests {
     pub usage_prompt_tokens: Vec<u32>,
     /// `usage.completion_tokens`, [`NONE`] as `u32::MAX` when unreported.
     pub usage_completion_tokens: Vec<u32>,
+    /// The `max_tokens` the request asked for, from its kind-6 extension; `u32::MAX` without
+    /// one (the route's pinned length, SPEC §P "Token lengths").
+    pub max_tokens: Vec<u32>,
+    /// Its prompt's length as the journaled tokenizer counted it (kind 6); `u32::MAX` when not
+    /// counted.
+    pub prompt_tokens_sent: Vec<u32>,
     /// Into [`Requests::replicas`]; the empty string is "unattributed".
     pub replica: Vec<u32>,
     /// The connection's id (per worker).
@@ -167,6 +175,8 @@ impl Requests {
         self.bytes_received = vec![0; n];
         self.usage_prompt_tokens = vec![u32::MAX; n];
         self.usage_completion_tokens = vec![u32::MAX; n];
+        self.max_tokens = vec![u32::MAX; n];
+        self.prompt_tokens_sent = vec![u32::MAX; n];
         self.replica = vec![0; n];
         self.connection_id = vec![NONE; n];
         self.connection_reused = vec![false; n];
@@ -196,6 +206,17 @@ impl Requests {
         self.connection_id[row] = record.connection_id;
         self.connection_reused[row] = record.connection_reused;
         self.detail[row] = self.details.id(&record.detail);
+    }
+
+    /// Writes a kind-6 extension into row `row`; keys this build does not know are ignored.
+    pub fn extend(&mut self, row: usize, extension: &RequestExtension) {
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX - 1);
+        if let Some(v) = extension.get(ExtensionKey::MaxTokens) {
+            self.max_tokens[row] = clamp(v);
+        }
+        if let Some(v) = extension.get(ExtensionKey::PromptTokens) {
+            self.prompt_tokens_sent[row] = clamp(v);
+        }
     }
 
     /// The outcome of row `row`, `None` when it has no record.

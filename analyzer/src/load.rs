@@ -193,6 +193,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
         )));
     }
     requests.reserve_records();
+    // Which rows have had a kind-6 extension (at most one each).
+    let mut extended = vec![false; requests.len()];
     let mut first_sequence = vec![0u64; 0];
     let mut events = Events::default();
     let mut telemetry = Telemetry::default();
@@ -281,6 +283,37 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
                     events.rows.push(e)
                 }
                 Record::Telemetry(t) => telemetry.rows.push(t),
+                Record::RequestExtension(x) => {
+                    // The same placement rules as a request record's: scheduled in this shard,
+                    // at most once.
+                    let row = (x.index % own.1 == own.0 && x.index % shard.1 == shard.0)
+                        .then(|| usize::try_from(x.index / shard.1).ok())
+                        .flatten()
+                        .filter(|&row| row < requests.len());
+                    let Some(row) = row else {
+                        return Err(LoadError::Record {
+                            sequence: framed.sequence,
+                            message: format!(
+                                "request extension for index {} is not scheduled in shard {} of {}{}",
+                                x.index,
+                                own.0,
+                                own.1,
+                                shard_named(files, part)
+                            ),
+                        });
+                    };
+                    if std::mem::replace(&mut extended[row], true) {
+                        return Err(LoadError::Record {
+                            sequence: framed.sequence,
+                            message: format!(
+                                "request index {} has a second extension record{}",
+                                x.index,
+                                shard_named(files, part)
+                            ),
+                        });
+                    }
+                    requests.extend(row, &x);
+                }
                 Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
             }
         }
@@ -438,6 +471,60 @@ mod tests {
             run.not_publishable
         );
         assert!(!run.telemetry.rows.is_empty() && !run.events.rows.is_empty());
+    }
+
+    /// A journal of the golden config with `extensions` written before its request records.
+    fn extended(extensions: &[(u64, Vec<(u16, u64)>)]) -> Vec<u8> {
+        use percentes_formats::journal::records::RequestExtension;
+        let config = synthetic::golden_config();
+        let header = synthetic::header(&config, None);
+        let mut writer = JournalWriter::create(Vec::new(), &header, None).unwrap();
+        for (index, fields) in extensions {
+            let x = RequestExtension {
+                index: *index,
+                fields: fields.clone(),
+            };
+            writer.append(&Record::RequestExtension(x)).unwrap();
+        }
+        for e in header.schedule.iter() {
+            let mut r = synthetic::request(e.index, 50, e.intended_ns);
+            r.route = e.route;
+            writer.append(&Record::Request(r)).unwrap();
+        }
+        writer.seal(1, SealStatus::Completed, "").unwrap().0
+    }
+
+    #[test]
+    fn a_request_extension_fills_its_row_once_and_only_a_scheduled_one() {
+        // Key 1 max-tokens, key 2 prompt-tokens, key 999 unknown to this build (skipped).
+        let run = load(&file(
+            "extended.pj",
+            &extended(&[(3, vec![(1, 40), (2, 17), (999, 5)]), (5, vec![(1, 8)])]),
+        ))
+        .unwrap();
+        let row = |index| run.requests.index.iter().position(|&i| i == index).unwrap();
+        assert_eq!(run.requests.max_tokens[row(3)], 40);
+        assert_eq!(run.requests.prompt_tokens_sent[row(3)], 17);
+        assert_eq!(run.requests.max_tokens[row(5)], 8);
+        assert_eq!(run.requests.prompt_tokens_sent[row(5)], u32::MAX);
+        assert_eq!(run.requests.max_tokens[row(4)], u32::MAX, "no extension");
+        let error = load(&file("twice.pj", &extended(&[(3, vec![]), (3, vec![])]))).unwrap_err();
+        assert!(error.to_string().contains("second extension"), "{error}");
+        let error = load(&file("stray.pj", &extended(&[(10_000, vec![(1, 8)])]))).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("request extension for index 10000 is not scheduled"),
+            "{error}"
+        );
+        // Verify, which does not decode bodies, counts it with the seal's `other`.
+        let bytes = extended(&[(3, vec![(1, 40)])]);
+        let report = percentes_formats::journal::verify::verify(&bytes, &Default::default());
+        assert_eq!(
+            report.verdict,
+            percentes_formats::journal::Verdict::SealedIntact
+        );
+        assert_eq!(report.counts.other, 1);
     }
 
     #[test]

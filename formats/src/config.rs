@@ -171,7 +171,7 @@ mod relations;
 mod sections;
 mod timing;
 
-pub use lengths::{OutputTokens, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
+pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;
 pub use quick::{parse_duration_s, Quick, QUICK_PATH_DEFAULT};

@@ -461,7 +461,14 @@ fn arbitrary_record() -> impl Strategy<Value = Record> {
             }),
         (0u64..1_000_000, 0u64..100, 0u64..1 << 40)
             .prop_map(|(i, roll, t)| Record::Request(synthetic::request(i, roll, t))),
-        (6u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
+        (
+            0u64..1_000_000,
+            proptest::collection::vec((any::<u16>(), any::<u64>()), 0..4)
+        )
+            .prop_map(|(index, fields)| Record::RequestExtension(
+                percentes_formats::journal::records::RequestExtension { index, fields }
+            )),
+        (7u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
             .prop_map(|(kind_byte, body)| Record::Unknown { kind_byte, body }),
     ]
 }

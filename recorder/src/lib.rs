@@ -23,3 +23,4 @@ pub mod run;
 pub mod sse;
 #[cfg(all(test, target_os = "linux"))]
 mod tls_tests;
+pub mod tokens;

@@ -12,9 +12,16 @@
 //!
 //! Request i uses prompt i mod n, after its unique prefix (SPEC §1). The file's BLAKE3 and its
 //! format go in the journal's host facts, so a re-run can show it sent the same prompts.
+//!
+//! With `output_tokens = "dataset"` each prompt asks for its own length: a JSONL line's
+//! `max_tokens` (every line must have one), or a ShareGPT entry's reply (the turn after its
+//! first human turn) as `target.tokenizer` counts it, an entry without a reply skipped and
+//! counted. With a tokenizer, each prompt's own length is counted too, for the journal.
 
-use percentes_formats::config::{Config, Profile, PromptFormat, Route};
+use percentes_formats::config::{Config, Lengths, Profile, PromptFormat, Route};
 use percentes_formats::pins;
+
+use crate::tokens::ModelTokenizer;
 
 /// What a prompt sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,8 +37,11 @@ pub enum PromptContent {
 pub struct Prompt {
     /// What it sends, after the request's unique prefix.
     pub content: PromptContent,
-    /// Its own `max_tokens` (a JSONL line's value), or the pin's.
+    /// Its own `max_tokens` (a JSONL line's value, a ShareGPT reply's length), or the pin's.
     pub max_tokens: Option<u32>,
+    /// Its content's length as the tokenizer counts it (the messages' contents summed, no
+    /// template), when there is a tokenizer.
+    pub prompt_tokens: Option<u32>,
 }
 
 impl Prompt {
@@ -40,6 +50,15 @@ impl Prompt {
         Prompt {
             content: PromptContent::Text(text.to_owned()),
             max_tokens: None,
+            prompt_tokens: None,
+        }
+    }
+
+    /// The texts it sends, in order.
+    fn texts(&self) -> Vec<&str> {
+        match &self.content {
+            PromptContent::Text(t) => vec![t.as_str()],
+            PromptContent::Messages(m) => m.iter().map(|(_, c)| c.as_str()).collect(),
         }
     }
 }
@@ -55,6 +74,8 @@ pub struct PromptSet {
     pub format: PromptFormat,
     /// Entries the format skips (a ShareGPT conversation without a human turn).
     pub skipped: usize,
+    /// ShareGPT entries skipped under `output_tokens = dataset` for want of a reply to measure.
+    pub skipped_no_reply: usize,
 }
 
 impl PromptSet {
@@ -67,10 +88,20 @@ impl PromptSet {
 
     /// The host fact: `sharegpt, 1000 prompts (3 entries skipped: no human turn), BLAKE3 ...`.
     pub fn fact(&self) -> String {
-        let skipped = if self.skipped > 0 {
-            format!(" ({} entries skipped: no human turn)", self.skipped)
-        } else {
+        let mut reasons = Vec::new();
+        if self.skipped > 0 {
+            reasons.push(format!("{} entries skipped: no human turn", self.skipped));
+        }
+        if self.skipped_no_reply > 0 {
+            reasons.push(format!(
+                "{} entries skipped: no reply to take the output length from",
+                self.skipped_no_reply
+            ));
+        }
+        let skipped = if reasons.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", reasons.join("; "))
         };
         format!(
             "{}, {} prompts{skipped}, BLAKE3 {}",
@@ -81,26 +112,22 @@ impl PromptSet {
     }
 }
 
-/// The format a route's prompt file is read in: as configured, else `jsonl` for a `.jsonl`
-/// file and `text` for any other.
-pub fn format_of(route: &Route, path: &str) -> PromptFormat {
-    route.prompt_format.unwrap_or(if path.ends_with(".jsonl") {
-        PromptFormat::Jsonl
-    } else {
-        PromptFormat::Text
-    })
-}
-
 /// Loads a route's prompt set. A per-prompt `max_tokens` other than the pinned one is refused
 /// outside the dev profile (§6: `target.max_tokens` is pinned on every request), and a
 /// conversation is refused on a route that is not a chat route.
-pub fn load_prompts(route: &Route, config: &Config) -> Result<PromptSet, String> {
+pub fn load_prompts(
+    route: &Route,
+    config: &Config,
+    tokenizer: Option<&ModelTokenizer>,
+) -> Result<PromptSet, String> {
     let path = route.prompt_file.as_deref().unwrap_or_default();
     let bytes = std::fs::read(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
     let text =
         std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
-    let format = format_of(route, path);
-    let (prompts, skipped) = match format {
+    let format = route.prompt_format_resolved().unwrap_or(PromptFormat::Text);
+    let dataset = route.output_tokens == Some(Lengths::Dataset);
+    let mut skipped_no_reply = 0;
+    let (mut prompts, skipped) = match format {
         PromptFormat::Text => (
             text.lines()
                 .map(str::trim)
@@ -109,9 +136,28 @@ pub fn load_prompts(route: &Route, config: &Config) -> Result<PromptSet, String>
                 .collect(),
             0,
         ),
-        PromptFormat::Jsonl => (jsonl(path, text, config)?, 0),
-        PromptFormat::Sharegpt => sharegpt(path, text)?,
+        PromptFormat::Jsonl => (jsonl(path, text, config, dataset)?, 0),
+        PromptFormat::Sharegpt => {
+            let replies = dataset.then_some(tokenizer).map(|t| {
+                t.ok_or_else(|| {
+                    format!("prompt_file {path}: output_tokens = dataset measures each reply, and that needs target.tokenizer")
+                })
+            });
+            let replies = replies.transpose()?;
+            let (prompts, skipped, no_reply) = sharegpt(path, text, replies)?;
+            skipped_no_reply = no_reply;
+            (prompts, skipped)
+        }
     };
+    if let Some(t) = tokenizer {
+        for prompt in &mut prompts {
+            let mut tokens = 0u32;
+            for text in prompt.texts() {
+                tokens = tokens.saturating_add(t.count(text)?);
+            }
+            prompt.prompt_tokens = Some(tokens);
+        }
+    }
     if prompts.is_empty() {
         return Err(format!(
             "prompt_file {path} has no prompt (read as {}: {})",
@@ -139,10 +185,11 @@ pub fn load_prompts(route: &Route, config: &Config) -> Result<PromptSet, String>
         blake3: *blake3::hash(&bytes).as_bytes(),
         format,
         skipped,
+        skipped_no_reply,
     })
 }
 
-fn jsonl(path: &str, text: &str, config: &Config) -> Result<Vec<Prompt>, String> {
+fn jsonl(path: &str, text: &str, config: &Config, dataset: bool) -> Result<Vec<Prompt>, String> {
     let pinned = config.number(&pins::TARGET_MAX_TOKENS) as u32;
     let mut prompts = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -175,6 +222,11 @@ fn jsonl(path: &str, text: &str, config: &Config) -> Result<Vec<Prompt>, String>
                 }
             },
         };
+        if dataset && max_tokens.is_none() {
+            return Err(format!(
+                "{at}: has no max_tokens, and output_tokens = dataset takes each line's own"
+            ));
+        }
         if let Some(n) = max_tokens {
             if n != pinned && config.profile != Profile::Dev {
                 return Err(format!(
@@ -185,6 +237,7 @@ fn jsonl(path: &str, text: &str, config: &Config) -> Result<Vec<Prompt>, String>
         prompts.push(Prompt {
             content,
             max_tokens,
+            prompt_tokens: None,
         });
     }
     Ok(prompts)
@@ -228,8 +281,13 @@ fn chat_messages(
     }
 }
 
-/// A ShareGPT file: (prompts, entries skipped).
-fn sharegpt(path: &str, text: &str) -> Result<(Vec<Prompt>, usize), String> {
+/// A ShareGPT file: (prompts, entries skipped for want of a human turn, entries skipped for want
+/// of a reply). With `replies`, each prompt asks for its reply's length in tokens (at least 1).
+fn sharegpt(
+    path: &str,
+    text: &str,
+    replies: Option<&ModelTokenizer>,
+) -> Result<(Vec<Prompt>, usize, usize), String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("prompt_file {path}: not JSON (ShareGPT is one JSON array): {e}"))?;
     let Some(entries) = value.as_array() else {
@@ -239,6 +297,7 @@ fn sharegpt(path: &str, text: &str) -> Result<(Vec<Prompt>, usize), String> {
     };
     let mut prompts = Vec::new();
     let mut skipped = 0;
+    let mut no_reply = 0;
     for (i, entry) in entries.iter().enumerate() {
         let turns = entry
             .get("conversations")
@@ -249,6 +308,7 @@ fn sharegpt(path: &str, text: &str) -> Result<(Vec<Prompt>, usize), String> {
             })?;
         let mut messages = Vec::new();
         let mut asked = false;
+        let mut reply = None;
         for (k, turn) in turns.iter().enumerate() {
             let from = turn.get("from").and_then(|f| f.as_str());
             let value = turn.get("value").and_then(|v| v.as_str());
@@ -267,22 +327,33 @@ fn sharegpt(path: &str, text: &str) -> Result<(Vec<Prompt>, usize), String> {
                     ))
                 }
             };
-            messages.push((role.to_owned(), value.to_owned()));
-            if role == "user" {
-                asked = true;
+            if asked {
+                // The turn after the first human turn: the reply, when it is the assistant's.
+                reply = (role == "assistant").then_some(value);
                 break;
             }
+            messages.push((role.to_owned(), value.to_owned()));
+            asked = role == "user";
         }
         if !asked {
             skipped += 1;
             continue;
         }
+        let max_tokens = match (replies, reply) {
+            (None, _) => None,
+            (Some(t), Some(reply)) => Some(t.count(reply)?.max(1)),
+            (Some(_), None) => {
+                no_reply += 1;
+                continue;
+            }
+        };
         prompts.push(Prompt {
             content: PromptContent::Messages(messages),
-            max_tokens: None,
+            max_tokens,
+            prompt_tokens: None,
         });
     }
-    Ok((prompts, skipped))
+    Ok((prompts, skipped, no_reply))
 }
 
 #[cfg(test)]
@@ -315,7 +386,7 @@ mod tests {
             extra.push_str(&format!("prompt_format = \"{f}\"\n"));
         }
         let config = config(&extra, path);
-        load_prompts(&config.routes[0], &config)
+        load_prompts(&config.routes[0], &config, None)
     }
 
     #[test]

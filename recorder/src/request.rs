@@ -1,7 +1,11 @@
 //! Request templates: the bytes of request i, from the route, the target and the index.
 
+use std::sync::Arc;
+
 pub use crate::prompts::{load_prompts, Prompt, PromptContent, PromptSet};
-use percentes_formats::config::{Config, Route};
+use crate::tokens::Filler;
+use percentes_formats::config::{Config, Lengths, Route, TokenSide};
+use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
 use percentes_formats::pins;
 
 /// The target, from `target.base_url`.
@@ -173,10 +177,36 @@ pub struct Template {
     body_suffixes: Vec<Vec<u8>>,
     /// Each prompt's own `max_tokens` (a JSONL line's), by the same index as `body_suffixes`.
     own_max_tokens: Vec<Option<u32>>,
+    /// Each prompt's own length in tokens, when a tokenizer counted it.
+    own_prompt_tokens: Vec<Option<u32>>,
     /// The route's output-length distribution and the schedule's seed it draws from.
-    lengths: Option<(percentes_formats::config::OutputTokens, u64)>,
+    lengths: Option<(Lengths, u64)>,
     /// The pinned `max_tokens`, when neither gives one.
     pinned_max_tokens: u32,
+    /// A generated prompt's length from `input_tokens`, in place of `body_suffixes`.
+    input: Option<GeneratedInput>,
+}
+
+/// `routes[i].input_tokens`: each request's generated prompt cut from one filler to its drawn
+/// length (SPEC §P "Token lengths").
+#[derive(Clone, Debug)]
+struct GeneratedInput {
+    lengths: Lengths,
+    seed: u64,
+    filler: Arc<Filler>,
+    /// Whether a unit of the filler is a token of `target.tokenizer` (else a word).
+    counted: bool,
+    /// What ends the body after the prompt (the JSON string's and the message's closing).
+    closing: &'static str,
+}
+
+impl GeneratedInput {
+    fn length(&self, index: u64) -> u32 {
+        self.lengths
+            .draw(TokenSide::Input, self.seed, index)
+            .unwrap_or(0)
+            .min(self.filler.len())
+    }
 }
 
 impl std::fmt::Debug for Template {
@@ -239,7 +269,7 @@ impl Template {
         } else {
             "\"messages\":[{\"role\":\"user\",\"content\":\""
         };
-        let closing = if completions { "\"" } else { "\"}]" };
+        let closing: &'static str = if completions { "\"" } else { "\"}]" };
         let body_prefix = format!("{fields}{opening}request ").into_bytes();
         let continuation = |text: &str| format!(" of percentes. {}", json_string_inner(text));
         let continuations: Vec<(String, Option<u32>)> = match prompts {
@@ -288,6 +318,10 @@ impl Template {
             .into_iter()
             .map(|(c, max_tokens)| (c.into_bytes(), max_tokens))
             .unzip();
+        let own_prompt_tokens = match prompts {
+            Some(set) => set.prompts.iter().map(|p| p.prompt_tokens).collect(),
+            None => vec![None],
+        };
         let head_prefix = format!(
             "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: {}\r\n{}x-request-id: pct-",
             target.request_target(&route.path),
@@ -301,9 +335,58 @@ impl Template {
             body_prefix,
             body_suffixes,
             own_max_tokens,
+            own_prompt_tokens,
             lengths: route.output_tokens.map(|l| (l, config.schedule.seed)),
             pinned_max_tokens,
+            input: route.input_tokens.map(|lengths| GeneratedInput {
+                lengths,
+                seed: config.schedule.seed,
+                filler: Filler::words(lengths.longest()),
+                counted: false,
+                closing,
+            }),
         }
+    }
+
+    /// The template with its generated prompts cut from `filler`, whose units are tokens of
+    /// `target.tokenizer` (built by [`ModelTokenizer::filler`](crate::tokens::ModelTokenizer::filler)).
+    pub fn counted_by(mut self, filler: Arc<Filler>) -> Template {
+        if let Some(input) = &mut self.input {
+            input.filler = filler;
+            input.counted = true;
+        }
+        self
+    }
+
+    /// Request `index`'s own prompt length in tokens, where it is known: a generated prompt cut
+    /// to a tokenizer's count, or a prompt the tokenizer counted.
+    pub fn prompt_tokens(&self, index: u64) -> Option<u32> {
+        match &self.input {
+            Some(input) => input.counted.then(|| input.length(index)),
+            None => self.own_prompt_tokens[(index % self.own_prompt_tokens.len() as u64) as usize],
+        }
+    }
+
+    /// The journal's kind-6 record for request `index` (SPEC §P "Token lengths"): the
+    /// `max_tokens` it asked for and its prompt's length in tokens, when either varies from
+    /// request to request or a tokenizer counted it; `None` when every request of the route
+    /// asks for the pinned length and nothing was counted (the record would say only that).
+    pub fn extension(&self, index: u64) -> Option<RequestExtension> {
+        let varies = self.lengths.is_some()
+            || self.input.is_some()
+            || self.own_max_tokens.iter().any(Option::is_some)
+            || self.own_prompt_tokens.iter().any(Option::is_some);
+        if !varies {
+            return None;
+        }
+        let mut fields = vec![(
+            ExtensionKey::MaxTokens as u16,
+            u64::from(self.max_tokens(index)),
+        )];
+        if let Some(tokens) = self.prompt_tokens(index) {
+            fields.push((ExtensionKey::PromptTokens as u16, u64::from(tokens)));
+        }
+        Some(RequestExtension { index, fields })
     }
 
     /// Request `index`'s `max_tokens`: its prompt's own, else the route's distribution's draw
@@ -311,7 +394,7 @@ impl Template {
     pub fn max_tokens(&self, index: u64) -> u32 {
         let which = (index % self.body_suffixes.len() as u64) as usize;
         self.own_max_tokens[which]
-            .or_else(|| self.lengths.map(|(l, seed)| l.max_tokens(seed, index)))
+            .or_else(|| self.lengths.and_then(|(l, seed)| l.max_tokens(seed, index)))
             .unwrap_or(self.pinned_max_tokens)
     }
 
@@ -320,7 +403,18 @@ impl Template {
         use std::io::Write;
         const FIELD: &[u8] = b",\"max_tokens\":";
         let digits = index.to_string();
-        let suffix = &self.body_suffixes[(index % self.body_suffixes.len() as u64) as usize];
+        let generated;
+        let suffix: &[u8] = match &self.input {
+            Some(input) => {
+                generated = format!(
+                    " of percentes.{}{}",
+                    input.filler.first(input.length(index)),
+                    input.closing
+                );
+                generated.as_bytes()
+            }
+            None => &self.body_suffixes[(index % self.body_suffixes.len() as u64) as usize],
+        };
         let tokens = self.max_tokens(index).to_string();
         let body_len =
             self.body_prefix.len() + digits.len() + suffix.len() + FIELD.len() + tokens.len() + 1;
@@ -458,6 +552,7 @@ mod tests {
             blake3: [0; 32],
             format: percentes_formats::config::PromptFormat::Text,
             skipped: 0,
+            skipped_no_reply: 0,
         };
         let with_set = Template::new(&config, &target, &config.routes[0], Some(&set), &none);
         let (_, c) = body(&with_set, 4);
@@ -547,7 +642,7 @@ mod tests {
         let text =
             "{\"prompt\": \"short\", \"max_tokens\": 16, \"id\": 1}\n\n{\"prompt\": \"long\"}\n";
         let dev = with_prompts("set.jsonl", text, "dev", "mock");
-        let set = load_prompts(&dev.routes[0], &dev).unwrap();
+        let set = load_prompts(&dev.routes[0], &dev, None).unwrap();
         assert_eq!(set.prompts.len(), 2);
         let target = Target::parse(&dev.target.base_url).unwrap();
         let template = Template::new(
@@ -561,7 +656,7 @@ mod tests {
         assert_eq!(body(&template, 1).1["max_tokens"], 256);
         // Outside the dev profile a per-line length other than the pin is refused.
         let hosted = with_prompts("set.jsonl", text, "hosted", "hosted");
-        let err = load_prompts(&hosted.routes[0], &hosted).unwrap_err();
+        let err = load_prompts(&hosted.routes[0], &hosted, None).unwrap_err();
         assert!(err.contains("line 1") && err.contains("§6"), "{err}");
         for (text, says) in [
             ("{\"text\": \"x\"}", "\"prompt\""),
@@ -569,7 +664,7 @@ mod tests {
             ("{\"prompt\": \"x\", \"max_tokens\": 0}", "at least 1"),
         ] {
             let dev = with_prompts("bad.jsonl", text, "dev", "mock");
-            let err = load_prompts(&dev.routes[0], &dev).unwrap_err();
+            let err = load_prompts(&dev.routes[0], &dev, None).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
     }
@@ -579,7 +674,7 @@ mod tests {
         // Line 0 a plain prompt, line 1 a system + user conversation with quotes to escape.
         let text = "{\"prompt\": \"plain\"}\n{\"messages\": [{\"role\": \"system\", \"content\": \"be \\\"terse\\\"\"}, {\"role\": \"user\", \"content\": \"hi\"}]}\n";
         let dev = with_prompts("chat.jsonl", text, "dev", "mock");
-        let set = load_prompts(&dev.routes[0], &dev).unwrap();
+        let set = load_prompts(&dev.routes[0], &dev, None).unwrap();
         let target = Target::parse(&dev.target.base_url).unwrap();
         let template = Template::new(
             &dev,
@@ -607,5 +702,143 @@ mod tests {
             template.bytes(7),
             "the prefix differs per request"
         );
+    }
+
+    /// tests/data/tokenizer.json (scripts/make-test-tokenizer.py).
+    fn fixture_tokenizer() -> crate::tokens::ModelTokenizer {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer.json");
+        crate::tokens::ModelTokenizer::load(path).unwrap()
+    }
+
+    fn route_with(extra: &str) -> Config {
+        let base = config("", "mock", "dev");
+        let text = std::str::from_utf8(base.raw_bytes()).unwrap().to_owned() + extra;
+        Config::parse(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_generated_prompt_is_as_many_tokens_as_its_draw_and_the_extension_says_so() {
+        let config = route_with(
+            "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 300\n[routes.output_tokens]\nkind = \"uniform\"\nmin = 8\nmax = 64\n",
+        );
+        let route = &config.routes[0];
+        let lengths = route.input_tokens.unwrap();
+        let target = Target::parse(&config.target.base_url).unwrap();
+        let tokenizer = fixture_tokenizer();
+        let template = Template::new(&config, &target, route, None, &ExtraHeaders::default())
+            .counted_by(tokenizer.filler(lengths.longest()).unwrap());
+        for index in [0, 1, 2, 17, 99, 12_345] {
+            let (_, json) = body(&template, index);
+            let content = json["messages"][0]["content"].as_str().unwrap();
+            let prefix = format!("request {index} of percentes.");
+            assert!(content.starts_with(&prefix), "{content}");
+            let drawn = lengths
+                .draw(TokenSide::Input, config.schedule.seed, index)
+                .unwrap();
+            // Counted afresh from the bytes sent: the prefix's tokens, then exactly the draw.
+            assert_eq!(
+                tokenizer.count(content).unwrap(),
+                tokenizer.count(&prefix).unwrap() + drawn,
+                "{index}: {content}"
+            );
+            let max_tokens = route.output_tokens.unwrap().max_tokens(1, index).unwrap();
+            assert_eq!(json["max_tokens"], max_tokens);
+            let extension = template.extension(index).unwrap();
+            assert_eq!(extension.index, index);
+            assert_eq!(
+                extension.get(ExtensionKey::MaxTokens),
+                Some(u64::from(max_tokens))
+            );
+            assert_eq!(
+                extension.get(ExtensionKey::PromptTokens),
+                Some(u64::from(drawn))
+            );
+        }
+        // Without a tokenizer the same lengths count words, and the journal claims no tokens.
+        let words = Template::new(&config, &target, route, None, &ExtraHeaders::default());
+        let (_, json) = body(&words, 5);
+        let content = json["messages"][0]["content"].as_str().unwrap();
+        let drawn = lengths.draw(TokenSide::Input, 1, 5).unwrap() as usize;
+        assert_eq!(content.split_whitespace().count(), 4 + drawn, "{content}");
+        assert_eq!(
+            words.extension(5).unwrap().get(ExtensionKey::PromptTokens),
+            None
+        );
+        // A route with neither writes no extension: every request asks for the pin.
+        let plain = config_plain();
+        let template = Template::new(
+            &plain,
+            &target,
+            &plain.routes[0],
+            None,
+            &ExtraHeaders::default(),
+        );
+        assert_eq!(template.extension(3), None);
+    }
+
+    fn config_plain() -> Config {
+        config("", "mock", "dev")
+    }
+
+    #[test]
+    fn a_sharegpt_reply_sets_the_length_a_dataset_prompt_asks_for() {
+        let text = r#"[
+          {"conversations": [{"from": "human", "value": "Say something."}, {"from": "gpt", "value": "the recorder sends every request at its own time"}]},
+          {"conversations": [{"from": "human", "value": "No reply here."}]},
+          {"conversations": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Why?"}, {"from": "gpt", "value": "unanticipated"}]}
+        ]"#;
+        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("replies.json");
+        std::fs::write(&path, text).unwrap();
+        let tokenizer_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer.json");
+        let config = Config::parse(
+            format!(
+                "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\ntokenizer = {tokenizer_path:?}\n\
+                 [schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n\
+                 prompt_file = {:?}\nprompt_format = \"sharegpt\"\n[routes.output_tokens]\nkind = \"dataset\"\n",
+                path.to_str().unwrap()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let tokenizer = fixture_tokenizer();
+        let set = load_prompts(&config.routes[0], &config, Some(&tokenizer)).unwrap();
+        // The entry without a reply is left out and counted; the others ask for their replies'
+        // lengths (10 tokens for "unanticipated", as Python's tokenizers counts it).
+        assert_eq!(set.prompts.len(), 2);
+        assert_eq!(set.skipped_no_reply, 1);
+        assert!(
+            set.fact().contains("1 entries skipped: no reply"),
+            "{}",
+            set.fact()
+        );
+        let first = tokenizer
+            .count("the recorder sends every request at its own time")
+            .unwrap();
+        assert_eq!(set.prompts[0].max_tokens, Some(first));
+        assert_eq!(set.prompts[1].max_tokens, Some(10));
+        // Each prompt's own length: its messages' contents, counted.
+        assert_eq!(
+            set.prompts[1].prompt_tokens,
+            Some(tokenizer.count("Be brief.").unwrap() + tokenizer.count("Why?").unwrap())
+        );
+        let target = Target::parse(&config.target.base_url).unwrap();
+        let template = Template::new(
+            &config,
+            &target,
+            &config.routes[0],
+            Some(&set),
+            &ExtraHeaders::default(),
+        );
+        let (_, json) = body(&template, 3);
+        assert_eq!(json["max_tokens"], 10);
+        assert_eq!(
+            template.extension(3).unwrap().get(ExtensionKey::MaxTokens),
+            Some(10)
+        );
+        // Without the tokenizer there is nothing to measure the replies with.
+        let error = load_prompts(&config.routes[0], &config, None).unwrap_err();
+        assert!(error.contains("target.tokenizer"), "{error}");
     }
 }

@@ -33,6 +33,7 @@ use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
 use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
+use crate::tokens::ModelTokenizer;
 
 mod accelerator;
 mod cgroup;
@@ -462,7 +463,17 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| rule(config, r))
         .collect::<Result<_, _>>()
         .map_err(RecordError::Refused)?;
+    let tokenizer = config
+        .target
+        .tokenizer
+        .as_deref()
+        .map(ModelTokenizer::load)
+        .transpose()
+        .map_err(RecordError::Refused)?;
     let mut prompt_facts = Vec::new();
+    if let Some(t) = &tokenizer {
+        prompt_facts.push(("tokenizer".to_owned(), t.fact()));
+    }
     let templates: Vec<Template> = config
         .routes
         .iter()
@@ -470,12 +481,16 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             let prompts = r
                 .prompt_file
                 .as_ref()
-                .map(|_| load_prompts(r, config))
+                .map(|_| load_prompts(r, config, tokenizer.as_ref()))
                 .transpose()?;
             if let Some(set) = &prompts {
                 prompt_facts.push((format!("prompt-set {}", r.label), set.fact()));
             }
-            Ok(Template::new(config, &target, r, prompts.as_ref(), &extra))
+            let template = Template::new(config, &target, r, prompts.as_ref(), &extra);
+            Ok(match (&tokenizer, r.input_tokens) {
+                (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
+                _ => template,
+            })
         })
         .collect::<Result<_, String>>()
         .map_err(RecordError::Refused)?;

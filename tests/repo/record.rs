@@ -1008,7 +1008,7 @@ fn output_lengths_from_a_distribution_are_sent_request_by_request() {
     let mut seen = std::collections::BTreeSet::new();
     for r in &records {
         assert_eq!(r.outcome, Outcome::Completed as u8, "{r:?}");
-        let drawn = lengths.max_tokens(config.schedule.seed, r.index);
+        let drawn = lengths.max_tokens(config.schedule.seed, r.index).unwrap();
         assert_eq!(
             r.usage_completion_tokens,
             Some(drawn),
@@ -1018,4 +1018,134 @@ fn output_lengths_from_a_distribution_are_sent_request_by_request() {
         seen.insert(drawn);
     }
     assert!(seen.len() > 3, "the lengths vary: {seen:?}");
+    // The journal says what each request asked for (kind 6), read back by the analyzer.
+    let run = loaded(&path);
+    for row in 0..run.requests.len() {
+        let index = run.requests.index[row];
+        assert_eq!(
+            run.requests.max_tokens[row],
+            lengths.max_tokens(config.schedule.seed, index).unwrap(),
+            "request {index}"
+        );
+        assert_eq!(
+            run.requests.prompt_tokens_sent[row],
+            u32::MAX,
+            "no tokenizer"
+        );
+    }
+}
+
+fn loaded(path: &Path) -> percentes_analyzer::load::Run {
+    let file = JournalFile::open(path).unwrap();
+    percentes_analyzer::load::load(&file).unwrap()
+}
+
+/// tests/data/tokenizer.json: a byte-level BPE made by scripts/make-test-tokenizer.py with
+/// Python's tokenizers 0.23.3.
+fn test_tokenizer() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tokenizer.json")
+}
+
+/// Issue 18 item 3's token-aware lengths end to end against the mock. Route `gen` generates
+/// prompts of `input_tokens` uniform 1..=200 tokens of `target.tokenizer`; route `share` sends a
+/// ShareGPT file's conversations, each asking for its reply's length in tokens
+/// (`output_tokens = dataset`). The mock counts a prompt's words and generates exactly
+/// `max_tokens` (ignore_eos). Each filler unit is one word and one token (the recorder's unit
+/// tests re-tokenize the bytes sent), so the mock's count is the unique prefix's 4 words plus
+/// the draw; the completion tokens are each reply's length; the journal carries both lengths
+/// per request and the tokenizer's BLAKE3 in its header. Deliberate breaks: cutting the filler
+/// at the wrong unit, or measuring the human turn instead of the reply.
+#[test]
+fn token_aware_lengths_and_a_datasets_own_lengths_are_sent_and_journaled() {
+    let _beside = crate::beside();
+    let addr = start_mock(fast_mock(None));
+    let dir = scratch("token-lengths");
+    std::fs::create_dir_all(&dir).unwrap();
+    let share = dir.join("share.json");
+    std::fs::write(
+        &share,
+        r#"[
+          {"conversations": [{"from": "human", "value": "What does the recorder do?"}, {"from": "gpt", "value": "it sends every request at its own time and never waits"}]},
+          {"conversations": [{"from": "human", "value": "And the report?"}, {"from": "gpt", "value": "it says what the data support"}]},
+          {"conversations": [{"from": "human", "value": "Left unanswered."}]}
+        ]"#,
+    )
+    .unwrap();
+    let tokenizer = test_tokenizer();
+    let base = config_for(&addr.to_string(), 250, 20.0);
+    let text = String::from_utf8(base.raw_bytes().to_vec())
+        .unwrap()
+        .replace(
+            "replicas = [\"replica-0\"]\n",
+            &format!("replicas = [\"replica-0\"]\ntokenizer = {:?}\n", tokenizer.to_str().unwrap()),
+        )
+        .replace("label = \"chat\"", "label = \"gen\"")
+        + "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 200\n\
+           [[routes]]\nlabel = \"share\"\npath = \"/v1/chat/completions\"\n"
+        + &format!(
+            "prompt_file = {:?}\nprompt_format = \"sharegpt\"\n[routes.output_tokens]\nkind = \"dataset\"\n",
+            share.to_str().unwrap()
+        );
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let input = config.routes[0].input_tokens.unwrap();
+    let path = scratch("token-lengths.pj");
+    record(&config, &path);
+    let records = requests(&path, &config);
+    let run = loaded(&path);
+    let t = percentes_recorder::tokens::ModelTokenizer::load(tokenizer.to_str().unwrap()).unwrap();
+    let count = |text: &str| t.count(text).unwrap();
+    let replies = [
+        count("it sends every request at its own time and never waits"),
+        count("it says what the data support"),
+    ];
+    let (mut generated, mut dataset) = (0, 0);
+    for (row, r) in records.iter().enumerate() {
+        assert_eq!(r.outcome, Outcome::Completed as u8, "{r:?}");
+        assert_eq!(run.requests.index[row], r.index);
+        if r.route == 0 {
+            generated += 1;
+            let drawn = input
+                .draw(
+                    percentes_formats::config::TokenSide::Input,
+                    config.schedule.seed,
+                    r.index,
+                )
+                .unwrap();
+            assert_eq!(
+                r.usage_prompt_tokens,
+                Some(4 + drawn),
+                "request {}",
+                r.index
+            );
+            assert_eq!(run.requests.prompt_tokens_sent[row], drawn);
+            assert_eq!(run.requests.max_tokens[row], 256, "the pin");
+        } else {
+            dataset += 1;
+            // Two prompts with replies (the third entry has none and is left out).
+            let reply = replies[(r.index % 2) as usize];
+            assert_eq!(
+                r.usage_completion_tokens,
+                Some(reply),
+                "request {}",
+                r.index
+            );
+            assert_eq!(run.requests.max_tokens[row], reply);
+        }
+    }
+    assert!(generated > 5 && dataset > 5, "{generated} {dataset}");
+    let facts = &run.header.host;
+    let hash = blake3::hash(&std::fs::read(&tokenizer).unwrap());
+    let fact = facts.iter().find(|(k, _)| k == "tokenizer").map(|(_, v)| v);
+    assert!(
+        fact.is_some_and(|v| v.starts_with(&format!("BLAKE3 {}", hash.to_hex()))),
+        "{fact:?}"
+    );
+    let set = facts
+        .iter()
+        .find(|(k, _)| k == "prompt-set share")
+        .map(|(_, v)| v);
+    assert!(
+        set.is_some_and(|v| v.contains("2 prompts (1 entries skipped: no reply")),
+        "{set:?}"
+    );
 }

@@ -2,7 +2,7 @@
 //! anything (an empty model, a zero-token prompt, a rate that schedules nothing, a credential
 //! that the journal would copy) is refused here, with its key, before anything runs.
 
-use super::{Config, ConfigError};
+use super::{Config, ConfigError, Lengths};
 
 /// Request headers the recorder writes itself; a configuration may not set them.
 const HEADERS_RECORDER_WRITES: &[&str] = &[
@@ -177,6 +177,14 @@ impl Config {
                 ));
             }
         }
+        if self
+            .target
+            .tokenizer
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
+            return Err(invalid("target.tokenizer", "is empty"));
+        }
         for (i, route) in self.routes.iter().enumerate() {
             if route.label.trim().is_empty() {
                 return Err(invalid(format!("routes[{i}].label"), "is empty"));
@@ -196,6 +204,17 @@ impl Config {
             }
             if let Some(problem) = route.output_tokens.as_ref().and_then(|o| o.problem()) {
                 return Err(invalid(format!("routes[{i}].output_tokens"), problem));
+            }
+            if let Some(lengths) = &route.input_tokens {
+                if let Some(problem) = lengths.problem() {
+                    return Err(invalid(format!("routes[{i}].input_tokens"), problem));
+                }
+                if *lengths == Lengths::Dataset {
+                    return Err(invalid(
+                        format!("routes[{i}].input_tokens"),
+                        "cannot be \"dataset\": a prompt file's prompts are sent as they are; give prompt_file and leave input_tokens out",
+                    ));
+                }
             }
             if route.prompt_format.is_some() && route.prompt_file.is_none() {
                 return Err(invalid(

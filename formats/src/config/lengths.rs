@@ -1,11 +1,13 @@
-//! Output lengths from a distribution (issue 18 item 3): `[routes.output_tokens]` draws each
-//! request's `max_tokens` from `fixed`, `uniform` or `normal`, as a pure function of the
-//! schedule's seed and the request's index, so the journal's configuration fixes every
-//! request's length and an auditor can recompute any of them (SPEC §P "Output lengths").
+//! Token lengths from a distribution (issue 18 item 3): `[routes.output_tokens]` gives each
+//! request's `max_tokens` and `[routes.input_tokens]` the length of a generated prompt, each
+//! `fixed`, `uniform` or `normal` as a pure function of the schedule's seed and the request's
+//! index, so the journal's configuration fixes every request's lengths and an auditor can
+//! recompute any of them (SPEC §P "Token lengths"); or, for output, `dataset`: each prompt's own
+//! length (a JSONL line's `max_tokens`, a ShareGPT entry's reply as the tokenizer counts it).
 //!
-//! The draw has its own stream, apart from the schedule's gap and route draws:
-//! `mix64(seed ^ OUTPUT_TOKENS_SALT ^ mix64(2 i + k))` for the k-th uniform of request i, its top
-//! 53 bits over 2^53 a uniform in [0, 1).
+//! Each side has its own stream, apart from the schedule's gap and route draws:
+//! `mix64(seed ^ SALT ^ mix64(2 i + k))` for the k-th uniform of request i, its top 53 bits over
+//! 2^53 a uniform in [0, 1); SALT is [`OUTPUT_TOKENS_SALT`] or [`INPUT_TOKENS_SALT`].
 
 use serde::Deserialize;
 
@@ -13,14 +15,16 @@ use crate::schedule::mix64;
 
 /// The salt of the output-length stream: ASCII "outtoken".
 pub const OUTPUT_TOKENS_SALT: u64 = 0x6f75_7474_6f6b_656e;
-/// The largest `max_tokens` a distribution may give.
+/// The salt of the input-length stream: ASCII "intokens".
+pub const INPUT_TOKENS_SALT: u64 = 0x696e_746f_6b65_6e73;
+/// The largest length a distribution may give.
 pub const OUTPUT_TOKENS_MAX: u32 = 131_072;
 
-/// `[routes.output_tokens]`: how each request's `max_tokens` is chosen.
+/// `[routes.output_tokens]` or `[routes.input_tokens]`: how each request's length is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum OutputTokens {
-    /// Every request asks for `tokens`.
+pub enum Lengths {
+    /// Every request gets `tokens`.
     Fixed {
         /// The length.
         tokens: u32,
@@ -43,41 +47,82 @@ pub enum OutputTokens {
         /// The longest length.
         max: u32,
     },
+    /// Output only: each prompt's own length, from the prompt file (a JSONL line's
+    /// `max_tokens`; a ShareGPT entry's first reply, counted by `target.tokenizer`).
+    Dataset,
 }
 
-/// The k-th uniform in [0, 1) of request `index` under `seed`.
-fn unit(seed: u64, index: u64, k: u64) -> f64 {
-    let bits = mix64(seed ^ OUTPUT_TOKENS_SALT ^ mix64(index.wrapping_mul(2).wrapping_add(k)));
+/// Which side of a request a length is drawn for: each has its own stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenSide {
+    /// The prompt's length (`input_tokens`).
+    Input,
+    /// `max_tokens` (`output_tokens`).
+    Output,
+}
+
+impl TokenSide {
+    fn salt(self) -> u64 {
+        match self {
+            TokenSide::Input => INPUT_TOKENS_SALT,
+            TokenSide::Output => OUTPUT_TOKENS_SALT,
+        }
+    }
+}
+
+/// The k-th uniform in [0, 1) of request `index` under `seed`, on `side`'s stream.
+fn unit(side: TokenSide, seed: u64, index: u64, k: u64) -> f64 {
+    let bits = mix64(seed ^ side.salt() ^ mix64(index.wrapping_mul(2).wrapping_add(k)));
     (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
-impl OutputTokens {
-    /// Request `index`'s `max_tokens` under the schedule's `seed`.
-    pub fn max_tokens(&self, seed: u64, index: u64) -> u32 {
-        match *self {
-            OutputTokens::Fixed { tokens } => tokens,
-            OutputTokens::Uniform { min, max } => {
+impl Lengths {
+    /// Request `index`'s `max_tokens` under the schedule's `seed`; `None` for `dataset` (each
+    /// prompt carries its own).
+    pub fn max_tokens(&self, seed: u64, index: u64) -> Option<u32> {
+        self.draw(TokenSide::Output, seed, index)
+    }
+
+    /// Request `index`'s length on `side`'s stream; `None` for `dataset`.
+    pub fn draw(&self, side: TokenSide, seed: u64, index: u64) -> Option<u32> {
+        let unit = |k| unit(side, seed, index, k);
+        Some(match *self {
+            Lengths::Fixed { tokens } => tokens,
+            Lengths::Uniform { min, max } => {
                 // Validated min <= max; saturating so an unvalidated value cannot panic.
                 let span = u64::from(max.saturating_sub(min)) + 1;
-                min + ((unit(seed, index, 0) * span as f64) as u64).min(span - 1) as u32
+                min + ((unit(0) * span as f64) as u64).min(span - 1) as u32
             }
-            OutputTokens::Normal { mean, sd, min, max } => {
-                // Box-Muller: 1 - u is in (0, 1], so the logarithm is finite.
-                let (u1, u2) = (1.0 - unit(seed, index, 0), unit(seed, index, 1));
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            Lengths::Normal { mean, sd, min, max } => {
+                // Box-Muller: 1 - u is in (0, 1], so the logarithm is finite. libm's log and cos
+                // (musl's), as the schedule's ln: the same bits on every OS.
+                let (u1, u2) = (1.0 - unit(0), unit(1));
+                let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2);
                 let low = f64::from(min.unwrap_or(1));
                 // max(low) after min(max): never panics, even on unvalidated bounds.
                 (mean + sd * z).round().min(f64::from(max)).max(low) as u32
             }
+            Lengths::Dataset => return None,
+        })
+    }
+
+    /// The longest length it can give (0 for `dataset`, whose lengths the prompt file holds).
+    pub fn longest(&self) -> u32 {
+        match *self {
+            Lengths::Fixed { tokens } => tokens,
+            Lengths::Uniform { max, .. } | Lengths::Normal { max, .. } => max,
+            Lengths::Dataset => 0,
         }
     }
 
     /// Whether every request gets `tokens` (so the §6 pin can hold).
     pub fn always(&self, tokens: u32) -> bool {
         match *self {
-            OutputTokens::Fixed { tokens: t } => t == tokens,
-            OutputTokens::Uniform { min, max } => min == tokens && max == tokens,
-            OutputTokens::Normal { min, max, .. } => min == Some(tokens) && max == tokens,
+            Lengths::Fixed { tokens: t } => t == tokens,
+            Lengths::Uniform { min, max } => min == tokens && max == tokens,
+            Lengths::Normal { min, max, .. } => min == Some(tokens) && max == tokens,
+            // The prompt file decides; the §6 pin cannot be shown from the configuration.
+            Lengths::Dataset => false,
         }
     }
 
@@ -85,17 +130,15 @@ impl OutputTokens {
     pub fn problem(&self) -> Option<String> {
         let in_range = |n: u32| (1..=OUTPUT_TOKENS_MAX).contains(&n);
         match *self {
-            OutputTokens::Fixed { tokens } if !in_range(tokens) => Some(format!(
+            Lengths::Fixed { tokens } if !in_range(tokens) => Some(format!(
                 "tokens = {tokens} is outside 1..={OUTPUT_TOKENS_MAX}"
             )),
-            OutputTokens::Uniform { min, max }
-                if !(in_range(min) && in_range(max) && min <= max) =>
-            {
+            Lengths::Uniform { min, max } if !(in_range(min) && in_range(max) && min <= max) => {
                 Some(format!(
                     "min = {min}, max = {max}: both in 1..={OUTPUT_TOKENS_MAX}, min <= max"
                 ))
             }
-            OutputTokens::Normal { mean, sd, min, max } => {
+            Lengths::Normal { mean, sd, min, max } => {
                 let low = min.unwrap_or(1);
                 if !(mean.is_finite() && mean > 0.0 && sd.is_finite() && sd >= 0.0) {
                     Some(format!(
@@ -130,7 +173,9 @@ mod tests {
         //   uniform 32..=512, seed 7: [32 + int(unit(7, i, 0) * 481) for i in range(5)]
         assert_eq!(
             (0..5)
-                .map(|i| OutputTokens::Uniform { min: 32, max: 512 }.max_tokens(7, i))
+                .map(|i| Lengths::Uniform { min: 32, max: 512 }
+                    .max_tokens(7, i)
+                    .unwrap())
                 .collect::<Vec<_>>(),
             UNIFORM_32_512_SEED_7
         );
@@ -140,40 +185,73 @@ mod tests {
     const UNIFORM_32_512_SEED_7: [u32; 5] = [274, 253, 279, 300, 349];
 
     #[test]
+    fn input_lengths_have_their_own_stream_and_normal_draws_the_pinned_formula() {
+        // In Python, as above, with the input salt ("intokens"):
+        //   [32 + int(unit(7, i, 0) * 481) for i in range(5)], salt 0x696e746f6b656e73
+        let uniform = Lengths::Uniform { min: 32, max: 512 };
+        assert_eq!(
+            (0..5)
+                .map(|i| uniform.draw(TokenSide::Input, 7, i).unwrap())
+                .collect::<Vec<_>>(),
+            [129, 93, 475, 148, 156]
+        );
+        // Normal, mean 200, sd 40, clamped to 1..=1000, seed 3, the output stream, in Python:
+        //   u1, u2 = 1 - unit(3, i, 0), unit(3, i, 1)
+        //   z = math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
+        //   max(min(round(200 + 40 * z), 1000), 1)
+        let normal = Lengths::Normal {
+            mean: 200.0,
+            sd: 40.0,
+            min: None,
+            max: 1000,
+        };
+        assert_eq!(
+            (0..8)
+                .map(|i| normal.max_tokens(3, i).unwrap())
+                .collect::<Vec<_>>(),
+            [208, 244, 168, 225, 238, 294, 209, 164]
+        );
+        assert_eq!(Lengths::Dataset.max_tokens(3, 0), None);
+        assert!(!Lengths::Dataset.always(256));
+    }
+
+    #[test]
     fn each_distribution_keeps_its_bounds_and_its_moments() {
         let n = 20_000u64;
-        let uniform = OutputTokens::Uniform { min: 10, max: 20 };
-        let draws: Vec<u32> = (0..n).map(|i| uniform.max_tokens(3, i)).collect();
+        let uniform = Lengths::Uniform { min: 10, max: 20 };
+        let draws: Vec<u32> = (0..n).map(|i| uniform.max_tokens(3, i).unwrap()).collect();
         assert!(draws.iter().all(|&d| (10..=20).contains(&d)));
         for v in 10..=20 {
             // Each of the 11 values about n / 11 = 1818 times; 5 sigma is about 205.
             let count = draws.iter().filter(|&&d| d == v).count() as f64;
             assert!((count - n as f64 / 11.0).abs() < 205.0, "{v}: {count}");
         }
-        let normal = OutputTokens::Normal {
+        let normal = Lengths::Normal {
             mean: 200.0,
             sd: 40.0,
             min: None,
             max: 1000,
         };
-        let draws: Vec<f64> = (0..n).map(|i| f64::from(normal.max_tokens(3, i))).collect();
+        let draws: Vec<f64> = (0..n)
+            .map(|i| f64::from(normal.max_tokens(3, i).unwrap()))
+            .collect();
         let mean = draws.iter().sum::<f64>() / n as f64;
         let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         // Standard error of the mean 40 / sqrt(20000) = 0.28; of the sd about 0.2.
         assert!((mean - 200.0).abs() < 1.5, "{mean}");
         assert!((var.sqrt() - 40.0).abs() < 1.2, "{}", var.sqrt());
-        let clamped = OutputTokens::Normal {
+        let clamped = Lengths::Normal {
             mean: 5.0,
             sd: 50.0,
             min: Some(2),
             max: 9,
         };
-        assert!((0..1000).all(|i| (2..=9).contains(&clamped.max_tokens(1, i))));
-        assert_eq!(OutputTokens::Fixed { tokens: 77 }.max_tokens(9, 12345), 77);
+        assert!((0..1000).all(|i| (2..=9).contains(&clamped.max_tokens(1, i).unwrap())));
+        assert_eq!(Lengths::Fixed { tokens: 77 }.max_tokens(9, 12345), Some(77));
         // The same seed and index give the same length; another seed another sequence.
         assert_eq!(uniform.max_tokens(3, 17), uniform.max_tokens(3, 17));
-        let a: Vec<u32> = (0..50).map(|i| uniform.max_tokens(3, i)).collect();
-        let b: Vec<u32> = (0..50).map(|i| uniform.max_tokens(4, i)).collect();
+        let a: Vec<Option<u32>> = (0..50).map(|i| uniform.max_tokens(3, i)).collect();
+        let b: Vec<Option<u32>> = (0..50).map(|i| uniform.max_tokens(4, i)).collect();
         assert_ne!(a, b);
     }
 }

@@ -3,6 +3,57 @@
 use super::{Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind};
 
 impl Config {
+    /// Issue 18 item 3's lengths against the rest of a route: a generated prompt's length from
+    /// a distribution (not beside a prompt file; fixed unless dev, §1), and `dataset` output
+    /// lengths only where the prompt file has them (a ShareGPT reply needs the tokenizer).
+    fn lengths_fit(&self, i: usize, route: &super::Route) -> Result<(), ConfigError> {
+        let inconsistent = |clause, message| Err(ConfigError::Inconsistent { clause, message });
+        if let Some(lengths) = &route.input_tokens {
+            if route.prompt_file.is_some() {
+                return inconsistent(
+                    "§P",
+                    format!("routes[{i}].input_tokens sizes generated prompts, and the route sends routes[{i}].prompt_file's prompts as they are: keep one of them"),
+                );
+            }
+            if route.prompt_tokens != super::sections::PROMPT_TOKENS_DEFAULT {
+                return inconsistent(
+                    "§P",
+                    format!("routes[{i}].input_tokens replaces routes[{i}].prompt_tokens = {}: state one of them", route.prompt_tokens),
+                );
+            }
+            if self.profile != Profile::Dev && !matches!(lengths, super::Lengths::Fixed { .. }) {
+                return inconsistent(
+                    "§1",
+                    format!("routes[{i}].input_tokens draws prompt lengths from a distribution, and §1 fixes the input length: a distribution runs under the dev profile only (use kind = \"fixed\")"),
+                );
+            }
+        }
+        if route.output_tokens == Some(super::Lengths::Dataset) {
+            match route.prompt_format_resolved() {
+                None => {
+                    return inconsistent(
+                        "§P",
+                        format!("routes[{i}].output_tokens = dataset takes each prompt's own length from routes[{i}].prompt_file, and the route has none"),
+                    )
+                }
+                Some(super::PromptFormat::Text) => {
+                    return inconsistent(
+                        "§P",
+                        format!("routes[{i}].output_tokens = dataset: a text prompt file carries no lengths (give a jsonl file with max_tokens on each line, or a sharegpt file and target.tokenizer)"),
+                    )
+                }
+                Some(super::PromptFormat::Sharegpt) if self.target.tokenizer.is_none() => {
+                    return inconsistent(
+                        "§P",
+                        format!("routes[{i}].output_tokens = dataset measures each ShareGPT entry's reply in tokens, and that needs target.tokenizer (the model's tokenizer.json)"),
+                    )
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The declaration's references: its target and route labels exist, the classes are
     /// disjoint, the budget is a share and the window positive.
     fn check_declaration(&self, d: &Declaration) -> Result<(), ConfigError> {
@@ -139,11 +190,12 @@ impl Config {
                     return Err(ConfigError::Inconsistent {
                         clause: "§6",
                         message: format!(
-                            "routes[{i}].output_tokens draws max_tokens other than the pinned {pinned_tokens} (target.max_tokens, on every request): lengths from a distribution run under the dev profile only"
+                            "routes[{i}].output_tokens draws max_tokens other than the pinned {pinned_tokens} (target.max_tokens, on every request): lengths from a distribution or a dataset run under the dev profile only"
                         ),
                     });
                 }
             }
+            self.lengths_fit(i, route)?;
         }
         // §6: the one pin whose value depends on the target.
         let required_ignore_eos = !hosted_kind;

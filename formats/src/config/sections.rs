@@ -170,6 +170,10 @@ pub struct Target {
     /// The target's inter-token gap as the user expects it, in ms: only for the warning when
     /// `max_tokens` such gaps do not fit in the client timeout (SPEC §P).
     pub token_gap_ms: Option<f64>,
+    /// The model's `tokenizer.json` (Hugging Face tokenizers' format): generated prompts are
+    /// built to `input_tokens` as it counts them, a ShareGPT entry's reply measured for
+    /// `output_tokens = dataset`; its BLAKE3 is journaled as the `tokenizer` host fact.
+    pub tokenizer: Option<String>,
 }
 
 fn yes() -> bool {
@@ -395,7 +399,7 @@ pub struct Route {
     #[serde(default = "one")]
     /// Its weight in the route mix (at least 1).
     pub weight: u32,
-    /// Fixed input length of the generated prompt, in tokens.
+    /// Fixed input length of the generated prompt, in tokens (`input_tokens` replaces it).
     #[serde(default = "prompt_tokens_default")]
     pub prompt_tokens: u32,
     /// A prompt set: request i uses prompt i mod n, after its unique prefix. Without it,
@@ -406,9 +410,15 @@ pub struct Route {
     /// `text`.
     pub prompt_format: Option<PromptFormat>,
     /// Each request's `max_tokens` from a distribution (`fixed`, `uniform`, `normal`), drawn
-    /// from the schedule's seed and the request's index; a prompt's own `max_tokens` wins.
-    /// Other than the pinned 256 for every request, dev profile only (§6).
-    pub output_tokens: Option<super::OutputTokens>,
+    /// from the schedule's seed and the request's index, or `dataset` (each prompt's own); a
+    /// prompt's own `max_tokens` wins. Other than the pinned 256 for every request, dev profile
+    /// only (§6).
+    pub output_tokens: Option<super::Lengths>,
+    /// The length of each generated prompt from a distribution (`fixed`, `uniform`, `normal`),
+    /// in place of `prompt_tokens`: in tokens as `target.tokenizer` counts them, else in words.
+    /// Not with `prompt_file` (a dataset's prompts are as long as they are). Other than fixed,
+    /// dev profile only (§1: a fixed input length).
+    pub input_tokens: Option<super::Lengths>,
     /// What a success must show to count as a correct success (otherwise: incorrect success).
     #[serde(default)]
     pub verify: Verify,
@@ -418,6 +428,17 @@ pub struct Route {
 }
 
 impl Route {
+    /// The format its `prompt_file` is read in: as configured, else `jsonl` for a `.jsonl` file
+    /// and `text` for any other; `None` without a prompt file.
+    pub fn prompt_format_resolved(&self) -> Option<PromptFormat> {
+        let path = self.prompt_file.as_deref()?;
+        Some(self.prompt_format.unwrap_or(if path.ends_with(".jsonl") {
+            PromptFormat::Jsonl
+        } else {
+            PromptFormat::Text
+        }))
+    }
+
     /// Whether requests of this route ask for, and expect, a stream.
     pub fn streams(&self, target: &Target) -> bool {
         self.stream.unwrap_or(target.stream)
@@ -468,8 +489,11 @@ pub struct Verify {
 fn one() -> u32 {
     1
 }
+/// A generated prompt's length when the route states none.
+pub(super) const PROMPT_TOKENS_DEFAULT: u32 = 128;
+
 fn prompt_tokens_default() -> u32 {
-    128
+    PROMPT_TOKENS_DEFAULT
 }
 
 /// Everything after the pinned keys are removed.

@@ -1063,7 +1063,7 @@ fn output_lengths_from_a_distribution_are_dev_only_and_checked() {
     let config = load(&uniform).unwrap();
     assert_eq!(
         config.routes[0].output_tokens,
-        Some(OutputTokens::Uniform { min: 8, max: 64 })
+        Some(Lengths::Uniform { min: 8, max: 64 })
     );
     // Outside dev, only a distribution that always gives the pinned 256 loads (§6).
     let hosted = |table: &str| {
@@ -1100,4 +1100,80 @@ fn output_lengths_from_a_distribution_are_dev_only_and_checked() {
     }
     let error = load(&format!("{BASE}[routes.output_tokens]\nkind = \"zipf\"\n")).unwrap_err();
     assert!(error.to_string().contains("output_tokens"), "{error}");
+}
+
+#[test]
+fn input_lengths_and_dataset_lengths_go_only_where_they_can_be_kept() {
+    let input = "[routes.input_tokens]\nkind = \"uniform\"\nmin = 16\nmax = 512\n";
+    let config = load(&format!("{BASE}{input}")).unwrap();
+    assert_eq!(
+        config.routes[0].input_tokens,
+        Some(Lengths::Uniform { min: 16, max: 512 })
+    );
+    for (extra, says) in [
+        // A prompt file's prompts are sent as they are.
+        ("prompt_file = \"p.jsonl\"\n", "keep one of them"),
+        // input_tokens replaces prompt_tokens: both stated is a contradiction.
+        ("prompt_tokens = 64\n", "state one of them"),
+    ] {
+        let error = load(&format!("{BASE}{extra}{input}")).unwrap_err();
+        assert!(error.to_string().contains(says), "{extra}: {error}");
+    }
+    let error = load(&format!(
+        "{BASE}[routes.input_tokens]\nkind = \"dataset\"\n"
+    ))
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("routes[0].input_tokens"),
+        "{error}"
+    );
+    // §1 fixes the input length outside dev: a fixed length loads, a distribution does not.
+    let experiment = |table: &str| {
+        load(&format!(
+            "{}{table}",
+            BASE.replace(
+                "profile = \"dev\"\n\n[dev]\ntime_factor = 10\n",
+                "profile = \"experiment\"\n"
+            )
+        ))
+    };
+    let error = experiment(input).unwrap_err();
+    assert!(error.to_string().contains("§1"), "{error}");
+    experiment("[routes.input_tokens]\nkind = \"fixed\"\ntokens = 128\n").unwrap();
+
+    // Dataset output lengths need a prompt file that carries them.
+    let dataset = "[routes.output_tokens]\nkind = \"dataset\"\n";
+    for (extra, says) in [
+        ("", "has none"),
+        (
+            "prompt_file = \"p.txt\"\n",
+            "a text prompt file carries no lengths",
+        ),
+        (
+            "prompt_file = \"s.json\"\nprompt_format = \"sharegpt\"\n",
+            "needs target.tokenizer",
+        ),
+    ] {
+        let error = load(&format!("{BASE}{extra}{dataset}")).unwrap_err();
+        assert!(error.to_string().contains(says), "{extra}: {error}");
+    }
+    load(&format!("{BASE}prompt_file = \"p.jsonl\"\n{dataset}")).unwrap();
+    let with_tokenizer = BASE.replace(
+        "model = \"mock\"\n",
+        "model = \"mock\"\ntokenizer = \"tokenizer.json\"\n",
+    );
+    let config = load(&format!(
+        "{with_tokenizer}prompt_file = \"s.json\"\nprompt_format = \"sharegpt\"\n{dataset}"
+    ))
+    .unwrap();
+    assert_eq!(config.target.tokenizer.as_deref(), Some("tokenizer.json"));
+    // Outside dev a dataset's lengths are not the pin on every request (§6).
+    let error = experiment(&format!("prompt_file = \"p.jsonl\"\n{dataset}")).unwrap_err();
+    assert!(error.to_string().contains("§6"), "{error}");
+    let error = load(&BASE.replace(
+        "model = \"mock\"\n",
+        "model = \"mock\"\ntokenizer = \" \"\n",
+    ))
+    .unwrap_err();
+    assert!(error.to_string().contains("target.tokenizer"), "{error}");
 }

@@ -22,6 +22,10 @@ pub enum RecordKind {
     Checkpoint = 4,
     /// The seal: the last record.
     Seal = 5,
+    /// Fields a request record gained after v1's first release, for the request of the same
+    /// index; counted with `other` in the seal, so a reader that predates it verifies and
+    /// skips it.
+    RequestExtension = 6,
 }
 
 impl RecordKind {
@@ -33,6 +37,7 @@ impl RecordKind {
             3 => RecordKind::Telemetry,
             4 => RecordKind::Checkpoint,
             5 => RecordKind::Seal,
+            6 => RecordKind::RequestExtension,
             _ => return None,
         })
     }
@@ -44,6 +49,7 @@ impl RecordKind {
             RecordKind::Telemetry => "telemetry",
             RecordKind::Checkpoint => "checkpoint",
             RecordKind::Seal => "seal",
+            RecordKind::RequestExtension => "request-extension",
         }
     }
 }
@@ -203,6 +209,38 @@ pub struct RequestRecord {
     pub connection_reused: bool,
     /// Free text behind the class: the status line, the OS error, the failed check.
     pub detail: String,
+}
+
+/// Kind 6: what a request asked for beyond v1's request record, as (key, value) pairs for the
+/// request of the same index (JOURNAL.md "6 request-extension"). A key this build does not know
+/// is kept and ignored; at most one extension per index.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+pub struct RequestExtension {
+    /// The request's schedule index.
+    pub index: u64,
+    /// (key, value) pairs, keys from [`ExtensionKey`], each at most once.
+    pub fields: Vec<(u16, u64)>,
+}
+
+/// The keys of a [`RequestExtension`] (JOURNAL.md lists them; a key never changes meaning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExtensionKey {
+    /// The `max_tokens` the request's body asked for.
+    MaxTokens = 1,
+    /// The generated prompt's length after the unique prefix, as the journaled tokenizer counts
+    /// it (or, for a prompt file's prompt, its content's length), chat template not included.
+    PromptTokens = 2,
+}
+
+impl RequestExtension {
+    /// The value of `key`, if the extension carries it.
+    pub fn get(&self, key: ExtensionKey) -> Option<u64> {
+        self.fields
+            .iter()
+            .find(|(k, _)| *k == key as u16)
+            .map(|(_, v)| *v)
+    }
 }
 
 /// What an event record reports (JOURNAL.md lists the codes; a code never changes meaning).
@@ -541,6 +579,8 @@ pub enum Record {
     Checkpoint(Checkpoint),
     /// The seal.
     Seal(Seal),
+    /// A request's extension fields (kind 6).
+    RequestExtension(RequestExtension),
     /// A kind added after v1's first release; carried, not interpreted.
     Unknown {
         /// Its kind byte.
@@ -579,6 +619,7 @@ impl Record {
             Record::Telemetry(_) => RecordKind::Telemetry as u8,
             Record::Checkpoint(_) => RecordKind::Checkpoint as u8,
             Record::Seal(_) => RecordKind::Seal as u8,
+            Record::RequestExtension(_) => RecordKind::RequestExtension as u8,
             Record::Unknown { kind_byte, .. } => *kind_byte,
         }
     }
@@ -591,6 +632,7 @@ impl Record {
             Record::Telemetry(r) => bincode::encode_to_vec(r, codec()),
             Record::Checkpoint(r) => bincode::encode_to_vec(r, codec()),
             Record::Seal(r) => bincode::encode_to_vec(r, codec()),
+            Record::RequestExtension(r) => bincode::encode_to_vec(r, codec()),
             Record::Unknown { body, .. } => Ok(body.clone()),
         };
         // Only the size limit can fail, and the writer checks sizes with a typed error first.
@@ -625,6 +667,7 @@ impl Record {
             Some(RecordKind::Telemetry) => Record::Telemetry(all(kind, body)?),
             Some(RecordKind::Checkpoint) => Record::Checkpoint(all(kind, body)?),
             Some(RecordKind::Seal) => Record::Seal(all(kind, body)?),
+            Some(RecordKind::RequestExtension) => Record::RequestExtension(all(kind, body)?),
             None => Record::Unknown {
                 kind_byte: kind,
                 body: body.to_vec(),

@@ -139,7 +139,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 record.terminal_ns = now_ns(ctx.epoch);
                 record.detail = "the run was stopped before this request's intended time".into();
                 ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
-                batch.push(&ctx, Record::Request(record));
+                batch.push_request(&ctx, record);
                 continue;
             }
             let dispatched = now_ns(ctx.epoch);
@@ -172,7 +172,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 counter.fetch_add(1, Ordering::Relaxed);
                 ctx2.shared.tally(&record);
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-                batch2.push(&ctx2, Record::Request(record));
+                batch2.push_request(&ctx2, record);
                 out2.set(out2.get() - 1);
             })
             .detach();
@@ -270,6 +270,16 @@ pub(super) struct Batch {
 }
 
 impl Batch {
+    /// A request's record, after its kind-6 extension when its route writes one (the lengths it
+    /// asked for, SPEC §P "Token lengths").
+    pub(super) fn push_request(&self, ctx: &WorkerContext, record: RequestRecord) {
+        let template = &ctx.templates[record.route as usize];
+        if let Some(extension) = template.extension(record.index) {
+            self.push(ctx, Record::RequestExtension(extension));
+        }
+        self.push(ctx, Record::Request(record));
+    }
+
     pub(super) fn push(&self, ctx: &WorkerContext, record: Record) {
         if let Record::Request(r) = &record {
             // As the analyzer reads TTFT: first content (the body, when not streamed) minus

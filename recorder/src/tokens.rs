@@ -1,0 +1,223 @@
+//! `target.tokenizer`: the model's `tokenizer.json`, read offline with Hugging Face's
+//! tokenizers library (issue 18 item 3; SPEC §P "Token lengths").
+//!
+//! It does two things. A generated prompt is built to a length in tokens: its filler is a run of
+//! common English words that the tokenizer reads as one token each (with the space before
+//! them), checked once at start against the tokenizer's own offsets, so any first n words are
+//! exactly n tokens and a request's prompt is cut to length by slicing, never by tokenizing on
+//! the send path. And a ShareGPT entry's reply is counted, for `output_tokens = dataset`.
+//! The file's BLAKE3 goes in the journal (the `tokenizer` host fact), so a re-run can show it
+//! counted with the same tokenizer.
+//!
+//! The count is the prompt's own text, without special tokens or a chat template: the server's
+//! `usage.prompt_tokens`, journaled with every response, adds the unique prefix and whatever
+//! its template wraps around the message.
+
+use std::sync::Arc;
+
+use tokenizers::Tokenizer;
+
+/// Common English words a generated prompt is made of; those the model's tokenizer reads as one
+/// token make its filler, in this order, over and over.
+const WORDS: [&str; 96] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "they", "you", "were", "her", "she", "there", "been", "one", "all", "we", "their", "has",
+    "would", "when", "if", "so", "no", "will", "more", "can", "who", "about", "up", "said", "out",
+    "what", "some", "into", "them", "only", "time", "new", "may", "first", "any", "like", "now",
+    "my", "such", "over", "our", "even", "most", "made", "after", "also", "did", "many", "before",
+    "must", "through", "back", "where", "much", "your", "way", "well", "down", "should", "because",
+    "each", "just", "those", "people", "how", "too", "little", "very", "make",
+];
+
+/// A model's tokenizer, loaded from its `tokenizer.json`.
+pub struct ModelTokenizer {
+    tokenizer: Tokenizer,
+    blake3: [u8; 32],
+    path: String,
+}
+
+impl std::fmt::Debug for ModelTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModelTokenizer({})", self.path)
+    }
+}
+
+impl ModelTokenizer {
+    /// Reads and parses `path`; the error names the key, the file and what went wrong.
+    pub fn load(path: &str) -> Result<ModelTokenizer, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("target.tokenizer {path}: {e}"))?;
+        let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
+            format!(
+                "target.tokenizer {path}: not a tokenizer.json the tokenizers library reads ({e})"
+            )
+        })?;
+        Ok(ModelTokenizer {
+            tokenizer,
+            blake3: *blake3::hash(&bytes).as_bytes(),
+            path: path.to_owned(),
+        })
+    }
+
+    /// The tokens of `text` alone: no special tokens, no template.
+    pub fn count(&self, text: &str) -> Result<u32, String> {
+        self.tokenizer
+            .encode(text, false)
+            .map(|e| e.len() as u32)
+            .map_err(|e| format!("target.tokenizer {}: {e}", self.path))
+    }
+
+    /// The `tokenizer` host fact: `BLAKE3 <hex>, vocabulary N, PATH`.
+    pub fn fact(&self) -> String {
+        format!(
+            "BLAKE3 {}, vocabulary {}, {}",
+            percentes_formats::journal::hex(&self.blake3),
+            self.tokenizer.get_vocab_size(true),
+            self.path
+        )
+    }
+
+    /// A filler of `longest` tokens, each one word. Refused, with the reason, when too few of
+    /// the words are single tokens or when the tokenizer does not split the filler at its words
+    /// (then a slice would not be the length it says).
+    pub fn filler(&self, longest: u32) -> Result<Arc<Filler>, String> {
+        let mut words = Vec::new();
+        for word in WORDS {
+            if self.count(&format!(" {word}"))? == 1 {
+                words.push(word);
+            }
+        }
+        if words.len() < 8 {
+            return Err(format!(
+                "target.tokenizer {}: only {} of {} common English words are one token each with the space before them, so a prompt cannot be built to a length in tokens with it (is it a byte-level BPE tokenizer, as Llama 3's, Qwen's and GPT's are?)",
+                self.path,
+                words.len(),
+                WORDS.len()
+            ));
+        }
+        let filler = Filler::from_words(&words, longest);
+        let encoding = self
+            .tokenizer
+            .encode(filler.text.as_str(), false)
+            .map_err(|e| format!("target.tokenizer {}: {e}", self.path))?;
+        let ends: Vec<usize> = encoding.get_offsets().iter().map(|(_, end)| *end).collect();
+        if ends != filler.ends {
+            return Err(format!(
+                "target.tokenizer {}: a filler of {longest} words reads as {} tokens that do not fall on its words, so a prompt cannot be cut to a length in tokens",
+                self.path,
+                ends.len()
+            ));
+        }
+        Ok(Arc::new(filler))
+    }
+}
+
+/// The text a generated prompt's length is cut from: units (a token each with a tokenizer, a
+/// word each without), each a space and a word.
+#[derive(Debug)]
+pub struct Filler {
+    text: String,
+    /// `ends[k]`: the byte where the first k + 1 units end.
+    ends: Vec<usize>,
+}
+
+impl Filler {
+    /// Without a tokenizer: `longest` words, a unit each.
+    pub fn words(longest: u32) -> Arc<Filler> {
+        Arc::new(Filler::from_words(&WORDS, longest))
+    }
+
+    fn from_words(words: &[&str], longest: u32) -> Filler {
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(longest as usize);
+        for k in 0..longest as usize {
+            text.push(' ');
+            text.push_str(words[k % words.len()]);
+            ends.push(text.len());
+        }
+        Filler { text, ends }
+    }
+
+    /// The first `n` units (at most all of them), beginning with a space; empty for 0.
+    pub fn first(&self, n: u32) -> &str {
+        match (n as usize).min(self.ends.len()) {
+            0 => "",
+            n => &self.text[..self.ends[n - 1]],
+        }
+    }
+
+    /// How many units it holds.
+    pub fn len(&self) -> u32 {
+        self.ends.len() as u32
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tests/data/tokenizer.json: a byte-level BPE (561 tokens) made by
+    /// scripts/make-test-tokenizer.py with Python's tokenizers 0.23.3.
+    fn fixture() -> ModelTokenizer {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer.json");
+        ModelTokenizer::load(path).unwrap()
+    }
+
+    #[test]
+    fn counts_agree_with_pythons_tokenizers() {
+        // scripts/make-test-tokenizer.py prints these counts from Python's implementation; the
+        // vocabulary is 561 there too (the trainer ran out of merges before 600).
+        let t = fixture();
+        assert_eq!(t.count("request 17 of percentes.").unwrap(), 13);
+        assert_eq!(t.count(" the of and to in is").unwrap(), 7);
+        assert_eq!(t.count("unanticipated").unwrap(), 10);
+        assert!(t.fact().starts_with("BLAKE3 "), "{}", t.fact());
+        assert!(t.fact().contains("vocabulary 561"), "{}", t.fact());
+    }
+
+    #[test]
+    fn any_first_n_units_of_the_filler_are_n_tokens() {
+        let t = fixture();
+        let filler = t.filler(700).unwrap();
+        assert_eq!(filler.len(), 700);
+        // Re-encoded from scratch, not read from the offsets the filler was checked with.
+        for n in [0, 1, 2, 7, 95, 96, 97, 350, 699, 700] {
+            let text = filler.first(n);
+            assert_eq!(t.count(text).unwrap(), n, "{n}: {text:?}");
+            assert_eq!(text.split_whitespace().count() as u32, n);
+        }
+        // After the unique prefix, the prompt's tokens are the prefix's plus n: the tokenizer
+        // splits at the space, so nothing merges across.
+        let prefix = "request 17 of percentes.";
+        assert_eq!(
+            t.count(&format!("{prefix}{}", filler.first(40))).unwrap(),
+            t.count(prefix).unwrap() + 40
+        );
+        assert_eq!(filler.first(10_000), filler.first(700));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_tokenizer_is_refused_by_name() {
+        let dir = std::env::temp_dir().join(format!("percentes-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("tokenizer.json");
+        std::fs::write(&bad, "{\"not\": \"a tokenizer\"}").unwrap();
+        let error = ModelTokenizer::load(bad.to_str().unwrap()).unwrap_err();
+        assert!(error.starts_with("target.tokenizer "), "{error}");
+        assert!(error.contains("not a tokenizer.json"), "{error}");
+        let error = ModelTokenizer::load("/nonexistent/tokenizer.json").unwrap_err();
+        assert!(error.contains("/nonexistent/tokenizer.json"), "{error}");
+    }
+
+    #[test]
+    fn without_a_tokenizer_a_unit_is_a_word() {
+        let filler = Filler::words(5);
+        assert_eq!(filler.first(3), " the of and");
+        assert_eq!(filler.first(0), "");
+    }
+}
