@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokenizer.json: a small byte-level BPE tokenizer for the token-aware length
 tests (issue 18 item 3), trained offline with Hugging Face's `tokenizers` (pip install
-tokenizers; 0.23.3 made the committed file). Byte-level BPE is the scheme of GPT-2, Llama 3 and
+tokenizers; 0.23.3 made the committed files). Beside it, tests/data/tokenizer-greek.json: one
+trained as ../shared/real-targets/make_tiny_model.py trains the tiny vLLM model's, on Greek
+letter names alone, so that no common English word is one token in it. Byte-level BPE is the scheme of GPT-2, Llama 3 and
 Qwen tokenizers; this one asks for 600 tokens and learns 561 from the sentences below, so common
 English words are single tokens and rarer ones split, as with a real model's tokenizer.
 
@@ -15,6 +17,8 @@ import sys
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/data/tokenizer.json"
+GREEK_OUT = OUT.replace("tokenizer.json", "tokenizer-greek.json")
+GREEK = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega"
 
 # A small corpus in the project's own words: what a load test does and why.
 SENTENCES = [
@@ -33,18 +37,24 @@ SENTENCES = [
 ]
 
 
-def main() -> None:
+def train(corpus, vocab_size, out):
     tokenizer = Tokenizer(models.BPE(unk_token=None))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=600,
+        vocab_size=vocab_size,
         special_tokens=["<|begin|>", "<|end|>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(SENTENCES * 20, trainer)
-    tokenizer.save(OUT, pretty=False)
+    tokenizer.train_from_iterator(corpus, trainer)
+    tokenizer.save(out, pretty=False)
+    return tokenizer
+
+
+def main() -> None:
+    train([GREEK] * 50, 512, GREEK_OUT)
+    tokenizer = train(SENTENCES * 20, 600, OUT)
     for text in ["request 17 of percentes.", " the of and to in is", "unanticipated"]:
         print(f"{len(tokenizer.encode(text).ids)} tokens: {text!r}")
 

@@ -30,6 +30,9 @@ const WORDS: [&str; 96] = [
     "each", "just", "those", "people", "how", "too", "little", "very", "make",
 ];
 
+/// Fewest distinct words a filler is made of.
+const FILLER_WORDS_MIN: usize = 8;
+
 /// A model's tokenizer, loaded from its `tokenizer.json`.
 pub struct ModelTokenizer {
     tokenizer: Tokenizer,
@@ -77,24 +80,54 @@ impl ModelTokenizer {
         )
     }
 
-    /// A filler of `longest` tokens, each one word. Refused, with the reason, when too few of
+    /// Up to [`WORDS`]'s length of the vocabulary's own words, in token id order: tokens that
+    /// decode to a space and 2 to 12 lower-case ASCII letters and encode back to themselves.
+    fn vocabulary_words(&self) -> Result<Vec<String>, String> {
+        let mut ids: Vec<u32> = self.tokenizer.get_vocab(false).into_values().collect();
+        ids.sort_unstable();
+        let mut words = Vec::new();
+        for id in ids {
+            let Ok(text) = self.tokenizer.decode(&[id], true) else {
+                continue;
+            };
+            let Some(word) = text.strip_prefix(' ') else {
+                continue;
+            };
+            if (2..=12).contains(&word.len())
+                && word.bytes().all(|b| b.is_ascii_lowercase())
+                && self.count(&text)? == 1
+            {
+                words.push(word.to_owned());
+                if words.len() == WORDS.len() {
+                    break;
+                }
+            }
+        }
+        Ok(words)
+    }
+
+    /// A filler of `longest` tokens, each one word: the common English words the tokenizer
+    /// reads as one token, or, where fewer than eight are, its own vocabulary's. Refused, with the reason, when too few of
     /// the words are single tokens or when the tokenizer does not split the filler at its words
     /// (then a slice would not be the length it says).
     pub fn filler(&self, longest: u32) -> Result<Arc<Filler>, String> {
-        let mut words = Vec::new();
+        let mut words: Vec<String> = Vec::new();
         for word in WORDS {
             if self.count(&format!(" {word}"))? == 1 {
-                words.push(word);
+                words.push(word.to_owned());
             }
         }
-        if words.len() < 8 {
+        if words.len() < FILLER_WORDS_MIN {
+            // A small or specialised vocabulary: its own single-token words, in id order.
+            words = self.vocabulary_words()?;
+        }
+        if words.len() < FILLER_WORDS_MIN {
             return Err(format!(
-                "target.tokenizer {}: only {} of {} common English words are one token each with the space before them, so a prompt cannot be built to a length in tokens with it (is it a byte-level BPE tokenizer, as Llama 3's, Qwen's and GPT's are?)",
+                "target.tokenizer {}: fewer than {FILLER_WORDS_MIN} words (a space and lower-case letters) are one token each in it, so a prompt cannot be built to a length in tokens with it (is it a byte-level BPE tokenizer, as Llama 3's, Qwen's and GPT's are?)",
                 self.path,
-                words.len(),
-                WORDS.len()
             ));
         }
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
         let filler = Filler::from_words(&words, longest);
         let encoding = self
             .tokenizer
@@ -199,6 +232,22 @@ mod tests {
             t.count(prefix).unwrap() + 40
         );
         assert_eq!(filler.first(10_000), filler.first(700));
+    }
+
+    #[test]
+    fn a_vocabulary_without_common_words_lends_its_own() {
+        // tests/data/tokenizer-greek.json is trained on Greek letter names alone, as the tiny
+        // vLLM model's is (scripts/make-test-tokenizer.py): " the" is four tokens in it.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer-greek.json");
+        let t = ModelTokenizer::load(path).unwrap();
+        assert!(t.count(" the").unwrap() > 1);
+        let filler = t.filler(300).unwrap();
+        for n in [1, 5, 23, 24, 25, 299, 300] {
+            let text = filler.first(n);
+            assert_eq!(t.count(text).unwrap(), n, "{n}: {text:?}");
+        }
+        // Its own pieces, in id order (" om", " ta", " eta" here), not English words.
+        assert_eq!(filler.first(3), " om ta eta");
     }
 
     #[test]
