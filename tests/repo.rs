@@ -92,6 +92,7 @@ mod repo {
     pub mod deps;
     pub mod docs;
     pub mod golden;
+    pub mod http2;
     pub mod independent;
     pub mod real_servers;
     pub mod record;

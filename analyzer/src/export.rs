@@ -130,6 +130,19 @@ pub fn requests_frame(
             "prompt_tokens_sent".into(),
             nullable32(requests.prompt_tokens_sent),
         ),
+        Column::new(
+            "protocol".into(),
+            requests
+                .protocol
+                .iter()
+                .map(|&p| match p {
+                    1 => Some("HTTP/1.1"),
+                    2 => Some("HTTP/2"),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Column::new("stream_id".into(), nullable32(requests.stream_id)),
         Column::new("replica".into(), replica),
         Column::new("connection_id".into(), nullable(requests.connection_id)),
         Column::new("connection_reused".into(), requests.connection_reused),

@@ -101,6 +101,11 @@ pub struct Requests {
     /// Its prompt's length as the journaled tokenizer counted it (kind 6); `u32::MAX` when not
     /// counted.
     pub prompt_tokens_sent: Vec<u32>,
+    /// The HTTP version that carried it (kind 6): 1 or 2; 0 when not recorded (a run of
+    /// `target.http = "1.1"`, every journal before HTTP/2, or a request never dispatched).
+    pub protocol: Vec<u8>,
+    /// Its HTTP/2 stream id on its connection (kind 6); `u32::MAX` when none.
+    pub stream_id: Vec<u32>,
     /// Into [`Requests::replicas`]; the empty string is "unattributed".
     pub replica: Vec<u32>,
     /// The connection's id (per worker).
@@ -177,6 +182,8 @@ impl Requests {
         self.usage_completion_tokens = vec![u32::MAX; n];
         self.max_tokens = vec![u32::MAX; n];
         self.prompt_tokens_sent = vec![u32::MAX; n];
+        self.protocol = vec![0; n];
+        self.stream_id = vec![u32::MAX; n];
         self.replica = vec![0; n];
         self.connection_id = vec![NONE; n];
         self.connection_reused = vec![false; n];
@@ -216,6 +223,12 @@ impl Requests {
         }
         if let Some(v) = extension.get(ExtensionKey::PromptTokens) {
             self.prompt_tokens_sent[row] = clamp(v);
+        }
+        if let Some(v) = extension.get(ExtensionKey::Protocol) {
+            self.protocol[row] = u8::try_from(v).unwrap_or(u8::MAX);
+        }
+        if let Some(v) = extension.get(ExtensionKey::StreamId) {
+            self.stream_id[row] = clamp(v);
         }
     }
 

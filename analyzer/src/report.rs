@@ -368,6 +368,7 @@ pub fn markdown(report: &Report) -> String {
             ("clock model", &art.clock),
             ("stage counts", &art.stages),
             ("generator", &art.generator),
+            ("protocol", &art.protocol),
             ("schedule", &art.schedule),
             ("results", &art.results),
         ] {

@@ -171,6 +171,9 @@ pub struct Exchange {
     body: Vec<u8>,
     /// Set once the request's fate is known early (an error status, broken framing).
     decided: Option<Verdict>,
+    /// HTTP/2: while the request body waits for the server's flow-control window, (bytes of
+    /// the request, bytes still unsent); a timeout then says the request stalled there.
+    pub waiting_for_window: Option<(u64, usize)>,
 }
 
 impl Exchange {
@@ -204,6 +207,7 @@ impl Exchange {
             done_marker: false,
             body: Vec::new(),
             decided: None,
+            waiting_for_window: None,
         }
     }
 

@@ -16,7 +16,7 @@ use compio::net::TcpStream;
 use compio::tls::{TlsConnector, TlsStream};
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
-use percentes_formats::config::{Config, FaultVariant, Injector};
+use percentes_formats::config::{Config, FaultVariant, HttpVersion, Injector};
 use percentes_formats::journal::manifest::Shard;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
@@ -41,7 +41,9 @@ mod client;
 mod dns;
 mod escape_watch;
 mod fault;
+mod h2io;
 mod host;
+mod http2;
 mod live;
 mod pacer;
 mod plan;
@@ -456,6 +458,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .clone()
             .unwrap_or_else(|| target.host.clone()),
         budget: plan.connect_budget,
+        http: plan.http,
     };
     let rules: Vec<Rule> = config
         .routes

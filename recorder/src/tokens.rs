@@ -238,7 +238,10 @@ mod tests {
     fn a_vocabulary_without_common_words_lends_its_own() {
         // tests/data/tokenizer-greek.json is trained on Greek letter names alone, as the tiny
         // vLLM model's is (scripts/make-test-tokenizer.py): " the" is four tokens in it.
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer-greek.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/tokenizer-greek.json"
+        );
         let t = ModelTokenizer::load(path).unwrap();
         assert!(t.count(" the").unwrap() > 1);
         let filler = t.filler(300).unwrap();

@@ -44,6 +44,34 @@ fn host(run: &Run, key: &str) -> String {
 }
 
 /// The artifact, from the audit already computed and the run.
+/// Which HTTP version carried the load: what `target.http` asked for and what the requests
+/// record (SPEC §2 "HTTP/2"; kind-6 `protocol`).
+fn protocol(run: &Run) -> String {
+    let requests = &run.requests;
+    let asked = run.config.target.http;
+    let dispatched = (0..requests.len())
+        .filter(|&r| requests.dispatched_ns[r] != crate::frame::NONE)
+        .count();
+    let h1 = requests.protocol.iter().filter(|&&p| p == 1).count();
+    let h2 = requests.protocol.iter().filter(|&&p| p == 2).count();
+    if h1 + h2 == 0 {
+        return format!(
+            "HTTP/1.1 carried every one of the {dispatched} dispatched requests (target.http = \"{}\": no request records another version)",
+            asked.name()
+        );
+    }
+    let connections: std::collections::BTreeSet<u64> = (0..requests.len())
+        .filter(|&r| requests.protocol[r] == 2)
+        .map(|r| requests.connection_id[r])
+        .collect();
+    format!(
+        "target.http = \"{}\": HTTP/2 carried {h2} and HTTP/1.1 {h1} of the {dispatched} dispatched requests ({} without a record of it); the HTTP/2 requests went over {} connections, each request one stream, none held for a stream slot (SPEC §2)",
+        asked.name(),
+        dispatched.saturating_sub(h1 + h2),
+        connections.len()
+    )
+}
+
 pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
     let requests = &run.requests;
     let header = &run.header;
@@ -94,6 +122,7 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
         .collect();
     let pct = |v: Option<f64>| v.map_or("not recorded".into(), |v| format!("{v:.1} %"));
     Artifact {
+        protocol: protocol(run),
         workload: format!(
             "{} Evidence: the intended times are regenerated from the schedule parameters and match the header's digest (J.4); each request's send is measured against its own intended time (skew p99 {:.3} ms over {} dispatches); up to {peak} requests were in flight at once, which no fixed population smaller than that could produce; production evidence for this arrival law is not in the journal",
             audit.workload_model,
@@ -115,13 +144,18 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             audit.reconciliation
         ),
         generator: format!(
-            "percentes recorder {} ({}), configuration BLAKE3 {}; {} workers on {} cores ({}); {opened} connections opened, {reused} requests on a reused connection, at most {peak} requests (so connections) busy at once; clock source {}; loopback canary: {}",
+            "percentes recorder {} ({}), configuration BLAKE3 {}; {} workers on {} cores ({}); {opened} connections opened, {reused} requests on a reused connection, at most {peak} requests {} busy at once; clock source {}; loopback canary: {}",
             header.tool_version,
             header.tool_commit,
             hex(&header.config_hash),
             host(run, "recorder-workers"),
             host(run, "cores"),
             host(run, "cpu"),
+            if run.requests.protocol.contains(&2) {
+                "(HTTP/2 streams, several to a connection)"
+            } else {
+                "(so connections)"
+            },
             header.clock.source,
             if canaries > 0 {
                 format!("{canaries} summaries in the journal")

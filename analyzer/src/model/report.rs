@@ -439,6 +439,8 @@ pub struct Artifact {
     /// Generator: version, configuration hash, workers, connections opened and at peak, clock
     /// source, canary.
     pub generator: String,
+    /// Which HTTP version carried the load (`target.http`, and what each request records).
+    pub protocol: String,
     /// Schedule: target against empirical inter-arrivals, and the lag and drop policy.
     pub schedule: String,
     /// Results: the raw distributions, and that no correction was applied.

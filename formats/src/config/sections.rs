@@ -62,6 +62,41 @@ impl TargetKind {
     }
 }
 
+/// `target.http`: the HTTP version the recorder speaks to the target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1 on every connection.
+    #[default]
+    #[serde(rename = "1.1")]
+    Http1,
+    /// HTTP/2 on every connection: ALPN `h2` over TLS, prior knowledge (h2c) without.
+    #[serde(rename = "2")]
+    Http2,
+    /// Over TLS, what ALPN settles per connection (`h2` offered first); HTTP/1.1 without TLS.
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+impl HttpVersion {
+    /// Its name in a configuration file.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "1.1",
+            HttpVersion::Http2 => "2",
+            HttpVersion::Auto => "auto",
+        }
+    }
+
+    /// The ALPN protocols a TLS connection offers, in order of preference.
+    pub fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
+            HttpVersion::Http2 => vec![b"h2".to_vec()],
+            HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        }
+    }
+}
+
 /// The fault a run injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -117,6 +152,12 @@ pub struct Target {
     #[serde(default)]
     /// `[target.tls]`: trust anchors, server name and the insecure switch.
     pub tls: Tls,
+    /// The HTTP version requests use (SPEC §2 "HTTP/2"): `"1.1"` (the default), `"2"` (over
+    /// TLS by ALPN `h2`, refused where the server declines it; over `http://` with prior
+    /// knowledge, h2c) or `"auto"` (ALPN offers `h2` and `http/1.1` and each connection speaks
+    /// what the server chose; `http://` stays HTTP/1.1).
+    #[serde(default)]
+    pub http: HttpVersion,
     /// Each replica's own address (`name = "host:port"`, the host an IP or a DNS name such as a
     /// headless Service's pod name; or an SRV name, `_service._proto.name`, whose record gives
     /// the host and the port), resolved again at every probe, and probed directly by the

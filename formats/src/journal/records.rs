@@ -231,6 +231,11 @@ pub enum ExtensionKey {
     /// The generated prompt's length after the unique prefix, as the journaled tokenizer counts
     /// it (or, for a prompt file's prompt, its content's length), chat template not included.
     PromptTokens = 2,
+    /// The HTTP version that carried the request: `1` HTTP/1.1, `2` HTTP/2. Written for every
+    /// dispatched request of a run whose `target.http` is not `"1.1"`.
+    Protocol = 3,
+    /// The request's HTTP/2 stream id on its connection (`connection id`).
+    StreamId = 4,
 }
 
 impl RequestExtension {

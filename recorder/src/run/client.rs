@@ -143,6 +143,8 @@ pub(super) struct Local {
     /// exponentially weighted mean; `None` before the first finishes): the W of Little's law the
     /// spare keeper sizes the pool with.
     pub(super) service_s: Cell<Option<f64>>,
+    /// HTTP/2 connections (`target.http` "2" or "auto"), each carrying many requests at once.
+    pub(super) h2: http2::H2Pool,
 }
 
 /// How often the spare keeper looks at the pool.
@@ -185,6 +187,7 @@ impl Local {
             buffers: RefCell::new(Vec::new()),
             rules: ctx.rules.iter().cloned().map(Rc::new).collect(),
             service_s: Cell::new(None),
+            h2: http2::H2Pool::default(),
         }
     }
 
@@ -226,6 +229,28 @@ impl Local {
             }
         }
         None
+    }
+
+    /// Pools a connection opened ahead of need (the warm pool, the spare keeper): HTTP/2 where
+    /// it speaks it (its handshake done now), else for HTTP/1.1. `false` when it is of no use
+    /// (`target.http = "2"` and the server declined HTTP/2: the request that needs a
+    /// connection then opens one and says why it failed).
+    pub(super) async fn pool_opened(&self, ctx: &WorkerContext, conn: Conn, fd: RawFd) -> bool {
+        let id = self.connection_id();
+        match http2::speaks_h2(&conn, ctx.plan.http) {
+            Ok(true) => Box::pin(http2::adopt(self, id, conn, false)).await.is_ok(),
+            Ok(false) => {
+                self.keep(id, conn, fd, ctx.plan.idle_limit);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// What the spare keeper counts as idle capacity: idle HTTP/1.1 connections, and free
+    /// HTTP/2 stream slots.
+    pub(super) fn idle_capacity(&self) -> usize {
+        self.idle() + self.h2.free_slots()
     }
 
     /// Puts a connection whose response ended as framed back in the pool, with its idle limit.
@@ -270,6 +295,8 @@ pub(super) struct Dialer {
     pub(super) server_name: String,
     /// The pinned connect budget (SPEC §2, `client.connect_budget_s`).
     pub(super) budget: Duration,
+    /// The HTTP version its connections speak (`target.http`).
+    pub(super) http: HttpVersion,
 }
 
 /// Why a connection could not be opened.
@@ -415,7 +442,7 @@ pub(super) async fn execute(
     local: &Local,
     entry: Entry,
     dispatched: u64,
-) -> RequestRecord {
+) -> (RequestRecord, http2::Carried) {
     let mut record = blank(&entry);
     record.dispatched_ns = Some(dispatched);
     let streams = ctx
@@ -426,19 +453,29 @@ pub(super) async fn execute(
         .unwrap_or(true);
     let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]));
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
+    let mut carried = http2::Carried::default();
     let verdict = compio::time::timeout_at(
         deadline,
-        talk(ctx, local, &entry, &mut record, &mut exchange),
+        talk(ctx, local, &entry, &mut record, &mut exchange, &mut carried),
     )
     .await;
     let verdict = match verdict {
         Ok(v) => v,
         Err(_) => {
             record.terminal_ns = (deadline - ctx.epoch).as_nanos() as u64;
+            let stalled = match exchange.waiting_for_window {
+                Some((total, unsent)) => format!(
+                    "; the request body was still waiting for the server's HTTP/2 flow-control window ({unsent} of its {total} bytes unsent)"
+                ),
+                None => String::new(),
+            };
             Verdict {
                 outcome: Outcome::Censored,
                 class: "timeout",
-                detail: format!("no terminal event by the {:?} timeout", ctx.plan.timeout),
+                detail: format!(
+                    "no terminal event by the {:?} timeout{stalled}",
+                    ctx.plan.timeout
+                ),
             }
         }
     };
@@ -460,7 +497,10 @@ pub(super) async fn execute(
     record.content_events = exchange.content_events;
     record.usage_prompt_tokens = exchange.usage_prompt_tokens;
     record.usage_completion_tokens = exchange.usage_completion_tokens;
-    record
+    if record.dispatched_ns.is_none() {
+        carried = http2::Carried::default();
+    }
+    (record, carried)
 }
 
 pub(super) async fn talk(
@@ -469,8 +509,19 @@ pub(super) async fn talk(
     entry: &Entry,
     record: &mut RequestRecord,
     exchange: &mut Exchange,
+    carried: &mut http2::Carried,
 ) -> Verdict {
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
+    let http = ctx.plan.http;
+    if http != HttpVersion::Http1 {
+        // A free stream on an HTTP/2 connection first: no connect, no wait.
+        if let Some(slot) = local.h2.take(ctx.plan.idle_limit, &ctx.shared) {
+            return Box::pin(http2::talk(
+                ctx, slot, false, entry, record, exchange, carried,
+            ))
+            .await;
+        }
+    }
     let (id, mut stream, fd) = match local.take(&ctx.shared) {
         Some((id, conn, fd)) => {
             record.connection_reused = true;
@@ -479,7 +530,34 @@ pub(super) async fn talk(
         // Boxed: the connect and TLS handshake future is about 5 KB and a request on a warm
         // connection never polls it, but unboxed it would size every request's future.
         None => match Box::pin(ctx.dialer.open(ctx.epoch, Some(deadline), Some(record))).await {
-            Ok((conn, fd)) => (local.connection_id(), conn, fd),
+            Ok((conn, fd)) => {
+                let id = local.connection_id();
+                match http2::speaks_h2(&conn, http) {
+                    Ok(false) => (id, conn, fd),
+                    Ok(true) => {
+                        // This request opened it: its connect and TLS times are in its record.
+                        record.connection_id = id;
+                        return match Box::pin(http2::adopt(local, id, conn, true)).await {
+                            Ok((_, Some(slot))) => {
+                                Box::pin(http2::talk(
+                                    ctx, slot, true, entry, record, exchange, carried,
+                                ))
+                                .await
+                            }
+                            Ok((_, None)) => unreachable!("adopt gives the opener its slot"),
+                            Err(why) => {
+                                record.terminal_ns = now_ns(ctx.epoch);
+                                Verdict::errored("premature-close", why)
+                            }
+                        };
+                    }
+                    Err(why) => {
+                        record.connection_id = id;
+                        record.terminal_ns = now_ns(ctx.epoch);
+                        return Verdict::errored("tls", why);
+                    }
+                }
+            }
             Err(OpenError { error, .. }) if local_exhaustion(&error) => {
                 ctx.shared.note_exhaustion(&error);
                 return Verdict {
@@ -495,7 +573,11 @@ pub(super) async fn talk(
                 record.terminal_ns = now_ns(ctx.epoch);
                 return Verdict::errored(
                     "tls",
-                    format!("TLS handshake with {}: {error}", ctx.dialer.server_name),
+                    format!(
+                        "TLS handshake with {}: {}",
+                        ctx.dialer.server_name,
+                        http2::explain_tls(&error, http)
+                    ),
                 );
             }
             Err(OpenError { error, .. }) => {
@@ -505,6 +587,9 @@ pub(super) async fn talk(
         },
     };
     record.connection_id = id;
+    if http != HttpVersion::Http1 {
+        carried.protocol = Some(http2::Protocol::Http1);
+    }
     let bytes = ctx.templates[entry.route as usize].bytes(entry.index);
     record.bytes_sent = bytes.len() as u64;
     let BufResult(written, _) = stream.write_all(bytes).await;

@@ -86,7 +86,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 break;
             }
             if let Ok((conn, fd)) = ctx.dialer.open(ctx.epoch, Some(ctx.epoch), None).await {
-                local.keep(local.connection_id(), conn, fd, ctx.plan.idle_limit);
+                local.pool_opened(&ctx, conn, fd).await;
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
@@ -139,7 +139,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 record.terminal_ns = now_ns(ctx.epoch);
                 record.detail = "the run was stopped before this request's intended time".into();
                 ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
-                batch.push_request(&ctx, record);
+                batch.push_request(&ctx, record, http2::Carried::default());
                 continue;
             }
             let dispatched = now_ns(ctx.epoch);
@@ -159,7 +159,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             compio::runtime::spawn(async move {
                 // Boxed: the exchange's state is several KB, and the task that owns it is moved
                 // into the executor's slot; a box moves once, a large future three times.
-                let record = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
+                let (record, carried) = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
                 if record.dispatched_ns.is_some() {
                     local2.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
                 }
@@ -172,7 +172,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 counter.fetch_add(1, Ordering::Relaxed);
                 ctx2.shared.tally(&record);
                 ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-                batch2.push_request(&ctx2, record);
+                batch2.push_request(&ctx2, record, carried);
                 out2.set(out2.get() - 1);
             })
             .detach();
@@ -227,16 +227,21 @@ async fn keep_spares(
             per_worker,
             local.service_s.get(),
             outstanding.get(),
-            local.idle(),
+            local.idle_capacity(),
             cap,
         );
+        if ctx.plan.http != HttpVersion::Http1 {
+            // An HTTP/2 connection carries many streams: one at a time, then count again.
+            wanted = wanted.min(1);
+        }
         while wanted > 0 && running.get() && !ctx.stop.load(Ordering::Relaxed) {
             // A spare is never worth more than a second's connect, nor one past the schedule.
             let deadline = (Instant::now() + KEEPER_CONNECT_MAX).min(end);
             match ctx.dialer.open(ctx.epoch, Some(deadline), None).await {
                 Ok((conn, fd)) => {
-                    local.keep(local.connection_id(), conn, fd, ctx.plan.idle_limit);
-                    ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                    if local.pool_opened(ctx, conn, fd).await {
+                        ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                    }
                     wanted -= 1;
                 }
                 Err(_) => {
@@ -270,11 +275,23 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    /// A request's record, after its kind-6 extension when its route writes one (the lengths it
-    /// asked for, SPEC §P "Token lengths").
-    pub(super) fn push_request(&self, ctx: &WorkerContext, record: RequestRecord) {
+    /// A request's record, after its kind-6 extension when it has one: the lengths it asked
+    /// for (SPEC §P "Token lengths") and how it was carried (SPEC §2 "HTTP/2").
+    pub(super) fn push_request(
+        &self,
+        ctx: &WorkerContext,
+        record: RequestRecord,
+        carried: http2::Carried,
+    ) {
         let template = &ctx.templates[record.route as usize];
-        if let Some(extension) = template.extension(record.index) {
+        let mut extension = template.extension(record.index).unwrap_or(
+            percentes_formats::journal::records::RequestExtension {
+                index: record.index,
+                fields: Vec::new(),
+            },
+        );
+        extension.fields.extend(carried.fields());
+        if !extension.fields.is_empty() {
             self.push(ctx, Record::RequestExtension(extension));
         }
         self.push(ctx, Record::Request(record));

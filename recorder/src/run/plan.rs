@@ -38,6 +38,8 @@ pub struct RunPlan {
     pub connect_budget: Duration,
     /// The share of the schedule this recorder sends (SPEC §2 "Sharded capture").
     pub shard: Shard,
+    /// The HTTP version requests use (`target.http`, SPEC §2 "HTTP/2").
+    pub http: HttpVersion,
 }
 
 impl RunPlan {
@@ -65,6 +67,7 @@ impl RunPlan {
             idle_limit: Duration::from_millis(config.target.idle_limit_ms),
             connect_budget: Duration::from_secs(pins::value::CLIENT_CONNECT_BUDGET_S as u64),
             shard: Shard::WHOLE,
+            http: config.target.http,
             params,
         })
     }

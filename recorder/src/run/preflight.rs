@@ -47,7 +47,21 @@ fn exchange(
             let (mut conn, _) = dialer
                 .open(Instant::now(), Some(deadline), None)
                 .await
-                .map_err(|e| format!("cannot connect to {}: {}", dialer.address, e.error))?;
+                .map_err(|e| {
+                    format!(
+                        "cannot connect to {}: {}",
+                        dialer.address,
+                        http2::explain_tls(&e.error, dialer.http)
+                    )
+                })?;
+            if http2::speaks_h2(&conn, dialer.http)? {
+                let scheme = if dialer.tls.is_some() {
+                    "https"
+                } else {
+                    "http"
+                };
+                return http2::once(conn, &request, scheme, PREFLIGHT_BODY_MAX).await;
+            }
             let BufResult(written, _) = conn.write_all(request).await;
             written.map_err(|e| format!("cannot send the request: {e}"))?;
             let mut parser = http1::Parser::default();

@@ -51,7 +51,8 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCertificate {
 }
 
 /// The TLS client configuration for an https target: Mozilla's roots plus `target.tls.ca_file`,
-/// ALPN http/1.1, verification on unless `target.tls.insecure`.
+/// ALPN as `target.http` says (`http/1.1`; `h2`; or both, `h2` first), verification on unless
+/// `target.tls.insecure`.
 pub(super) fn tls_connector(config: &Config) -> Result<TlsConnector, RecordError> {
     use rustls::pki_types::pem::PemObject;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -79,6 +80,6 @@ pub(super) fn tls_connector(config: &Config) -> Result<TlsConnector, RecordError
     } else {
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tls.alpn_protocols = config.target.http.alpn();
     Ok(TlsConnector::from(Arc::new(tls)))
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""A cleartext HTTP/2 server (prior knowledge) that does, on cue, what real servers do only under
+load: for tests/repo/http2.rs. Built on the `h2` library that hypercorn uses (pip install
+hypercorn brings it); no ASGI app, so each frame is the one named here.
+
+  GET  /v1/models              200, a models list naming "mock"
+  POST /v1/chat/completions    200, an SSE stream of 3 events, usage, [DONE]; but on each
+                               connection, a request on stream 5 or later gets a GOAWAY
+                               (NO_ERROR, last stream id 3) instead, so it was never processed
+  POST /refuse                 RST_STREAM REFUSED_STREAM
+
+Usage: python3 h2_server.py PORT   (prints "ready" once it listens; serves until killed)
+"""
+import json
+import socket
+import sys
+import threading
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+
+LAST_PROCESSED = 3
+
+
+def sse():
+    chunk = {"model": "mock", "choices": [{"index": 0, "delta": {"content": "t"}}]}
+    usage = {"model": "mock", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}}
+    events = ["data: " + json.dumps(chunk) + "\n\n"] * 3
+    events.append("data: " + json.dumps(usage) + "\n\ndata: [DONE]\n\n")
+    return "".join(events).encode()
+
+
+def serve(sock):
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    paths = {}
+    gone = False
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.RequestReceived):
+                paths[event.stream_id] = dict(event.headers)[":path"]
+            elif isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                stream, path = event.stream_id, paths.pop(event.stream_id, "")
+                if gone:
+                    continue
+                if path == "/refuse":
+                    conn.reset_stream(stream, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+                elif path == "/v1/models":
+                    body = json.dumps({"data": [{"id": "mock"}]}).encode()
+                    conn.send_headers(stream, [(":status", "200"), ("content-type", "application/json")])
+                    conn.send_data(stream, body, end_stream=True)
+                elif stream > LAST_PROCESSED:
+                    conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR, last_stream_id=LAST_PROCESSED)
+                    gone = True
+                else:
+                    conn.send_headers(stream, [(":status", "200"), ("content-type", "text/event-stream")])
+                    conn.send_data(stream, sse(), end_stream=True)
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+        if gone and not paths:
+            break
+    sock.close()
+
+
+def main():
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", int(sys.argv[1])))
+    listener.listen(64)
+    print("ready", flush=True)
+    while True:
+        sock, _ = listener.accept()
+        threading.Thread(target=serve, args=(sock,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
