@@ -8,8 +8,12 @@ hypercorn brings it); no ASGI app, so each frame is the one named here.
                                connection, a request on stream 5 or later gets a GOAWAY
                                (NO_ERROR, last stream id 3) instead, so it was never processed
   POST /refuse                 RST_STREAM REFUSED_STREAM
+  POST /big-header             200 with a 100 KB header (over the client's pinned 64 KiB cap)
 
-Usage: python3 h2_server.py PORT   (prints "ready" once it listens; serves until killed)
+With "stall" after the port, it instead grants every stream a flow-control window of 16 bytes
+and never more, and answers nothing: a request body longer than that stalls in the client.
+
+Usage: python3 h2_server.py PORT [stall]   (prints "ready" once it listens; serves until killed)
 """
 import json
 import socket
@@ -20,6 +24,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.settings
 
 LAST_PROCESSED = 3
 
@@ -32,9 +37,14 @@ def sse():
     return "".join(events).encode()
 
 
+STALL = len(sys.argv) > 2 and sys.argv[2] == "stall"
+
+
 def serve(sock):
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.initiate_connection()
+    if STALL:
+        conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16})
     sock.sendall(conn.data_to_send())
     paths = {}
     gone = False
@@ -46,12 +56,15 @@ def serve(sock):
             if isinstance(event, h2.events.RequestReceived):
                 paths[event.stream_id] = dict(event.headers)[":path"]
             elif isinstance(event, h2.events.DataReceived):
-                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                if not STALL:
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, h2.events.StreamEnded):
                 stream, path = event.stream_id, paths.pop(event.stream_id, "")
                 if gone:
                     continue
-                if path == "/refuse":
+                if path == "/big-header":
+                    conn.send_headers(stream, [(":status", "200"), ("x-big", "b" * 100_000)], end_stream=True)
+                elif path == "/refuse":
                     conn.reset_stream(stream, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
                 elif path == "/v1/models":
                     body = json.dumps({"data": [{"id": "mock"}]}).encode()

@@ -399,11 +399,13 @@ fn http2_cleartext_sse_from_hypercorn_never_waits_behind_the_stream_limit() {
 }
 
 /// A server on Python's h2 library that answers streams 1 and 3 of each connection and sends
-/// GOAWAY (last stream id 3) when stream 5 arrives, and refuses `/refuse` with RST_STREAM
-/// REFUSED_STREAM: on each connection the first two chat requests complete, the third is
-/// `refused` by the GOAWAY (the server did not process it), the next request finds a new
-/// connection, and every `/refuse` is `refused` by its reset. The pre-flight also went over
-/// HTTP/2 (the server answers nothing else).
+/// GOAWAY (last stream id 3) when stream 5 arrives, refuses `/refuse` with RST_STREAM
+/// REFUSED_STREAM, and answers `/big-header` with a 100 KB header: on each connection the first
+/// two chat requests complete, the third is `refused` by the GOAWAY (the server did not process
+/// it), the next request finds a new connection, every `/refuse` is `refused` by its reset, and
+/// every `/big-header` is `malformed-framing` (the pinned 64 KiB head cap, which the client
+/// enforces by resetting the stream). The pre-flight also went over HTTP/2 (the server answers
+/// nothing else).
 #[test]
 fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
     const TEST: &str = "the GOAWAY and REFUSED_STREAM test";
@@ -428,7 +430,8 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
         "deterministic",
         4.0,
         "[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\nweight = 3\n\
-         [[routes]]\nlabel = \"refuse\"\npath = \"/refuse\"\n",
+         [[routes]]\nlabel = \"refuse\"\npath = \"/refuse\"\n\
+         [[routes]]\nlabel = \"big\"\npath = \"/big-header\"\n",
     );
     let requests = record(&config, "h2-server").unwrap();
     let (mut goaway, mut completed) = (0, 0);
@@ -436,6 +439,15 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
         assert_eq!(*protocol, Some(2));
         match (r.route, class(r), *stream) {
             (1, "refused", _) => assert!(r.detail.contains("REFUSED_STREAM"), "{}", r.detail),
+            // A 100 KB header block: over the pinned 64 KiB, refused by the client as an
+            // over-long HTTP/1.1 head is.
+            (2, "malformed-framing", _) => {
+                assert!(
+                    r.detail.contains("the client sent RST_STREAM"),
+                    "{}",
+                    r.detail
+                )
+            }
             (0, "correct-success", Some(1 | 3)) => completed += 1,
             (0, "refused", Some(s)) if s > 3 => {
                 assert!(r.detail.starts_with("GOAWAY NO_ERROR"), "{}", r.detail);
@@ -489,5 +501,48 @@ fn auto_falls_back_to_http1_where_the_server_declines_http2_and_2_is_refused() {
             assert!(why.contains("did not agree to HTTP/2"), "{why}")
         }
         other => panic!("{:?}", other.map(|r| r.len())),
+    }
+}
+
+/// A server that grants each stream a 16-byte window and never more (tests/data/h2_server.py
+/// `stall`): every request body stalls in the client, each request is censored at its own
+/// deadline (`timeout`), and its detail says it was waiting for the server's flow-control
+/// window, with how much of its body was unsent; no request claims its body was written.
+#[test]
+fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
+    const TEST: &str = "the HTTP/2 flow-control stall test";
+    let _machine = crate::machine();
+    if !python_has("h2", TEST) {
+        return;
+    }
+    let port = free_port();
+    let mut child = Command::new("python3")
+        .arg(data("h2_server.py"))
+        .args([&port.to_string(), "stall"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(port, "the h2 test server", &mut child);
+    let _server = Server(child);
+    // The time factor divides the client timeout (0.3 s) so each stall ends quickly.
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\nscale_timeout = true\nwarmup_s = 0\nmeasure_s = 1\ncooldown_s = 0\n\
+         [target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:{port}\"\nmodel = \"mock\"\nstream = true\nhttp = \"2\"\n\
+         [schedule]\nseed = 5\narrival = \"deterministic\"\nrate_rps = 10.0\n[fault]\nvariant = \"none\"\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let requests = record(&config, "h2-stall").unwrap();
+    assert!(requests.len() >= 5, "{}", requests.len());
+    for (r, protocol, _) in &requests {
+        assert_eq!((class(r), *protocol), ("timeout", Some(2)), "{r:?}");
+        assert!(
+            r.detail
+                .contains("waiting for the server's HTTP/2 flow-control window"),
+            "{}",
+            r.detail
+        );
+        assert_eq!(r.request_written_ns, None);
     }
 }

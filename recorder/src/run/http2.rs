@@ -207,6 +207,9 @@ pub(super) async fn handshake(
         .initial_window_size(WINDOW_BYTES)
         .initial_connection_window_size(WINDOW_BYTES)
         .initial_max_send_streams(STREAMS_BEFORE_SETTINGS)
+        // The pinned cap on a response head (SPEC §2) bounds a header block as it bounds an
+        // HTTP/1.1 head: h2 refuses a larger one (its own default is 16 MB).
+        .max_header_list_size(http1::RESPONSE_HEAD_BYTES_MAX as u32)
         .enable_push(false)
         .handshake::<_, Bytes>(TokioIo(transport))
         .await
@@ -363,8 +366,17 @@ pub(super) fn verdict(e: &h2::Error) -> Verdict {
         }
         return transport_verdict(io);
     }
+    if e.is_library() {
+        // h2 itself reset the stream, or closed the connection, because the server's frames
+        // broke HTTP/2 (a header block over the pinned cap, a bad frame): the server's fault, as
+        // broken HTTP/1.1 framing is.
+        return Verdict::errored(
+            "malformed-framing",
+            format!("the server's frames broke HTTP/2; the client sent {said} (a header block over the {} bytes of SPEC §2 is one such)", http1::RESPONSE_HEAD_BYTES_MAX),
+        );
+    }
     if e.is_go_away() {
-        // A stream above the GOAWAY's last stream id: the server says it did not process it.
+        // A stream above the server's GOAWAY's last stream id: it says it did not process it.
         return Verdict::errored(
             "refused",
             format!("{said}: the server did not process this stream (above its last stream id)"),
@@ -375,13 +387,13 @@ pub(super) fn verdict(e: &h2::Error) -> Verdict {
             "refused",
             format!("{said}: the server refused the stream before processing it"),
         ),
+        _ if e.is_reset() => Verdict::errored("reset", said),
         Some(
             Reason::PROTOCOL_ERROR
             | Reason::FRAME_SIZE_ERROR
             | Reason::COMPRESSION_ERROR
             | Reason::FLOW_CONTROL_ERROR,
-        ) if !e.is_reset() => Verdict::errored("malformed-framing", said),
-        _ if e.is_reset() => Verdict::errored("reset", said),
+        ) => Verdict::errored("malformed-framing", said),
         _ => Verdict::errored("premature-close", said),
     }
 }
