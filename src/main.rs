@@ -36,7 +36,7 @@ use args::{ProfileArg, ProgressArg};
 #[cfg(target_os = "linux")]
 use percentes_study::{calibrate, demo, scenario as study};
 
-use percentes_analyzer::model;
+use percentes_analyzer::model::{self, SegmentColumn, SegmentColumns};
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::{self, Config, Profile};
 use percentes_formats::journal::{self, verify, VerifyOptions};
@@ -248,6 +248,11 @@ enum Command {
         /// says NOT PUBLISHABLE and the exit stays 2 (§9).
         #[arg(long)]
         diagnose: bool,
+        /// Also cut every window by these columns (comma-separated: route, replica, class,
+        /// outcome, phase, status, protocol), each segment with its own outcomes, completion
+        /// curve and latencies with their refusals, in report.md and report.json (§9).
+        #[arg(long, value_name = "COLUMNS", value_parser = SegmentColumns::parse)]
+        by: Option<SegmentColumns>,
     },
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
@@ -417,13 +422,25 @@ fn analyzer(diagnose: bool) -> model::Analyzer {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: env!("PERCENTES_COMMIT").into(),
         diagnose,
+        by: Vec::new(),
     }
 }
 
-fn analyze(path: &Path, spec: Spec, output: &Path, json: bool, diagnose: bool) -> Result<ExitCode> {
+fn analyze(
+    path: &Path,
+    spec: Spec,
+    output: &Path,
+    json: bool,
+    diagnose: bool,
+    by: Vec<SegmentColumn>,
+) -> Result<ExitCode> {
     use percentes_analyzer::{analysis, report};
     let (file, run) = load_run(path)?;
-    let result = analysis::analyze(&run, &file, spec, &analyzer(diagnose));
+    let analyzer = model::Analyzer {
+        by,
+        ..analyzer(diagnose)
+    };
+    let result = analysis::analyze(&run, &file, spec, &analyzer);
     let written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
     if json {
@@ -669,7 +686,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             json,
             diagnose,
-        } => analyze(&journal, spec, &output, json, diagnose),
+            by,
+        } => analyze(
+            &journal,
+            spec,
+            &output,
+            json,
+            diagnose,
+            by.map(|b| b.0).unwrap_or_default(),
+        ),
         Command::Export {
             journal,
             parquet,

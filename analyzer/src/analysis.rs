@@ -24,6 +24,7 @@ mod artifact;
 mod audit;
 mod client_gate;
 mod rows;
+mod segment;
 mod tokens;
 mod window;
 
@@ -168,6 +169,21 @@ pub fn analyze<'a>(
             )),
         )
     };
+    let (segments, segments_note) = match (&analyzer.by[..], shown) {
+        ([], _) => (Vec::new(), None),
+        (by, true) => {
+            match segment::reports(run, &cut, &rows_of, by, method, horizon_ns, printing) {
+                Ok(segments) => (segments, None),
+                Err(why) => (Vec::new(), Some(why)),
+            }
+        }
+        (_, false) => (
+            Vec::new(),
+            Some(
+                "withheld with the windows: the run is invalid (§9); --diagnose shows them".into(),
+            ),
+        ),
+    };
     let in_flight = timeline
         .fault
         .and_then(|f| f.fired_ns)
@@ -213,6 +229,8 @@ pub fn analyze<'a>(
         },
         windows: windows_out,
         windows_withheld: withheld,
+        segments,
+        segments_note,
         in_flight_at_fire: in_flight,
         recovery,
         cleanup,

@@ -263,6 +263,7 @@ pub fn markdown(report: &Report) -> String {
     } else {
         window_tables(&mut md, &report.windows);
     }
+    segment_tables(&mut md, report);
 
     if let Some(f) = &report.in_flight_at_fire {
         let _ = writeln!(md, "\n## In flight at fire (§3)\n");
@@ -541,6 +542,76 @@ fn window_tables(md: &mut String, windows: &[WindowReport]) {
                 m.distance
             );
         }
+    }
+}
+
+/// `analyze --by`: each window's segments, one table a window; absent when none were asked.
+fn segment_tables(md: &mut String, report: &Report) {
+    let Some(first) = report.segments.first() else {
+        if let Some(note) = &report.segments_note {
+            let _ = writeln!(md, "\n## Segments\n\n**Not shown:** {note}");
+        }
+        return;
+    };
+    let columns: Vec<&str> = first.key.iter().map(|(c, _)| *c).collect();
+    let _ = writeln!(
+        md,
+        "\n## Segments by {} (`analyze --by`)\n\nEach segment of a window analyzed as a window is: its own completion curve over its scheduled requests, its completed-only latencies (conditional on completion), and its own sample budget for the tail intervals (§7).",
+        columns.join(", ")
+    );
+    let at = |d: &Distribution, q: &str| {
+        d.percentiles_us
+            .iter()
+            .find(|(n, _)| n == q)
+            .map_or_else(|| "n/a".to_owned(), |(_, v)| ms(*v))
+    };
+    let tail = |d: &Distribution| {
+        d.tails
+            .iter()
+            .find(|t| t.quantile == "p99")
+            .map_or_else(|| "no completed samples".to_owned(), |t| t.text.clone())
+    };
+    let mut window = "";
+    for s in &report.segments {
+        if s.window != window {
+            window = s.window;
+            let _ = writeln!(
+                md,
+                "\n### {window}\n\n| {} | scheduled | completed | errored | censored | goodput | completion curve | TTFT p50 | TTFT p99 | TPOT p50 | e2e p50 | e2e p99 | e2e p99 interval |\n|{}---|---|---|---|---|---|---|---|---|---|---|---|",
+                columns.join(" | "),
+                "---|".repeat(columns.len())
+            );
+        }
+        let readings: Vec<&str> = s
+            .completion
+            .readings
+            .iter()
+            .map(|r| r.text.as_str())
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.key
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" | "),
+            s.scheduled,
+            s.outcomes.completed,
+            s.outcomes.errored,
+            s.outcomes.censored,
+            opt_share(s.goodput.value),
+            readings.join("; "),
+            at(&s.ttft, "p50"),
+            at(&s.ttft, "p99"),
+            at(&s.tpot, "p50"),
+            at(&s.e2e, "p50"),
+            at(&s.e2e, "p99"),
+            tail(&s.e2e),
+        );
+    }
+    if let Some(note) = &report.segments_note {
+        let _ = writeln!(md, "\n{note}");
     }
 }
 

@@ -534,6 +534,7 @@ pub fn analyze_journal(
             version: tool.version.clone(),
             commit: tool.commit.clone(),
             diagnose,
+            by: Vec::new(),
         },
     );
     Ok((run, report))

@@ -1487,3 +1487,80 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
         assert!(stderr.contains(says), "{flag} {value}: {stderr}");
     }
 }
+
+/// `analyze --by route,outcome` on the store-outage golden (three routes): every window's
+/// segments, in report.json and report.md; each route's segments add up to the route segment
+/// the report has always had for that window (the same grouping code), and the plain report is
+/// the golden one. An unknown column is refused with the ones there are.
+#[test]
+fn analyze_by_cuts_every_window_by_the_columns_asked_for() {
+    let _beside = crate::beside();
+    let dir = scratch("analyze-by");
+    let golden = root().join("golden/runs/store-outage-under-spike.pj");
+    let out = dir.join("by");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        golden.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--by",
+        "route,outcome",
+    ]);
+    assert!(code == 0 || code == 2, "{stdout}{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let segments = json["segments"].as_array().unwrap();
+    assert!(!segments.is_empty());
+    for window in json["windows"].as_array().unwrap() {
+        let name = window["window"].as_str().unwrap();
+        for route in window["routes"].as_array().unwrap() {
+            let label = route["route"].as_str().unwrap();
+            let mine: Vec<&serde_json::Value> = segments
+                .iter()
+                .filter(|s| s["window"] == name && s["key"][0][1] == label)
+                .collect();
+            let sum = |field: &str| -> u64 {
+                mine.iter()
+                    .map(|s| s["outcomes"][field].as_u64().unwrap())
+                    .sum()
+            };
+            assert_eq!(
+                mine.iter()
+                    .map(|s| s["scheduled"].as_u64().unwrap())
+                    .sum::<u64>(),
+                route["scheduled"].as_u64().unwrap(),
+                "{name} {label}"
+            );
+            for field in ["completed", "errored", "censored"] {
+                assert_eq!(sum(field), route["outcomes"][field].as_u64().unwrap());
+            }
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Segments by route, outcome (`analyze --by`)"),
+        "{md}"
+    );
+    // The segments are added, nothing else moves: the report without its segments section is
+    // the report without --by, byte for byte.
+    let plain = dir.join("plain");
+    percentes(&[
+        "analyze",
+        golden.to_str().unwrap(),
+        "-o",
+        plain.to_str().unwrap(),
+    ]);
+    let start = md.find("\n## Segments by").unwrap();
+    let end = start + 1 + md[start + 1..].find("\n## ").unwrap();
+    let without = format!("{}{}", &md[..start], &md[end..]);
+    assert_eq!(
+        without,
+        std::fs::read_to_string(plain.join("report.md")).unwrap()
+    );
+    let (code, _, stderr) = percentes(&["analyze", golden.to_str().unwrap(), "--by", "colour"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("\"colour\"") && stderr.contains("protocol"),
+        "{stderr}"
+    );
+}

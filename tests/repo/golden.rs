@@ -282,6 +282,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             version: "golden".into(),
             commit: "golden".into(),
             diagnose: false,
+            by: Vec::new(),
         };
         // Under the current version the expected files are NAME.report.*; under each older one,
         // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1 or v0.2 keeps
@@ -422,6 +423,7 @@ fn the_report_page_renders_in_a_browser_with_its_summary_first() {
         version: "test".into(),
         commit: "test".into(),
         diagnose: false,
+        by: Vec::new(),
     };
     let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);
     report::write(&result, &run.requests, &dir).unwrap();

@@ -22,6 +22,7 @@ fn analyzer() -> Analyzer {
         version: "shards".into(),
         commit: "shards".into(),
         diagnose: false,
+        by: Vec::new(),
     }
 }
 

@@ -267,15 +267,15 @@ pub(super) fn route_segments(run: &Run, rows: &[usize]) -> Vec<RouteSegment> {
         return Vec::new();
     }
     let requests = &run.requests;
+    // The same grouping `analyze --by route` uses; every configured route is listed, an idle one
+    // with nothing scheduled (labels are unique: the configuration refuses a repeated one).
+    let mut groups = super::segment::group(run, rows, &[crate::model::SegmentColumn::Route]);
     routes
         .iter()
-        .enumerate()
-        .map(|(index, route)| {
-            let mine: Vec<usize> = rows
-                .iter()
-                .copied()
-                .filter(|&r| requests.route[r] as usize == index)
-                .collect();
+        .map(|route| {
+            let mine = groups
+                .remove(&vec![route.label.clone()])
+                .unwrap_or_default();
             let outcomes = count_outcomes(requests, mine.iter().copied());
             let mut classes = std::collections::BTreeMap::new();
             let mut statuses = std::collections::BTreeMap::new();

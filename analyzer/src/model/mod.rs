@@ -11,9 +11,11 @@ mod escape;
 mod gate;
 mod recovery;
 mod report;
+mod segment;
 
 pub use campaign::*;
 pub use escape::*;
 pub use gate::*;
 pub use recovery::*;
 pub use report::*;
+pub use segment::*;

@@ -20,6 +20,8 @@ pub struct Analyzer {
     /// the run stays invalid, and the report says NOT PUBLISHABLE and why (§9). A valid run's
     /// report is the same either way.
     pub diagnose: bool,
+    /// Segment each window by these columns (`analyze --by`); none by default.
+    pub by: Vec<super::SegmentColumn>,
 }
 
 /// The analysis of one run.
@@ -40,6 +42,12 @@ pub struct Report {
     pub windows: Vec<WindowReport>,
     /// Why `windows` is empty, when it is.
     pub windows_withheld: Option<String>,
+    /// Each window's segments by the columns `analyze --by` named (absent without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<super::SegmentReport>,
+    /// Why segments asked for are not in the report (withheld with the windows, or too many).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments_note: Option<String>,
     /// The requests in flight at the fire, by where they were served (§3).
     pub in_flight_at_fire: Option<InFlight>,
     /// The §5 recovery analysis of a fault run (withheld with the windows when invalid).

@@ -1177,3 +1177,13 @@ fn input_lengths_and_dataset_lengths_go_only_where_they_can_be_kept() {
     .unwrap_err();
     assert!(error.to_string().contains("target.tokenizer"), "{error}");
 }
+
+#[test]
+fn a_route_label_is_its_own() {
+    let error = load(&format!(
+        "{BASE}[[routes]]\nlabel = \"chat\"\npath = \"/v1/completions\"\n"
+    ))
+    .unwrap_err();
+    assert!(error.to_string().contains("routes[1].label"), "{error}");
+    assert!(error.to_string().contains("appears twice"), "{error}");
+}

@@ -1,0 +1,113 @@
+//! Segments on demand (`analyze --by`, issue 19; SPEC §9 "Segments"): a window's requests cut by
+//! one or more categorical columns, each cut with its own outcomes, completion curve and
+//! latencies.
+
+use serde::Serialize;
+
+use super::{CurveReport, Distribution, Outcomes, Share};
+
+/// A categorical column a window can be segmented by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SegmentColumn {
+    /// The route's label.
+    Route,
+    /// The replica that served the request (`(unattributed)` when none said).
+    Replica,
+    /// The response class (`correct-success`, `timeout`, ...; `(no record)`).
+    Class,
+    /// The outcome (completed, errored, censored, undispatched; `(no record)`).
+    Outcome,
+    /// The schedule phase the request was intended in.
+    Phase,
+    /// The HTTP status (`(none)` without a status line).
+    Status,
+    /// The HTTP version that carried it (`(not recorded)` in an HTTP/1.1-only run).
+    Protocol,
+}
+
+impl SegmentColumn {
+    /// Every column, in the order `--by` help lists them.
+    pub const ALL: [SegmentColumn; 7] = [
+        SegmentColumn::Route,
+        SegmentColumn::Replica,
+        SegmentColumn::Class,
+        SegmentColumn::Outcome,
+        SegmentColumn::Phase,
+        SegmentColumn::Status,
+        SegmentColumn::Protocol,
+    ];
+
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentColumn::Route => "route",
+            SegmentColumn::Replica => "replica",
+            SegmentColumn::Class => "class",
+            SegmentColumn::Outcome => "outcome",
+            SegmentColumn::Phase => "phase",
+            SegmentColumn::Status => "status",
+            SegmentColumn::Protocol => "protocol",
+        }
+    }
+
+    /// `route,replica`: each name once, in the order given; an unknown name is refused with
+    /// the ones there are.
+    pub fn parse_list(text: &str) -> Result<Vec<SegmentColumn>, String> {
+        let mut columns = Vec::new();
+        for name in text.split(',').map(str::trim) {
+            let column = SegmentColumn::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .ok_or_else(|| {
+                    format!(
+                        "no column {name:?} to segment by; the columns are {}",
+                        SegmentColumn::ALL.map(SegmentColumn::name).join(", ")
+                    )
+                })?;
+            if columns.contains(&column) {
+                return Err(format!("column {name:?} is given twice"));
+            }
+            columns.push(column);
+        }
+        Ok(columns)
+    }
+}
+
+/// The columns `--by` named, as one command-line value (`route,replica`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentColumns(pub Vec<SegmentColumn>);
+
+impl SegmentColumns {
+    /// [`SegmentColumn::parse_list`], as clap's value parser.
+    pub fn parse(text: &str) -> Result<SegmentColumns, String> {
+        SegmentColumn::parse_list(text).map(SegmentColumns)
+    }
+}
+
+/// One segment of one window.
+#[derive(Clone, Debug, Serialize)]
+pub struct SegmentReport {
+    /// The window it is a part of.
+    pub window: &'static str,
+    /// Its value of each `--by` column, in the order given.
+    pub key: Vec<(&'static str, String)>,
+    /// Its requests scheduled in the window.
+    pub scheduled: u64,
+    /// How they ended.
+    pub outcomes: Outcomes,
+    /// Errored over scheduled.
+    pub error_rate: Share,
+    /// Censored over scheduled.
+    pub censored_rate: Share,
+    /// SLO goodput over scheduled (§4).
+    pub goodput: Share,
+    /// The segment's own completion curve and its readings, with its refusals.
+    pub completion: CurveReport,
+    /// Time to first token, completed requests only, with its tail intervals or their refusal.
+    pub ttft: Distribution,
+    /// Time per output token, completed requests with usage only.
+    pub tpot: Distribution,
+    /// End-to-end latency, completed requests only, with its tail intervals or their refusal.
+    pub e2e: Distribution,
+}
