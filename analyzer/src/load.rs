@@ -218,12 +218,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
             })?;
             match record {
                 Record::Request(r) => {
-                    let row = (r.index % own.1 == own.0 && r.index % shard.1 == shard.0)
-                        .then(|| usize::try_from(r.index / shard.1).ok())
-                        .flatten()
-                        .filter(|&row| row < requests.len());
-                    let Some(row) = row else {
-                        return Err(LoadError::Record {
+                    let row = placed(r.index, own, shard, requests.len()).ok_or_else(|| {
+                        LoadError::Record {
                             sequence: framed.sequence,
                             message: format!(
                                 "request index {} is not scheduled in shard {} of {}{}",
@@ -232,8 +228,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
                                 own.1,
                                 shard_named(files, part)
                             ),
-                        });
-                    };
+                        }
+                    })?;
                     if requests.outcome[row] != NO_RECORD {
                         if first_sequence.is_empty() {
                             first_sequence = sequences_of(file, report, r.index);
@@ -286,12 +282,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
                 Record::RequestExtension(x) => {
                     // The same placement rules as a request record's: scheduled in this shard,
                     // at most once.
-                    let row = (x.index % own.1 == own.0 && x.index % shard.1 == shard.0)
-                        .then(|| usize::try_from(x.index / shard.1).ok())
-                        .flatten()
-                        .filter(|&row| row < requests.len());
-                    let Some(row) = row else {
-                        return Err(LoadError::Record {
+                    let row = placed(x.index, own, shard, requests.len()).ok_or_else(|| {
+                        LoadError::Record {
                             sequence: framed.sequence,
                             message: format!(
                                 "request extension for index {} is not scheduled in shard {} of {}{}",
@@ -300,8 +292,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
                                 own.1,
                                 shard_named(files, part)
                             ),
-                        });
-                    };
+                        }
+                    })?;
                     if std::mem::replace(&mut extended[row], true) {
                         return Err(LoadError::Record {
                             sequence: framed.sequence,
@@ -420,6 +412,15 @@ fn sequences_of(file: &JournalFile, report: &VerifyReport, index: u64) -> Vec<u6
             _ => None,
         })
         .collect()
+}
+
+/// The row of schedule index `index` in a run loaded as shard `shard` (k, N), from a journal of
+/// shard `own`: `None` when the index is not that journal's, not the run's, or past the schedule.
+fn placed(index: u64, own: (u64, u64), shard: (u64, u64), rows: usize) -> Option<usize> {
+    (index % own.1 == own.0 && index % shard.1 == shard.0)
+        .then(|| usize::try_from(index / shard.1).ok())
+        .flatten()
+        .filter(|&row| row < rows)
 }
 
 #[cfg(test)]

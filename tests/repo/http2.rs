@@ -69,6 +69,21 @@ fn wait_for(port: u16, what: &str, child: &mut Child) {
     }
 }
 
+/// tests/data/h2_server.py on a free port, with `mode` (`stall`) if given.
+fn h2_server(mode: Option<&str>) -> (Server, u16) {
+    let port = free_port();
+    let mut child = Command::new("python3")
+        .arg(data("h2_server.py"))
+        .arg(port.to_string())
+        .args(mode)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(port, "the h2 test server", &mut child);
+    (Server(child), port)
+}
+
 /// Whether `python3` can import `module`; otherwise the test says why it cannot run.
 fn python_has(module: &str, test: &str) -> bool {
     let ok = Command::new("python3")
@@ -413,16 +428,7 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
     if !python_has("h2", TEST) {
         return;
     }
-    let port = free_port();
-    let mut child = Command::new("python3")
-        .arg(data("h2_server.py"))
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(port, "the h2 test server", &mut child);
-    let _server = Server(child);
+    let (_server, port) = h2_server(None);
     // One request a 250 ms, never two at once, so each connection's streams are in order.
     let config = config(
         &format!("http://127.0.0.1:{port}"),
@@ -515,16 +521,7 @@ fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
     if !python_has("h2", TEST) {
         return;
     }
-    let port = free_port();
-    let mut child = Command::new("python3")
-        .arg(data("h2_server.py"))
-        .args([&port.to_string(), "stall"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(port, "the h2 test server", &mut child);
-    let _server = Server(child);
+    let (_server, port) = h2_server(Some("stall"));
     // The time factor divides the client timeout (0.3 s) so each stall ends quickly.
     let text = format!(
         "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\nscale_timeout = true\nwarmup_s = 0\nmeasure_s = 1\ncooldown_s = 0\n\
