@@ -787,7 +787,18 @@ path = "/v1/chat/completions"
         md.contains("NOT PUBLISHABLE") && md.contains("| step | stage |"),
         "{md}"
     );
-    assert!(stdout.contains("lambda_max_rps = "), "{stdout}");
+    // Only a calibration with no diagnosed step offers its lambda_max for a run configuration;
+    // one with any says what it found and that it may not be published.
+    if diagnosed.is_empty() {
+        assert!(stdout.contains("lambda_max_rps = "), "{stdout}");
+    } else {
+        assert!(
+            stdout.contains(&format!("lambda_max = {lambda} rps"))
+                && !stdout.contains("lambda_max_rps = ")
+                && stdout.contains("may not be put in a run configuration"),
+            "{stdout}"
+        );
+    }
 }
 
 /// seeds/004's escaped experiment, end to end: a clean delete whose declaration protects the
