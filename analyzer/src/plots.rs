@@ -289,14 +289,7 @@ pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
             ));
         }
     }
-    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
-        let label = if p.latency.is_empty() {
-            "invalid: nothing published"
-        } else {
-            "invalid: diagnosis only"
-        };
-        frame.vline(p.rate_rps, "#888", label, row);
-    }
+    mark_invalid(&mut frame, sweep);
     frame.legend(&legend);
     frame
         .caption("p99 dashed; each rate one recording (sweep.md gives the intervals and refusals)");
@@ -319,6 +312,18 @@ pub(crate) fn round_up(v: f64) -> f64 {
 }
 
 /// A sweep plot's x axis: from 0 to the highest rate swept.
+/// A grey line at each invalid point's rate, saying what of it may be read.
+fn mark_invalid(frame: &mut Frame, sweep: &crate::sweep::Sweep) {
+    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
+        let label = if p.latency.is_empty() {
+            "invalid: nothing published"
+        } else {
+            "invalid: diagnosis only"
+        };
+        frame.vline(p.rate_rps, "#888", label, row);
+    }
+}
+
 fn sweep_rates(sweep: &crate::sweep::Sweep) -> (f64, f64) {
     let highest = sweep.points.iter().map(|p| p.rate_rps).fold(0.0, f64::max);
     (0.0, highest)
@@ -344,14 +349,7 @@ pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
     frame.polyline(&series(|p| p.goodput), "#2ca02c", false);
     frame.polyline(&series(|p| p.error_rate), "#d62728", false);
     frame.polyline(&series(|p| p.censored_rate), "#9467bd", true);
-    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
-        let label = if p.latency.is_empty() {
-            "invalid: nothing published"
-        } else {
-            "invalid: diagnosis only"
-        };
-        frame.vline(p.rate_rps, "#888", label, row);
-    }
+    mark_invalid(&mut frame, sweep);
     frame.legend(&[
         ("goodput".into(), "#2ca02c"),
         ("errored".into(), "#d62728"),
