@@ -42,13 +42,12 @@ fn record_once(config: &Config, name: &str) -> Report {
     analyze(&record_journal(config, name), false)
 }
 
-/// Records once and analyzes for diagnosis (`analyze --diagnose`), for an AC whose tolerance
-/// is wider than anything this machine's timer noise can move (4.4 ms on a 220 ms percentile,
-/// 50 ms on a one-second stall, a censoring instant the recorder sets; the noise is wakes 0.5 to
-/// 4 ms late, about thirty a second, from the VM's stolen time): the client gate is not what
-/// these ACs test, so a run this busy machine failed on that gate alone is read as it is, never
-/// recorded again, and the AC's own assertion decides. Any other failing gate fails the test.
-/// Tests that need a gate to fail call [`record_once`].
+/// Records once and analyzes for diagnosis (`analyze --diagnose`), for an AC that is not about
+/// the client gate: a run this busy machine failed on that gate alone is read as it is, and the
+/// AC's own assertion decides (the noise is wakes 0.5 to 4 ms late, about thirty a second, from
+/// the VM's stolen time; a censoring instant the recorder sets does not move). Any other failing
+/// gate fails the test. An AC whose band the noise can cross records through
+/// [`record_until_it_holds`]; tests that need a gate to fail call [`record_once`].
 fn record_for_diagnosis(config: &Config, name: &str) -> Report {
     let report = analyze(&record_journal(config, name), true);
     let failed: Vec<_> = report
@@ -67,6 +66,37 @@ fn record_for_diagnosis(config: &Config, name: &str) -> Report {
         );
     }
     report
+}
+
+/// Records for diagnosis until the AC's own `check` holds, for an AC whose band this machine's
+/// timer noise can still cross: on the project's VM a burst of stolen time once moved a 220 ms
+/// TTFT p95 by 4.6 ms against a band of 4.4. A failed check is recorded again only when the
+/// client gate failed too (the host was measured noisy), after [`crate::await_calm`], four
+/// recordings at most; a failed check on a run whose client gate held fails at once, and so does
+/// the fourth noisy one, with every reason. The check itself is never widened.
+fn record_until_it_holds(
+    config: &Config,
+    name: &str,
+    check: impl Fn(&Report) -> Result<(), String>,
+) -> Report {
+    const RECORDINGS_MAX: usize = 4;
+    let mut seen = Vec::new();
+    for recording in 1..=RECORDINGS_MAX {
+        let report = record_for_diagnosis(config, name);
+        let Err(why) = check(&report) else {
+            return report;
+        };
+        let noisy = report.validity.gates.iter().any(|g| !g.holds());
+        assert!(
+            noisy,
+            "{name}: {why}, on a run whose client gate held: the instrument is wrong here, not the machine (earlier: {seen:?})"
+        );
+        seen.push(format!("recording {recording}: {why} (client gate failed)"));
+        if recording < RECORDINGS_MAX {
+            seen.push(crate::await_calm(name));
+        }
+    }
+    panic!("{name}: the client gate and the AC failed on every recording: {seen:?}")
 }
 
 fn record_journal(config: &Config, name: &str) -> std::path::PathBuf {
@@ -116,18 +146,27 @@ fn ac1_percentiles_match_a_known_distribution() {
         high_ms: 220.0,
     };
     let addr = mock::spawn_background(mock_config, 1).unwrap().0;
-    let report = record_for_diagnosis(&config(&addr.to_string(), 50, 100.0, "poisson"), "ac1.pj");
-    let m = measurement(&report);
-    assert!(m.ttft.n > 500, "{}", m.ttft.n);
-    assert_eq!(m.outcomes.completed, m.scheduled, "every request completes");
-    for (q, truth) in [("p50", 210.0), ("p95", 219.0), ("p99", 219.8)] {
-        let got = percentile_ms(&m.ttft, q);
-        let band = (truth * 0.02f64).max(1.0);
-        assert!(
-            (got - truth).abs() <= band,
-            "{q}: {got} ms vs {truth} ms (band {band})"
-        );
-    }
+    let config = config(&addr.to_string(), 50, 100.0, "poisson");
+    record_until_it_holds(&config, "ac1.pj", |report| {
+        let m = measurement(report);
+        if m.ttft.n <= 500 {
+            return Err(format!("{} TTFT samples, not over 500", m.ttft.n));
+        }
+        if m.outcomes.completed != m.scheduled {
+            return Err(format!(
+                "{} of {} requests completed, not every one",
+                m.outcomes.completed, m.scheduled
+            ));
+        }
+        for (q, truth) in [("p50", 210.0), ("p95", 219.0), ("p99", 219.8)] {
+            let got = percentile_ms(&m.ttft, q);
+            let band = (truth * 0.02f64).max(1.0);
+            if (got - truth).abs() > band {
+                return Err(format!("{q}: {got} ms vs {truth} ms (band {band})"));
+            }
+        }
+        Ok(())
+    });
 }
 
 /// AC2 and AC2b: a mid-run stall of D shows in p99.9 and max within 5 % of D, and the samples
@@ -150,32 +189,33 @@ fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
     }];
     let addr = mock::spawn_background(mock_config, 1).unwrap().0;
     let config = config(&addr.to_string(), 20, 40.0, "deterministic");
-    let report = record_for_diagnosis(&config, "ac2.pj");
-    let m = measurement(&report);
-    let d = d_ms as f64;
-    let e2e_max = m.e2e.max_us.unwrap() as f64 / 1000.0;
-    let e2e_p999 = m.e2e.p99_9_us.unwrap() as f64 / 1000.0;
-    assert!(
-        (e2e_max - d).abs() <= 0.05 * d,
-        "max {e2e_max} ms vs D {d} ms"
-    );
-    assert!(
-        (e2e_p999 - d).abs() <= 0.05 * d,
-        "p99.9 {e2e_p999} ms vs D {d} ms"
-    );
-    // AC2b from the journal's rows: latency above normal service plus the mock's 20 ms flush
-    // spread means the request waited on the stall.
-    let file = JournalFile::open(&scratch("ac2.pj")).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
-    let r = &run.requests;
-    let stalled = (0..r.len())
-        .filter(|&i| r.terminal_ns[i].saturating_sub(r.intended_ns[i]) > 30_000_000)
-        .count() as f64;
-    let expected = d / 1000.0 * 40.0;
-    assert!(
-        (stalled - expected).abs() <= 0.1 * expected,
-        "{stalled} stalled samples vs D x lambda = {expected}"
-    );
+    record_until_it_holds(&config, "ac2.pj", |report| {
+        let m = measurement(report);
+        let d = d_ms as f64;
+        let e2e_max = m.e2e.max_us.unwrap() as f64 / 1000.0;
+        let e2e_p999 = m.e2e.p99_9_us.unwrap() as f64 / 1000.0;
+        if (e2e_max - d).abs() > 0.05 * d {
+            return Err(format!("max {e2e_max} ms vs D {d} ms"));
+        }
+        if (e2e_p999 - d).abs() > 0.05 * d {
+            return Err(format!("p99.9 {e2e_p999} ms vs D {d} ms"));
+        }
+        // AC2b from the journal's rows: latency above normal service plus the mock's 20 ms
+        // flush spread means the request waited on the stall.
+        let file = JournalFile::open(&scratch("ac2.pj")).unwrap();
+        let run = percentes_analyzer::load::load(&file).unwrap();
+        let r = &run.requests;
+        let stalled = (0..r.len())
+            .filter(|&i| r.terminal_ns[i].saturating_sub(r.intended_ns[i]) > 30_000_000)
+            .count() as f64;
+        let expected = d / 1000.0 * 40.0;
+        if (stalled - expected).abs() > 0.1 * expected {
+            return Err(format!(
+                "{stalled} stalled samples vs D x lambda = {expected}"
+            ));
+        }
+        Ok(())
+    });
 }
 
 /// AC2d: with CPU pressure on 80 % of the cores (stress-ng, installed by .ci/run), the client gate
