@@ -73,16 +73,18 @@ fn record_for_diagnosis(config: &Config, name: &str) -> Report {
 /// TTFT p95 by 4.6 ms against a band of 4.4. A failed check is recorded again only when the
 /// client gate failed too (the host was measured noisy), after [`crate::await_calm`], four
 /// recordings at most; a failed check on a run whose client gate held fails at once, and so does
-/// the fourth noisy one, with every reason. The check itself is never widened.
+/// the fourth noisy one, with every reason. The check itself is never widened. `target` starts a
+/// fresh mock for each recording and returns its configuration: a mock's fault plan runs on the
+/// mock's own clock, so a second recording against the first mock would find its stall over.
 fn record_until_it_holds(
-    config: &Config,
     name: &str,
+    target: impl Fn() -> Config,
     check: impl Fn(&Report) -> Result<(), String>,
 ) -> Report {
     const RECORDINGS_MAX: usize = 4;
     let mut seen = Vec::new();
     for recording in 1..=RECORDINGS_MAX {
-        let report = record_for_diagnosis(config, name);
+        let report = record_for_diagnosis(&target(), name);
         let Err(why) = check(&report) else {
             return report;
         };
@@ -145,9 +147,11 @@ fn ac1_percentiles_match_a_known_distribution() {
         low_ms: 200.0,
         high_ms: 220.0,
     };
-    let addr = mock::spawn_background(mock_config, 1).unwrap().0;
-    let config = config(&addr.to_string(), 50, 100.0, "poisson");
-    record_until_it_holds(&config, "ac1.pj", |report| {
+    let target = || {
+        let addr = mock::spawn_background(mock_config.clone(), 1).unwrap().0;
+        config(&addr.to_string(), 50, 100.0, "poisson")
+    };
+    record_until_it_holds("ac1.pj", target, |report| {
         let m = measurement(report);
         if m.ttft.n <= 500 {
             return Err(format!("{} TTFT samples, not over 500", m.ttft.n));
@@ -187,9 +191,11 @@ fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
         duration_ms: d_ms,
         after_tokens: 0,
     }];
-    let addr = mock::spawn_background(mock_config, 1).unwrap().0;
-    let config = config(&addr.to_string(), 20, 40.0, "deterministic");
-    record_until_it_holds(&config, "ac2.pj", |report| {
+    let target = || {
+        let addr = mock::spawn_background(mock_config.clone(), 1).unwrap().0;
+        config(&addr.to_string(), 20, 40.0, "deterministic")
+    };
+    record_until_it_holds("ac2.pj", target, |report| {
         let m = measurement(report);
         let d = d_ms as f64;
         let e2e_max = m.e2e.max_us.unwrap() as f64 / 1000.0;
