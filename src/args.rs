@@ -14,6 +14,17 @@ pub enum ProgressArg {
     Json,
 }
 
+/// How `query` prints its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    /// Aligned columns, the NOT PUBLISHABLE reasons above them.
+    Table,
+    /// CSV with a header row (RFC 4180); the reasons go to standard error.
+    Csv,
+    /// One JSON object: columns with their types, rows as arrays, the reasons.
+    Json,
+}
+
 /// The profile `init` writes an example for.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ProfileArg {

@@ -285,6 +285,36 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Ask a journal a question in SQL (polars SQL) and print the answer.
+    ///
+    /// The tables: `requests` (one row per scheduled request: the export's columns and the
+    /// `window` its intended time falls in), `events`, `telemetry` and `windows` (the report's
+    /// timeline: window, start_ns, end_ns, scheduled). Times are ns from the run's epoch; an
+    /// absent one is null. `SELECT * FROM requests LIMIT 1` shows a table's columns.
+    ///
+    /// The journal is verified and analyzed as `analyze` would: a tampered one is refused (exit
+    /// 1), and the answer says NOT PUBLISHABLE and why wherever the report would; a run that
+    /// fails a gate is answered as a diagnosis and exits 2. Only one query is answered, over
+    /// these tables alone: a statement that reads a file, or changes anything, is refused.
+    ///
+    /// Example: percentes query run.pj "SELECT window, outcome, count(*) AS n FROM requests
+    /// GROUP BY window, outcome ORDER BY window, outcome"
+    ///
+    /// Built with the `query` feature (`cargo build --release --features query`): polars' SQL
+    /// engine more than doubles a clean build, so a default build has it not.
+    Query {
+        /// The journal file (.pj), or a merged run's manifest.
+        journal: PathBuf,
+        /// The statement: one SELECT (or WITH ... SELECT).
+        sql: String,
+        /// How to print the answer. csv keeps standard output plain CSV and writes the NOT
+        /// PUBLISHABLE reasons to standard error; json carries them in the object.
+        #[arg(long, value_enum, default_value_t = args::QueryFormat::Table)]
+        format: args::QueryFormat,
+        /// The spec version whose windows and gates apply (as analyze's --spec).
+        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+        spec: Spec,
+    },
     /// Print a journal's header, and with --records its records as JSON lines.
     Inspect {
         /// The journal file (.pj) to inspect.
@@ -591,6 +621,39 @@ fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `percentes query`; in a build without the `query` feature, an error that says how to get it.
+fn query(path: &Path, sql: &str, format: args::QueryFormat, spec: Spec) -> Result<ExitCode> {
+    use percentes_analyzer::{analysis, query};
+    // A statement that would be refused is refused before the journal is read.
+    query::check(sql)?;
+    let (file, run) = load_run(path)?;
+    let result = analysis::analyze(&run, &file, spec, &analyzer(false));
+    let tables = query::Tables::new(run, &result.timeline.windows)
+        .with_context(|| format!("cannot build the tables of {}", path.display()))?;
+    let answer = tables.ask(sql)?;
+    let format = match format {
+        args::QueryFormat::Table => query::Format::Table,
+        args::QueryFormat::Csv => query::Format::Csv,
+        args::QueryFormat::Json => query::Format::Json,
+    };
+    let text = query::render(&answer, format, &result.not_publishable)
+        .context("cannot print the answer")?;
+    if format == query::Format::Csv {
+        for why in &result.not_publishable {
+            warn!("{why}");
+        }
+    }
+    {
+        use std::io::Write as _;
+        let _ = std::io::stdout().write_all(text.as_bytes());
+    }
+    Ok(if result.validity.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
 fn main() -> ExitCode {
     // clap's own exit status for a usage error is 2, which SPEC §10 reserves for a gate-invalid
     // run; a bad command line is an error (1). Help and version still exit 0.
@@ -700,6 +763,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             parquet,
             force,
         } => export(&journal, &parquet, force),
+        Command::Query {
+            journal,
+            sql,
+            format,
+            spec,
+        } => query(&journal, &sql, format, spec),
         Command::Campaign {
             journals,
             spec,

@@ -224,6 +224,8 @@ pub fn analyze<'a>(
                             windows::locate(&cut_shown, t).is_some_and(|i| cut_shown[i] == *w)
                         })
                         .count() as u64,
+                    start_ns: w.start_ns,
+                    end_ns: w.end_ns,
                 })
                 .collect(),
         },

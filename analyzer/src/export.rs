@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use percentes_formats::journal::hex;
 use percentes_formats::journal::records::{class_name, event_kind_name, Outcome};
+use percentes_formats::journal::{hex, Header};
 use polars::prelude::*;
 
 use crate::frame::{Events, Requests, Telemetry, NONE};
@@ -215,6 +215,15 @@ pub fn telemetry_frame(telemetry: &Telemetry) -> PolarsResult<DataFrame> {
     )
 }
 
+/// The run's phase names and route labels, by index, as the request frame names them.
+pub(crate) fn labels(header: &Header) -> (Vec<String>, Vec<String>) {
+    let schedule = &header.schedule;
+    (
+        schedule.phases.iter().map(|p| p.name.clone()).collect(),
+        schedule.routes.iter().map(|r| r.label.clone()).collect(),
+    )
+}
+
 /// Writes the request frame of `run` to `path` as Parquet (zstd); returns the row count.
 pub fn parquet(run: Run, path: &Path) -> PolarsResult<usize> {
     let metadata = vec![
@@ -248,20 +257,7 @@ pub fn parquet(run: Run, path: &Path) -> PolarsResult<usize> {
             "ns from the run's epoch (CLOCK_MONOTONIC)".to_owned(),
         ),
     ];
-    let phases: Vec<String> = run
-        .header
-        .schedule
-        .phases
-        .iter()
-        .map(|p| p.name.clone())
-        .collect();
-    let routes: Vec<String> = run
-        .header
-        .schedule
-        .routes
-        .iter()
-        .map(|r| r.label.clone())
-        .collect();
+    let (phases, routes) = labels(&run.header);
     let mut frame = requests_frame(run.requests, &phases, &routes)?;
     let file = std::fs::File::create(path)?;
     ParquetWriter::new(file)

@@ -31,6 +31,7 @@ pub mod html;
 pub mod load;
 pub mod model;
 pub mod plots;
+pub mod query;
 pub mod recovery;
 pub mod report;
 pub mod shards;

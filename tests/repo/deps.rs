@@ -6,16 +6,19 @@ use std::process::Command;
 /// Every package reachable from `root` through normal dependencies, for this host
 /// (`cargo tree` resolves the locked graph without fetching other platforms' crates).
 fn reachable(root: &str) -> BTreeSet<String> {
-    reachable_pruned(root, &[])
+    reachable_pruned(root, &[], &[])
 }
 
-/// As [`reachable`], without the subtrees of the `pruned` packages.
-fn reachable_pruned(root: &str, pruned: &[&str]) -> BTreeSet<String> {
+/// As [`reachable`], without the subtrees of the `pruned` packages, with `features` of `root`
+/// turned on.
+fn reachable_pruned(root: &str, pruned: &[&str], features: &[&str]) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let prune_args: Vec<String> = pruned.iter().map(|p| format!("--prune={p}")).collect();
+    let feature_args: Vec<String> = features.iter().map(|f| format!("--features={f}")).collect();
     let out = Command::new(cargo)
         .arg("tree")
         .args(&prune_args)
+        .args(&feature_args)
         .args([
             "--locked",
             "--offline",
@@ -45,6 +48,21 @@ fn reachable_pruned(root: &str, pruned: &[&str]) -> BTreeSet<String> {
     names
 }
 
+/// What must never reach the analyzer: the recorder's runtime, an HTTP client or server, TLS,
+/// and the crates that record.
+const NOT_IN_THE_ANALYZER: &[&str] = &[
+    "io-uring",
+    "compio",
+    "tokio-uring",
+    "hyper",
+    "reqwest",
+    "h2",
+    "rustls",
+    "percentes-recorder",
+    "percentes-scenarios",
+    "percentes-study",
+];
+
 #[test]
 fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
     // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
@@ -54,30 +72,53 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
         deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars"),
         "the walk must see transitive dependencies: {deps:?}"
     );
-    for banned in [
-        "io-uring",
-        "compio",
-        "tokio-uring",
-        "hyper",
-        "reqwest",
-        "h2",
-        "rustls",
-        "percentes-recorder",
-        "percentes-scenarios",
-        "percentes-study",
-    ] {
+    assert!(
+        !deps.contains("polars-sql"),
+        "polars' SQL engine is in the default build: `query` must stay a feature that is off"
+    );
+    for banned in NOT_IN_THE_ANALYZER {
         assert!(
-            !deps.contains(banned),
+            !deps.contains(*banned),
             "percentes-analyzer depends on {banned}"
         );
     }
     // polars-core links tokio (with its `net` feature) as its internal task runtime; nothing in
     // the analyzer calls it for I/O. Any other path to an async runtime is a regression.
-    let without_polars = reachable_pruned("percentes-analyzer", &["polars"]);
+    let without_polars = reachable_pruned("percentes-analyzer", &["polars"], &[]);
     assert!(
         !without_polars.contains("tokio") && !without_polars.contains("mio"),
         "tokio reaches the analyzer other than through polars"
     );
+}
+
+/// The `query` feature's known exception, held to its bounds: polars SQL needs polars' streaming
+/// engine, which turns on polars-io's cloud reading, and that brings reqwest, hyper and rustls.
+/// Nothing of ours reaches them (with polars cut off the tree is clean), and `query` refuses the
+/// table functions through which SQL could read a file or a URL (analyzer/src/query.rs).
+#[test]
+fn the_query_features_network_stack_comes_only_through_polars() {
+    let _machine = crate::machine();
+    let deps = reachable_pruned("percentes-analyzer", &[], &["query"]);
+    assert!(deps.contains("polars-sql"), "the walk must see the feature");
+    for banned in [
+        "io-uring",
+        "compio",
+        "tokio-uring",
+        "percentes-recorder",
+        "percentes-study",
+    ] {
+        assert!(!deps.contains(banned), "`query` brings {banned}");
+    }
+    let without_polars = reachable_pruned("percentes-analyzer", &["polars"], &["query"]);
+    for banned in NOT_IN_THE_ANALYZER
+        .iter()
+        .chain(&["tokio", "mio", "object_store"])
+    {
+        assert!(
+            !without_polars.contains(*banned),
+            "{banned} reaches the analyzer's `query` other than through polars"
+        );
+    }
 }
 
 #[test]

@@ -156,6 +156,12 @@ pub struct WindowBounds {
     pub end_s: f64,
     /// Requests scheduled in it (by intended time).
     pub scheduled: u64,
+    /// Its start in ns from the epoch, exactly (not in report.json: `start_s` is).
+    #[serde(skip)]
+    pub start_ns: u64,
+    /// Its end in ns from the epoch, exactly (not in report.json: `end_s` is).
+    #[serde(skip)]
+    pub end_ns: u64,
 }
 
 /// A count or share with its n and label.

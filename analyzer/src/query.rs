@@ -1,0 +1,498 @@
+//! `percentes query JOURNAL "SQL"`: an ad-hoc question in polars SQL over a verified journal's
+//! frames (SPEC §9 "Queries", issue 19 item 3).
+//!
+//! The answer comes from the journal alone. The statement is read before it runs and refused
+//! when it is anything but one query, or when it reads a table the journal did not give (polars
+//! SQL's `read_parquet`, `read_csv` and other table functions read files). The journal is loaded
+//! as `analyze` loads it, so an unverifiable one is refused there, and the run is analyzed under
+//! the chosen spec version so that the answer carries the report's NOT PUBLISHABLE reasons and
+//! its windows: a query is a diagnosis, never a published number, and says so when the report
+//! would.
+//!
+//! The tables ([`TABLES`]): `requests` is the export's request frame with each request's
+//! `window` added; `events` and `telemetry` are the export's other frames; `windows` is the
+//! report's timeline in ns.
+
+use std::fmt;
+#[cfg(feature = "query")]
+use std::ops::ControlFlow;
+
+use polars::prelude::*;
+#[cfg(feature = "query")]
+use polars::sql::SQLContext;
+#[cfg(feature = "query")]
+use sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
+#[cfg(feature = "query")]
+use sqlparser::dialect::GenericDialect;
+#[cfg(feature = "query")]
+use sqlparser::parser::Parser;
+
+use crate::export;
+use crate::load::Run;
+use crate::model::WindowBounds;
+
+/// The tables a query may read, with what one row of each is.
+pub const TABLES: &[(&str, &str)] = &[
+    (
+        "requests",
+        "one row per scheduled request: the export's columns, and `window` (the window its intended time falls in under the spec applied)",
+    ),
+    ("events", "one row per event record (fault, pool, replica, host facts)"),
+    ("telemetry", "one row per telemetry sample of the recorder's self-check"),
+    (
+        "windows",
+        "one row per window of the report's timeline: window, start_ns, end_ns (exclusive), scheduled",
+    ),
+];
+
+/// Whether this build answers queries: the `query` cargo feature, off by default (polars' SQL
+/// engine more than doubles a clean build and brings an HTTP client stack; BENCHMARKS.md).
+pub const AVAILABLE: bool = cfg!(feature = "query");
+
+/// Why a statement is not run.
+#[derive(Debug)]
+pub enum QueryError {
+    /// This build has no SQL engine ([`AVAILABLE`] is false).
+    Unavailable,
+    /// The statement is refused before it runs: what is wrong with it.
+    Refused(String),
+    /// polars could not plan or run it.
+    Polars(PolarsError),
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tables: Vec<&str> = TABLES.iter().map(|(name, _)| *name).collect();
+        match self {
+            QueryError::Unavailable => write!(
+                f,
+                "this percentes was built without `query`: build it with `cargo build --release --features query` \
+                 (polars' SQL engine; it more than doubles a clean build and brings an HTTP client stack, BENCHMARKS.md), \
+                 or export the journal (`percentes export JOURNAL --parquet FILE`) and ask DuckDB"
+            ),
+            QueryError::Refused(why) => write!(f, "query refused: {why}"),
+            QueryError::Polars(error) => write!(
+                f,
+                "the query failed: {error}\n(the tables are {}; `SELECT * FROM requests LIMIT 1` shows a table's columns)",
+                tables.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+impl From<PolarsError> for QueryError {
+    fn from(error: PolarsError) -> Self {
+        QueryError::Polars(error)
+    }
+}
+
+/// Finds the first table the statement would read from anywhere but the journal.
+#[cfg(feature = "query")]
+struct Sources(Option<String>);
+
+#[cfg(feature = "query")]
+impl Visitor for Sources {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        let outside = match factor {
+            TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            } => Some(format!("the table function {name}(...)")),
+            TableFactor::TableFunction { expr, .. } => Some(format!("TABLE({expr})")),
+            TableFactor::Function { name, .. } => Some(format!("the table function {name}(...)")),
+            _ => None,
+        };
+        match outside {
+            Some(what) => {
+                self.0 = Some(what);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
+        }
+    }
+}
+
+/// Reads `sql` and refuses it unless it is one query over the journal's own tables.
+#[cfg(not(feature = "query"))]
+pub fn check(_sql: &str) -> Result<(), QueryError> {
+    Err(QueryError::Unavailable)
+}
+
+/// Reads `sql` and refuses it unless it is one query over the journal's own tables.
+#[cfg(feature = "query")]
+pub fn check(sql: &str) -> Result<(), QueryError> {
+    let statements = Parser::parse_sql(&GenericDialect, sql)
+        .map_err(|e| QueryError::Refused(format!("it does not parse as SQL: {e}")))?;
+    let [statement] = statements.as_slice() else {
+        return Err(QueryError::Refused(format!(
+            "one statement is asked, and this is {}",
+            statements.len()
+        )));
+    };
+    if !matches!(statement, Statement::Query(_)) {
+        return Err(QueryError::Refused(
+            "only a query (SELECT, or WITH ... SELECT) is answered; nothing is created, changed or explained".into(),
+        ));
+    }
+    let mut sources = Sources(None);
+    let _ = statement.visit(&mut sources);
+    if let Some(what) = sources.0 {
+        return Err(QueryError::Refused(format!(
+            "it reads {what}, which is not this journal: an answer comes from the verified journal's tables alone"
+        )));
+    }
+    Ok(())
+}
+
+/// The journal's tables, ready to be asked.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "query"), allow(dead_code))]
+pub struct Tables {
+    requests: DataFrame,
+    events: DataFrame,
+    telemetry: DataFrame,
+    windows: DataFrame,
+}
+
+impl Tables {
+    /// The tables of `run`, its requests placed in `windows` (the report's timeline, which tiles
+    /// the schedule). Consumes the run's request columns.
+    pub fn new(run: Run, windows: &[WindowBounds]) -> PolarsResult<Self> {
+        // The timeline's windows tile the schedule in order (SPEC §3 "Windows").
+        let window: Vec<Option<&str>> = run
+            .requests
+            .intended_ns
+            .iter()
+            .map(|&t| {
+                let i = windows.partition_point(|w| w.end_ns <= t);
+                windows.get(i).filter(|w| w.start_ns <= t).map(|w| w.window)
+            })
+            .collect();
+        let (phases, routes) = export::labels(&run.header);
+        let mut requests = export::requests_frame(run.requests, &phases, &routes)?;
+        requests.insert_column(1, Column::new("window".into(), window))?;
+        let table = DataFrame::new(
+            windows.len(),
+            vec![
+                Column::new(
+                    "window".into(),
+                    windows.iter().map(|w| w.window).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "start_ns".into(),
+                    windows.iter().map(|w| w.start_ns).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "end_ns".into(),
+                    windows.iter().map(|w| w.end_ns).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "scheduled".into(),
+                    windows.iter().map(|w| w.scheduled).collect::<Vec<_>>(),
+                ),
+            ],
+        )?;
+        Ok(Tables {
+            requests,
+            events: export::events_frame(&run.events)?,
+            telemetry: export::telemetry_frame(&run.telemetry)?,
+            windows: table,
+        })
+    }
+
+    /// Runs `sql` over the tables, after [`check`].
+    #[cfg(not(feature = "query"))]
+    pub fn ask(self, _sql: &str) -> Result<DataFrame, QueryError> {
+        Err(QueryError::Unavailable)
+    }
+
+    /// Runs `sql` over the tables, after [`check`].
+    #[cfg(feature = "query")]
+    pub fn ask(self, sql: &str) -> Result<DataFrame, QueryError> {
+        check(sql)?;
+        let mut context = SQLContext::new();
+        context.register("requests", self.requests.lazy());
+        context.register("events", self.events.lazy());
+        context.register("telemetry", self.telemetry.lazy());
+        context.register("windows", self.windows.lazy());
+        Ok(context.execute(sql)?.collect()?)
+    }
+}
+
+/// How an answer is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned columns for a terminal, numbers right-aligned, absent values as `null`.
+    Table,
+    /// RFC 4180 CSV with a header row; an absent value is an empty field.
+    Csv,
+    /// One JSON object: the columns with their types, the rows as arrays, and the NOT
+    /// PUBLISHABLE reasons.
+    Json,
+}
+
+/// One cell as text: exact integers, floats in their shortest round-trip form, strings bare.
+fn text(value: &AnyValue<'_>) -> Option<String> {
+    Some(match value {
+        AnyValue::Null => return None,
+        AnyValue::String(s) => (*s).to_owned(),
+        AnyValue::StringOwned(s) => s.to_string(),
+        AnyValue::Float32(v) => v.to_string(),
+        AnyValue::Float64(v) => v.to_string(),
+        other => other.to_string(),
+    })
+}
+
+fn json_value(value: &AnyValue<'_>) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(*b),
+        AnyValue::UInt8(v) => (*v).into(),
+        AnyValue::UInt16(v) => (*v).into(),
+        AnyValue::UInt32(v) => (*v).into(),
+        AnyValue::UInt64(v) => (*v).into(),
+        AnyValue::Int8(v) => (*v).into(),
+        AnyValue::Int16(v) => (*v).into(),
+        AnyValue::Int32(v) => (*v).into(),
+        AnyValue::Int64(v) => (*v).into(),
+        // NaN and the infinities have no JSON form.
+        AnyValue::Float32(v) => {
+            serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number)
+        }
+        AnyValue::Float64(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
+        other => text(other).map_or(Value::Null, Value::String),
+    }
+}
+
+fn numeric(dtype: &DataType) -> bool {
+    dtype.is_primitive_numeric()
+}
+
+fn csv_field(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+/// The answer printed in `format`; `not_publishable` is the report's list (JSON carries it; the
+/// table puts it above the rows; CSV leaves it to the caller, who prints it on standard error so
+/// the file stays plain CSV).
+pub fn render(
+    answer: &DataFrame,
+    format: Format,
+    not_publishable: &[String],
+) -> PolarsResult<String> {
+    let columns = answer.columns();
+    let rows = answer.height();
+    let mut cells: Vec<Vec<Option<String>>> = Vec::with_capacity(columns.len());
+    for column in columns {
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            out.push(text(&column.get(row)?));
+        }
+        cells.push(out);
+    }
+    Ok(match format {
+        Format::Csv => {
+            let mut out = String::new();
+            let header: Vec<String> = columns
+                .iter()
+                .map(|c| csv_field(c.name().as_str()))
+                .collect();
+            out.push_str(&header.join(","));
+            out.push_str("\r\n");
+            for row in 0..rows {
+                let line: Vec<String> = cells
+                    .iter()
+                    .map(|c| c[row].as_deref().map(csv_field).unwrap_or_default())
+                    .collect();
+                out.push_str(&line.join(","));
+                out.push_str("\r\n");
+            }
+            out
+        }
+        Format::Table => {
+            let mut out = String::new();
+            for why in not_publishable {
+                out.push_str(why);
+                out.push('\n');
+            }
+            if !not_publishable.is_empty() {
+                out.push('\n');
+            }
+            let widths: Vec<usize> = columns
+                .iter()
+                .zip(&cells)
+                .map(|(c, values)| {
+                    values
+                        .iter()
+                        .map(|v| v.as_deref().unwrap_or("null").chars().count())
+                        .chain([c.name().chars().count()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let line = |values: Vec<(String, bool)>| -> String {
+                let parts: Vec<String> = values
+                    .into_iter()
+                    .zip(&widths)
+                    .map(|((v, right), &w)| {
+                        if right {
+                            format!("{v:>w$}")
+                        } else {
+                            format!("{v:<w$}")
+                        }
+                    })
+                    .collect();
+                parts.join("  ").trim_end().to_owned() + "\n"
+            };
+            out.push_str(&line(
+                columns
+                    .iter()
+                    .map(|c| (c.name().to_string(), numeric(c.dtype())))
+                    .collect(),
+            ));
+            out.push_str(&line(
+                widths.iter().map(|&w| ("-".repeat(w), false)).collect(),
+            ));
+            for row in 0..rows {
+                out.push_str(&line(
+                    columns
+                        .iter()
+                        .zip(&cells)
+                        .map(|(c, values)| {
+                            (
+                                values[row].clone().unwrap_or_else(|| "null".into()),
+                                numeric(c.dtype()),
+                            )
+                        })
+                        .collect(),
+                ));
+            }
+            out.push_str(&format!(
+                "({rows} row{})\n",
+                if rows == 1 { "" } else { "s" }
+            ));
+            out
+        }
+        Format::Json => {
+            let mut json_rows = Vec::with_capacity(rows);
+            for row in 0..rows {
+                let mut values = Vec::with_capacity(columns.len());
+                for column in columns {
+                    values.push(json_value(&column.get(row)?));
+                }
+                json_rows.push(serde_json::Value::Array(values));
+            }
+            let object = serde_json::json!({
+                "not_publishable": not_publishable,
+                "columns": columns
+                    .iter()
+                    .map(|c| serde_json::json!({"name": c.name().as_str(), "dtype": c.dtype().to_string()}))
+                    .collect::<Vec<_>>(),
+                "rows": json_rows,
+            });
+            let mut text = serde_json::to_string_pretty(&object).map_err(|e| {
+                PolarsError::ComputeError(format!("cannot write the answer as JSON: {e}").into())
+            })?;
+            text.push('\n');
+            text
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(feature = "query")]
+    fn a_query_is_the_only_statement_answered() {
+        check("SELECT count(*) FROM requests").unwrap();
+        check("WITH w AS (SELECT * FROM windows) SELECT window FROM w").unwrap();
+        for refused in [
+            "DELETE FROM requests",
+            "CREATE TABLE t AS SELECT * FROM requests",
+            "DROP TABLE requests",
+            "SELECT 1; SELECT 2",
+            "SELEC 1",
+            "",
+        ] {
+            assert!(
+                matches!(check(refused), Err(QueryError::Refused(_))),
+                "{refused:?} was not refused"
+            );
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "query")]
+    fn a_table_function_reading_a_file_is_refused_wherever_it_hides() {
+        for sql in [
+            "SELECT * FROM read_parquet('other.parquet')",
+            "SELECT * FROM requests WHERE index IN (SELECT index FROM read_csv('x.csv'))",
+            "SELECT * FROM requests r JOIN read_ipc('x.arrow') x ON r.index = x.index",
+            "WITH x AS (SELECT * FROM read_json('x.json')) SELECT * FROM x",
+        ] {
+            let error = check(sql).unwrap_err().to_string();
+            assert!(
+                error.contains("not this journal") && error.contains("read_"),
+                "{sql}: {error}"
+            );
+        }
+    }
+
+    fn frame() -> DataFrame {
+        DataFrame::new(
+            3,
+            vec![
+                Column::new("name".into(), [Some("a,b"), None, Some("say \"hi\"")]),
+                Column::new("n".into(), [Some(1u64), Some(u64::MAX), None]),
+                Column::new("x".into(), [0.1f64, f64::NAN, 2.5]),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn csv_quotes_what_it_must_and_leaves_nulls_empty() {
+        let csv = render(&frame(), Format::Csv, &["NOT PUBLISHABLE: x".into()]).unwrap();
+        assert_eq!(
+            csv,
+            "name,n,x\r\n\"a,b\",1,0.1\r\n,18446744073709551615,NaN\r\n\"say \"\"hi\"\"\",,2.5\r\n"
+        );
+    }
+
+    #[test]
+    fn json_keeps_integers_exact_and_carries_the_reasons() {
+        let json = render(&frame(), Format::Json, &["NOT PUBLISHABLE: x".into()]).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["not_publishable"][0], "NOT PUBLISHABLE: x");
+        assert_eq!(value["columns"][1]["name"], "n");
+        assert_eq!(value["columns"][1]["dtype"], "u64");
+        assert_eq!(value["rows"][1][1].as_u64(), Some(u64::MAX));
+        assert!(value["rows"][1][0].is_null());
+        assert!(value["rows"][1][2].is_null(), "NaN is null in JSON");
+        assert_eq!(value["rows"][0][2].as_f64(), Some(0.1));
+    }
+
+    #[test]
+    fn the_table_aligns_numbers_right_and_leads_with_the_reasons() {
+        let table = render(&frame(), Format::Table, &["NOT PUBLISHABLE: x".into()]).unwrap();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "NOT PUBLISHABLE: x");
+        assert_eq!(lines[1], "");
+        assert_eq!(lines[2], "name                         n    x");
+        assert_eq!(lines[4], "a,b                          1  0.1");
+        assert_eq!(lines[5], "null      18446744073709551615  NaN");
+        assert_eq!(lines[7], "(3 rows)");
+    }
+}
