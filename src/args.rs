@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use percentes_analyzer::query;
 use percentes_formats::config::Profile;
+use percentes_formats::spec::Spec;
 
 /// How `record` shows its progress.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -14,15 +16,21 @@ pub enum ProgressArg {
     Json,
 }
 
-/// How `query` prints its answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum QueryFormat {
-    /// Aligned columns, the NOT PUBLISHABLE reasons above them.
-    Table,
-    /// CSV with a header row (RFC 4180); the reasons go to standard error.
-    Csv,
-    /// One JSON object: columns with their types, rows as arrays, the reasons.
-    Json,
+/// `percentes query`'s arguments.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The journal file (.pj), or a merged run's manifest.
+    pub journal: PathBuf,
+    /// The statement: one SELECT (or WITH ... SELECT).
+    pub sql: String,
+    /// How to print the answer: table (aligned columns, the NOT PUBLISHABLE reasons above them),
+    /// csv (RFC 4180 with a header row; the reasons on standard error) or json (one object:
+    /// columns with their types, rows as arrays, the reasons).
+    #[arg(long, default_value = "table")]
+    pub format: query::Format,
+    /// The spec version whose windows and gates apply (as analyze's --spec).
+    #[arg(long, default_value = Spec::CURRENT.name(), value_parser = crate::spec_version)]
+    pub spec: Spec,
 }
 
 /// The profile `init` writes an example for.

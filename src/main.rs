@@ -29,6 +29,7 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod inspect;
+mod reading;
 mod shards;
 mod show;
 
@@ -36,7 +37,7 @@ use args::{ProfileArg, ProgressArg};
 #[cfg(target_os = "linux")]
 use percentes_study::{calibrate, demo, scenario as study};
 
-use percentes_analyzer::model::{self, SegmentColumn, SegmentColumns};
+use percentes_analyzer::model::SegmentColumns;
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::{self, Config, Profile};
 use percentes_formats::journal::{self, verify, VerifyOptions};
@@ -302,19 +303,7 @@ enum Command {
     ///
     /// Built with the `query` feature (`cargo build --release --features query`): polars' SQL
     /// engine more than doubles a clean build, so a default build has it not.
-    Query {
-        /// The journal file (.pj), or a merged run's manifest.
-        journal: PathBuf,
-        /// The statement: one SELECT (or WITH ... SELECT).
-        sql: String,
-        /// How to print the answer. csv keeps standard output plain CSV and writes the NOT
-        /// PUBLISHABLE reasons to standard error; json carries them in the object.
-        #[arg(long, value_enum, default_value_t = args::QueryFormat::Table)]
-        format: args::QueryFormat,
-        /// The spec version whose windows and gates apply (as analyze's --spec).
-        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
-        spec: Spec,
-    },
+    Query(args::QueryArgs),
     /// Print a journal's header, and with --records its records as JSON lines.
     Inspect {
         /// The journal file (.pj) to inspect.
@@ -440,51 +429,6 @@ fn spec_version(value: &str) -> Result<Spec, String> {
     })
 }
 
-/// A journal, or a merged run's manifest and its shards.
-fn load_run(path: &Path) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
-    percentes_analyzer::shards::open(path)
-        .with_context(|| format!("cannot analyze {}", path.display()))
-}
-
-/// This build, as a report cites it.
-fn analyzer(diagnose: bool) -> model::Analyzer {
-    model::Analyzer {
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: env!("PERCENTES_COMMIT").into(),
-        diagnose,
-        by: Vec::new(),
-    }
-}
-
-fn analyze(
-    path: &Path,
-    spec: Spec,
-    output: &Path,
-    json: bool,
-    diagnose: bool,
-    by: Vec<SegmentColumn>,
-) -> Result<ExitCode> {
-    use percentes_analyzer::{analysis, report};
-    let (file, run) = load_run(path)?;
-    let analyzer = model::Analyzer {
-        by,
-        ..analyzer(diagnose)
-    };
-    let result = analysis::analyze(&run, &file, spec, &analyzer);
-    let written = report::write(&result, &run.requests, output)
-        .with_context(|| format!("cannot write the report into {}", output.display()))?;
-    if json {
-        print!("{}", report::json(&result));
-    } else {
-        print!("{}", report::summary(&result, path, output, &written));
-    }
-    Ok(if result.validity.valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
-}
-
 /// A study's error, with the chain it carries, as this binary reports errors.
 #[cfg(target_os = "linux")]
 fn studied<T>(result: percentes_study::Result<T>) -> Result<T> {
@@ -577,81 +521,6 @@ fn scenario(command: ScenarioCommand) -> Result<ExitCode> {
 #[cfg(not(target_os = "linux"))]
 fn scenario(_: ScenarioCommand) -> Result<ExitCode> {
     bail!("`percentes scenario` runs the local testbed and the recorder, which run on Linux only")
-}
-
-fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
-    use percentes_analyzer::campaign::{self, CampaignRun};
-    let analyzer = analyzer(false);
-    let mut runs = Vec::new();
-    for path in paths {
-        let (file, run) = load_run(path)?;
-        let name = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
-    }
-    let result = campaign::build(&runs);
-    let md = campaign::write(&result, output)
-        .with_context(|| format!("cannot write the campaign into {}", output.display()))?;
-    print!("{md}");
-    out!(
-        "wrote campaign.json and campaign.md into {}",
-        output.display()
-    );
-    let any_valid = runs.iter().any(|r| r.report.validity.valid);
-    Ok(if any_valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
-}
-
-fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
-    if parquet.exists() && !force {
-        bail!("{} exists; pass --force to replace it", parquet.display());
-    }
-    let (_file, run) = load_run(path)?;
-    let rows = percentes_analyzer::export::parquet(run, parquet)
-        .with_context(|| format!("cannot write {}", parquet.display()))?;
-    warn!(
-        "wrote {rows} rows (one per scheduled request) to {}",
-        parquet.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `percentes query`; in a build without the `query` feature, an error that says how to get it.
-fn query(path: &Path, sql: &str, format: args::QueryFormat, spec: Spec) -> Result<ExitCode> {
-    use percentes_analyzer::{analysis, query};
-    // A statement that would be refused is refused before the journal is read.
-    query::check(sql)?;
-    let (file, run) = load_run(path)?;
-    let result = analysis::analyze(&run, &file, spec, &analyzer(false));
-    let tables = query::Tables::new(run, &result.timeline.windows)
-        .with_context(|| format!("cannot build the tables of {}", path.display()))?;
-    let answer = tables.ask(sql)?;
-    let format = match format {
-        args::QueryFormat::Table => query::Format::Table,
-        args::QueryFormat::Csv => query::Format::Csv,
-        args::QueryFormat::Json => query::Format::Json,
-    };
-    let text = query::render(&answer, format, &result.not_publishable)
-        .context("cannot print the answer")?;
-    if format == query::Format::Csv {
-        for why in &result.not_publishable {
-            warn!("{why}");
-        }
-    }
-    {
-        use std::io::Write as _;
-        let _ = std::io::stdout().write_all(text.as_bytes());
-    }
-    Ok(if result.validity.valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
 }
 
 fn main() -> ExitCode {
@@ -750,7 +619,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             diagnose,
             by,
-        } => analyze(
+        } => reading::analyze(
             &journal,
             spec,
             &output,
@@ -762,18 +631,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             journal,
             parquet,
             force,
-        } => export(&journal, &parquet, force),
-        Command::Query {
-            journal,
-            sql,
-            format,
-            spec,
-        } => query(&journal, &sql, format, spec),
+        } => reading::export(&journal, &parquet, force),
+        Command::Query(q) => reading::query(&q),
         Command::Campaign {
             journals,
             spec,
             output,
-        } => campaign(&journals, spec, &output),
+        } => reading::campaign(&journals, spec, &output),
         Command::Record(args) => record(args),
         Command::Merge {
             shards,

@@ -27,9 +27,12 @@ use sqlparser::dialect::GenericDialect;
 #[cfg(feature = "query")]
 use sqlparser::parser::Parser;
 
+use percentes_formats::spec::Spec;
+
 use crate::export;
 use crate::load::Run;
-use crate::model::WindowBounds;
+use crate::model::{Analyzer, WindowBounds};
+use crate::Files;
 
 /// The tables a query may read, with what one row of each is.
 pub const TABLES: &[(&str, &str)] = &[
@@ -224,6 +227,37 @@ impl Tables {
     }
 }
 
+/// A query's answer, printed, with the verdict of the run it was asked of.
+#[derive(Debug)]
+pub struct Answer {
+    /// The answer in the format asked for.
+    pub text: String,
+    /// The report's NOT PUBLISHABLE reasons (in `text` too, except for CSV).
+    pub not_publishable: Vec<String>,
+    /// Whether the run passed its gates (`analyze` exits 2 when not, and so does `query`).
+    pub valid: bool,
+}
+
+/// Everything `percentes query` does with a loaded run: analyze it under `spec` as `analyze`
+/// would (its windows and its NOT PUBLISHABLE reasons), build the tables, run `sql`, print.
+pub fn answer<'a>(
+    run: Run,
+    files: impl Into<Files<'a>>,
+    spec: Spec,
+    analyzer: &Analyzer,
+    sql: &str,
+    format: Format,
+) -> Result<Answer, QueryError> {
+    check(sql)?;
+    let report = crate::analysis::analyze(&run, files, spec, analyzer);
+    let frame = Tables::new(run, &report.timeline.windows)?.ask(sql)?;
+    Ok(Answer {
+        text: render(&frame, format, &report.not_publishable)?,
+        not_publishable: report.not_publishable,
+        valid: report.validity.valid,
+    })
+}
+
 /// How an answer is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -234,6 +268,19 @@ pub enum Format {
     /// One JSON object: the columns with their types, the rows as arrays, and the NOT
     /// PUBLISHABLE reasons.
     Json,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Format, String> {
+        match name {
+            "table" => Ok(Format::Table),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            other => Err(format!("no format {other:?}: table, csv or json")),
+        }
+    }
 }
 
 /// One cell as text: exact integers, floats in their shortest round-trip form, strings bare.

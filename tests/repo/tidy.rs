@@ -440,8 +440,10 @@ const FILE_LINES_MAX: usize = 1000;
 /// The most lines of non-test code the binary crate may have: flags, dispatch, exit codes and
 /// terminal rendering; anything more belongs in a library. Raised from 1,500 for the quick
 /// run's flags (`args::QuickArgs`, issue 18 item 1), which are flags and nothing else; what
-/// they mean is `formats::config::Quick`.
-const BINARY_LINES_MAX: usize = 1650;
+/// they mean is `formats::config::Quick`. Raised to 1,710 for `query`'s flags, help and
+/// dispatch (`args::QueryArgs`, `reading::query`, issue 19 item 3); what a query does is
+/// `analyzer::query`.
+const BINARY_LINES_MAX: usize = 1710;
 
 #[test]
 fn no_file_of_non_test_code_is_over_the_limit() {

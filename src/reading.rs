@@ -1,0 +1,119 @@
+//! The commands that read journals and print what the analyzer made of them: `analyze`,
+//! `campaign`, `export` and `query`. Each loads (verifying), calls one analyzer function, writes
+//! its files and picks the exit code (SPEC §10); the work is `percentes_analyzer`'s.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use percentes_analyzer::model::{self, SegmentColumn};
+use percentes_analyzer::JournalFile;
+use percentes_formats::spec::Spec;
+
+use crate::args;
+
+/// A journal, or a merged run's manifest and its shards.
+pub fn load_run(path: &Path) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
+    percentes_analyzer::shards::open(path)
+        .with_context(|| format!("cannot analyze {}", path.display()))
+}
+
+/// This build, as a report cites it.
+pub fn analyzer(diagnose: bool) -> model::Analyzer {
+    model::Analyzer {
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: env!("PERCENTES_COMMIT").into(),
+        diagnose,
+        by: Vec::new(),
+    }
+}
+
+pub fn analyze(
+    path: &Path,
+    spec: Spec,
+    output: &Path,
+    json: bool,
+    diagnose: bool,
+    by: Vec<SegmentColumn>,
+) -> Result<ExitCode> {
+    use percentes_analyzer::{analysis, report};
+    let (file, run) = load_run(path)?;
+    let analyzer = model::Analyzer {
+        by,
+        ..analyzer(diagnose)
+    };
+    let result = analysis::analyze(&run, &file, spec, &analyzer);
+    let written = report::write(&result, &run.requests, output)
+        .with_context(|| format!("cannot write the report into {}", output.display()))?;
+    if json {
+        print!("{}", report::json(&result));
+    } else {
+        print!("{}", report::summary(&result, path, output, &written));
+    }
+    Ok(if result.validity.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+pub fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
+    use percentes_analyzer::campaign::{self, CampaignRun};
+    let analyzer = analyzer(false);
+    let mut runs = Vec::new();
+    for path in paths {
+        let (file, run) = load_run(path)?;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
+    }
+    let result = campaign::build(&runs);
+    let md = campaign::write(&result, output)
+        .with_context(|| format!("cannot write the campaign into {}", output.display()))?;
+    print!("{md}");
+    out!(
+        "wrote campaign.json and campaign.md into {}",
+        output.display()
+    );
+    let any_valid = runs.iter().any(|r| r.report.validity.valid);
+    Ok(if any_valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+pub fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
+    if parquet.exists() && !force {
+        bail!("{} exists; pass --force to replace it", parquet.display());
+    }
+    let (_file, run) = load_run(path)?;
+    let rows = percentes_analyzer::export::parquet(run, parquet)
+        .with_context(|| format!("cannot write {}", parquet.display()))?;
+    warn!(
+        "wrote {rows} rows (one per scheduled request) to {}",
+        parquet.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `percentes query`; in a build without the `query` feature, an error that says how to get it.
+pub fn query(q: &args::QueryArgs) -> Result<ExitCode> {
+    use percentes_analyzer::query;
+    query::check(&q.sql)?; // refused before the journal is read
+    let (file, run) = load_run(&q.journal)?;
+    let answer = query::answer(run, &file, q.spec, &analyzer(false), &q.sql, q.format)?;
+    if q.format == query::Format::Csv {
+        for why in &answer.not_publishable {
+            warn!("{why}");
+        }
+    }
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), answer.text.as_bytes());
+    Ok(if answer.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
