@@ -1009,10 +1009,28 @@ fn degradation_scenarios_meet_their_declared_expectations() {
     let dir = scratch("degradations");
     for name in ["store-outage-under-spike", "noisy-neighbour-cpu-throttle"] {
         let out = dir.join(name);
-        let _ = super::golden::scenario_run(name, 100, &out);
-        let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
-        assert!(!declaration.contains("UNEXPECTED"), "{name}: {declaration}");
-        assert!(!declaration.contains(": OVER"), "{name}: {declaration}");
+        // The budgets are milliseconds at time factor 100 (a 15 ms e2e p95): a run whose own
+        // client gate failed (a late timer inflates every latency it reads) and is OVER is
+        // recorded again after the host calms, at most three times; OVER or UNEXPECTED on a run
+        // whose gate held fails at once. The checks themselves are the same on every recording.
+        let mut seen = Vec::new();
+        let declaration = loop {
+            let (code, _) = super::golden::scenario_run(name, 100, &out);
+            let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+            let failed = declaration.contains("UNEXPECTED") || declaration.contains(": OVER");
+            if !failed {
+                break declaration;
+            }
+            assert!(
+                code == 2 && seen.len() < 4,
+                "{name}: a budget or expectation failed (exit {code}; earlier recordings: {seen:?}): {declaration}"
+            );
+            seen.push(format!(
+                "recording {}: OVER or UNEXPECTED with the client gate failed",
+                seen.len() / 2 + 1
+            ));
+            seen.push(crate::await_calm(name));
+        };
         assert!(
             declaration.matches(": as expected (").count() >= 2,
             "{name}: {declaration}"
