@@ -339,16 +339,16 @@ pub fn render(
 ) -> PolarsResult<String> {
     let columns = answer.columns();
     let rows = answer.height();
-    let mut cells: Vec<Vec<Option<String>>> = Vec::with_capacity(columns.len());
-    for column in columns {
-        let mut out = Vec::with_capacity(rows);
-        for row in 0..rows {
-            out.push(text(&column.get(row)?));
-        }
-        cells.push(out);
-    }
+    // Every cell as text, for the two text formats (JSON keeps numbers as numbers).
+    let texts = || -> PolarsResult<Vec<Vec<Option<String>>>> {
+        columns
+            .iter()
+            .map(|column| (0..rows).map(|row| Ok(text(&column.get(row)?))).collect())
+            .collect()
+    };
     Ok(match format {
         Format::Csv => {
+            let cells = texts()?;
             let mut out = String::new();
             let header: Vec<String> = columns
                 .iter()
@@ -367,6 +367,7 @@ pub fn render(
             out
         }
         Format::Table => {
+            let cells = texts()?;
             let mut out = String::new();
             for why in not_publishable {
                 out.push_str(why);
