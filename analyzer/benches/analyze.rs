@@ -1,6 +1,7 @@
 //! Benchmark: the whole analysis of one journal (verify, load, windows, estimators, gates, audit,
 //! the inter-chunk second pass, and writing report.json, report.md and histograms.hlog), its wall
-//! time per stage and its peak memory, for journals of 1 M and 10 M requests (BENCHMARKS.md).
+//! time per stage and its peak memory (after loading, and overall), for journals of 1 M and 10 M
+//! requests (BENCHMARKS.md).
 //!
 //! `cargo bench -p percentes-analyzer --bench analyze [-- REQUESTS...]` (default: 1000000 10000000).
 //! Journals are synthetic (formats::journal::synthetic): an experiment-profile schedule over 420 s
@@ -59,12 +60,14 @@ fn main() {
             let file = JournalFile::open(path).unwrap();
             let run = load::load(&file).unwrap();
             let loaded = start.elapsed().as_secs_f64();
+            // The loaded run alone (the dense request table), before any statistic is made.
+            let loaded_hwm_kib = common::peak_rss_kib().0;
             let result = analysis::analyze(&run, &file, Spec::CURRENT, &Analyzer::default());
             let analyzed = start.elapsed().as_secs_f64();
             report::write(&result, &run.requests, &out).unwrap();
             let total = start.elapsed().as_secs_f64();
             println!(
-                "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {}",
+                "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {} {loaded_hwm_kib}",
                 file.bytes().len(),
                 run.requests.len(),
                 analyzed - loaded,
@@ -81,8 +84,8 @@ fn main() {
             let dir = std::env::temp_dir()
                 .join(format!("percentes-analyze-bench-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            println!("| requests | journal | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) |");
-            println!("|---|---|---|---|---|---|---|");
+            println!("| requests | journal | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) | peak RSS after load |");
+            println!("|---|---|---|---|---|---|---|---|");
             for requests in sizes {
                 let path = dir.join(format!("{requests}.pj"));
                 common::child(&["generate", &requests.to_string(), path.to_str().unwrap()]);
@@ -94,15 +97,17 @@ fn main() {
                 let f: Vec<&str> = line.split_whitespace().collect();
                 let bytes: f64 = f[0].parse().unwrap();
                 let hwm_kib: f64 = f[6].parse().unwrap();
+                let loaded_kib: f64 = f[7].parse().unwrap();
                 println!(
-                    "| {} | {:.2} GB | {} s | {} s | {} s | {} s | {:.2} GiB |",
+                    "| {} | {:.2} GB | {} s | {} s | {} s | {} s | {:.2} GiB | {:.2} GiB |",
                     f[1],
                     bytes / 1e9,
                     f[2],
                     f[3],
                     f[4],
                     f[5],
-                    hwm_kib / 1048576.0
+                    hwm_kib / 1048576.0,
+                    loaded_kib / 1048576.0
                 );
                 let _ = std::fs::remove_file(&path);
             }

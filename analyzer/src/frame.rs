@@ -5,7 +5,7 @@
 //! schedule before any record is read, so a request with no record is a row whose outcome is
 //! [`NO_RECORD`], never a missing row. Absent timestamps are [`NONE`]. Free text (replica names,
 //! failure details) is interned: a journal of ten million requests carries a few hundred distinct
-//! strings, and the table stays near 120 bytes a row.
+//! strings, and the table stays at 151 bytes a row (BENCHMARKS.md, "Where the memory goes").
 //!
 //! [`crate::export`] turns these columns into polars frames without copying the primitive ones.
 

@@ -77,41 +77,54 @@ pub(super) fn audit(
     );
     let mut phases = Vec::new();
     for (p, phase) in params.phases.iter().enumerate() {
-        let rows: Vec<usize> = (0..requests.len())
+        // One phase can be the whole run: its per-request vectors are made one at a time and
+        // dropped when read, so the audit's peak is two of them, not five.
+        let mut scheduled = 0u64;
+        let mut previous = None;
+        let mut scheduled_gaps = Vec::new();
+        for row in (0..requests.len()).filter(|&r| requests.phase[r] == p as u32) {
+            scheduled += 1;
+            let intended = requests.intended_ns[row];
+            if let Some(before) = previous {
+                scheduled_gaps.push((intended - before) as f64);
+            }
+            previous = Some(intended);
+        }
+        let scheduled_mean_gap_ms = mean(&scheduled_gaps).map(|m| m / 1e6);
+        let scheduled_cv = cv(&scheduled_gaps);
+        drop(scheduled_gaps);
+        let mut dispatched: Vec<u64> = (0..requests.len())
             .filter(|&r| requests.phase[r] == p as u32)
-            .collect();
-        let intended: Vec<u64> = rows.iter().map(|&r| requests.intended_ns[r]).collect();
-        let mut dispatched: Vec<u64> = rows
-            .iter()
-            .map(|&r| requests.dispatched_ns[r])
+            .map(|r| requests.dispatched_ns[r])
             .filter(|&d| d != NONE)
             .collect();
         dispatched.sort_unstable();
-        let gaps = |times: &[u64]| -> Vec<f64> {
-            times.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
-        };
-        let scheduled_gaps = gaps(&intended);
-        let dispatched_gaps = gaps(&dispatched);
+        let dispatched_count = dispatched.len() as u64;
+        let dispatched_gaps: Vec<f64> = dispatched
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64)
+            .collect();
+        drop(dispatched);
         let target_mean_ns = 1e9 / phase.rate_rps;
         let duration_s = seconds(phase.duration_ns);
         phases.push(PhaseRate {
             phase: phase.name.clone(),
             duration_s,
             requested_rps: phase.rate_rps,
-            scheduled: rows.len() as u64,
-            dispatched: dispatched.len() as u64,
+            scheduled,
+            dispatched: dispatched_count,
             achieved_rps: if duration_s > 0.0 {
-                dispatched.len() as f64 / duration_s
+                dispatched_count as f64 / duration_s
             } else {
                 0.0
             },
             target_mean_gap_ms: target_mean_ns / 1e6,
             target_cv: if poisson { 1.0 } else { 0.0 },
-            scheduled_mean_gap_ms: mean(&scheduled_gaps).map(|m| m / 1e6),
-            scheduled_cv: cv(&scheduled_gaps),
+            scheduled_mean_gap_ms,
+            scheduled_cv,
             dispatched_mean_gap_ms: mean(&dispatched_gaps).map(|m| m / 1e6),
             dispatched_cv: cv(&dispatched_gaps),
-            dispatched_ks: ks_distance(&dispatched_gaps, target_mean_ns, poisson),
+            dispatched_ks: ks_distance(dispatched_gaps, target_mean_ns, poisson),
         });
     }
 
@@ -182,12 +195,12 @@ pub(super) fn cv(values: &[f64]) -> Option<f64> {
 }
 
 /// Kolmogorov-Smirnov distance of `gaps` from the exponential law of mean `mean_ns` (Poisson), or
-/// from the point mass at `mean_ns` (deterministic).
-pub(super) fn ks_distance(gaps: &[f64], mean_ns: f64, poisson: bool) -> Option<f64> {
+/// from the point mass at `mean_ns` (deterministic). The gaps are sorted in place, not copied.
+pub(super) fn ks_distance(gaps: Vec<f64>, mean_ns: f64, poisson: bool) -> Option<f64> {
     if gaps.is_empty() {
         return None;
     }
-    let mut sorted = gaps.to_vec();
+    let mut sorted = gaps;
     sorted.sort_unstable_by(f64::total_cmp);
     let n = sorted.len() as f64;
     let cdf = |x: f64| {

@@ -5,7 +5,7 @@
 
 use super::client_gate::nearest_rank;
 use super::rows::*;
-use super::window::distribution;
+use super::window::{distribution, distribution_of};
 use crate::frame::{Requests, NONE};
 use crate::model::*;
 
@@ -35,17 +35,14 @@ pub(super) fn tokens_per_event(requests: &Requests, row: usize) -> f64 {
 /// The token figures of a window's `rows` over its `duration_s`. The per-token inter-token
 /// distribution is left empty, for the caller's pass over the gaps.
 pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64) -> TokenReport {
-    let completed: Vec<usize> = rows
-        .iter()
-        .copied()
-        .filter(|&r| completed(requests, r))
-        .collect();
+    let mut completed_count = 0u64;
     let mut with_usage = 0u64;
     let (mut prompt_tokens, mut completion_total) = (0u64, 0u64);
     let mut tpot_ns = Vec::new();
     let mut rates = Vec::new();
     let mut multi = 0u64;
-    for &row in &completed {
+    for row in rows.iter().copied().filter(|&r| completed(requests, r)) {
+        completed_count += 1;
         let Some(tokens) = completion_tokens(requests, row) else {
             continue;
         };
@@ -75,28 +72,27 @@ pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64)
         .iter()
         .filter_map(|&(name, q)| Some((name.to_owned(), nearest_rank(&rates, q)? as f64 / 1e3)))
         .collect();
-    let missing = completed.len() as u64 - with_usage;
-    let text = if completed.is_empty() {
+    let missing = completed_count - with_usage;
+    let text = if completed_count == 0 {
         "no completed requests".to_owned()
     } else if with_usage == 0 {
         format!(
             "no usage: none of the {} completed responses reported token counts (a stream reports them when asked, stream_options.include_usage; target.include_usage), so no token figure is given",
-            completed.len()
+            completed_count
         )
     } else if missing > 0 {
         format!(
-            "usage missing from {missing} of the {} completed responses: the token figures cover the other {with_usage}",
-            completed.len()
+            "usage missing from {missing} of the {completed_count} completed responses: the token figures cover the other {with_usage}",
         )
     } else {
         format!("usage reported by all {with_usage} completed responses")
     };
-    let mut tpot = distribution(&tpot_ns, None);
+    let mut tpot = distribution_of(tpot_ns, None);
     tpot.label = TPOT;
     let mut itl_per_token = distribution(&[], None);
     itl_per_token.label = ITL_PER_TOKEN;
     TokenReport {
-        completed: completed.len() as u64,
+        completed: completed_count,
         with_usage,
         prompt_tokens,
         completion_tokens: completion_total,

@@ -12,7 +12,7 @@ use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
 use crate::estimate::quantile;
 use crate::estimate::quantile::Printing;
-use crate::estimate::slo::{self, Distance, Slo, SloInput};
+use crate::estimate::slo::{self, Distance, Slo};
 use crate::estimate::tails::{self, TailInterval};
 use crate::frame::{Requests, NONE};
 use crate::load::Run;
@@ -110,9 +110,20 @@ pub(super) fn window_report(
         label,
     };
     let duration_s = seconds(window.duration_ns());
-    let inputs: Vec<SloInput> = rows.iter().map(|&row| slo_input(requests, row)).collect();
+    // One statistic at a time, each dropping its per-request vectors before the next allocates
+    // its own: a window can hold every request of a long run, and the peak is the largest of
+    // these, not their sum (BENCHMARKS.md, "Analysis").
+    let completion = curve_report(requests, rows, method, horizon_ns, printing);
+    let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
+    let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
+    // Parallel: both are the completed rows, in row order.
+    let completions = slo::Completions {
+        scheduled: rows.len(),
+        ttft_ns: &ttft,
+        e2e_ns: &e2e,
+    };
     let (ttft_thresholds, e2e_thresholds) = slo::sweep_thresholds_ns();
-    let sweep = slo::sweep(&inputs);
+    let sweep = slo::sweep(completions);
     let mut goodput_sweep = Vec::new();
     for (i, ttft) in ttft_thresholds.iter().enumerate() {
         for (j, e2e) in e2e_thresholds.iter().enumerate() {
@@ -124,9 +135,7 @@ pub(super) fn window_report(
             });
         }
     }
-
-    let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
-    let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
+    let met = completions.met(Slo::pinned()) as u64;
     let failed_share = (outcomes.errored + outcomes.censored) as f64 / scheduled.max(1) as f64;
     let caveat = (failed_share > pins::value::ANALYSIS_CONDITIONAL_CAVEAT_FRACTION).then(|| {
         format!(
@@ -151,6 +160,10 @@ pub(super) fn window_report(
     } else {
         Vec::new()
     };
+    let ttft = distribution_of(ttft, None);
+    let e2e = distribution_of(e2e, None);
+    let tokens = super::tokens::token_report(requests, rows, duration_s);
+    let routes = route_segments(run, rows);
     WindowReport {
         window: window.kind.name(),
         start_s: seconds(window.start_ns),
@@ -164,22 +177,22 @@ pub(super) fn window_report(
             label: "completions per second of intended time",
         },
         goodput: share(
-            inputs.iter().filter(|i| Slo::pinned().met_by(i)).count() as u64,
+            met,
             "SLO goodput over all scheduled requests (TTFT <= 1000 ms and e2e <= 14 s, §4)",
         ),
         goodput_sweep,
-        completion: curve_report(requests, rows, method, horizon_ns, printing),
-        ttft: distribution(&ttft, None),
-        e2e: distribution(&e2e, None),
+        completion,
+        ttft,
+        e2e,
         inter_chunk: Distribution {
             // Filled by the caller from the journal's gaps (a second pass, see `inter_chunk`).
             ..distribution(&[], None)
         },
         inter_chunk_at_floor: None,
-        tokens: super::tokens::token_report(requests, rows, duration_s),
+        tokens,
         caveat,
         modal_distance,
-        routes: route_segments(run, rows),
+        routes,
         receive_path: receive_path(run, window),
         outcomes,
         classes,
@@ -370,8 +383,15 @@ pub(super) fn curve_report(
             })
         })
         .collect();
-    let curve = CompletionCurve::estimate(&observations, method);
     let tolerance = pins::value::ANALYSIS_CROSSING_TOLERANCE;
+    // Only the steps the readings, the grid and the 1 s share below consult are kept: the same
+    // numbers as the whole curve, without a step per request held (the estimator's doc).
+    let crossings: Vec<f64> = QUANTILES.iter().map(|&q| q - tolerance).collect();
+    let mut times: Vec<u64> = (1..=CURVE_GRID_POINTS)
+        .map(|k| horizon_ns / CURVE_GRID_POINTS * k)
+        .collect();
+    times.push(1_000_000_000);
+    let curve = CompletionCurve::estimate_thinned(observations, method, &crossings, &times);
     let readings = QUANTILES
         .iter()
         .map(|&q| {
@@ -426,10 +446,16 @@ pub(super) fn curve_report(
 /// A completed-only distribution: percentiles from the pinned histogram, tails from the exact
 /// order statistics. `us_samples` are already microseconds (the inter-chunk gaps).
 pub fn distribution(ns: &[u64], histogram: Option<LatencyHistogram>) -> Distribution {
-    let mut sorted_us: Vec<u64> = ns
-        .iter()
-        .map(|&v| crate::estimate::histogram::ns_to_us(v))
-        .collect();
+    distribution_of(ns.to_vec(), histogram)
+}
+
+/// [`distribution`] over latencies the caller no longer needs: they become the sorted
+/// microseconds in place, with no second per-request copy.
+pub(super) fn distribution_of(ns: Vec<u64>, histogram: Option<LatencyHistogram>) -> Distribution {
+    let mut sorted_us = ns;
+    for v in &mut sorted_us {
+        *v = crate::estimate::histogram::ns_to_us(*v);
+    }
     sorted_us.sort_unstable();
     let histogram = histogram.unwrap_or_else(|| {
         let mut h = LatencyHistogram::pinned();
@@ -439,7 +465,7 @@ pub fn distribution(ns: &[u64], histogram: Option<LatencyHistogram>) -> Distribu
         h
     });
     let n = histogram.len();
-    let tails = if ns.is_empty() && n > 0 {
+    let tails = if sorted_us.is_empty() && n > 0 {
         Vec::new() // pooled gaps: no per-sample order statistics kept
     } else {
         TAIL_QUANTILES

@@ -104,58 +104,73 @@ impl CompletionCurve {
     pub fn estimate(observations: &[Observation], method: Method) -> CompletionCurve {
         let mut sorted: Vec<Observation> = observations.to_vec();
         sorted.sort_unstable_by_key(|o| o.time_ns);
-        let n = sorted.len() as u64;
-        let mut steps = Vec::new();
-        let mut at_risk = n;
-        let mut event_free = 1.0f64;
-        let mut error_incidence = 0.0f64;
-        let mut i = 0;
-        while i < sorted.len() {
-            let time_ns = sorted[i].time_ns;
-            let (mut completed, mut errored, mut censored) = (0u64, 0u64, 0u64);
-            while i < sorted.len() && sorted[i].time_ns == time_ns {
-                match sorted[i].fate {
-                    Fate::Completed => completed += 1,
-                    Fate::Errored => errored += 1,
-                    Fate::Censored => censored += 1,
-                }
-                i += 1;
-            }
-            let n_j = at_risk as f64;
-            let incidence = match method {
-                Method::AalenJohansen => {
-                    if completed + errored > 0 {
-                        error_incidence += event_free * errored as f64 / n_j;
-                        event_free *= 1.0 - (completed + errored) as f64 / n_j;
-                    }
-                    if completed > 0 {
-                        (1.0 - event_free) - error_incidence
-                    } else {
-                        // The curve moves only at completions. Recomputing (1 - S) - E at an
-                        // error-only step is the same number in exact arithmetic but can round
-                        // a few ulps off it (even below zero); carry the previous value instead.
-                        steps.last().map_or(0.0, |s: &Step| s.incidence)
-                    }
-                }
-                Method::KaplanMeierErrorsCensored => {
-                    if completed > 0 {
-                        event_free *= 1.0 - completed as f64 / n_j;
-                    }
-                    1.0 - event_free
-                }
-            };
-            steps.push(Step {
-                time_ns,
-                at_risk,
-                completed,
-                errored,
-                censored,
-                incidence,
-                event_free,
-            });
-            at_risk -= completed + errored + censored;
+        CompletionCurve {
+            method,
+            n: sorted.len() as u64,
+            steps: Steps::over(&sorted, method).collect(),
         }
-        CompletionCurve { method, n, steps }
+    }
+
+    /// The curve over `observations` with only the steps that its readings consult, which every
+    /// one of them answers exactly as the whole curve does:
+    ///
+    /// - for each incidence in `crossings`, the first step that reaches it (what
+    ///   [`super::quantile::read`] finds for a crossing test `incidence >= q - tolerance`, when
+    ///   given `q - tolerance`);
+    /// - for each time in `times`, the last step at or before it and the first after it (what
+    ///   [`CompletionCurve::at`] and a risk-set lookup read);
+    /// - the last step (the final incidence and the ceiling).
+    ///
+    /// A window of ten million requests has about that many distinct times, and the whole curve
+    /// would hold 56 bytes for each (BENCHMARKS.md, "Where the memory goes"); this one holds a few
+    /// hundred steps, and sorts `observations` in place.
+    pub fn estimate_thinned(
+        mut observations: Vec<Observation>,
+        method: Method,
+        crossings: &[f64],
+        times: &[u64],
+    ) -> CompletionCurve {
+        observations.sort_unstable_by_key(|o| o.time_ns);
+        let mut times = times.to_vec();
+        times.sort_unstable();
+        times.dedup();
+        let mut crossed = vec![false; crossings.len()];
+        // The first time not yet passed by a step: at or after the previous step's time.
+        let mut pending = 0;
+        let mut steps = Vec::new();
+        // The step before the current one, and whether it is kept.
+        let mut previous: Option<(Step, bool)> = None;
+        for step in Steps::over(&observations, method) {
+            let passes_a_time = times.get(pending).is_some_and(|&t| step.time_ns > t);
+            while times.get(pending).is_some_and(|&t| t < step.time_ns) {
+                pending += 1;
+            }
+            let mut crosses = false;
+            for (&level, done) in crossings.iter().zip(&mut crossed) {
+                if !*done && step.incidence >= level {
+                    *done = true;
+                    crosses = true;
+                }
+            }
+            if passes_a_time {
+                if let Some((before, false)) = previous {
+                    steps.push(before);
+                }
+            }
+            let keep = passes_a_time || crosses;
+            if keep {
+                steps.push(step);
+            }
+            previous = Some((step, keep));
+        }
+        if let Some((last, false)) = previous {
+            steps.push(last);
+        }
+        CompletionCurve {
+            method,
+            n: observations.len() as u64,
+            steps,
+        }
     }
 
     /// The completion incidence at `time_ns` (0 before the first step).
@@ -179,6 +194,89 @@ impl CompletionCurve {
             None => 0.0,
             Some(last) => last.incidence + last.event_free,
         }
+    }
+}
+
+/// The curve's steps in time order, made one at a time from observations already sorted by time:
+/// the one implementation of the estimator, which [`CompletionCurve::estimate`] collects whole
+/// and a caller that needs only some steps (the readings and the grid of a window of ten million
+/// requests) can read in one pass without holding them all.
+#[derive(Clone, Debug)]
+pub struct Steps<'a> {
+    sorted: &'a [Observation],
+    method: Method,
+    next: usize,
+    at_risk: u64,
+    event_free: f64,
+    error_incidence: f64,
+    incidence: f64,
+}
+
+impl<'a> Steps<'a> {
+    /// The steps over `sorted`, which must be in time order (ties in any order).
+    pub fn over(sorted: &'a [Observation], method: Method) -> Steps<'a> {
+        debug_assert!(sorted.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+        Steps {
+            sorted,
+            method,
+            next: 0,
+            at_risk: sorted.len() as u64,
+            event_free: 1.0,
+            error_incidence: 0.0,
+            incidence: 0.0,
+        }
+    }
+}
+
+impl Iterator for Steps<'_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        let first = self.sorted.get(self.next)?;
+        let time_ns = first.time_ns;
+        let (mut completed, mut errored, mut censored) = (0u64, 0u64, 0u64);
+        while let Some(o) = self.sorted.get(self.next).filter(|o| o.time_ns == time_ns) {
+            match o.fate {
+                Fate::Completed => completed += 1,
+                Fate::Errored => errored += 1,
+                Fate::Censored => censored += 1,
+            }
+            self.next += 1;
+        }
+        let n_j = self.at_risk as f64;
+        self.incidence = match self.method {
+            Method::AalenJohansen => {
+                if completed + errored > 0 {
+                    self.error_incidence += self.event_free * errored as f64 / n_j;
+                    self.event_free *= 1.0 - (completed + errored) as f64 / n_j;
+                }
+                if completed > 0 {
+                    (1.0 - self.event_free) - self.error_incidence
+                } else {
+                    // The curve moves only at completions. Recomputing (1 - S) - E at an
+                    // error-only step is the same number in exact arithmetic but can round a few
+                    // ulps off it (even below zero); carry the previous value instead.
+                    self.incidence
+                }
+            }
+            Method::KaplanMeierErrorsCensored => {
+                if completed > 0 {
+                    self.event_free *= 1.0 - completed as f64 / n_j;
+                }
+                1.0 - self.event_free
+            }
+        };
+        let step = Step {
+            time_ns,
+            at_risk: self.at_risk,
+            completed,
+            errored,
+            censored,
+            incidence: self.incidence,
+            event_free: self.event_free,
+        };
+        self.at_risk -= completed + errored + censored;
+        Some(step)
     }
 }
 
@@ -206,6 +304,102 @@ mod tests {
             assert_eq!(t, et);
             assert!((f - ef).abs() < 1e-15, "at {t}: {f} vs {ef} (all: {got:?})");
         }
+    }
+
+    /// A fixed pseudo-random window: times on a coarse grid so that ties are common, all three
+    /// fates, and runs of error-only steps (where the Aalen-Johansen curve carries its value).
+    fn random_window(seed: u64, n: usize) -> Vec<Observation> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let time_ns = (x >> 33) % 400 * 1_000_000;
+                let fate = match (x >> 20) % 10 {
+                    0..=6 => Fate::Completed,
+                    7 | 8 => Fate::Errored,
+                    _ => Fate::Censored,
+                };
+                Observation { time_ns, fate }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_steps_iterator_is_the_estimate() {
+        for method in [Method::AalenJohansen, Method::KaplanMeierErrorsCensored] {
+            let window = random_window(7, 2_000);
+            let mut sorted = window.clone();
+            sorted.sort_unstable_by_key(|o| o.time_ns);
+            let steps: Vec<Step> = Steps::over(&sorted, method).collect();
+            assert_eq!(steps, CompletionCurve::estimate(&window, method).steps);
+            assert!(Steps::over(&[], method).next().is_none());
+        }
+    }
+
+    #[test]
+    fn a_thinned_curve_reads_exactly_as_the_whole_curve() {
+        use crate::estimate::quantile::read;
+        let tolerance = 1e-9;
+        let quantiles = [0.1, 0.5, 0.6, 0.7, 0.9, 0.95, 0.99, 0.999];
+        let crossings: Vec<f64> = quantiles.iter().map(|q| q - tolerance).collect();
+        // A grid like the report's, a time at a step exactly, one before every step, one past
+        // the last, out of order and repeated.
+        let mut times: Vec<u64> = (1..=40).map(|k| k * 10_000_000).collect();
+        times.extend([
+            1_000_000_000,
+            7_000_000,
+            0,
+            999_000_000,
+            7_000_000,
+            200_000_000,
+        ]);
+        for seed in 1..=20 {
+            for method in [Method::AalenJohansen, Method::KaplanMeierErrorsCensored] {
+                let window = random_window(seed, 50 + 97 * seed as usize);
+                let whole = CompletionCurve::estimate(&window, method);
+                let thin =
+                    CompletionCurve::estimate_thinned(window.clone(), method, &crossings, &times);
+                assert_eq!(thin.n, whole.n);
+                assert!(
+                    thin.steps.len() < whole.steps.len(),
+                    "seed {seed}: nothing thinned"
+                );
+                for &q in &quantiles {
+                    for horizon in [150_000_000, 30_000_000_000] {
+                        assert_eq!(
+                            read(&thin, q, horizon, tolerance),
+                            read(&whole, q, horizon, tolerance),
+                            "seed {seed} {method:?} q {q}"
+                        );
+                    }
+                }
+                let first_after = |c: &CompletionCurve, t: u64| {
+                    c.steps.iter().find(|s| s.time_ns > t).map(|s| s.at_risk)
+                };
+                for &t in &times {
+                    assert_eq!(
+                        thin.at(t).to_bits(),
+                        whole.at(t).to_bits(),
+                        "seed {seed} at {t}"
+                    );
+                    assert_eq!(
+                        first_after(&thin, t),
+                        first_after(&whole, t),
+                        "seed {seed} {t}"
+                    );
+                }
+                assert_eq!(
+                    thin.final_incidence().to_bits(),
+                    whole.final_incidence().to_bits()
+                );
+                assert_eq!(thin.ceiling().to_bits(), whole.ceiling().to_bits());
+            }
+        }
+        let empty =
+            CompletionCurve::estimate_thinned(Vec::new(), Method::AalenJohansen, &[0.5], &[1]);
+        assert_eq!(empty, CompletionCurve::estimate(&[], Method::AalenJohansen));
     }
 
     #[test]

@@ -57,10 +57,39 @@ impl Slo {
     }
 }
 
+/// A window as goodput sees it: how many requests were scheduled, and the two latencies of each
+/// one that completed (parallel slices, one entry per completed request, in the same order).
+/// Errored, censored and undispatched requests are counted in `scheduled` alone, since they never
+/// meet an SLO; so a window of ten million requests is read from the latencies the window's
+/// distributions need anyway, not from a second per-request copy.
+#[derive(Clone, Copy, Debug)]
+pub struct Completions<'a> {
+    /// Every scheduled request of the window.
+    pub scheduled: usize,
+    /// Time to first token of each completed request, ns from t_i.
+    pub ttft_ns: &'a [u64],
+    /// End-to-end latency of each completed request, ns from t_i (parallel to `ttft_ns`).
+    pub e2e_ns: &'a [u64],
+}
+
+impl Completions<'_> {
+    /// How many completed requests met `slo`.
+    pub fn met(&self, slo: Slo) -> usize {
+        self.ttft_ns
+            .iter()
+            .zip(self.e2e_ns)
+            .filter(|&(&ttft_ns, &e2e_ns)| {
+                slo.met_by(&SloInput {
+                    completed: Some(Completed { ttft_ns, e2e_ns }),
+                })
+            })
+            .count()
+    }
+}
+
 /// Goodput over a window's scheduled requests: `None` for an empty window (no ratio exists).
-pub fn goodput(slo: Slo, window: &[SloInput]) -> Option<f64> {
-    (!window.is_empty())
-        .then(|| window.iter().filter(|r| slo.met_by(r)).count() as f64 / window.len() as f64)
+pub fn goodput(slo: Slo, window: Completions<'_>) -> Option<f64> {
+    (window.scheduled > 0).then(|| window.met(slo) as f64 / window.scheduled as f64)
 }
 
 /// The sweep's thresholds, ns: (TTFT, e2e), each lowest, the SLO's, highest.
@@ -72,7 +101,7 @@ pub fn sweep_thresholds_ns() -> ([u64; 3], [u64; 3]) {
 }
 
 /// Goodput at every cell of the 3 x 3 sweep: `[ttft][e2e]`.
-pub fn sweep(window: &[SloInput]) -> [[Option<f64>; 3]; 3] {
+pub fn sweep(window: Completions<'_>) -> [[Option<f64>; 3]; 3] {
     let (ttft, e2e) = sweep_thresholds_ns();
     ttft.map(|ttft_ns| e2e.map(|e2e_ns| goodput(Slo { ttft_ns, e2e_ns }, window)))
 }
@@ -161,35 +190,38 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn done(ttft_ms: u64, e2e_ms: u64) -> SloInput {
-        SloInput {
-            completed: Some(Completed {
-                ttft_ns: ttft_ms * MS,
-                e2e_ns: e2e_ms * MS,
-            }),
-        }
-    }
-    const FAILED: SloInput = SloInput { completed: None };
-
     #[test]
     fn goodput_counts_every_scheduled_request() {
-        // 4 scheduled: one meets, one too slow to first token, one errored, one at both limits.
-        let window = [
-            done(200, 5_000),
-            done(1_001, 5_000),
-            FAILED,
-            done(1_000, 14_000),
-        ];
-        assert_eq!(goodput(Slo::pinned(), &window), Some(0.5));
-        assert_eq!(goodput(Slo::pinned(), &[]), None);
-        let cells = sweep(&window);
+        // 4 scheduled: one meets, one too slow to first token, one errored (scheduled, not
+        // completed), one at both limits.
+        let ttft = [200, 1_001, 1_000].map(|ms| ms * MS);
+        let e2e = [5_000, 5_000, 14_000].map(|ms| ms * MS);
+        let window = Completions {
+            scheduled: 4,
+            ttft_ns: &ttft,
+            e2e_ns: &e2e,
+        };
+        assert_eq!(goodput(Slo::pinned(), window), Some(0.5));
+        let empty = Completions {
+            scheduled: 0,
+            ttft_ns: &[],
+            e2e_ns: &[],
+        };
+        assert_eq!(goodput(Slo::pinned(), empty), None);
+        // Scheduled requests that all failed: a ratio of zero, not an absent one.
+        let failed = Completions {
+            scheduled: 3,
+            ..empty
+        };
+        assert_eq!(goodput(Slo::pinned(), failed), Some(0.0));
+        let cells = sweep(window);
         assert_eq!(cells[0][0], Some(0.25), "800 ms / 12 s: only the fast one");
         assert_eq!(
             cells[2][2],
             Some(0.75),
             "1500 ms / 18 s: all but the failure"
         );
-        assert_eq!(cells[1][1], goodput(Slo::pinned(), &window));
+        assert_eq!(cells[1][1], goodput(Slo::pinned(), window));
         assert_eq!(sweep_thresholds_ns().0, [800 * MS, 1_000 * MS, 1_500 * MS]);
         assert_eq!(
             sweep_thresholds_ns().1,
