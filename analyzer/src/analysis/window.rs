@@ -112,7 +112,7 @@ pub(super) fn window_report(
     let duration_s = seconds(window.duration_ns());
     // One statistic at a time, each dropping its per-request vectors before the next allocates
     // its own: a window can hold every request of a long run, and the peak is the largest of
-    // these, not their sum (BENCHMARKS.md, "Analysis").
+    // these, not their sum (BENCHMARKS.md, "Where the memory goes").
     let completion = curve_report(requests, rows, method, horizon_ns, printing);
     let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
     let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
