@@ -14,7 +14,15 @@ use crate::args;
 
 /// A journal, or a merged run's manifest and its shards.
 pub fn load_run(path: &Path) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
-    percentes_analyzer::shards::open(path)
+    load_run_with(path, &Default::default())
+}
+
+/// [`load_run`] with the request table placed by `options` (`analyze --table-memory`).
+pub fn load_run_with(
+    path: &Path,
+    options: &percentes_analyzer::load::Options,
+) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
+    percentes_analyzer::shards::open_with(path, options)
         .with_context(|| format!("cannot analyze {}", path.display()))
 }
 
@@ -35,9 +43,10 @@ pub fn analyze(
     json: bool,
     diagnose: bool,
     by: Vec<SegmentColumn>,
+    table: &percentes_analyzer::load::Options,
 ) -> Result<ExitCode> {
     use percentes_analyzer::{analysis, report};
-    let (file, run) = load_run(path)?;
+    let (file, run) = load_run_with(path, table)?;
     let analyzer = model::Analyzer {
         by,
         ..analyzer(diagnose)

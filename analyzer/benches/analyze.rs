@@ -4,6 +4,9 @@
 //! requests (BENCHMARKS.md).
 //!
 //! `cargo bench -p percentes-analyzer --bench analyze [-- REQUESTS...]` (default: 1000000 10000000).
+//! One journal by hand: `BENCH generate REQUESTS FILE`, then `BENCH analyze FILE OUT [TABLE_MEMORY]`
+//! (BENCH the binary cargo built; the last argument as `analyze --table-memory`), for instance
+//! inside a memory cgroup (BENCHMARKS.md, "A whole day in 4 GiB").
 //! Journals are synthetic (formats::journal::synthetic): an experiment-profile schedule over 420 s
 //! at the rate that gives the requested count, 94 % of requests completed with 32 content gaps
 //! each (a streamed response), 4 % errored, 2 % censored. Each analysis runs in a child process
@@ -56,9 +59,20 @@ fn main() {
                 &mut std::io::sink(),
             )
             .unwrap();
+            let sampler = common::RssSampler::start();
             let start = Instant::now();
             let file = JournalFile::open(path).unwrap();
-            let run = load::load(&file).unwrap();
+            // An optional third argument is the table's memory budget (`analyze --table-memory`).
+            let options = match args.get(3) {
+                Some(size) => load::Options {
+                    table_memory: load::parse_size(size).unwrap(),
+                    ..load::Options::default()
+                },
+                None => load::Options::default(),
+            };
+            let verified = vec![file.verify(&Default::default())];
+            let run =
+                load::load_verified_with(std::slice::from_ref(&file), verified, &options).unwrap();
             let loaded = start.elapsed().as_secs_f64();
             // The loaded run alone (the dense request table), before any statistic is made.
             let loaded_hwm_kib = common::peak_rss_kib().0;
@@ -66,13 +80,15 @@ fn main() {
             let analyzed = start.elapsed().as_secs_f64();
             report::write(&result, &run.requests, &out).unwrap();
             let total = start.elapsed().as_secs_f64();
+            let (anon_kib, file_kib) = sampler.peaks_kib();
             println!(
-                "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {} {loaded_hwm_kib}",
+                "{} {} {loaded:.3} {:.3} {:.3} {total:.3} {} {loaded_hwm_kib} {anon_kib} {file_kib} {}",
                 file.bytes().len(),
                 run.requests.len(),
                 analyzed - loaded,
                 total - analyzed,
-                common::peak_rss_kib().0
+                common::peak_rss_kib().0,
+                if run.requests.is_spilled() { "spilled" } else { "heap" },
             );
         }
         _ => {
@@ -84,8 +100,8 @@ fn main() {
             let dir = std::env::temp_dir()
                 .join(format!("percentes-analyze-bench-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            println!("| requests | journal | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) | peak RSS after load |");
-            println!("|---|---|---|---|---|---|---|---|");
+            println!("| requests | journal | table | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) | peak RSS after load | peak anonymous | peak file-backed |");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|");
             for requests in sizes {
                 let path = dir.join(format!("{requests}.pj"));
                 common::child(&["generate", &requests.to_string(), path.to_str().unwrap()]);
@@ -98,16 +114,21 @@ fn main() {
                 let bytes: f64 = f[0].parse().unwrap();
                 let hwm_kib: f64 = f[6].parse().unwrap();
                 let loaded_kib: f64 = f[7].parse().unwrap();
+                let anon_kib: f64 = f[8].parse().unwrap();
+                let file_kib: f64 = f[9].parse().unwrap();
                 println!(
-                    "| {} | {:.2} GB | {} s | {} s | {} s | {} s | {:.2} GiB | {:.2} GiB |",
+                    "| {} | {:.2} GB | {} | {} s | {} s | {} s | {} s | {:.2} GiB | {:.2} GiB | {:.2} GiB | {:.2} GiB |",
                     f[1],
                     bytes / 1e9,
+                    f[10],
                     f[2],
                     f[3],
                     f[4],
                     f[5],
                     hwm_kib / 1048576.0,
-                    loaded_kib / 1048576.0
+                    loaded_kib / 1048576.0,
+                    anon_kib / 1048576.0,
+                    file_kib / 1048576.0
                 );
                 let _ = std::fs::remove_file(&path);
             }

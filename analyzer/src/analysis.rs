@@ -59,6 +59,9 @@ pub fn analyze<'a>(
     let met: Vec<bool> = (0..requests.len())
         .map(|row| slo.met_by(&slo_input(requests, row)))
         .collect();
+    // A spilled table's pages are handed back after each whole-run pass (`Requests::release`),
+    // so that what stays resident is what the running statistic reads.
+    requests.release();
 
     // The recovery boundary: the pinned detector against the baseline's goodput (§5).
     let provisional = windows::cut(&timeline, None);
@@ -85,6 +88,7 @@ pub fn analyze<'a>(
         }
     }
     let cut = windows::cut(&timeline, recovered_at_ns);
+    requests.release();
 
     // Rows per window, by intended time.
     let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); cut.len()];
@@ -102,7 +106,9 @@ pub fn analyze<'a>(
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
     validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(Gate::holds);
+    requests.release();
     let mut audit = audit::audit(run, &cut, &skews, &validity, amended);
+    requests.release();
     // Eight bytes a measured request, not needed by anything after the audit.
     drop(skews);
     if let Some(artifact) = audit.artifact.as_mut() {
@@ -190,8 +196,10 @@ pub fn analyze<'a>(
         .fault
         .and_then(|f| f.fired_ns)
         .map(|fired| in_flight_at(run, fired));
+    requests.release();
     let recovery =
         crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, spec, shown);
+    requests.release();
     // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
     let (cut_shown, recovered_at_ns) = if amended && !shown && recovered_at_ns.is_some() {
         recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();

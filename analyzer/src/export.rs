@@ -29,7 +29,8 @@ fn nullable32(column: Vec<u32>) -> Vec<Option<u32>> {
         .collect()
 }
 
-/// The request frame. Consumes the columns: the primitive ones move into polars without a copy.
+/// The request frame. Consumes the columns: the primitive ones move into polars without a copy
+/// (a spilled table's are copied out of their files).
 pub fn requests_frame(
     requests: Requests,
     phases: &[String],
@@ -85,50 +86,62 @@ pub fn requests_frame(
         .map(|(&t, &o)| (Outcome::from_byte(o).is_some()).then_some(t))
         .collect();
     let columns = vec![
-        Column::new("index".into(), requests.index),
+        Column::new("index".into(), requests.index.into_vec()),
         Column::new("phase".into(), phase),
         Column::new("route".into(), route),
         Column::new("outcome".into(), outcome),
         Column::new("class".into(), class),
-        Column::new("intended_ns".into(), requests.intended_ns),
-        Column::new("dispatched_ns".into(), nullable(requests.dispatched_ns)),
+        Column::new("intended_ns".into(), requests.intended_ns.into_vec()),
+        Column::new(
+            "dispatched_ns".into(),
+            nullable(requests.dispatched_ns.into_vec()),
+        ),
         Column::new(
             "connect_start_ns".into(),
-            nullable(requests.connect_start_ns),
+            nullable(requests.connect_start_ns.into_vec()),
         ),
-        Column::new("connect_end_ns".into(), nullable(requests.connect_end_ns)),
-        Column::new("tls_done_ns".into(), nullable(requests.tls_done_ns)),
+        Column::new(
+            "connect_end_ns".into(),
+            nullable(requests.connect_end_ns.into_vec()),
+        ),
+        Column::new(
+            "tls_done_ns".into(),
+            nullable(requests.tls_done_ns.into_vec()),
+        ),
         Column::new(
             "request_written_ns".into(),
-            nullable(requests.request_written_ns),
+            nullable(requests.request_written_ns.into_vec()),
         ),
         Column::new(
             "response_head_ns".into(),
-            nullable(requests.response_head_ns),
+            nullable(requests.response_head_ns.into_vec()),
         ),
         Column::new(
             "first_content_ns".into(),
-            nullable(requests.first_content_ns),
+            nullable(requests.first_content_ns.into_vec()),
         ),
         Column::new("terminal_ns".into(), terminal),
         Column::new("ttft_ns".into(), ttft),
         Column::new("e2e_ns".into(), e2e),
-        Column::new("content_events".into(), requests.content_events),
-        Column::new("http_status".into(), requests.http_status),
-        Column::new("bytes_sent".into(), requests.bytes_sent),
-        Column::new("bytes_received".into(), requests.bytes_received),
+        Column::new("content_events".into(), requests.content_events.into_vec()),
+        Column::new("http_status".into(), requests.http_status.into_vec()),
+        Column::new("bytes_sent".into(), requests.bytes_sent.into_vec()),
+        Column::new("bytes_received".into(), requests.bytes_received.into_vec()),
         Column::new(
             "usage_prompt_tokens".into(),
-            nullable32(requests.usage_prompt_tokens),
+            nullable32(requests.usage_prompt_tokens.into_vec()),
         ),
         Column::new(
             "usage_completion_tokens".into(),
-            nullable32(requests.usage_completion_tokens),
+            nullable32(requests.usage_completion_tokens.into_vec()),
         ),
-        Column::new("max_tokens".into(), nullable32(requests.max_tokens)),
+        Column::new(
+            "max_tokens".into(),
+            nullable32(requests.max_tokens.into_vec()),
+        ),
         Column::new(
             "prompt_tokens_sent".into(),
-            nullable32(requests.prompt_tokens_sent),
+            nullable32(requests.prompt_tokens_sent.into_vec()),
         ),
         Column::new(
             "protocol".into(),
@@ -142,9 +155,15 @@ pub fn requests_frame(
                 })
                 .collect::<Vec<_>>(),
         ),
-        Column::new("stream_id".into(), nullable32(requests.stream_id)),
+        Column::new(
+            "stream_id".into(),
+            nullable32(requests.stream_id.into_vec()),
+        ),
         Column::new("replica".into(), replica),
-        Column::new("connection_id".into(), nullable(requests.connection_id)),
+        Column::new(
+            "connection_id".into(),
+            nullable(requests.connection_id.into_vec()),
+        ),
         Column::new("connection_reused".into(), requests.connection_reused),
         Column::new("detail".into(), detail),
     ];

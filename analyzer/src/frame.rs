@@ -10,6 +10,10 @@
 //! [`crate::export`] turns these columns into polars frames without copying the primitive ones.
 
 use std::collections::HashMap;
+use std::path::Path;
+
+mod column;
+pub use column::{Column, Place, SpillError};
 
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
@@ -53,71 +57,77 @@ impl Interned {
 }
 
 /// One row per scheduled request of the shard, in index order.
-#[derive(Clone, Debug, Default)]
+///
+/// The numeric columns are [`Column`]s: on the heap, or in spill files when the table is larger
+/// than its memory budget ([`Requests::spill`]); either way a reader sees slices. The one-byte
+/// columns stay on the heap (three bytes a row).
+#[derive(Debug, Default)]
 pub struct Requests {
     /// The request's schedule index (row p holds the shard's p-th index).
-    pub index: Vec<u64>,
+    pub index: Column<u64>,
     /// Intended send time t_i, ns from the epoch.
-    pub intended_ns: Vec<u64>,
+    pub intended_ns: Column<u64>,
     /// Route index.
-    pub route: Vec<u32>,
+    pub route: Column<u32>,
     /// Index into the schedule's phases.
-    pub phase: Vec<u32>,
+    pub phase: Column<u32>,
     /// [`Outcome`] as its byte, or [`NO_RECORD`].
     pub outcome: Vec<u8>,
     /// Response class code.
-    pub class: Vec<u16>,
+    pub class: Column<u16>,
     /// Dispatch time, or [`NONE`].
-    pub dispatched_ns: Vec<u64>,
+    pub dispatched_ns: Column<u64>,
     /// Connect start, or [`NONE`].
-    pub connect_start_ns: Vec<u64>,
+    pub connect_start_ns: Column<u64>,
     /// Connect end, or [`NONE`].
-    pub connect_end_ns: Vec<u64>,
+    pub connect_end_ns: Column<u64>,
     /// TLS handshake end, or [`NONE`].
-    pub tls_done_ns: Vec<u64>,
+    pub tls_done_ns: Column<u64>,
     /// Last request byte written, or [`NONE`].
-    pub request_written_ns: Vec<u64>,
+    pub request_written_ns: Column<u64>,
     /// Response head, or [`NONE`].
-    pub response_head_ns: Vec<u64>,
+    pub response_head_ns: Column<u64>,
     /// First content, or [`NONE`].
-    pub first_content_ns: Vec<u64>,
+    pub first_content_ns: Column<u64>,
     /// Terminal time (completion, failure or cutoff).
-    pub terminal_ns: Vec<u64>,
+    pub terminal_ns: Column<u64>,
     /// Content events received.
-    pub content_events: Vec<u32>,
+    pub content_events: Column<u32>,
     /// HTTP status, 0 without a status line.
-    pub http_status: Vec<u16>,
+    pub http_status: Column<u16>,
     /// Bytes written.
-    pub bytes_sent: Vec<u64>,
+    pub bytes_sent: Column<u64>,
     /// Bytes read.
-    pub bytes_received: Vec<u64>,
+    pub bytes_received: Column<u64>,
     /// [`NONE`] as `u32::MAX` when the server reported no usage.
-    pub usage_prompt_tokens: Vec<u32>,
+    pub usage_prompt_tokens: Column<u32>,
     /// `usage.completion_tokens`, [`NONE`] as `u32::MAX` when unreported.
-    pub usage_completion_tokens: Vec<u32>,
+    pub usage_completion_tokens: Column<u32>,
     /// The `max_tokens` the request asked for, from its kind-6 extension; `u32::MAX` without
     /// one (the route's pinned length, SPEC §P "Token lengths").
-    pub max_tokens: Vec<u32>,
+    pub max_tokens: Column<u32>,
     /// Its prompt's length as the journaled tokenizer counted it (kind 6); `u32::MAX` when not
     /// counted.
-    pub prompt_tokens_sent: Vec<u32>,
+    pub prompt_tokens_sent: Column<u32>,
     /// The HTTP version that carried it (kind 6): 1 or 2; 0 when not recorded (a run of
     /// `target.http = "1.1"`, every journal before HTTP/2, or a request never dispatched).
     pub protocol: Vec<u8>,
     /// Its HTTP/2 stream id on its connection (kind 6); `u32::MAX` when none.
-    pub stream_id: Vec<u32>,
+    pub stream_id: Column<u32>,
     /// Into [`Requests::replicas`]; the empty string is "unattributed".
-    pub replica: Vec<u32>,
+    pub replica: Column<u32>,
     /// The connection's id (per worker).
-    pub connection_id: Vec<u64>,
+    pub connection_id: Column<u64>,
     /// Whether the connection had carried a request before.
     pub connection_reused: Vec<bool>,
     /// Into [`Requests::details`].
-    pub detail: Vec<u32>,
+    pub detail: Column<u32>,
     /// Replica names, interned.
     pub replicas: Interned,
     /// Failure details, interned.
     pub details: Interned,
+    /// Where the record columns are made by [`Requests::reserve_records`].
+    place: Place,
 }
 
 fn opt(value: Option<u64>) -> u64 {
@@ -125,18 +135,80 @@ fn opt(value: Option<u64>) -> u64 {
 }
 
 impl Requests {
+    /// The bytes a row takes: thirteen columns of 8 bytes (the index, nine timestamps, two byte
+    /// counts, the connection id), ten of 4, two of 2 and three of 1 (a test counts them).
+    pub const BYTES_PER_ROW: u64 = 151;
+
     /// An empty table with room for `rows`.
     pub fn with_capacity(rows: usize) -> Requests {
         let mut replicas = Interned::default();
         replicas.id("");
         Requests {
-            index: Vec::with_capacity(rows),
-            intended_ns: Vec::with_capacity(rows),
-            route: Vec::with_capacity(rows),
-            phase: Vec::with_capacity(rows),
+            index: Vec::with_capacity(rows).into(),
+            intended_ns: Vec::with_capacity(rows).into(),
+            route: Vec::with_capacity(rows).into(),
+            phase: Vec::with_capacity(rows).into(),
             replicas,
             ..Requests::default()
         }
+    }
+
+    /// Moves the scheduled columns into spill files in `dir`, and makes the record columns
+    /// there when [`Requests::reserve_records`] comes (call it between the two). The one-byte
+    /// columns stay on the heap.
+    pub fn spill(&mut self, dir: &Path) -> Result<(), SpillError> {
+        self.index.spill(dir)?;
+        self.intended_ns.spill(dir)?;
+        self.route.spill(dir)?;
+        self.phase.spill(dir)?;
+        self.place = Place::Spilled(dir.to_path_buf());
+        Ok(())
+    }
+
+    /// Hands every spilled column's pages back to the kernel ([`Column::release`]): called
+    /// between statistics, so that what stays resident is what the running one reads.
+    pub fn release(&self) {
+        if !self.is_spilled() {
+            return;
+        }
+        for column in [
+            &self.index,
+            &self.intended_ns,
+            &self.dispatched_ns,
+            &self.connect_start_ns,
+            &self.connect_end_ns,
+            &self.tls_done_ns,
+            &self.request_written_ns,
+            &self.response_head_ns,
+            &self.first_content_ns,
+            &self.terminal_ns,
+            &self.bytes_sent,
+            &self.bytes_received,
+            &self.connection_id,
+        ] {
+            column.release();
+        }
+        for column in [
+            &self.route,
+            &self.phase,
+            &self.content_events,
+            &self.usage_prompt_tokens,
+            &self.usage_completion_tokens,
+            &self.max_tokens,
+            &self.prompt_tokens_sent,
+            &self.stream_id,
+            &self.replica,
+            &self.detail,
+        ] {
+            column.release();
+        }
+        self.class.release();
+        self.http_status.release();
+    }
+
+    /// Whether the numeric columns live in spill files.
+    pub fn is_spilled(&self) -> bool {
+        self.place != Place::Heap
     }
 
     /// Rows (scheduled requests of the shard).
@@ -158,10 +230,11 @@ impl Requests {
     }
 
     /// Gives every scheduled row its record columns, all "no record" until [`Requests::fill`].
-    pub fn reserve_records(&mut self) {
+    pub fn reserve_records(&mut self) -> Result<(), SpillError> {
         let n = self.len();
+        let place = self.place.clone();
         self.outcome = vec![NO_RECORD; n];
-        self.class = vec![0; n];
+        self.class = Column::filled(n, 0, &place)?;
         for column in [
             &mut self.dispatched_ns,
             &mut self.connect_start_ns,
@@ -171,24 +244,31 @@ impl Requests {
             &mut self.response_head_ns,
             &mut self.first_content_ns,
             &mut self.terminal_ns,
+            &mut self.connection_id,
         ] {
-            *column = vec![NONE; n];
+            *column = Column::filled(n, NONE, &place)?;
         }
-        self.content_events = vec![0; n];
-        self.http_status = vec![0; n];
-        self.bytes_sent = vec![0; n];
-        self.bytes_received = vec![0; n];
-        self.usage_prompt_tokens = vec![u32::MAX; n];
-        self.usage_completion_tokens = vec![u32::MAX; n];
-        self.max_tokens = vec![u32::MAX; n];
-        self.prompt_tokens_sent = vec![u32::MAX; n];
+        for column in [&mut self.bytes_sent, &mut self.bytes_received] {
+            *column = Column::filled(n, 0, &place)?;
+        }
+        for column in [&mut self.content_events, &mut self.replica] {
+            *column = Column::filled(n, 0, &place)?;
+        }
+        for column in [
+            &mut self.usage_prompt_tokens,
+            &mut self.usage_completion_tokens,
+            &mut self.max_tokens,
+            &mut self.prompt_tokens_sent,
+            &mut self.stream_id,
+        ] {
+            *column = Column::filled(n, u32::MAX, &place)?;
+        }
+        self.http_status = Column::filled(n, 0, &place)?;
         self.protocol = vec![0; n];
-        self.stream_id = vec![u32::MAX; n];
-        self.replica = vec![0; n];
-        self.connection_id = vec![NONE; n];
         self.connection_reused = vec![false; n];
         let empty = self.details.id("");
-        self.detail = vec![empty; n];
+        self.detail = Column::filled(n, empty, &place)?;
+        Ok(())
     }
 
     /// Writes `record` into row `row`.
@@ -306,5 +386,57 @@ impl Telemetry {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_takes_the_bytes_the_budget_counts() {
+        let mut one = Requests::with_capacity(1);
+        one.push_scheduled(0, 0, 0, 0);
+        one.reserve_records().unwrap();
+        let r = &one;
+        let wide = [
+            &r.index,
+            &r.intended_ns,
+            &r.dispatched_ns,
+            &r.connect_start_ns,
+            &r.connect_end_ns,
+            &r.tls_done_ns,
+            &r.request_written_ns,
+            &r.response_head_ns,
+            &r.first_content_ns,
+            &r.terminal_ns,
+            &r.bytes_sent,
+            &r.bytes_received,
+            &r.connection_id,
+        ]
+        .map(|c| std::mem::size_of_val(&c[..]))
+        .iter()
+        .sum::<usize>();
+        let four = [
+            &r.route,
+            &r.phase,
+            &r.content_events,
+            &r.usage_prompt_tokens,
+            &r.usage_completion_tokens,
+            &r.max_tokens,
+            &r.prompt_tokens_sent,
+            &r.stream_id,
+            &r.replica,
+            &r.detail,
+        ]
+        .map(|c| std::mem::size_of_val(&c[..]))
+        .iter()
+        .sum::<usize>();
+        let narrow = std::mem::size_of_val(&r.class[..])
+            + std::mem::size_of_val(&r.http_status[..])
+            + r.outcome.len()
+            + r.protocol.len()
+            + std::mem::size_of_val(&r.connection_reused[..]);
+        assert_eq!((wide + four + narrow) as u64, Requests::BYTES_PER_ROW);
     }
 }

@@ -5,6 +5,7 @@
 //! the run says why it is not publishable, as does a dev-profile run.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use percentes_formats::config::Config;
 use percentes_formats::journal::cgroup::CgroupCpu;
@@ -14,7 +15,7 @@ use percentes_formats::journal::verify::{render, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::ScheduleParams;
 
-use crate::frame::{CgroupRow, Events, Requests, Telemetry, NO_RECORD};
+use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NO_RECORD};
 use crate::JournalFile;
 
 /// A journal, checked and decoded.
@@ -62,6 +63,8 @@ pub enum LoadError {
         /// What is wrong with it.
         message: String,
     },
+    /// The request table is over its memory budget and its spill files could not be made.
+    Spill(SpillError),
     /// A sealed, completed journal lacks records for scheduled indices.
     Missing {
         /// How many indices have no record.
@@ -78,6 +81,7 @@ impl fmt::Display for LoadError {
             LoadError::Config(why) => write!(f, "the journal's configuration does not load: {why}"),
             LoadError::Schedule(why) => write!(f, "schedule check failed (SPEC §J.4): {why}"),
             LoadError::Record { sequence, message } => write!(f, "record {sequence}: {message}"),
+            LoadError::Spill(error) => write!(f, "{error}"),
             LoadError::Missing { count, first } => write!(
                 f,
                 "the journal is sealed as completed but {count} scheduled requests have no record (first: index {first}); \
@@ -88,6 +92,67 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
+
+/// Where the request table may live: in memory up to a budget, in spill files past it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The most bytes the request table may take on the heap ([`Requests::BYTES_PER_ROW`] a
+    /// scheduled request); a larger table keeps its numeric columns in spill files, paged by the
+    /// kernel ([`crate::frame::Column`]). The analysis gives the same bytes either way.
+    pub table_memory: u64,
+    /// The folder the spill files are made in. They are removed from it at once where the system
+    /// allows (Unix), so nothing is left behind. It should be on a disk: a tmpfs is memory.
+    pub spill_dir: PathBuf,
+}
+
+/// The default [`Options::table_memory`]: 2 GiB, a table of about 14 M scheduled requests (a
+/// run of almost four hours at 1,000 rps) on the heap. Past it, the heap holds the analysis's
+/// own working memory, about 47 bytes a request (BENCHMARKS.md, "Where the memory goes").
+pub const DEFAULT_TABLE_MEMORY: u64 = 2 << 30;
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            table_memory: DEFAULT_TABLE_MEMORY,
+            spill_dir: std::env::temp_dir(),
+        }
+    }
+}
+
+/// A size as `--table-memory` takes it: a whole number of bytes, or of KiB, MiB, GiB or TiB
+/// (`2GiB`, `512MiB`, `0` to spill every table).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        "TiB" => 40,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}: write bytes or KiB, MiB, GiB, TiB (e.g. 2GiB)"
+            ))
+        }
+    };
+    let number: u64 = number.parse().map_err(|_| {
+        format!("{text:?} is not a size: write a whole number and a unit (e.g. 2GiB)")
+    })?;
+    number
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?} is larger than 16 EiB"))
+}
+
+impl Options {
+    /// Whether a table of `rows` rows goes to spill files.
+    pub fn spills(&self, rows: usize) -> bool {
+        (rows as u64).saturating_mul(Requests::BYTES_PER_ROW) > self.table_memory
+    }
+}
 
 /// Verifies, decodes and checks a journal.
 pub fn load(file: &JournalFile) -> Result<Run, LoadError> {
@@ -109,6 +174,15 @@ pub fn load_all(files: &[JournalFile]) -> Result<Run, LoadError> {
 
 /// [`load_all`] with each file's verification report already made (one per file, in order).
 pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<Run, LoadError> {
+    load_verified_with(files, parts, &Options::default())
+}
+
+/// [`load_verified`] with the request table placed by `options`.
+pub fn load_verified_with(
+    files: &[JournalFile],
+    parts: Vec<VerifyReport>,
+    options: &Options,
+) -> Result<Run, LoadError> {
     for report in &parts {
         match report.verdict {
             Verdict::SealedIntact | Verdict::UnsealedPrefix if report.header.is_some() => {}
@@ -192,7 +266,12 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
             header.schedule_requests
         )));
     }
-    requests.reserve_records();
+    if options.spills(requests.len()) {
+        requests
+            .spill(&options.spill_dir)
+            .map_err(LoadError::Spill)?;
+    }
+    requests.reserve_records().map_err(LoadError::Spill)?;
     // Which rows have had a kind-6 extension (at most one each).
     let mut extended = vec![false; requests.len()];
     let mut first_sequence = vec![0u64; 0];
@@ -206,6 +285,8 @@ pub fn load_verified(files: &[JournalFile], parts: Vec<VerifyReport>) -> Result<
         for (framed, decoded) in file.records(report) {
             if framed.byte_offset >= released + crate::RELEASE_EVERY_BYTES {
                 file.release_before(framed.byte_offset);
+                // And a spilled table's pages written so far (they stay in the page cache).
+                requests.release();
                 released = framed.byte_offset;
             }
             let record = decoded.map_err(|e| LoadError::Record {
@@ -426,6 +507,21 @@ fn placed(index: u64, own: (u64, u64), shard: (u64, u64), rows: usize) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_sizes_read_in_iec_units_and_a_bad_one_says_how_to_write_it() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(DEFAULT_TABLE_MEMORY));
+        assert_eq!(parse_size("1TiB"), Ok(1 << 40));
+        for bad in ["2GB", "two", "GiB", "-1", "99999999TiB"] {
+            let why = parse_size(bad).unwrap_err();
+            assert!(why.contains(bad), "{bad}: {why}");
+        }
+        let options = super::Options::default();
+        assert!(!options.spills(14_000_000) && options.spills(15_000_000));
+    }
     use percentes_formats::journal::records::{Record, RequestRecord};
     use percentes_formats::journal::synthetic::{self, Ending, Options};
     use percentes_formats::journal::JournalWriter;
@@ -463,6 +559,10 @@ mod tests {
     fn a_golden_loads_with_every_index_once() {
         let run = load(&file("sealed.pj", &synthetic::small_sealed())).unwrap();
         assert_eq!(run.requests.len() as u64, run.header.schedule_requests);
+        assert!(
+            !run.requests.is_spilled(),
+            "a small table stays on the heap"
+        );
         assert!(run.requests.index.windows(2).all(|w| w[0] + 1 == w[1]));
         assert!(run.missing.is_empty());
         assert_eq!(

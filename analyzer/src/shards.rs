@@ -16,7 +16,7 @@ use percentes_formats::journal::manifest::{
 use percentes_formats::journal::verify::{VerifyOptions, VerifyReport};
 use percentes_formats::journal::MAGIC;
 
-use crate::load::{load_verified, LoadError, Run};
+use crate::load::{load_verified, load_verified_with, LoadError, Run};
 use crate::{JournalFile, OpenError};
 
 /// Why shards could not be merged, or a manifest not opened.
@@ -233,13 +233,25 @@ pub fn open_manifest(path: &Path, trusted: Option<[u8; 32]>) -> Result<Opened, S
 /// Reads a journal, or a manifest and its shards, into one run, with the files the analysis reads
 /// again.
 pub fn open(path: &Path) -> Result<(Vec<JournalFile>, Run), ShardError> {
+    open_with(path, &crate::load::Options::default())
+}
+
+/// [`open`] with the request table placed by `options`.
+pub fn open_with(
+    path: &Path,
+    options: &crate::load::Options,
+) -> Result<(Vec<JournalFile>, Run), ShardError> {
     if !is_manifest(path) {
         let file = JournalFile::open(path).map_err(ShardError::Open)?;
-        let run = crate::load::load(&file).map_err(ShardError::Load)?;
+        let report = file.verify(&Default::default());
+        let run =
+            crate::load::load_verified_with(std::slice::from_ref(&file), vec![report], options)
+                .map_err(ShardError::Load)?;
         return Ok((vec![file], run));
     }
     let opened = open_manifest(path, None)?;
-    let run = load_verified(&opened.files, opened.reports).map_err(ShardError::Load)?;
+    let run =
+        load_verified_with(&opened.files, opened.reports, options).map_err(ShardError::Load)?;
     Ok((
         opened.files,
         Run {

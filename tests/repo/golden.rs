@@ -324,6 +324,106 @@ fn recorded_runs_analyze_to_their_expected_reports() {
     }
 }
 
+/// A table over its memory budget lives in spill files (issue 19 item 4); where it lives must not
+/// move a byte of any report. Every golden journal is loaded with no heap budget at all, so each
+/// numeric column is a mapped file, and analyzed under every spec version beside the same journal
+/// loaded onto the heap. A spill folder that does not exist is a load error that names it.
+#[test]
+fn a_spilled_request_table_analyzes_to_the_same_reports() {
+    let _machine = crate::machine();
+    use percentes_analyzer::analysis;
+    use percentes_analyzer::model::Analyzer;
+    use percentes_analyzer::{load, report, JournalFile};
+    let dir = root().join("golden/runs");
+    let spill_dir =
+        std::env::temp_dir().join(format!("percentes-spill-test-{}", std::process::id()));
+    std::fs::create_dir_all(&spill_dir).unwrap();
+    let spilled = load::Options {
+        table_memory: 0,
+        spill_dir: spill_dir.clone(),
+    };
+    let analyzer = Analyzer {
+        version: "golden".into(),
+        commit: "golden".into(),
+        diagnose: false,
+        by: {
+            use percentes_analyzer::model::SegmentColumn::*;
+            vec![Route, Replica, Status, Protocol]
+        },
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".pj").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 5, "{names:?}");
+    for name in &names {
+        let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();
+        let heap = load::load(&file).unwrap();
+        let verified = vec![file.verify(&Default::default())];
+        let mapped =
+            load::load_verified_with(std::slice::from_ref(&file), verified, &spilled).unwrap();
+        assert!(!heap.requests.is_spilled() && mapped.requests.is_spilled());
+        assert!(mapped.requests.terminal_ns.is_spilled() && mapped.requests.index.is_spilled());
+        for spec in Spec::ALL {
+            let expected = analysis::analyze(&heap, &file, spec, &analyzer);
+            let actual = analysis::analyze(&mapped, &file, spec, &analyzer);
+            assert_eq!(
+                report::json(&actual),
+                report::json(&expected),
+                "{name} under {spec}: report.json"
+            );
+            assert_eq!(
+                report::markdown(&actual),
+                report::markdown(&expected),
+                "{name} under {spec}: report.md"
+            );
+            if spec == Spec::CURRENT {
+                // The written files too: the plots and histograms read the table itself.
+                let out = |which: &str| spill_dir.join(format!("{name}-{which}"));
+                report::write(&expected, &heap.requests, &out("heap")).unwrap();
+                report::write(&actual, &mapped.requests, &out("mapped")).unwrap();
+                let mut files: Vec<_> = std::fs::read_dir(out("heap"))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect();
+                files.sort();
+                assert!(files.len() >= 4, "{files:?}");
+                for f in files {
+                    assert!(
+                        std::fs::read(out("heap").join(&f)).unwrap()
+                            == std::fs::read(out("mapped").join(&f)).unwrap(),
+                        "{name}: {f:?} differs"
+                    );
+                }
+                std::fs::remove_dir_all(out("heap")).unwrap();
+                std::fs::remove_dir_all(out("mapped")).unwrap();
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&spill_dir).unwrap().collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
+    std::fs::remove_dir(&spill_dir).unwrap();
+
+    let file = JournalFile::open(&dir.join(format!("{}.pj", names[0]))).unwrap();
+    let nowhere = load::Options {
+        table_memory: 0,
+        spill_dir: spill_dir.join("missing"),
+    };
+    let verified = vec![file.verify(&Default::default())];
+    let error = load::load_verified_with(std::slice::from_ref(&file), verified, &nowhere)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&spill_dir.join("missing").display().to_string())
+            && error.contains("--spill-dir"),
+        "{error}"
+    );
+}
+
 /// What amendment A2 promises of every fault run's recovery report (issue 15's checks), read
 /// beside the same journal's v0.2 report: the timeline's times never go backwards, no duration is
 /// negative, no recovery to the pre-fault baseline comes before the confirmed removal, an entry

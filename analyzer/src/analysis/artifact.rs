@@ -15,21 +15,35 @@ use crate::model::{Artifact, Audit, Threat};
 /// is free to exceed any fixed population; a closed loop of N users never has more than N.
 fn peak_in_flight(run: &Run) -> u64 {
     let requests = &run.requests;
-    let mut edges: Vec<(u64, i64)> = Vec::new();
+    let mut starts = Vec::new();
+    let mut ends = Vec::new();
     for r in 0..requests.len() {
         let d = requests.dispatched_ns[r];
         if d == NONE || requests.outcome(r).is_none() {
             continue;
         }
-        edges.push((d, 1));
-        edges.push((requests.terminal_ns[r].max(d), -1));
+        starts.push(d);
+        ends.push(requests.terminal_ns[r].max(d));
     }
-    // Ends before starts at the same instant: a request that ends as another starts is not
-    // counted with it.
-    edges.sort_unstable_by_key(|&(t, step)| (t, step));
-    let (mut level, mut peak) = (0i64, 0i64);
-    for (_, step) in edges {
-        level += step;
+    requests.release();
+    peak_of(starts, ends)
+}
+
+/// The most intervals open at once, from their starts and ends (each end at or after its start),
+/// in any order: the running count over every start (+1) and end (-1) in time order, an end at
+/// the instant of a start first, so that a request that ends as another starts is not counted
+/// with it. Two sorted lists of 8 bytes an interval walked together: half the memory of one
+/// sorted list of (time, step) edges, and the same count, step for step.
+fn peak_of(mut starts: Vec<u64>, mut ends: Vec<u64>) -> u64 {
+    starts.sort_unstable();
+    ends.sort_unstable();
+    let (mut level, mut peak, mut closed) = (0i64, 0i64, 0usize);
+    for start in starts {
+        while closed < ends.len() && ends[closed] <= start {
+            closed += 1;
+            level -= 1;
+        }
+        level += 1;
         peak = peak.max(level);
     }
     peak.max(0) as u64
@@ -235,4 +249,48 @@ pub(super) fn connection_waits((dispatched, waits): (u64, Vec<u64>)) -> String {
         at(0.99),
         at(1.0)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peak_of;
+
+    /// The count as it was made before (every edge in one list sorted by time, then step), as
+    /// the oracle, over random intervals with many ties and zero-length ones.
+    fn edges_peak(starts: &[u64], ends: &[u64]) -> u64 {
+        let mut edges: Vec<(u64, i64)> = starts.iter().map(|&s| (s, 1)).collect();
+        edges.extend(ends.iter().map(|&e| (e, -1)));
+        edges.sort_unstable();
+        let (mut level, mut peak) = (0i64, 0i64);
+        for (_, step) in edges {
+            level += step;
+            peak = peak.max(level);
+        }
+        peak.max(0) as u64
+    }
+
+    #[test]
+    fn the_peak_in_flight_is_the_edge_count_with_ends_first() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for _ in 0..500 {
+            let n = 1 + next(40) as usize;
+            let starts: Vec<u64> = (0..n).map(|_| next(20)).collect();
+            let ends: Vec<u64> = starts.iter().map(|&s| s + next(6)).collect();
+            assert_eq!(
+                peak_of(starts.clone(), ends.clone()),
+                edges_peak(&starts, &ends),
+                "{starts:?} {ends:?}"
+            );
+        }
+        assert_eq!(peak_of(vec![], vec![]), 0);
+        // Back to back: the first ends as the second starts.
+        assert_eq!(peak_of(vec![0, 5], vec![5, 9]), 1);
+        assert_eq!(peak_of(vec![0, 1, 2], vec![10, 10, 10]), 3);
+    }
 }

@@ -26,10 +26,17 @@ pub(super) fn audit(
 ) -> Audit {
     let requests = &run.requests;
     let n = requests.len() as u64;
-    let count = |column: &[u64]| column.iter().filter(|&&v| v != NONE).count() as u64;
+    // Each pass over a whole-run column hands a spilled table's pages back when done
+    // (`Requests::release`): five of them at once would be most of the table.
+    let count = |column: &[u64]| {
+        let n = column.iter().filter(|&&v| v != NONE).count() as u64;
+        requests.release();
+        n
+    };
     let connected = (0..requests.len())
         .filter(|&r| requests.connect_end_ns[r] != NONE || requests.connection_reused[r])
         .count() as u64;
+    requests.release();
     let all = count_outcomes(requests, 0..requests.len());
     let stages = vec![
         ("scheduled".to_owned(), n),
@@ -90,6 +97,7 @@ pub(super) fn audit(
             }
             previous = Some(intended);
         }
+        requests.release();
         let scheduled_mean_gap_ms = mean(&scheduled_gaps).map(|m| m / 1e6);
         let scheduled_cv = cv(&scheduled_gaps);
         drop(scheduled_gaps);
@@ -98,6 +106,7 @@ pub(super) fn audit(
             .map(|r| requests.dispatched_ns[r])
             .filter(|&d| d != NONE)
             .collect();
+        requests.release();
         dispatched.sort_unstable();
         let dispatched_count = dispatched.len() as u64;
         let dispatched_gaps: Vec<f64> = dispatched

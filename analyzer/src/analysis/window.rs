@@ -112,10 +112,14 @@ pub(super) fn window_report(
     let duration_s = seconds(window.duration_ns());
     // One statistic at a time, each dropping its per-request vectors before the next allocates
     // its own: a window can hold every request of a long run, and the peak is the largest of
-    // these, not their sum (BENCHMARKS.md, "Where the memory goes").
+    // these, not their sum (BENCHMARKS.md, "Where the memory goes"). A spilled table's pages
+    // are handed back between them for the same reason (`Requests::release`).
+    requests.release();
     let completion = curve_report(requests, rows, method, horizon_ns, printing);
+    requests.release();
     let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
     let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
+    requests.release();
     // Parallel: both are the completed rows, in row order.
     let completions = slo::Completions {
         scheduled: rows.len(),
@@ -163,7 +167,9 @@ pub(super) fn window_report(
     let ttft = distribution_of(ttft, None);
     let e2e = distribution_of(e2e, None);
     let tokens = super::tokens::token_report(requests, rows, duration_s);
+    requests.release();
     let routes = route_segments(run, rows);
+    requests.release();
     WindowReport {
         window: window.kind.name(),
         start_s: seconds(window.start_ns),
