@@ -48,10 +48,12 @@ pub fn child(args: &[&str]) -> String {
 /// sampled every 10 ms by a thread of its own (VmHWM is their sum at its peak; the split says
 /// how much of it is memory the process must keep, and how much is pages the kernel may drop).
 #[derive(Debug)]
+#[allow(dead_code)] // the analyze bench's; the verify bench shares this module
 pub struct RssSampler {
     peaks: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
 }
 
+#[allow(dead_code)]
 impl RssSampler {
     /// Starts sampling.
     pub fn start() -> RssSampler {
