@@ -31,6 +31,35 @@ pub struct QueryArgs {
     /// The spec version whose windows and gates apply (as analyze's --spec).
     #[arg(long, default_value = Spec::CURRENT.name(), value_parser = crate::spec_version)]
     pub spec: Spec,
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+/// Where a loaded request table lives: the flags of every command that reads a journal's
+/// requests (`analyze`, `campaign`, `export`, `query`; SPEC §9 "Table memory").
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// The most memory the request table may take on the heap, 151 bytes a scheduled
+    /// request (bytes, or KiB, MiB, GiB, TiB). A larger table keeps its columns in spill
+    /// files that the kernel pages, so a run of a whole day fits a small machine; what the
+    /// command writes is byte for byte the same either way. 0 spills every table.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = percentes_analyzer::load::parse_size)]
+    pub table_memory: u64,
+    /// The folder spill files are made in (default: the system's temporary folder). They
+    /// are unlinked at once where the system allows, so nothing is left behind; put them on
+    /// a disk with room for the table, not on a tmpfs, which is memory.
+    #[arg(long, value_name = "DIR")]
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl TableArgs {
+    /// The loader's options these flags state.
+    pub fn options(&self) -> percentes_analyzer::load::Options {
+        percentes_analyzer::load::Options {
+            table_memory: self.table_memory,
+            spill_dir: self.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+        }
+    }
 }
 
 /// The profile `init` writes an example for.

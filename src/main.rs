@@ -254,17 +254,8 @@ enum Command {
         /// curve and latencies with their refusals, in report.md and report.json (§9).
         #[arg(long, value_name = "COLUMNS", value_parser = SegmentColumns::parse)]
         by: Option<SegmentColumns>,
-        /// The most memory the request table may take on the heap, 151 bytes a scheduled
-        /// request (bytes, or KiB, MiB, GiB, TiB). A larger table keeps its columns in spill
-        /// files that the kernel pages, so a run of a whole day fits a small machine; the
-        /// report is byte for byte the same either way. 0 spills every table.
-        #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = percentes_analyzer::load::parse_size)]
-        table_memory: u64,
-        /// The folder spill files are made in (default: the system's temporary folder). They
-        /// are unlinked at once where the system allows, so nothing is left behind; put them on
-        /// a disk with room for the table, not on a tmpfs, which is memory.
-        #[arg(long, value_name = "DIR")]
-        spill_dir: Option<PathBuf>,
+        #[command(flatten)]
+        table: args::TableArgs,
     },
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
@@ -282,6 +273,8 @@ enum Command {
         /// The folder campaign.json and campaign.md go in.
         #[arg(short, long, default_value = "campaign")]
         output: PathBuf,
+        #[command(flatten)]
+        table: args::TableArgs,
     },
     /// Export one row per scheduled request as a Parquet file, for pandas, DuckDB or Spark.
     ///
@@ -296,6 +289,8 @@ enum Command {
         /// Overwrite the file if it exists.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        table: args::TableArgs,
     },
     /// Ask a journal a question in SQL (polars SQL) and print the answer.
     ///
@@ -630,8 +625,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             diagnose,
             by,
-            table_memory,
-            spill_dir,
+            table,
         } => reading::analyze(
             &journal,
             spec,
@@ -639,22 +633,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             diagnose,
             by.map(|b| b.0).unwrap_or_default(),
-            &percentes_analyzer::load::Options {
-                table_memory,
-                spill_dir: spill_dir.unwrap_or_else(std::env::temp_dir),
-            },
+            &table.options(),
         ),
         Command::Export {
             journal,
             parquet,
             force,
-        } => reading::export(&journal, &parquet, force),
+            table,
+        } => reading::export(&journal, &parquet, force, &table.options()),
         Command::Query(q) => reading::query(&q),
         Command::Campaign {
             journals,
             spec,
             output,
-        } => reading::campaign(&journals, spec, &output),
+            table,
+        } => reading::campaign(&journals, spec, &output, &table.options()),
         Command::Record(args) => record(args),
         Command::Merge {
             shards,

@@ -12,12 +12,8 @@ use percentes_formats::spec::Spec;
 
 use crate::args;
 
-/// A journal, or a merged run's manifest and its shards.
-pub fn load_run(path: &Path) -> Result<(Vec<JournalFile>, percentes_analyzer::load::Run)> {
-    load_run_with(path, &Default::default())
-}
-
-/// [`load_run`] with the request table placed by `options` (`analyze --table-memory`).
+/// A journal, or a merged run's manifest and its shards, its request table placed by `options`
+/// (`--table-memory`, `--spill-dir`).
 pub fn load_run_with(
     path: &Path,
     options: &percentes_analyzer::load::Options,
@@ -66,12 +62,17 @@ pub fn analyze(
     })
 }
 
-pub fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode> {
+pub fn campaign(
+    paths: &[PathBuf],
+    spec: Spec,
+    output: &Path,
+    table: &percentes_analyzer::load::Options,
+) -> Result<ExitCode> {
     use percentes_analyzer::campaign::{self, CampaignRun};
     let analyzer = analyzer(false);
     let mut runs = Vec::new();
     for path in paths {
-        let (file, run) = load_run(path)?;
+        let (file, run) = load_run_with(path, table)?;
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -94,11 +95,16 @@ pub fn campaign(paths: &[PathBuf], spec: Spec, output: &Path) -> Result<ExitCode
     })
 }
 
-pub fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
+pub fn export(
+    path: &Path,
+    parquet: &Path,
+    force: bool,
+    table: &percentes_analyzer::load::Options,
+) -> Result<ExitCode> {
     if parquet.exists() && !force {
         bail!("{} exists; pass --force to replace it", parquet.display());
     }
-    let (_file, run) = load_run(path)?;
+    let (_file, run) = load_run_with(path, table)?;
     let rows = percentes_analyzer::export::parquet(run, parquet)
         .with_context(|| format!("cannot write {}", parquet.display()))?;
     warn!(
@@ -112,7 +118,7 @@ pub fn export(path: &Path, parquet: &Path, force: bool) -> Result<ExitCode> {
 pub fn query(q: &args::QueryArgs) -> Result<ExitCode> {
     use percentes_analyzer::query;
     query::check(&q.sql)?; // refused before the journal is read
-    let (file, run) = load_run(&q.journal)?;
+    let (file, run) = load_run_with(&q.journal, &q.table.options())?;
     let answer = query::answer(run, &file, q.spec, &analyzer(false), &q.sql, q.format)?;
     if q.format == query::Format::Csv {
         for why in &answer.not_publishable {

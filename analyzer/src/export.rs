@@ -6,6 +6,7 @@
 //! its Parquet key-value metadata cites the spec version at capture, the config hash, the
 //! schedule digest and the journal's chain head, so a figure made from it can be traced back.
 
+use std::ops::Range;
 use std::path::Path;
 
 use percentes_formats::journal::records::{class_name, event_kind_name, Outcome};
@@ -15,159 +16,196 @@ use polars::prelude::*;
 use crate::frame::{Events, Requests, Telemetry, NONE};
 use crate::load::Run;
 
-fn nullable(column: Vec<u64>) -> Vec<Option<u64>> {
-    column
-        .into_iter()
-        .map(|v| (v != NONE).then_some(v))
-        .collect()
+/// Rows per request-frame batch, and so per Parquet row group: polars' own default row group.
+/// The export and `query` build the request frame a batch at a time from the table, so what
+/// they hold besides the table is one batch, not a second whole copy of the run.
+pub const BATCH_ROWS: usize = 512 * 512;
+
+/// The rows of `column` in `rows`.
+fn part<'a, T>(rows: &Range<usize>, column: &'a [T]) -> &'a [T] {
+    &column[rows.clone()]
 }
 
-fn nullable32(column: Vec<u32>) -> Vec<Option<u32>> {
-    column
-        .into_iter()
-        .map(|v| (v != u32::MAX).then_some(v))
-        .collect()
+/// The name of code `i` in `names` (empty for a code the header does not name).
+fn label(i: u32, names: &[String]) -> &str {
+    names.get(i as usize).map_or("", String::as_str)
 }
 
-/// The request frame. Consumes the columns: the primitive ones move into polars without a copy
-/// (a spilled table's are copied out of their files).
+/// A timestamp column, null where the table holds [`NONE`].
+fn nullable(name: &str, column: &[u64]) -> polars::prelude::Column {
+    let values: UInt64Chunked = column.iter().map(|&v| (v != NONE).then_some(v)).collect();
+    values.with_name(name.into()).into_column()
+}
+
+/// A count column, null where the table holds `u32::MAX` (not reported).
+fn nullable32(name: &str, column: &[u32]) -> polars::prelude::Column {
+    let values: UInt32Chunked = column
+        .iter()
+        .map(|&v| (v != u32::MAX).then_some(v))
+        .collect();
+    values.with_name(name.into()).into_column()
+}
+
+/// A string column of `len` rows, each named by `value` (`None` is null).
+fn strings<'a>(
+    name: &str,
+    len: usize,
+    value: impl Fn(usize) -> Option<&'a str>,
+) -> polars::prelude::Column {
+    let mut builder = StringChunkedBuilder::new(name.into(), len);
+    for row in 0..len {
+        builder.append_option(value(row));
+    }
+    builder.finish().into_column()
+}
+
+/// The request frame of the table's rows in `rows` (the export's columns, SPEC §9). Copies
+/// those rows out of the table; phase, route and class are named by `phases`, `routes` and the
+/// class registry, with no string kept per row.
 pub fn requests_frame(
-    requests: Requests,
+    requests: &Requests,
+    rows: Range<usize>,
     phases: &[String],
     routes: &[String],
 ) -> PolarsResult<DataFrame> {
-    let rows = requests.len();
-    let name = |i: u32, names: &[String]| names.get(i as usize).cloned().unwrap_or_default();
-    let phase: Vec<String> = requests.phase.iter().map(|&p| name(p, phases)).collect();
-    let route: Vec<String> = requests.route.iter().map(|&r| name(r, routes)).collect();
-    let outcome: Vec<Option<&str>> = requests
-        .outcome
-        .iter()
-        .map(|&o| Outcome::from_byte(o).map(Outcome::name))
-        .collect();
-    let class: Vec<Option<String>> = requests
-        .outcome
-        .iter()
-        .zip(&requests.class)
-        .map(|(&o, &c)| {
-            Outcome::from_byte(o)
-                .map(|_| class_name(c).map_or_else(|| format!("class-{c}"), str::to_owned))
-        })
-        .collect();
-    let completed: Vec<bool> = requests
-        .outcome
-        .iter()
-        .map(|&o| o == Outcome::Completed as u8)
-        .collect();
-    let latency = |times: &[u64]| -> Vec<Option<u64>> {
-        times
+    let len = rows.len();
+    let start = rows.start;
+    let outcome = &requests.outcome[rows.clone()];
+    let class = &requests.class[rows.clone()];
+    let intended = part(&rows, &requests.intended_ns);
+    let first_content = part(&rows, &requests.first_content_ns);
+    let terminal = part(&rows, &requests.terminal_ns);
+    let completed = |row: usize| outcome[row] == Outcome::Completed as u8;
+    // A class outside the registry is named by its code; those few names are made once.
+    let unknown: Vec<(u16, String)> = {
+        let mut codes: Vec<u16> = class
             .iter()
-            .zip(&requests.intended_ns)
-            .zip(&completed)
-            .map(|((&t, &i), &done)| (done && t != NONE).then(|| t.saturating_sub(i)))
+            .zip(outcome)
+            .filter(|&(&c, &o)| Outcome::from_byte(o).is_some() && class_name(c).is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        codes
+            .into_iter()
+            .map(|c| (c, format!("class-{c}")))
             .collect()
     };
-    let ttft = latency(&requests.first_content_ns);
-    let e2e = latency(&requests.terminal_ns);
-    let replica: Vec<Option<&str>> = requests
-        .replica
+    let class_label = |c: u16| -> &str {
+        class_name(c).unwrap_or_else(|| {
+            unknown
+                .binary_search_by_key(&c, |&(code, _)| code)
+                .map_or("", |i| unknown[i].1.as_str())
+        })
+    };
+    let latency = |name: &str, times: &[u64]| -> polars::prelude::Column {
+        let values: UInt64Chunked = (0..len)
+            .map(|row| {
+                (completed(row) && times[row] != NONE)
+                    .then(|| times[row].saturating_sub(intended[row]))
+            })
+            .collect();
+        values.with_name(name.into()).into_column()
+    };
+    let terminal_column: UInt64Chunked = terminal
         .iter()
-        .map(|&r| Some(requests.replicas.get(r)).filter(|s| !s.is_empty()))
-        .collect();
-    let detail: Vec<&str> = requests
-        .detail
-        .iter()
-        .map(|&d| requests.details.get(d))
-        .collect();
-    let terminal: Vec<Option<u64>> = requests
-        .terminal_ns
-        .iter()
-        .zip(&requests.outcome)
-        .map(|(&t, &o)| (Outcome::from_byte(o).is_some()).then_some(t))
+        .zip(outcome)
+        .map(|(&t, &o)| Outcome::from_byte(o).is_some().then_some(t))
         .collect();
     let columns = vec![
-        Column::new("index".into(), requests.index.into_vec()),
-        Column::new("phase".into(), phase),
-        Column::new("route".into(), route),
-        Column::new("outcome".into(), outcome),
-        Column::new("class".into(), class),
-        Column::new("intended_ns".into(), requests.intended_ns.into_vec()),
-        Column::new(
-            "dispatched_ns".into(),
-            nullable(requests.dispatched_ns.into_vec()),
+        Column::new("index".into(), part(&rows, &requests.index)),
+        strings("phase", len, |row| {
+            Some(label(requests.phase[start + row], phases))
+        }),
+        strings("route", len, |row| {
+            Some(label(requests.route[start + row], routes))
+        }),
+        strings("outcome", len, |row| {
+            Outcome::from_byte(outcome[row]).map(Outcome::name)
+        }),
+        strings("class", len, |row| {
+            Outcome::from_byte(outcome[row]).map(|_| class_label(class[row]))
+        }),
+        Column::new("intended_ns".into(), intended),
+        nullable("dispatched_ns", part(&rows, &requests.dispatched_ns)),
+        nullable("connect_start_ns", part(&rows, &requests.connect_start_ns)),
+        nullable("connect_end_ns", part(&rows, &requests.connect_end_ns)),
+        nullable("tls_done_ns", part(&rows, &requests.tls_done_ns)),
+        nullable(
+            "request_written_ns",
+            part(&rows, &requests.request_written_ns),
         ),
+        nullable("response_head_ns", part(&rows, &requests.response_head_ns)),
+        nullable("first_content_ns", first_content),
+        terminal_column
+            .with_name("terminal_ns".into())
+            .into_column(),
+        latency("ttft_ns", first_content),
+        latency("e2e_ns", terminal),
         Column::new(
-            "connect_start_ns".into(),
-            nullable(requests.connect_start_ns.into_vec()),
+            "content_events".into(),
+            part(&rows, &requests.content_events),
         ),
+        Column::new("http_status".into(), &requests.http_status[rows.clone()]),
+        Column::new("bytes_sent".into(), part(&rows, &requests.bytes_sent)),
         Column::new(
-            "connect_end_ns".into(),
-            nullable(requests.connect_end_ns.into_vec()),
+            "bytes_received".into(),
+            part(&rows, &requests.bytes_received),
         ),
+        nullable32(
+            "usage_prompt_tokens",
+            part(&rows, &requests.usage_prompt_tokens),
+        ),
+        nullable32(
+            "usage_completion_tokens",
+            part(&rows, &requests.usage_completion_tokens),
+        ),
+        nullable32("max_tokens", part(&rows, &requests.max_tokens)),
+        nullable32(
+            "prompt_tokens_sent",
+            part(&rows, &requests.prompt_tokens_sent),
+        ),
+        strings("protocol", len, |row| {
+            match requests.protocol[start + row] {
+                1 => Some("HTTP/1.1"),
+                2 => Some("HTTP/2"),
+                _ => None,
+            }
+        }),
+        nullable32("stream_id", part(&rows, &requests.stream_id)),
+        strings("replica", len, |row| {
+            Some(requests.replicas.get(requests.replica[start + row])).filter(|s| !s.is_empty())
+        }),
+        nullable("connection_id", part(&rows, &requests.connection_id)),
         Column::new(
-            "tls_done_ns".into(),
-            nullable(requests.tls_done_ns.into_vec()),
+            "connection_reused".into(),
+            &requests.connection_reused[rows.clone()],
         ),
-        Column::new(
-            "request_written_ns".into(),
-            nullable(requests.request_written_ns.into_vec()),
-        ),
-        Column::new(
-            "response_head_ns".into(),
-            nullable(requests.response_head_ns.into_vec()),
-        ),
-        Column::new(
-            "first_content_ns".into(),
-            nullable(requests.first_content_ns.into_vec()),
-        ),
-        Column::new("terminal_ns".into(), terminal),
-        Column::new("ttft_ns".into(), ttft),
-        Column::new("e2e_ns".into(), e2e),
-        Column::new("content_events".into(), requests.content_events.into_vec()),
-        Column::new("http_status".into(), requests.http_status.into_vec()),
-        Column::new("bytes_sent".into(), requests.bytes_sent.into_vec()),
-        Column::new("bytes_received".into(), requests.bytes_received.into_vec()),
-        Column::new(
-            "usage_prompt_tokens".into(),
-            nullable32(requests.usage_prompt_tokens.into_vec()),
-        ),
-        Column::new(
-            "usage_completion_tokens".into(),
-            nullable32(requests.usage_completion_tokens.into_vec()),
-        ),
-        Column::new(
-            "max_tokens".into(),
-            nullable32(requests.max_tokens.into_vec()),
-        ),
-        Column::new(
-            "prompt_tokens_sent".into(),
-            nullable32(requests.prompt_tokens_sent.into_vec()),
-        ),
-        Column::new(
-            "protocol".into(),
-            requests
-                .protocol
-                .iter()
-                .map(|&p| match p {
-                    1 => Some("HTTP/1.1"),
-                    2 => Some("HTTP/2"),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "stream_id".into(),
-            nullable32(requests.stream_id.into_vec()),
-        ),
-        Column::new("replica".into(), replica),
-        Column::new(
-            "connection_id".into(),
-            nullable(requests.connection_id.into_vec()),
-        ),
-        Column::new("connection_reused".into(), requests.connection_reused),
-        Column::new("detail".into(), detail),
+        strings("detail", len, |row| {
+            Some(requests.details.get(requests.detail[start + row]))
+        }),
     ];
-    DataFrame::new(rows, columns)
+    DataFrame::new(len, columns)
+}
+
+/// The request frame in batches of `batch_rows` rows, in index order; at least one batch,
+/// empty for an empty table (so a consumer always has the schema). A spilled table's pages are
+/// handed back after each batch is made (`Requests::release`).
+pub fn request_batches<'a>(
+    requests: &'a Requests,
+    phases: &'a [String],
+    routes: &'a [String],
+    batch_rows: usize,
+) -> impl Iterator<Item = PolarsResult<DataFrame>> + 'a {
+    let batch_rows = batch_rows.max(1);
+    let len = requests.len();
+    let batches = len.div_ceil(batch_rows).max(1);
+    (0..batches).map(move |b| {
+        let rows = (b * batch_rows).min(len)..((b + 1) * batch_rows).min(len);
+        let frame = requests_frame(requests, rows, phases, routes);
+        requests.release();
+        frame
+    })
 }
 
 /// The event frame.
@@ -243,8 +281,14 @@ pub(crate) fn labels(header: &Header) -> (Vec<String>, Vec<String>) {
     )
 }
 
-/// Writes the request frame of `run` to `path` as Parquet (zstd); returns the row count.
+/// Writes the request frame of `run` to `path` as Parquet (zstd), one row group per batch of
+/// [`BATCH_ROWS`] requests; returns the row count.
 pub fn parquet(run: Run, path: &Path) -> PolarsResult<usize> {
+    parquet_in_batches(&run, path, BATCH_ROWS)
+}
+
+/// [`parquet`] in batches (and row groups) of `batch_rows` rows: the tests' way to write many.
+pub fn parquet_in_batches(run: &Run, path: &Path, batch_rows: usize) -> PolarsResult<usize> {
     let metadata = vec![
         (
             "percentes.spec_at_capture".to_owned(),
@@ -277,11 +321,21 @@ pub fn parquet(run: Run, path: &Path) -> PolarsResult<usize> {
         ),
     ];
     let (phases, routes) = labels(&run.header);
-    let mut frame = requests_frame(run.requests, &phases, &routes)?;
+    let mut batches = request_batches(&run.requests, &phases, &routes, batch_rows);
+    let first = batches.next().transpose()?.unwrap_or_default();
     let file = std::fs::File::create(path)?;
-    ParquetWriter::new(file)
+    let mut writer = ParquetWriter::new(file)
         .with_compression(ParquetCompression::Zstd(None))
         .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
-        .finish(&mut frame)?;
-    Ok(frame.height())
+        .batched(first.schema())?;
+    let mut rows = first.height();
+    writer.write_batch(&first)?;
+    drop(first);
+    for batch in batches {
+        let batch = batch?;
+        rows += batch.height();
+        writer.write_batch(&batch)?;
+    }
+    writer.finish()?;
+    Ok(rows)
 }

@@ -164,21 +164,39 @@ pub struct Tables {
 
 impl Tables {
     /// The tables of `run`, its requests placed in `windows` (the report's timeline, which tiles
-    /// the schedule). Consumes the run's request columns.
+    /// the schedule). The request frame is built a batch at a time from the table
+    /// ([`export::request_batches`]), so a spilled table is never copied whole onto the heap
+    /// beside the frame.
     pub fn new(run: Run, windows: &[WindowBounds]) -> PolarsResult<Self> {
+        Self::in_batches(run, windows, export::BATCH_ROWS)
+    }
+
+    /// [`Tables::new`] with the request frame made `batch_rows` rows at a time.
+    fn in_batches(run: Run, windows: &[WindowBounds], batch_rows: usize) -> PolarsResult<Self> {
         // The timeline's windows tile the schedule in order (SPEC §3 "Windows").
-        let window: Vec<Option<&str>> = run
-            .requests
-            .intended_ns
-            .iter()
-            .map(|&t| {
-                let i = windows.partition_point(|w| w.end_ns <= t);
-                windows.get(i).filter(|w| w.start_ns <= t).map(|w| w.window)
-            })
-            .collect();
+        let window_of = |t: u64| {
+            let i = windows.partition_point(|w| w.end_ns <= t);
+            windows.get(i).filter(|w| w.start_ns <= t).map(|w| w.window)
+        };
         let (phases, routes) = export::labels(&run.header);
-        let mut requests = export::requests_frame(run.requests, &phases, &routes)?;
-        requests.insert_column(1, Column::new("window".into(), window))?;
+        let mut requests = DataFrame::empty();
+        let mut next = 0;
+        for batch in export::request_batches(&run.requests, &phases, &routes, batch_rows) {
+            let mut batch = batch?;
+            let rows = next..next + batch.height();
+            next = rows.end;
+            let window: Vec<Option<&str>> = run.requests.intended_ns[rows]
+                .iter()
+                .map(|&t| window_of(t))
+                .collect();
+            batch.insert_column(1, Column::new("window".into(), window))?;
+            if requests.width() == 0 {
+                requests = batch;
+            } else {
+                requests.vstack_mut_owned(batch)?;
+            }
+        }
+        drop(run.requests);
         let table = DataFrame::new(
             windows.len(),
             vec![
@@ -496,6 +514,54 @@ mod tests {
                 "{sql}: {error}"
             );
         }
+    }
+
+    /// The request table is stacked from batches (so a spilled table is never copied whole);
+    /// how it is cut must not change a row, a null, a type or a window. A synthetic run in one
+    /// batch against the same run in batches of 5 rows, out of spill files.
+    #[test]
+    fn the_request_table_stacked_from_batches_is_the_one_made_whole() {
+        use percentes_formats::journal::synthetic;
+        let dir = std::env::temp_dir().join(format!("percentes-query-b-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.pj");
+        std::fs::write(&path, synthetic::small_sealed()).unwrap();
+        let file = crate::JournalFile::open(&path).unwrap();
+        let spilled = crate::load::Options {
+            table_memory: 0,
+            spill_dir: dir.clone(),
+        };
+        let load = |options: &crate::load::Options| {
+            let verified = vec![file.verify(&Default::default())];
+            crate::load::load_verified_with(std::slice::from_ref(&file), verified, options).unwrap()
+        };
+        let heap = load(&Default::default());
+        let rows = heap.requests.len();
+        assert!(rows > 10, "{rows}");
+        let analyzer = Analyzer {
+            version: "test".into(),
+            commit: "test".into(),
+            diagnose: true,
+            by: Vec::new(),
+        };
+        let windows = crate::analysis::analyze(&heap, &file, Spec::CURRENT, &analyzer)
+            .timeline
+            .windows;
+        let whole = Tables::new(heap, &windows).unwrap().requests;
+        let cut = Tables::in_batches(load(&spilled), &windows, 5)
+            .unwrap()
+            .requests;
+        assert_eq!(whole.height(), rows);
+        assert_eq!(whole.first_col_n_chunks(), 1);
+        assert_eq!(cut.first_col_n_chunks(), rows.div_ceil(5));
+        assert_eq!(whole.schema(), cut.schema());
+        assert!(whole.equals_missing(&cut), "{whole}\n{cut}");
+        let named = whole.column("window").unwrap().str().unwrap();
+        assert!(
+            named.null_count() < rows,
+            "no request was placed in a window"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn frame() -> DataFrame {

@@ -324,7 +324,9 @@ fn http2_over_tls_against_nginx_completes_streams_and_classifies_resets_and_goaw
         "{}",
         artifact.generator
     );
-    let frame = percentes_analyzer::export::requests_frame(run.requests, &[], &[]).unwrap();
+    let frame =
+        percentes_analyzer::export::requests_frame(&run.requests, 0..run.requests.len(), &[], &[])
+            .unwrap();
     let protocol = frame.column("protocol").unwrap().str().unwrap();
     assert!((0..protocol.len()).all(|i| protocol.get(i) == Some("HTTP/2")));
     assert_eq!(frame.column("stream_id").unwrap().null_count(), 0);

@@ -812,6 +812,78 @@ fn the_parquet_export_has_one_row_per_scheduled_request() {
     let _ = std::fs::remove_file(path);
 }
 
+/// The export writes the request frame a batch (and row group) at a time, out of the heap or a
+/// spilled table alike (issue 19 item 4): how it is cut must not change a value, a null, a type
+/// or the provenance. One batch of the heap table against 97-row batches of a spilled one, and
+/// both against the frame made from the whole table at once.
+#[test]
+fn the_parquet_export_in_batches_and_from_spill_files_holds_the_same_frame() {
+    use polars::prelude::*;
+    let file = journal_file("export-batches.pj", &a1_journal());
+    let dir = std::env::temp_dir().join(format!("percentes-export-b-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let heap = crate::load::load(&file).unwrap();
+    let spilled = crate::load::load_verified_with(
+        std::slice::from_ref(&file),
+        vec![file.verify(&Default::default())],
+        &crate::load::Options {
+            table_memory: 0,
+            spill_dir: dir.clone(),
+        },
+    )
+    .unwrap();
+    assert!(spilled.requests.is_spilled());
+    let (whole, cut) = (dir.join("whole.parquet"), dir.join("cut.parquet"));
+    let rows = heap.requests.len();
+    assert_eq!(rows, 840);
+    assert_eq!(
+        crate::export::parquet_in_batches(&heap, &whole, usize::MAX).unwrap(),
+        rows
+    );
+    assert_eq!(
+        crate::export::parquet_in_batches(&spilled, &cut, 97).unwrap(),
+        rows
+    );
+    let read = |path: &std::path::Path| {
+        let mut reader = ParquetReader::new(std::fs::File::open(path).unwrap());
+        let metadata = reader.get_metadata().unwrap().clone();
+        (reader.finish().unwrap(), metadata)
+    };
+    let (whole_frame, whole_meta) = read(&whole);
+    let (cut_frame, cut_meta) = read(&cut);
+    assert_eq!(whole_meta.row_groups.len(), 1);
+    assert_eq!(cut_meta.row_groups.len(), rows.div_ceil(97));
+    assert_eq!(whole_meta.key_value_metadata, cut_meta.key_value_metadata);
+    assert!(whole_meta
+        .key_value_metadata
+        .iter()
+        .flatten()
+        .any(|kv| kv.key == "percentes.chain_head"
+            && kv.value.as_deref().is_some_and(|v| v.len() == 64)));
+    let (phases, routes) = crate::export::labels(&heap.header);
+    let direct = crate::export::requests_frame(&heap.requests, 0..rows, &phases, &routes).unwrap();
+    assert_eq!(whole_frame.schema(), direct.schema());
+    assert!(
+        whole_frame.equals_missing(&direct),
+        "{whole_frame}\n{direct}"
+    );
+    assert_eq!(cut_frame.schema(), direct.schema());
+    assert!(cut_frame.equals_missing(&direct), "{cut_frame}\n{direct}");
+    // A batch is the table's rows in order: the 97-row cut starts where the last one ended.
+    let batches: Vec<DataFrame> =
+        crate::export::request_batches(&spilled.requests, &phases, &routes, 97)
+            .collect::<PolarsResult<_>>()
+            .unwrap();
+    assert_eq!(batches.len(), rows.div_ceil(97));
+    assert!(batches
+        .iter()
+        .all(|b| b.height() == 97 || b.height() == rows % 97));
+    let index = batches[1].column("index").unwrap().u64().unwrap();
+    assert_eq!(index.get(0), Some(spilled.requests.index[97]));
+    drop((heap, spilled));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
