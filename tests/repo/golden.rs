@@ -235,6 +235,20 @@ fn the_writer_still_writes_the_golden_bytes() {
     }
 }
 
+/// Every recording in golden/runs, by name without `.pj`, in order: the demo's, and one per
+/// runnable catalogue scenario.
+fn recorded_runs() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("golden/runs"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".pj").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// Recorded runs and their expected analyses (golden/runs): `demo-clean-delete.pj` is
 /// `percentes demo --time-factor 100` recorded on the project's 2-core machine (a clean delete
 /// with the orchestrator's reschedule, every gate passing: the catalogue's clean-delete
@@ -254,16 +268,8 @@ fn recorded_runs_analyze_to_their_expected_reports() {
     use percentes_analyzer::analysis;
     use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{load, report, JournalFile};
-    // Every recording in golden/runs: the demo's, and one per runnable catalogue scenario.
     let dir = root().join("golden/runs");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".pj").map(str::to_owned)
-        })
-        .collect();
-    names.sort();
+    let names = recorded_runs();
     assert_eq!(
         names,
         [
@@ -351,14 +357,7 @@ fn a_spilled_request_table_analyzes_to_the_same_reports() {
             vec![Route, Replica, Status, Protocol]
         },
     };
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".pj").map(str::to_owned)
-        })
-        .collect();
-    names.sort();
+    let names = recorded_runs();
     assert_eq!(names.len(), 5, "{names:?}");
     for name in &names {
         let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();

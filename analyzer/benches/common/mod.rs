@@ -16,18 +16,24 @@ pub fn config_at(rate: f64) -> Config {
     Config::parse(text.as_bytes()).expect("bench config")
 }
 
-/// (VmHWM, RssAnon) of this process in KiB, from /proc/self/status (0 where it cannot be read).
-pub fn peak_rss_kib() -> (u64, u64) {
+/// The fields of this process's /proc/self/status named in `names` (each with its colon), in
+/// KiB, 0 where one cannot be read.
+fn status_kib<const N: usize>(names: [&str; N]) -> [u64; N] {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
+    names.map(|name| {
         status
             .lines()
             .find(|l| l.starts_with(name))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
-    };
-    (field("VmHWM:"), field("RssAnon:"))
+    })
+}
+
+/// (VmHWM, RssAnon) of this process in KiB, from /proc/self/status (0 where it cannot be read).
+pub fn peak_rss_kib() -> (u64, u64) {
+    let [hwm, anon] = status_kib(["VmHWM:", "RssAnon:"]);
+    (hwm, anon)
 }
 
 /// Runs this benchmark binary again with `args` and returns its standard output.
@@ -61,17 +67,9 @@ impl RssSampler {
         let peaks = std::sync::Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let shared = peaks.clone();
         std::thread::spawn(move || loop {
-            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-            let field = |name: &str| -> u64 {
-                status
-                    .lines()
-                    .find(|l| l.starts_with(name))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0)
-            };
-            shared[0].fetch_max(field("RssAnon:"), Ordering::Relaxed);
-            shared[1].fetch_max(field("RssFile:") + field("RssShmem:"), Ordering::Relaxed);
+            let [anon, file, shmem] = status_kib(["RssAnon:", "RssFile:", "RssShmem:"]);
+            shared[0].fetch_max(anon, Ordering::Relaxed);
+            shared[1].fetch_max(file + shmem, Ordering::Relaxed);
             std::thread::sleep(std::time::Duration::from_millis(10));
         });
         RssSampler { peaks }
