@@ -442,8 +442,10 @@ const FILE_LINES_MAX: usize = 1000;
 /// run's flags (`args::QuickArgs`, issue 18 item 1), which are flags and nothing else; what
 /// they mean is `formats::config::Quick`. Raised to 1,710 for `query`'s flags, help and
 /// dispatch (`args::QueryArgs`, `reading::query`, issue 19 item 3); what a query does is
-/// `analyzer::query`.
-const BINARY_LINES_MAX: usize = 1710;
+/// `analyzer::query`. Raised to 1,760 for the table's flags on the four commands that load one
+/// (`args::TableArgs`: `--table-memory`, `--spill-dir` with their help, issue 19 item 4); where
+/// the table lives is `analyzer::load::Options` and `analyzer::frame::column`.
+const BINARY_LINES_MAX: usize = 1760;
 
 #[test]
 fn no_file_of_non_test_code_is_over_the_limit() {
