@@ -203,3 +203,45 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE")]
     pub heads: Option<PathBuf>,
 }
+
+/// `percentes mock`'s arguments.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// Address to listen on (port 0 picks a free one and prints it).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub listen: String,
+    /// Mock configuration (TOML); see --example-config. Defaults apply without one.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Replica name, overriding the config's (reported in X-Percentes-Replica).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print a commented example configuration and exit.
+    #[arg(long)]
+    pub example_config: bool,
+    /// Answer 503 (health included) for this long after start: a replica reloading weights.
+    #[arg(long, value_name = "MS")]
+    pub slow_reload_ms: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// `percentes testbed`'s arguments.
+#[derive(Debug, Args)]
+pub struct TestbedArgs {
+    /// How many mock replicas to start behind the router.
+    #[arg(long, default_value_t = 2)]
+    pub replicas: usize,
+    /// Mock configuration for every replica.
+    #[arg(long, value_name = "FILE")]
+    pub mock_config: Option<PathBuf>,
+    /// Run each replica in a network namespace of its own (so it can be black-holed).
+    /// Needs root, iproute2 and iptables.
+    #[arg(long)]
+    pub isolated: bool,
+    /// Write service.addr and, per replica, NAME.addr and NAME.pid here (for injectors that
+    /// kill by pid file or call the router's /admin/endpoints).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}

@@ -337,26 +337,7 @@ enum Command {
     ///
     /// Serves POST /v1/chat/completions and /v1/completions (streaming SSE or not), GET /health,
     /// GET /metrics (Prometheus), and GET/POST /admin/faults. Runs until Ctrl-C.
-    Mock {
-        /// Address to listen on (port 0 picks a free one and prints it).
-        #[arg(long, default_value = "127.0.0.1:8000")]
-        listen: String,
-        /// Mock configuration (TOML); see --example-config. Defaults apply without one.
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// Replica name, overriding the config's (reported in X-Percentes-Replica).
-        #[arg(long)]
-        name: Option<String>,
-        /// Print a commented example configuration and exit.
-        #[arg(long)]
-        example_config: bool,
-        /// Answer 503 (health included) for this long after start: a replica reloading weights.
-        #[arg(long, value_name = "MS")]
-        slow_reload_ms: Option<u64>,
-        /// Worker threads (default: one per core).
-        #[arg(long)]
-        threads: Option<usize>,
-    },
+    Mock(args::MockArgs),
     /// Run the layer-7 round-robin router in front of mock replicas (no retries).
     ///
     /// Adds x-percentes-upstream to each response, logs each request by x-request-id, and takes
@@ -372,22 +353,7 @@ enum Command {
     },
     /// Start N mock replicas and the router as child processes; print their addresses and pids;
     /// stop them all on Ctrl-C.
-    Testbed {
-        /// How many mock replicas to start behind the router.
-        #[arg(long, default_value_t = 2)]
-        replicas: usize,
-        /// Mock configuration for every replica.
-        #[arg(long, value_name = "FILE")]
-        mock_config: Option<PathBuf>,
-        /// Run each replica in a network namespace of its own (so it can be black-holed).
-        /// Needs root, iproute2 and iptables.
-        #[arg(long)]
-        isolated: bool,
-        /// Write service.addr and, per replica, NAME.addr and NAME.pid here (for injectors that
-        /// kill by pid file or call the router's /admin/endpoints).
-        #[arg(long, value_name = "DIR")]
-        state_dir: Option<PathBuf>,
-    },
+    Testbed(args::TestbedArgs),
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
@@ -655,52 +621,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sign_key,
             force,
         } => shards::merge(&shards, &output, sign_key.as_deref(), force),
-        Command::Mock {
-            listen,
-            config,
-            name,
-            example_config,
-            slow_reload_ms,
-            threads,
-        } => mock(
-            &listen,
-            config.as_deref(),
-            name,
-            example_config,
-            slow_reload_ms,
-            threads,
-        ),
+        Command::Mock(a) => mock(a),
         Command::Router { listen, upstreams } => router(&listen, &upstreams),
-        Command::Testbed {
-            replicas,
-            mock_config,
-            isolated,
-            state_dir,
-        } => testbed(
-            replicas,
-            mock_config.as_deref(),
-            isolated,
-            state_dir.as_deref(),
-        ),
+        Command::Testbed(a) => testbed(a),
     }
 }
 
-fn mock(
-    listen: &str,
-    config: Option<&Path>,
-    name: Option<String>,
-    example_config: bool,
-    slow_reload_ms: Option<u64>,
-    threads: Option<usize>,
-) -> Result<ExitCode> {
+fn mock(a: args::MockArgs) -> Result<ExitCode> {
     use percentes_scenarios::{config::MockConfig, mock};
-    if example_config {
+    if a.example_config {
         print!("{}", mock::EXAMPLE_CONFIG);
         return Ok(ExitCode::SUCCESS);
     }
-    let parsed = MockConfig::for_flags(config, name, slow_reload_ms).map_err(anyhow::Error::msg)?;
+    let parsed = MockConfig::for_flags(a.config.as_deref(), a.name, a.slow_reload_ms)
+        .map_err(anyhow::Error::msg)?;
     let summary = parsed.summary();
-    mock::run_blocking(parsed, listen, threads, |addr| {
+    let listen = a.listen;
+    mock::run_blocking(parsed, &listen, a.threads, |addr| {
         warn!("percentes mock {summary} listening on http://{addr}; Ctrl-C stops it");
     })
     .with_context(|| format!("mock on {listen}"))?;
@@ -722,20 +659,15 @@ fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn testbed(
-    replicas: usize,
-    mock_config: Option<&Path>,
-    isolated: bool,
-    state_dir: Option<&Path>,
-) -> Result<ExitCode> {
+fn testbed(a: args::TestbedArgs) -> Result<ExitCode> {
     let binary = std::env::current_exe()
         .context("cannot find the percentes executable to start replicas")?;
     percentes_scenarios::testbed::run_foreground(
         &binary,
-        replicas,
-        mock_config,
-        isolated,
-        state_dir,
+        a.replicas,
+        a.mock_config.as_deref(),
+        a.isolated,
+        a.state_dir.as_deref(),
         |line| out!("{line}"),
     )
     .map_err(anyhow::Error::msg)?;
