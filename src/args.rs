@@ -202,6 +202,20 @@ pub struct RecordArgs {
     /// written, kept outside the journal (--progress json prints them too).
     #[arg(long, value_name = "FILE")]
     pub heads: Option<PathBuf>,
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Skip the half-second look at the host before the run (`percentes doctor`'s checks).
+    #[arg(long)]
+    pub no_host_check: bool,
+}
+
+/// Where the recorder's workers run: `record` and `doctor`.
+#[derive(Debug, Args)]
+pub struct HostArgs {
+    /// Pin the workers to these CPUs (`0,2-3`; worker w on the w-th, wrapping around). By
+    /// default nothing is pinned and the kernel places the workers (SPEC §2 "Placement").
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
 }
 
 /// `percentes mock`'s arguments.

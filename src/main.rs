@@ -354,6 +354,15 @@ enum Command {
     /// Start N mock replicas and the router as child processes; print their addresses and pids;
     /// stop them all on Ctrl-C.
     Testbed(args::TestbedArgs),
+    /// Look at this host for a few seconds and say whether the client gate's pins (SPEC §2,
+    /// G2) can hold here, and what to change (Linux). Exit 2 when a check predicts a failure.
+    Doctor {
+        /// How long to look, in seconds.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        #[command(flatten)]
+        host: args::HostArgs,
+    },
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
@@ -615,6 +624,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             table,
         } => reading::campaign(&journals, spec, &output, &table.options()),
         Command::Record(args) => record(args),
+        #[cfg(target_os = "linux")]
+        Command::Doctor { seconds, host } => studied(percentes_study::doctor(seconds, host.cpus)),
+        #[cfg(not(target_os = "linux"))]
+        Command::Doctor { .. } => {
+            bail!("`percentes doctor` looks at a recorder's host: Linux only")
+        }
         Command::Merge {
             shards,
             output,
@@ -811,16 +826,10 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
         shard,
         start_at_ns,
         heads: args.heads,
+        cpus: percentes_study::cpus(args.host.cpus.as_deref())?,
+        host_check: !args.no_host_check,
     };
-    let summary = run::record(&config, &options)?;
-    for line in summary.lines() {
-        out!("{line}");
-    }
-    let (code, why) = summary.exit();
-    if let Some(why) = why {
-        warn!("percentes: {why}");
-    }
-    Ok(ExitCode::from(code))
+    studied(percentes_study::host::record(&config, &options, &tool()))
 }
 
 #[cfg(not(target_os = "linux"))]

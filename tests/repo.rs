@@ -98,6 +98,7 @@ mod repo {
     pub mod real_servers;
     pub mod record;
     pub mod shards;
+    pub mod stress;
     pub mod testbed;
     pub mod tidy;
 }

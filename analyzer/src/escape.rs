@@ -10,7 +10,7 @@
 
 use percentes_formats::config::FaultVariant;
 use percentes_formats::journal::records::EventKind;
-use percentes_formats::journal::records::{class_code, EventRecord, Outcome};
+use percentes_formats::journal::records::{class_code, EventRecord, Outcome, CLIENT_BEHIND};
 
 use crate::load::Run;
 use crate::model::{CleanupReport, Effect, EscapeReport, Gate, GateId, Retained, Status};
@@ -117,7 +117,13 @@ pub fn containment_gate(run: &Run) -> Gate {
         gate.note = "no [declaration]: no abort trigger was armed".into();
         return gate;
     }
-    match run.events.first(EventKind::Escape) {
+    // A declared trigger's escape; the recorder's own fall-behind policy is the client gate's
+    // (SPEC §2 "Falling behind").
+    match run
+        .events
+        .all(EventKind::Escape)
+        .find(|e| e.subject != CLIENT_BEHIND)
+    {
         Some(e) => {
             gate.status = Status::Fail;
             gate.n = 1;

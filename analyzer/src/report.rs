@@ -857,6 +857,9 @@ pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str])
             );
         }
     }
+    for line in client_words(report, journal) {
+        out!("{line}");
+    }
     out!("audit: {}", report.audit.decision);
     for w in &report.windows {
         if w.scheduled == 0 {
@@ -888,6 +891,64 @@ pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str])
     }
     out!("wrote {} into {}", written.join(", "), output.display());
     text
+}
+
+/// When the client failed its own gate (SPEC §2, G2) or fell behind its schedule, what it
+/// suffered in plain words, that nothing may be published, and how to see the numbers anyway
+/// (issue 32): the lines `analyze`, `record`, `demo`, `scenario run`, `sweep` and `calibrate`
+/// end with. Empty when the client held.
+pub fn client_words(report: &Report, journal: &Path) -> Vec<String> {
+    use crate::model::GateId;
+    let failed: Vec<&Gate> = report
+        .validity
+        .gates
+        .iter()
+        .filter(|g| g.id.is_client_gate() && !g.holds())
+        .collect();
+    if failed.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![
+        "THE CLIENT FAILED ITS OWN CHECKS (SPEC §2): the recorder, not the target, could not keep the run it was asked for, so nothing from this run may be published. What it suffered:".to_owned(),
+    ];
+    let telemetry = &report.audit.telemetry;
+    for g in failed {
+        let said = match g.id {
+            GateId::SendSkewP99 | GateId::SendSkewMax => format!(
+                "it sent requests late: {} {} against a limit of {} (G2.1); every late request waited on the client, not on the target",
+                g.id, g.observed, g.limit
+            ),
+            GateId::Undispatched => format!(
+                "requests scheduled but never sent: {} (G2.2): the recorder reached them only after their deadline (class client-late) or could not open a connection; they are the client's failures, counted against no target",
+                g.observed
+            ),
+            GateId::HostCpu => format!(
+                "the CPU G2.3 reads was {} busy over a 5 s window, against {}: something else on this machine (the target, a build, another process) competed with the recorder for CPU{}",
+                g.observed,
+                g.limit,
+                telemetry
+                    .cgroup_throttled
+                    .filter(|(ms, _)| *ms > 0.0)
+                    .map(|(ms, periods)| format!(", and its cgroup was throttled for {ms:.0} ms in {periods} periods"))
+                    .unwrap_or_default()
+            ),
+            GateId::RuntimeStall => format!(
+                "its workers were held up: the 1 ms ticker on their own rings read a p99 lateness of {} against {} (G2.4), so its CPU was busy with other processes, throttled, or the process was stopped",
+                g.observed, g.limit
+            ),
+            GateId::FallBehind => format!(
+                "it fell behind its schedule and stopped the run: {}",
+                g.observed
+            ),
+            _ => format!("{}: {} (limit {})", g.id, g.observed, g.limit),
+        };
+        out.push(format!("  - {said}"));
+    }
+    out.push(format!(
+        "To see its numbers anyway, each marked NOT PUBLISHABLE: `percentes analyze {} --diagnose`. To check a host before recording: `percentes doctor`.",
+        journal.display()
+    ));
+    out
 }
 
 #[cfg(test)]

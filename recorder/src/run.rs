@@ -36,9 +36,11 @@ use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
 use crate::tokens::ModelTokenizer;
 
 mod accelerator;
+mod behind;
 mod cgroup;
 mod client;
 mod dns;
+pub mod doctor;
 mod escape_watch;
 mod fault;
 mod h2io;
@@ -56,6 +58,7 @@ mod telemetry;
 mod tls;
 mod writer;
 
+use behind::*;
 use client::*;
 use escape_watch::*;
 use fault::*;
@@ -129,7 +132,16 @@ pub struct Options {
     pub start_at_ns: Option<i64>,
     /// A file that receives every chain head as it is written (`--heads`; SPEC §J.8).
     pub heads: Option<PathBuf>,
+    /// The CPUs to pin the workers to (`--cpus`), worker w on the w-th, wrapping around; `None`
+    /// (the default) pins nothing and lets the kernel place them (SPEC §2 "Placement").
+    pub cpus: Option<Vec<usize>>,
+    /// Look at the host for [`HOST_CHECK`] before the journal exists ([`doctor::examine`]):
+    /// say what stands in the way of the client gate, and journal what was seen (`host-check`).
+    pub host_check: bool,
 }
+
+/// How long the host check before a run looks (`record` without `--no-host-check`).
+pub const HOST_CHECK: Duration = Duration::from_millis(500);
 
 impl Options {
     /// A recording into `output` as a library caller most often wants it: a new file (no
@@ -150,6 +162,8 @@ impl Options {
             shard: Shard::WHOLE,
             start_at_ns: None,
             heads: None,
+            cpus: None,
+            host_check: false,
         }
     }
 }
@@ -292,9 +306,21 @@ struct Shared {
     failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
     /// The journal writer's first failure; dispatch stops when it is set.
     writer_failed: Mutex<Option<String>>,
+    /// Per worker: the intended time (ns from the epoch) of the request it waits to send, or
+    /// `u64::MAX` once it has reached its last; the fall-behind policy judges a starved worker,
+    /// and the live view says how far behind schedule the run is, by it.
+    waiting_ns: Box<[AtomicU64]>,
 }
 
 impl Shared {
+    /// Counters for `workers` workers, none of them waiting yet.
+    fn new(workers: usize) -> Shared {
+        Shared {
+            waiting_ns: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            ..Shared::default()
+        }
+    }
+
     /// Counts a finished request that did not complete, by class.
     fn tally(&self, record: &RequestRecord) {
         if record.outcome == Outcome::Completed as u8 {
@@ -441,6 +467,22 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
 
     // Everything that can refuse the run does so before the journal exists.
     io_uring_usable()?;
+    let allowed = allowed_cpus();
+    if let Some(cpus) = &options.cpus {
+        doctor::check_cpus(cpus, &allowed)?;
+    }
+    let placement = placement_fact(options.cpus.as_deref(), &allowed, workers);
+    let host_check = if options.host_check {
+        let look = doctor::examine(HOST_CHECK, options.cpus.as_deref())?;
+        for risk in look.risks() {
+            say(&format!(
+                "percentes: warning: host check: {risk} (`percentes doctor` says more)"
+            ));
+        }
+        Some(look.lines()[1..look.lines().len() - 1].join(";"))
+    } else {
+        None
+    };
     let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())
         .map_err(RecordError::Refused)?;
     let tls = if target.tls {
@@ -540,6 +582,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 .unwrap_or_else(|| "off (target.preflight = false)".into()),
         ),
     ];
+    use percentes_formats::journal::header::host_fact;
+    facts.push((host_fact::PLACEMENT.to_owned(), placement));
+    if let Some(look) = host_check {
+        facts.push((host_fact::HOST_CHECK.to_owned(), look));
+    }
     facts.extend(prompt_facts);
     facts.extend(accelerator::collect(config)?);
 
@@ -663,7 +710,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         file: handle,
         heads,
     };
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared::new(workers));
     let (tx, rx) = sync_channel(WRITER_QUEUE_RECORDS_MAX);
     let writer = {
         let shared = Arc::clone(&shared);
@@ -693,13 +740,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         }
         None => (None, None),
     };
-    let ticker = {
-        let shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("stall-ticker".into())
-            .spawn(move || stall_ticker(&shared))
-            .map_err(io("cannot start the stall ticker"))?
-    };
     let measured = plan.measured_span_ns;
     let telemetry = {
         let shared = Arc::clone(&shared);
@@ -726,7 +766,15 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             // The gate's window is the pin's seconds on every profile, never divided.
             (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
         )
-        .with_timeout(plan.timeout, config.time_factor);
+        .with_timeout(plan.timeout, config.time_factor)
+        .with_behind_limit(Duration::from_secs_f64(
+            config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0,
+        ));
+        let behind = Behind::new(
+            plan.behind_lag.as_nanos() as u64,
+            plan.behind_span.as_nanos() as u64,
+        );
+        let stop = Arc::clone(&options.stop);
         std::thread::Builder::new()
             .name("telemetry".into())
             .spawn(move || {
@@ -737,6 +785,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                     view,
                     (total, measured),
                     cgroup.as_ref(),
+                    (behind, &stop),
                 )
             })
             .map_err(io("cannot start the telemetry thread"))?
@@ -811,6 +860,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             sender: sender.clone(),
             shared: Arc::clone(&shared),
             stop: Arc::clone(&options.stop),
+            cpus: options.cpus.clone(),
         };
         handles.push(
             std::thread::Builder::new()
@@ -831,7 +881,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     if let Some(fault) = fault {
         let _ = fault.join();
     }
-    let _ = ticker.join();
     let _ = telemetry.join();
     if let Some(canary) = canary_server {
         let _ = canary.join();

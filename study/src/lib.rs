@@ -8,6 +8,7 @@
 //! - [`calibrate`]: SPEC §10's ramp of one replica addressed directly, each step a recorded and
 //!   analyzed journal, the decision over two or three calibrations, the whole trace written.
 //! - [`demo`]: the catalogue's clean-delete scenario, compiled in (README command 1).
+//! - [`host`]: `percentes doctor`, the look at a recorder's host before a run.
 //!
 //! What it is not for: measuring anything itself. Every number comes from the recorder's journal
 //! through the analyzer; this crate only arranges the experiment around them. It records, so it
@@ -63,8 +64,12 @@ pub mod catalogue;
 pub mod demo;
 pub mod error;
 #[cfg(target_os = "linux")]
+pub mod host;
+#[cfg(target_os = "linux")]
 pub mod scenario;
 #[cfg(target_os = "linux")]
 pub mod sweep;
 
 pub use error::{ErrorKind, Result, StudyError};
+#[cfg(target_os = "linux")]
+pub use host::{cpus, doctor};

@@ -509,6 +509,9 @@ pub fn run(
         }
         _ if result.validity.valid => ExitCode::SUCCESS,
         _ => {
+            for line in report::client_words(&result, &journal) {
+                out!("{line}");
+            }
             out!("the run failed a validity gate (see report.md); exit 2");
             ExitCode::from(2)
         }
@@ -562,7 +565,20 @@ pub fn recorder_options(
         shard: percentes_formats::journal::manifest::Shard::WHOLE,
         start_at_ns: None,
         heads: None,
+        cpus: None,
+        // A person watching (scenario run, demo) is told at once when this host cannot hold
+        // the client gate; the quiet steps of a sweep or calibration are not delayed by it.
+        host_check: progress == Progress::Human,
     }
+}
+
+/// The client's own failures in plain words ([`report::client_words`]) when the journal just
+/// recorded failed them: `record` ends with these (it analyzes what it wrote, under the current
+/// spec). Empty when the client held.
+pub fn client_check(journal: &Path, tool: &Tool) -> Result<Vec<String>> {
+    let file = JournalFile::open(journal)?;
+    let (_, report) = analyze_journal(&file, journal, tool, false)?;
+    Ok(report::client_words(&report, journal))
 }
 
 /// An earlier run's folder (it holds run.toml) is replaced; any other non-empty folder needs

@@ -94,6 +94,11 @@ pub fn sweep(
                 recording += 1;
                 continue;
             }
+            if only_client {
+                for line in percentes_analyzer::report::client_words(&report, journal.as_ref()) {
+                    out!("    {line}");
+                }
+            }
             break point;
         };
         out!("  {}", summary_line(&point));

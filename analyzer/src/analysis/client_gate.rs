@@ -1,8 +1,9 @@
 //! The client-validity gate (SPEC §2): send skew, undispatched requests, host CPU and the runtime
 //! stall, over the measured windows.
 
+use percentes_formats::journal::header::host_fact;
 use percentes_formats::journal::records::TelemetryRecord;
-use percentes_formats::journal::records::{EventKind, Outcome};
+use percentes_formats::journal::records::{EventKind, Outcome, CLIENT_BEHIND};
 use percentes_formats::pins;
 
 use crate::frame::{CgroupRow, Requests, NONE};
@@ -173,6 +174,20 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
             "the highest per-second p99 of the 1 ms ticker's lateness: an upper bound on the pooled p99 (if every second's p99 is under x, at most 1 % of all samples are above x); this journal has no pooled stall-summary",
         ),
     };
+    // Which ticker the journal's recorder ran (SPEC §2 "Runtime stall"): each worker's own,
+    // where its `placement` fact says so; a journal without the fact is read as recorded, from
+    // the ticker thread of its time, which did not share the workers' CPU.
+    let how = match run
+        .header
+        .host
+        .iter()
+        .find(|(k, _)| k == host_fact::PLACEMENT)
+    {
+        Some((_, placement)) => {
+            format!("{how}; each worker's own ticker, on its ring ({placement})")
+        }
+        None => how.to_owned(),
+    };
     gates.push(limit_gate(
         GateId::RuntimeStall,
         stall_p99.map(|v| v as f64 / 1e3),
@@ -180,8 +195,28 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
         true,
         "us",
         stall_n,
-        how,
+        &how,
     ));
+    if let Some(e) = run
+        .events
+        .all(EventKind::Escape)
+        .find(|e| e.subject == CLIENT_BEHIND)
+    {
+        gates.push(Gate {
+            id: GateId::FallBehind,
+            effect: Effect::RunInvalidating,
+            status: Status::Fail,
+            limit: format!(
+                "no {} ms of intended time in which every request is reached {} ms or more late (client.behind_span_ms, client.behind_lag_ms)",
+                pins::value::CLIENT_BEHIND_SPAN_MS,
+                pins::value::CLIENT_BEHIND_LAG_MS
+            ),
+            observed: format!("escaped at {:.3} s: {}", e.at_ns as f64 / 1e9, e.detail),
+            by: None,
+            n: 1,
+            note: "the recorder stopped offered load when it fell behind its schedule: the client was unfit, not the target".into(),
+        });
+    }
     Validity {
         valid: gates.iter().all(Gate::passed),
         gates,

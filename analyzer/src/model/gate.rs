@@ -25,6 +25,9 @@ pub enum GateId {
     HostCpu,
     /// G2.4: the recorder's runtime stall p99 (§2).
     RuntimeStall,
+    /// The recorder's fall-behind policy stopped the run (§2 "Falling behind"); evaluated only
+    /// where the journal holds that escape, so earlier reports keep their gate lists.
+    FallBehind,
     /// G3: victim in-flight silence under black-hole (§1, label-only).
     VictimSilence,
     /// G4: dead-endpoint staleness under black-hole (§1, label-only).
@@ -52,6 +55,7 @@ impl GateId {
             GateId::Undispatched => "G2.2 undispatched requests",
             GateId::HostCpu => "G2.3 host CPU, every 5 s window",
             GateId::RuntimeStall => "G2.4 runtime stall p99",
+            GateId::FallBehind => "G2 fall-behind policy",
             GateId::VictimSilence => "G3 victim in-flight silence",
             GateId::Staleness => "G4 dead-endpoint staleness",
             GateId::AcceleratorFingerprints => "G5 accelerator fingerprints",
@@ -69,7 +73,8 @@ impl GateId {
             | GateId::SendSkewMax
             | GateId::Undispatched
             | GateId::HostCpu
-            | GateId::RuntimeStall => "§2",
+            | GateId::RuntimeStall
+            | GateId::FallBehind => "§2",
             GateId::BaselineGoodput => "§4",
             GateId::AcceleratorFingerprints | GateId::WaitingQueue | GateId::Containment => "§10",
             GateId::ReplicaShare
@@ -260,12 +265,13 @@ mod tests {
             GateId::Undispatched,
             GateId::HostCpu,
             GateId::RuntimeStall,
+            GateId::FallBehind,
             GateId::BaselineGoodput,
         ]
         .into_iter()
         .filter(|g| g.is_client_gate())
         .collect();
-        assert_eq!(client.len(), 5);
+        assert_eq!(client.len(), 6);
         assert!(client.iter().all(|g| g.name().starts_with("G2")));
     }
 }

@@ -511,3 +511,13 @@ impl<'a> Cursor<'a> {
         (0..n).map(|_| item(self)).collect()
     }
 }
+
+/// Host-fact keys that one crate writes and another reads (the header's `host` list); the rest
+/// are for people and auditors.
+pub mod host_fact {
+    /// Where the recorder's workers ran (pinned by `--cpus` or left to the kernel) and which
+    /// ticker measured the runtime stall (SPEC §2 "Placement", "Runtime stall").
+    pub const PLACEMENT: &str = "placement";
+    /// What the host check before the run saw (`percentes doctor`'s measurements).
+    pub const HOST_CHECK: &str = "host-check";
+}

@@ -89,6 +89,10 @@ impl Outcome {
     }
 }
 
+/// The subject of the `escape` event the recorder's fall-behind policy journals (SPEC §2
+/// "Falling behind"): the client fell behind its schedule, not a declared trigger.
+pub const CLIENT_BEHIND: &str = "client-behind";
+
 /// Response classes (DESIGN "Response classes"; JOURNAL.md lists the codes). The code is stable.
 pub const CLASSES: &[(u16, &str, Outcome)] = &[
     (0, "correct-success", Outcome::Completed),
@@ -107,6 +111,7 @@ pub const CLASSES: &[(u16, &str, Outcome)] = &[
     (20, "timeout", Outcome::Censored),
     (21, "run-end", Outcome::Censored),
     (30, "undispatched", Outcome::Undispatched),
+    (31, "client-late", Outcome::Undispatched),
 ];
 
 /// The name of a class code, or `None` for a code this build does not know.
@@ -275,7 +280,8 @@ pub enum EventKind {
     Timeline,
     /// The operator stopped the run (SIGINT or SIGTERM).
     OperatorAbort,
-    /// An abort trigger of the declaration fired: the experiment escaped (seeds/004).
+    /// An abort trigger of the declaration fired, or the recorder's fall-behind policy did
+    /// (subject [`CLIENT_BEHIND`]): the experiment escaped (seeds/004, SPEC §2).
     Escape,
     /// The journal writer's queue was full.
     WriterQueueFull,

@@ -26,6 +26,9 @@ pub(super) struct WorkerContext {
     pub(super) sender: Sender,
     pub(super) shared: Arc<Shared>,
     pub(super) stop: Arc<AtomicBool>,
+    /// The CPUs the workers are pinned to (`--cpus`), worker w on the w-th, wrapping around;
+    /// `None` leaves them to the kernel.
+    pub(super) cpus: Option<Vec<usize>>,
 }
 
 /// An idle keep-alive connection in a worker's pool.
@@ -210,6 +213,24 @@ impl Local {
     /// the server has closed or written to while it sat idle: a request never goes out on a
     /// connection the server has closed or is about to close.
     pub(super) fn take(&self, shared: &Shared) -> Option<(u64, Conn, RawFd)> {
+        self.retire_expired(shared);
+        let mut pool = self.connections.borrow_mut();
+        while let Some(pooled) = pool.pop() {
+            match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
+                Idle::Alive => return Some((pooled.id, pooled.conn, pooled.fd)),
+                Idle::Closed | Idle::Unsolicited => {
+                    shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        None
+    }
+
+    /// Retires every idle connection past its idle limit, counted as expired. The spare
+    /// keeper does this before it counts the pool, so a connection that expired during an idle
+    /// gap is never counted as a spare: the next request would otherwise find none and connect
+    /// in line (issue 32).
+    pub(super) fn retire_expired(&self, shared: &Shared) {
         let mut pool = self.connections.borrow_mut();
         let now = Instant::now();
         let before = pool.len();
@@ -220,15 +241,6 @@ impl Local {
                 .pool_expired
                 .fetch_add(expired as u64, Ordering::Relaxed);
         }
-        while let Some(pooled) = pool.pop() {
-            match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
-                Idle::Alive => return Some((pooled.id, pooled.conn, pooled.fd)),
-                Idle::Closed | Idle::Unsolicited => {
-                    shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        None
     }
 
     /// Pools a connection opened ahead of need (the warm pool, the spare keeper): HTTP/2 where
@@ -304,6 +316,9 @@ pub(super) struct OpenError {
     pub(super) error: std::io::Error,
     /// The TCP connect succeeded; the TLS handshake failed.
     pub(super) in_tls: bool,
+    /// It was cut short by the request's own deadline, not by the connect budget: the request
+    /// timed out (censored), the connect did not fail (one cause, one class: SPEC §3).
+    pub(super) at_deadline: bool,
 }
 
 impl Dialer {
@@ -317,10 +332,9 @@ impl Dialer {
         mut record: Option<&mut RequestRecord>,
     ) -> Result<(Conn, RawFd), OpenError> {
         let start = Instant::now();
-        let mut until = start + self.budget;
-        if let Some(deadline) = deadline {
-            until = until.min(deadline);
-        }
+        let budget_end = start + self.budget;
+        let until = deadline.map_or(budget_end, |d| d.min(budget_end));
+        let at_deadline = until < budget_end;
         let allowed = until.saturating_duration_since(start);
         let tcp_done = Cell::new(false);
         let attempt =
@@ -333,6 +347,7 @@ impl Dialer {
                     .map_err(|error| OpenError {
                         error,
                         in_tls: false,
+                        at_deadline: false,
                     })?;
                 let _ = stream.set_nodelay(true);
                 let fd = stream.as_raw_fd();
@@ -347,6 +362,7 @@ impl Dialer {
                             |error| OpenError {
                                 error,
                                 in_tls: true,
+                                at_deadline: false,
                             },
                         )?;
                         if let Some(r) = record.as_deref_mut() {
@@ -360,6 +376,7 @@ impl Dialer {
             Ok(result) => result,
             Err(_) => Err(OpenError {
                 in_tls: tcp_done.get(),
+                at_deadline,
                 error: std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     format!(
@@ -482,6 +499,26 @@ pub(super) async fn execute(
     if record.terminal_ns == 0 {
         record.terminal_ns = now_ns(ctx.epoch);
     }
+    let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
+    let mut verdict = verdict;
+    let late_ns = record.terminal_ns.saturating_sub(deadline_ns);
+    if late_ns > 0 && verdict.outcome != Outcome::Undispatched {
+        // Seen after the deadline (the worker's turn came late, or a timer fired late): by the
+        // deadline there was no terminal event, which is the definition of censored (SPEC §3).
+        // No terminal time is ever past intended plus the timeout.
+        verdict = Verdict {
+            outcome: Outcome::Censored,
+            class: "timeout",
+            detail: format!(
+                "no terminal event by the {:?} timeout ({} {} was seen {:.3} ms after the deadline)",
+                ctx.plan.timeout,
+                verdict.outcome.name(),
+                verdict.class,
+                late_ns as f64 / 1e6
+            ),
+        };
+        record.terminal_ns = deadline_ns;
+    }
     if verdict.outcome == Outcome::Undispatched {
         record.dispatched_ns = None;
     }
@@ -497,6 +534,21 @@ pub(super) async fn execute(
     record.content_events = exchange.content_events;
     record.usage_prompt_tokens = exchange.usage_prompt_tokens;
     record.usage_completion_tokens = exchange.usage_completion_tokens;
+    if late_ns > 0 {
+        // Nothing the record holds happened after its own terminal time.
+        for stamp in [
+            &mut record.connect_start_ns,
+            &mut record.connect_end_ns,
+            &mut record.tls_done_ns,
+            &mut record.request_written_ns,
+            &mut record.response_head_ns,
+            &mut record.first_content_ns,
+        ] {
+            if stamp.is_some_and(|t| t > deadline_ns) {
+                *stamp = None;
+            }
+        }
+    }
     if record.dispatched_ns.is_none() {
         carried = http2::Carried::default();
     }
@@ -558,6 +610,24 @@ pub(super) async fn talk(
                     }
                 }
             }
+            Err(OpenError {
+                at_deadline: true,
+                in_tls,
+                ..
+            }) => {
+                // The request's own deadline ended the connect: a timeout, as any other wait
+                // the deadline ends (the connect budget had not run out).
+                record.terminal_ns = (deadline - ctx.epoch).as_nanos() as u64;
+                return Verdict {
+                    outcome: Outcome::Censored,
+                    class: "timeout",
+                    detail: format!(
+                        "no terminal event by the {:?} timeout: the {} was still under way at the deadline",
+                        ctx.plan.timeout,
+                        if in_tls { "TLS handshake" } else { "TCP connect" }
+                    ),
+                };
+            }
             Err(OpenError { error, .. }) if local_exhaustion(&error) => {
                 ctx.shared.note_exhaustion(&error);
                 return Verdict {
@@ -569,6 +639,7 @@ pub(super) async fn talk(
             Err(OpenError {
                 error,
                 in_tls: true,
+                ..
             }) => {
                 record.terminal_ns = now_ns(ctx.epoch);
                 return Verdict::errored(

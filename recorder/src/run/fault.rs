@@ -254,6 +254,32 @@ pub(super) fn run_command(argv: &[String]) -> Result<String, String> {
     }
 }
 
+/// The most of a pid file the `kill-pid-file` injector reads: a pid and a newline fit many
+/// times over; a file that is not a pid file is refused, never read whole.
+pub(super) const PID_FILE_BYTES_MAX: u64 = 64;
+
+/// The pid a pid file names, when it may be killed: a positive pid that is neither init nor the
+/// recorder itself. kill(2) reads 0 as the caller's own process group, -1 as every process the
+/// caller may signal and other negatives as process groups, so a damaged or hostile pid file
+/// must never reach it with one of those (issue 32).
+pub(super) fn victim_pid(text: &str, own_pid: u32) -> Result<i32, String> {
+    let pid: i32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("holds {:?}, not a pid", text.trim()))?;
+    if pid <= 1 {
+        return Err(format!(
+            "holds {pid}: not a replica's pid (0 and negative pids name process groups, -1 every process, 1 is init); refusing to signal it"
+        ));
+    }
+    if u32::try_from(pid) == Ok(own_pid) {
+        return Err(format!(
+            "holds {pid}, the recorder's own pid; refusing to kill the recorder"
+        ));
+    }
+    Ok(pid)
+}
+
 pub(super) fn apply(
     injector: Injector,
     fault: &percentes_formats::config::Fault,
@@ -263,12 +289,18 @@ pub(super) fn apply(
         Injector::Exec => run_command(&fault.fire_command),
         Injector::KillPidFile => {
             let path = fault.pid_file.as_deref().unwrap_or_default();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
-            let pid: i32 = text
-                .trim()
-                .parse()
-                .map_err(|_| format!("pid file {path} holds {:?}, not a pid", text.trim()))?;
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(
+                    std::fs::File::open(path)
+                        .map_err(|e| format!("cannot read pid file {path}: {e}"))?,
+                    PID_FILE_BYTES_MAX,
+                ),
+                &mut text,
+            )
+            .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
+            let pid = victim_pid(&text, std::process::id())
+                .map_err(|why| format!("pid file {path}: {why}"))?;
             // SAFETY: kill(2) with a pid read from the operator's pid file; no memory is involved.
             #[allow(unsafe_code)]
             let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -304,5 +336,26 @@ pub(super) fn apply(
                 ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kill(2) with 0 signals the recorder's own group, -1 everything root may signal: a pid
+    /// file holding either, init, a negative group or the recorder itself is refused.
+    #[test]
+    fn a_pid_file_never_names_a_group_init_or_the_recorder() {
+        assert_eq!(victim_pid("4242\n", 100), Ok(4242));
+        for text in ["0", "-1", "-4242", "1", " 1 \n"] {
+            let why = victim_pid(text, 100).unwrap_err();
+            assert!(why.contains("refusing"), "{text}: {why}");
+        }
+        assert!(victim_pid("100", 100)
+            .unwrap_err()
+            .contains("recorder's own pid"));
+        assert!(victim_pid("12ab", 100).unwrap_err().contains("not a pid"));
+        assert!(victim_pid("", 100).is_err());
     }
 }

@@ -212,3 +212,35 @@ pub(super) fn ignore_file_size_signal() {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
+
+/// The `placement` host fact: where the workers run, and how the runtime stall is measured.
+pub(super) fn placement_fact(cpus: Option<&[usize]>, allowed: &[usize], workers: usize) -> String {
+    let stall = format!(
+        "the runtime stall is each worker's own {} ms ticker (SPEC §2)",
+        STALL_TICK.as_millis()
+    );
+    match cpus {
+        Some(cpus) => format!(
+            "{} pinned as --cpus asked: {}; {stall}",
+            if workers == 1 {
+                "the worker"
+            } else {
+                "workers"
+            },
+            (0..workers)
+                .map(|w| format!("worker {w} on CPU {}", cpus[w % cpus.len()]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!(
+            "{} unpinned: the kernel places {} on any of CPUs {} (no --cpus); {stall}",
+            if workers == 1 {
+                "the worker"
+            } else {
+                "workers"
+            },
+            if workers == 1 { "it" } else { "them" },
+            doctor::cpu_list(allowed)
+        ),
+    }
+}

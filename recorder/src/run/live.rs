@@ -62,6 +62,14 @@ pub(crate) struct Second {
     pub errored: u64,
     pub censored: u64,
     pub skew_p99_ns: u64,
+    /// The largest send skew of the second's dispatches, ns.
+    pub skew_max_ns: u64,
+    /// How far behind schedule the slowest worker is now: the time since the intended time of
+    /// the request it waits to send, ns (0 when every worker is on time).
+    pub behind_ns: u64,
+    /// Requests the recorder reached only past their deadline, never sent (`client-late`), and
+    /// any other undispatched, so far.
+    pub client_late: u64,
     pub stall_p99_ns: u64,
     /// The host's busy share over the second (/proc/stat).
     pub host_cpu: f64,
@@ -86,6 +94,10 @@ pub(crate) struct LiveView {
     /// The client timeout and the dev time factor that divided it, for the censoring warning.
     timeout: (std::time::Duration, u32),
     censoring_warned: bool,
+    /// G2.1's send-skew maximum, ns: behind schedule by more is said at once.
+    behind_limit_ns: u64,
+    /// Whether the current episode of falling behind has been said.
+    behind_warned: bool,
     /// Lines of the block last drawn on the terminal (to redraw over).
     drawn: usize,
 }
@@ -112,8 +124,16 @@ impl LiveView {
             warned: false,
             timeout: (std::time::Duration::ZERO, 1),
             censoring_warned: false,
+            behind_limit_ns: u64::MAX,
+            behind_warned: false,
             drawn: 0,
         }
+    }
+
+    /// G2.1's send-skew maximum: a run behind schedule by more is said the second it is.
+    pub fn with_behind_limit(mut self, limit: std::time::Duration) -> LiveView {
+        self.behind_limit_ns = limit.as_nanos() as u64;
+        self
     }
 
     /// The client timeout in force and the dev time factor (1 outside dev) that divided it.
@@ -139,10 +159,15 @@ impl LiveView {
     /// What to write to stderr for this second: the warning if the CPU the gate reads has just
     /// gone over its limit, then the status (nothing under `Quiet`).
     pub fn render(&mut self, s: &Second, interval_ns: u64) -> String {
-        let warning = match (self.cpu_warning(s, interval_ns), self.censoring_warning(s)) {
-            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-            (a, b) => a.or(b),
-        };
+        let warnings: Vec<String> = [
+            self.behind_warning(s),
+            self.cpu_warning(s, interval_ns),
+            self.censoring_warning(s),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let warning = (!warnings.is_empty()).then(|| warnings.join("\n"));
         match self.progress {
             Progress::Quiet => warning.map(|w| format!("{w}\n")).unwrap_or_default(),
             Progress::Json => {
@@ -205,6 +230,23 @@ impl LiveView {
         ))
     }
 
+    /// The first second of each episode in which a worker is behind schedule by more than
+    /// G2.1's maximum skew (or has given requests up as `client-late`): the run will fail its
+    /// client gate, and the cause is the client, not the target.
+    fn behind_warning(&mut self, s: &Second) -> Option<String> {
+        if s.behind_ns < self.behind_limit_ns {
+            self.behind_warned = false;
+            return None;
+        }
+        if std::mem::replace(&mut self.behind_warned, true) {
+            return None;
+        }
+        Some(format!(
+            "percentes: WARNING: the recorder is behind schedule by {:.3} s: requests that were due have not been sent (its CPU is busy with other work, throttled, or it was stopped). This run will fail G2 (SPEC §2); the lateness is the client's, not the target's",
+            s.behind_ns as f64 / 1e9
+        ))
+    }
+
     /// Once: every request that has finished was censored, none completed. At a high dev time
     /// factor that is the divided timeout, not the target (issue 18).
     fn censoring_warning(&mut self, s: &Second) -> Option<String> {
@@ -248,8 +290,22 @@ impl LiveView {
             FaultState::None => String::new(),
             state => format!(", fault {}", state.name()),
         };
+        let mut send = format!(
+            "skew p99 {:.2} ms, max {:.2} ms",
+            ms(s.skew_p99_ns),
+            ms(s.skew_max_ns)
+        );
+        if s.behind_ns >= self.behind_limit_ns {
+            send = format!(
+                "BEHIND SCHEDULE by {:.3} s; {send}",
+                s.behind_ns as f64 / 1e9
+            );
+        }
+        if s.client_late > 0 {
+            send.push_str(&format!(", {} never sent (client late)", s.client_late));
+        }
         format!(
-            "[{:>7.1} s] {}{fault}: sent {}/{}, in flight {}, completed {}, errored {}, censored {}\n           {ttft}; skew p99 {:.2} ms, stall p99 {:.2} ms, {cpu}\n",
+            "[{:>7.1} s] {}{fault}: sent {}/{}, in flight {}, completed {}, errored {}, censored {}\n           {ttft}; {send}, stall p99 {:.2} ms, {cpu}\n",
             s.at_ns as f64 / 1e9,
             self.phase(s.at_ns),
             s.sent,
@@ -258,7 +314,6 @@ impl LiveView {
             s.completed,
             s.errored,
             s.censored,
-            ms(s.skew_p99_ns),
             ms(s.stall_p99_ns),
         )
     }
@@ -270,7 +325,9 @@ impl LiveView {
             "completed": s.completed, "errored": s.errored, "censored": s.censored,
             "ttft_completed_last_s": s.ttft_ns.len(),
             "ttft_p50_ns": quantile(&s.ttft_ns, 0.5), "ttft_p99_ns": quantile(&s.ttft_ns, 0.99),
-            "skew_p99_ns": s.skew_p99_ns, "stall_p99_ns": s.stall_p99_ns,
+            "skew_p99_ns": s.skew_p99_ns, "skew_max_ns": s.skew_max_ns,
+            "behind_ns": s.behind_ns, "client_late": s.client_late,
+            "stall_p99_ns": s.stall_p99_ns,
             "host_cpu_busy_ppm": (s.host_cpu * 1e6).round() as u64,
             "cgroup_cpu_of_quota_ppm": s.cgroup_cpu.map(|c| (c * 1e6).round() as u64),
         })
@@ -414,6 +471,55 @@ mod tests {
             "",
             "one completion: the target answers"
         );
+    }
+
+    /// A worker behind schedule (nothing sent, requests due) is said the second it is, in
+    /// the line and once as a warning per episode, blaming the client; under JSON too.
+    #[test]
+    fn falling_behind_is_said_at_once_and_blames_the_client() {
+        let limit = std::time::Duration::from_millis(50);
+        let mut v = view(Progress::Human, false).with_behind_limit(limit);
+        let on_time = v.render(&second(1, 0.1), S);
+        assert!(
+            !on_time.contains("BEHIND") && !on_time.contains("WARNING"),
+            "{on_time}"
+        );
+        let frozen = Second {
+            behind_ns: 2_500_000_000,
+            client_late: 3,
+            ..second(2, 0.1)
+        };
+        let text = v.render(&frozen, S);
+        assert!(
+            text.contains("the recorder is behind schedule by 2.500 s")
+                && text.contains("the client's, not the target's")
+                && text.contains("BEHIND SCHEDULE by 2.500 s; skew p99 0.00 ms")
+                && text.contains("3 never sent (client late)"),
+            "{text}"
+        );
+        let again = v.render(
+            &Second {
+                behind_ns: 3 * S,
+                ..second(3, 0.1)
+            },
+            S,
+        );
+        assert!(
+            !again.contains("WARNING") && again.contains("BEHIND SCHEDULE by 3.000 s"),
+            "{again}"
+        );
+        assert!(!v.render(&second(4, 0.1), S).contains("BEHIND"));
+        assert!(
+            v.render(&frozen, S).contains("WARNING"),
+            "a new episode is said again"
+        );
+        let mut json = view(Progress::Json, false).with_behind_limit(limit);
+        let lines = json.render(&frozen, S);
+        let last: serde_json::Value =
+            serde_json::from_str(lines.trim().lines().last().unwrap()).unwrap();
+        assert_eq!(last["behind_ns"], 2_500_000_000u64);
+        assert_eq!(last["client_late"], 3);
+        assert!(lines.contains("\"warning\""), "{lines}");
     }
 
     #[test]

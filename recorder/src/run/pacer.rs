@@ -54,19 +54,30 @@ pub(super) fn io_uring_refusal(error: &std::io::Error) -> String {
 }
 
 pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
-    // Thread per core: worker w runs on the w-th CPU this process may use (taskset and cgroup
-    // limits respected), wrapping around.
-    let allowed = allowed_cpus();
-    let runtime = compio::runtime::Runtime::builder()
-        .with_proactor(ring_setup(ctx.deferred_task_work))
-        .thread_affinity(std::collections::HashSet::from([
-            allowed[ctx.worker % allowed.len()]
-        ]))
+    // Pinned only where `--cpus` asks (worker w on the w-th CPU named, wrapping around): a CPU
+    // chosen blindly may be the one another process keeps busy, and a pinned worker cannot move
+    // off it (issue 32). Unpinned, the kernel places it where there is room.
+    let mut runtime = compio::runtime::Runtime::builder();
+    runtime.with_proactor(ring_setup(ctx.deferred_task_work));
+    if let Some(cpus) = ctx.cpus.as_deref().filter(|c| !c.is_empty()) {
+        runtime.thread_affinity(std::collections::HashSet::from([
+            cpus[ctx.worker % cpus.len()]
+        ]));
+    }
+    let runtime = runtime
         .build()
         .map_err(io("cannot start the io_uring runtime"))?;
     let ctx = Rc::new(ctx);
     runtime.block_on(async move {
         let local = Rc::new(Local::new(&ctx));
+        let batch = Rc::new(Batch::default());
+        let running = Rc::new(Cell::new(true));
+        // The runtime-stall measure (SPEC §2): a 1 ms ticker on this worker's own ring, so
+        // whatever delays the worker's turns (a busy CPU, throttling, a stop) delays it too.
+        let ticker = {
+            let (batch, running) = (Rc::clone(&batch), Rc::clone(&running));
+            compio::runtime::spawn(async move { stall_ticks(&batch, &running).await })
+        };
         if let Some(address) = ctx.canary {
             let (shared, epoch) = (Arc::clone(&ctx.shared), ctx.epoch);
             compio::runtime::spawn(async move {
@@ -90,8 +101,6 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));
-        let batch = Rc::new(Batch::default());
-        let running = Rc::new(Cell::new(true));
         let flusher = {
             let (ctx, batch, running) = (Rc::clone(&ctx), Rc::clone(&batch), Rc::clone(&running));
             compio::runtime::spawn(async move {
@@ -112,12 +121,19 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 keep_spares(&ctx, &local, &outstanding, &running).await
             })
         };
+        let mut behind = Behind::new(
+            ctx.plan.behind_lag.as_nanos() as u64,
+            ctx.plan.behind_span.as_nanos() as u64,
+        );
+        let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
         for entry in ctx
             .plan
             .params
             .iter()
             .filter(|e| ctx.plan.sends(ctx.worker, e.index))
         {
+            // What the telemetry thread judges a starved worker by: the request it waits to send.
+            ctx.shared.waiting_ns[ctx.worker].store(entry.intended_ns, Ordering::Relaxed);
             let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
             // Sleep to the request's own time, waking at least every STOP_POLL to see a stop:
             // a long gap between arrivals never delays the end of a stopped run.
@@ -131,22 +147,35 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                     + until.saturating_duration_since(ctx.epoch).as_nanos() as u64;
                 sleep_until_monotonic(until_ns).await;
             }
-            if ctx.stop.load(Ordering::Relaxed) {
-                // Stopped: this request is never sent; it is censored by the end of the run.
-                let mut record = blank(&entry);
-                record.outcome = Outcome::Censored as u8;
-                record.class = class_code("run-end").expect("defined");
-                record.terminal_ns = now_ns(ctx.epoch);
-                record.detail = "the run was stopped before this request's intended time".into();
-                ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
+            let reached = now_ns(ctx.epoch);
+            let late = reached >= entry.intended_ns + timeout_ns;
+            let stop = ctx.stop.load(Ordering::Relaxed);
+            if late || stop {
+                // Reached at or past its deadline, sending it could only time out at once and
+                // blame the target: the client's failure, its own class (SPEC §2). Stopped: never
+                // sent, censored by the end of the run.
+                let record = if late {
+                    client_late(&ctx, &entry, reached, timeout_ns)
+                } else {
+                    stopped(&ctx, &entry, reached)
+                };
                 batch.push_request(&ctx, record, http2::Carried::default());
+            } else {
+                batch
+                    .skew_ns
+                    .borrow_mut()
+                    .push(reached.saturating_sub(entry.intended_ns));
+            }
+            // A stopped run judges nothing more: its stop (a signal, a trigger) names its seal.
+            if let Some(fired) = behind.reached(entry.intended_ns, reached).filter(|_| !stop) {
+                let lag_ns = behind.lag_ns();
+                ctx.shared
+                    .fell_behind(&ctx.sender, &ctx.stop, reached, fired, lag_ns);
+            }
+            if late || stop {
                 continue;
             }
-            let dispatched = now_ns(ctx.epoch);
-            batch
-                .skew_ns
-                .borrow_mut()
-                .push(dispatched.saturating_sub(entry.intended_ns));
+            let dispatched = reached;
             ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
             ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
             outstanding.set(outstanding.get() + 1);
@@ -177,6 +206,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             })
             .detach();
         }
+        ctx.shared.waiting_ns[ctx.worker].store(u64::MAX, Ordering::Relaxed);
         // Drain: every request ends by its own deadline, so this ends within one timeout.
         while outstanding.get() > 0 {
             compio::time::sleep(Duration::from_millis(5)).await;
@@ -186,9 +216,71 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         // wait for a spare it no longer needs, least of all for a handshake that never ends).
         drop(keeper);
         let _ = flusher.await;
+        let _ = ticker.await;
         batch.flush(&ctx);
         Ok(())
     })
+}
+
+/// The record of a request its worker reached only at or past its deadline (intended time plus
+/// the client timeout): never sent, `undispatched` with class `client-late`, its terminal the
+/// deadline, so no terminal time is ever past intended plus the timeout (SPEC §2, §3).
+pub(super) fn client_late(
+    ctx: &WorkerContext,
+    entry: &Entry,
+    reached_ns: u64,
+    timeout_ns: u64,
+) -> RequestRecord {
+    let mut record = blank(entry);
+    record.outcome = Outcome::Undispatched as u8;
+    record.class = class_code("client-late").expect("defined");
+    record.terminal_ns = entry.intended_ns + timeout_ns;
+    record.detail = format!(
+        "the recorder reached this request {:.3} s after its intended time, past its deadline ({:.3} s): never sent; the client fell behind, not the target (SPEC §2)",
+        reached_ns.saturating_sub(entry.intended_ns) as f64 / 1e9,
+        timeout_ns as f64 / 1e9
+    );
+    ctx.shared.undispatched.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.tally(&record);
+    record
+}
+
+/// The record of a request the run stopped before it was sent: censored, class `run-end`, its
+/// terminal the moment its worker reached it (before its deadline).
+fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord {
+    let mut record = blank(entry);
+    record.outcome = Outcome::Censored as u8;
+    record.class = class_code("run-end").expect("defined");
+    record.terminal_ns = reached_ns;
+    record.detail = if reached_ns > entry.intended_ns {
+        format!(
+            "the run was stopped {:.3} s after this request's intended time, before it was sent",
+            (reached_ns - entry.intended_ns) as f64 / 1e9
+        )
+    } else {
+        "the run was stopped before this request's intended time".into()
+    };
+    ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
+    record
+}
+
+/// The worker's stall ticker (SPEC §2 "Runtime stall"): sleeps on the worker's own ring to
+/// absolute deadlines [`STALL_TICK`] apart and records each wake's lateness, with the ticks a
+/// late wake stood in for ([`tick_lateness`]), in the worker's batch.
+async fn stall_ticks(batch: &Batch, running: &Cell<bool>) {
+    let period_ns = STALL_TICK.as_nanos() as u64;
+    let mut deadline = super::host::monotonic_now_ns() + period_ns;
+    while running.get() {
+        sleep_until_monotonic(deadline).await;
+        let late = super::host::monotonic_now_ns().saturating_sub(deadline);
+        batch
+            .stall_ns
+            .borrow_mut()
+            .extend(tick_lateness(late, period_ns));
+        // The ticks whose deadlines passed during the stall are counted above: the next deadline
+        // is the first one still ahead, with no burst of catch-up wakes.
+        deadline += period_ns * (late / period_ns + 1);
+    }
 }
 
 /// The spare keeper (issue 20, SPEC §2): from the epoch to the end of the schedule, it opens
@@ -223,6 +315,7 @@ async fn keep_spares(
             .map_or(0.0, |p| p.rate_rps);
         let per_worker = rate / workers;
         let cap = (per_worker * timeout_s).ceil() as usize + 1;
+        local.retire_expired(&ctx.shared);
         let mut wanted = spare_wanted(
             per_worker,
             local.service_s.get(),
@@ -265,11 +358,13 @@ pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);
 /// A worker hands its records over at once when this many are waiting.
 pub const BATCH_RECORDS_MAX: usize = 256;
 
-/// A worker's finished records and skew samples, waiting to be handed over in one piece.
+/// A worker's finished records, skew and stall samples, waiting to be handed over in one piece.
 #[derive(Default)]
 pub(super) struct Batch {
     pub(super) records: RefCell<Vec<Record>>,
     pub(super) skew_ns: RefCell<Vec<u64>>,
+    /// The worker's stall ticks' lateness, ns ([`stall_ticks`]).
+    pub(super) stall_ns: RefCell<Vec<u64>>,
     /// TTFT of the completed requests among them, for the live view.
     pub(super) ttft_ns: RefCell<Vec<u64>>,
 }
@@ -325,6 +420,14 @@ impl Batch {
         if !skews.is_empty() {
             ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
         }
+        let stall = std::mem::take(&mut *self.stall_ns.borrow_mut());
+        if !stall.is_empty() {
+            ctx.shared
+                .stall_ns
+                .lock()
+                .expect("stall lock")
+                .extend(stall);
+        }
         let ttft = std::mem::take(&mut *self.ttft_ns.borrow_mut());
         if !ttft.is_empty() {
             ctx.shared.ttft_ns.lock().expect("ttft lock").extend(ttft);
@@ -358,7 +461,7 @@ unsafe impl compio::driver::OpCode for AbsoluteTimeout {
 
 /// Sleeps until CLOCK_MONOTONIC reads `ns` (at once if it has passed). The timeout's -ETIME is
 /// its normal end; any other error (an old kernel) falls back to the runtime's own timer.
-async fn sleep_until_monotonic(ns: u64) {
+pub(super) async fn sleep_until_monotonic(ns: u64) {
     let at = io_uring::types::Timespec::new()
         .sec(ns / 1_000_000_000)
         .nsec((ns % 1_000_000_000) as u32);

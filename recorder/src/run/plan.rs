@@ -40,6 +40,11 @@ pub struct RunPlan {
     pub shard: Shard,
     /// The HTTP version requests use (`target.http`, SPEC §2 "HTTP/2").
     pub http: HttpVersion,
+    /// The fall-behind policy's lag and span (SPEC §2 "Falling behind"; real time, never
+    /// scaled: the client's fitness does not change with the dev factor).
+    pub behind_lag: Duration,
+    /// See [`RunPlan::behind_lag`].
+    pub behind_span: Duration,
 }
 
 impl RunPlan {
@@ -68,6 +73,8 @@ impl RunPlan {
             connect_budget: Duration::from_secs(pins::value::CLIENT_CONNECT_BUDGET_S as u64),
             shard: Shard::WHOLE,
             http: config.target.http,
+            behind_lag: Duration::from_millis(pins::value::CLIENT_BEHIND_LAG_MS as u64),
+            behind_span: Duration::from_millis(pins::value::CLIENT_BEHIND_SPAN_MS as u64),
             params,
         })
     }
@@ -113,6 +120,9 @@ mod tests {
         // The idle limit answers real servers' timeouts: the dev factor leaves it alone.
         assert_eq!(plan.idle_limit, Duration::from_millis(4_000));
         assert_eq!(plan.connect_budget, Duration::from_secs(10));
+        // The fall-behind policy is the client's fitness: the dev factor leaves it alone.
+        assert_eq!(plan.behind_lag, Duration::from_secs(1));
+        assert_eq!(plan.behind_span, Duration::from_secs(1));
     }
 
     #[test]

@@ -85,6 +85,13 @@ impl Summary {
     /// seeds/004 calls it invalid, not an error of the instrument) and for a request never
     /// dispatched (§2 fails the run); 1 for a journal sealed other than `completed`.
     pub fn exit(&self) -> (u8, Option<String>) {
+        let client_behind = format!("({})", percentes_formats::journal::records::CLIENT_BEHIND);
+        if self.status == SealStatus::Escaped && self.reason.contains(&client_behind) {
+            return (
+                2,
+                Some("RUN INVALID (SPEC §2 \"Falling behind\"): the recorder fell behind its schedule and stopped offered load; the journal is sealed `escaped`, and nothing from it may be published. The client was unfit, not the target: see `percentes doctor`".into()),
+            );
+        }
         if self.status == SealStatus::Escaped {
             return (
                 2,
@@ -95,11 +102,21 @@ impl Summary {
             return (1, None);
         }
         if self.sealed.counts.undispatched > 0 {
+            let late = self
+                .failures
+                .iter()
+                .find(|f| f.class == "client-late")
+                .map_or(0, |f| f.count);
             return (
                 2,
                 Some(format!(
-                    "RUN INVALID (SPEC §2): {} scheduled requests were never dispatched; nothing from this run may be published",
-                    self.sealed.counts.undispatched
+                    "RUN INVALID (SPEC §2): {} scheduled requests were never dispatched{}; nothing from this run may be published",
+                    self.sealed.counts.undispatched,
+                    if late > 0 {
+                        format!(" ({late} of them reached by the recorder only after their deadline: class client-late, the client's failure)")
+                    } else {
+                        String::new()
+                    }
                 )),
             );
         }

@@ -1,7 +1,54 @@
-//! Self-check telemetry (SPEC §2): the 1 ms stall ticker, its pooled p99, and the once-a-second
-//! telemetry record.
+//! Self-check telemetry (SPEC §2): the stall ticks' pooled p99 (each worker ticks on its own
+//! ring: `pacer.rs`), the once-a-second telemetry record, and the fall-behind policy's watch
+//! over workers too starved to judge themselves.
 
 use super::*;
+
+impl Shared {
+    /// The fall-behind policy fired (SPEC §2 "Falling behind"): once per run, journal the
+    /// `escape` event (trigger `client-behind`), note the seal's reason, say it, and stop
+    /// offered load. A declared trigger that fired first keeps its place.
+    pub(super) fn fell_behind(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        at_ns: u64,
+        fired: Fired,
+        lag_ns: u64,
+    ) {
+        let detail = fired.detail(lag_ns);
+        {
+            let mut escaped = self.escaped.lock().expect("escape lock");
+            if escaped.is_some() {
+                return;
+            }
+            *escaped = Some(format!("escaped (client-behind): {detail}"));
+        }
+        sender.send(Record::Event(EventRecord {
+            at_ns,
+            kind: EventKind::Escape.code(),
+            subject: percentes_formats::journal::records::CLIENT_BEHIND.into(),
+            detail: detail.clone(),
+            value: i64::try_from(fired.late_ns).ok(),
+        }));
+        stop.store(true, Ordering::SeqCst);
+        say(&format!(
+            "percentes: {detail}. Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")"
+        ));
+    }
+
+    /// How far behind schedule the slowest worker is now: the time since the intended time of
+    /// the request it waits to send, when that has passed, ns.
+    pub(super) fn behind_ns(&self, now_ns: u64) -> u64 {
+        self.waiting_ns
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .filter(|&w| w != u64::MAX)
+            .map(|w| now_ns.saturating_sub(w))
+            .max()
+            .unwrap_or(0)
+    }
+}
 
 pub(super) fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
@@ -10,9 +57,9 @@ pub(super) fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
-/// SPEC §2's runtime-stall measure: a thread that sleeps to absolute 1 ms deadlines and records
-/// how late each wake is. Whatever delays the workers (preemption, throttling, faults) delays it.
-/// The stall ticker's lateness pooled over the measured span: 10 us buckets up to 100 ms and one
+/// SPEC §2's runtime-stall measure: each worker's 1 ms ticker on its own ring (`pacer.rs`), so
+/// whatever delays a worker's turns (preemption, throttling, a stop, its own work) delays it.
+/// The ticks' lateness pooled over the measured span: 10 us buckets up to 100 ms and one
 /// bucket beyond, so memory is fixed whatever the run length and the p99 is exact to 10 us.
 #[derive(Debug)]
 pub(super) struct StallPool {
@@ -66,29 +113,6 @@ impl StallPool {
     }
 }
 
-pub(super) fn stall_ticker(shared: &Shared) {
-    let mut deadline = Instant::now();
-    while !shared.done.load(Ordering::Relaxed) {
-        deadline += STALL_TICK;
-        let now = Instant::now();
-        if deadline > now {
-            std::thread::sleep(deadline - now);
-        }
-        let late = Instant::now()
-            .saturating_duration_since(deadline)
-            .as_nanos() as u64;
-        let period_ns = STALL_TICK.as_nanos() as u64;
-        shared
-            .stall_ns
-            .lock()
-            .expect("stall lock")
-            .extend(tick_lateness(late, period_ns));
-        // The ticks whose deadlines passed during the stall are counted above, so the next
-        // deadline is the first one still ahead: no burst of catch-up wakes.
-        deadline += Duration::from_nanos(late / period_ns * period_ns);
-    }
-}
-
 /// The lateness of every tick one wake accounts for (SPEC §2): the tick it was due for, late by
 /// `late_ns`, and each later tick whose deadline passed while the ticker could not run, late by
 /// a period less each. A stall of k periods is k + 1 samples, so a long stall weighs in the p99
@@ -109,6 +133,7 @@ pub(super) fn telemetry_thread(
     mut view: super::live::LiveView,
     schedule: (u64, (u64, u64)),
     cgroup: Option<&super::cgroup::Cgroup>,
+    (behind, stop): (Behind, &AtomicBool),
 ) {
     let (total, measured) = schedule;
     let mut cgroup_share = None;
@@ -129,6 +154,14 @@ pub(super) fn telemetry_thread(
         }
         next += TELEMETRY_INTERVAL;
         let at_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+        // A worker that reaches no request judges nothing itself: judge it by the one it waits
+        // to send (SPEC §2 "Falling behind").
+        let behind_ns = shared.behind_ns(at_ns);
+        if !done && !stop.load(Ordering::Relaxed) {
+            if let Some(fired) = behind.waiting(at_ns.saturating_sub(behind_ns), at_ns) {
+                shared.fell_behind(sender, stop, at_ns, fired, behind.lag_ns());
+            }
+        }
         let cpu = host_cpu();
         let busy_ppm = match (last_cpu, cpu) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
@@ -224,6 +257,9 @@ pub(super) fn telemetry_thread(
             errored: shared.errored.load(Ordering::Relaxed),
             censored: shared.censored.load(Ordering::Relaxed),
             skew_p99_ns: telemetry.skew_p99_ns,
+            skew_max_ns: telemetry.skew_max_ns,
+            behind_ns,
+            client_late: shared.undispatched.load(Ordering::Relaxed),
             stall_p99_ns: telemetry.stall_p99_ns,
             host_cpu: f64::from(busy_ppm) / 1e6,
             cgroup_cpu: cgroup_share.take(),

@@ -97,8 +97,12 @@ pub(super) fn writer_thread(
 ) -> WriterResult {
     let mut escape = |record: &Record, shared: &Shared| -> Option<Record> {
         let event = watch.as_mut()?.observe(record)?;
-        *shared.escaped.lock().expect("escape lock") =
-            Some(format!("escaped ({}): {}", event.subject, event.detail));
+        // The first escape names the seal (the fall-behind policy may have fired first).
+        shared
+            .escaped
+            .lock()
+            .expect("escape lock")
+            .get_or_insert_with(|| format!("escaped ({}): {}", event.subject, event.detail));
         Some(Record::Event(event))
     };
     let now_ns = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
