@@ -357,28 +357,44 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
         let summary = run::record(&config, &options).unwrap();
         (summary, read(&journal))
     };
-    let (free, (free_requests, _)) = record("unpinned.pj", None);
-    let (_, (pinned_requests, _)) = record("pinned.pj", Some(vec![first]));
-    let _ = hog.kill();
-    let _ = hog.wait();
-    // Unpinned: the worker ran elsewhere and kept its schedule.
-    assert_eq!(free.status.name(), "completed", "{}", free.reason);
     let late = |requests: &[RequestRecord]| {
         requests
             .iter()
             .filter(|r| class_name(r.class) == Some("client-late"))
             .count()
     };
-    assert_eq!(late(&free_requests), 0);
-    let worst_skew = free_requests
-        .iter()
-        .filter_map(|r| r.dispatched_ns.map(|d| d - r.intended_ns))
-        .max()
-        .unwrap();
-    assert!(
-        worst_skew < 50_000_000,
-        "the unpinned worker kept its schedule (G2.1's 50 ms): worst skew {worst_skew} ns"
-    );
+    let worst_skew = |requests: &[RequestRecord]| {
+        requests
+            .iter()
+            .filter_map(|r| r.dispatched_ns.map(|d| d - r.intended_ns))
+            .max()
+            .unwrap_or(u64::MAX)
+    };
+    // Unpinned: the worker runs elsewhere and keeps its schedule (G2.1's 50 ms). The other CPU
+    // is shared with the rest of this machine, so a miss there is recorded again after the host
+    // is measured calm, at most three times in all, and the last miss fails with what was seen.
+    let mut seen = Vec::new();
+    let (free, free_requests) = loop {
+        let (free, (requests, _)) = record("unpinned.pj", None);
+        let (n_late, skew) = (late(&requests), worst_skew(&requests));
+        if free.status.name() == "completed" && n_late == 0 && skew < 50_000_000 {
+            break (free, requests);
+        }
+        seen.push(format!(
+            "seal {}, {n_late} client-late, worst skew {skew} ns",
+            free.status.name()
+        ));
+        if seen.len() == 3 {
+            let _ = hog.kill();
+            panic!("the unpinned worker did not keep its schedule under the hogs: {seen:?}");
+        }
+        let calm = crate::await_calm("the starved-CPU test");
+        seen.last_mut().unwrap().push_str(&format!("; then {calm}"));
+    };
+    let (_, (pinned_requests, _)) = record("pinned.pj", Some(vec![first]));
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert_eq!(free.status.name(), "completed", "{}", free.reason);
     assert_the_client_blames_itself(&free_requests, timeout_ns);
     // Pinned to the starved CPU: the client's failure, said as such.
     assert_the_client_blames_itself(&pinned_requests, timeout_ns);
