@@ -50,6 +50,10 @@ pub struct Step {
     /// gate let it be measured) and waiting gauge both held.
     #[serde(skip)]
     pub only_client: bool,
+    /// When the client gate failed: what the client suffered, in plain words
+    /// ([`percentes_analyzer::report::client_words`]), said at the end of a failed step.
+    #[serde(skip)]
+    pub client_words: Vec<String>,
 }
 
 /// A recording of a calibration step that the client gate spoiled and that was recorded again.
@@ -208,6 +212,11 @@ impl StepRunner for Recorder<'_> {
                 out!(
                     "  calibration {calibration} step {count:>2} {stage:<6} {rate_rps:>9.3} rps: {verdict}"
                 );
+                if !again && (step.diagnosed || !step.passed) {
+                    for line in &step.client_words {
+                        out!("    {line}");
+                    }
+                }
             },
         )
     }
@@ -281,7 +290,12 @@ impl Recorder<'_> {
             crate::scenario::recorder_options(journal.clone(), Progress::Quiet, None, self.tool);
         let summary =
             run::record(&config, &options).with_context(|| format!("recording step {stem}"))?;
-        if summary.status.name() != "completed" {
+        // A step the recorder's fall-behind policy ended is the client's failure (G2), judged
+        // as any other client-gate failure; any other seal but completed stops the calibration.
+        let fell_behind = summary
+            .reason
+            .contains(percentes_formats::journal::records::CLIENT_BEHIND);
+        if summary.status.name() != "completed" && !fell_behind {
             bail!(
                 "step {stem} ended {} ({}): the calibration stops",
                 summary.status.name(),
@@ -428,6 +442,7 @@ pub fn evaluate(
         reasons,
         spoiled: Vec::new(),
         diagnosed: false,
+        client_words: percentes_analyzer::report::client_words(&result, journal),
     })
 }
 
@@ -781,6 +796,7 @@ mod tests {
                 spoiled: Vec::new(),
                 diagnosed: false,
                 only_client: false,
+                client_words: Vec::new(),
             })
         }
     }
@@ -860,6 +876,7 @@ mod tests {
             reasons,
             spoiled: Vec::new(),
             diagnosed: false,
+            client_words: Vec::new(),
         }
     }
 
