@@ -479,7 +479,14 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 "percentes: warning: host check: {risk} (`percentes doctor` says more)"
             ));
         }
-        Some(look.lines()[1..look.lines().len() - 1].join(";"))
+        let lines = look.lines();
+        Some(
+            lines[1..lines.len() - 1]
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     } else {
         None
     };

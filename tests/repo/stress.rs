@@ -213,7 +213,7 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
     let stall = gate(GateId::RuntimeStall);
     assert_eq!(stall.status, Status::Fail, "{stall:?}");
     assert!(
-        stall.note.contains("each worker's own ticker"),
+        stall.note.contains("each worker's own 1 ms ticker"),
         "{}",
         stall.note
     );

@@ -184,7 +184,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
         .find(|(k, _)| k == host_fact::PLACEMENT)
     {
         Some((_, placement)) => {
-            format!("{how}; each worker's own ticker, on its ring ({placement})")
+            format!("{how}; placement: {placement}")
         }
         None => how.to_owned(),
     };
