@@ -231,3 +231,46 @@ pub fn reset_on_close(stream: &TcpStream) {
 pub async fn send(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
     stream.write_all(bytes).await
 }
+
+/// How long a server waits after an accept that failed for want of descriptors or memory before
+/// it accepts again: the connections waiting meanwhile stay in the listen backlog (refused only
+/// if it overflows), and the server goes on once a descriptor is free.
+pub const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The next connection on `listener`. An accept that fails for want of descriptors, ports or
+/// memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) or because the peer gave up first (ECONNABORTED) is
+/// not the end of the server (issue 32: the mock exited on EMFILE under a client's flood): it
+/// is said once per episode on stderr and accepting resumes after [`ACCEPT_RETRY`]. Any other
+/// error ends the server, as before.
+pub async fn accept(
+    listener: &tokio::net::TcpListener,
+    who: &str,
+) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
+    let mut said = false;
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return Ok(accepted),
+            Err(e) if accept_can_resume(&e) => {
+                if !std::mem::replace(&mut said, true) {
+                    eprintln!(
+                        "percentes {who}: cannot accept a connection now ({e}); it waits in the listen backlog and accepting resumes as descriptors free up"
+                    );
+                }
+                tokio::time::sleep(ACCEPT_RETRY).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether a failed accept leaves the listener usable (the process ran out of something, or the
+/// peer left first).
+pub fn accept_can_resume(error: &std::io::Error) -> bool {
+    // EMFILE 24, ENFILE 23, ENOBUFS 105, ENOMEM 12, ECONNABORTED 103 on Linux; the kinds below
+    // say the same on every OS where the standard library maps them.
+    matches!(error.raw_os_error(), Some(24 | 23 | 105 | 12 | 103))
+        || matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::OutOfMemory
+        )
+}

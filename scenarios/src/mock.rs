@@ -246,7 +246,7 @@ impl Mock {
 /// mock drops it (SO_LINGER 0), as a pod deleted with grace 0 resets its connections.
 pub async fn serve(listener: TcpListener, mock: Arc<Mock>) -> std::io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, _) = crate::http::accept(&listener, "mock").await?;
         let _ = stream.set_nodelay(true);
         http::reset_on_close(&stream);
         let mock = Arc::clone(&mock);

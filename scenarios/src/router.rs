@@ -160,7 +160,7 @@ pub fn spawn_background(
 /// Serves clients until the listener fails.
 pub async fn serve(listener: TcpListener, router: Arc<Router>) -> std::io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, _) = crate::http::accept(&listener, "router").await?;
         let _ = stream.set_nodelay(true);
         let router = Arc::clone(&router);
         tokio::spawn(async move { client(stream, router).await });

@@ -412,3 +412,74 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
         "the worker's own ticker sees the starvation: per-second p99 up to {p99_ms} ms"
     );
 }
+
+/// The mock out of descriptors (`prlimit --nofile=64`, then 100 connections held open) refuses
+/// what it cannot accept, says so once, and goes on serving when they close, instead of exiting
+/// on EMFILE. Deliberate break: `listener.accept().await?` again (the mock exits, and the health
+/// check after the flood finds nobody).
+#[test]
+fn the_mock_out_of_descriptors_refuses_and_goes_on() {
+    use std::io::{BufRead, Read, Write};
+    let _beside = crate::beside();
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::prerequisite_missing(
+            "the mock's EMFILE test",
+            "prlimit is not installed (util-linux; .ci/run installs it)",
+        );
+        return;
+    }
+    let mut mock = std::process::Command::new("prlimit")
+        .args(["--nofile=64:64", env!("CARGO_BIN_EXE_percentes")])
+        .args(["mock", "--listen", "127.0.0.1:0", "--threads", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(mock.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|a| a.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let held: Vec<std::net::TcpStream> = (0..100)
+        .filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())
+        .collect();
+    assert!(
+        held.len() > 64,
+        "the flood reached the backlog: {}",
+        held.len()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        mock.try_wait().unwrap().is_none(),
+        "the mock exited when it ran out of descriptors"
+    );
+    drop(held);
+    let mut health = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !health.starts_with("HTTP/1.1 200") && std::time::Instant::now() < deadline {
+        health.clear();
+        if let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+            let _ = s.read_to_string(&mut health);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = mock.kill();
+    let _ = mock.wait();
+    let mut said = String::new();
+    let _ = stderr.read_to_string(&mut said);
+    assert!(
+        health.starts_with("HTTP/1.1 200"),
+        "after the flood: {health:?}"
+    );
+    assert!(said.contains("cannot accept a connection now"), "{said}");
+}
