@@ -307,8 +307,9 @@ fn a_cpu_hog_on_the_workers_cpu_fails_the_client_gate_not_the_target() {
 /// Now nothing is pinned unless asked, and the kernel moves the worker off the starved CPU: the
 /// same schedule under the same hogs is sent on time. Asked to pin there (`--cpus`), the
 /// recorder tells on itself: its own ticker fails G2.4 by far, its requests past their deadlines
-/// are `client-late`, and none is a target's error. Deliberate break: pinning by default again
-/// (the unpinned half then finds the worker starved).
+/// are `client-late`, and none is a target's error; its live view (`--progress json`) says it is
+/// behind schedule and its last words say why nothing may be published. Deliberate break:
+/// pinning by default again (the unpinned half then finds the worker starved).
 #[test]
 fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
     let _machine = crate::machine();
@@ -391,9 +392,48 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
         let calm = crate::await_calm("the starved-CPU test");
         seen.last_mut().unwrap().push_str(&format!("; then {calm}"));
     };
-    let (_, (pinned_requests, _)) = record("pinned.pj", Some(vec![first]));
+    // Pinned there, through the binary with `--progress json`, so the live view and the last
+    // words are read as a program reads them.
+    let config_path = scratch("pinned.toml");
+    std::fs::write(&config_path, &text).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["record", config_path.to_str().unwrap(), "-o"])
+        .arg(scratch("pinned.pj"))
+        .args(["--force", "--no-host-check", "--progress", "json", "--cpus"])
+        .arg(first.to_string())
+        .output()
+        .unwrap();
     let _ = hog.kill();
     let _ = hog.wait();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Exit 2 where requests went client-late or the policy fired; 0 where every request was
+    // sent, late (record exits on what the journal holds; analysis gates the rest, and record
+    // says so in its last words).
+    assert!(matches!(output.status.code(), Some(0 | 2)), "{stderr}");
+    let seconds: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let behind_ms = seconds
+        .iter()
+        .filter_map(|v| v["behind_ns"].as_u64())
+        .max()
+        .unwrap_or(0) as f64
+        / 1e6;
+    let warned = seconds.iter().any(|v| {
+        v["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("behind schedule") && w.contains("not the target's"))
+    });
+    assert!(
+        behind_ms >= 50.0 || warned,
+        "the live view said the run was behind: {behind_ms} ms at most, warned {warned}: {stderr}"
+    );
+    for said in ["THE CLIENT FAILED ITS OWN CHECKS", "G2.4", "--diagnose"] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    let (pinned_requests, _) = read(&scratch("pinned.pj"));
     assert_eq!(free.status.name(), "completed", "{}", free.reason);
     assert_the_client_blames_itself(&free_requests, timeout_ns);
     // Pinned to the starved CPU: the client's failure, said as such.
