@@ -85,6 +85,19 @@ fn prerequisite_missing(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// Whether `program` cannot run here (`program --version` fails to start): then it reports the
+/// missing prerequisite for `test` ([`prerequisite_missing`]) with `why`, and the test returns.
+fn lacks(test: &str, program: &str, why: &str) -> bool {
+    let missing = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .is_err();
+    if missing {
+        prerequisite_missing(test, why);
+    }
+    missing
+}
+
 mod repo {
     pub mod acceptance;
     pub mod cli;

@@ -230,15 +230,11 @@ fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
 #[test]
 fn ac2d_cpu_pressure_fires_the_client_gate() {
     let _machine = crate::machine();
-    if std::process::Command::new("stress-ng")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        crate::prerequisite_missing(
-            "AC2d",
-            "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
-        );
+    if crate::lacks(
+        "AC2d",
+        "stress-ng",
+        "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
+    ) {
         return;
     }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -512,15 +512,11 @@ fn a_clean_delete_through_the_testbed_router() {
 #[test]
 fn undispatched_requests_are_recorded_and_fail_the_run() {
     let _machine = crate::machine();
-    if std::process::Command::new("prlimit")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        crate::prerequisite_missing(
-            "the undispatched test",
-            "prlimit (util-linux) is not installed",
-        );
+    if crate::lacks(
+        "the undispatched test",
+        "prlimit",
+        "prlimit (util-linux) is not installed",
+    ) {
         return;
     }
     // Requests take 400 ms, so at 200 rps connections pile up past the 40-descriptor limit.

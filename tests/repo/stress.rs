@@ -231,15 +231,11 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
 #[test]
 fn a_cpu_hog_on_the_workers_cpu_fails_the_client_gate_not_the_target() {
     let _machine = crate::machine();
-    if std::process::Command::new("stress-ng")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        crate::prerequisite_missing(
-            "the CPU hog test",
-            "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
-        );
+    if crate::lacks(
+        "the CPU hog test",
+        "stress-ng",
+        "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
+    ) {
         return;
     }
     let allowed = allowed_cpus();
@@ -461,15 +457,11 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
 fn the_mock_out_of_descriptors_refuses_and_goes_on() {
     use std::io::{BufRead, Read, Write};
     let _beside = crate::beside();
-    if std::process::Command::new("prlimit")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        crate::prerequisite_missing(
-            "the mock's EMFILE test",
-            "prlimit is not installed (util-linux; .ci/run installs it)",
-        );
+    if crate::lacks(
+        "the mock's EMFILE test",
+        "prlimit",
+        "prlimit is not installed (util-linux; .ci/run installs it)",
+    ) {
         return;
     }
     let mut mock = std::process::Command::new("prlimit")
