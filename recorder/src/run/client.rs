@@ -213,7 +213,7 @@ impl Local {
     /// the server has closed or written to while it sat idle: a request never goes out on a
     /// connection the server has closed or is about to close.
     pub(super) fn take(&self, shared: &Shared) -> Option<(u64, Conn, RawFd)> {
-        self.retire_expired(shared);
+        self.retire_expired(shared, Duration::ZERO);
         let mut pool = self.connections.borrow_mut();
         while let Some(pooled) = pool.pop() {
             match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
@@ -226,15 +226,20 @@ impl Local {
         None
     }
 
-    /// Retires every idle connection past its idle limit, counted as expired. The spare
-    /// keeper does this before it counts the pool, so a connection that expired during an idle
-    /// gap is never counted as a spare: the next request would otherwise find none and connect
+    /// Retires every idle connection past its idle limit, or within `ahead` of it (at most half
+    /// the limit), counted as expired. The spare keeper does this, `ahead` two of its periods, before it counts the
+    /// pool: a connection that expires during an idle gap is never counted as a spare, and is
+    /// replaced before it expires, so the next request finds a fresh one rather than connecting
     /// in line (issue 32).
-    pub(super) fn retire_expired(&self, shared: &Shared) {
+    pub(super) fn retire_expired(&self, shared: &Shared, ahead: Duration) {
         let mut pool = self.connections.borrow_mut();
         let now = Instant::now();
         let before = pool.len();
-        pool.retain(|p| now.saturating_duration_since(p.idle_since) < p.idle_limit);
+        // Never earlier than half the limit: a limit shorter than the keeper's look-ahead would
+        // otherwise retire each spare as soon as it was opened.
+        pool.retain(|p| {
+            now.saturating_duration_since(p.idle_since) + ahead.min(p.idle_limit / 2) < p.idle_limit
+        });
         let expired = before - pool.len();
         if expired > 0 {
             shared

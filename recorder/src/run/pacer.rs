@@ -315,7 +315,7 @@ async fn keep_spares(
             .map_or(0.0, |p| p.rate_rps);
         let per_worker = rate / workers;
         let cap = (per_worker * timeout_s).ceil() as usize + 1;
-        local.retire_expired(&ctx.shared);
+        local.retire_expired(&ctx.shared, 2 * KEEPER_INTERVAL);
         let mut wanted = spare_wanted(
             per_worker,
             local.service_s.get(),
