@@ -900,7 +900,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 kind: EventKind::StallSummary.code(),
                 subject: "runtime-stall".into(),
                 detail: format!(
-                    "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us",
+                    "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us (to 1 ms past 100 ms)",
                     pool.count,
                     measured.0 as f64 / 1e9,
                     measured.1 as f64 / 1e9,
@@ -1187,10 +1187,32 @@ path = "/v1/chat/completions"
         // largest sample seen.
         pool.add(3_000_000);
         assert_eq!(pool.p99_upper_ns(), Some(3_000_000));
-        // Beyond the last bucket the maximum is read.
+        // Past 100 ms the coarse tier reads to the millisecond, not the maximum (issue 32: a p99
+        // beyond 100 ms printed the maximum under the name p99).
         let mut far = StallPool::default();
-        far.add(250_000_000);
-        assert_eq!(far.p99_upper_ns(), Some(250_000_000));
+        for _ in 0..97 {
+            far.add(20_000);
+        }
+        for late_ms in [250u64, 800, 3_000] {
+            far.add(late_ms * 1_000_000 + 400_000);
+        }
+        assert_eq!(
+            far.p99_upper_ns(),
+            Some(801_000_000),
+            "rank 99 of 100 is the 800 ms tick, not the 3 s maximum"
+        );
+        for _ in 0..100 {
+            far.add(20_000);
+        }
+        assert_eq!(
+            far.p99_upper_ns(),
+            Some(251_000_000),
+            "rank 198 of 200: the 250 ms tick"
+        );
+        // Beyond the last bucket (60 s) the maximum is read.
+        let mut beyond = StallPool::default();
+        beyond.add(61_000_000_000);
+        assert_eq!(beyond.p99_upper_ns(), Some(61_000_000_000));
     }
 
     /// Issue 15's case: eight SIGSTOPs of 0.4 s in a run gave a stall p99 of 1.99 ms while the

@@ -59,11 +59,14 @@ pub(super) fn quantile(sorted: &[u64], q: f64) -> u64 {
 
 /// SPEC §2's runtime-stall measure: each worker's 1 ms ticker on its own ring (`pacer.rs`), so
 /// whatever delays a worker's turns (preemption, throttling, a stop, its own work) delays it.
-/// The ticks' lateness pooled over the measured span: 10 us buckets up to 100 ms and one
-/// bucket beyond, so memory is fixed whatever the run length and the p99 is exact to 10 us.
+/// The ticks' lateness pooled over the measured span: 10 us buckets up to 100 ms, 1 ms buckets
+/// from there to 60 s, and one bucket beyond, so memory is fixed whatever the run length and the
+/// p99 is exact to 10 us under 100 ms and to 1 ms under 60 s (before issue 32 a p99 past 100 ms
+/// read the maximum).
 #[derive(Debug)]
 pub(super) struct StallPool {
     pub(super) buckets: Vec<u64>,
+    pub(super) coarse: Vec<u64>,
     pub(super) beyond: u64,
     pub(super) count: u64,
     pub(super) max_ns: u64,
@@ -71,11 +74,18 @@ pub(super) struct StallPool {
 
 pub(super) const STALL_POOL_BUCKET_NS: u64 = 10_000;
 pub(super) const STALL_POOL_BUCKETS: usize = 10_000;
+/// The coarse tier's bucket width and the lateness where it ends.
+pub(super) const STALL_POOL_COARSE_BUCKET_NS: u64 = 1_000_000;
+pub(super) const STALL_POOL_COARSE_END_NS: u64 = 60_000_000_000;
+const FINE_END_NS: u64 = STALL_POOL_BUCKET_NS * STALL_POOL_BUCKETS as u64;
+const COARSE_BUCKETS: usize =
+    ((STALL_POOL_COARSE_END_NS - FINE_END_NS) / STALL_POOL_COARSE_BUCKET_NS) as usize;
 
 impl Default for StallPool {
     fn default() -> Self {
         StallPool {
             buckets: vec![0; STALL_POOL_BUCKETS],
+            coarse: vec![0; COARSE_BUCKETS],
             beyond: 0,
             count: 0,
             max_ns: 0,
@@ -85,10 +95,14 @@ impl Default for StallPool {
 
 impl StallPool {
     pub(super) fn add(&mut self, late_ns: u64) {
-        match self
-            .buckets
-            .get_mut((late_ns / STALL_POOL_BUCKET_NS) as usize)
-        {
+        let bucket = if late_ns < FINE_END_NS {
+            self.buckets
+                .get_mut((late_ns / STALL_POOL_BUCKET_NS) as usize)
+        } else {
+            self.coarse
+                .get_mut(((late_ns - FINE_END_NS) / STALL_POOL_COARSE_BUCKET_NS) as usize)
+        };
+        match bucket {
             Some(bucket) => *bucket += 1,
             None => self.beyond += 1,
         }
@@ -96,17 +110,23 @@ impl StallPool {
         self.max_ns = self.max_ns.max(late_ns);
     }
 
-    /// The nearest-rank p99, as the upper edge of its bucket (the maximum beyond the last one).
+    /// The nearest-rank p99, as the upper edge of its bucket, capped at the largest sample (the
+    /// maximum itself only beyond the last bucket, 60 s).
     pub(super) fn p99_upper_ns(&self) -> Option<u64> {
         if self.count == 0 {
             return None;
         }
         let rank = (self.count as f64 * 0.99).ceil() as u64;
+        let edges = (1..=STALL_POOL_BUCKETS as u64)
+            .map(|i| i * STALL_POOL_BUCKET_NS)
+            .chain(
+                (1..=COARSE_BUCKETS as u64).map(|i| FINE_END_NS + i * STALL_POOL_COARSE_BUCKET_NS),
+            );
         let mut seen = 0;
-        for (i, n) in self.buckets.iter().enumerate() {
+        for (n, edge) in self.buckets.iter().chain(&self.coarse).zip(edges) {
             seen += n;
             if seen >= rank {
-                return Some(((i as u64 + 1) * STALL_POOL_BUCKET_NS).min(self.max_ns.max(1)));
+                return Some(edge.min(self.max_ns.max(1)));
             }
         }
         Some(self.max_ns)
