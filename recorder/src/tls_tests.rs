@@ -84,8 +84,11 @@ fn try_run(
     tls_lines: &str,
     name: &str,
 ) -> Result<(PathBuf, Config), super::run::RecordError> {
+    // Factor 100: a 0.3 s timeout and a 4.2 s schedule. At 250 the 120 ms timeout was shorter
+    // than a TLS pre-flight on a busy CI machine, which refused the run (a failed CI run on
+    // 2026-12-03).
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"mock\"\nbase_url = \"https://localhost:{}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n{tls_lines}\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"https://localhost:{}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n{tls_lines}\n\
          [schedule]\nseed = 2\narrival = \"deterministic\"\nrate_rps = 15.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n",
         addr.port()
     );

@@ -227,10 +227,10 @@ impl Local {
     }
 
     /// Retires every idle connection past its idle limit, or within `ahead` of it (at most half
-    /// the limit), counted as expired. The spare keeper does this, `ahead` two of its periods, before it counts the
-    /// pool: a connection that expires during an idle gap is never counted as a spare, and is
-    /// replaced before it expires, so the next request finds a fresh one rather than connecting
-    /// in line (issue 32).
+    /// the limit), counted as expired. The spare keeper does this, `ahead` two of its periods,
+    /// before it counts the pool: a connection that expires during an idle gap is never counted
+    /// as a spare, and is replaced before it expires, so the next request finds a fresh one
+    /// rather than connecting in line (issue 32).
     pub(super) fn retire_expired(&self, shared: &Shared, ahead: Duration) {
         let mut pool = self.connections.borrow_mut();
         let now = Instant::now();
@@ -526,6 +526,8 @@ pub(super) async fn execute(
     }
     if verdict.outcome == Outcome::Undispatched {
         record.dispatched_ns = None;
+        // Never sent, and never past its deadline either.
+        record.terminal_ns = record.terminal_ns.min(deadline_ns);
     }
     record.outcome = verdict.outcome as u8;
     record.class = class_code(verdict.class).expect("classes come from the table");
