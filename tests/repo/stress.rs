@@ -76,6 +76,14 @@ fn allowed_cpus() -> Vec<usize> {
     percentes_study::cpus(Some(list.trim())).unwrap().unwrap()
 }
 
+/// How many of `requests` ended in the class named `class`.
+fn count_class(requests: &[RequestRecord], class: &str) -> usize {
+    requests
+        .iter()
+        .filter(|r| class_name(r.class) == Some(class))
+        .count()
+}
+
 /// The journal analyzed under the current spec.
 fn analyze(path: &Path) -> percentes_analyzer::model::Report {
     let file = JournalFile::open(path).unwrap();
@@ -182,18 +190,12 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
         behind.value.unwrap() >= percentes_formats::pins::value::CLIENT_BEHIND_LAG_MS * 1_000_000,
         "{behind:?}"
     );
-    let late = requests
-        .iter()
-        .filter(|r| class_name(r.class) == Some("client-late"))
-        .count();
+    let late = count_class(&requests, "client-late");
     assert!(
         late > 50,
         "the requests due in the stop are the client's: {late}"
     );
-    let never_sent = requests
-        .iter()
-        .filter(|r| class_name(r.class) == Some("run-end"))
-        .count();
+    let never_sent = count_class(&requests, "run-end");
     assert!(
         never_sent > 100,
         "offered load stopped: {never_sent} never sent"
@@ -354,12 +356,7 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
         let summary = run::record(&config, &options).unwrap();
         (summary, read(&journal))
     };
-    let late = |requests: &[RequestRecord]| {
-        requests
-            .iter()
-            .filter(|r| class_name(r.class) == Some("client-late"))
-            .count()
-    };
+    let late = |requests: &[RequestRecord]| count_class(requests, "client-late");
     let worst_skew = |requests: &[RequestRecord]| {
         requests
             .iter()
