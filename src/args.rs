@@ -109,6 +109,10 @@ pub struct QuickArgs {
     /// With --url: a header sent on every request, `Name: value` (repeat it for more).
     #[arg(long, value_name = "NAME: VALUE", requires = "url")]
     pub header: Vec<String>,
+    /// With --url: a header whose value is a secret, read from an environment variable at the
+    /// start and never journaled: `Name=VARIABLE` (repeat it for more).
+    #[arg(long, value_name = "NAME=VARIABLE", requires = "url")]
+    pub secret_header: Vec<String>,
     /// With --url: the environment variable holding the API key (a bearer token; never
     /// journaled).
     #[arg(long, value_name = "VAR", requires = "url")]
@@ -140,6 +144,7 @@ impl QuickArgs {
             warmup_s: self.warmup,
             stream: self.stream,
             headers: self.header.clone(),
+            secret_headers: self.secret_header.clone(),
             api_key_env: self.api_key_env.clone(),
             hosted: self.hosted,
             seed: self.seed,

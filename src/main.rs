@@ -735,6 +735,7 @@ fn init(
 
 fn config_check(file: &Path, json: bool) -> Result<ExitCode> {
     let config = load_config(file)?;
+    config.check_files()?;
     if json {
         out!(
             "{}",

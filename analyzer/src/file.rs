@@ -1,7 +1,6 @@
 //! A journal file mapped read-only into memory.
 
 use std::fmt;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
@@ -76,7 +75,8 @@ impl JournalFile {
             path: path.to_owned(),
             source,
         };
-        let file = File::open(path).map_err(error)?;
+        // A device or FIFO is refused unopened (a FIFO's open waits for a writer).
+        let file = percentes_formats::files::open_regular(path).map_err(error)?;
         let len = file.metadata().map_err(error)?.len();
         let map = if len == 0 {
             None

@@ -209,8 +209,8 @@ pub fn load_verified_with(
             ));
         }
     }
-    let config =
-        Config::parse(&header.config_bytes).map_err(|e| LoadError::Config(e.to_string()))?;
+    let config = Config::parse_journaled(&header.config_bytes)
+        .map_err(|e| LoadError::Config(e.to_string()))?;
 
     // The schedule, regenerated from the header's parameters, must match its recorded digest.
     let params = &header.schedule;

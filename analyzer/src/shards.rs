@@ -10,6 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use percentes_formats::files::{open_regular, read_text_bounded, MANIFEST_BYTES_MAX};
 use percentes_formats::journal::manifest::{
     check_manifest, check_shards, Manifest, Refused, ShardFile, SigningKey,
 };
@@ -67,7 +68,7 @@ impl std::error::Error for ShardError {}
 pub fn is_manifest(path: &Path) -> bool {
     use std::io::Read;
     let mut start = [0u8; 64];
-    let Ok(n) = std::fs::File::open(path).and_then(|mut f| f.read(&mut start)) else {
+    let Ok(n) = open_regular(path).and_then(|mut f| f.read(&mut start)) else {
         return false;
     };
     let start = &start[..n];
@@ -191,9 +192,11 @@ pub struct Opened {
 /// every shard file it names (relative paths from the manifest's folder) against the rules and
 /// against what the manifest bound.
 pub fn open_manifest(path: &Path, trusted: Option<[u8; 32]>) -> Result<Opened, ShardError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ShardError::Io {
-        path: path.to_owned(),
-        source,
+    let text = read_text_bounded(path, MANIFEST_BYTES_MAX, "a manifest").map_err(|source| {
+        ShardError::Io {
+            path: path.to_owned(),
+            source,
+        }
     })?;
     let manifest = Manifest::parse(&text).map_err(|why| ShardError::Manifest {
         path: path.to_owned(),

@@ -168,6 +168,7 @@ mod located;
 mod pinned;
 mod quick;
 mod relations;
+mod secrets;
 mod sections;
 mod timing;
 
@@ -243,7 +244,12 @@ pub struct PinInForce {
 impl Config {
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let raw = std::fs::read(path).map_err(|e| ConfigError::Read {
+        let raw = crate::files::read_bounded(
+            path,
+            crate::files::CONFIG_FILE_BYTES_MAX,
+            "a configuration",
+        )
+        .map_err(|e| ConfigError::Read {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -252,6 +258,17 @@ impl Config {
 
     /// Validates configuration bytes (the same rules as [`Config::load`]).
     pub fn parse(raw: &[u8]) -> Result<Config, ConfigError> {
+        Config::parse_checked(raw, true)
+    }
+
+    /// Validates the configuration a journal carries: every rule but the secrets stage
+    /// (`secrets.rs`), which guards what a recording writes. A journal already holds its
+    /// bytes, so refusing them would hide nothing and would only stop its analysis.
+    pub fn parse_journaled(raw: &[u8]) -> Result<Config, ConfigError> {
+        Config::parse_checked(raw, false)
+    }
+
+    fn parse_checked(raw: &[u8], secrets: bool) -> Result<Config, ConfigError> {
         if raw.len() > CONFIG_BYTES_MAX {
             return Err(ConfigError::Syntax {
                 message: format!(
@@ -271,7 +288,9 @@ impl Config {
         };
         let spanned = DeTable::parse(text).map_err(syntax)?;
         let index = Index::new(text, spanned.get_ref());
-        Config::parse_indexed(raw, text, spanned, &index).map_err(|e| e.placed(&index))
+        let config = Config::parse_indexed(raw, text, spanned, &index, secrets)
+            .map_err(|e| e.placed(&index))?;
+        Ok(config)
     }
 
     fn parse_indexed(
@@ -279,6 +298,7 @@ impl Config {
         text: &str,
         mut spanned: Spanned<DeTable<'_>>,
         index: &Index,
+        secrets: bool,
     ) -> Result<Config, ConfigError> {
         let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax {
             at: e.span().map(|span| index.location(span.start)),
@@ -343,6 +363,9 @@ impl Config {
         config.check_relations()?;
         config.check_domains()?;
         config.check_timing()?;
+        if secrets {
+            config.check_secrets(text)?;
+        }
         Ok(config)
     }
 

@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod files;
 pub mod journal;
 pub mod pins;
 pub mod schedule;

@@ -19,6 +19,7 @@
 //! counted. With a tokenizer, each prompt's own length is counted too, for the journal.
 
 use percentes_formats::config::{Config, Lengths, Profile, PromptFormat, Route};
+use percentes_formats::files::{read_bounded, PROMPT_FILE_BYTES_MAX};
 use percentes_formats::pins;
 
 use crate::tokens::ModelTokenizer;
@@ -121,7 +122,8 @@ pub fn load_prompts(
     tokenizer: Option<&ModelTokenizer>,
 ) -> Result<PromptSet, String> {
     let path = route.prompt_file.as_deref().unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|e| format!("prompt_file {path}: {e}"))?;
+    let bytes = read_bounded(path.as_ref(), PROMPT_FILE_BYTES_MAX, "a prompt file")
+        .map_err(|e| format!("prompt_file {path}: {e}"))?;
     let text =
         std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
     let format = route.prompt_format_resolved().unwrap_or(PromptFormat::Text);

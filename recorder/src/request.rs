@@ -93,29 +93,32 @@ impl Target {
     }
 }
 
-/// Request header lines every request carries beyond the recorder's own: `[target.headers]` and
-/// the API key. Its `Debug` never shows the lines (they may hold the key).
+/// Request header lines every request carries beyond the recorder's own: `[target.headers]`,
+/// `[target.secret_headers]` and the API key. Its `Debug` never shows the lines (they may hold
+/// secrets).
 #[derive(Clone, Default)]
 pub struct ExtraHeaders {
     lines: String,
-    /// The key, to redact from anything a server echoes back into an error message.
-    key: Option<String>,
+    /// The secrets (the key and each secret header's value), to redact from anything a server
+    /// echoes back into a message.
+    secrets: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for ExtraHeaders {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "ExtraHeaders({} bytes, key {})",
+            "ExtraHeaders({} bytes, {} secrets)",
             self.lines.len(),
-            if self.key.is_some() { "set" } else { "unset" }
+            self.secrets.len()
         )
     }
 }
 
 impl ExtraHeaders {
-    /// The configuration's headers and, with `target.api_key_env`, the key read from that
-    /// environment variable through `lookup` (a missing or empty variable refuses to start).
+    /// The configuration's headers and, with `target.api_key_env` and
+    /// `[target.secret_headers]`, the values read from the environment variables they name
+    /// through `lookup` (a missing or empty variable refuses to start).
     pub fn new(
         target: &percentes_formats::config::Target,
         lookup: impl Fn(&str) -> Option<String>,
@@ -124,18 +127,35 @@ impl ExtraHeaders {
         for (name, value) in &target.headers {
             lines.push_str(&format!("{}: {value}\r\n", name.to_ascii_lowercase()));
         }
-        let mut key = None;
-        if let Some(variable) = &target.api_key_env {
+        let mut secrets = Vec::new();
+        let mut read = |variable: &str, what: &str| -> Result<String, String> {
             let value = lookup(variable).unwrap_or_default();
             let value = value.trim();
             if value.is_empty() {
                 return Err(format!(
-                    "target.api_key_env names {variable}, which is not set (or empty) in this environment; export the key as {variable}"
+                    "{what} names {variable}, which is not set (or empty) in this environment; export the value as {variable}"
                 ));
             }
-            if !value.bytes().all(|b| (b'!'..=b'~').contains(&b)) {
+            if !value
+                .bytes()
+                .all(|b| b == b' ' || (b'!'..=b'~').contains(&b))
+            {
                 return Err(format!(
-                    "the key in {variable} holds a space or a character a header cannot carry"
+                    "the value in {variable} holds a character a header cannot carry (CR, LF, tab, NUL or non-ASCII)"
+                ));
+            }
+            secrets.push((variable.to_owned(), value.to_owned()));
+            Ok(value.to_owned())
+        };
+        for (name, variable) in &target.secret_headers {
+            let value = read(variable, &format!("target.secret_headers.{name}"))?;
+            lines.push_str(&format!("{}: {value}\r\n", name.to_ascii_lowercase()));
+        }
+        if let Some(variable) = &target.api_key_env {
+            let value = read(variable, "target.api_key_env")?;
+            if value.contains(' ') {
+                return Err(format!(
+                    "the key in {variable} holds a space, which a key never does"
                 ));
             }
             let header = target.api_key_header();
@@ -144,9 +164,8 @@ impl ExtraHeaders {
             } else {
                 lines.push_str(&format!("{header}: {value}\r\n"));
             }
-            key = Some(value.to_owned());
         }
-        Ok(ExtraHeaders { lines, key })
+        Ok(ExtraHeaders { lines, secrets })
     }
 
     /// The header lines, each ending CRLF.
@@ -154,12 +173,14 @@ impl ExtraHeaders {
         &self.lines
     }
 
-    /// `text` with every occurrence of the key replaced, for a message that may quote a server.
+    /// `text` with every occurrence of a secret replaced by the name of the variable it came
+    /// from, for a message that may quote a server.
     pub fn redact(&self, text: &str) -> String {
-        match &self.key {
-            Some(key) => text.replace(key.as_str(), "[api key]"),
-            None => text.to_owned(),
+        let mut out = text.to_owned();
+        for (variable, value) in &self.secrets {
+            out = out.replace(value.as_str(), &format!("[${variable}]"));
         }
+        out
     }
 }
 
@@ -582,12 +603,14 @@ mod tests {
     #[test]
     fn hosted_requests_send_only_what_is_configured_and_the_key_from_the_environment() {
         let hosted = config(
-            "api_key_env = \"PCT_KEY\"\ninclude_usage = false\n[target.headers]\nOpenAI-Organization = \"org-1\"",
+            "api_key_env = \"PCT_KEY\"\ninclude_usage = false\n[target.headers]\nOpenAI-Organization = \"org-1\"\n[target.secret_headers]\nX-Goog-Api-Key = \"PCT_GOOG\"",
             "hosted",
             "hosted",
         );
-        let extra = ExtraHeaders::new(&hosted.target, |v| {
-            (v == "PCT_KEY").then(|| "sk-secret".into())
+        let extra = ExtraHeaders::new(&hosted.target, |v| match v {
+            "PCT_KEY" => Some("sk-secret".into()),
+            "PCT_GOOG" => Some("AIza-goog".into()),
+            _ => None,
         })
         .unwrap();
         let target = Target::parse(&hosted.target.base_url).unwrap();
@@ -607,15 +630,22 @@ mod tests {
             json.get("ignore_eos").is_none() && json.get("stream_options").is_none(),
             "{json}"
         );
-        // Neither Debug shows the key.
-        assert!(!format!("{template:?}{extra:?}").contains("sk-secret"));
+        assert!(head.contains("\r\nx-goog-api-key: AIza-goog\r\n"), "{head}");
+        // Neither Debug shows a secret.
+        let debug = format!("{template:?}{extra:?}");
+        assert!(!debug.contains("sk-secret") && !debug.contains("AIza-goog"));
         assert_eq!(
-            extra.redact("echo: Bearer sk-secret"),
-            "echo: Bearer [api key]"
+            extra.redact("echo: Bearer sk-secret, AIza-goog"),
+            "echo: Bearer [$PCT_KEY], [$PCT_GOOG]"
         );
         // A missing variable refuses, naming it.
-        let err = ExtraHeaders::new(&hosted.target, |_| None).unwrap_err();
-        assert!(err.contains("PCT_KEY") && err.contains("not set"), "{err}");
+        let err = ExtraHeaders::new(&hosted.target, |v| {
+            (v == "PCT_KEY").then(|| "sk-secret".into())
+        })
+        .unwrap_err();
+        assert!(err.contains("PCT_GOOG") && err.contains("not set"), "{err}");
+        let err = ExtraHeaders::new(&hosted.target, |_| Some("a\u{7f}b".into())).unwrap_err();
+        assert!(err.contains("cannot carry"), "{err}");
         let azure = config(
             "api_key_env = \"K\"\napi_key_header = \"api-key\"",
             "hosted",

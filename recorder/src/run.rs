@@ -567,6 +567,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
+    use percentes_formats::journal::header::host_fact;
     let mut facts = vec![
         (
             "api-key".to_owned(),
@@ -576,6 +577,22 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                     config.target.api_key_header()
                 ),
                 None => "none".into(),
+            },
+        ),
+        (
+            host_fact::SECRET_HEADERS.to_owned(),
+            if config.target.secret_headers.is_empty() {
+                "none".into()
+            } else {
+                let named: Vec<String> = config
+                    .target
+                    .secret_headers
+                    .iter()
+                    .map(|(name, variable)| {
+                        format!("{} from ${variable}", name.to_ascii_lowercase())
+                    })
+                    .collect();
+                format!("{} (the values are not recorded)", named.join(", "))
             },
         ),
         (
@@ -589,7 +606,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 .unwrap_or_else(|| "off (target.preflight = false)".into()),
         ),
     ];
-    use percentes_formats::journal::header::host_fact;
     facts.push((host_fact::PLACEMENT.to_owned(), placement));
     if let Some(look) = host_check {
         facts.push((host_fact::HOST_CHECK.to_owned(), look));

@@ -15,6 +15,7 @@
 
 use std::sync::Arc;
 
+use percentes_formats::files::{read_bounded, TOKENIZER_BYTES_MAX};
 use tokenizers::Tokenizer;
 
 /// Common English words a generated prompt is made of; those the model's tokenizer reads as one
@@ -49,7 +50,8 @@ impl std::fmt::Debug for ModelTokenizer {
 impl ModelTokenizer {
     /// Reads and parses `path`; the error names the key, the file and what went wrong.
     pub fn load(path: &str) -> Result<ModelTokenizer, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("target.tokenizer {path}: {e}"))?;
+        let bytes = read_bounded(path.as_ref(), TOKENIZER_BYTES_MAX, "a tokenizer")
+            .map_err(|e| format!("target.tokenizer {path}: {e}"))?;
         let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
             format!(
                 "target.tokenizer {path}: not a tokenizer.json the tokenizers library reads ({e})"

@@ -25,6 +25,35 @@ use serde::{Deserialize, Serialize};
 
 use crate::timing::Distribution;
 
+/// The longest mock configuration file read (1 MiB, as percentes' own configurations).
+const MOCK_CONFIG_BYTES_MAX: u64 = 1 << 20;
+
+/// A mock configuration file's text: a regular file (a device or FIFO is refused unopened, so
+/// the read neither grows without bound nor waits for a writer) of at most
+/// [`MOCK_CONFIG_BYTES_MAX`] bytes.
+fn read_config_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MOCK_CONFIG_BYTES_MAX + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MOCK_CONFIG_BYTES_MAX {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!(
+                "it is over the limit of {MOCK_CONFIG_BYTES_MAX} bytes for a mock configuration"
+            ),
+        ));
+    }
+    Ok(text)
+}
+
 /// Most faults one config may schedule.
 pub const FAULTS_MAX: usize = 256;
 
@@ -240,7 +269,7 @@ impl MockConfig {
         let mut config = match path {
             None => MockConfig::default(),
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = read_config_file(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 MockConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
             }

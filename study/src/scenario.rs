@@ -232,8 +232,12 @@ impl Scenario {
 
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read scenario {}", path.display()))?;
+        let text = percentes_formats::files::read_text_bounded(
+            path,
+            percentes_formats::files::CONFIG_FILE_BYTES_MAX,
+            "a scenario",
+        )
+        .with_context(|| format!("cannot read scenario {}", path.display()))?;
         Scenario::parse(&text, &path.display().to_string())
     }
 }

@@ -1672,3 +1672,134 @@ fn every_command_reading_a_spilled_table_writes_the_same_output() {
         "{stderr}"
     );
 }
+
+/// Runs the binary with `args`, killed after `limit` if it has not ended: a read that hangs (a
+/// FIFO's open, /dev/zero read whole) fails the test instead of stalling the suite. Returns the
+/// exit code (None when killed) and standard error.
+fn percentes_bounded(args: &[&str], limit: std::time::Duration) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(args)
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (code, stderr)
+}
+
+/// `/dev/zero` and a FIFO no one writes, named as a key, a configuration, a journal, a
+/// prompt file or a tokenizer: each is refused unopened, with what it is, where before
+/// `verify --pubkey /dev/zero` grew to 2.1 GB and `record --sign-key /dev/zero` hung. The
+/// 20 s guard only turns a hang into a failure (each refusal here took milliseconds on this
+/// machine). Deliberate break: reading with `std::fs::read` again hangs or exhausts memory.
+#[cfg(target_os = "linux")]
+#[test]
+fn devices_and_fifos_are_refused_unread_wherever_a_file_is_named() {
+    let _beside = crate::beside();
+    let dir = scratch("unbounded");
+    let fifo = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo (coreutils) made no FIFO");
+    let fifo = fifo.to_str().unwrap();
+    let config = |extra_target: &str, route: &str| {
+        let path = dir.join(format!("c{}.toml", extra_target.len() + route.len()));
+        std::fs::write(
+            &path,
+            format!(
+                "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:9\"\nmodel = \"mock\"\n{extra_target}\n[schedule]\nseed = 1\narrival = \"deterministic\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n{route}\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let plain = config("", "");
+    let prompts_zero = config("", "prompt_file = \"/dev/zero\"");
+    let prompts_fifo = config("", &format!("prompt_file = {fifo:?}"));
+    let tokenizer_zero = config("tokenizer = \"/dev/zero\"", "");
+    let journal = dir.join("x.pj");
+    let journal = journal.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["verify", "golden/v1/sealed.pj", "--pubkey", "/dev/zero"],
+            "character device",
+        ),
+        (
+            vec!["verify", "golden/v1/sealed.pj", "--pubkey", fifo],
+            "FIFO",
+        ),
+        (vec!["verify", "/dev/zero"], "character device"),
+        (vec!["verify", fifo], "FIFO"),
+        (vec!["analyze", fifo, "-o", journal], "FIFO"),
+        (vec!["config", "check", "/dev/zero"], "character device"),
+        (vec!["config", "check", fifo], "FIFO"),
+        (vec!["config", "check", &prompts_zero], "character device"),
+        (vec!["config", "check", &prompts_fifo], "FIFO"),
+        (vec!["config", "check", &tokenizer_zero], "character device"),
+        (
+            vec![
+                "record",
+                &plain,
+                "-o",
+                journal,
+                "--force",
+                "--sign-key",
+                "/dev/zero",
+            ],
+            "character device",
+        ),
+        (
+            vec![
+                "record",
+                &prompts_zero,
+                "-o",
+                journal,
+                "--force",
+                "--no-host-check",
+            ],
+            "character device",
+        ),
+        (
+            vec![
+                "record",
+                &tokenizer_zero,
+                "-o",
+                journal,
+                "--force",
+                "--no-host-check",
+            ],
+            "character device",
+        ),
+    ];
+    for (args, says) in cases {
+        let (code, stderr) = percentes_bounded(&args, std::time::Duration::from_secs(20));
+        assert!(code.is_some(), "{args:?} hung");
+        assert!(
+            code != Some(0) && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

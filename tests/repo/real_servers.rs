@@ -381,12 +381,17 @@ fn sigterm_ends_a_run_whose_handshakes_never_finish() {
 fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
     let _machine = crate::machine();
     const KEY: &str = "pct-test-key-8c1f0a9d";
-    // The server answers 401 without the key, as an authenticated endpoint does.
+    // A secret header's value shaped as an issued key, under a name the old list missed.
+    const TOKEN: &str = "sk-proj-5b0e77c1d2a94f3e";
+    // The server answers 401 without both, as an authenticated endpoint does.
     let addr = serve(
         |request| {
             if request
                 .head
                 .contains("\r\nauthorization: bearer pct-test-key-8c1f0a9d")
+                && request
+                    .head
+                    .contains("\r\nx-auth-token: sk-proj-5b0e77c1d2a94f3e")
             {
                 (sse_response(""), false)
             } else {
@@ -403,7 +408,7 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
         100,
         "poisson",
         4.0,
-        "api_key_env = \"PCT_TEST_KEY\"\n[target.headers]\nx-tenant = \"bench\"",
+        "api_key_env = \"PCT_TEST_KEY\"\n[target.headers]\nx-tenant = \"bench\"\n[target.secret_headers]\nX-Auth-Token = \"PCT_TEST_TOKEN\"",
     );
     let config = scratch("keyed.toml");
     std::fs::write(&config, &text).unwrap();
@@ -418,6 +423,7 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
     // Without the variable: refused before anything is written, naming the variable.
     let missing = percentes(&args)
         .env_remove("PCT_TEST_KEY")
+        .env("PCT_TEST_TOKEN", TOKEN)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&missing.stderr);
@@ -426,25 +432,50 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
         "{stderr}"
     );
     assert!(!journal.exists(), "a refused run writes no journal");
-    let output = percentes(&args).env("PCT_TEST_KEY", KEY).output().unwrap();
+    let missing = percentes(&args)
+        .env("PCT_TEST_KEY", KEY)
+        .env_remove("PCT_TEST_TOKEN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        !missing.status.success() && stderr.contains("PCT_TEST_TOKEN"),
+        "{stderr}"
+    );
+    assert!(!journal.exists(), "a refused run writes no journal");
+    let output = percentes(&args)
+        .env("PCT_TEST_KEY", KEY)
+        .env("PCT_TEST_TOKEN", TOKEN)
+        .output()
+        .unwrap();
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(output.status.success(), "{all}");
-    assert!(!all.contains(KEY), "the key is never printed");
+    assert!(
+        !all.contains(KEY) && !all.contains(TOKEN),
+        "a secret is never printed"
+    );
     all_correct(&sealed_requests(&journal));
     let bytes = std::fs::read(&journal).unwrap();
+    let holds =
+        |bytes: &[u8], secret: &str| bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
     assert!(
-        !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-        "the key reached the journal"
+        !holds(&bytes, KEY) && !holds(&bytes, TOKEN),
+        "a secret reached the journal"
     );
     let header = JournalFile::open(&journal).unwrap().header().unwrap().0;
     let fact = header.host_fact("api-key").unwrap();
     assert!(
         fact.contains("$PCT_TEST_KEY") && fact.contains("not recorded"),
         "{fact}"
+    );
+    let fact = header.host_fact("secret-headers").unwrap();
+    assert_eq!(
+        fact,
+        "x-auth-token from $PCT_TEST_TOKEN (the values are not recorded)"
     );
     let report = scratch("keyed-report");
     let analyzed = percentes(&[
@@ -459,10 +490,29 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
     for file in std::fs::read_dir(&report).unwrap() {
         let bytes = std::fs::read(file.unwrap().path()).unwrap();
         assert!(
-            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-            "the key reached a report"
+            !holds(&bytes, KEY) && !holds(&bytes, TOKEN),
+            "a secret reached a report"
         );
     }
+    // The same value written into [target.headers], under any name, refuses to load.
+    let clear = text.replace(
+        "[target.secret_headers]\nX-Auth-Token = \"PCT_TEST_TOKEN\"",
+        &format!("x-tenant-2 = \"{TOKEN}\""),
+    );
+    std::fs::write(&config, &clear).unwrap();
+    let checked = percentes(&["config", "check", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    let code = checked.status.code().unwrap_or(-1);
+    assert!(
+        code != 0 && stderr.contains("looks like a credential"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(TOKEN),
+        "the refusal does not repeat the value: {stderr}"
+    );
 }
 
 #[test]

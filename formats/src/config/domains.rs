@@ -2,6 +2,7 @@
 //! anything (an empty model, a zero-token prompt, a rate that schedules nothing, a credential
 //! that the journal would copy) is refused here, with its key, before anything runs.
 
+use super::secrets::is_variable_name;
 use super::{Config, ConfigError, Lengths};
 
 /// Request headers the recorder writes itself; a configuration may not set them.
@@ -17,16 +18,6 @@ const HEADERS_RECORDER_WRITES: &[&str] = &[
     "expect",
     "accept",
     "x-request-id",
-];
-
-/// Header names that carry credentials: a value written in the configuration would be copied
-/// into every journal and report that cites it.
-const HEADERS_CREDENTIALS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "api-key",
-    "x-api-key",
-    "cookie",
 ];
 
 /// Whether `name` is an HTTP field name (RFC 9110 §5.1: a token).
@@ -63,7 +54,61 @@ pub(super) fn authority(base_url: &str) -> &str {
     &rest[..end]
 }
 
+/// What is wrong with an authority's host or port, if anything: an empty host, or a port that
+/// is not a number in 1..=65535.
+fn port_problem(authority: &str) -> Option<String> {
+    // An IPv6 literal is bracketed; its colons are not the port's.
+    let after_host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map(|(_, after)| after)?,
+        None => authority
+            .rsplit_once(':')
+            .map_or("", |(host, _)| &authority[host.len()..]),
+    };
+    let host_empty = authority.is_empty() || authority.starts_with(':');
+    if host_empty {
+        return Some(format!("{authority:?} names no host"));
+    }
+    let port = after_host.strip_prefix(':')?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => None,
+        _ => Some(format!("port {port:?} is not a TCP port (1 to 65535)")),
+    }
+}
+
 impl Config {
+    /// The files the configuration names (`target.tokenizer`, each route's `prompt_file`)
+    /// exist, are regular files and are within their size limits. `config check` and the
+    /// recorder ask this; the analysis does not (a journal's files may be long gone).
+    pub fn check_files(&self) -> Result<(), ConfigError> {
+        use crate::files::{open_regular, PROMPT_FILE_BYTES_MAX, TOKENIZER_BYTES_MAX};
+        let named = self
+            .target
+            .tokenizer
+            .iter()
+            .map(|t| ("target.tokenizer".to_owned(), t, TOKENIZER_BYTES_MAX))
+            .chain(self.routes.iter().enumerate().filter_map(|(i, r)| {
+                let file = r.prompt_file.as_ref()?;
+                Some((
+                    format!("routes[{i}].prompt_file"),
+                    file,
+                    PROMPT_FILE_BYTES_MAX,
+                ))
+            }));
+        for (key, path, limit) in named {
+            let size = open_regular(path.as_ref())
+                .and_then(|f| f.metadata())
+                .map_err(|e| invalid(&key, format!("{path:?} cannot be read: {e}")))?
+                .len();
+            if size > limit {
+                return Err(invalid(
+                    key,
+                    format!("{path:?} is {size} bytes, over the limit of {limit} bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn check_domains(&self) -> Result<(), ConfigError> {
         let target = &self.target;
         if authority(&target.base_url).contains('@') {
@@ -72,6 +117,9 @@ impl Config {
                 "carries credentials (user:password@); the journal copies the configuration, so \
                  put the key in an environment variable and name it in target.api_key_env",
             ));
+        }
+        if let Some(why) = port_problem(authority(&target.base_url)) {
+            return Err(invalid("target.base_url", why));
         }
         if target.base_url.contains('#') {
             return Err(invalid(
@@ -91,14 +139,6 @@ impl Config {
             if !is_token(name) {
                 return Err(invalid(key, "is not an HTTP header name (RFC 9110 §5.1)"));
             }
-            if HEADERS_CREDENTIALS.contains(&lower.as_str()) {
-                return Err(invalid(
-                    key,
-                    "carries a credential, which the journal would copy with the configuration; \
-                     put it in an environment variable named by target.api_key_env (and \
-                     target.api_key_header for a header other than authorization)",
-                ));
-            }
             if HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
                 return Err(invalid(key, "is written by the recorder itself"));
             }
@@ -109,16 +149,36 @@ impl Config {
                 ));
             }
         }
-        if let Some(variable) = &target.api_key_env {
-            let first_ok = variable
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
-            if !first_ok
-                || !variable
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        for (name, variable) in &target.secret_headers {
+            let key = format!("target.secret_headers.{name}");
+            let lower = name.to_ascii_lowercase();
+            if !is_token(name) {
+                return Err(invalid(key, "is not an HTTP header name (RFC 9110 §5.1)"));
+            }
+            if HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
+                return Err(invalid(key, "is written by the recorder itself"));
+            }
+            let key_header = target.api_key_env.as_ref().map(|_| target.api_key_header());
+            if target.headers.keys().any(|h| h.eq_ignore_ascii_case(name))
+                || key_header.as_deref() == Some(lower.as_str())
             {
+                return Err(invalid(
+                    key,
+                    "is also set in [target.headers] or by target.api_key_env; send it once",
+                ));
+            }
+            if !is_variable_name(variable) {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "{variable:?} is not an environment variable name (letters, digits, _): \
+                         the value is read from the variable it names, never written here"
+                    ),
+                ));
+            }
+        }
+        if let Some(variable) = &target.api_key_env {
+            if !is_variable_name(variable) {
                 return Err(invalid(
                     "target.api_key_env",
                     format!(

@@ -118,8 +118,21 @@ pub(super) fn take_pins(
                 at: None,
             });
         }
+        if let Some(why) = outside_domain(pin, value) {
+            return Err(ConfigError::Invalid {
+                key: key.into(),
+                message: format!(
+                    "{} {why} ({}, pinned at {})",
+                    show(&found),
+                    pin.clause,
+                    pin.value
+                ),
+                at: None,
+            });
+        }
         configured.insert(key, value);
     }
+    limits_relate(&configured)?;
     for section in PINNED_ONLY_SECTIONS {
         match table.get(*section) {
             Some(toml::Value::Table(rest)) => {
@@ -153,4 +166,58 @@ pub(super) fn take_pins(
         table.remove("calibration");
     }
     Ok(configured)
+}
+
+/// Why a stricter value is still outside what the pin can mean, if it is: a limit no run can
+/// meet is not a stricter gate but a broken one. Percentages are shares of 100; a ratio the
+/// run must reach (goodput) is at most 1; a time or share at most zero can never be met; a
+/// count of recordings allowed is at least one.
+fn outside_domain(pin: &pins::Pin, value: Value) -> Option<&'static str> {
+    use pins::Rule;
+    let v = value.as_f64();
+    if pin.unit == "%" && v > 100.0 {
+        return Some("is over 100 %");
+    }
+    if pin.rule == Rule::AtLeast && pin.unit.is_empty() && v > 1.0 {
+        return Some("is a share above 1, which no run reaches");
+    }
+    if pin.rule == Rule::AtMost && matches!(pin.unit, "%" | "ms" | "recordings") && v <= 0.0 {
+        return Some("is a limit of zero, which no run meets");
+    }
+    None
+}
+
+/// Limits that bound one quantity from two sides, or a quantile and the maximum, must leave
+/// room between them: a replica's share between its minimum and maximum, the skew's maximum
+/// at or above its p99 limit.
+fn limits_relate(configured: &BTreeMap<&'static str, Value>) -> Result<(), ConfigError> {
+    let value = |pin: &pins::Pin| configured.get(pin.key).copied().unwrap_or(pin.value);
+    for (low, high) in [
+        (
+            &pins::GATES_REPLICA_SHARE_MIN_PERCENT,
+            &pins::GATES_REPLICA_SHARE_MAX_PERCENT,
+        ),
+        (&pins::GATES_SEND_SKEW_P99_MS, &pins::GATES_SEND_SKEW_MAX_MS),
+    ] {
+        if value(high).as_f64() < value(low).as_f64() {
+            let key = if configured.contains_key(high.key) {
+                high
+            } else {
+                low
+            };
+            return Err(ConfigError::Invalid {
+                key: key.key.into(),
+                message: format!(
+                    "leaves no value a run could meet: {} = {} is above {} = {}; keep the first at or below the second ({})",
+                    low.key,
+                    value(low),
+                    high.key,
+                    value(high),
+                    key.clause
+                ),
+                at: None,
+            });
+        }
+    }
+    Ok(())
 }

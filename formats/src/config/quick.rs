@@ -36,6 +36,8 @@ pub struct Quick {
     pub stream: bool,
     /// `[target.headers]`, as `Name: value` lines.
     pub headers: Vec<String>,
+    /// `[target.secret_headers]`, as `Name=VARIABLE` pairs.
+    pub secret_headers: Vec<String>,
     /// `target.api_key_env`.
     pub api_key_env: Option<String>,
     /// A third-party endpoint: the hosted profile.
@@ -142,6 +144,27 @@ impl Quick {
             }
             headers.insert(name.to_owned(), V::String(value.trim().to_owned()));
         }
+        let mut secret_headers = BTreeMap::new();
+        for pair in &self.secret_headers {
+            let Some((name, variable)) = pair.split_once('=') else {
+                return Err(format!(
+                    "--secret-header {pair:?} is not `Name=VARIABLE` (the header, then the \
+                     environment variable that holds its value)"
+                ));
+            };
+            let name = name.trim();
+            if name.is_empty() || secret_headers.contains_key(name) {
+                return Err(format!(
+                    "--secret-header {pair:?}: {}",
+                    if name.is_empty() {
+                        "the name is empty"
+                    } else {
+                        "that header is given twice"
+                    }
+                ));
+            }
+            secret_headers.insert(name.to_owned(), V::String(variable.trim().to_owned()));
+        }
         let mut schedule = toml::Table::new();
         schedule.insert("seed".into(), V::Integer(self.seed as i64));
         schedule.insert("arrival".into(), V::String(self.arrival.clone()));
@@ -157,6 +180,12 @@ impl Quick {
         sections.push(("[target]".into(), target));
         if !headers.is_empty() {
             sections.push(("[target.headers]".into(), headers.into_iter().collect()));
+        }
+        if !secret_headers.is_empty() {
+            sections.push((
+                "[target.secret_headers]".into(),
+                secret_headers.into_iter().collect(),
+            ));
         }
         sections.push(("[schedule]".into(), schedule));
         sections.push(("[fault]".into(), fault));
@@ -191,11 +220,17 @@ fn blame(error: &ConfigError) -> String {
         ("schedule.arrival", "--arrival"),
         ("dev.measure_s", "--duration"),
         ("dev.warmup_s", "--warmup"),
+        ("target.secret_headers", "--secret-header"),
         ("target.headers", "--header"),
         ("target.api_key_env", "--api-key-env"),
         ("routes[0].path", "--url"),
     ];
-    match flags.iter().find(|(key, _)| text.contains(key)) {
+    // The key the error names (a message may mention other keys, as advice).
+    let named = match error {
+        ConfigError::Invalid { key, .. } => key.as_str(),
+        _ => text.as_str(),
+    };
+    match flags.iter().find(|(key, _)| named.contains(key)) {
         Some((key, flag)) => format!("{flag} (the run's {key}): {text}"),
         None => format!("the run the flags state does not load: {text}"),
     }
@@ -214,6 +249,7 @@ mod tests {
             warmup_s: None,
             stream: true,
             headers: vec!["X-Team: perf".into()],
+            secret_headers: vec![],
             api_key_env: None,
             hosted: false,
             seed: 1,
@@ -348,6 +384,27 @@ mod tests {
                     ..quick()
                 },
                 "--header",
+            ),
+            (
+                Quick {
+                    headers: vec!["X-Tenant: sk-proj-0123456789abcdef".into()],
+                    ..quick()
+                },
+                "--header",
+            ),
+            (
+                Quick {
+                    secret_headers: vec!["X-Auth-Token: TOKEN".into()],
+                    ..quick()
+                },
+                "--secret-header",
+            ),
+            (
+                Quick {
+                    secret_headers: vec!["X-Auth-Token=sk-0123".into()],
+                    ..quick()
+                },
+                "--secret-header",
             ),
             (
                 Quick {

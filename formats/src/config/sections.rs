@@ -185,6 +185,12 @@ pub struct Target {
     /// configuration): name an environment variable in `api_key_env` instead.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `[target.secret_headers]`: request headers whose values are secrets (`name = "VAR"`):
+    /// each value is read from the environment variable named at the start of a recording and
+    /// sent on every request; the journal records the header's and the variable's names, never
+    /// the value. A header that looks like a credential by name or value must go here.
+    #[serde(default)]
+    pub secret_headers: BTreeMap<String, String>,
     /// The environment variable holding the API key. The key is read at the start of a
     /// recording and sent in `api_key_header`; the journal records the variable's name, never
     /// the key.

@@ -861,6 +861,15 @@ fn headers_may_not_carry_credentials_or_split_the_request() {
     for (table, says) in [
         ("Authorization = \"Bearer sk-123\"", "credential"),
         ("api-key = \"k\"", "credential"),
+        // Names the reviewer found journaled in clear before the rule read names by shape.
+        ("X-Auth-Token = \"abc\"", "credential"),
+        ("X-Goog-Api-Key = \"abc\"", "credential"),
+        ("Ocp-Apim-Subscription-Key = \"abc\"", "credential"),
+        ("X-Access-Token = \"abc\"", "credential"),
+        // A key's value under any name.
+        ("x-tenant = \"sk-proj-1\"", "looks like a credential"),
+        ("x-route = \"Bearer abc\"", "looks like a credential"),
+        ("x-id = \"0123456789abcdefABCDEF0123456789\"", "opaque run"),
         ("host = \"other\"", "recorder itself"),
         ("\"bad name\" = \"v\"", "header name"),
         ("x-a = \"one\\r\\nx-b: two\"", "CR, LF"),
@@ -879,6 +888,80 @@ fn headers_may_not_carry_credentials_or_split_the_request() {
     assert_eq!(config.target.api_key_header(), "api-key");
     assert_eq!(config.target.preflight_path(), "/v1/models");
     assert!(config.target.include_usage);
+}
+
+/// The journal copies the configuration byte for byte, so a key written anywhere in it (a
+/// header, the URL's query, a comment, a collector's command) is refused, and a secret header
+/// names the environment variable its value comes from. A journal already written still
+/// analyzes: `parse_journaled` skips this stage. Deliberate breaks: the refusal of a `sk-`
+/// value under an unremarkable name, of a key in a comment, or of `?key=` were each seen to
+/// fail this test when the check was taken out.
+#[test]
+fn no_credential_reaches_the_journal_and_secret_headers_come_from_the_environment() {
+    let secret = |table: &str| {
+        BASE.replace(
+            "replicas = [\"replica-0\", \"replica-1\"]\n",
+            &format!("replicas = [\"replica-0\", \"replica-1\"]\nsecret_headers = {{ {table} }}\n"),
+        )
+    };
+    let ok = load(&secret(
+        "X-Auth-Token = \"PCT_TOKEN\", X-Goog-Api-Key = \"GOOG\"",
+    ))
+    .unwrap();
+    assert_eq!(ok.target.secret_headers["X-Auth-Token"], "PCT_TOKEN");
+    for (table, says) in [
+        ("X-Auth-Token = \"sk-0123\"", "environment variable name"),
+        ("\"bad name\" = \"V\"", "header name"),
+        ("content-length = \"V\"", "recorder itself"),
+    ] {
+        let err = load(&secret(table)).unwrap_err().to_string();
+        assert!(
+            err.contains("target.secret_headers.") && err.contains(says),
+            "{table}: {err}"
+        );
+    }
+    let twice = secret("authorization = \"V\"").replace(
+        "model = \"mock\"\n",
+        "model = \"mock\"\napi_key_env = \"OPENAI_API_KEY\"\n",
+    );
+    let err = load(&twice).unwrap_err().to_string();
+    assert!(err.contains("send it once"), "{err}");
+
+    let key = "sk-proj-0123456789abcdefXYZ";
+    let url = |query: &str| {
+        BASE.replace(
+            "base_url = \"http://127.0.0.1:8000\"",
+            &format!("base_url = \"http://127.0.0.1:8000/v1?{query}\""),
+        )
+    };
+    assert!(load(&url("api-version=2024-10-21")).is_ok());
+    for query in ["key=abc", "sig=x&api_key=y", &format!("k={key}")] {
+        let err = load(&url(query)).unwrap_err().to_string();
+        assert!(
+            err.contains("target.base_url") && err.contains("query parameter"),
+            "{query}: {err}"
+        );
+    }
+    for text in [
+        format!("# the old key was {key}\n{BASE}"),
+        with_key(
+            BASE,
+            "target.accelerator_commands",
+            &format!(r#"{{ "replica-0" = ["curl", "-H", "x: {key}"] }}"#),
+        ),
+    ] {
+        let err = load(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("issued key") && err.contains("\"sk-\""),
+            "{err}"
+        );
+        assert!(
+            !err.contains(key),
+            "the refusal does not repeat the key: {err}"
+        );
+        // A journal that already holds such bytes still loads for analysis.
+        assert!(Config::parse_journaled(text.as_bytes()).is_ok());
+    }
 }
 
 #[test]
@@ -1186,4 +1269,106 @@ fn a_route_label_is_its_own() {
     .unwrap_err();
     assert!(error.to_string().contains("routes[1].label"), "{error}");
     assert!(error.to_string().contains("appears twice"), "{error}");
+}
+
+/// The reviewer's out-of-domain mutants: each loaded before, though no run could meet (or
+/// mean) it. Each is refused naming its key. Deliberate break: without `outside_domain` and
+/// `limits_relate` every one of them loads.
+#[test]
+fn values_outside_their_domain_are_refused_though_stricter_than_the_pin() {
+    for (key, value, says) in [
+        ("gates.baseline_goodput_min", "1e5", "share above 1"),
+        ("calibration.step_goodput_min", "1e5", "share above 1"),
+        ("calibration.step_attempts_max", "0", "limit of zero"),
+        ("gates.replica_share_max_percent", "0", "limit of zero"),
+        (
+            "gates.replica_share_max_percent",
+            "1",
+            "no value a run could meet",
+        ),
+        ("gates.send_skew_max_ms", "0", "limit of zero"),
+        ("gates.send_skew_max_ms", "1", "no value a run could meet"),
+        ("gates.host_cpu_max_percent", "0", "limit of zero"),
+        ("gates.replica_share_min_percent", "101", "over 100 %"),
+    ] {
+        let err = load(&with_key(BASE, key, value)).unwrap_err().to_string();
+        assert!(
+            err.contains(key) && err.contains(says),
+            "{key} = {value}: {err}"
+        );
+    }
+    // Stricter values that a run can meet still load.
+    for (key, value) in [
+        ("gates.send_skew_max_ms", "5"),
+        ("gates.replica_share_max_percent", "50"),
+        ("gates.baseline_goodput_min", "1.0"),
+    ] {
+        load(&with_key(BASE, key, value)).unwrap_or_else(|e| panic!("{key} = {value}: {e}"));
+    }
+    for (url, says) in [
+        ("http://127.0.0.1:99999", "not a TCP port"),
+        ("http://127.0.0.1:0", "not a TCP port"),
+        ("http://127.0.0.1:80x", "not a TCP port"),
+        ("http://:8000", "names no host"),
+    ] {
+        let text = BASE.replace("http://127.0.0.1:8000", url);
+        let err = load(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("target.base_url") && err.contains(says),
+            "{url}: {err}"
+        );
+    }
+    for url in [
+        "http://[::1]:8000",
+        "https://api.example.com",
+        "http://h:8000/v1?x=1",
+    ] {
+        load(&BASE.replace("http://127.0.0.1:8000", url)).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+}
+
+/// `config check` asks `check_files`: a missing prompt file or tokenizer, a directory or a
+/// device is refused there, not first at `record`.
+#[test]
+fn named_files_are_checked_before_a_run() {
+    let dir = std::env::temp_dir().join(format!("percentes-files-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("prompts.txt");
+    std::fs::write(&file, "hello\n").unwrap();
+    let route = |path: &std::path::Path| {
+        BASE.replace(
+            "path = \"/v1/chat/completions\"\n",
+            &format!(
+                "path = \"/v1/chat/completions\"\nprompt_file = {:?}\n",
+                path.display().to_string()
+            ),
+        )
+    };
+    load(&route(&file)).unwrap().check_files().unwrap();
+    let mut bad = vec![
+        (dir.join("missing.txt"), "No such file"),
+        (dir.clone(), "a directory"),
+    ];
+    if cfg!(unix) {
+        bad.push(("/dev/zero".into(), "character device"));
+    }
+    for (path, says) in bad {
+        let err = load(&route(&path))
+            .unwrap()
+            .check_files()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("routes[0].prompt_file") && err.contains(says),
+            "{path:?}: {err}"
+        );
+    }
+    let tokenizer = with_key(BASE, "target.tokenizer", "\"/dev/zero\"");
+    let err = load(&tokenizer)
+        .unwrap()
+        .check_files()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("target.tokenizer"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -520,4 +520,7 @@ pub mod host_fact {
     pub const PLACEMENT: &str = "placement";
     /// What the host check before the run saw (`percentes doctor`'s measurements).
     pub const HOST_CHECK: &str = "host-check";
+    /// Each `[target.secret_headers]` header and the variable its value came from (never the
+    /// value).
+    pub const SECRET_HEADERS: &str = "secret-headers";
 }

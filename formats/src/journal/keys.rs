@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use super::{hex, parse_hash};
+use crate::files::{read_text_bounded, KEY_FILE_BYTES_MAX};
 
 /// Reads a secret key file.
 pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
-    let text = std::fs::read_to_string(path)
+    let text = read_text_bounded(path, KEY_FILE_BYTES_MAX, "a key file")
         .map_err(|e| format!("cannot read signing key {}: {e}", path.display()))?;
     let seed = parse_hash(&text).ok_or_else(|| {
         format!(
@@ -26,7 +27,7 @@ pub fn read_signing_key(path: &Path) -> Result<SigningKey, String> {
 
 /// Reads a public key file; refuses bytes that are not an ed25519 point.
 pub fn read_public_key(path: &Path) -> Result<[u8; 32], String> {
-    let text = std::fs::read_to_string(path)
+    let text = read_text_bounded(path, KEY_FILE_BYTES_MAX, "a key file")
         .map_err(|e| format!("cannot read public key {}: {e}", path.display()))?;
     let key = parse_hash(&text).ok_or_else(|| {
         format!(

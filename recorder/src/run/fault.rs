@@ -292,7 +292,7 @@ pub(super) fn apply(
             let mut text = String::new();
             std::io::Read::read_to_string(
                 &mut std::io::Read::take(
-                    std::fs::File::open(path)
+                    percentes_formats::files::open_regular(path.as_ref())
                         .map_err(|e| format!("cannot read pid file {path}: {e}"))?,
                     PID_FILE_BYTES_MAX,
                 ),
