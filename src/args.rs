@@ -35,8 +35,8 @@ pub struct QueryArgs {
     pub table: TableArgs,
 }
 
-/// Where a loaded request table lives: the flags of every command that reads a journal's
-/// requests (`analyze`, `campaign`, `export`, `query`; SPEC §9 "Table memory").
+/// How a journal's requests are loaded: the flags of every command that reads them
+/// (`analyze`, `campaign`, `export`, `query`; SPEC §9 "Table memory", §2 "Sharded capture").
 #[derive(Debug, Args)]
 pub struct TableArgs {
     /// The most memory the request table may take on the heap, 151 bytes a scheduled
@@ -50,6 +50,11 @@ pub struct TableArgs {
     /// a disk with room for the table, not on a tmpfs, which is memory.
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
+    /// Read one shard of a sharded run by itself. Without it a shard journal is refused, with
+    /// the merge to run; with it every output is marked not publishable and says "shard k of
+    /// N", since the shard holds every N-th request of a load N recorders offered together.
+    #[arg(long)]
+    pub shard_alone: bool,
 }
 
 impl TableArgs {
@@ -58,6 +63,7 @@ impl TableArgs {
         percentes_analyzer::load::Options {
             table_memory: self.table_memory,
             spill_dir: self.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+            shard_alone: self.shard_alone,
         }
     }
 }

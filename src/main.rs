@@ -840,7 +840,8 @@ fn record(_: args::RecordArgs) -> Result<ExitCode> {
 
 fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
     let mut seed = [0u8; 32];
-    getrandom(&mut seed)?;
+    // The OS's random source, on every OS.
+    getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("the OS random source failed: {e}"))?;
     let (secret, public) =
         journal::keys::write_key_pair(prefix, &seed, force).map_err(anyhow::Error::msg)?;
     out!(
@@ -852,11 +853,6 @@ fn keygen(prefix: &Path, force: bool) -> Result<ExitCode> {
         public.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Fills `out` from the OS's random source, on every OS.
-fn getrandom(out: &mut [u8]) -> Result<()> {
-    getrandom::fill(out).map_err(|e| anyhow::anyhow!("the OS random source failed: {e}"))
 }
 
 #[cfg(test)]

@@ -5,24 +5,20 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use percentes_analyzer::shards::{self, ShardError};
-use percentes_formats::journal::manifest::{parse_instant, Shard};
+use percentes_formats::journal::manifest::Shard;
 
 /// The shard and agreed epoch `record` was given.
 pub fn of_record(args: &crate::args::RecordArgs) -> Result<(Shard, Option<i64>)> {
     let job = std::env::var("JOB_COMPLETION_INDEX").ok();
-    let shard = Shard::from_flags(args.shard.as_deref(), args.shards, job.as_deref())
-        .map_err(anyhow::Error::msg)?;
-    let start_at = args
-        .start_at
-        .as_deref()
-        .map(|t| parse_instant(t).map_err(|e| anyhow::anyhow!("--start-at: {e}")))
-        .transpose()?;
-    if shard.count > 1 && start_at.is_none() {
-        bail!("shard {shard} needs --start-at TIME: every shard of one schedule starts at one agreed instant (SPEC §2 \"Sharded capture\"), e.g. --start-at $(date -u -d '+2 min' +%s)");
-    }
-    Ok((shard, start_at))
+    Shard::with_epoch(
+        args.shard.as_deref(),
+        args.shards,
+        job.as_deref(),
+        args.start_at.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)
 }
 
 /// A refusal is exit 1 with every reason on stderr; other errors are errors.

@@ -103,6 +103,9 @@ pub struct Options {
     /// The folder the spill files are made in. They are removed from it at once where the system
     /// allows (Unix), so nothing is left behind. It should be on a disk: a tmpfs is memory.
     pub spill_dir: PathBuf,
+    /// Read one shard of a sharded run by itself ([`crate::shards::open_with`] refuses a lone
+    /// shard otherwise): its analysis is marked not publishable, saying "shard k of N".
+    pub shard_alone: bool,
 }
 
 /// The default [`Options::table_memory`]: 2 GiB, a table of about 14 M scheduled requests (a
@@ -115,6 +118,7 @@ impl Default for Options {
         Options {
             table_memory: DEFAULT_TABLE_MEMORY,
             spill_dir: std::env::temp_dir(),
+            shard_alone: false,
         }
     }
 }

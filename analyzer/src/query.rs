@@ -530,6 +530,7 @@ mod tests {
         let spilled = crate::load::Options {
             table_memory: 0,
             spill_dir: dir.clone(),
+            ..Default::default()
         };
         let load = |options: &crate::load::Options| {
             let verified = vec![file.verify(&Default::default())];

@@ -44,6 +44,15 @@ pub enum ShardError {
     Refused(Refused),
     /// The shards pass the header rules, but their records do not make one run.
     Load(LoadError),
+    /// One shard of a sharded run, given alone without [`crate::load::Options::shard_alone`].
+    LoneShard {
+        /// The file.
+        path: PathBuf,
+        /// Its shard index (from 0).
+        index: u32,
+        /// How many shards the run has.
+        count: u32,
+    },
 }
 
 impl fmt::Display for ShardError {
@@ -51,6 +60,14 @@ impl fmt::Display for ShardError {
         match self {
             ShardError::Open(e) => write!(f, "{e}"),
             ShardError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ShardError::LoneShard { path, index, count } => write!(
+                f,
+                "{} is shard {index} of {count} of one run (the requests i mod {count} = {index}): \
+                 merge every shard first (`percentes merge SHARD.pj... -o run.manifest.json`) and \
+                 give the manifest, or pass --shard-alone to read this shard by itself (every \
+                 output then says shard {index} of {count} and is not publishable)",
+                path.display()
+            ),
             ShardError::Manifest { path, why } => write!(f, "{}: {why}", path.display()),
             ShardError::Refused(why) => write!(
                 f,
@@ -247,9 +264,32 @@ pub fn open_with(
     if !is_manifest(path) {
         let file = JournalFile::open(path).map_err(ShardError::Open)?;
         let report = file.verify(&Default::default());
-        let run =
+        let shard = report
+            .header
+            .as_ref()
+            .map(|h| (h.shard_index, h.shard_count))
+            .filter(|(_, count)| *count > 1);
+        if let (Some((index, count)), false) = (shard, options.shard_alone) {
+            return Err(ShardError::LoneShard {
+                path: path.to_owned(),
+                index,
+                count,
+            });
+        }
+        let mut run =
             crate::load::load_verified_with(std::slice::from_ref(&file), vec![report], options)
                 .map_err(ShardError::Load)?;
+        if let Some((index, count)) = shard {
+            run.not_publishable.insert(
+                0,
+                format!(
+                    "shard {index} of {count} read alone (--shard-alone): it holds every \
+                     {count}-th scheduled request (i mod {count} = {index}) of a load {count} \
+                     recorders offered together; merge the shards and analyze the manifest for \
+                     the run"
+                ),
+            );
+        }
         return Ok((vec![file], run));
     }
     let opened = open_manifest(path, None)?;

@@ -347,6 +347,7 @@ fn a_spilled_request_table_analyzes_to_the_same_reports() {
     let spilled = load::Options {
         table_memory: 0,
         spill_dir: spill_dir.clone(),
+        ..Default::default()
     };
     let analyzer = Analyzer {
         version: "golden".into(),
@@ -411,6 +412,7 @@ fn a_spilled_request_table_analyzes_to_the_same_reports() {
     let nowhere = load::Options {
         table_memory: 0,
         spill_dir: spill_dir.join("missing"),
+        ..Default::default()
     };
     let verified = vec![file.verify(&Default::default())];
     let error = load::load_verified_with(std::slice::from_ref(&file), verified, &nowhere)

@@ -604,3 +604,65 @@ fn three_shard_recorders_on_one_schedule_merge_verify_and_analyze_as_one_recorde
     drop(bed);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A shard given alone is refused by every command that reads a run, with the merge to run;
+/// with `--shard-alone` each output says "shard k of N" and is not publishable. Before, `analyze
+/// s0.pj` reported "1065 of 1065 scheduled" of a 3,193-request schedule, "shard" nowhere.
+/// Deliberate break: without the refusal in `shards::open_with` the first assertion fails.
+#[test]
+fn a_lone_shard_is_refused_unless_asked_for_and_then_says_so_everywhere() {
+    let _beside = crate::beside();
+    let dir = scratch("lone");
+    let bytes = std::fs::read(root().join("golden/runs/demo-clean-delete.pj")).unwrap();
+    let paths = split_into(&dir, "demo", &bytes, 3);
+    let shard = paths[1].to_str().unwrap();
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap();
+    let parquet = dir.join("s1.parquet");
+    let parquet_s = parquet.to_str().unwrap();
+    let commands: [Vec<&str>; 4] = [
+        vec!["analyze", shard, "-o", out_s],
+        vec!["campaign", shard, "-o", out_s],
+        vec!["export", shard, "--parquet", parquet_s, "--force"],
+        vec!["query", shard, "SELECT count(*) AS n FROM requests"],
+    ];
+    for args in &commands {
+        let (code, _, stderr) = percentes(args);
+        assert!(
+            code == 1
+                && stderr.contains("is shard 1 of 3")
+                && stderr.contains("percentes merge")
+                && stderr.contains("--shard-alone"),
+            "{args:?}: exit {code}: {stderr}"
+        );
+    }
+    let says = "shard 1 of 3 read alone";
+    for args in &commands {
+        let mut args = args.clone();
+        args.push("--shard-alone");
+        let (code, stdout, stderr) = percentes(&args);
+        assert!(code == 0 || code == 2, "{args:?}: exit {code}: {stderr}");
+        match args[0] {
+            "analyze" => {
+                assert!(stdout.contains(says), "{stdout}");
+                for file in ["report.md", "report.json"] {
+                    let text = std::fs::read_to_string(out.join(file)).unwrap();
+                    assert!(text.contains(says), "{file}");
+                }
+            }
+            "campaign" => {
+                let text = std::fs::read_to_string(out.join("campaign.md")).unwrap();
+                assert!(text.contains(says), "campaign.md");
+            }
+            "export" => {
+                let bytes = std::fs::read(&parquet).unwrap();
+                assert!(
+                    bytes.windows(says.len()).any(|w| w == says.as_bytes()),
+                    "the Parquet file's metadata does not say it"
+                );
+            }
+            _ => assert!(stdout.contains(says), "{stdout}"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -829,6 +829,7 @@ fn the_parquet_export_in_batches_and_from_spill_files_holds_the_same_frame() {
         &crate::load::Options {
             table_memory: 0,
             spill_dir: dir.clone(),
+            ..Default::default()
         },
     )
     .unwrap();

@@ -127,6 +127,25 @@ impl Shard {
         }
     }
 
+    /// The shard ([`Shard::from_flags`]) and agreed epoch (`--start-at`, ns since the Unix
+    /// epoch) a recording was given; a shard of several needs the epoch (SPEC §2 "Sharded
+    /// capture").
+    pub fn with_epoch(
+        flag: Option<&str>,
+        count: Option<u32>,
+        job_index: Option<&str>,
+        start_at: Option<&str>,
+    ) -> Result<(Shard, Option<i64>), String> {
+        let shard = Shard::from_flags(flag, count, job_index)?;
+        let start_at = start_at
+            .map(|t| parse_instant(t).map_err(|e| format!("--start-at: {e}")))
+            .transpose()?;
+        if shard.count > 1 && start_at.is_none() {
+            return Err(format!("shard {shard} needs --start-at TIME: every shard of one schedule starts at one agreed instant (SPEC §2 \"Sharded capture\"), e.g. --start-at $(date -u -d '+2 min' +%s)"));
+        }
+        Ok((shard, start_at))
+    }
+
     /// The shard a header declares.
     pub fn of(header: &Header) -> Shard {
         Shard {
