@@ -220,6 +220,13 @@ def parse_header(data):
     h["extensions"] = r.h_list("extensions", lambda: (r.h_str("key"), r.h_bytes("value")))
     if r.pos != end:
         raise Damage("tampered", r.pos, "bytes after the last header field")
+    for what, pairs in (("host fact", h["host"]), ("extension", h["extensions"])):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise Damage("tampered", 20, "a %s key appears twice" % what)
+    for key, value in h["extensions"]:
+        if key == "schedule-rule" and value != b"\x02":
+            raise Damage("tampered", 20, "schedule rule %r is not one this verifier knows" % value)
     if h["arrival"] not in (0, 1):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
@@ -381,8 +388,14 @@ def verify(data, expect_head=None):
                                          index, str(recount), str(stated))
                         if status > 2:
                             raise Damage("tampered", at, "undefined seal status", index)
+                        try:
+                            reason = reason.decode("utf-8")
+                        except UnicodeDecodeError:
+                            raise Damage("tampered", at, "the seal's reason is not UTF-8", index)
+                        if status == 0 and reason:
+                            raise Damage("tampered", at, "a completed seal gives a reason", index)
                         report["seal"] = {"status": ["completed", "aborted", "escaped"][status],
-                                          "reason": reason.decode("utf-8", "replace")}
+                                          "reason": reason}
                         domain = b"percentes journal v1 seal\0"
                         sealed = True
                     key = header["signing_key"]

@@ -306,12 +306,12 @@ pub fn load_verified_with(
                     let row = placed(r.index, own, shard, requests.len()).ok_or_else(|| {
                         LoadError::Record {
                             sequence: framed.sequence,
-                            message: format!(
-                                "request index {} is not scheduled in shard {} of {}{}",
+                            message: unscheduled(
+                                "request index",
                                 r.index,
-                                own.0,
-                                own.1,
-                                shard_named(files, part)
+                                own,
+                                header.schedule_requests,
+                                &shard_named(files, part),
                             ),
                         }
                     })?;
@@ -370,12 +370,12 @@ pub fn load_verified_with(
                     let row = placed(x.index, own, shard, requests.len()).ok_or_else(|| {
                         LoadError::Record {
                             sequence: framed.sequence,
-                            message: format!(
-                                "request extension for index {} is not scheduled in shard {} of {}{}",
+                            message: unscheduled(
+                                "request extension for index",
                                 x.index,
-                                own.0,
-                                own.1,
-                                shard_named(files, part)
+                                own,
+                                header.schedule_requests,
+                                &shard_named(files, part),
                             ),
                         }
                     })?;
@@ -481,6 +481,18 @@ fn name_replicas_by_address(requests: &mut Requests, config: &Config) {
 }
 
 /// `" (shard file PATH)"` when a run is loaded from more than one journal, else nothing.
+/// Why a record's index has no row: outside the schedule, or (in a shard) another shard's.
+fn unscheduled(what: &str, index: u64, own: (u64, u64), scheduled: u64, file: &str) -> String {
+    if own.1 == 1 || index >= scheduled {
+        format!("{what} {index} is not in the schedule ({scheduled} requests){file}")
+    } else {
+        format!(
+            "{what} {index} is not scheduled in shard {} of {} (its indices are i mod {} = {}){file}",
+            own.0, own.1, own.1, own.0
+        )
+    }
+}
+
 fn shard_named(files: &[JournalFile], part: usize) -> String {
     if files.len() > 1 {
         format!(" (shard file {})", files[part].path().display())
@@ -619,7 +631,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("request extension for index 10000 is not scheduled"),
+                .contains("request extension for index 10000 is not in the schedule"),
             "{error}"
         );
         // Verify, which does not decode bodies, counts it with the seal's `other`.
@@ -644,7 +656,11 @@ mod tests {
         .unwrap_err();
         assert!(error.to_string().contains("appears twice"), "{error}");
         let error = load(&file("foreign.pj", &edited(|r| r[0].index = 10_000))).unwrap_err();
-        assert!(error.to_string().contains("not scheduled"), "{error}");
+        // An unsharded journal's error speaks of the schedule, not of a shard 0 of 1.
+        assert!(
+            error.to_string().contains("is not in the schedule (33 requests)"),
+            "{error}"
+        );
         let error = load(&file("moved.pj", &edited(|r| r[2].intended_ns += 1))).unwrap_err();
         assert!(error.to_string().contains("the schedule says"), "{error}");
         // A header whose schedule disagrees with its own configuration (a crafted phase of any

@@ -687,3 +687,56 @@ fn a_consistent_block_length_over_the_limit_is_named_as_such() {
     let what = check(&bytes).problem.unwrap().what;
     assert!(what.contains("is damaged"), "{what}");
 }
+
+/// The reviewer's repros, each made whole (the chain computed anew) so that only the rule can
+/// catch it: a completed seal that gives a reason, a host-fact key twice, an extension key twice
+/// (the schedule rule, in either order). Each is tampered. Before, the first two verified and the
+/// third's verdict depended on which copy came first.
+#[test]
+fn a_completed_seal_with_a_reason_and_a_key_twice_are_tampering() {
+    let bytes = small();
+    let check_tampered = |crafted: &[u8], says: &str| {
+        let report = check(crafted);
+        assert_eq!(
+            report.verdict,
+            Verdict::Tampered,
+            "{}",
+            verify::render(&report)
+        );
+        assert!(
+            verify::render(&report).contains(says),
+            "{}",
+            verify::render(&report)
+        );
+    };
+    let reasoned = synthetic::rewritten(
+        &bytes,
+        |_| {},
+        Some((SealStatus::Completed, "all fine really")),
+    );
+    check_tampered(&reasoned, "a completed seal gives a reason");
+    // The same reason on an aborted seal is the rule's own case.
+    let aborted = synthetic::rewritten(&bytes, |_| {}, Some((SealStatus::Aborted, "stopped")));
+    assert_eq!(check(&aborted).verdict, Verdict::SealedIntact);
+    let twice = synthetic::rewritten(
+        &bytes,
+        |h| {
+            let first = h.host[0].clone();
+            h.host.push(first);
+        },
+        None,
+    );
+    check_tampered(&twice, "appears twice");
+    for order in [[2u8, 9], [9, 2]] {
+        let rule = synthetic::rewritten(
+            &bytes,
+            |h| {
+                for value in order {
+                    h.extensions.push(("schedule-rule".to_owned(), vec![value]));
+                }
+            },
+            None,
+        );
+        check_tampered(&rule, "appears twice");
+    }
+}

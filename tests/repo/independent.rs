@@ -58,11 +58,62 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
     }
     let path = dir.join("cut-header.pj");
     std::fs::write(&path, &sealed[..100]).unwrap();
+    // Issue 33's repros, whole journals that break one rule each: a completed seal giving a
+    // reason, a host-fact key twice, the schedule rule twice in either order.
+    use percentes_formats::journal::records::SealStatus;
+    use percentes_formats::journal::synthetic;
+    let crafted = [
+        (
+            "completed-with-reason",
+            synthetic::rewritten(&sealed, |_| {}, Some((SealStatus::Completed, "fine"))),
+        ),
+        (
+            "host-fact-twice",
+            synthetic::rewritten(
+                &sealed,
+                |h| {
+                    let first = h.host[0].clone();
+                    h.host.push(first)
+                },
+                None,
+            ),
+        ),
+        (
+            "rule-twice-valid-first",
+            synthetic::rewritten(
+                &sealed,
+                |h| {
+                    h.extensions.push(("schedule-rule".into(), vec![2]));
+                    h.extensions.push(("schedule-rule".into(), vec![9]));
+                },
+                None,
+            ),
+        ),
+        (
+            "rule-twice-valid-last",
+            synthetic::rewritten(
+                &sealed,
+                |h| {
+                    h.extensions.push(("schedule-rule".into(), vec![9]));
+                    h.extensions.push(("schedule-rule".into(), vec![2]));
+                },
+                None,
+            ),
+        ),
+    ];
+    for (name, bytes) in crafted {
+        let path = dir.join(format!("{name}.pj"));
+        std::fs::write(&path, bytes).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
     paths.push(path.to_str().unwrap().to_owned());
 
     for path in &paths {
         let (rust, independent) = both(path);
         assert_eq!(rust["verdict"], independent["verdict"], "{path}");
+        if path.contains("-twice") || path.contains("with-reason") {
+            assert_eq!(rust["verdict"], "tampered", "{path}");
+        }
         assert_eq!(rust["records"], independent["records"], "{path}");
         if rust["verdict"] == "sealed-intact" {
             assert_eq!(rust["chain_head"], independent["chain_head"], "{path}");

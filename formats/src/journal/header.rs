@@ -345,6 +345,26 @@ impl Header {
                 what: format!("{} bytes after the last header field", body_end - r.pos),
             });
         }
+        // Each key once: a reader that took the first of two and one that took the last would
+        // read two different journals from one file.
+        for (list, keys) in [
+            (
+                "host fact",
+                header.host.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ),
+            (
+                "extension",
+                header.extensions.iter().map(|(k, _)| k).collect(),
+            ),
+        ] {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(again) = keys.into_iter().find(|k| !seen.insert(*k)) {
+                return Err(HeaderError::Malformed {
+                    offset: FILE_PREFIX_BYTES,
+                    what: format!("the {list} key {again:?} appears twice"),
+                });
+            }
+        }
         if let Some(at) = header
             .extensions
             .iter()

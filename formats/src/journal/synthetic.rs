@@ -510,6 +510,23 @@ fn write_records(header: &Header, records: &[&Record], seal: (SealStatus, &str, 
     writer.seal(seal.2, seal.0, seal.1).expect("in memory").0
 }
 
+/// A sealed journal written again with `edit` applied to its header and, when given, another
+/// seal status and reason; the chain is computed anew, so the edit is the only thing wrong with
+/// it. Tests craft with it what damage alone cannot make: a header that hashes but breaks a rule
+/// (a key twice), a completed seal that gives a reason. Panics on a journal that is not
+/// sealed-intact (a fixture's tool).
+pub fn rewritten(
+    bytes: &[u8],
+    edit: impl FnOnce(&mut Header),
+    seal: Option<(SealStatus, &str)>,
+) -> Vec<u8> {
+    let (mut header, records, status, reason, at_ns) = read_sealed(bytes);
+    edit(&mut header);
+    let (status, reason) = seal.unwrap_or((status, reason.as_str()));
+    let all: Vec<&Record> = records.iter().collect();
+    write_records(&header, &all, (status, reason, at_ns))
+}
+
 /// One sealed journal rewritten as `count` shard journals of the same schedule, as `count`
 /// recorders started at one epoch on one host would have written them: shard k holds the
 /// requests with index mod count = k; shard 0, the coordinator, holds every event and telemetry

@@ -527,6 +527,17 @@ pub fn verify_with_progress(
                             problem(Some(index), offset, "undefined seal status".into()),
                         );
                     };
+                    if status == SealStatus::Completed && !b.reason.is_empty() {
+                        return report.fail(
+                            Verdict::Tampered,
+                            problem(
+                                Some(index),
+                                offset,
+                                "a completed seal gives a reason (only an aborted or escaped one does)"
+                                    .into(),
+                            ),
+                        );
+                    }
                     if let Some(p) = check_signature(
                         signing_key.as_ref(),
                         s.signature,
