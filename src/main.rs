@@ -772,10 +772,7 @@ fn verify_journal(
         trusted_key,
     });
     if json {
-        let mut value = serde_json::to_value(&report)?;
-        value["verdict"] = serde_json::Value::String(report.verdict.name().into());
-        value["journal"] = serde_json::Value::String(path.display().to_string());
-        out!("{}", serde_json::to_string_pretty(&value)?);
+        out!("{:#}", report.json(path));
     } else {
         out!("journal: {}", path.display());
         print!("{}", verify::render(&report));

@@ -62,6 +62,10 @@ pub fn verify_manifest(
 ) -> Result<ExitCode> {
     let verified = match shards::verify(path, expect_head, trusted) {
         Ok(verified) => verified,
+        Err(ShardError::Refused(why)) if json => {
+            out!("{:#}", shards::refused_json(path, &why));
+            return Ok(ExitCode::from(1));
+        }
         Err(e) => return refused(e),
     };
     if json {

@@ -658,7 +658,9 @@ mod tests {
         let error = load(&file("foreign.pj", &edited(|r| r[0].index = 10_000))).unwrap_err();
         // An unsharded journal's error speaks of the schedule, not of a shard 0 of 1.
         assert!(
-            error.to_string().contains("is not in the schedule (33 requests)"),
+            error
+                .to_string()
+                .contains("is not in the schedule (33 requests)"),
             "{error}"
         );
         let error = load(&file("moved.pj", &edited(|r| r[2].intended_ns += 1))).unwrap_err();

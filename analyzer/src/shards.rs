@@ -371,14 +371,27 @@ pub fn verify(
     })
 }
 
+/// `verify --json` for a manifest that is refused: what it fails is damage to what it binds, so
+/// the verdict is a journal's `tampered`, with every reason.
+pub fn refused_json(path: &Path, why: &Refused) -> serde_json::Value {
+    serde_json::json!({
+        "manifest": path.display().to_string(),
+        "verdict": "tampered",
+        "refused": why.0,
+    })
+}
+
 impl Verified {
     /// `verify --json` for a manifest: the manifest, with the verdict and the requests counted.
     pub fn json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(&self.manifest).expect("a manifest serializes");
+        // A trusted head the binding is not means the manifest (or what it binds) is not the
+        // one the auditor was given: tampered, as for a journal whose chain never passes
+        // through its trusted head. No verdict of a manifest is outside a journal's five.
         let verdict = if self.head_ok {
             "sealed-intact"
         } else {
-            "head-mismatch"
+            "tampered"
         };
         value["verdict"] = verdict.into();
         value["requests"] = self.requests.into();
@@ -388,10 +401,14 @@ impl Verified {
     /// What `verify` prints for a manifest.
     pub fn render(&self) -> String {
         let m = &self.manifest;
-        let mut text = format!(
-            "verdict: sealed-intact: {} shards of one schedule, each sealed-intact and bound by the manifest; every one of the {} scheduled indices recorded exactly once\n",
-            m.shard_count, self.requests
-        );
+        let mut text = if self.head_ok {
+            format!(
+                "verdict: sealed-intact: {} shards of one schedule, each sealed-intact and bound by the manifest; every one of the {} scheduled indices recorded exactly once\n",
+                m.shard_count, self.requests
+            )
+        } else {
+            "verdict: tampered: the manifest's binding is not the trusted head given (--expect-head); the files below are not the run that head vouches for\n".to_owned()
+        };
         for shard in &m.shards {
             text.push_str(&format!(
                 "  shard {}/{}: {} seal {}, head {}\n",
@@ -407,9 +424,6 @@ impl Verified {
                 (None, _) => "not signed",
             }
         ));
-        if !self.head_ok {
-            text.push_str("expected binding (--expect-head) NOT matched\n");
-        }
         text
     }
 }

@@ -417,7 +417,37 @@ fn a_signed_manifest_verifies_only_by_its_key() {
         &"0".repeat(64),
     ]);
     assert_eq!(code, 1);
-    assert!(stdout.contains("NOT matched"), "{stdout}");
+    // One verdict, the journal's for a head the chain never passes through; never
+    // "sealed-intact" first and a mismatch after, nor a sixth verdict in JSON.
+    assert!(
+        stdout.contains("verdict: tampered") && !stdout.contains("sealed-intact:"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = percentes(&[
+        "verify",
+        "--json",
+        manifest.to_str().unwrap(),
+        "--expect-head",
+        &"0".repeat(64),
+    ]);
+    assert_eq!(code, 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["verdict"], "tampered", "{stdout}");
+    // A refused manifest still answers --json on standard output, with every reason.
+    let edited = text.replace(&binding, &"1".repeat(64));
+    std::fs::write(&manifest, edited).unwrap();
+    let (code, stdout, _) = percentes(&["verify", "--json", manifest.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let json: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("verify --json wrote no JSON ({e}): {stdout:?}"));
+    assert_eq!(json["verdict"], "tampered", "{stdout}");
+    assert!(
+        json["refused"][0]
+            .as_str()
+            .unwrap()
+            .contains("edited after merge"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -427,6 +427,31 @@ impl Manifest {
     /// trusted key when one is given.
     pub fn check_binding(&self, trusted: Option<[u8; 32]>) -> Result<(), Refused> {
         let mut why = Vec::new();
+        // Hex is lowercase, as merge writes it, in every field: one rule for all, so a field
+        // compared as text and one parsed as bytes cannot disagree about "ABC" and "abc".
+        let mut hex_fields = vec![
+            ("config_hash", self.config_hash.as_str(), 64),
+            ("schedule_digest", self.schedule_digest.as_str(), 64),
+            ("binding", self.binding.as_str(), 64),
+        ];
+        for shard in &self.shards {
+            hex_fields.push(("chain_head", shard.chain_head.as_str(), 64));
+        }
+        if let Some(s) = &self.signature {
+            hex_fields.push(("signature.public_key", s.public_key.as_str(), 64));
+            hex_fields.push(("signature.signature", s.signature.as_str(), 128));
+        }
+        for (field, text, digits) in hex_fields {
+            let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            if text.len() != digits || !text.bytes().all(lower_hex) {
+                why.push(format!(
+                    "the manifest's {field} `{text}` is not {digits} lowercase hex digits"
+                ));
+            }
+        }
+        if !why.is_empty() {
+            return Err(Refused(why));
+        }
         let listed: Vec<u32> = self.shards.iter().map(|s| s.index).collect();
         let expected: Vec<u32> = (0..self.shard_count).collect();
         if listed != expected {
@@ -613,7 +638,15 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
                 file.report.counts.requests, header.schedule_requests
             ));
         }
-        let late: u64 = fact(header, facts::START_LATE_NS).parse().unwrap_or(0);
+        let late = fact(header, facts::START_LATE_NS)
+            .parse::<u64>()
+            .unwrap_or_else(|_| {
+                why.push(format!(
+                    "{name}: it has no {} fact, so its start cannot be checked against shards.start_late_max_ms (§2); a shard recorder journals it",
+                    facts::START_LATE_NS
+                ));
+                0
+            });
         if late > late_max_ns {
             why.push(format!(
                 "{name}: it was ready {:.1} ms after the agreed epoch; shards.start_late_max_ms is {} (§2)",
@@ -731,6 +764,25 @@ pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<()
                 why.push(format!(
                     "shard {}: the manifest says seal {} with {} requests, the file says {} with {}",
                     listed.index, listed.seal, listed.requests, found.seal, found.requests
+                ))
+            }
+            // Every other restated field, as the file says it.
+            Some(found)
+                if (&found.hostname, &found.boot_id, &found.clock)
+                    != (&listed.hostname, &listed.boot_id, &listed.clock)
+                    || found.start_late_ms.to_bits() != listed.start_late_ms.to_bits() =>
+            {
+                why.push(format!(
+                    "shard {}: the manifest restates host {:?}, boot id {:?}, clock {:?}, {} ms late; the file says {:?}, {:?}, {:?}, {} ms",
+                    listed.index,
+                    listed.hostname,
+                    listed.boot_id,
+                    listed.clock,
+                    listed.start_late_ms,
+                    found.hostname,
+                    found.boot_id,
+                    found.clock,
+                    found.start_late_ms
                 ))
             }
             Some(_) => {}
@@ -919,6 +971,24 @@ mod tests {
         twice.seal(None).unwrap();
         let e = twice.check_binding(None).unwrap_err().to_string();
         assert!(e.contains("once each"), "{e}");
+        // Upper-case hex is refused in every field alike, the binding and the signature
+        // included (before, the binding was compared as text and the signature parsed).
+        for edit in [
+            |m: &mut Manifest| m.binding = m.binding.to_ascii_uppercase(),
+            |m: &mut Manifest| {
+                let s = m.signature.as_mut().unwrap();
+                s.signature = s.signature.to_ascii_uppercase()
+            },
+            |m: &mut Manifest| {
+                let s = m.signature.as_mut().unwrap();
+                s.public_key = s.public_key.to_ascii_uppercase()
+            },
+        ] {
+            let mut upper = m.clone();
+            edit(&mut upper);
+            let e = upper.check_binding(None).unwrap_err().to_string();
+            assert!(e.contains("lowercase hex"), "{e}");
+        }
         assert!(Manifest::parse("{\"manifest_version\": 2}").is_err());
         assert!(
             Manifest::parse(&text.replace("\"binding\"", "\"extra\": 1, \"binding\"")).is_err()

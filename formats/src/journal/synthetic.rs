@@ -548,6 +548,13 @@ pub fn split(bytes: &[u8], count: u32) -> Vec<Vec<u8>> {
                 super::manifest::facts::BOOT_ID.into(),
                 "synthetic-split".into(),
             ));
+            // Every shard was ready on time.
+            shard
+                .host
+                .retain(|(key, _)| key != super::manifest::facts::START_LATE_NS);
+            shard
+                .host
+                .push((super::manifest::facts::START_LATE_NS.into(), "0".into()));
             let mine: Vec<&Record> = records
                 .iter()
                 .filter(|r| match r {

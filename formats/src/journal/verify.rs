@@ -156,6 +156,14 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// `verify --json`: the report, with its verdict's name and the file it is of.
+    pub fn json(&self, path: &std::path::Path) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).expect("a report serializes");
+        value["verdict"] = self.verdict.name().into();
+        value["journal"] = path.display().to_string().into();
+        value
+    }
+
     fn new(file_bytes: usize) -> VerifyReport {
         VerifyReport {
             verdict: Verdict::NotAJournal,
