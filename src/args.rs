@@ -55,16 +55,27 @@ pub struct TableArgs {
     /// N", since the shard holds every N-th request of a load N recorders offered together.
     #[arg(long)]
     pub shard_alone: bool,
+    /// A chain head the auditor trusts (64 hex digits; a merged run's manifest binding): the
+    /// journal must end at it, and the report says it did (as `verify --expect-head`).
+    #[arg(long, value_name = "HEX")]
+    pub expect_head: Option<String>,
+    /// The operator's public key file: the journal or manifest must be signed by it, and the
+    /// report says it was (as `verify --pubkey`).
+    #[arg(long, value_name = "FILE")]
+    pub pubkey: Option<PathBuf>,
 }
 
 impl TableArgs {
     /// The loader's options these flags state.
-    pub fn options(&self) -> percentes_analyzer::load::Options {
+    pub fn options(&self) -> anyhow::Result<percentes_analyzer::load::Options> {
         percentes_analyzer::load::Options {
             table_memory: self.table_memory,
             spill_dir: self.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
             shard_alone: self.shard_alone,
+            ..Default::default()
         }
+        .trusting(self.expect_head.as_deref(), self.pubkey.as_deref())
+        .map_err(anyhow::Error::msg)
     }
 }
 

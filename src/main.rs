@@ -608,21 +608,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             diagnose,
             by.map(|b| b.0).unwrap_or_default(),
-            &table.options(),
+            &table.options()?,
         ),
         Command::Export {
             journal,
             parquet,
             force,
             table,
-        } => reading::export(&journal, &parquet, force, &table.options()),
+        } => reading::export(&journal, &parquet, force, &table.options()?),
         Command::Query(q) => reading::query(&q),
         Command::Campaign {
             journals,
             spec,
             output,
             table,
-        } => reading::campaign(&journals, spec, &output, &table.options()),
+        } => reading::campaign(&journals, spec, &output, &table.options()?),
         Command::Record(args) => record(args),
         #[cfg(target_os = "linux")]
         Command::Doctor { seconds, host } => studied(percentes_study::doctor(seconds, host.cpus)),
@@ -753,24 +753,11 @@ fn verify_journal(
     pubkey: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode> {
-    let expect_head = expect_head
-        .map(|h| {
-            journal::parse_hash(h)
-                .with_context(|| format!("--expect-head {h:?} is not 64 hex digits"))
-        })
-        .transpose()?;
-    let trusted_key = pubkey
-        .map(journal::keys::read_public_key)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let trust = VerifyOptions::from_flags(expect_head, pubkey).map_err(anyhow::Error::msg)?;
     if percentes_analyzer::shards::is_manifest(path) {
-        return shards::verify_manifest(path, expect_head, trusted_key, json);
+        return shards::verify_manifest(path, trust.expect_head, trust.trusted_key, json);
     }
-    let file = JournalFile::open(path)?;
-    let report = file.verify(&VerifyOptions {
-        expect_head,
-        trusted_key,
-    });
+    let report = JournalFile::open(path)?.verify(&trust);
     if json {
         out!("{:#}", report.json(path));
     } else {

@@ -118,7 +118,7 @@ pub fn export(
 pub fn query(q: &args::QueryArgs) -> Result<ExitCode> {
     use percentes_analyzer::query;
     query::check(&q.sql)?; // refused before the journal is read
-    let (file, run) = load_run_with(&q.journal, &q.table.options())?;
+    let (file, run) = load_run_with(&q.journal, &q.table.options()?)?;
     let answer = query::answer(run, &file, q.spec, &analyzer(false), &q.sql, q.format)?;
     if q.format == query::Format::Csv {
         for why in &answer.not_publishable {

@@ -342,6 +342,7 @@ fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Pro
                 .collect()
         }),
         journal_verdict: per_shard(run, |p| p.verdict.name().into()),
+        vouched: run.vouched.clone(),
         seal: per_shard(run, |p| {
             p.seal
                 .as_ref()

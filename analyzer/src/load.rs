@@ -11,7 +11,7 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::cgroup::CgroupCpu;
 use percentes_formats::journal::manifest::Manifest;
 use percentes_formats::journal::records::{EventKind, Record, SealStatus};
-use percentes_formats::journal::verify::{render, VerifyReport};
+use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::ScheduleParams;
 
@@ -44,6 +44,9 @@ pub struct Run {
     /// The manifest that bound a merged run's shards ([`crate::shards::open`]); `None` for one
     /// journal.
     pub manifest: Option<Manifest>,
+    /// What the auditor's trusted head or key vouched for ([`Options::expect_head`],
+    /// [`Options::trusted_key`]), in words; `None` when neither was given.
+    pub vouched: Option<String>,
 }
 
 /// Why a journal cannot be analyzed.
@@ -106,6 +109,29 @@ pub struct Options {
     /// Read one shard of a sharded run by itself ([`crate::shards::open_with`] refuses a lone
     /// shard otherwise): its analysis is marked not publishable, saying "shard k of N".
     pub shard_alone: bool,
+    /// A chain head the auditor trusts (a manifest's binding for a merged run): the journal
+    /// must end at it, or the load is refused.
+    pub expect_head: Option<[u8; 32]>,
+    /// The operator's public key: the journal (or manifest) must be signed by it.
+    pub trusted_key: Option<[u8; 32]>,
+}
+
+impl Options {
+    /// These options with the auditor's trusted head (64 hex digits: a journal's chain head, a
+    /// manifest's binding) and public key file (as `percentes keygen` writes `PREFIX.pub`), as
+    /// `verify --expect-head` and `--pubkey` take them.
+    pub fn trusting(
+        self,
+        expect_head: Option<&str>,
+        pubkey: Option<&std::path::Path>,
+    ) -> Result<Options, String> {
+        let trust = VerifyOptions::from_flags(expect_head, pubkey)?;
+        Ok(Options {
+            expect_head: trust.expect_head,
+            trusted_key: trust.trusted_key,
+            ..self
+        })
+    }
 }
 
 /// The default [`Options::table_memory`]: 2 GiB, a table of about 14 M scheduled requests (a
@@ -119,6 +145,8 @@ impl Default for Options {
             table_memory: DEFAULT_TABLE_MEMORY,
             spill_dir: std::env::temp_dir(),
             shard_alone: false,
+            expect_head: None,
+            trusted_key: None,
         }
     }
 }
@@ -454,6 +482,7 @@ pub fn load_verified_with(
         missing,
         not_publishable,
         manifest: None,
+        vouched: None,
     })
 }
 

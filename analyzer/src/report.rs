@@ -163,7 +163,11 @@ pub fn markdown(report: &Report) -> String {
         ),
         ("target", p.target_kind.clone()),
         ("fault", p.fault_variant.clone()),
-    ] {
+    ]
+    .into_iter()
+    // Only when `analyze` was given a trusted head or key: earlier reports keep their rows.
+    .chain(p.vouched.clone().map(|v| ("vouched for", v)))
+    {
         let _ = writeln!(md, "| {k} | `{v}` |");
     }
 

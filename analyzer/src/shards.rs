@@ -11,10 +11,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use percentes_formats::files::{open_regular, read_text_bounded, MANIFEST_BYTES_MAX};
+use percentes_formats::journal::hex;
 use percentes_formats::journal::manifest::{
     check_manifest, check_shards, Manifest, Refused, ShardFile, SigningKey,
 };
-use percentes_formats::journal::verify::{VerifyOptions, VerifyReport};
+use percentes_formats::journal::verify::{HeadMatch, VerifyOptions, VerifyReport};
 use percentes_formats::journal::MAGIC;
 
 use crate::load::{load_verified, load_verified_with, LoadError, Run};
@@ -263,7 +264,16 @@ pub fn open_with(
 ) -> Result<(Vec<JournalFile>, Run), ShardError> {
     if !is_manifest(path) {
         let file = JournalFile::open(path).map_err(ShardError::Open)?;
-        let report = file.verify(&Default::default());
+        let report = file.verify(&VerifyOptions {
+            expect_head: options.expect_head,
+            trusted_key: options.trusted_key,
+        });
+        if let Some(HeadMatch::Prefix { records }) = report.head_match {
+            return Err(ShardError::Refused(Refused(vec![format!(
+                "the trusted head (--expect-head) is the chain after {records} of its {} records: the records after it are not vouched for; give the seal's head (the last line `record --heads` writes)",
+                report.records
+            )])));
+        }
         let shard = report
             .header
             .as_ref()
@@ -276,9 +286,11 @@ pub fn open_with(
                 count,
             });
         }
+        let vouched = vouched(&report, options);
         let mut run =
             crate::load::load_verified_with(std::slice::from_ref(&file), vec![report], options)
                 .map_err(ShardError::Load)?;
+        run.vouched = vouched;
         if let Some((index, count)) = shard {
             run.not_publishable.insert(
                 0,
@@ -292,16 +304,40 @@ pub fn open_with(
         }
         return Ok((vec![file], run));
     }
-    let opened = open_manifest(path, None)?;
+    let opened = open_manifest(path, options.trusted_key)?;
+    if let Some(head) = options.expect_head {
+        if hex(&head) != opened.manifest.binding {
+            return Err(ShardError::Refused(Refused(vec![format!(
+                "the manifest's binding {} is not the trusted head given (--expect-head {})",
+                opened.manifest.binding,
+                hex(&head)
+            )])));
+        }
+    }
+    let vouched = vouched(&opened.reports[0], options);
     let run =
         load_verified_with(&opened.files, opened.reports, options).map_err(ShardError::Load)?;
     Ok((
         opened.files,
         Run {
             manifest: Some(opened.manifest),
+            vouched,
             ..run
         },
     ))
+}
+
+/// What a trusted head or key given to the analysis vouched for, once the journal (or
+/// manifest) verified against them.
+fn vouched(report: &VerifyReport, options: &crate::load::Options) -> Option<String> {
+    let mut said = Vec::new();
+    if let Some(head) = options.expect_head {
+        said.push(format!("ends at the trusted head {}", hex(&head)));
+    }
+    if let (Some(key), true) = (options.trusted_key, report.signatures.key.is_some()) {
+        said.push(format!("signed by the trusted key {}", hex(&key)));
+    }
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 /// What `merge` prints: the shards, their heads and the binding.

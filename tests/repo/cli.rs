@@ -1803,3 +1803,78 @@ fn devices_and_fifos_are_refused_unread_wherever_a_file_is_named() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `analyze` takes the auditor's trusted head and key as `verify` does: a journal that does
+/// not end at the head, or is not signed by the key, is refused; one that does is analyzed and
+/// its report says what vouched for it. Before, `analyze` took neither, so a chain-valid forged
+/// seal was analyzed. Deliberate break: `open_with` verifying with default options accepts
+/// the wrong head.
+#[test]
+fn analyze_checks_a_trusted_head_and_key_and_reports_them() {
+    use percentes_formats::journal::{hex, synthetic};
+    let _beside = crate::beside();
+    let dir = scratch("trusted");
+    let out = dir.join("report");
+    let out_s = out.to_str().unwrap();
+    let (_, stdout, _) = percentes(&["verify", "--json", "golden/v1/sealed.pj"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let head = json["chain_head"].as_str().unwrap().to_owned();
+    let checkpoint = json["last_checkpoint"]["chain_head"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sealed = "golden/v1/sealed.pj";
+    let (code, _, stderr) = percentes(&["analyze", sealed, "-o", out_s, "--expect-head", &head]);
+    assert!(code == 0 || code == 2, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let vouched = report["provenance"]["vouched"].as_str().unwrap();
+    assert!(
+        vouched.contains(&format!("ends at the trusted head {head}")),
+        "{vouched}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| vouched for |"), "report.md names it");
+    for (wrong, says) in [
+        ("0".repeat(64), "tampered"),
+        (checkpoint, "not vouched for"),
+        ("abc".to_owned(), "64 hex digits"),
+    ] {
+        let (code, _, stderr) =
+            percentes(&["analyze", sealed, "-o", out_s, "--expect-head", &wrong]);
+        assert!(
+            code == 1 && stderr.contains(says),
+            "{wrong}: exit {code}: {stderr}"
+        );
+    }
+    let key = dir.join("golden.pub");
+    let public = synthetic::golden_signing_key().verifying_key().to_bytes();
+    std::fs::write(&key, format!("{}\n", hex(&public))).unwrap();
+    let (code, _, stderr) = percentes(&[
+        "analyze",
+        "golden/v1/signed.pj",
+        "-o",
+        out_s,
+        "--pubkey",
+        key.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let vouched = report["provenance"]["vouched"].as_str().unwrap();
+    assert!(vouched.contains("signed by the trusted key"), "{vouched}");
+    // An unsigned journal, with a key given, is refused.
+    let (code, _, stderr) = percentes(&[
+        "analyze",
+        sealed,
+        "-o",
+        out_s,
+        "--pubkey",
+        key.to_str().unwrap(),
+    ]);
+    assert!(
+        code == 1 && stderr.contains("tampered"),
+        "exit {code}: {stderr}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -90,6 +90,10 @@ pub struct Provenance {
     pub shard_heads: Option<Vec<String>>,
     /// `percentes verify`'s verdict on the journal.
     pub journal_verdict: String,
+    /// What the trusted head or key given to `analyze` (`--expect-head`, `--pubkey`) vouched
+    /// for; absent when none was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vouched: Option<String>,
     /// The seal's status and reason, or that there is none; a merged run's shards', each named
     /// `k/N` when they differ.
     pub seal: String,

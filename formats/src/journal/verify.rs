@@ -55,6 +55,27 @@ pub struct VerifyOptions {
     pub trusted_key: Option<[u8; 32]>,
 }
 
+impl VerifyOptions {
+    /// What `--expect-head HEX` (64 hex digits) and `--pubkey FILE` (as `percentes keygen`
+    /// writes `PREFIX.pub`) state, for every command that takes them.
+    pub fn from_flags(
+        expect_head: Option<&str>,
+        pubkey: Option<&std::path::Path>,
+    ) -> Result<VerifyOptions, String> {
+        let expect_head = expect_head
+            .map(|h| {
+                super::parse_hash(h)
+                    .ok_or_else(|| format!("--expect-head {h:?} is not 64 hex digits"))
+            })
+            .transpose()?;
+        let trusted_key = pubkey.map(super::keys::read_public_key).transpose()?;
+        Ok(VerifyOptions {
+            expect_head,
+            trusted_key,
+        })
+    }
+}
+
 /// Where and how verification failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Problem {
