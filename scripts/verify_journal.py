@@ -251,23 +251,32 @@ def _draw(seed, stream, counter):
 
 
 def schedule_digest(h):
-    """JOURNAL.md "Schedule". Python's math.log is the platform's; the spec asks for musl's (or a
-    correctly rounded) ln, so on an exotic libm a last-bit difference could show as a mismatch."""
+    """JOURNAL.md "Schedule". Python's math.log is the platform's; the spec asks for fdlibm's
+    e_log.c (libm 0.2.16's port), so on an exotic libm a last-bit difference could show as a mismatch."""
     acc = bytearray(b"percentes schedule v1")
     total_weight = sum(w for _, w in h["routes"])
-    index = draws = start = 0
+    # Schedule rule 2: a deterministic phase at the previous phase's rate continues its grid.
+    rule2 = ("schedule-rule", b"\x02") in h["extensions"]
+    index = draws = start = origin = within = 0
+    previous_rate = None
     for phase_number, (_, duration, rate) in enumerate(h["phases"]):
-        within = running = 0
+        end = start + duration
+        if not (rule2 and h["arrival"] == 1 and rate == previous_rate):
+            origin, within = start, 0
+        running = 0
         while True:
             if h["arrival"] == 1:
-                offset = int(within * 1e9 / rate)
+                at = origin + int(within * 1e9 / rate)
+                if at >= end:
+                    break
             else:
                 u = ((_draw(h["seed"], 0, draws) >> 11) + 1) * (1.0 / (1 << 53))
                 draws += 1
                 offset = running + int(-math.log(u) / rate * 1e9)
-            if offset >= duration:
-                break
-            running = offset
+                if offset >= duration:
+                    break
+                running = offset
+                at = start + offset
             if len(h["routes"]) == 1:
                 route = 0
             else:
@@ -278,10 +287,11 @@ def schedule_digest(h):
                     if pick < acc_weight:
                         route = i
                         break
-            acc += struct.pack("<QQII", index, start + offset, route, phase_number)
+            acc += struct.pack("<QQII", index, at, route, phase_number)
             index += 1
             within += 1
-        start += duration
+        start = end
+        previous_rate = rate
     return index, blake3(bytes(acc))
 
 

@@ -101,6 +101,43 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             ),
         ),
     ];
+    // A deterministic schedule under rule 2 whose phases do not hold a whole number of
+    // periods (1/7 s): rule 1 would give another digest, so the independent verifier's
+    // "matches" shows it applies the rule JOURNAL.md states.
+    let config = percentes_formats::config::Config::parse(
+        synthetic::GOLDEN_CONFIG
+            .replace("arrival = \"poisson\"", "arrival = \"deterministic\"")
+            .replace("rate_rps = 6.0", "rate_rps = 7.0")
+            .as_bytes(),
+    )
+    .unwrap();
+    let params = config.schedule_params();
+    let rule1 = percentes_formats::schedule::ScheduleParams {
+        grid: percentes_formats::schedule::Grid::PerPhase,
+        ..params.clone()
+    };
+    assert_ne!(
+        rule1.digest(),
+        params.digest(),
+        "the rules must differ here"
+    );
+    let crafted: Vec<(&str, Vec<u8>)> = crafted
+        .into_iter()
+        .chain([(
+            "deterministic-rule-2",
+            // The synthetic writer keeps rule 1 (golden/v1's bytes); the header is rewritten
+            // to rule 2 with its schedule's count and digest, as a recorder writes it.
+            synthetic::rewritten(
+                &synthetic::bytes(&config, &synthetic::Options::default()),
+                |h| {
+                    h.schedule = params.clone();
+                    h.schedule_requests = params.iter().count() as u64;
+                    h.schedule_digest = params.digest();
+                },
+                None,
+            ),
+        )])
+        .collect();
     for (name, bytes) in crafted {
         let path = dir.join(format!("{name}.pj"));
         std::fs::write(&path, bytes).unwrap();

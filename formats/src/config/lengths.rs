@@ -95,7 +95,7 @@ impl Lengths {
             }
             Lengths::Normal { mean, sd, min, max } => {
                 // Box-Muller: 1 - u is in (0, 1], so the logarithm is finite. libm's log and cos
-                // (musl's), as the schedule's ln: the same bits on every OS.
+                // (ports of FreeBSD's fdlibm), as the schedule's ln: the same bits on every OS.
                 let (u1, u2) = (1.0 - unit(0), unit(1));
                 let z = libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2);
                 let low = f64::from(min.unwrap_or(1));
