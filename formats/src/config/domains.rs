@@ -28,6 +28,17 @@ fn is_token(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
+/// Why `name` cannot name a configured header, if it cannot: not a field name, or one the
+/// recorder writes itself.
+fn header_name_problem(name: &str) -> Option<&'static str> {
+    if !is_token(name) {
+        return Some("is not an HTTP header name (RFC 9110 §5.1)");
+    }
+    HEADERS_RECORDER_WRITES
+        .contains(&name.to_ascii_lowercase().as_str())
+        .then_some("is written by the recorder itself")
+}
+
 /// Whether `value` can go in a header line as it is (visible ASCII, space and tab; no CR, LF
 /// or NUL that would split the request).
 fn is_field_value(value: &str) -> bool {
@@ -135,12 +146,8 @@ impl Config {
         }
         for (name, value) in &target.headers {
             let key = format!("target.headers.{name}");
-            let lower = name.to_ascii_lowercase();
-            if !is_token(name) {
-                return Err(invalid(key, "is not an HTTP header name (RFC 9110 §5.1)"));
-            }
-            if HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
-                return Err(invalid(key, "is written by the recorder itself"));
+            if let Some(why) = header_name_problem(name) {
+                return Err(invalid(key, why));
             }
             if !is_field_value(value) {
                 return Err(invalid(
@@ -152,11 +159,8 @@ impl Config {
         for (name, variable) in &target.secret_headers {
             let key = format!("target.secret_headers.{name}");
             let lower = name.to_ascii_lowercase();
-            if !is_token(name) {
-                return Err(invalid(key, "is not an HTTP header name (RFC 9110 §5.1)"));
-            }
-            if HEADERS_RECORDER_WRITES.contains(&lower.as_str()) {
-                return Err(invalid(key, "is written by the recorder itself"));
+            if let Some(why) = header_name_problem(name) {
+                return Err(invalid(key, why));
             }
             let key_header = target.api_key_env.as_ref().map(|_| target.api_key_header());
             if target.headers.keys().any(|h| h.eq_ignore_ascii_case(name))
