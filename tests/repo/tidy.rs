@@ -594,3 +594,131 @@ fn the_architecture_check_reads_paths_and_lists() {
     assert!(named_items("plain words").is_empty());
     assert_eq!(code_spans("a `b` c `d/e.rs`"), ["b", "d/e.rs"]);
 }
+
+/// The functions of `text` as (line, name, lines): from the line that opens `fn NAME` through
+/// the first later line that is `}` at the same indentation, rustfmt's layout (which `cargo fmt
+/// --check` holds every file to). A one-line function is one line; a declaration without a
+/// body (ending `;`) is none.
+fn functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let mut rest = trimmed;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(signature) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if trimmed.contains('{') && trimmed.ends_with('}') {
+            out.push((at + 1, name, 1));
+            continue;
+        }
+        // Where the signature ends: a body opens, or a declaration ends.
+        let Some(opened) = (at..lines.len()).find(|&i| {
+            let end = lines[i].trim_end();
+            end.ends_with('{') || end.ends_with(';')
+        }) else {
+            continue;
+        };
+        if lines[opened].trim_end().ends_with(';') {
+            continue;
+        }
+        let closing = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = (opened + 1..lines.len()).find(|&i| lines[i].trim_end() == closing) {
+            out.push((at + 1, name, end - at + 1));
+        }
+    }
+    out
+}
+
+/// The longest function of non-test code when this ratchet was set (issue 33 item 5:
+/// `recorder::run::record`, 541 lines; `verify_with_progress` 401 and `check_relations` 323
+/// follow): a ceiling that only goes down, as does the number of functions over
+/// [`FUNCTION_LINES_SOFT`] lines (73 then). Lower both when a cut brings them down; never raise
+/// them: cut the new function along its own comments instead. (Set to 0, this test names the
+/// longest function and fails: how the ceiling was read.)
+const FUNCTION_LINES_MAX: usize = 541;
+const FUNCTION_LINES_SOFT: usize = 70;
+const FUNCTIONS_OVER_SOFT_MAX: usize = 73;
+
+#[test]
+fn no_function_grows_past_the_ceiling_and_long_ones_do_not_multiply() {
+    let root = root();
+    let mut all = Vec::new();
+    for dir in [
+        "src",
+        "formats/src",
+        "analyzer/src",
+        "recorder/src",
+        "scenarios/src",
+        "study/src",
+    ] {
+        for path in rust_files(&root.join(dir)) {
+            if is_test_file(&path) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let shown = path.strip_prefix(&root).unwrap().display().to_string();
+            for (line, name, lines) in functions(non_test_code(&text)) {
+                all.push((lines, format!("{shown}:{line} {name}")));
+            }
+        }
+    }
+    all.sort_by(|a, b| b.cmp(a));
+    let longest = &all[0];
+    assert!(
+        longest.0 <= FUNCTION_LINES_MAX,
+        "{} is {} lines, over the ceiling of {FUNCTION_LINES_MAX}: cut it along its own comments",
+        longest.1,
+        longest.0
+    );
+    let over: Vec<String> = all
+        .iter()
+        .filter(|(lines, _)| *lines > FUNCTION_LINES_SOFT)
+        .map(|(lines, at)| format!("{at}: {lines}"))
+        .collect();
+    assert!(
+        over.len() <= FUNCTIONS_OVER_SOFT_MAX,
+        "{} functions are over {FUNCTION_LINES_SOFT} lines, {} more than the {FUNCTIONS_OVER_SOFT_MAX} allowed (cut the new one):\n{}",
+        over.len(),
+        over.len() - FUNCTIONS_OVER_SOFT_MAX,
+        over.join("\n")
+    );
+}
+
+/// The scanner itself, on a text whose functions are known: a deliberate break of its brace
+/// matching or of its declaration rule fails here.
+#[test]
+fn the_function_scanner_measures_what_rustfmt_writes() {
+    let text = "fn one() -> u32 { 1 }\n\
+                pub(crate) fn three(\n    a: u32,\n) -> u32 {\n    a\n}\n\
+                trait T {\n    fn declared(&self)\n        -> u32;\n    fn body(&self) {\n        if true {\n        }\n    }\n}\n\
+                fn generic<X>(x: X)\nwhere\n    X: Copy,\n{\n    let _ = x;\n}\n";
+    let found: Vec<(String, usize)> = functions(text)
+        .into_iter()
+        .map(|(_, name, lines)| (name, lines))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("one".to_owned(), 1),
+            ("three".to_owned(), 5),
+            ("body".to_owned(), 4),
+            ("generic".to_owned(), 6),
+        ]
+    );
+}
