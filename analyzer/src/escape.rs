@@ -10,7 +10,9 @@
 
 use percentes_formats::config::FaultVariant;
 use percentes_formats::journal::records::EventKind;
-use percentes_formats::journal::records::{class_code, EventRecord, Outcome, CLIENT_BEHIND};
+use percentes_formats::journal::records::{
+    class_code, EventRecord, Outcome, CLIENT_BEHIND, IMPACT_UNCONFIRMED,
+};
 
 use crate::load::Run;
 use crate::model::{CleanupReport, Effect, EscapeReport, Gate, GateId, Retained, Status};
@@ -118,11 +120,11 @@ pub fn containment_gate(run: &Run) -> Gate {
         return gate;
     }
     // A declared trigger's escape; the recorder's own fall-behind policy is the client gate's
-    // (SPEC §2 "Falling behind").
+    // (SPEC §2 "Falling behind"), and an unconfirmed impact fault fidelity's (§10).
     match run
         .events
         .all(EventKind::Escape)
-        .find(|e| e.subject != CLIENT_BEHIND)
+        .find(|e| e.subject != CLIENT_BEHIND && e.subject != IMPACT_UNCONFIRMED)
     {
         Some(e) => {
             gate.status = Status::Fail;

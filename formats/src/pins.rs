@@ -141,6 +141,7 @@ pins! {
     CLIENT_BEHIND_SPAN_MS = "client.behind_span_ms", false, "§2", "fall-behind policy: behind schedule for this span of intended time without a break, the recorder stops offered load and seals the run escaped (client-behind)", Int(1_000), "ms", AtMost, Client, false;
     CLIENT_CONNECT_BUDGET_S = "client.connect_budget_s", false, "§2", "connect plus TLS handshake of one connection, at most (and never past the request's own deadline)", Int(10), "s", AtMost, Client, false;
     CLIENT_RESPONSE_HEAD_BYTES_MAX = "client.response_head_bytes_max", false, "§2", "largest response head, and largest trailer section, read (larger: malformed-framing)", Int(65_536), "bytes", AtMost, Client, false;
+    CLIENT_H2_CONTROL_FRAMES_PER_S_MAX = "client.h2_control_frames_per_s_max", false, "§2", "HTTP/2: SETTINGS and PING frames (acknowledgements aside) a server may send on one connection within a second (more: the client ends the connection, its open streams malformed-framing)", Int(100), "frames", AtMost, Client, false;
     CLIENT_CHUNK_LINE_BYTES_MAX = "client.chunk_line_bytes_max", false, "§2", "largest chunk-size line, extensions included (larger: malformed-framing)", Int(1_024), "bytes", AtMost, Client, false;
     CLIENT_SSE_EVENT_BYTES_MAX = "client.sse_event_bytes_max", false, "§2", "largest server-sent event (larger: malformed-sse)", Int(1_048_576), "bytes", AtMost, Client, false;
     CLIENT_BODY_KEPT_BYTES_MAX = "client.body_kept_bytes_max", false, "§2", "largest non-streamed body kept for verification (larger: malformed-framing)", Int(4_194_304), "bytes", AtMost, Client, false;
@@ -190,7 +191,9 @@ pins! {
     CALIBRATION_STEP_WAITING_MAX = "calibration.step_waiting_max", true, "§10", "calibration step passes at mean waiting-queue gauge", Float(1.0), "", AtMost, Server, false;
     CALIBRATION_DISAGREEMENT_PERCENT = "calibration.disagreement_percent", true, "§10", "two calibrations disagreeing by more than this need a third", Int(10), "%", AtMost, Client, false;
     CALIBRATION_STEP_ATTEMPTS_MAX = "calibration.step_attempts_max", true, "§10", "recordings of a calibration step that only the client gate spoiled, the first included (each in the trace)", Int(3), "recordings", AtMost, Client, false;
+    FAULT_CONFIRM_WITHIN_S = "fault.confirm_within_s", false, "§10", "fault fidelity: the fault's impact is confirmed within this long of the fire (real time, never scaled), or the recorder stops offered load and seals the run escaped (impact-unconfirmed)", Int(5), "s", AtMost, Server, false;
     GATES_WAITING_QUEUE_MAX = "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
+    CLIENT_GAUGE_PERIOD_FLOOR_MS = "client.gauge_period_floor_ms", false, "§10", "a replica's waiting-queue gauge (GET /metrics) is read once per goodput bucket, but never more often than this in real time, whatever the dev time factor; readiness (GET /health) is probed once per bucket only in a fault run, whose recovery reads it", Int(250), "ms", AtLeast, Client, false;
 }
 
 /// The pin with this stable key (what a configuration file or a report names), if any.

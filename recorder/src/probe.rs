@@ -41,8 +41,9 @@ impl Probe {
 }
 
 /// Probes `address` once, giving up after `timeout` in all: `GET /health` must answer 200 (a
-/// replica that is up but still loading is not ready), then `GET /metrics` gives the gauge.
-pub fn probe(address: SocketAddr, timeout: Duration) -> Probe {
+/// replica that is up but still loading is not ready), then, when `gauge` asks, `GET /metrics`
+/// gives the gauge (read within [`ANSWER_BYTES_MAX`]).
+pub fn probe(address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
     let deadline = Instant::now() + timeout;
     match get(address, "/health", deadline) {
         Err(why) => return Probe::Down(why),
@@ -51,6 +52,9 @@ pub fn probe(address: SocketAddr, timeout: Duration) -> Probe {
                 return Probe::Down(format!("health: {why}"));
             }
         }
+    }
+    if !gauge {
+        return Probe::Up { waiting: None };
     }
     match get(address, "/metrics", deadline) {
         Err(why) => Probe::Down(format!("metrics: {why}")),
@@ -187,10 +191,43 @@ mod tests {
             .unwrap()
             .local_addr()
             .unwrap();
-        let found = probe(port, Duration::from_millis(200));
+        let found = probe(port, Duration::from_millis(200), true);
         assert!(
             matches!(&found, Probe::Down(why) if why.starts_with("connect")),
             "{found:?}"
         );
+    }
+
+    /// A probe that does not ask for the gauge sends `GET /health` alone; one that does sends
+    /// `GET /metrics` after it and reads the gauge.
+    #[test]
+    fn the_gauge_is_fetched_only_when_asked() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut paths = Vec::new();
+            for _ in 0..3 {
+                let (mut socket, _) = listener.accept().unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).unwrap() == 1 {
+                    head.push(byte[0]);
+                }
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                paths.push(line.split(' ').nth(1).unwrap().to_owned());
+                socket
+                    .write_all(b"HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting 2\n")
+                    .unwrap();
+            }
+            paths
+        });
+        let wait = Duration::from_secs(5);
+        assert_eq!(probe(address, wait, false), Probe::Up { waiting: None });
+        assert_eq!(probe(address, wait, true), Probe::Up { waiting: Some(2.0) });
+        assert_eq!(server.join().unwrap(), ["/health", "/health", "/metrics"]);
     }
 }

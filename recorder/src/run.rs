@@ -818,12 +818,13 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let coordinator = options.shard.index == 0;
     let fault = if coordinator && plan.inject_at_ns.is_some() {
         let sender = sender.clone();
+        let shared = Arc::clone(&shared);
         let config = config.clone();
         let stop = Arc::clone(&options.stop);
         Some(
             std::thread::Builder::new()
                 .name("fault-plan".into())
-                .spawn(move || fault_thread(&config, epoch, &sender, &stop))
+                .spawn(move || fault_thread(&config, epoch, (&sender, &shared), &stop))
                 .map_err(io("cannot start the fault-plan thread"))?,
         )
     } else {
@@ -842,7 +843,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&options.stop);
         let name = name.clone();
-        let period = plan.probe_period;
+        let period = (plan.probe_period, plan.gauge_period);
         probes.push(
             std::thread::Builder::new()
                 .name(format!("probe-{name}"))
@@ -908,24 +909,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     if let Some(canary) = canary_server {
         let _ = canary.join();
     }
-    {
-        let pool = shared.stall_pool.lock().expect("stall pool lock");
-        if let Some(p99) = pool.p99_upper_ns() {
-            sender.send(Record::Event(EventRecord {
-                at_ns: now_ns(epoch),
-                kind: EventKind::StallSummary.code(),
-                subject: "runtime-stall".into(),
-                detail: format!(
-                    "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us (to 1 ms past 100 ms)",
-                    pool.count,
-                    measured.0 as f64 / 1e9,
-                    measured.1 as f64 / 1e9,
-                    pool.max_ns
-                ),
-                value: Some(p99 as i64),
-            }));
-        }
-    }
+    journal_after_run(&shared, now_ns(epoch), measured, &sender);
     for probe in probes {
         let _ = probe.join();
     }

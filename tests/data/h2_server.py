@@ -13,7 +13,16 @@ hypercorn brings it); no ASGI app, so each frame is the one named here.
 With "stall" after the port, it instead grants every stream a flow-control window of 16 bytes
 and never more, and answers nothing: a request body longer than that stalls in the client.
 
-Usage: python3 h2_server.py PORT [stall]   (prints "ready" once it listens; serves until killed)
+With "stall-one", every stream starts with a window of 16 bytes and is granted 1 MiB more when
+its request arrives, except on one connection: the first to carry a chat completion, whose
+windows never open (its streams stall as under "stall"). Chat completions are answered and no
+GOAWAY is sent, so a client that keeps new requests off the stalled connection completes them.
+
+With "flood" and a count N, a chat completion is answered only after N PING frames on its
+connection (no GOAWAY is sent).
+
+Usage: python3 h2_server.py PORT [stall | stall-one | flood N]
+(prints "ready" once it listens; serves until killed)
 """
 import json
 import socket
@@ -37,13 +46,18 @@ def sse():
     return "".join(events).encode()
 
 
-STALL = len(sys.argv) > 2 and sys.argv[2] == "stall"
+MODE = sys.argv[2] if len(sys.argv) > 2 else ""
+STALL = MODE == "stall"
+STALL_ONE = MODE == "stall-one"
+FLOOD = int(sys.argv[3]) if MODE == "flood" else 0
+stalled = {"connection": None}
+stalled_lock = threading.Lock()
 
 
 def serve(sock):
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.initiate_connection()
-    if STALL:
+    if STALL or STALL_ONE:
         conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16})
     sock.sendall(conn.data_to_send())
     paths = {}
@@ -55,8 +69,15 @@ def serve(sock):
         for event in conn.receive_data(data):
             if isinstance(event, h2.events.RequestReceived):
                 paths[event.stream_id] = dict(event.headers)[":path"]
+                if STALL_ONE:
+                    with stalled_lock:
+                        if stalled["connection"] is None and paths[event.stream_id] == "/v1/chat/completions":
+                            stalled["connection"] = id(conn)
+                        opens = stalled["connection"] != id(conn)
+                    if opens:
+                        conn.increment_flow_control_window(1 << 20, stream_id=event.stream_id)
             elif isinstance(event, h2.events.DataReceived):
-                if not STALL:
+                if not STALL and not (STALL_ONE and stalled["connection"] == id(conn)):
                     conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, h2.events.StreamEnded):
                 stream, path = event.stream_id, paths.pop(event.stream_id, "")
@@ -70,10 +91,14 @@ def serve(sock):
                     body = json.dumps({"data": [{"id": "mock"}]}).encode()
                     conn.send_headers(stream, [(":status", "200"), ("content-type", "application/json")])
                     conn.send_data(stream, body, end_stream=True)
-                elif stream > LAST_PROCESSED:
+                elif stream > LAST_PROCESSED and not STALL_ONE and not FLOOD:
                     conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR, last_stream_id=LAST_PROCESSED)
                     gone = True
                 else:
+                    for n in range(FLOOD):
+                        conn.ping(n.to_bytes(8, "big"))
+                        if n % 1000 == 999:
+                            sock.sendall(conn.data_to_send())
                     conn.send_headers(stream, [(":status", "200"), ("content-type", "text/event-stream")])
                     conn.send_data(stream, sse(), end_stream=True)
         out = conn.data_to_send()

@@ -69,8 +69,9 @@ fn wait_for(port: u16, what: &str, child: &mut Child) {
     }
 }
 
-/// tests/data/h2_server.py on a free port, with `mode` (`stall`) if given.
-fn h2_server(mode: Option<&str>) -> (Server, u16) {
+/// tests/data/h2_server.py on a free port, with its mode's arguments (`stall`, `stall-one`,
+/// `flood N`) if any.
+fn h2_server(mode: &[&str]) -> (Server, u16) {
     let port = free_port();
     let mut child = Command::new("python3")
         .arg(data("h2_server.py"))
@@ -430,7 +431,7 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
     if !python_has("h2", TEST) {
         return;
     }
-    let (_server, port) = h2_server(None);
+    let (_server, port) = h2_server(&[]);
     // One request a 250 ms, never two at once, so each connection's streams are in order.
     let config = config(
         &format!("http://127.0.0.1:{port}"),
@@ -512,6 +513,19 @@ fn auto_falls_back_to_http1_where_the_server_declines_http2_and_2_is_refused() {
     }
 }
 
+/// Ten requests a second for a second against the h2 test server on `port`, with HTTP/2 by
+/// prior knowledge; the time factor divides the client timeout (0.3 s) so each stall ends
+/// quickly. `target` adds lines to `[target]`.
+fn h2_test_server_config(port: u16, target: &str) -> Config {
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\nscale_timeout = true\nwarmup_s = 0\nmeasure_s = 1\ncooldown_s = 0\n\
+         [target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:{port}\"\nmodel = \"mock\"\nstream = true\nhttp = \"2\"\n{target}\
+         [schedule]\nseed = 5\narrival = \"deterministic\"\nrate_rps = 10.0\n[fault]\nvariant = \"none\"\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    Config::parse(text.as_bytes()).unwrap()
+}
+
 /// A server that grants each stream a 16-byte window and never more (tests/data/h2_server.py
 /// `stall`): every request body stalls in the client, each request is censored at its own
 /// deadline (`timeout`), and its detail says it was waiting for the server's flow-control
@@ -523,16 +537,8 @@ fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
     if !python_has("h2", TEST) {
         return;
     }
-    let (_server, port) = h2_server(Some("stall"));
-    // The time factor divides the client timeout (0.3 s) so each stall ends quickly.
-    let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\nscale_timeout = true\nwarmup_s = 0\nmeasure_s = 1\ncooldown_s = 0\n\
-         [target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:{port}\"\nmodel = \"mock\"\nstream = true\nhttp = \"2\"\n\
-         [schedule]\nseed = 5\narrival = \"deterministic\"\nrate_rps = 10.0\n[fault]\nvariant = \"none\"\n\
-         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
-    );
-    let config = Config::parse(text.as_bytes()).unwrap();
-    let requests = record(&config, "h2-stall").unwrap();
+    let (_server, port) = h2_server(&["stall"]);
+    let requests = record(&h2_test_server_config(port, ""), "h2-stall").unwrap();
     assert!(requests.len() >= 5, "{}", requests.len());
     for (r, protocol, _) in &requests {
         assert_eq!((class(r), *protocol), ("timeout", Some(2)), "{r:?}");
@@ -543,5 +549,76 @@ fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
             r.detail
         );
         assert_eq!(r.request_written_ns, None);
+    }
+}
+
+/// A server whose first connection to carry a chat completion never opens its streams' windows,
+/// while every other connection does (tests/data/h2_server.py `stall-one`; no pre-flight, so the
+/// run's first request meets it): that request is censored waiting for the window, and no later
+/// request goes out on its connection, so every other request completes elsewhere. Deliberate
+/// break: offering the shut connection to new requests (the issue-32 finding: 135 censored
+/// behind one) censors most of the run.
+#[test]
+fn a_connection_whose_send_window_stays_shut_takes_no_new_request() {
+    const TEST: &str = "the HTTP/2 shut-window test";
+    let _machine = crate::machine();
+    if !python_has("h2", TEST) {
+        return;
+    }
+    let (_server, port) = h2_server(&["stall-one"]);
+    let config = h2_test_server_config(port, "preflight = false\n");
+    let requests = record(&config, "h2-stall-one").unwrap();
+    assert!(requests.len() >= 5, "{}", requests.len());
+    let stalled: Vec<&RequestRecord> = requests
+        .iter()
+        .map(|(r, _, _)| r)
+        .filter(|r| class(r) != "correct-success")
+        .collect();
+    assert_eq!(stalled.len(), 1, "{stalled:#?}");
+    let shut = stalled[0];
+    assert_eq!(class(shut), "timeout", "{shut:?}");
+    assert!(
+        shut.detail
+            .contains("waiting for the server's HTTP/2 flow-control window"),
+        "{}",
+        shut.detail
+    );
+    for (r, protocol, _) in &requests {
+        assert_eq!(*protocol, Some(2), "{r:?}");
+        if r.index != shut.index {
+            assert_ne!(r.connection_id, shut.connection_id, "{r:?}");
+        }
+    }
+}
+
+/// A server that sends 5,000 PINGs on a connection before each answer (tests/data/h2_server.py
+/// `flood 5000`): the client ends each such connection once the server passes the pinned
+/// SETTINGS-and-PING limit, and each request is `malformed-framing` with the flood named, never
+/// a completion bought by acknowledging every frame. Deliberate break: without the limit, h2
+/// answers all 5,000 and every request completes.
+#[test]
+fn a_flood_of_pings_ends_the_connection_and_names_the_flood() {
+    const TEST: &str = "the HTTP/2 PING flood test";
+    let _machine = crate::machine();
+    if !python_has("h2", TEST) {
+        return;
+    }
+    let (_server, port) = h2_server(&["flood", "5000"]);
+    let config = h2_test_server_config(port, "preflight = false\n");
+    let requests = record(&config, "h2-flood").unwrap();
+    assert!(requests.len() >= 5, "{}", requests.len());
+    for (r, protocol, _) in &requests {
+        assert_eq!(
+            (class(r), *protocol),
+            ("malformed-framing", Some(2)),
+            "{r:?}"
+        );
+        assert!(
+            r.detail.contains("HTTP/2 control-frame flood")
+                && r.detail.contains("PING")
+                && r.detail.contains("100"),
+            "{}",
+            r.detail
+        );
     }
 }

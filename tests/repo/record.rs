@@ -96,6 +96,42 @@ fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
     requests
 }
 
+/// The journal's one `pool` event, and the reuse flag it promises (JOURNAL.md `pool`): taken in
+/// the order each connection carried them, a request is reused exactly when its connection
+/// carried an earlier one, and only a connection's first request may have connected itself. The
+/// warm pool was opened ahead, so the count is at least one. (The recorder before issue 32's
+/// slip wrote no such event and marked the first request on a pooled connection reused.)
+fn pool_reuse_is_honest(
+    path: &Path,
+    requests: &[RequestRecord],
+) -> percentes_formats::journal::records::PoolCounts {
+    let pool: Vec<_> = events(path)
+        .into_iter()
+        .filter(|e| e.is(EventKind::Pool))
+        .collect();
+    assert_eq!(pool.len(), 1, "{pool:?}");
+    let counts = percentes_formats::journal::records::PoolCounts::parse(&pool[0].detail)
+        .unwrap_or_else(|| panic!("{:?}", pool[0]));
+    assert!(counts.opened_ahead >= 1, "{counts:?}");
+    let mut in_use_order: Vec<&RequestRecord> = requests
+        .iter()
+        .filter(|r| r.dispatched_ns.is_some())
+        .collect();
+    in_use_order.sort_by_key(|r| r.dispatched_ns);
+    let mut seen = std::collections::HashSet::new();
+    let mut first_on_pooled = 0;
+    for r in in_use_order {
+        let first = seen.insert(r.connection_id);
+        assert_eq!(r.connection_reused, !first, "{r:?}");
+        assert!(first || r.connect_start_ns.is_none(), "{r:?}");
+        if first && r.connect_start_ns.is_none() {
+            first_on_pooled += 1;
+        }
+    }
+    assert!(first_on_pooled >= 1, "no request used a warm connection");
+    counts
+}
+
 #[test]
 fn a_clean_run_completes_every_request_and_seals() {
     let _machine = crate::machine();
@@ -123,8 +159,29 @@ fn a_clean_run_completes_every_request_and_seals() {
         requests.iter().any(|r| r.connection_reused),
         "keep-alive connections are reused"
     );
+    let pool = pool_reuse_is_honest(&path, &requests);
     // The analyzer's loader accepts what the recorder wrote: schedule regenerated, every index once.
     let run = percentes_analyzer::load::load(&JournalFile::open(&path).unwrap()).unwrap();
+    // The audit counts the connections the pool opened ahead, not only the requests' own.
+    let report = percentes_analyzer::analysis::analyze(
+        &run,
+        &JournalFile::open(&path).unwrap(),
+        Spec::CURRENT,
+        &Default::default(),
+    );
+    let generator = report.audit.artifact.expect("v0.3 artifact").generator;
+    let opened_by_requests = requests
+        .iter()
+        .filter(|r| r.connect_start_ns.is_some())
+        .count() as u64;
+    assert!(
+        generator.contains(&format!(
+            "{} connections opened: {opened_by_requests} by the requests that needed them and {} ahead of need by the pool",
+            opened_by_requests + pool.opened_ahead,
+            pool.opened_ahead
+        )),
+        "{generator}"
+    );
     assert_eq!(run.requests.len(), requests.len());
     assert!(run.missing.is_empty());
     assert_eq!(
@@ -392,6 +449,66 @@ fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
                 .iter()
                 .all(|r| class_name(r.class) == Some("http-status") && r.http_status == 500)
     );
+}
+
+/// seeds/004's "abort when impact cannot be confirmed", judged live (issue 32 item 4): a fault
+/// whose confirmation never sees its impact (the mock's /health never answers 418) ends the run
+/// within the pinned time of the fire: `fault-failed`, then the escape `impact-unconfirmed`; the
+/// seal is escaped and exit 2 says why; nothing is sent after the escape; the analyzer fails
+/// fault fidelity for it, not containment. Deliberate break: the recorder before this went on
+/// to the end of the schedule, every request sent.
+#[test]
+fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\"\nconfirm_address = \"{addr}\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418"),
+    );
+    let path = scratch("unconfirmed.pj");
+    let summary = record(&config, &path);
+    assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
+    let (code, words) = summary.exit();
+    assert_eq!(code, 2);
+    assert!(words.unwrap_or_default().contains("fault fidelity"));
+    let events = events(&path);
+    let fired = event_named(&events, "fault-fired").expect("fired");
+    let failed = event_named(&events, "fault-failed").expect("fault-failed");
+    assert!(
+        failed.detail.contains("impact not confirmed"),
+        "{}",
+        failed.detail
+    );
+    let escape = event_named(&events, "escape").expect("escape");
+    assert_eq!(
+        escape.subject,
+        percentes_formats::journal::records::IMPACT_UNCONFIRMED
+    );
+    let within_ns = pins::value::FAULT_CONFIRM_WITHIN_S as u64 * 1_000_000_000;
+    assert!(
+        escape.at_ns >= failed.at_ns && escape.at_ns < fired.at_ns + within_ns + 500_000_000,
+        "fired {} failed {} escaped {}",
+        fired.at_ns,
+        failed.at_ns,
+        escape.at_ns
+    );
+    let requests = requests(&path, &config);
+    assert!(requests
+        .iter()
+        .filter_map(|r| r.dispatched_ns)
+        .all(|d| d <= escape.at_ns + 50_000_000));
+    assert!(requests
+        .iter()
+        .any(|r| class_name(r.class) == Some("run-end") && r.dispatched_ns.is_none()));
+    let file = JournalFile::open(&path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
+    let gate = |id: GateId| report.validity.gates.iter().find(|g| g.id == id).cloned();
+    assert_eq!(gate(GateId::FaultFidelity).unwrap().status, Status::Fail);
+    if let Some(containment) = gate(GateId::Containment) {
+        assert_ne!(containment.status, Status::Fail, "{containment:?}");
+    }
 }
 
 /// A clean delete on the testbed through the kill-pid-file injector: confirmed independently; the

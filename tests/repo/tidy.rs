@@ -128,7 +128,9 @@ fn distinctive_pins() -> BTreeMap<u64, Vec<&'static str>> {
     for pin in PINS {
         let (value, distinctive) = match pin.value {
             Value::Float(v) => (v, v != 0.0 && v != 1.0 && v.fract() != 0.0),
-            Value::Int(v) => (v as f64, v >= 100 && ![1000, 1_000_000].contains(&v)),
+            // 100 is also the percent base, 1,000 and 1,000,000 the unit steps: none of them
+            // says which pin it would be.
+            Value::Int(v) => (v as f64, v >= 100 && ![100, 1000, 1_000_000].contains(&v)),
         };
         if distinctive {
             out.entry(value.to_bits()).or_default().push(pin.key);

@@ -158,13 +158,25 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             audit.reconciliation
         ),
         generator: format!(
-            "percentes recorder {} ({}), configuration BLAKE3 {}; {} workers on {} cores ({}); {opened} connections opened, {reused} requests on a reused connection, at most {peak} requests {} busy at once; clock source {}; loopback canary: {}",
+            "percentes recorder {} ({}), configuration BLAKE3 {}; {} workers on {} cores ({}); {}, at most {peak} requests {} busy at once; clock source {}; loopback canary: {}",
             header.tool_version,
             header.tool_commit,
             hex(&header.config_hash),
             host(run, "recorder-workers"),
             host(run, "cores"),
             host(run, "cpu"),
+            match super::audit::pool_counts(run) {
+                Some(pool) => format!(
+                    "{} connections opened: {opened} by the requests that needed them and {} ahead of need by the pool (the warm pool and the spare keeper; {} idle ones retired at their limit, {} found closed by the server); {reused} requests on a connection that had carried one before",
+                    opened as u64 + pool.opened_ahead,
+                    pool.opened_ahead,
+                    pool.expired,
+                    pool.found_closed
+                ),
+                None => format!(
+                    "{opened} connections opened, {reused} requests on a reused connection"
+                ),
+            },
             if run.requests.protocol.contains(&2) {
                 "(HTTP/2 streams, several to a connection)"
             } else {

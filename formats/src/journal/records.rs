@@ -93,6 +93,55 @@ impl Outcome {
 /// "Falling behind"): the client fell behind its schedule, not a declared trigger.
 pub const CLIENT_BEHIND: &str = "client-behind";
 
+/// The subject of the `escape` event a recorder journals when its fault's impact was not
+/// confirmed within the pinned time of the fire, or its injector failed (seeds/004: abort when
+/// impact cannot be confirmed; SPEC §10 fault fidelity).
+pub const IMPACT_UNCONFIRMED: &str = "impact-unconfirmed";
+
+/// The subject of the `pool` event a recorder writes once after the run.
+pub const POOL_SUBJECT: &str = "connections";
+
+/// What the connection pool did that no request record shows: a `pool` event's detail
+/// (`opened_ahead=N expired=E found_closed=F`, formats/JOURNAL.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounts {
+    /// Connections opened ahead of need: the warm pool before the epoch and the spare keeper's.
+    pub opened_ahead: u64,
+    /// Idle connections retired at their idle limit.
+    pub expired: u64,
+    /// Idle connections found closed by the server, and replaced, before a send.
+    pub found_closed: u64,
+}
+
+impl PoolCounts {
+    /// The event's detail.
+    pub fn detail(&self) -> String {
+        format!(
+            "opened_ahead={} expired={} found_closed={}",
+            self.opened_ahead, self.expired, self.found_closed
+        )
+    }
+
+    /// The counts of a detail in [`PoolCounts::detail`]'s form; `None` for any other text.
+    pub fn parse(detail: &str) -> Option<PoolCounts> {
+        let mut fields = detail.split(' ');
+        let mut next = |key: &str| {
+            fields
+                .next()?
+                .strip_prefix(key)?
+                .strip_prefix('=')?
+                .parse::<u64>()
+                .ok()
+        };
+        let counts = PoolCounts {
+            opened_ahead: next("opened_ahead")?,
+            expired: next("expired")?,
+            found_closed: next("found_closed")?,
+        };
+        fields.next().is_none().then_some(counts)
+    }
+}
+
 /// Response classes (DESIGN "Response classes"; JOURNAL.md lists the codes). The code is stable.
 pub const CLASSES: &[(u16, &str, Outcome)] = &[
     (0, "correct-success", Outcome::Completed),
@@ -291,11 +340,14 @@ pub enum EventKind {
     Canary,
     /// A second of the recorder's cgroup CPU usage and throttling against its quota (§2, G2.3).
     CgroupCpu,
+    /// What the connection pool did that no request record shows, written once after the run
+    /// (subject [`POOL_SUBJECT`]).
+    Pool,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 15] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::FaultArmed,
         EventKind::FaultFired,
         EventKind::FaultConfirmed,
@@ -311,6 +363,7 @@ impl EventKind {
         EventKind::StallSummary,
         EventKind::Canary,
         EventKind::CgroupCpu,
+        EventKind::Pool,
     ];
 
     /// The stable wire code.
@@ -331,6 +384,7 @@ impl EventKind {
             EventKind::StallSummary => 41,
             EventKind::Canary => 42,
             EventKind::CgroupCpu => 43,
+            EventKind::Pool => 44,
         }
     }
 
@@ -352,6 +406,7 @@ impl EventKind {
             EventKind::StallSummary => "stall-summary",
             EventKind::Canary => "canary",
             EventKind::CgroupCpu => "cgroup-cpu",
+            EventKind::Pool => "pool",
         }
     }
 
@@ -722,6 +777,26 @@ fn as_hex_opt<S: Serializer>(bytes: &Option<[u8; 64]>, s: S) -> Result<S::Ok, S:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_detail_reads_back_and_nothing_else_does() {
+        let counts = PoolCounts {
+            opened_ahead: 54,
+            expired: 2,
+            found_closed: 0,
+        };
+        assert_eq!(counts.detail(), "opened_ahead=54 expired=2 found_closed=0");
+        assert_eq!(PoolCounts::parse(&counts.detail()), Some(counts));
+        for bad in [
+            "",
+            "opened_ahead=54 expired=2",
+            "opened_ahead=54 expired=2 found_closed=0 more=1",
+            "expired=2 opened_ahead=54 found_closed=0",
+            "opened_ahead=-1 expired=2 found_closed=0",
+        ] {
+            assert_eq!(PoolCounts::parse(bad), None, "{bad}");
+        }
+    }
 
     /// The layout promise of JOURNAL.md: integers fixed-width little-endian, options as a 0/1
     /// byte, vectors and strings with a u64 length, arrays without one.

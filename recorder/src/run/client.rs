@@ -42,6 +42,8 @@ pub(super) struct Pooled {
     /// How long it may stay idle: the configured limit, or less where the server's
     /// `Keep-Alive: timeout` says so.
     pub(super) idle_limit: Duration,
+    /// Whether it has carried a request (one opened ahead of need has not, until its first).
+    pub(super) carried: bool,
 }
 
 /// Of a server's `Keep-Alive: timeout=N`, the part the pool gives up: a connection is retired
@@ -212,12 +214,12 @@ impl Local {
     /// retires every connection idle past its limit (so the pool shrinks after a burst) and any
     /// the server has closed or written to while it sat idle: a request never goes out on a
     /// connection the server has closed or is about to close.
-    pub(super) fn take(&self, shared: &Shared) -> Option<(u64, Conn, RawFd)> {
+    pub(super) fn take(&self, shared: &Shared) -> Option<Pooled> {
         self.retire_expired(shared, Duration::ZERO);
         let mut pool = self.connections.borrow_mut();
         while let Some(pooled) = pool.pop() {
             match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
-                Idle::Alive => return Some((pooled.id, pooled.conn, pooled.fd)),
+                Idle::Alive => return Some(pooled),
                 Idle::Closed | Idle::Unsolicited => {
                     shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -257,7 +259,7 @@ impl Local {
         match http2::speaks_h2(&conn, ctx.plan.http) {
             Ok(true) => Box::pin(http2::adopt(self, id, conn, false)).await.is_ok(),
             Ok(false) => {
-                self.keep(id, conn, fd, ctx.plan.idle_limit);
+                self.keep(id, conn, fd, ctx.plan.idle_limit, false);
                 true
             }
             Err(_) => false,
@@ -270,14 +272,16 @@ impl Local {
         self.idle() + self.h2.free_slots()
     }
 
-    /// Puts a connection whose response ended as framed back in the pool, with its idle limit.
-    pub(super) fn keep(&self, id: u64, conn: Conn, fd: RawFd, limit: Duration) {
+    /// Puts a connection in the pool, with its idle limit: one whose response ended as framed
+    /// (`carried`), or one opened ahead of need.
+    pub(super) fn keep(&self, id: u64, conn: Conn, fd: RawFd, limit: Duration, carried: bool) {
         self.connections.borrow_mut().push(Pooled {
             id,
             conn,
             fd,
             idle_since: Instant::now(),
             idle_limit: limit,
+            carried,
         });
     }
 
@@ -582,9 +586,11 @@ pub(super) async fn talk(
         }
     }
     let (id, mut stream, fd) = match local.take(&ctx.shared) {
-        Some((id, conn, fd)) => {
-            record.connection_reused = true;
-            (id, conn, fd)
+        Some(pooled) => {
+            // Reused only if it carried a request before: the first on a connection opened
+            // ahead of need neither opened it nor reuses it (no connect times of its own).
+            record.connection_reused = pooled.carried;
+            (pooled.id, pooled.conn, pooled.fd)
         }
         // Boxed: the connect and TLS handshake future is about 5 KB and a request on a warm
         // connection never polls it, but unboxed it would size every request's future.
@@ -709,7 +715,7 @@ pub(super) async fn talk(
                     None => ctx.plan.idle_limit,
                 };
                 if !limit.is_zero() {
-                    local.keep(id, stream, fd, limit);
+                    local.keep(id, stream, fd, limit, true);
                 }
             }
             break verdict;

@@ -17,9 +17,28 @@ pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
+/// Ends the run the moment its fault did not happen as planned (seeds/004: abort when impact
+/// cannot be confirmed): an `escape` event (`impact-unconfirmed`) after the `fault-failed` one,
+/// offered load stopped, the seal `escaped`. The fault plan then cleans up at once.
+fn impact_unconfirmed(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
+    let detail = format!("the fault did not happen as planned: {why}");
+    let subject = percentes_formats::journal::records::IMPACT_UNCONFIRMED;
+    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
+        say(&format!(
+            "percentes: {detail}. Offered load stopped; the journal is sealed escaped: an experiment whose fault is not confirmed is invalid, not a finding about the service (seeds/004; SPEC §10 fault fidelity)"
+        ));
+    }
+}
+
 /// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute
-/// deadline, confirmed independently, removed or expired after the pinned partition (black-hole).
-pub(super) fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, stop: &AtomicBool) {
+/// deadline, confirmed independently within the pinned time (else the run ends, escaped),
+/// removed or expired after the pinned partition (black-hole).
+pub(super) fn fault_thread(
+    config: &Config,
+    epoch: Instant,
+    (sender, shared): (&Sender, &Shared),
+    stop: &AtomicBool,
+) {
     let Some(inject_ns) = config.inject_at_ns() else {
         return;
     };
@@ -71,7 +90,8 @@ pub(super) fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, sto
             Some(fired_ns as i64 - inject_ns as i64),
         )),
         Err(why) => {
-            sender.send(event(EventKind::FaultFailed, fired_ns, why, None));
+            sender.send(event(EventKind::FaultFailed, fired_ns, why.clone(), None));
+            impact_unconfirmed(shared, sender, stop, now_ns(epoch), &why);
             return;
         }
     }
@@ -79,7 +99,8 @@ pub(super) fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, sto
         // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
         // It runs even when the run is stopping (an escape right after the fire): the confirmed
         // target is part of what an escaped experiment must retain.
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let within = Duration::from_secs(pins::value::FAULT_CONFIRM_WITHIN_S as u64);
+        let deadline = started + within;
         let mut confirmed = false;
         let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
         let method = fault.confirm_method.as_deref().unwrap_or("POST");
@@ -128,14 +149,18 @@ pub(super) fn fault_thread(config: &Config, epoch: Instant, sender: &Sender, sto
             ),
             (false, None) => (
                 EventKind::FaultFailed,
-                format!("{address} still answers 5 s after the fault fired: impact not confirmed"),
+                format!("{address} still answers {within:?} after the fault fired: impact not confirmed"),
             ),
             (false, Some((path, status))) => (
                 EventKind::FaultFailed,
-                format!("{method} {path} at {address} did not answer {status}{} within 5 s ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
+                format!("{method} {path} at {address} did not answer {status}{} within {within:?} ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
             ),
         };
-        sender.send(event(kind, now_ns(epoch), detail, None));
+        let at_ns = now_ns(epoch);
+        sender.send(event(kind, at_ns, detail.clone(), None));
+        if !confirmed {
+            impact_unconfirmed(shared, sender, stop, at_ns, &detail);
+        }
     }
     if let Some(partition_ns) = partition_ns {
         if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {

@@ -11,6 +11,7 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use compio::io::compat::AsyncStream;
 use compio::net::TcpStream;
@@ -18,8 +19,95 @@ use compio::tls::TlsStream;
 use futures_io::{AsyncRead as FuturesRead, AsyncWrite as FuturesWrite};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// A futures-io stream seen through tokio's I/O traits.
-pub(super) struct TokioIo<T>(pub(super) T);
+/// SPEC §2 "HTTP/2": SETTINGS and PING frames a server may send on one connection within a
+/// second; h2 acknowledges each one it reads, without a limit of its own.
+pub(super) const CONTROL_FRAMES_PER_S_MAX: u32 =
+    percentes_formats::pins::value::CLIENT_H2_CONTROL_FRAMES_PER_S_MAX as u32;
+
+/// The words that begin the error a control-frame flood ends a connection with; the stream
+/// verdicts find it by them (h2 hands a stream its connection's I/O error as kind and text).
+pub(super) const FLOOD_WORDS: &str = "HTTP/2 control-frame flood";
+
+/// HTTP/2 frame types the watch counts (RFC 9113 §6.5, §6.7) and the ACK flag both share.
+const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
+const ACK: u8 = 0x1;
+
+/// Follows the HTTP/2 frames a server sends (from the first byte: a server's preface is its
+/// SETTINGS frame) by their 9-byte headers, and counts the SETTINGS and PING frames that ask for
+/// an acknowledgement. More than [`CONTROL_FRAMES_PER_S_MAX`] within a second of real time is a
+/// flood: the connection ends, as a server would end one for a client that floods it.
+#[derive(Debug, Default)]
+pub(super) struct ControlWatch {
+    header: [u8; 9],
+    /// Header bytes gathered so far.
+    have: usize,
+    /// Payload bytes of the current frame still to pass.
+    skip: u64,
+    /// The second the count belongs to, from its first counted frame.
+    since: Option<Instant>,
+    count: u32,
+}
+
+impl ControlWatch {
+    /// Passes `bytes` (the next the server sent), read at `now`. `Err` with what was seen once
+    /// the count passes the limit.
+    pub(super) fn scan(&mut self, mut bytes: &[u8], now: Instant) -> Result<(), String> {
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(bytes.len() as u64);
+                self.skip -= n;
+                bytes = &bytes[n as usize..];
+                continue;
+            }
+            let n = (self.header.len() - self.have).min(bytes.len());
+            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have < self.header.len() {
+                break;
+            }
+            self.have = 0;
+            let [a, b, c, kind, flags, ..] = self.header;
+            self.skip = u64::from(u32::from_be_bytes([0, a, b, c]));
+            if (kind == SETTINGS || kind == PING) && flags & ACK == 0 {
+                self.count(kind, now)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, kind: u8, now: Instant) -> Result<(), String> {
+        match self.since {
+            Some(since) if now.saturating_duration_since(since) < Duration::from_secs(1) => {
+                self.count += 1
+            }
+            _ => (self.since, self.count) = (Some(now), 1),
+        }
+        if self.count > CONTROL_FRAMES_PER_S_MAX {
+            let name = if kind == PING { "PING" } else { "SETTINGS" };
+            return Err(format!(
+                "{FLOOD_WORDS}: the server sent more than {CONTROL_FRAMES_PER_S_MAX} SETTINGS and PING frames within a second (the last a {name}), SPEC §2's limit; the client ended the connection"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A futures-io stream seen through tokio's I/O traits, its incoming frames watched.
+pub(super) struct TokioIo<T> {
+    io: T,
+    watch: ControlWatch,
+}
+
+impl<T> TokioIo<T> {
+    pub(super) fn new(io: T) -> TokioIo<T> {
+        TokioIo {
+            io,
+            watch: ControlWatch::default(),
+        }
+    }
+}
 
 impl<T: FuturesRead + Unpin> AsyncRead for TokioIo<T> {
     fn poll_read(
@@ -27,9 +115,13 @@ impl<T: FuturesRead + Unpin> AsyncRead for TokioIo<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
         let unfilled = buf.initialize_unfilled();
-        match Pin::new(&mut self.get_mut().0).poll_read(cx, unfilled) {
+        match Pin::new(&mut this.io).poll_read(cx, unfilled) {
             Poll::Ready(Ok(n)) => {
+                if let Err(why) = this.watch.scan(&unfilled[..n], Instant::now()) {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, why)));
+                }
                 buf.advance(n);
                 Poll::Ready(Ok(()))
             }
@@ -48,7 +140,7 @@ impl<T: FuturesWrite + Unpin> AsyncWrite for TokioIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -56,7 +148,7 @@ impl<T: FuturesWrite + Unpin> AsyncWrite for TokioIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -64,11 +156,11 @@ impl<T: FuturesWrite + Unpin> AsyncWrite for TokioIo<T> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_close(cx)
+        Pin::new(&mut self.get_mut().io).poll_close(cx)
     }
 }
 
@@ -164,7 +256,7 @@ mod tests {
         let runtime = compio::runtime::Runtime::new().unwrap();
         let received = runtime.block_on(async move {
             let stream = TcpStream::connect(address).await.unwrap();
-            let mut io = TokioIo(Transport::plain(stream));
+            let mut io = TokioIo::new(Transport::plain(stream));
             io.write_all(b"hello").await.unwrap();
             io.flush().await.unwrap();
             let mut received = Vec::new();
@@ -178,5 +270,51 @@ mod tests {
         assert_eq!(received.len(), 8 + 100_000);
         assert!(received.starts_with(b"one two "));
         assert!(received[8..].iter().all(|&b| b == b'x'));
+    }
+
+    /// A frame header split across reads, payloads of any size, ACKs passed over; the limit
+    /// counts within a second and starts again after one.
+    #[test]
+    fn the_watch_counts_settings_and_pings_by_their_headers() {
+        fn frame(kind: u8, flags: u8, payload: usize) -> Vec<u8> {
+            let len = (payload as u32).to_be_bytes();
+            let mut f = vec![len[1], len[2], len[3], kind, flags, 0, 0, 0, 0];
+            f.resize(9 + payload, 0xAA);
+            f
+        }
+        let start = Instant::now();
+        let mut watch = ControlWatch::default();
+        let mut bytes = frame(SETTINGS, 0, 12);
+        bytes.extend(frame(0x0, 0, 70_000)); // DATA, bytes that look like anything
+        bytes.extend(frame(SETTINGS, ACK, 0));
+        bytes.extend(frame(PING, ACK, 8));
+        // Split at every size: the count is the same.
+        for step in [1, 4, 9, 1000] {
+            let mut w = ControlWatch::default();
+            for part in bytes.chunks(step) {
+                w.scan(part, start).unwrap();
+            }
+            assert_eq!((w.count, w.have, w.skip), (1, 0, 0), "step {step}");
+        }
+        watch.scan(&bytes, start).unwrap();
+        let ping = frame(PING, 0, 8);
+        for _ in 1..CONTROL_FRAMES_PER_S_MAX {
+            watch.scan(&ping, start).unwrap();
+        }
+        // The limit's frames in one second pass; one more is a flood.
+        let later = start + Duration::from_millis(999);
+        let why = watch.scan(&ping, later).unwrap_err();
+        assert!(
+            why.starts_with(FLOOD_WORDS) && why.contains("PING"),
+            "{why}"
+        );
+        // A second later the count starts again.
+        let mut calm = ControlWatch::default();
+        for second in 0..3u64 {
+            let at = start + Duration::from_secs(second);
+            for _ in 0..CONTROL_FRAMES_PER_S_MAX {
+                calm.scan(&ping, at).unwrap();
+            }
+        }
     }
 }

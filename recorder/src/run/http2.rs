@@ -16,7 +16,7 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::Reason;
 
-use super::h2io::{TokioIo, Transport};
+use super::h2io::{TokioIo, Transport, FLOOD_WORDS};
 use super::*;
 
 /// Each stream's receive window, and the connection's, in octets: HTTP/2's largest (2^31 - 1).
@@ -70,6 +70,11 @@ pub(super) struct H2Conn {
     ended: Rc<RefCell<Option<String>>>,
     /// Since when it has carried nothing.
     idle_since: Cell<Instant>,
+    /// Its streams waiting now for the server's flow-control window to send their bodies.
+    window_waits: Cell<usize>,
+    /// Whether a stream's deadline came while it waited for that window: the server is not
+    /// opening it, so the connection takes no new request again and retires once idle.
+    window_shut: Cell<bool>,
 }
 
 impl H2Conn {
@@ -78,10 +83,16 @@ impl H2Conn {
         self.send.current_max_send_streams()
     }
 
-    /// Whether it can open a stream at once: its task runs, it has a free slot, and h2 would not
-    /// hold a new stream (no GOAWAY seen, no pending open).
+    /// Whether it can carry a new request at once: its task runs, it has a free slot, none of
+    /// its streams waits for the server's send window (a new stream's body would wait behind the
+    /// same window: SPEC §2, never queued behind a full connection), and h2 would not hold a new
+    /// stream (no GOAWAY seen, no pending open).
     fn ready_now(&self) -> bool {
-        if self.ended.borrow().is_some() || self.in_flight.get() >= self.limit() {
+        if self.ended.borrow().is_some()
+            || self.in_flight.get() >= self.limit()
+            || self.window_waits.get() > 0
+            || self.window_shut.get()
+        {
             return false;
         }
         let mut probe = self.send.clone();
@@ -111,6 +122,34 @@ impl Drop for Slot {
     }
 }
 
+/// A stream waiting for its connection's send window, counted on the connection while it waits.
+/// A timeout drops the request's future, and this with it, before the wait `ended`: then the
+/// connection is shut for good.
+struct WindowWait {
+    conn: Rc<H2Conn>,
+    ended: bool,
+}
+
+impl WindowWait {
+    fn begin(conn: &Rc<H2Conn>) -> WindowWait {
+        conn.window_waits.set(conn.window_waits.get() + 1);
+        WindowWait {
+            conn: Rc::clone(conn),
+            ended: false,
+        }
+    }
+}
+
+impl Drop for WindowWait {
+    fn drop(&mut self) {
+        let left = self.conn.window_waits.get().saturating_sub(1);
+        self.conn.window_waits.set(left);
+        if !self.ended {
+            self.conn.window_shut.set(true);
+        }
+    }
+}
+
 /// A worker's HTTP/2 connections.
 #[derive(Default)]
 pub(super) struct H2Pool {
@@ -119,7 +158,8 @@ pub(super) struct H2Pool {
 
 impl H2Pool {
     /// A slot on a connection that can open a stream now, if any can. On the way it retires
-    /// connections whose task has ended (GOAWAY, close, error) and idle ones past `idle_limit`.
+    /// connections whose task has ended (GOAWAY, close, error), idle ones past `idle_limit`, and
+    /// idle ones the server's window shut.
     pub(super) fn take(&self, idle_limit: Duration, shared: &Shared) -> Option<Slot> {
         let mut pool = self.connections.borrow_mut();
         let now = Instant::now();
@@ -127,6 +167,10 @@ impl H2Pool {
         pool.retain(|c| {
             if c.ended.borrow().is_some() {
                 ended += 1;
+                false
+            } else if c.window_shut.get() && c.in_flight.get() == 0 {
+                // Shut by the server's window (its streams' bodies never went out): dropped
+                // without a count; the request that met it says why in its detail.
                 false
             } else if c.in_flight.get() == 0
                 && now.saturating_duration_since(c.idle_since.get()) >= idle_limit
@@ -143,12 +187,15 @@ impl H2Pool {
         pool.iter().rev().find(|c| c.ready_now()).map(Slot::take)
     }
 
-    /// Stream slots free now across the pool (for the spare keeper).
+    /// Stream slots free now across the pool (for the spare keeper): a connection whose send
+    /// window holds a stream back offers none.
     pub(super) fn free_slots(&self) -> usize {
         self.connections
             .borrow()
             .iter()
-            .filter(|c| c.ended.borrow().is_none())
+            .filter(|c| {
+                c.ended.borrow().is_none() && c.window_waits.get() == 0 && !c.window_shut.get()
+            })
             .map(|c| c.limit().saturating_sub(c.in_flight.get()))
             .sum()
     }
@@ -211,7 +258,7 @@ pub(super) async fn handshake(
         // HTTP/1.1 head: h2 refuses a larger one (its own default is 16 MB).
         .max_header_list_size(http1::RESPONSE_HEAD_BYTES_MAX as u32)
         .enable_push(false)
-        .handshake::<_, Bytes>(TokioIo(transport))
+        .handshake::<_, Bytes>(TokioIo::new(transport))
         .await
         .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
     let ended = Rc::new(RefCell::new(None));
@@ -243,6 +290,8 @@ pub(super) async fn adopt(
         carried: Cell::new(0),
         ended,
         idle_since: Cell::new(Instant::now()),
+        window_waits: Cell::new(0),
+        window_shut: Cell::new(false),
     });
     let slot = slot.then(|| Slot::take(&conn));
     Ok((conn, slot))
@@ -355,6 +404,11 @@ fn describe(e: &h2::Error) -> String {
 pub(super) fn verdict(e: &h2::Error) -> Verdict {
     let said = describe(e);
     if let Some(io) = e.get_io() {
+        // The client ended a connection the server flooded with control frames (h2io.rs): the
+        // server broke HTTP/2's bargain, as with a frame that breaks the protocol.
+        if io.kind() == std::io::ErrorKind::InvalidData && io.to_string().contains(FLOOD_WORDS) {
+            return Verdict::errored("malformed-framing", io.to_string());
+        }
         // h2 reports a connection that ended (the server's FIN, or a write into a closed one)
         // under an open stream as a broken pipe: the stream's end never came, as an HTTP/1.1
         // body cut short by a close.
@@ -411,7 +465,9 @@ pub(super) async fn talk(
 ) -> Verdict {
     let conn = Rc::clone(&slot.0);
     record.connection_id = conn.id;
-    record.connection_reused = !opened;
+    // Reused when an earlier stream went out on it: the opener has its connect times, and the
+    // first stream on a connection opened ahead of need neither opened it nor reuses it.
+    record.connection_reused = !opened && conn.carried.get() > 0;
     carried.protocol = Some(Protocol::Http2);
     conn.carried.set(conn.carried.get() + 1);
     let bytes = ctx.templates[entry.route as usize].bytes(entry.index);
@@ -438,7 +494,21 @@ pub(super) async fn talk(
     let mut unsent = None;
     while !body.is_empty() {
         exchange.waiting_for_window = Some((record.bytes_sent, body.len()));
-        match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+        // Counted on the connection only while h2 has no capacity to give: a body the window
+        // admits at once never marks it.
+        let mut waiting = None;
+        let capacity = std::future::poll_fn(|cx| {
+            let polled = stream.poll_capacity(cx);
+            if polled.is_pending() && waiting.is_none() {
+                waiting = Some(WindowWait::begin(&conn));
+            }
+            polled
+        })
+        .await;
+        if let Some(mut wait) = waiting {
+            wait.ended = true;
+        }
+        match capacity {
             Some(Ok(capacity)) if capacity > 0 => {
                 let chunk = body.split_to(capacity.min(body.len()));
                 if let Err(e) = stream.send_data(chunk, body.is_empty()) {

@@ -97,7 +97,9 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 break;
             }
             if let Ok((conn, fd)) = ctx.dialer.open(ctx.epoch, Some(ctx.epoch), None).await {
-                local.pool_opened(&ctx, conn, fd).await;
+                if local.pool_opened(&ctx, conn, fd).await {
+                    ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         let outstanding = Rc::new(Cell::new(0usize));

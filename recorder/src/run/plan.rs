@@ -25,8 +25,13 @@ pub struct RunPlan {
     pub connections_per_worker: usize,
     /// The measured span, ns from the epoch ([`ScheduleParams::measured_span_ns`]).
     pub measured_span_ns: (u64, u64),
-    /// How often a replica is probed: once per goodput bucket, within the probe bounds.
+    /// How often a replica's readiness is probed (`GET /health`): once per goodput bucket
+    /// (within the probe bounds) in a fault run, whose recovery reads readiness at the bucket's
+    /// resolution; otherwise at [`RunPlan::gauge_period`], since nothing reads it faster.
     pub probe_period: Duration,
+    /// How often its waiting-queue gauge is read (`GET /metrics`, G7): once per bucket, never
+    /// more often than the pinned floor in real time (§10, `client.gauge_period_floor_ms`).
+    pub gauge_period: Duration,
     /// When the fault fires, ns from the epoch, in a fault run.
     pub inject_at_ns: Option<u64>,
     /// Whether each route's requests stream (SSE), by route index.
@@ -54,6 +59,12 @@ impl RunPlan {
         params.validate()?;
         let workers = workers.clamp(1, WORKERS_MAX);
         let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
+        let bucket = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
+            .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX);
+        let gauge_period = bucket.max(Duration::from_millis(
+            pins::value::CLIENT_GAUGE_PERIOD_FLOOR_MS as u64,
+        ));
+        let inject_at_ns = config.inject_at_ns();
         Ok(RunPlan {
             requests: params.iter().count() as u64,
             digest: params.digest(),
@@ -61,9 +72,13 @@ impl RunPlan {
             workers,
             timeout: Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
             connections_per_worker: (floor * config.target.replicas.len().max(1)).div_ceil(workers),
-            probe_period: Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
-                .clamp(PROBE_PERIOD_MIN, PROBE_PERIOD_MAX),
-            inject_at_ns: config.inject_at_ns(),
+            probe_period: if inject_at_ns.is_some() {
+                bucket
+            } else {
+                gauge_period
+            },
+            gauge_period,
+            inject_at_ns,
             streams: config
                 .routes
                 .iter()
@@ -115,14 +130,36 @@ mod tests {
         assert_eq!(plan.streams, vec![true, false]);
         assert_eq!(plan.inject_at_ns, None);
         assert_eq!(plan.requests, plan.params.iter().count() as u64);
-        // The bucket is 100 ms after the dev factor: within the probe bounds.
-        assert_eq!(plan.probe_period, Duration::from_millis(100));
+        // The bucket is 100 ms after the dev factor, but the gauge is read at most every
+        // 250 ms, and a run without a fault probes readiness no faster than that.
+        assert_eq!(plan.gauge_period, Duration::from_millis(250));
+        assert_eq!(plan.probe_period, Duration::from_millis(250));
         // The idle limit answers real servers' timeouts: the dev factor leaves it alone.
         assert_eq!(plan.idle_limit, Duration::from_millis(4_000));
         assert_eq!(plan.connect_budget, Duration::from_secs(10));
         // The fall-behind policy is the client's fitness: the dev factor leaves it alone.
         assert_eq!(plan.behind_lag, Duration::from_secs(1));
         assert_eq!(plan.behind_span, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_fault_run_probes_readiness_each_bucket_and_the_gauge_no_faster_than_its_floor() {
+        let fault = DEV
+            .replace(
+                "[fault]\nvariant = \"none\"\n",
+                "[fault]\nvariant = \"clean-delete\"\nvictim = \"a\"\ninjector = \"mock-admin\"\nadmin_address = \"127.0.0.1:1\"\nmock_mode = \"error\"\n",
+            )
+            .replace("[\"a\", \"b\", \"c\"]", "[\"a\", \"b\"]")
+            .replace("rate_rps = 5.0\n", "[calibration]\nlambda_max_rps = 20.0\n");
+        let plan = RunPlan::new(&config(&fault), 1).unwrap();
+        assert!(plan.inject_at_ns.is_some());
+        assert_eq!(plan.probe_period, Duration::from_millis(100));
+        assert_eq!(plan.gauge_period, Duration::from_millis(250));
+        // Without the dev factor the bucket is a second, over the floor: both once a bucket.
+        let real = fault.replace("time_factor = 10", "time_factor = 1");
+        let plan = RunPlan::new(&config(&real), 1).unwrap();
+        assert_eq!(plan.probe_period, Duration::from_secs(1));
+        assert_eq!(plan.gauge_period, Duration::from_secs(1));
     }
 
     #[test]

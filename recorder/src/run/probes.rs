@@ -8,24 +8,33 @@ pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
 pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
-/// journaling each result as a `probe` event (formats/JOURNAL.md). A DNS name is resolved again
+/// reading its waiting-queue gauge too at the first probe due after each `gauge_period`, and
+/// journals each result as a `probe` event (formats/JOURNAL.md; a probe that did not read the
+/// gauge carries no value). A DNS name is resolved again
 /// at every probe, so a replacement pod behind the same name (a headless Service) is probed at
 /// its new address, and an SRV name at its new port too; a name that does not resolve is
 /// `down`.
 pub(super) fn probe_thread(
     name: &str,
     address: &str,
-    period: Duration,
+    (period, gauge_period): (Duration, Duration),
     epoch: Instant,
     sender: &Sender,
     shared: &Shared,
     stop: &AtomicBool,
 ) {
     let mut due = epoch;
+    let mut gauge_due = epoch;
     while !shared.done.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
         let at_ns = now_ns(epoch);
+        let gauge = Instant::now() >= gauge_due;
+        if gauge {
+            gauge_due = (gauge_due + gauge_period).max(Instant::now());
+        }
         let found = match resolve(address) {
-            Ok(resolved) => crate::probe::probe(resolved, period.min(Duration::from_millis(500))),
+            Ok(resolved) => {
+                crate::probe::probe(resolved, period.min(Duration::from_millis(500)), gauge)
+            }
             Err(why) => crate::probe::Probe::Down(why),
         };
         let (detail, value) = found.detail_and_value();

@@ -92,6 +92,16 @@ impl Summary {
                 Some("RUN INVALID (SPEC §2 \"Falling behind\"): the recorder fell behind its schedule and stopped offered load; the journal is sealed `escaped`, and nothing from it may be published. The client was unfit, not the target: see `percentes doctor`".into()),
             );
         }
+        let unconfirmed = format!(
+            "({})",
+            percentes_formats::journal::records::IMPACT_UNCONFIRMED
+        );
+        if self.status == SealStatus::Escaped && self.reason.contains(&unconfirmed) {
+            return (
+                2,
+                Some("RUN INVALID (seeds/004, SPEC §10 fault fidelity): the fault did not happen as planned (its impact was not confirmed, or its injector failed), so the recorder stopped offered load; the journal is sealed `escaped`, and nothing from it may be published. See the fault-failed event for why".into()),
+            );
+        }
         if self.status == SealStatus::Escaped {
             return (
                 2,

@@ -3,6 +3,7 @@
 //! over workers too starved to judge themselves.
 
 use super::*;
+use percentes_formats::journal::records::{PoolCounts, POOL_SUBJECT};
 
 impl Shared {
     /// The fall-behind policy fired (SPEC §2 "Falling behind"): once per run, journal the
@@ -17,24 +18,40 @@ impl Shared {
         lag_ns: u64,
     ) {
         let detail = fired.detail(lag_ns);
+        let subject = percentes_formats::journal::records::CLIENT_BEHIND;
+        let value = i64::try_from(fired.late_ns).ok();
+        if self.escape(sender, stop, (at_ns, subject, &detail, value)) {
+            say(&format!(
+                "percentes: {detail}. Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")"
+            ));
+        }
+    }
+
+    /// The recorder's own abort (the fall-behind policy, an unconfirmed impact): journal an
+    /// `escape` event (at, subject, detail, value), note the seal's reason and stop offered
+    /// load. `false`, doing nothing, when an escape already fired: the first keeps its place.
+    pub(super) fn escape(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        (at_ns, subject, detail, value): (u64, &str, &str, Option<i64>),
+    ) -> bool {
         {
             let mut escaped = self.escaped.lock().expect("escape lock");
             if escaped.is_some() {
-                return;
+                return false;
             }
-            *escaped = Some(format!("escaped (client-behind): {detail}"));
+            *escaped = Some(format!("escaped ({subject}): {detail}"));
         }
         sender.send(Record::Event(EventRecord {
             at_ns,
             kind: EventKind::Escape.code(),
-            subject: percentes_formats::journal::records::CLIENT_BEHIND.into(),
-            detail: detail.clone(),
-            value: i64::try_from(fired.late_ns).ok(),
+            subject: subject.into(),
+            detail: detail.into(),
+            value,
         }));
         stop.store(true, Ordering::SeqCst);
-        say(&format!(
-            "percentes: {detail}. Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")"
-        ));
+        true
     }
 
     /// How far behind schedule the slowest worker is now: the time since the intended time of
@@ -142,6 +159,46 @@ impl StallPool {
 pub(super) fn tick_lateness(late_ns: u64, period_ns: u64) -> impl Iterator<Item = u64> {
     let period_ns = period_ns.max(1);
     (0..=late_ns / period_ns).map(move |k| late_ns - k * period_ns)
+}
+
+/// The records a run writes once its workers are done, at `at_ns`: the stall ticker pooled over
+/// the measured span (`stall-summary`, when it ticked there), and what the connection pool did
+/// that no request record shows (`pool`: connections opened ahead of need, idle ones retired,
+/// ones found closed; formats/JOURNAL.md).
+pub(super) fn journal_after_run(
+    shared: &Shared,
+    at_ns: u64,
+    measured: (u64, u64),
+    sender: &Sender,
+) {
+    let pool = shared.stall_pool.lock().expect("stall pool lock");
+    if let Some(p99) = pool.p99_upper_ns() {
+        sender.send(Record::Event(EventRecord {
+            at_ns,
+            kind: EventKind::StallSummary.code(),
+            subject: "runtime-stall".into(),
+            detail: format!(
+                "pooled over {} ticks of the measured span {:.3}-{:.3} s; max {} ns; p99 rounded up to 10 us (to 1 ms past 100 ms)",
+                pool.count,
+                measured.0 as f64 / 1e9,
+                measured.1 as f64 / 1e9,
+                pool.max_ns
+            ),
+            value: Some(p99 as i64),
+        }));
+    }
+    let counts = PoolCounts {
+        opened_ahead: shared.opened_ahead.load(Ordering::Relaxed),
+        expired: shared.pool_expired.load(Ordering::Relaxed),
+        found_closed: shared.pool_found_closed.load(Ordering::Relaxed),
+    };
+    sender.send(Record::Event(EventRecord {
+        at_ns,
+        kind: EventKind::Pool.code(),
+        subject: POOL_SUBJECT.into(),
+        detail: counts.detail(),
+        value: Some(counts.opened_ahead as i64),
+    }));
 }
 
 /// Each second: the telemetry record, the canary's and the cgroup's events, and the progress
