@@ -42,7 +42,7 @@ impl Probe {
 
 /// Probes `address` once, giving up after `timeout` in all: `GET /health` must answer 200 (a
 /// replica that is up but still loading is not ready), then, when `gauge` asks, `GET /metrics`
-/// gives the gauge (read within [`ANSWER_BYTES_MAX`]).
+/// gives the gauge (at most 1 MiB of its answer read).
 pub fn probe(address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
     let deadline = Instant::now() + timeout;
     match get(address, "/health", deadline) {
