@@ -10,9 +10,7 @@
 
 use percentes_formats::config::FaultVariant;
 use percentes_formats::journal::records::EventKind;
-use percentes_formats::journal::records::{
-    class_code, EventRecord, Outcome, CLIENT_BEHIND, IMPACT_UNCONFIRMED,
-};
+use percentes_formats::journal::records::{class_code, EventRecord, Outcome, RECORDER_ABORTS};
 
 use crate::load::Run;
 use crate::model::{CleanupReport, Effect, EscapeReport, Gate, GateId, Retained, Status};
@@ -119,12 +117,14 @@ pub fn containment_gate(run: &Run) -> Gate {
         gate.note = "no [declaration]: no abort trigger was armed".into();
         return gate;
     }
-    // A declared trigger's escape; the recorder's own fall-behind policy is the client gate's
-    // (SPEC §2 "Falling behind"), and an unconfirmed impact fault fidelity's (§10).
+    // A declared trigger's escape; the recorder's own aborts are other gates': falling behind
+    // the client gate's (SPEC §2 "Falling behind"); an unconfirmed impact, an unhealthy
+    // baseline and missing telemetry fault fidelity's, since the fault then never happened as
+    // planned (§10).
     match run
         .events
         .all(EventKind::Escape)
-        .find(|e| e.subject != CLIENT_BEHIND && e.subject != IMPACT_UNCONFIRMED)
+        .find(|e| !RECORDER_ABORTS.contains(&e.subject.as_str()))
     {
         Some(e) => {
             gate.status = Status::Fail;

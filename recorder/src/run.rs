@@ -36,6 +36,7 @@ use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
 use crate::tokens::ModelTokenizer;
 
 mod accelerator;
+mod baseline;
 mod behind;
 mod cgroup;
 mod client;
@@ -58,6 +59,8 @@ mod telemetry;
 mod tls;
 mod writer;
 
+pub use baseline::BaselineRule;
+use baseline::*;
 use behind::*;
 use client::*;
 use escape_watch::*;
@@ -310,13 +313,18 @@ struct Shared {
     /// `u64::MAX` once it has reached its last; the fall-behind policy judges a starved worker,
     /// and the live view says how far behind schedule the run is, by it.
     waiting_ns: Box<[AtomicU64]>,
+    /// The baseline as the writer has journaled it, for the judgement at T_inject (a fault run's
+    /// coordinator only).
+    baseline: Option<Mutex<BaselineTally>>,
 }
 
 impl Shared {
-    /// Counters for `workers` workers, none of them waiting yet.
-    fn new(workers: usize) -> Shared {
+    /// Counters for `workers` workers, none of them waiting yet, with the baseline's tally when
+    /// this recorder judges one.
+    fn new(workers: usize, baseline: Option<BaselineTally>) -> Shared {
         Shared {
             waiting_ns: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            baseline: baseline.map(Mutex::new),
             ..Shared::default()
         }
     }
@@ -733,7 +741,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         file: handle,
         heads,
     };
-    let shared = Arc::new(Shared::new(workers));
+    let shared = Arc::new(Shared::new(workers, BaselineTally::new(&plan)));
     let (tx, rx) = sync_channel(WRITER_QUEUE_RECORDS_MAX);
     let writer = {
         let shared = Arc::clone(&shared);
@@ -843,7 +851,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&options.stop);
         let name = name.clone();
-        let period = (plan.probe_period, plan.gauge_period);
+        let period = (
+            plan.probe_period,
+            plan.gauge_period,
+            plan.telemetry_gap.zip(plan.inject_at_ns),
+        );
         probes.push(
             std::thread::Builder::new()
                 .name(format!("probe-{name}"))

@@ -382,9 +382,13 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
         .all(|r| r.dispatched_ns.is_none()));
 }
 
+/// A clean delete at time factor 100 against `base_url`. One mock answers for both declared
+/// replicas here, so the config names a replica header no server sends: G1 is then unobserved
+/// (the analyzer fails it) rather than measured at 100 % for one replica, which the live baseline
+/// judgement would end the run for at T_inject, before the fault these tests are about fires.
 fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nreplica_header = \"x-sent-by-no-one\"\n\
          [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n[fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\n{injector_lines}\n\
          [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
     );
@@ -509,6 +513,171 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
     if let Some(containment) = gate(GateId::Containment) {
         assert_ne!(containment.status, Status::Fail, "{containment:?}");
     }
+}
+
+/// seeds/004's "abort when baseline is unhealthy", judged live (issue 32 item 4): every baseline
+/// request errors (the mock answers 500 from the start), so at T_inject the baseline fails G6 and
+/// the recorder journals the escape `baseline-unhealthy` instead of firing; the seal is escaped,
+/// exit 2 says why, nothing is sent after the escape, and the analyzer reaches the same G6 and
+/// fails fault fidelity naming the escape. Deliberate break: without the judgement the fault
+/// fires into the failing service and the run goes on to its end.
+#[test]
+fn a_baseline_that_fails_its_gates_ends_the_run_at_t_inject() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(Some(FaultMode::Error)));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    );
+    let inject_ns = config.inject_at_ns().unwrap();
+    let path = scratch("baseline-unhealthy.pj");
+    let summary = record(&config, &path);
+    assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
+    let (code, words) = summary.exit();
+    assert_eq!(code, 2);
+    assert!(
+        words
+            .as_deref()
+            .unwrap_or_default()
+            .contains("before injection (baseline-unhealthy)"),
+        "{words:?}"
+    );
+    let events = events(&path);
+    assert!(event_named(&events, "fault-armed").is_some());
+    assert!(event_named(&events, "fault-fired").is_none(), "never fired");
+    let escape = event_named(&events, "escape").expect("escape");
+    assert_eq!(
+        escape.subject,
+        percentes_formats::journal::records::BASELINE_UNHEALTHY
+    );
+    assert!(
+        escape.detail.contains("G6: 0 of the baseline's")
+            && escape.detail.contains("(goodput 0.0000 < 0.99)"),
+        "{}",
+        escape.detail
+    );
+    assert!(
+        (inject_ns..inject_ns + 500_000_000).contains(&escape.at_ns),
+        "escaped at {} for T_inject {inject_ns}",
+        escape.at_ns
+    );
+    let requests = requests(&path, &config);
+    assert!(requests
+        .iter()
+        .filter_map(|r| r.dispatched_ns)
+        .all(|d| d <= escape.at_ns + 50_000_000));
+    let file = JournalFile::open(&path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
+    let gate = |id: GateId| {
+        report
+            .validity
+            .gates
+            .iter()
+            .find(|g| g.id == id)
+            .cloned()
+            .unwrap()
+    };
+    let g6 = gate(GateId::BaselineGoodput);
+    assert_eq!((g6.status, g6.observed.as_str()), (Status::Fail, "0.0000"));
+    let fidelity = gate(GateId::FaultFidelity);
+    assert_eq!(fidelity.status, Status::Fail);
+    assert!(
+        fidelity.observed.contains("the recorder ended the run before it (baseline-unhealthy: the baseline was not healthy before injection: G6"),
+        "{}",
+        fidelity.observed
+    );
+}
+
+/// A replica's /health and /metrics, served for `serve_for` and then gone (the listener closed:
+/// refused), as a replica whose metrics endpoint dies would be.
+fn gauge_for_a_while(serve_for: Duration) -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + serve_for;
+        while std::time::Instant::now() < end {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+            let mut head = [0u8; 1024];
+            let _ = stream.read(&mut head);
+            let body = "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    address
+}
+
+/// seeds/004's "abort when required telemetry disappears", judged live (issue 32 item 4): a
+/// replica's gauge, read for the first second, then refused; once it has gone unread for the
+/// pinned `fault.telemetry_gap_max_s` (before T_inject, at 36 s of this time-factor-10 run)
+/// the recorder journals the escape `telemetry-missing`, never fires, and ends the run in
+/// seconds. Deliberate break: without the watch the run goes on for 40 s, and G7 passes on the
+/// first second's readings alone.
+#[test]
+fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let gauge = gauge_for_a_while(Duration::from_secs(1));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    );
+    let text = String::from_utf8(config.raw_bytes().to_vec())
+        .unwrap()
+        .replace("time_factor = 100", "time_factor = 10")
+        .replace(
+            "replicas = [\"replica-0\", \"replica-1\"]\n",
+            &format!("replicas = [\"replica-0\", \"replica-1\"]\nreplica_addresses = {{ \"replica-0\" = \"{gauge}\" }}\n"),
+        );
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let inject_ns = config.inject_at_ns().unwrap();
+    let path = scratch("telemetry-missing.pj");
+    let started = std::time::Instant::now();
+    let summary = record(&config, &path);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "ended early: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
+    assert_eq!(summary.exit().0, 2);
+    let events = events(&path);
+    assert!(event_named(&events, "fault-fired").is_none(), "never fired");
+    let escape = event_named(&events, "escape").expect("escape");
+    assert_eq!(
+        escape.subject,
+        percentes_formats::journal::records::TELEMETRY_MISSING
+    );
+    let last_read = events
+        .iter()
+        .filter(|e| e.is(EventKind::Probe) && e.value.is_some())
+        .map(|e| e.at_ns)
+        .max()
+        .expect("the gauge was read");
+    let gap_ns = pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64 * 1_000_000_000;
+    assert!(
+        escape.at_ns >= last_read + gap_ns && escape.at_ns < last_read + gap_ns + 2_000_000_000,
+        "last read {last_read}, escaped {}",
+        escape.at_ns
+    );
+    assert!(escape.at_ns < inject_ns);
+    assert!(
+        escape.detail.contains("replica-0 (") && escape.detail.contains("has gone unread"),
+        "{}",
+        escape.detail
+    );
 }
 
 /// A clean delete on the testbed through the kill-pid-file injector: confirmed independently; the

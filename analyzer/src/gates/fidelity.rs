@@ -1,7 +1,7 @@
 //! Fault fidelity (seeds/004): the fault fired, its impact was confirmed, nothing in the plan
 //! failed.
 
-use percentes_formats::journal::records::EventKind;
+use percentes_formats::journal::records::{EventKind, BASELINE_UNHEALTHY, TELEMETRY_MISSING};
 
 use super::Context;
 use crate::model::{Effect, Gate, GateId, Status};
@@ -38,8 +38,18 @@ pub(super) fn fidelity(ctx: &Context<'_>) -> Gate {
             })
             .count() as u64;
         let mut problems = Vec::new();
-        if fired.is_none() {
-            problems.push("the fault never fired".to_owned());
+        // The recorder's live judgement before the fire (seeds/004), when it ended the run.
+        let unfired = run
+            .events
+            .all(EventKind::Escape)
+            .find(|e| [BASELINE_UNHEALTHY, TELEMETRY_MISSING].contains(&e.subject.as_str()));
+        match (fired, unfired) {
+            (Some(_), _) => {}
+            (None, Some(e)) => problems.push(format!(
+                "the fault never fired: the recorder ended the run before it ({}: {})",
+                e.subject, e.detail
+            )),
+            (None, None) => problems.push("the fault never fired".to_owned()),
         }
         if needs_confirmation && !confirmed {
             problems.push("the impact was never independently confirmed".to_owned());

@@ -98,6 +98,26 @@ pub const CLIENT_BEHIND: &str = "client-behind";
 /// impact cannot be confirmed; SPEC §10 fault fidelity).
 pub const IMPACT_UNCONFIRMED: &str = "impact-unconfirmed";
 
+/// The subject of the `escape` event a recorder journals at T_inject, instead of firing, when the
+/// baseline it has just recorded fails a health gate it can judge (G6 goodput, G7 waiting queue,
+/// G1 share; seeds/004: abort when baseline is unhealthy; SPEC §10).
+pub const BASELINE_UNHEALTHY: &str = "baseline-unhealthy";
+
+/// The subject of the `escape` event a recorder journals when, before the fire, a replica's
+/// waiting-queue gauge that it had read goes unread for the pinned `fault.telemetry_gap_max_s`
+/// (seeds/004: abort when required telemetry disappears; SPEC §10).
+pub const TELEMETRY_MISSING: &str = "telemetry-missing";
+
+/// The recorder's own aborts: escapes that judge the experiment unfit (the client, the fault, the
+/// baseline, the telemetry), not declared abort triggers. The containment gate does not count
+/// them; the client gate and fault fidelity fail the run for them.
+pub const RECORDER_ABORTS: [&str; 4] = [
+    CLIENT_BEHIND,
+    IMPACT_UNCONFIRMED,
+    BASELINE_UNHEALTHY,
+    TELEMETRY_MISSING,
+];
+
 /// The subject of the `pool` event a recorder writes once after the run.
 pub const POOL_SUBJECT: &str = "connections";
 

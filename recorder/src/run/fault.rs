@@ -30,6 +30,19 @@ fn impact_unconfirmed(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns
     }
 }
 
+/// Ends the run at T_inject without firing when the baseline just recorded fails a gate it can
+/// be judged by (seeds/004: abort when baseline is unhealthy): an `escape` event
+/// (`baseline-unhealthy`) naming each failure, offered load stopped, the seal `escaped`.
+fn baseline_unhealthy(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
+    let detail = format!("the baseline was not healthy before injection: {why}");
+    let subject = percentes_formats::journal::records::BASELINE_UNHEALTHY;
+    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
+        say(&format!(
+            "percentes: {detail}. The fault was not fired; offered load stopped and the journal is sealed escaped: a fault injected into an unhealthy service measures nothing about its recovery (seeds/004; SPEC §10)"
+        ));
+    }
+}
+
 /// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute
 /// deadline, confirmed independently within the pinned time (else the run ends, escaped),
 /// removed or expired after the pinned partition (black-hole).
@@ -72,6 +85,10 @@ pub(super) fn fault_thread(
         Some(inject_ns as i64),
     ));
     if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
+        return;
+    }
+    if let Some(failed) = shared.baseline_failures() {
+        baseline_unhealthy(shared, sender, stop, now_ns(epoch), &failed);
         return;
     }
     let fired_ns = now_ns(epoch);

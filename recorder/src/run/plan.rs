@@ -50,6 +50,12 @@ pub struct RunPlan {
     pub behind_lag: Duration,
     /// See [`RunPlan::behind_lag`].
     pub behind_span: Duration,
+    /// What the baseline must show before the fault fires, in a fault run against a target the
+    /// gates judge (seeds/004 "abort when baseline is unhealthy"; SPEC §10).
+    pub baseline: Option<BaselineRule>,
+    /// In a fault run: how long a replica's gauge, once read, may go unread before the fire
+    /// (`fault.telemetry_gap_max_s`; real time, never scaled).
+    pub telemetry_gap: Option<Duration>,
 }
 
 impl RunPlan {
@@ -65,10 +71,11 @@ impl RunPlan {
             pins::value::CLIENT_GAUGE_PERIOD_FLOOR_MS as u64,
         ));
         let inject_at_ns = config.inject_at_ns();
+        let measured_span_ns = params.measured_span_ns();
         Ok(RunPlan {
             requests: params.iter().count() as u64,
             digest: params.digest(),
-            measured_span_ns: params.measured_span_ns(),
+            measured_span_ns,
             workers,
             timeout: Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
             connections_per_worker: (floor * config.target.replicas.len().max(1)).div_ceil(workers),
@@ -90,6 +97,9 @@ impl RunPlan {
             http: config.target.http,
             behind_lag: Duration::from_millis(pins::value::CLIENT_BEHIND_LAG_MS as u64),
             behind_span: Duration::from_millis(pins::value::CLIENT_BEHIND_SPAN_MS as u64),
+            baseline: BaselineRule::of(config, measured_span_ns),
+            telemetry_gap: inject_at_ns
+                .map(|_| Duration::from_secs(pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64)),
             params,
         })
     }
@@ -140,6 +150,9 @@ mod tests {
         // The fall-behind policy is the client's fitness: the dev factor leaves it alone.
         assert_eq!(plan.behind_lag, Duration::from_secs(1));
         assert_eq!(plan.behind_span, Duration::from_secs(1));
+        // No fault: no baseline to judge before a fire, no telemetry watched for one.
+        assert_eq!(plan.baseline, None);
+        assert_eq!(plan.telemetry_gap, None);
     }
 
     #[test]
@@ -155,6 +168,14 @@ mod tests {
         assert!(plan.inject_at_ns.is_some());
         assert_eq!(plan.probe_period, Duration::from_millis(100));
         assert_eq!(plan.gauge_period, Duration::from_millis(250));
+        // The baseline is judged from the end of warm-up (6 s) to a timeout (3 s) before T_inject
+        // (36 s), by the pinned SLO and gates; a clean delete is a replica loss, so G1 too.
+        let rule = plan.baseline.clone().expect("a baseline rule");
+        assert_eq!(rule.window_ns, (6_000_000_000, 33_000_000_000));
+        assert_eq!(rule.slo_ns, (1_000_000_000, 14_000_000_000));
+        assert_eq!((rule.goodput_min, rule.waiting_max), (0.99, 1.0));
+        assert_eq!(rule.share_percent, Some((45.0, 55.0)));
+        assert_eq!(plan.telemetry_gap, Some(Duration::from_secs(5)));
         // Without the dev factor the bucket is a second, over the floor: both once a bucket.
         let real = fault.replace("time_factor = 10", "time_factor = 1");
         let plan = RunPlan::new(&config(&real), 1).unwrap();

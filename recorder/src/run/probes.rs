@@ -17,7 +17,7 @@ pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
 pub(super) fn probe_thread(
     name: &str,
     address: &str,
-    (period, gauge_period): (Duration, Duration),
+    (period, gauge_period, watch): (Duration, Duration, Option<(Duration, u64)>),
     epoch: Instant,
     sender: &Sender,
     shared: &Shared,
@@ -25,6 +25,7 @@ pub(super) fn probe_thread(
 ) {
     let mut due = epoch;
     let mut gauge_due = epoch;
+    let mut gap = watch.map(|(max, inject_ns)| GaugeGap::new(max, inject_ns));
     while !shared.done.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
         let at_ns = now_ns(epoch);
         let gauge = Instant::now() >= gauge_due;
@@ -38,6 +39,10 @@ pub(super) fn probe_thread(
             Err(why) => crate::probe::Probe::Down(why),
         };
         let (detail, value) = found.detail_and_value();
+        let gone = gap
+            .as_mut()
+            .filter(|_| gauge)
+            .and_then(|g| g.read(at_ns, value.is_some(), &detail));
         sender.send(Record::Event(EventRecord {
             at_ns,
             kind: EventKind::Probe.code(),
@@ -45,6 +50,15 @@ pub(super) fn probe_thread(
             detail,
             value,
         }));
+        if let Some(gone) = gone {
+            telemetry_missing(
+                shared,
+                sender,
+                stop,
+                at_ns,
+                &format!("{name} ({address}): {gone}"),
+            );
+        }
         due += period;
         let now = Instant::now();
         if due < now {
@@ -52,6 +66,59 @@ pub(super) fn probe_thread(
             due = now;
         }
         std::thread::sleep(due.saturating_duration_since(Instant::now()).min(period));
+    }
+}
+
+/// Whether a replica's waiting-queue gauge, once read, has gone unread too long before the fire
+/// (seeds/004: abort when required telemetry disappears; `fault.telemetry_gap_max_s`). A gauge
+/// never read is not judged here: G7 is then unobserved, which the analyzer fails.
+#[derive(Debug)]
+pub(super) struct GaugeGap {
+    max_ns: u64,
+    inject_ns: u64,
+    /// When the gauge was last read, ns from the epoch.
+    last_read_ns: Option<u64>,
+}
+
+impl GaugeGap {
+    pub(super) fn new(max: Duration, inject_ns: u64) -> GaugeGap {
+        GaugeGap {
+            max_ns: max.as_nanos() as u64,
+            inject_ns,
+            last_read_ns: None,
+        }
+    }
+
+    /// One attempt to read the gauge at `at_ns` (`read`: it gave a value; `detail`: the probe's
+    /// answer). Why the telemetry is gone, once, when it is.
+    pub(super) fn read(&mut self, at_ns: u64, read: bool, detail: &str) -> Option<String> {
+        if read {
+            self.last_read_ns = Some(at_ns);
+            return None;
+        }
+        let last = self.last_read_ns?;
+        if at_ns >= self.inject_ns || at_ns - last < self.max_ns {
+            return None;
+        }
+        self.last_read_ns = None;
+        Some(format!(
+            "its waiting-queue gauge, read at {:.3} s, has gone unread for {:.3} s (the last probe: {})",
+            last as f64 / 1e9,
+            (at_ns - last) as f64 / 1e9,
+            if detail == "ok" { "answered without the gauge" } else { detail }
+        ))
+    }
+}
+
+/// Ends the run before the fire when a replica's gauge disappeared: an `escape` event
+/// (`telemetry-missing`), offered load stopped, the seal `escaped`.
+fn telemetry_missing(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
+    let detail = format!("required telemetry disappeared before injection: {why}; G7 reads this gauge over the baseline");
+    let subject = percentes_formats::journal::records::TELEMETRY_MISSING;
+    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
+        say(&format!(
+            "percentes: {detail}. The fault will not be fired; offered load stopped and the journal is sealed escaped (seeds/004; SPEC §10)"
+        ));
     }
 }
 
@@ -87,6 +154,35 @@ pub(super) fn resolve(address: &str) -> Result<std::net::SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    /// Hand-timed: a 5 s limit, T_inject at 60 s. A gauge never read is not judged; read at
+    /// 10 s, missed until 14.9 s, nothing; missed at 15 s, gone (once); read again, the clock
+    /// restarts; a gap reaching past T_inject is the fault's, not the telemetry's.
+    #[test]
+    fn a_gauge_that_was_read_and_then_goes_unread_is_gone_once() {
+        let mut gap = GaugeGap::new(Duration::from_secs(5), 60 * S);
+        assert_eq!(gap.read(0, false, "down: refused"), None);
+        assert_eq!(gap.read(9 * S, false, "ok"), None);
+        assert_eq!(gap.read(10 * S, true, "ok"), None);
+        assert_eq!(gap.read(14_900_000_000, false, "down: refused"), None);
+        let gone = gap.read(15 * S, false, "down: refused").expect("gone");
+        assert!(
+            gone.contains(
+                "read at 10.000 s, has gone unread for 5.000 s (the last probe: down: refused)"
+            ),
+            "{gone}"
+        );
+        assert_eq!(gap.read(16 * S, false, "ok"), None, "said once");
+        assert_eq!(gap.read(20 * S, true, "ok"), None);
+        assert_eq!(gap.read(24 * S, false, "ok"), None);
+        let gone = gap.read(25 * S, false, "ok").expect("gone");
+        assert!(gone.contains("answered without the gauge"), "{gone}");
+        let mut late = GaugeGap::new(Duration::from_secs(5), 60 * S);
+        assert_eq!(late.read(56 * S, true, "ok"), None);
+        assert_eq!(late.read(61 * S, false, "down: refused"), None);
+    }
 
     #[test]
     fn an_address_is_an_ip_or_a_name_resolved_at_each_probe() {

@@ -102,6 +102,17 @@ impl Summary {
                 Some("RUN INVALID (seeds/004, SPEC §10 fault fidelity): the fault did not happen as planned (its impact was not confirmed, or its injector failed), so the recorder stopped offered load; the journal is sealed `escaped`, and nothing from it may be published. See the fault-failed event for why".into()),
             );
         }
+        for subject in [
+            percentes_formats::journal::records::BASELINE_UNHEALTHY,
+            percentes_formats::journal::records::TELEMETRY_MISSING,
+        ] {
+            if self.status == SealStatus::Escaped && self.reason.contains(&format!("({subject})")) {
+                return (
+                    2,
+                    Some(format!("RUN INVALID (seeds/004, SPEC §10): the recorder ended the run before injection ({subject}), so the fault was never fired; the journal is sealed `escaped`, and nothing from it may be published. The seal's reason and the escape event say what the baseline showed")),
+                );
+            }
+        }
         if self.status == SealStatus::Escaped {
             return (
                 2,

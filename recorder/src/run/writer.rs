@@ -143,7 +143,14 @@ pub(super) fn writer_thread(
         shared
             .queue_depth
             .fetch_sub(records.len() as u64, Ordering::Relaxed);
+        let mut baseline = shared
+            .baseline
+            .as_ref()
+            .map(|b| b.lock().expect("baseline lock"));
         for record in records {
+            if let Some(tally) = baseline.as_mut() {
+                tally.observe(&record);
+            }
             let event = escape(&record, shared);
             for record in std::iter::once(record).chain(event) {
                 if failed {
@@ -154,6 +161,7 @@ pub(super) fn writer_thread(
                 }
             }
         }
+        drop(baseline);
         if failed {
             continue;
         }
