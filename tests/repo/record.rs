@@ -712,8 +712,13 @@ fn a_clean_delete_through_the_testbed_router() {
             pid_file.display()
         ),
     );
-    // The replicas' own addresses: the recorder probes them directly (G7, replica-ready).
-    let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap().replace(
+    // The replicas' own addresses: the recorder probes them directly (G7, replica-ready). The
+    // testbed's router names the replica, so the attribution is the router's header, not the
+    // one no server sends.
+    let text = String::from_utf8(config.raw_bytes().to_vec())
+        .unwrap()
+        .replace("replica_header = \"x-sent-by-no-one\"\n", "")
+        .replace(
         "replicas = [\"replica-0\", \"replica-1\"]\n",
         &format!("replicas = [\"replica-0\", \"replica-1\"]\nreplica_addresses = {{ \"replica-0\" = \"{survivor}\", \"replica-1\" = \"{victim}\" }}\n"),
     );

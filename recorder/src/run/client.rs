@@ -240,7 +240,11 @@ impl Local {
         // Never earlier than half the limit: a limit shorter than the keeper's look-ahead would
         // otherwise retire each spare as soon as it was opened.
         pool.retain(|p| {
-            now.saturating_duration_since(p.idle_since) + ahead.min(p.idle_limit / 2) < p.idle_limit
+            !idle_expired(
+                now.saturating_duration_since(p.idle_since),
+                ahead,
+                p.idle_limit,
+            )
         });
         let expired = before - pool.len();
         if expired > 0 {
@@ -508,19 +512,42 @@ pub(super) async fn execute(
     if record.terminal_ns == 0 {
         record.terminal_ns = now_ns(ctx.epoch);
     }
-    let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
+    record.http_status = exchange.status.unwrap_or(0);
+    record.replica = std::mem::take(&mut exchange.replica);
+    record.response_head_ns = exchange.response_head_ns;
+    record.first_content_ns = exchange.first_content_ns;
+    record.content_gaps_us = std::mem::take(&mut exchange.content_gaps_us);
+    record.content_events = exchange.content_events;
+    record.usage_prompt_tokens = exchange.usage_prompt_tokens;
+    record.usage_completion_tokens = exchange.usage_completion_tokens;
+    settle(&mut record, verdict, entry.intended_ns, ctx.plan.timeout);
+    if record.dispatched_ns.is_none() {
+        carried = http2::Carried::default();
+    }
+    (record, carried)
+}
+
+/// Writes `verdict` into `record`, holding the record to its deadline (intended time plus
+/// `timeout`): an ending seen after the deadline (the worker's turn came late, or a timer fired
+/// late) is censored `timeout` at the deadline, since by the deadline there was no terminal
+/// event (SPEC §3); a request never sent has no dispatch time and ends by its deadline too; and
+/// nothing the record holds happened after its own terminal time. So no terminal time is ever
+/// past intended plus the timeout, and no dispatch after the terminal (SPEC §2).
+pub(super) fn settle(
+    record: &mut RequestRecord,
+    verdict: Verdict,
+    intended_ns: u64,
+    timeout: Duration,
+) {
+    let deadline_ns = intended_ns + timeout.as_nanos() as u64;
     let mut verdict = verdict;
     let late_ns = record.terminal_ns.saturating_sub(deadline_ns);
     if late_ns > 0 && verdict.outcome != Outcome::Undispatched {
-        // Seen after the deadline (the worker's turn came late, or a timer fired late): by the
-        // deadline there was no terminal event, which is the definition of censored (SPEC §3).
-        // No terminal time is ever past intended plus the timeout.
         verdict = Verdict {
             outcome: Outcome::Censored,
             class: "timeout",
             detail: format!(
-                "no terminal event by the {:?} timeout ({} {} was seen {:.3} ms after the deadline)",
-                ctx.plan.timeout,
+                "no terminal event by the {timeout:?} timeout ({} {} was seen {:.3} ms after the deadline)",
                 verdict.outcome.name(),
                 verdict.class,
                 late_ns as f64 / 1e6
@@ -530,40 +557,25 @@ pub(super) async fn execute(
     }
     if verdict.outcome == Outcome::Undispatched {
         record.dispatched_ns = None;
-        // Never sent, and never past its deadline either.
         record.terminal_ns = record.terminal_ns.min(deadline_ns);
     }
     record.outcome = verdict.outcome as u8;
     record.class = class_code(verdict.class).expect("classes come from the table");
     record.detail =
         crate::exchange::cut(&verdict.detail, crate::exchange::DETAIL_BYTES_MAX).to_owned();
-    record.http_status = exchange.status.unwrap_or(0);
-    record.replica = std::mem::take(&mut exchange.replica);
-    record.response_head_ns = exchange.response_head_ns;
-    record.first_content_ns = exchange.first_content_ns;
-    record.content_gaps_us = std::mem::take(&mut exchange.content_gaps_us);
-    record.content_events = exchange.content_events;
-    record.usage_prompt_tokens = exchange.usage_prompt_tokens;
-    record.usage_completion_tokens = exchange.usage_completion_tokens;
-    if late_ns > 0 {
-        // Nothing the record holds happened after its own terminal time.
-        for stamp in [
-            &mut record.connect_start_ns,
-            &mut record.connect_end_ns,
-            &mut record.tls_done_ns,
-            &mut record.request_written_ns,
-            &mut record.response_head_ns,
-            &mut record.first_content_ns,
-        ] {
-            if stamp.is_some_and(|t| t > deadline_ns) {
-                *stamp = None;
-            }
+    let terminal_ns = record.terminal_ns;
+    for stamp in [
+        &mut record.connect_start_ns,
+        &mut record.connect_end_ns,
+        &mut record.tls_done_ns,
+        &mut record.request_written_ns,
+        &mut record.response_head_ns,
+        &mut record.first_content_ns,
+    ] {
+        if stamp.is_some_and(|t| t > terminal_ns) {
+            *stamp = None;
         }
     }
-    if record.dispatched_ns.is_none() {
-        carried = http2::Carried::default();
-    }
-    (record, carried)
 }
 
 pub(super) async fn talk(

@@ -123,60 +123,55 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 keep_spares(&ctx, &local, &outstanding, &running).await
             })
         };
-        let mut behind = Behind::new(
+        let behind = Behind::new(
             ctx.plan.behind_lag.as_nanos() as u64,
             ctx.plan.behind_span.as_nanos() as u64,
         );
         let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
-        for entry in ctx
+        let share = ctx
             .plan
             .params
             .iter()
-            .filter(|e| ctx.plan.sends(ctx.worker, e.index))
-        {
+            .filter(|e| ctx.plan.sends(ctx.worker, e.index));
+        let mut dispatcher =
+            Dispatcher::new(share, timeout_ns, STOP_POLL.as_nanos() as u64, behind);
+        loop {
             // What the telemetry thread judges a starved worker by: the request it waits to send.
-            ctx.shared.waiting_ns[ctx.worker].store(entry.intended_ns, Ordering::Relaxed);
-            let due = ctx.epoch + Duration::from_nanos(entry.intended_ns);
-            // Sleep to the request's own time, waking at least every STOP_POLL to see a stop:
-            // a long gap between arrivals never delays the end of a stopped run.
-            while !ctx.stop.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                if now >= due {
-                    break;
-                }
-                let until = due.min(now + STOP_POLL);
-                let until_ns = ctx.monotonic_epoch_ns
-                    + until.saturating_duration_since(ctx.epoch).as_nanos() as u64;
-                sleep_until_monotonic(until_ns).await;
-            }
-            let reached = now_ns(ctx.epoch);
-            let late = reached >= entry.intended_ns + timeout_ns;
-            let stop = ctx.stop.load(Ordering::Relaxed);
-            if late || stop {
-                // Reached at or past its deadline, sending it could only time out at once and
-                // blame the target: the client's failure, its own class (SPEC §2). Stopped: never
-                // sent, censored by the end of the run.
-                let record = if late {
-                    client_late(&ctx, &entry, reached, timeout_ns)
-                } else {
-                    stopped(&ctx, &entry, reached)
-                };
-                batch.push_request(&ctx, record, http2::Carried::default());
-            } else {
-                batch
-                    .skew_ns
-                    .borrow_mut()
-                    .push(reached.saturating_sub(entry.intended_ns));
-            }
-            // A stopped run judges nothing more: its stop (a signal, a trigger) names its seal.
-            if let Some(fired) = behind.reached(entry.intended_ns, reached).filter(|_| !stop) {
-                let lag_ns = behind.lag_ns();
+            let waiting = dispatcher.waiting_ns().unwrap_or(u64::MAX);
+            ctx.shared.waiting_ns[ctx.worker].store(waiting, Ordering::Relaxed);
+            let step = dispatcher.step(now_ns(ctx.epoch), ctx.stop.load(Ordering::Relaxed));
+            if let Some((fired, lag_ns)) = dispatcher.take_fired() {
+                let at_ns = now_ns(ctx.epoch);
                 ctx.shared
-                    .fell_behind(&ctx.sender, &ctx.stop, reached, fired, lag_ns);
+                    .fell_behind(&ctx.sender, &ctx.stop, at_ns, fired, lag_ns);
             }
-            if late || stop {
-                continue;
-            }
+            let (entry, reached) = match step {
+                Step::Done => break,
+                // Sleep to the request's own time, waking at least every STOP_POLL to see a
+                // stop: a long gap between arrivals never delays the end of a stopped run.
+                Step::Wait { until_ns } => {
+                    sleep_until_monotonic(ctx.monotonic_epoch_ns + until_ns).await;
+                    continue;
+                }
+                // Reached at or past its deadline, sending it could only time out at once and
+                // blame the target: the client's failure, its own class (SPEC §2). Stopped:
+                // never sent, censored by the end of the run.
+                Step::Late { entry, reached_ns } => {
+                    let record = client_late(&ctx, &entry, reached_ns, timeout_ns);
+                    batch.push_request(&ctx, record, http2::Carried::default());
+                    continue;
+                }
+                Step::Stopped { entry, reached_ns } => {
+                    let record = stopped(&ctx, &entry, reached_ns);
+                    batch.push_request(&ctx, record, http2::Carried::default());
+                    continue;
+                }
+                Step::Send { entry, reached_ns } => (entry, reached_ns),
+            };
+            batch
+                .skew_ns
+                .borrow_mut()
+                .push(reached.saturating_sub(entry.intended_ns));
             let dispatched = reached;
             ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
             ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -270,18 +265,14 @@ fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord
 /// absolute deadlines [`STALL_TICK`] apart and records each wake's lateness, with the ticks a
 /// late wake stood in for ([`tick_lateness`]), in the worker's batch.
 async fn stall_ticks(batch: &Batch, running: &Cell<bool>) {
-    let period_ns = STALL_TICK.as_nanos() as u64;
-    let mut deadline = super::host::monotonic_now_ns() + period_ns;
+    let mut ticker = StallTicker::new(
+        super::host::monotonic_now_ns(),
+        STALL_TICK.as_nanos() as u64,
+    );
     while running.get() {
-        sleep_until_monotonic(deadline).await;
-        let late = super::host::monotonic_now_ns().saturating_sub(deadline);
-        batch
-            .stall_ns
-            .borrow_mut()
-            .extend(tick_lateness(late, period_ns));
-        // The ticks whose deadlines passed during the stall are counted above: the next deadline
-        // is the first one still ahead, with no burst of catch-up wakes.
-        deadline += period_ns * (late / period_ns + 1);
+        sleep_until_monotonic(ticker.deadline_ns()).await;
+        let lateness = ticker.woke(super::host::monotonic_now_ns());
+        batch.stall_ns.borrow_mut().extend(lateness);
     }
 }
 

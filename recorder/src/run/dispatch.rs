@@ -1,0 +1,227 @@
+//! The seam between the recorder's decisions and its clock (issue 32 item 7). Everything a
+//! worker decides from the time alone lives here as plain state machines that are handed the
+//! time rather than reading it: when to send the next request, whether it was reached too late
+//! to send, whether the worker has fallen behind, what the stall ticker samples, whether an idle
+//! connection is past its limit. The worker (`pacer.rs`) feeds them the monotonic clock and
+//! sleeps on its io_uring as they say; the simulation (`sim.rs`, tests only) feeds them a
+//! virtual clock with scripted stalls and a scripted target, so every case the recorder must get
+//! right under stress runs deterministically, in microseconds, with no sleeping.
+
+use super::*;
+
+/// What a worker does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Sleep until this time (ns from the epoch), then ask again.
+    Wait {
+        /// The wake-up: the next request's intended time, or the next look at the stop flag.
+        until_ns: u64,
+    },
+    /// Send this request now (reached at `reached_ns`, before its deadline).
+    Send {
+        /// The request.
+        entry: Entry,
+        /// When the worker reached it: its dispatch time.
+        reached_ns: u64,
+    },
+    /// Reached at or past its deadline: never sent, `client-late` (SPEC §2).
+    Late {
+        /// The request.
+        entry: Entry,
+        /// When the worker reached it.
+        reached_ns: u64,
+    },
+    /// The run is stopping: never sent, censored `run-end`.
+    Stopped {
+        /// The request.
+        entry: Entry,
+        /// When the worker reached it.
+        reached_ns: u64,
+    },
+    /// Every request of this worker has been reached.
+    Done,
+}
+
+/// One worker's way through its share of the schedule: one request at a time, each at its own
+/// absolute intended time, never early, never held (ARCHITECTURE.md, "Pacing"), with the
+/// fall-behind policy judging every request it reaches.
+pub(super) struct Dispatcher<I: Iterator<Item = Entry>> {
+    entries: std::iter::Peekable<I>,
+    timeout_ns: u64,
+    poll_ns: u64,
+    behind: Behind,
+    fired: Option<Fired>,
+}
+
+impl<I: Iterator<Item = Entry>> Dispatcher<I> {
+    /// A worker's dispatcher over `entries` (its share, in intended order), with the request
+    /// timeout, the longest sleep before the stop flag is seen again, and the fall-behind policy.
+    pub(super) fn new(entries: I, timeout_ns: u64, poll_ns: u64, behind: Behind) -> Self {
+        Dispatcher {
+            entries: entries.peekable(),
+            timeout_ns,
+            poll_ns: poll_ns.max(1),
+            behind,
+            fired: None,
+        }
+    }
+
+    /// The intended time of the request the worker waits to send, if any is left: what the
+    /// telemetry thread judges a starved worker by, and the live view's lateness.
+    pub(super) fn waiting_ns(&mut self) -> Option<u64> {
+        self.entries.peek().map(|e| e.intended_ns)
+    }
+
+    /// What to do at `now_ns` (ns from the epoch), with the run `stopped` or not.
+    pub(super) fn step(&mut self, now_ns: u64, stopped: bool) -> Step {
+        let Some(&entry) = self.entries.peek() else {
+            return Step::Done;
+        };
+        if !stopped && now_ns < entry.intended_ns {
+            return Step::Wait {
+                until_ns: entry.intended_ns.min(now_ns + self.poll_ns),
+            };
+        }
+        self.entries.next();
+        let reached_ns = now_ns;
+        // A stopped run judges nothing more: its stop (a signal, a trigger) names its seal.
+        if !stopped {
+            if let Some(fired) = self.behind.reached(entry.intended_ns, reached_ns) {
+                self.fired.get_or_insert(fired);
+            }
+        }
+        // Past its deadline a request is the client's failure even in a stopping run: its
+        // terminal is the deadline, never the moment the worker came to it.
+        if reached_ns >= entry.intended_ns + self.timeout_ns {
+            Step::Late { entry, reached_ns }
+        } else if stopped {
+            Step::Stopped { entry, reached_ns }
+        } else {
+            Step::Send { entry, reached_ns }
+        }
+    }
+
+    /// The fall-behind policy's first firing, once.
+    pub(super) fn take_fired(&mut self) -> Option<(Fired, u64)> {
+        self.fired.take().map(|f| (f, self.behind.lag_ns()))
+    }
+}
+
+/// The stall ticker's schedule (SPEC §2 "Runtime stall"): absolute deadlines a period apart on
+/// the worker's own ring; each wake gives its lateness and that of every tick it stood in for
+/// ([`tick_lateness`]), and the next deadline is the first still ahead (no burst of catch-up
+/// wakes).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StallTicker {
+    period_ns: u64,
+    deadline_ns: u64,
+}
+
+impl StallTicker {
+    /// A ticker started at `now_ns` (any clock: the worker uses the monotonic one).
+    pub(super) fn new(now_ns: u64, period_ns: u64) -> StallTicker {
+        let period_ns = period_ns.max(1);
+        StallTicker {
+            period_ns,
+            deadline_ns: now_ns + period_ns,
+        }
+    }
+
+    /// When the ticker wants to wake.
+    pub(super) fn deadline_ns(&self) -> u64 {
+        self.deadline_ns
+    }
+
+    /// It woke at `now_ns`: the lateness samples of this wake.
+    pub(super) fn woke(&mut self, now_ns: u64) -> impl Iterator<Item = u64> {
+        let late = now_ns.saturating_sub(self.deadline_ns);
+        self.deadline_ns += self.period_ns * (late / self.period_ns + 1);
+        tick_lateness(late, self.period_ns)
+    }
+}
+
+/// Whether a connection idle for `idle_for` is past its `limit`, or within `ahead` of it (the
+/// spare keeper looks two of its periods ahead, never more than half the limit): such a
+/// connection is retired, not counted as a spare (issue 32: after an idle gap longer than the
+/// limit, the next request must find a fresh connection, not connect in line).
+pub(super) fn idle_expired(idle_for: Duration, ahead: Duration, limit: Duration) -> bool {
+    idle_for + ahead.min(limit / 2) >= limit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn entries(intended_ms: &[u64]) -> Vec<Entry> {
+        intended_ms
+            .iter()
+            .enumerate()
+            .map(|(i, &ms)| Entry {
+                index: i as u64,
+                intended_ns: ms * MS,
+                route: 0,
+                phase: 0,
+            })
+            .collect()
+    }
+
+    fn dispatcher(intended_ms: &[u64]) -> Dispatcher<std::vec::IntoIter<Entry>> {
+        Dispatcher::new(
+            entries(intended_ms).into_iter(),
+            300 * MS,
+            50 * MS,
+            Behind::new(1_000 * MS, 1_000 * MS),
+        )
+    }
+
+    /// Never early: before its time a request is waited for (at most a stop poll at a time);
+    /// at or after it, sent; at its deadline or later, late; once stopped, every one left is
+    /// stopped at once; then done.
+    #[test]
+    fn each_request_is_sent_at_its_own_time_and_never_early() {
+        let mut d = dispatcher(&[100, 120, 1_000, 2_000]);
+        assert_eq!(d.waiting_ns(), Some(100 * MS));
+        assert_eq!(d.step(0, false), Step::Wait { until_ns: 50 * MS });
+        assert_eq!(d.step(90 * MS, false), Step::Wait { until_ns: 100 * MS });
+        assert!(
+            matches!(d.step(100 * MS, false), Step::Send { reached_ns, .. } if reached_ns == 100 * MS)
+        );
+        // 120 ms + 300 ms timeout = 420 ms: reached at 420 ms it is late, not sent.
+        assert!(matches!(d.step(420 * MS, false), Step::Late { entry, .. } if entry.index == 1));
+        assert!(matches!(d.step(420 * MS, true), Step::Stopped { entry, .. } if entry.index == 2));
+        // Stopped, but reached past its deadline (2 s + 300 ms): late, as the client's.
+        assert!(matches!(d.step(2_300 * MS, true), Step::Late { entry, .. } if entry.index == 3));
+        assert_eq!(d.step(2_301 * MS, true), Step::Done);
+        assert_eq!(d.waiting_ns(), None);
+        assert!(d.take_fired().is_none());
+    }
+
+    /// The ticker's deadlines stay on their grid: a wake 2.5 periods late gives 3 samples and
+    /// the next deadline is the first still ahead.
+    #[test]
+    fn the_stall_ticker_fills_in_the_ticks_a_late_wake_stood_in_for() {
+        let mut t = StallTicker::new(0, MS);
+        assert_eq!(t.deadline_ns(), MS);
+        assert_eq!(t.woke(MS + 10).collect::<Vec<_>>(), vec![10]);
+        assert_eq!(t.deadline_ns(), 2 * MS);
+        assert_eq!(
+            t.woke(4 * MS + MS / 2).collect::<Vec<_>>(),
+            vec![2 * MS + MS / 2, MS + MS / 2, MS / 2]
+        );
+        assert_eq!(t.deadline_ns(), 5 * MS);
+    }
+
+    /// Hand-computed: limit 4 s, look-ahead 0.2 s: retired from 3.8 s idle; a look-ahead longer
+    /// than half the limit counts as half.
+    #[test]
+    fn an_idle_connection_is_retired_before_its_limit_by_the_look_ahead() {
+        let s = Duration::from_millis;
+        assert!(!idle_expired(s(3_799), s(200), s(4_000)));
+        assert!(idle_expired(s(3_800), s(200), s(4_000)));
+        assert!(idle_expired(s(4_000), Duration::ZERO, s(4_000)));
+        assert!(!idle_expired(s(49), s(200), s(100)));
+        assert!(idle_expired(s(50), s(200), s(100)));
+    }
+}
