@@ -72,7 +72,8 @@ impl<I: Iterator<Item = Entry>> Dispatcher<I> {
         self.entries.peek().map(|e| e.intended_ns)
     }
 
-    /// What to do at `now_ns` (ns from the epoch), with the run `stopped` or not.
+    /// What to do at `now_ns` (ns from the epoch, so never before it: the worker asks from the
+    /// epoch on), with the run `stopped` or not.
     pub(super) fn step(&mut self, now_ns: u64, stopped: bool) -> Step {
         let Some(&entry) = self.entries.peek() else {
             return Step::Done;

@@ -135,6 +135,14 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             .filter(|e| ctx.plan.sends(ctx.worker, e.index));
         let mut dispatcher =
             Dispatcher::new(share, timeout_ns, STOP_POLL.as_nanos() as u64, behind);
+        // The dispatcher's clock starts at the epoch (time from it saturates at 0 before it): a
+        // worker ready early waits for the epoch, or nothing intended at 0 would be sent early.
+        while Instant::now() < ctx.epoch && !ctx.stop.load(Ordering::Relaxed) {
+            let until = ctx.epoch.min(Instant::now() + STOP_POLL);
+            let until_ns = ctx.monotonic_epoch_ns
+                - ctx.epoch.saturating_duration_since(until).as_nanos() as u64;
+            sleep_until_monotonic(until_ns).await;
+        }
         loop {
             // What the telemetry thread judges a starved worker by: the request it waits to send.
             let waiting = dispatcher.waiting_ns().unwrap_or(u64::MAX);
