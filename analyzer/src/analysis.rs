@@ -9,7 +9,7 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::{RecoveryRules, Spec};
+use percentes_formats::spec::{RecoveryRules, Rules, Spec};
 
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
@@ -44,10 +44,8 @@ pub fn analyze<'a>(
 ) -> Report {
     let files = files.into();
     let method = Method::for_spec(spec);
-    let printing = match spec.recovery_rules() {
-        RecoveryRules::Original => Printing::Archived,
-        RecoveryRules::Amended => Printing::Honest,
-    };
+    let rules = Rules::of(spec);
+    let printing = rules.printing;
     let requests = &run.requests;
     let config = &run.config;
     let horizon_ns = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
@@ -98,16 +96,15 @@ pub fn analyze<'a>(
         }
     }
 
-    let amended = spec.recovery_rules() == RecoveryRules::Amended;
-    let skews = client_gate::measured_skews(run, &cut, &rows_of, amended);
-    let mut validity = client_gate::evaluate(run, &cut, &skews, amended);
+    let skews = client_gate::measured_skews(run, &cut, &rows_of, rules.skew);
+    let mut validity = client_gate::evaluate(run, &cut, &skews, &rules);
     validity
         .gates
         .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
     validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(Gate::holds);
     requests.release();
-    let mut audit = audit::audit(run, &cut, &skews, &validity, amended);
+    let mut audit = audit::audit(run, &cut, &skews, &validity, &rules);
     requests.release();
     // Eight bytes a measured request, not needed by anything after the audit.
     drop(skews);
@@ -201,7 +198,8 @@ pub fn analyze<'a>(
         crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, spec, shown);
     requests.release();
     // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
-    let (cut_shown, recovered_at_ns) = if amended && !shown && recovered_at_ns.is_some() {
+    let a2_withholds = rules.recovery == RecoveryRules::Amended && !shown;
+    let (cut_shown, recovered_at_ns) = if a2_withholds && recovered_at_ns.is_some() {
         recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();
         (windows::cut(&timeline, None), None)
     } else {
@@ -322,9 +320,9 @@ fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Pro
     Provenance {
         spec_applied: spec.name().into(),
         spec_at_capture: header.spec_version.clone(),
-        curve_method: match spec.recovery_rules() {
-            RecoveryRules::Original => method_name(method).into(),
-            RecoveryRules::Amended => method_name(method).replace("(v0.2)", "(A1, since v0.2)"),
+        curve_method: match Rules::of(spec).printing {
+            Printing::Archived => method_name(method).into(),
+            Printing::Honest => method_name(method).replace("(v0.2)", "(A1, since v0.2)"),
         },
         analyzer_version: analyzer.version.clone(),
         analyzer_commit: analyzer.commit.clone(),

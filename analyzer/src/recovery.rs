@@ -127,7 +127,7 @@ pub fn boundary(
         .then(|| rows.iter().filter(|&&r| met[r]).count() as f64 / rows.len() as f64)?;
     let anchor_ns = fault.anchor_ns();
     let anchor = usize::try_from(anchor_ns.div_ceil(bucket_ns)).unwrap_or(0);
-    let rules = match spec.recovery_rules() {
+    let rules = match spec.rules().recovery {
         RecoveryRules::Original => Rules::original(),
         RecoveryRules::Amended => Rules {
             amended: Some(amended::plan(
@@ -157,7 +157,7 @@ pub fn analyze(
     spec: Spec,
     valid: bool,
 ) -> Option<RecoveryReport> {
-    let amended = spec.recovery_rules() == RecoveryRules::Amended;
+    let amended = spec.rules().recovery == RecoveryRules::Amended;
     if !valid && !amended {
         return None;
     }

@@ -2,15 +2,16 @@
 //!
 //! A journal records the version it was captured under; the analyzer applies whichever version
 //! it is asked for, so an archived journal can be re-analyzed years later under a newer one, or
-//! under an older one to reproduce a published number. Each version is a value of [`Spec`] whose
-//! methods say what its rules are; code asks the version ("how are errors treated on the
-//! completion curve?"), never compares version strings.
+//! under an older one to reproduce a published number. What each version's rules are is one
+//! table, [`Rules::of`], with one named field per rule a version changed; it holds the only
+//! `match` on the version. Analysis reads the rule it needs by name ("how are errors treated on
+//! the completion curve?"), never a version, a version string or a flag standing for one.
 //!
 //! ```
-//! use percentes_formats::spec::{ErrorTreatment, Spec};
+//! use percentes_formats::spec::{ErrorTreatment, Rules, Spec};
 //! let old = Spec::parse("v0.1").unwrap();
-//! assert_eq!(old.errors_on_the_curve(), ErrorTreatment::Censored);
-//! assert_eq!(Spec::CURRENT.errors_on_the_curve(), ErrorTreatment::Compete);
+//! assert_eq!(Rules::of(old).curve, ErrorTreatment::Censored);
+//! assert_eq!(Rules::of(Spec::CURRENT).curve, ErrorTreatment::Compete);
 //! ```
 
 use std::fmt;
@@ -39,6 +40,110 @@ pub enum RecoveryRules {
     /// stops where the recovering window starts, relapse watched to the end of the observed
     /// series, an ordered timeline, and no recovery figure from an invalid run.
     Amended,
+}
+
+/// What G2.1 measures as a request's send skew (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkewDefinition {
+    /// v0.1 and v0.2: the dispatch time minus the intended time.
+    Dispatch,
+    /// v0.3 (A2): the moment the request could be handed to the kernel (its dispatch, or the
+    /// end of the connect and TLS handshake it waited for) minus the intended time.
+    ReadyToSend,
+}
+
+/// What G2.2 counts as never sent (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UndispatchedCount {
+    /// v0.1 and v0.2: undispatched records, or the recorders' own count where larger.
+    Recorded,
+    /// v0.3 (A2): those, plus the requests an unsealed journal holds no record of, whose
+    /// dispatch was never observed.
+    WithUnrecorded,
+}
+
+/// What G2.3 reads as the recorder's CPU (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuSource {
+    /// v0.1 and v0.2: the host's busy share from /proc/stat.
+    HostShare,
+    /// v0.3 (A2): the recorder's cgroup against its quota where the journal holds it, else the
+    /// host's share.
+    CgroupQuotaWhereJournaled,
+}
+
+/// What the audit holds beyond its tables (SPEC §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditContents {
+    /// v0.1 and v0.2: the tables alone.
+    Archived,
+    /// v0.3 (A2): the generator's artifact (the prose an auditor reads), and the writer queue's
+    /// largest observed depth with how it was read.
+    WithArtifact,
+}
+
+/// How readings print (SPEC §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Printing {
+    /// v0.1 and v0.2: milliseconds truncated, shares to four decimals, the curve's method named
+    /// by the version that brought it ("Aalen-Johansen (v0.2)").
+    Archived,
+    /// v0.3 (A2): milliseconds rounded to the nearest; a share printed with as many decimals as
+    /// it takes for the printed number to stand on the same side of the quantile as the value;
+    /// the curve's method named by its amendment ("Aalen-Johansen (A1)"); a share of a window
+    /// at the histogram's floor printed beside its inter-token quantiles.
+    Honest,
+}
+
+/// Every rule a version of the specification changed, by name: the one table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// How the completion curve treats an errored request (§3, A1).
+    pub curve: ErrorTreatment,
+    /// How recovery is read, and whether an invalid run shows any recovery reading (§5, §10,
+    /// A2).
+    pub recovery: RecoveryRules,
+    /// G2.1's send skew (§2, A2).
+    pub skew: SkewDefinition,
+    /// G2.2's count (§2, A2).
+    pub undispatched: UndispatchedCount,
+    /// G2.3's reading (§2, A2).
+    pub cpu: CpuSource,
+    /// What the audit holds (§9, A2).
+    pub audit: AuditContents,
+    /// How readings print (§9, A2).
+    pub printing: Printing,
+}
+
+impl Rules {
+    /// The rules of `spec`. The only place a version is matched on.
+    pub fn of(spec: Spec) -> Rules {
+        let original = Rules {
+            curve: ErrorTreatment::Censored,
+            recovery: RecoveryRules::Original,
+            skew: SkewDefinition::Dispatch,
+            undispatched: UndispatchedCount::Recorded,
+            cpu: CpuSource::HostShare,
+            audit: AuditContents::Archived,
+            printing: Printing::Archived,
+        };
+        match spec {
+            Spec::V0_1 => original,
+            Spec::V0_2 => Rules {
+                curve: ErrorTreatment::Compete,
+                ..original
+            },
+            Spec::V0_3 => Rules {
+                curve: ErrorTreatment::Compete,
+                recovery: RecoveryRules::Amended,
+                skew: SkewDefinition::ReadyToSend,
+                undispatched: UndispatchedCount::WithUnrecorded,
+                cpu: CpuSource::CgroupQuotaWhereJournaled,
+                audit: AuditContents::WithArtifact,
+                printing: Printing::Honest,
+            },
+        }
+    }
 }
 
 /// How the completion curve treats an errored request (the one rule A1 changed).
@@ -72,20 +177,9 @@ impl Spec {
         Spec::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// How the completion curve treats errors (§3, amendment A1).
-    pub fn errors_on_the_curve(self) -> ErrorTreatment {
-        match self {
-            Spec::V0_1 => ErrorTreatment::Censored,
-            Spec::V0_2 | Spec::V0_3 => ErrorTreatment::Compete,
-        }
-    }
-
-    /// How recovery is read (§5, §10; amendment A2).
-    pub fn recovery_rules(self) -> RecoveryRules {
-        match self {
-            Spec::V0_1 | Spec::V0_2 => RecoveryRules::Original,
-            Spec::V0_3 => RecoveryRules::Amended,
-        }
+    /// Its rules ([`Rules::of`]).
+    pub fn rules(self) -> Rules {
+        Rules::of(self)
     }
 
     /// What this version changed from the one before, in SPEC.md's words; `None` for the first.
@@ -132,6 +226,28 @@ mod tests {
         assert_eq!(Spec::parse("v0.4"), None);
         assert_eq!(Spec::names(), "v0.1, v0.2 and v0.3");
         assert_eq!(Spec::parse("0.2"), None);
+    }
+
+    /// The table, version by version: A1 changed the curve alone; A2 every other rule.
+    #[test]
+    fn each_version_changes_the_rules_its_amendment_names() {
+        let [v1, v2, v3] = Spec::ALL.map(Rules::of);
+        assert_eq!(v1.curve, ErrorTreatment::Censored);
+        assert_eq!(
+            v2,
+            Rules {
+                curve: ErrorTreatment::Compete,
+                ..v1
+            }
+        );
+        assert_eq!(v3.curve, ErrorTreatment::Compete);
+        assert_eq!(v3.recovery, RecoveryRules::Amended);
+        assert_eq!(v3.skew, SkewDefinition::ReadyToSend);
+        assert_eq!(v3.undispatched, UndispatchedCount::WithUnrecorded);
+        assert_eq!(v3.cpu, CpuSource::CgroupQuotaWhereJournaled);
+        assert_eq!(v3.audit, AuditContents::WithArtifact);
+        assert_eq!(v3.printing, Printing::Honest);
+        assert_eq!(v2.recovery, RecoveryRules::Original);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use percentes_formats::journal::records::{EventKind, Outcome, PoolCounts, POOL_SUBJECT};
 use percentes_formats::pins;
+use percentes_formats::spec::{AuditContents, Rules};
 
 use super::client_gate::{
     cpu_reading, measured_telemetry, nearest_rank, undispatched_by_recorders, worst_windowed_cpu,
@@ -29,14 +30,15 @@ pub(super) fn pool_counts(run: &Run) -> Option<PoolCounts> {
 }
 
 /// The coordinated-omission audit.
-/// `amended`: v0.3 (A2), which adds seeds/003's artifact field by field and reads the writer
-/// queue's observed depth instead of the telemetry field older recorders filled with its capacity.
+/// Its contents follow the version's `rules`: [`AuditContents::WithArtifact`] (v0.3, A2) adds
+/// seeds/003's artifact field by field and reads the writer queue's observed depth instead of the
+/// telemetry field older recorders filled with its capacity.
 pub(super) fn audit(
     run: &Run,
     cut: &[Window],
     skews_ns: &[u64],
     validity: &Validity,
-    amended: bool,
+    rules: &Rules,
 ) -> Audit {
     let requests = &run.requests;
     let n = requests.len() as u64;
@@ -162,7 +164,7 @@ pub(super) fn audit(
         });
     }
 
-    let telemetry = telemetry_summary(run, cut, amended);
+    let telemetry = telemetry_summary(run, cut, rules);
     let failed: Vec<&str> = validity
         .gates
         .iter()
@@ -209,7 +211,7 @@ pub(super) fn audit(
         decision,
         artifact: None,
     };
-    if amended {
+    if rules.audit == AuditContents::WithArtifact {
         audit.artifact = Some(super::artifact::artifact(run, &audit));
     }
     audit
@@ -258,12 +260,13 @@ pub(super) fn ks_distance(gaps: Vec<f64>, mean_ns: f64, poisson: bool) -> Option
 /// queue's capacity in messages (2^16), not a depth it reached. Unrelated to any pin.
 const LEGACY_QUEUE_CAPACITY: u64 = 1 << 16;
 
-pub(super) fn telemetry_summary(run: &Run, cut: &[Window], amended: bool) -> TelemetrySummary {
+/// The telemetry's summary, as the version's `rules` read it.
+pub(super) fn telemetry_summary(run: &Run, cut: &[Window], rules: &Rules) -> TelemetrySummary {
     let samples = measured_telemetry(run, cut);
     let cpu_ns: u64 = samples.iter().map(|t| t.recorder_cpu_ns).sum();
     let wall_ns: u64 = samples.iter().map(|t| t.interval_ns).sum();
     let gate_window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
-    let cgroup = cpu_reading(run, cut, gate_window_ns as u64, amended);
+    let cgroup = cpu_reading(run, cut, gate_window_ns as u64, rules.cpu);
     TelemetrySummary {
         cgroup_cpu_max_5s_percent: cgroup.cgroup.map(|c| c * 100.0),
         cgroup_throttled: cgroup
@@ -297,7 +300,8 @@ pub(super) fn telemetry_summary(run: &Run, cut: &[Window], amended: bool) -> Tel
             .map(|t| u64::from(t.writer_queue_max))
             .max()
             .unwrap_or(0),
-        writer_queue_observed: amended.then(|| writer_queue_observed(run)),
+        writer_queue_observed: (rules.audit == AuditContents::WithArtifact)
+            .then(|| writer_queue_observed(run)),
         writer_queue_full_events: run.events.all(EventKind::WriterQueueFull).count() as u64,
         undispatched_total: undispatched_by_recorders(run),
     }

@@ -5,6 +5,7 @@ use percentes_formats::journal::header::host_fact;
 use percentes_formats::journal::records::TelemetryRecord;
 use percentes_formats::journal::records::{EventKind, Outcome, CLIENT_BEHIND};
 use percentes_formats::pins;
+use percentes_formats::spec::{CpuSource, Rules, SkewDefinition, UndispatchedCount};
 
 use crate::frame::{CgroupRow, Requests, NONE};
 use crate::load::Run;
@@ -14,15 +15,16 @@ use crate::windows::Window;
 /// The client-validity gate (§2) over the measured windows.
 /// Send skew (dispatch minus intended, ns) of every dispatched request of the measured windows,
 /// sorted: the gate and the audit read the same vector.
-/// `with_waits` (v0.3, A2): the skew runs to the moment the request could be handed to the kernel,
-/// its dispatch plus the connect and TLS handshake it waited for when it opened a connection (the
-/// recorder writes the request in the same step as the connection becomes ready, with no wait
-/// between: `recorder/src/run/client.rs`, `talk`). v0.1 and v0.2 read the dispatch alone.
+/// [`SkewDefinition::ReadyToSend`] (v0.3, A2): the skew runs to the moment the request could be
+/// handed to the kernel, its dispatch plus the connect and TLS handshake it waited for when it
+/// opened a connection (the recorder writes the request in the same step as the connection
+/// becomes ready, with no wait between: `recorder/src/run/client.rs`, `talk`);
+/// [`SkewDefinition::Dispatch`] (v0.1, v0.2) reads the dispatch alone.
 pub(super) fn measured_skews(
     run: &Run,
     cut: &[Window],
     rows_of: &[Vec<usize>],
-    with_waits: bool,
+    skew: SkewDefinition,
 ) -> Vec<u64> {
     let requests = &run.requests;
     let mut skews: Vec<u64> = cut
@@ -32,10 +34,9 @@ pub(super) fn measured_skews(
         .flat_map(|(_, rows)| rows.iter().copied())
         .filter(|&row| requests.dispatched_ns[row] != NONE)
         .map(|row| {
-            let sent = if with_waits {
-                send_ready_ns(requests, row)
-            } else {
-                requests.dispatched_ns[row]
+            let sent = match skew {
+                SkewDefinition::ReadyToSend => send_ready_ns(requests, row),
+                SkewDefinition::Dispatch => requests.dispatched_ns[row],
             };
             sent.saturating_sub(requests.intended_ns[row])
         })
@@ -80,11 +81,10 @@ pub(super) fn connection_waits(
     (dispatched, waits)
 }
 
-/// `amended` (v0.3, A2): whether G2.2 also counts the requests the journal holds no record of,
-/// which only an unsealed prefix has (their dispatch was never observed); it also says that
-/// `skews` include each request's connection wait, and that G2.3 reads a recorder's cgroup
-/// against its quota where the journal has it ([`cpu_reading`]).
-pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) -> Validity {
+/// The version's `rules` say what `skews` measure, whether G2.2 also counts the requests the
+/// journal holds no record of (only an unsealed prefix has them: their dispatch was never
+/// observed), and what G2.3 reads ([`cpu_reading`]).
+pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) -> Validity {
     let requests = &run.requests;
     let ms = |pin: &pins::Pin| run.config.number(pin);
     let mut gates = Vec::new();
@@ -92,7 +92,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
     let skew_max = skews.last().copied();
     let limit_p99 = ms(&pins::GATES_SEND_SKEW_P99_MS);
     let limit_max = ms(&pins::GATES_SEND_SKEW_MAX_MS);
-    let how = if amended {
+    let how = if rules.skew == SkewDefinition::ReadyToSend {
         "the moment the request could be handed to the kernel (its dispatch, plus the connect and TLS handshake it waited for) minus its intended time, every dispatched request of the measured windows (A2)"
     } else {
         "actual minus intended dispatch, every dispatched request of the measured windows"
@@ -120,7 +120,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
         .count() as u64;
     let undispatched_telemetry = undispatched_by_recorders(run);
     let undispatched = undispatched_records.max(undispatched_telemetry);
-    let unknown = if amended {
+    let unknown = if rules.undispatched == UndispatchedCount::WithUnrecorded {
         (0..requests.len())
             .filter(|&row| requests.outcome(row).is_none())
             .count() as u64
@@ -143,7 +143,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], amended: bool) 
     let samples = measured_telemetry(run, cut);
     // The window is the pin's 5 s on every profile (the dev profile does not divide it).
     let window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
-    let cpu = cpu_reading(run, cut, window_ns as u64, amended);
+    let cpu = cpu_reading(run, cut, window_ns as u64, rules.cpu);
     gates.push(limit_gate(
         GateId::HostCpu,
         cpu.gated.map(|c| c * 100.0),
@@ -274,7 +274,12 @@ pub(super) struct CpuReading {
     pub how: String,
 }
 
-pub(super) fn cpu_reading(run: &Run, cut: &[Window], window_ns: u64, amended: bool) -> CpuReading {
+pub(super) fn cpu_reading(
+    run: &Run,
+    cut: &[Window],
+    window_ns: u64,
+    source: CpuSource,
+) -> CpuReading {
     const HOST: &str = "busy share of all host cores (/proc/stat), mean over each run of consecutive samples spanning 5 s";
     let span = measured_span(cut);
     let inside =
@@ -309,7 +314,7 @@ pub(super) fn cpu_reading(run: &Run, cut: &[Window], window_ns: u64, amended: bo
             .collect();
         let cgroup = max_windowed(&of_quota, window_ns);
         cgroup_worst = max_option(cgroup_worst, cgroup);
-        let reading = if amended && cgroup.is_some() {
+        let reading = if source == CpuSource::CgroupQuotaWhereJournaled && cgroup.is_some() {
             by_cgroup += 1;
             cgroup
         } else {

@@ -74,16 +74,8 @@ fn seconds(ns: u64) -> String {
     format!("{}.{:03} s", ns / 1_000_000_000, (ns / 1_000_000) % 1000)
 }
 
-/// How a reading is printed: as archived reports printed it, or as v0.3 (A2) prints it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Printing {
-    /// v0.1 and v0.2: milliseconds truncated, shares to four decimals.
-    Archived,
-    /// v0.3: milliseconds rounded to the nearest; a share printed with as many decimals as it
-    /// takes for the printed number to stand on the same side of the quantile as the value, so
-    /// that "unattainable" never sits beside a printed incidence that reaches it.
-    Honest,
-}
+/// How a reading is printed: a rule of the spec version ([`percentes_formats::spec::Rules`]).
+pub use percentes_formats::spec::Printing;
 
 /// Seconds rounded to the nearest millisecond (half up).
 pub fn seconds_rounded(ns: u64) -> String {
