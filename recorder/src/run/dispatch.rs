@@ -149,6 +149,68 @@ pub(super) fn idle_expired(idle_for: Duration, ahead: Duration, limit: Duration)
     idle_for + ahead.min(limit / 2) >= limit
 }
 
+/// How far ahead of its idle limit the spare keeper retires a connection: two of its periods, so
+/// a connection that would expire before the keeper looks again is replaced now, not counted.
+pub(super) const KEEPER_AHEAD: Duration =
+    Duration::from_nanos(2 * KEEPER_INTERVAL.as_nanos() as u64);
+
+/// The spare keeper's sizing, handed the time (issue 20, SPEC §2): how many connections it
+/// should open now, from the current phase's rate over the workers ([`spare_wanted`]).
+pub(super) struct Keeper {
+    /// Each phase's end (ns from the epoch) and rate.
+    pub(super) phases: Vec<(u64, f64)>,
+    /// The run's workers (the rate is shared out over them).
+    pub(super) workers: f64,
+    /// The client timeout, s (the most a worker can have in flight is its rate times it).
+    pub(super) timeout_s: f64,
+    /// One HTTP/2 connection carries many streams: open one at a time, then count again.
+    pub(super) one_at_a_time: bool,
+}
+
+impl Keeper {
+    pub(super) fn new(plan: &RunPlan) -> Keeper {
+        let mut end = 0u64;
+        Keeper {
+            phases: plan
+                .params
+                .phases
+                .iter()
+                .map(|p| {
+                    end += p.duration_ns;
+                    (end, p.rate_rps)
+                })
+                .collect(),
+            workers: plan.workers.max(1) as f64,
+            timeout_s: plan.timeout.as_secs_f64(),
+            one_at_a_time: plan.http != HttpVersion::Http1,
+        }
+    }
+
+    /// Connections to open at `now_ns`, with the worker's mean service time, what it has in
+    /// flight and its idle capacity (after [`idle_expired`] connections were retired).
+    pub(super) fn wanted(
+        &self,
+        now_ns: u64,
+        service_s: Option<f64>,
+        in_flight: usize,
+        idle: usize,
+    ) -> usize {
+        let rate = self
+            .phases
+            .iter()
+            .find(|&&(end, _)| now_ns < end)
+            .map_or(0.0, |&(_, rate)| rate);
+        let per_worker = rate / self.workers;
+        let cap = (per_worker * self.timeout_s).ceil() as usize + 1;
+        let wanted = spare_wanted(per_worker, service_s, in_flight, idle, cap);
+        if self.one_at_a_time {
+            wanted.min(1)
+        } else {
+            wanted
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -297,37 +297,17 @@ async fn keep_spares(
     outstanding: &Cell<usize>,
     running: &Cell<bool>,
 ) {
-    let phases = &ctx.plan.params.phases;
-    let workers = ctx.plan.workers.max(1) as f64;
-    let timeout_s = ctx.plan.timeout.as_secs_f64();
+    let keeper = Keeper::new(&ctx.plan);
     let end = ctx.epoch + Duration::from_nanos(ctx.plan.params.total_duration_ns());
     while running.get() && !ctx.stop.load(Ordering::Relaxed) && Instant::now() < end {
         compio::time::sleep(KEEPER_INTERVAL).await;
-        let elapsed = Instant::now()
-            .saturating_duration_since(ctx.epoch)
-            .as_nanos() as u64;
-        let mut start = 0u64;
-        let rate = phases
-            .iter()
-            .find(|p| {
-                start += p.duration_ns;
-                elapsed < start
-            })
-            .map_or(0.0, |p| p.rate_rps);
-        let per_worker = rate / workers;
-        let cap = (per_worker * timeout_s).ceil() as usize + 1;
-        local.retire_expired(&ctx.shared, 2 * KEEPER_INTERVAL);
-        let mut wanted = spare_wanted(
-            per_worker,
+        local.retire_expired(&ctx.shared, KEEPER_AHEAD);
+        let mut wanted = keeper.wanted(
+            now_ns(ctx.epoch),
             local.service_s.get(),
             outstanding.get(),
             local.idle_capacity(),
-            cap,
         );
-        if ctx.plan.http != HttpVersion::Http1 {
-            // An HTTP/2 connection carries many streams: one at a time, then count again.
-            wanted = wanted.min(1);
-        }
         while wanted > 0 && running.get() && !ctx.stop.load(Ordering::Relaxed) {
             // A spare is never worth more than a second's connect, nor one past the schedule.
             let deadline = (Instant::now() + KEEPER_CONNECT_MAX).min(end);
