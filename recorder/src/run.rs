@@ -53,6 +53,7 @@ mod pacer;
 mod plan;
 mod preflight;
 mod probes;
+mod setup;
 mod shard;
 mod signals;
 #[cfg(test)]
@@ -76,6 +77,7 @@ pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 pub use plan::{RunPlan, WORKERS_MAX};
 use preflight::*;
 use probes::*;
+use setup::*;
 pub use shard::START_AT_AHEAD_MAX;
 pub use signals::{counts_line, say, stop_on_signals};
 pub use summary::{FailureClass, Summary};
@@ -484,24 +486,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         doctor::check_cpus(cpus, &allowed)?;
     }
     let placement = placement_fact(options.cpus.as_deref(), &allowed, workers);
-    let host_check = if options.host_check {
-        let look = doctor::examine(HOST_CHECK, options.cpus.as_deref())?;
-        for risk in look.risks() {
-            say(&format!(
-                "percentes: warning: host check: {risk} (`percentes doctor` says more)"
-            ));
-        }
-        let lines = look.lines();
-        Some(
-            lines[1..lines.len() - 1]
-                .iter()
-                .map(|l| l.trim())
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    } else {
-        None
-    };
+    let host_check = host_check(options)?;
     let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())
         .map_err(RecordError::Refused)?;
     let tls = if target.tls {
@@ -527,37 +512,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| rule(config, r))
         .collect::<Result<_, _>>()
         .map_err(RecordError::Refused)?;
-    let tokenizer = config
-        .target
-        .tokenizer
-        .as_deref()
-        .map(ModelTokenizer::load)
-        .transpose()
-        .map_err(RecordError::Refused)?;
-    let mut prompt_facts = Vec::new();
-    if let Some(t) = &tokenizer {
-        prompt_facts.push(("tokenizer".to_owned(), t.fact()));
-    }
-    let templates: Vec<Template> = config
-        .routes
-        .iter()
-        .map(|r| {
-            let prompts = r
-                .prompt_file
-                .as_ref()
-                .map(|_| load_prompts(r, config, tokenizer.as_ref()))
-                .transpose()?;
-            if let Some(set) = &prompts {
-                prompt_facts.push((format!("prompt-set {}", r.label), set.fact()));
-            }
-            let template = Template::new(config, &target, r, prompts.as_ref(), &extra);
-            Ok(match (&tokenizer, r.input_tokens) {
-                (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
-                _ => template,
-            })
-        })
-        .collect::<Result<_, String>>()
-        .map_err(RecordError::Refused)?;
+    let (templates, prompt_facts) = templates(config, &target, &extra)?;
     let preflight = if config.target.preflight {
         let done = preflight(
             config,
@@ -579,51 +534,14 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    use percentes_formats::journal::header::host_fact;
-    let mut facts = vec![
-        (
-            "api-key".to_owned(),
-            match &config.target.api_key_env {
-                Some(variable) => format!(
-                    "from ${variable}, sent in {} (the key itself is not recorded)",
-                    config.target.api_key_header()
-                ),
-                None => "none".into(),
-            },
-        ),
-        (
-            host_fact::SECRET_HEADERS.to_owned(),
-            if config.target.secret_headers.is_empty() {
-                "none".into()
-            } else {
-                let named: Vec<String> = config
-                    .target
-                    .secret_headers
-                    .iter()
-                    .map(|(name, variable)| {
-                        format!("{} from ${variable}", name.to_ascii_lowercase())
-                    })
-                    .collect();
-                format!("{} (the values are not recorded)", named.join(", "))
-            },
-        ),
-        (
-            "open-files".to_owned(),
-            format!("limit {open_files} (soft raised to the hard limit)"),
-        ),
-        (
-            "preflight".to_owned(),
-            preflight
-                .clone()
-                .unwrap_or_else(|| "off (target.preflight = false)".into()),
-        ),
-    ];
-    facts.push((host_fact::PLACEMENT.to_owned(), placement));
-    if let Some(look) = host_check {
-        facts.push((host_fact::HOST_CHECK.to_owned(), look));
-    }
-    facts.extend(prompt_facts);
-    facts.extend(accelerator::collect(config)?);
+    let facts = setup_facts(
+        config,
+        open_files,
+        &preflight,
+        placement,
+        host_check,
+        prompt_facts,
+    )?;
 
     // The epoch: now plus the lead, or the agreed instant for every shard (a refused late start
     // leaves no journal behind).
@@ -633,27 +551,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         Duration::from_secs_f64(config.number(&pins::SHARDS_START_LATE_MAX_MS) / 1000.0),
         &options.stop,
     )?;
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true);
-    if options.force {
-        open.create(true).truncate(true);
-    } else {
-        open.create_new(true);
-    }
-    let file = open.open(&options.output).map_err(io(format!(
-        "cannot create journal {} (use --force to overwrite)",
-        options.output.display()
-    )))?;
-    let heads_file = match &options.heads {
-        Some(path) => Some(open.open(path).map_err(|e| {
-            let _ = std::fs::remove_file(&options.output); // empty: nothing was written yet
-            io(format!(
-                "cannot create the chain heads file {} (use --force to overwrite)",
-                path.display()
-            ))(e)
-        })?),
-        None => None,
-    };
+    let (file, heads_file) = create_outputs(options)?;
 
     let deferred_task_work = deferred_task_work_available();
     // The recorder's own cgroup, read beside /proc/stat each second (G2.3 in a container).
@@ -776,55 +674,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         None => (None, None),
     };
     let measured = plan.measured_span_ns;
-    let telemetry = {
-        let shared = Arc::clone(&shared);
-        let sender = sender.clone();
-        let total = requests;
-        let mut end = 0;
-        let phases = plan
-            .params
-            .phases
-            .iter()
-            .map(|p| {
-                end += p.duration_ns;
-                (p.name.clone(), end)
-            })
-            .collect();
-        // SAFETY: isatty only reads the descriptor's type.
-        #[allow(unsafe_code)]
-        let tty = unsafe { libc::isatty(2) } == 1;
-        let view = live::LiveView::new(
-            options.progress,
-            tty,
-            phases,
-            config.number(&pins::GATES_HOST_CPU_MAX_PERCENT) / 100.0,
-            // The gate's window is the pin's seconds on every profile, never divided.
-            (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
-        )
-        .with_timeout(plan.timeout, config.time_factor)
-        .with_behind_limit(Duration::from_secs_f64(
-            config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0,
-        ));
-        let behind = Behind::new(
-            plan.behind_lag.as_nanos() as u64,
-            plan.behind_span.as_nanos() as u64,
-        );
-        let stop = Arc::clone(&options.stop);
-        std::thread::Builder::new()
-            .name("telemetry".into())
-            .spawn(move || {
-                telemetry_thread(
-                    &shared,
-                    &sender,
-                    epoch,
-                    view,
-                    (total, measured),
-                    cgroup.as_ref(),
-                    (behind, &stop),
-                )
-            })
-            .map_err(io("cannot start the telemetry thread"))?
-    };
+    let telemetry = spawn_telemetry(config, &plan, options, (&shared, &sender), epoch, cgroup)?;
 
     // Shard 0 coordinates: the fault plan and the probes run once per run, not once per shard.
     let coordinator = options.shard.index == 0;
@@ -935,29 +785,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let aborted = options.stop.load(Ordering::Relaxed);
     let escaped = shared.escaped.lock().expect("escape lock").clone();
     let writer_failed = shared.writer_failed.lock().expect("writer lock").clone();
-    let (status, reason) = match (&worker_error, aborted) {
-        (Some(e), _) => (SealStatus::Aborted, format!("recorder error: {e}")),
-        (None, _) if writer_failed.is_some() => (
-            SealStatus::Aborted,
-            format!(
-                "the journal writer failed ({}): dispatch stopped at once, in-flight requests drained; the records held meanwhile are written with this seal",
-                writer_failed.clone().unwrap_or_default()
-            ),
-        ),
-        (None, true) if escaped.is_some() => (
-            SealStatus::Escaped,
-            format!(
-                "{}; offered load stopped, in-flight requests drained, the clock kept",
-                escaped.unwrap_or_default()
-            ),
-        ),
-        (None, true) => (
-            SealStatus::Aborted,
-            "stopped by signal (SIGINT or SIGTERM): dispatch stopped, in-flight requests drained"
-                .into(),
-        ),
-        (None, false) => (SealStatus::Completed, String::new()),
-    };
+    let (status, reason) = seal_of(worker_error.as_ref(), writer_failed, escaped, aborted);
     let _ = sender.tx.send(ToWriter::Finish(status, reason.clone()));
     drop(sender);
     let sealed = writer

@@ -86,12 +86,12 @@ fn requests(path: &Path, config: &Config) -> Vec<RequestRecord> {
     let scheduled: Vec<u64> = config.schedule_params().iter().map(|e| e.index).collect();
     let recorded: Vec<u64> = requests.iter().map(|r| r.index).collect();
     assert_eq!(recorded, scheduled, "every scheduled index exactly once");
-    // Never early, and nothing after its own end (SPEC §2).
+    // Never sent early, and never after its own end (SPEC §2). (A request the run stopped
+    // before its time ends when it was stopped, which may be before its intended time.)
     for r in &requests {
         if let Some(d) = r.dispatched_ns {
             assert!(d >= r.intended_ns && d <= r.terminal_ns, "{r:?}");
         }
-        assert!(r.terminal_ns >= r.intended_ns, "{r:?}");
     }
     let header = journal.header().unwrap().0;
     assert_eq!(header.schedule_digest, config.schedule_params().digest());

@@ -1,0 +1,282 @@
+//! What `record` does before the first request and after the last, each step a function of its
+//! own: the host check, the request templates, the host facts a header keeps about the run's
+//! set-up, the output files, the telemetry thread's start, and the seal's status and reason.
+
+use super::*;
+use percentes_formats::journal::header::host_fact;
+
+/// Host facts, key and value, as a header keeps them.
+pub(super) type Facts = Vec<(String, String)>;
+
+/// The short look at the host before the journal exists (`--no-host-check` skips it): what
+/// stands in the way of G2 is said now, and what it measured is kept as the `host-check` fact.
+pub(super) fn host_check(options: &Options) -> Result<Option<String>, RecordError> {
+    if !options.host_check {
+        return Ok(None);
+    }
+    let look = doctor::examine(HOST_CHECK, options.cpus.as_deref())?;
+    for risk in look.risks() {
+        say(&format!(
+            "percentes: warning: host check: {risk} (`percentes doctor` says more)"
+        ));
+    }
+    let lines = look.lines();
+    Ok(Some(
+        lines[1..lines.len() - 1]
+            .iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join("; "),
+    ))
+}
+
+/// Each route's request template, with its prompt set and the tokenizer's filler where the
+/// configuration asks for them, and the host facts that say which were loaded.
+pub(super) fn templates(
+    config: &Config,
+    target: &Target,
+    extra: &ExtraHeaders,
+) -> Result<(Vec<Template>, Facts), RecordError> {
+    let tokenizer = config
+        .target
+        .tokenizer
+        .as_deref()
+        .map(ModelTokenizer::load)
+        .transpose()
+        .map_err(RecordError::Refused)?;
+    let mut facts = Vec::new();
+    if let Some(t) = &tokenizer {
+        facts.push(("tokenizer".to_owned(), t.fact()));
+    }
+    let templates = config
+        .routes
+        .iter()
+        .map(|r| {
+            let prompts = r
+                .prompt_file
+                .as_ref()
+                .map(|_| load_prompts(r, config, tokenizer.as_ref()))
+                .transpose()?;
+            if let Some(set) = &prompts {
+                facts.push((format!("prompt-set {}", r.label), set.fact()));
+            }
+            let template = Template::new(config, target, r, prompts.as_ref(), extra);
+            Ok(match (&tokenizer, r.input_tokens) {
+                (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
+                _ => template,
+            })
+        })
+        .collect::<Result<_, String>>()
+        .map_err(RecordError::Refused)?;
+    Ok((templates, facts))
+}
+
+/// The host facts a header keeps about how the run was set up: the key and secret headers (by
+/// name and variable, never their values), the open-file limit, the pre-flight, the placement,
+/// the host check, the prompt sets and the accelerators' fingerprints.
+pub(super) fn setup_facts(
+    config: &Config,
+    open_files: u64,
+    preflight: &Option<String>,
+    placement: String,
+    host_check: Option<String>,
+    prompt_facts: Facts,
+) -> Result<Facts, RecordError> {
+    let api_key = match &config.target.api_key_env {
+        Some(variable) => format!(
+            "from ${variable}, sent in {} (the key itself is not recorded)",
+            config.target.api_key_header()
+        ),
+        None => "none".into(),
+    };
+    let secret_headers = if config.target.secret_headers.is_empty() {
+        "none".into()
+    } else {
+        let named: Vec<String> = config
+            .target
+            .secret_headers
+            .iter()
+            .map(|(name, variable)| format!("{} from ${variable}", name.to_ascii_lowercase()))
+            .collect();
+        format!("{} (the values are not recorded)", named.join(", "))
+    };
+    let mut facts = vec![
+        ("api-key".to_owned(), api_key),
+        (host_fact::SECRET_HEADERS.to_owned(), secret_headers),
+        (
+            "open-files".to_owned(),
+            format!("limit {open_files} (soft raised to the hard limit)"),
+        ),
+        (
+            "preflight".to_owned(),
+            preflight
+                .clone()
+                .unwrap_or_else(|| "off (target.preflight = false)".into()),
+        ),
+        (host_fact::PLACEMENT.to_owned(), placement),
+    ];
+    if let Some(look) = host_check {
+        facts.push((host_fact::HOST_CHECK.to_owned(), look));
+    }
+    facts.extend(prompt_facts);
+    facts.extend(accelerator::collect(config)?);
+    Ok(facts)
+}
+
+/// Creates the journal and, when asked, the chain heads file (`--force` overwrites them); a
+/// heads file that cannot be created takes the empty journal away again.
+pub(super) fn create_outputs(options: &Options) -> Result<(File, Option<File>), RecordError> {
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if options.force {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    let file = open.open(&options.output).map_err(io(format!(
+        "cannot create journal {} (use --force to overwrite)",
+        options.output.display()
+    )))?;
+    let heads = match &options.heads {
+        Some(path) => Some(open.open(path).map_err(|e| {
+            let _ = std::fs::remove_file(&options.output); // empty: nothing was written yet
+            io(format!(
+                "cannot create the chain heads file {} (use --force to overwrite)",
+                path.display()
+            ))(e)
+        })?),
+        None => None,
+    };
+    Ok((file, heads))
+}
+
+/// Starts the telemetry thread with its live view (SPEC §2's telemetry, the fall-behind
+/// policy's watch over starved workers).
+pub(super) fn spawn_telemetry(
+    config: &Config,
+    plan: &RunPlan,
+    options: &Options,
+    (shared, sender): (&Arc<Shared>, &Sender),
+    epoch: Instant,
+    cgroup: Option<cgroup::Cgroup>,
+) -> Result<std::thread::JoinHandle<()>, RecordError> {
+    let shared = Arc::clone(shared);
+    let sender = sender.clone();
+    let schedule = (plan.requests, plan.measured_span_ns);
+    let mut end = 0;
+    let phases = plan
+        .params
+        .phases
+        .iter()
+        .map(|p| {
+            end += p.duration_ns;
+            (p.name.clone(), end)
+        })
+        .collect();
+    // SAFETY: isatty only reads the descriptor's type.
+    #[allow(unsafe_code)]
+    let tty = unsafe { libc::isatty(2) } == 1;
+    let view = live::LiveView::new(
+        options.progress,
+        tty,
+        phases,
+        config.number(&pins::GATES_HOST_CPU_MAX_PERCENT) / 100.0,
+        // The gate's window is the pin's seconds on every profile, never divided.
+        (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
+    )
+    .with_timeout(plan.timeout, config.time_factor)
+    .with_behind_limit(Duration::from_secs_f64(
+        config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0,
+    ));
+    let behind = Behind::new(
+        plan.behind_lag.as_nanos() as u64,
+        plan.behind_span.as_nanos() as u64,
+    );
+    let stop = Arc::clone(&options.stop);
+    std::thread::Builder::new()
+        .name("telemetry".into())
+        .spawn(move || {
+            telemetry_thread(
+                &shared,
+                &sender,
+                epoch,
+                view,
+                schedule,
+                cgroup.as_ref(),
+                (behind, &stop),
+            )
+        })
+        .map_err(io("cannot start the telemetry thread"))
+}
+
+/// The seal's status and reason: a worker's error or the writer's failure aborts it; a stop
+/// with an escape noted is `escaped`; a stop without one (a signal) aborts; otherwise it
+/// completed.
+pub(super) fn seal_of(
+    worker_error: Option<&RecordError>,
+    writer_failed: Option<String>,
+    escaped: Option<String>,
+    stopped: bool,
+) -> (SealStatus, String) {
+    match (worker_error, writer_failed, stopped) {
+        (Some(e), _, _) => (SealStatus::Aborted, format!("recorder error: {e}")),
+        (None, Some(failed), _) => (
+            SealStatus::Aborted,
+            format!(
+                "the journal writer failed ({failed}): dispatch stopped at once, in-flight requests drained; the records held meanwhile are written with this seal"
+            ),
+        ),
+        (None, None, true) => match escaped {
+            Some(escaped) => (
+                SealStatus::Escaped,
+                format!(
+                    "{escaped}; offered load stopped, in-flight requests drained, the clock kept"
+                ),
+            ),
+            None => (
+                SealStatus::Aborted,
+                "stopped by signal (SIGINT or SIGTERM): dispatch stopped, in-flight requests drained"
+                    .into(),
+            ),
+        },
+        (None, None, false) => (SealStatus::Completed, String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seal's precedence: a worker's error, then the writer's failure, then an escape or a
+    /// signal when stopped; completed only when nothing stopped the run.
+    #[test]
+    fn the_seal_names_the_first_thing_that_ended_the_run() {
+        let error = RecordError::Refused("boom".into());
+        let (status, reason) = seal_of(Some(&error), Some("disk".into()), None, true);
+        assert_eq!(
+            (status, reason.as_str()),
+            (SealStatus::Aborted, "recorder error: boom")
+        );
+        let (status, reason) = seal_of(None, Some("disk full".into()), Some("x".into()), true);
+        assert_eq!(status, SealStatus::Aborted);
+        assert!(
+            reason.starts_with("the journal writer failed (disk full)"),
+            "{reason}"
+        );
+        let (status, reason) = seal_of(
+            None,
+            None,
+            Some("escaped (client-behind): late".into()),
+            true,
+        );
+        assert_eq!(status, SealStatus::Escaped);
+        assert!(reason.starts_with("escaped (client-behind): late; offered load stopped"));
+        let (status, reason) = seal_of(None, None, None, true);
+        assert_eq!(status, SealStatus::Aborted);
+        assert!(reason.starts_with("stopped by signal"));
+        assert_eq!(
+            seal_of(None, None, None, false),
+            (SealStatus::Completed, String::new())
+        );
+    }
+}
