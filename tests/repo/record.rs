@@ -402,6 +402,18 @@ fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     Config::parse(text.as_bytes()).unwrap()
 }
 
+/// Nothing was sent after an escape at `at_ns`, but for a request already being sent then (50 ms).
+fn assert_nothing_sent_after(requests: &[RequestRecord], at_ns: u64) {
+    let late: Vec<_> = requests
+        .iter()
+        .filter(|r| r.dispatched_ns.is_some_and(|d| d > at_ns + 50_000_000))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "sent after the escape at {at_ns}: {late:?}"
+    );
+}
+
 fn events(path: &Path) -> Vec<percentes_formats::journal::records::EventRecord> {
     let journal = JournalFile::open(path).unwrap();
     let report = journal.verify(&Default::default());
@@ -504,10 +516,7 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
         escape.at_ns
     );
     let requests = requests(&path, &config);
-    assert!(requests
-        .iter()
-        .filter_map(|r| r.dispatched_ns)
-        .all(|d| d <= escape.at_ns + 50_000_000));
+    assert_nothing_sent_after(&requests, escape.at_ns);
     assert!(requests
         .iter()
         .any(|r| class_name(r.class) == Some("run-end") && r.dispatched_ns.is_none()));
@@ -569,10 +578,7 @@ fn a_baseline_that_fails_its_gates_ends_the_run_at_t_inject() {
         escape.at_ns
     );
     let requests = requests(&path, &config);
-    assert!(requests
-        .iter()
-        .filter_map(|r| r.dispatched_ns)
-        .all(|d| d <= escape.at_ns + 50_000_000));
+    assert_nothing_sent_after(&requests, escape.at_ns);
     let file = JournalFile::open(&path).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
     let report =

@@ -99,8 +99,13 @@ impl BaselineTally {
             .iter()
             .filter(|e| plan.shard.holds(e.index) && rule.holds(e.intended_ns))
             .count() as u64;
+        Some(BaselineTally::of(rule, expected))
+    }
+
+    /// An empty tally of `expected` baseline requests.
+    fn of(rule: BaselineRule, expected: u64) -> BaselineTally {
         let n = rule.replicas.len();
-        Some(BaselineTally {
+        BaselineTally {
             rule,
             expected,
             seen: 0,
@@ -108,7 +113,7 @@ impl BaselineTally {
             served: vec![0; n],
             strangers: 0,
             gauges: vec![(0.0, 0); n],
-        })
+        }
     }
 
     /// Counts one record on its way into the journal.
@@ -224,16 +229,7 @@ mod tests {
     }
 
     fn tally(rule: BaselineRule, expected: u64) -> BaselineTally {
-        let n = rule.replicas.len();
-        BaselineTally {
-            rule,
-            expected,
-            seen: 0,
-            met: 0,
-            served: vec![0; n],
-            strangers: 0,
-            gauges: vec![(0.0, 0); n],
-        }
+        BaselineTally::of(rule, expected)
     }
 
     fn request(intended_ms: u64, outcome: Outcome, ttft_ms: u64, replica: &str) -> Record {

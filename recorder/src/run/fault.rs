@@ -23,11 +23,12 @@ pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
 fn impact_unconfirmed(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
     let detail = format!("the fault did not happen as planned: {why}");
     let subject = percentes_formats::journal::records::IMPACT_UNCONFIRMED;
-    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
-        say(&format!(
-            "percentes: {detail}. Offered load stopped; the journal is sealed escaped: an experiment whose fault is not confirmed is invalid, not a finding about the service (seeds/004; SPEC §10 fault fidelity)"
-        ));
-    }
+    shared.abort(
+        sender,
+        stop,
+        (at_ns, subject, &detail, None),
+        "Offered load stopped; the journal is sealed escaped: an experiment whose fault is not confirmed is invalid, not a finding about the service (seeds/004; SPEC §10 fault fidelity)",
+    );
 }
 
 /// Ends the run at T_inject without firing when the baseline just recorded fails a gate it can
@@ -36,11 +37,12 @@ fn impact_unconfirmed(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns
 fn baseline_unhealthy(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
     let detail = format!("the baseline was not healthy before injection: {why}");
     let subject = percentes_formats::journal::records::BASELINE_UNHEALTHY;
-    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
-        say(&format!(
-            "percentes: {detail}. The fault was not fired; offered load stopped and the journal is sealed escaped: a fault injected into an unhealthy service measures nothing about its recovery (seeds/004; SPEC §10)"
-        ));
-    }
+    shared.abort(
+        sender,
+        stop,
+        (at_ns, subject, &detail, None),
+        "The fault was not fired; offered load stopped and the journal is sealed escaped: a fault injected into an unhealthy service measures nothing about its recovery (seeds/004; SPEC §10)",
+    );
 }
 
 /// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute

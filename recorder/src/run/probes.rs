@@ -115,11 +115,12 @@ impl GaugeGap {
 fn telemetry_missing(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns: u64, why: &str) {
     let detail = format!("required telemetry disappeared before injection: {why}; G7 reads this gauge over the baseline");
     let subject = percentes_formats::journal::records::TELEMETRY_MISSING;
-    if shared.escape(sender, stop, (at_ns, subject, &detail, None)) {
-        say(&format!(
-            "percentes: {detail}. The fault will not be fired; offered load stopped and the journal is sealed escaped (seeds/004; SPEC §10)"
-        ));
-    }
+    shared.abort(
+        sender,
+        stop,
+        (at_ns, subject, &detail, None),
+        "The fault will not be fired; offered load stopped and the journal is sealed escaped (seeds/004; SPEC §10)",
+    );
 }
 
 /// `host:port` as one socket address: an IP as it is, a DNS name by the system resolver (its

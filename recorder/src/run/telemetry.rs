@@ -20,10 +20,26 @@ impl Shared {
         let detail = fired.detail(lag_ns);
         let subject = percentes_formats::journal::records::CLIENT_BEHIND;
         let value = i64::try_from(fired.late_ns).ok();
-        if self.escape(sender, stop, (at_ns, subject, &detail, value)) {
-            say(&format!(
-                "percentes: {detail}. Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")"
-            ));
+        self.abort(
+            sender,
+            stop,
+            (at_ns, subject, &detail, value),
+            "Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")",
+        );
+    }
+
+    /// The recorder's own abort, said: [`Shared::escape`], and the first time, `detail` and
+    /// then `consequence` on stderr.
+    pub(super) fn abort(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        event: (u64, &str, &str, Option<i64>),
+        consequence: &str,
+    ) {
+        let detail = event.2;
+        if self.escape(sender, stop, event) {
+            say(&format!("percentes: {detail}. {consequence}"));
         }
     }
 
