@@ -657,11 +657,13 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// does the number of functions over [`FUNCTION_LINES_SOFT`] lines. Set at 541 lines
 /// (`recorder::run::record`) and 73 functions; lowered to 401 when `record` was cut to 355 lines
 /// along its own comments (its set-up steps, the telemetry thread's start and the seal are
-/// functions of `recorder/src/run/setup.rs`), which left `verify_with_progress` (401) the
-/// longest and `check_relations` (323) after it. Lower both when a cut brings them down; never raise
+/// functions of `recorder/src/run/setup.rs`); lowered to 355 when `verify_with_progress` was
+/// cut from 401 to 203 (the header's and the control records' checks are
+/// `formats/src/journal/verify/checks.rs`), which left `record` (355) the longest and
+/// `check_relations` (323) after it. Lower both when a cut brings them down; never raise
 /// them: cut the new function along its own comments instead. (Set to 0, this test names the
 /// longest function and fails: how the ceiling was read.)
-const FUNCTION_LINES_MAX: usize = 401;
+const FUNCTION_LINES_MAX: usize = 355;
 const FUNCTION_LINES_SOFT: usize = 70;
 const FUNCTIONS_OVER_SOFT_MAX: usize = 73;
 

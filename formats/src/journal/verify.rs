@@ -4,17 +4,16 @@
 //! reads each byte once, front to back; the caller may release what lies behind the reported
 //! progress (the analyzer drops pages of its memory map that way, so memory stays flat).
 
-use ed25519_dalek::{Signature, Verifier as _, VerifyingKey};
 use serde::{Serialize, Serializer};
 
-use super::header::{Header, HeaderError};
-use super::records::{
-    checkpoint_message, seal_message, Counts, Outcome, Record, RecordKind, SealStatus,
-    REQUEST_OUTCOME_OFFSET,
-};
+use super::header::Header;
+use super::records::{Counts, Outcome, RecordKind, REQUEST_OUTCOME_OFFSET};
+mod checks;
+use checks::{problem, verify_control, verify_header};
+
 use super::{
-    chain_step, hex, BLOCK_MAGIC, BLOCK_PAYLOAD_BYTES_MAX, BLOCK_PREFIX_BYTES, FILE_PREFIX_BYTES,
-    HASH_BYTES, RECORD_BYTES_MAX, RECORD_PREFIX_BYTES,
+    chain_step, hex, BLOCK_MAGIC, BLOCK_PAYLOAD_BYTES_MAX, BLOCK_PREFIX_BYTES, HASH_BYTES,
+    RECORD_BYTES_MAX, RECORD_PREFIX_BYTES,
 };
 
 /// The five verdicts (SPEC §J.7).
@@ -230,108 +229,10 @@ pub fn verify_with_progress(
     progress: &mut dyn FnMut(u64),
 ) -> VerifyReport {
     let mut report = VerifyReport::new(bytes.len());
-    let problem = |record_index: Option<u64>, offset: usize, what: String| Problem {
-        record_index,
-        byte_offset: offset as u64,
-        what,
-        expected: None,
-        found: None,
+    let (header_end, chain0, signing_key) = match verify_header(bytes, options, &mut report) {
+        Ok(verified) => verified,
+        Err((verdict, problem)) => return report.fail(verdict, problem),
     };
-
-    // The header.
-    let (header, header_end, chain0) = match Header::decode(bytes) {
-        Ok(decoded) => decoded,
-        Err(HeaderError::NotAJournal) => {
-            let what = if bytes.is_empty() {
-                "empty file"
-            } else {
-                "the first bytes are not the journal magic"
-            };
-            return report.fail(Verdict::NotAJournal, problem(None, 0, what.into()));
-        }
-        Err(HeaderError::UnsupportedVersion { found }) => {
-            return report.fail(
-                Verdict::UnsupportedVersion,
-                problem(
-                    None,
-                    8,
-                    format!("format version {found}; this build reads version 1"),
-                ),
-            )
-        }
-        Err(e @ HeaderError::Truncated { .. }) => {
-            return report.fail(
-                Verdict::UnsealedPrefix,
-                problem(None, bytes.len(), e.to_string()),
-            )
-        }
-        Err(e @ HeaderError::Malformed { offset, .. }) => {
-            return report.fail(Verdict::Tampered, problem(None, offset, e.to_string()))
-        }
-        Err(HeaderError::HashMismatch {
-            offset,
-            expected,
-            found,
-        }) => {
-            let mut p = problem(
-                None,
-                offset,
-                "the header hash does not match the header bytes".into(),
-            );
-            p.expected = Some(hex(&expected));
-            p.found = Some(hex(&found));
-            return report.fail(Verdict::Tampered, p);
-        }
-    };
-    if header.codec != super::CODEC {
-        let at = FILE_PREFIX_BYTES;
-        return report.fail(
-            Verdict::UnsupportedVersion,
-            problem(
-                None,
-                at,
-                format!(
-                    "record codec {:?}; this build reads {:?}",
-                    header.codec,
-                    super::CODEC
-                ),
-            ),
-        );
-    }
-    report.signatures.key = header.signing_key;
-    let signing_key = match header.signing_key.map(|k| VerifyingKey::from_bytes(&k)) {
-        None => None,
-        Some(Ok(key)) => Some(key),
-        Some(Err(_)) => {
-            return report.fail(
-                Verdict::Tampered,
-                problem(
-                    None,
-                    header_end,
-                    "the header's signing key is not a valid ed25519 key".into(),
-                ),
-            )
-        }
-    };
-    if let Some(trusted) = options.trusted_key {
-        report.signatures.trusted = header.signing_key == Some(trusted);
-        if !report.signatures.trusted {
-            let mut p = problem(
-                None,
-                0,
-                if header.signing_key.is_none() {
-                    "a trusted key was given but the journal is not signed".into()
-                } else {
-                    "the journal is signed by a key other than the trusted one".into()
-                },
-            );
-            p.expected = Some(hex(&trusted));
-            p.found = header.signing_key.map(|k| hex(&k));
-            report.header = Some(header);
-            return report.fail(Verdict::Tampered, p);
-        }
-    }
-    report.header = Some(header);
 
     let mut chain = chain0;
     let heads_seen_at = |records: u64, head: &[u8; 32], report: &mut VerifyReport| {
@@ -474,117 +375,17 @@ pub fn verify_with_progress(
         c.telemetry += scan.telemetry;
         c.other += scan.other;
         if let Some(control) = scan.control {
-            let index = next_record;
-            let offset = pos + BLOCK_PREFIX_BYTES;
             let body = &payload[RECORD_PREFIX_BYTES..RECORD_PREFIX_BYTES + control.len];
-            let kind = control.kind;
-            match RecordKind::from_byte(kind) {
-                Some(RecordKind::Checkpoint) => {
-                    let Ok(Record::Checkpoint(c)) = Record::decode(kind, body) else {
-                        return report.fail(
-                            Verdict::Tampered,
-                            problem(Some(index), offset, "checkpoint does not decode".into()),
-                        );
-                    };
-                    let b = &c.body;
-                    if b.sequence != report.counts.checkpoints
-                        || b.records_before != index
-                        || b.chain_before != chain
-                    {
-                        let p = problem(
-                            Some(index),
-                            offset,
-                            format!(
-                                "checkpoint {} disagrees with the chain (expected sequence {}, {} records before, head {})",
-                                b.sequence,
-                                report.counts.checkpoints,
-                                index,
-                                hex(&chain)
-                            ),
-                        );
-                        return report.fail(Verdict::Tampered, p);
-                    }
-                    if let Some(p) = check_signature(
-                        signing_key.as_ref(),
-                        c.signature,
-                        &checkpoint_message(b),
-                        index,
-                        offset,
-                    ) {
-                        return report.fail(Verdict::Tampered, p);
-                    }
-                    report.signatures.valid += u64::from(signing_key.is_some());
-                    report.counts.checkpoints += 1;
-                    report.last_checkpoint = Some(CheckpointSeen {
-                        sequence: b.sequence,
-                        at_ns: b.at_ns,
-                        records_before: b.records_before,
-                        chain_head: stored,
-                    });
-                }
-                Some(RecordKind::Seal) => {
-                    let Ok(Record::Seal(s)) = Record::decode(kind, body) else {
-                        return report.fail(
-                            Verdict::Tampered,
-                            problem(Some(index), offset, "seal does not decode".into()),
-                        );
-                    };
-                    let b = &s.body;
-                    if b.records_before != index || b.chain_before != chain {
-                        return report.fail(
-                            Verdict::Tampered,
-                            problem(
-                                Some(index),
-                                offset,
-                                "the seal disagrees with the chain before it".into(),
-                            ),
-                        );
-                    }
-                    if b.counts != report.counts {
-                        let mut p = problem(
-                            Some(index),
-                            offset,
-                            "the seal's counts differ from the records".into(),
-                        );
-                        p.expected = Some(format!("{:?}", report.counts));
-                        p.found = Some(format!("{:?}", b.counts));
-                        return report.fail(Verdict::Tampered, p);
-                    }
-                    let Some(status) = SealStatus::from_byte(b.status) else {
-                        return report.fail(
-                            Verdict::Tampered,
-                            problem(Some(index), offset, "undefined seal status".into()),
-                        );
-                    };
-                    if status == SealStatus::Completed && !b.reason.is_empty() {
-                        return report.fail(
-                            Verdict::Tampered,
-                            problem(
-                                Some(index),
-                                offset,
-                                "a completed seal gives a reason (only an aborted or escaped one does)"
-                                    .into(),
-                            ),
-                        );
-                    }
-                    if let Some(p) = check_signature(
-                        signing_key.as_ref(),
-                        s.signature,
-                        &seal_message(b),
-                        index,
-                        offset,
-                    ) {
-                        return report.fail(Verdict::Tampered, p);
-                    }
-                    report.signatures.valid += u64::from(signing_key.is_some());
-                    report.seal = Some(SealSeen {
-                        status: status.name(),
-                        reason: b.reason.clone(),
-                        at_ns: b.at_ns,
-                    });
-                    sealed = true;
-                }
-                _ => unreachable!("scan_block marks only checkpoints and seals as control records"),
+            let at = (next_record, pos + BLOCK_PREFIX_BYTES);
+            match verify_control(
+                &mut report,
+                (control.kind, body),
+                at,
+                (&chain, stored),
+                signing_key.as_ref(),
+            ) {
+                Ok(seal) => sealed = seal,
+                Err((verdict, problem)) => return report.fail(verdict, problem),
             }
         }
         chain = stored;
@@ -759,31 +560,6 @@ fn apply_expected_head(mut report: VerifyReport, options: &VerifyOptions) -> Ver
         report.problem = Some(p);
     }
     report
-}
-
-fn check_signature(
-    key: Option<&VerifyingKey>,
-    signature: Option<[u8; 64]>,
-    message: &[u8],
-    index: u64,
-    offset: usize,
-) -> Option<Problem> {
-    let what = match (key, signature) {
-        (None, None) => return None,
-        (None, Some(_)) => "a signature in a journal whose header names no signing key",
-        (Some(_), None) => "an unsigned checkpoint or seal in a signed journal",
-        (Some(key), Some(sig)) => match key.verify(message, &Signature::from_bytes(&sig)) {
-            Ok(()) => return None,
-            Err(_) => "a signature that does not verify under the header's key",
-        },
-    };
-    Some(Problem {
-        record_index: Some(index),
-        byte_offset: offset as u64,
-        what: what.into(),
-        expected: None,
-        found: None,
-    })
 }
 
 /// The records of verified bytes, in order, with their sequence number and byte offset. Stops at
