@@ -659,13 +659,14 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// along its own comments (its set-up steps, the telemetry thread's start and the seal are
 /// functions of `recorder/src/run/setup.rs`); lowered to 355 when `verify_with_progress` was
 /// cut from 401 to 203 (the header's and the control records' checks are
-/// `formats/src/journal/verify/checks.rs`), which left `record` (355) the longest and
-/// `check_relations` (323) after it. Lower both when a cut brings them down; never raise
+/// `formats/src/journal/verify/checks.rs`), which left `record` (355) the longest; and 72
+/// functions over the soft limit once `check_relations` (323) was cut into one function per
+/// group of rules. Lower both when a cut brings them down; never raise
 /// them: cut the new function along its own comments instead. (Set to 0, this test names the
 /// longest function and fails: how the ceiling was read.)
 const FUNCTION_LINES_MAX: usize = 355;
 const FUNCTION_LINES_SOFT: usize = 70;
-const FUNCTIONS_OVER_SOFT_MAX: usize = 73;
+const FUNCTIONS_OVER_SOFT_MAX: usize = 72;
 
 #[test]
 fn no_function_grows_past_the_ceiling_and_long_ones_do_not_multiply() {

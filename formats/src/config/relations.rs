@@ -2,6 +2,15 @@
 
 use super::{Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind};
 
+/// A value a key may not take, and why.
+fn invalid(key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message,
+        at: None,
+    }
+}
+
 impl Config {
     /// Issue 18 item 3's lengths against the rest of a route: a generated prompt's length from
     /// a distribution (not beside a prompt file; fixed unless dev, §1), and `dataset` output
@@ -130,13 +139,38 @@ impl Config {
         Ok(())
     }
 
-    /// Rules that relate several keys.
+    /// Rules that relate several keys, in the order a user meets them: the target and routes,
+    /// the profile, the replicas' keys, the schedule's spike, the fault run's rate, the
+    /// declaration and calibration, the rates' domains, the injector, and what is left.
     pub(super) fn check_relations(&self) -> Result<(), ConfigError> {
-        let invalid = |key: &str, message: String| ConfigError::Invalid {
-            key: key.into(),
-            message,
-            at: None,
-        };
+        self.check_routes()?;
+        self.check_profile()?;
+        self.check_replica_keys()?;
+        self.check_spike()?;
+        self.check_fault_rate()?;
+        self.check_calibration_and_rates()?;
+        if self.fault.variant != FaultVariant::None {
+            self.check_injector()?;
+        }
+        if let Some(victim) = &self.fault.victim {
+            if self.fault.variant == FaultVariant::None {
+                return Err(invalid(
+                    "fault.victim",
+                    format!("{victim:?} set, but fault.variant = \"none\""),
+                ));
+            }
+        }
+        if self.schedule_params().total_duration_ns() == 0 {
+            return Err(invalid(
+                "experiment",
+                "the phases add up to zero seconds".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The base URL's scheme, and at least one route, each with a weight, a path and a label of its own.
+    fn check_routes(&self) -> Result<(), ConfigError> {
         let url = &self.target.base_url;
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(invalid(
@@ -171,6 +205,11 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// §6: the hosted profile goes with a hosted target; max_tokens and ignore_eos as pinned; no fault in a hosted run.
+    fn check_profile(&self) -> Result<(), ConfigError> {
         let hosted_kind = self.target.kind == TargetKind::Hosted;
         if (self.profile == Profile::Hosted) != hosted_kind {
             return Err(ConfigError::Inconsistent {
@@ -219,6 +258,11 @@ impl Config {
                         .into(),
             });
         }
+        Ok(())
+    }
+
+    /// Keys named by replica (addresses, accelerator commands) name declared replicas; the replica header is an HTTP header name.
+    fn check_replica_keys(&self) -> Result<(), ConfigError> {
         let declared = |key: &str, name: &str| {
             if self.target.replicas.iter().any(|r| r == name) {
                 Ok(())
@@ -261,6 +305,11 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// A rate spike belongs to a degradation scenario, within 1..=10; a degradation names its replica.
+    fn check_spike(&self) -> Result<(), ConfigError> {
         if let Some(factor) = self.schedule.spike_factor {
             if self.fault.variant != FaultVariant::Degradation {
                 return Err(ConfigError::Inconsistent {
@@ -284,6 +333,11 @@ impl Config {
                 "a degradation needs the replica it degrades".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// A fault run: two replicas for a replica loss, a declared victim, and the rate derived from lambda_max (§1); otherwise a rate.
+    fn check_fault_rate(&self) -> Result<(), ConfigError> {
         if self.fault.variant != FaultVariant::None {
             if self.fault.variant.is_replica_loss() && self.target.replicas.len() != 2 {
                 return Err(ConfigError::Inconsistent {
@@ -331,6 +385,11 @@ impl Config {
                 "required when fault.variant = \"none\"".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The declaration, a calibration step's one replica and no fault, and the rates' domain.
+    fn check_calibration_and_rates(&self) -> Result<(), ConfigError> {
         if let Some(d) = &self.declaration {
             self.check_declaration(d)?;
         }
@@ -369,88 +428,77 @@ impl Config {
                 }
             }
         }
-        if self.fault.variant != FaultVariant::None {
-            let f = &self.fault;
-            let missing = |what: &str| ConfigError::Invalid {
-                key: "fault.injector".into(),
-                message: what.into(),
-                at: None,
-            };
-            match f.injector {
-                None => {
-                    return Err(missing(
-                        "a fault run needs an injector: exec, kill-pid-file or mock-admin",
-                    ))
-                }
-                Some(Injector::Exec) if f.fire_command.is_empty() => {
-                    return Err(missing(
-                        "injector \"exec\" needs fault.fire_command (an argv list)",
-                    ))
-                }
-                Some(Injector::KillPidFile) if f.pid_file.is_none() => {
-                    return Err(missing("injector \"kill-pid-file\" needs fault.pid_file"))
-                }
-                Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
-                    return Err(missing(
-                        "injector \"mock-admin\" needs fault.admin_address and fault.mock_mode",
-                    ))
-                }
-                _ if f.confirm_path.is_some() != f.confirm_status.is_some()
-                    || (f.confirm_path.is_some() && f.confirm_address.is_none()) =>
-                {
-                    return Err(ConfigError::Invalid {
-                        key: "fault.confirm_path".into(),
-                        message: "fault.confirm_path, fault.confirm_status and fault.confirm_address go together".into(),
-                     at: None, })
-                }
-                _ if (f.confirm_method.is_some() || f.confirm_contains.is_some())
-                    && f.confirm_path.is_none() =>
-                {
-                    return Err(ConfigError::Invalid {
-                        key: "fault.confirm_method".into(),
-                        message: "fault.confirm_method and fault.confirm_contains qualify fault.confirm_path, which is missing".into(),
-                     at: None, })
-                }
-                _ if f
-                    .confirm_method
-                    .as_deref()
-                    .is_some_and(|m| m != "GET" && m != "POST") =>
-                {
-                    return Err(ConfigError::Invalid {
-                        key: "fault.confirm_method".into(),
-                        message: format!("{:?}: GET or POST", f.confirm_method.as_deref().unwrap_or_default()),
-                     at: None, })
-                }
-                _ if f.variant == FaultVariant::Degradation
-                    && f.confirm_address.is_some()
-                    && f.confirm_path.is_none() =>
-                {
-                    return Err(ConfigError::Invalid {
-                        key: "fault.confirm_path".into(),
-                        message: "a degraded replica still answers: confirm a degradation with fault.confirm_path and fault.confirm_status, not by silence".into(),
-                     at: None, })
-                }
-                Some(Injector::KillPidFile) if f.variant == FaultVariant::Degradation => {
-                    return Err(missing(
-                        "a degradation is removed after the pinned fault.degradation_s; a kill cannot be: use mock-admin or exec",
-                    ))
-                }
-                _ => {}
+        Ok(())
+    }
+
+    /// A fault run's injector and its confirmation keys, which go together.
+    fn check_injector(&self) -> Result<(), ConfigError> {
+        let f = &self.fault;
+        let missing = |what: &str| ConfigError::Invalid {
+            key: "fault.injector".into(),
+            message: what.into(),
+            at: None,
+        };
+        match f.injector {
+            None => {
+                return Err(missing(
+                    "a fault run needs an injector: exec, kill-pid-file or mock-admin",
+                ))
             }
-        }
-        if let Some(victim) = &self.fault.victim {
-            if self.fault.variant == FaultVariant::None {
-                return Err(invalid(
-                    "fault.victim",
-                    format!("{victim:?} set, but fault.variant = \"none\""),
-                ));
+            Some(Injector::Exec) if f.fire_command.is_empty() => {
+                return Err(missing(
+                    "injector \"exec\" needs fault.fire_command (an argv list)",
+                ))
             }
-        }
-        if self.schedule_params().total_duration_ns() == 0 {
-            return Err(invalid(
-                "experiment",
-                "the phases add up to zero seconds".into(),
-            ));
+            Some(Injector::KillPidFile) if f.pid_file.is_none() => {
+                return Err(missing("injector \"kill-pid-file\" needs fault.pid_file"))
+            }
+            Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
+                return Err(missing(
+                    "injector \"mock-admin\" needs fault.admin_address and fault.mock_mode",
+                ))
+            }
+            _ if f.confirm_path.is_some() != f.confirm_status.is_some()
+                || (f.confirm_path.is_some() && f.confirm_address.is_none()) =>
+            {
+                return Err(ConfigError::Invalid {
+                    key: "fault.confirm_path".into(),
+                    message: "fault.confirm_path, fault.confirm_status and fault.confirm_address go together".into(),
+                 at: None, })
+            }
+            _ if (f.confirm_method.is_some() || f.confirm_contains.is_some())
+                && f.confirm_path.is_none() =>
+            {
+                return Err(ConfigError::Invalid {
+                    key: "fault.confirm_method".into(),
+                    message: "fault.confirm_method and fault.confirm_contains qualify fault.confirm_path, which is missing".into(),
+                 at: None, })
+            }
+            _ if f
+                .confirm_method
+                .as_deref()
+                .is_some_and(|m| m != "GET" && m != "POST") =>
+            {
+                return Err(ConfigError::Invalid {
+                    key: "fault.confirm_method".into(),
+                    message: format!("{:?}: GET or POST", f.confirm_method.as_deref().unwrap_or_default()),
+                 at: None, })
+            }
+            _ if f.variant == FaultVariant::Degradation
+                && f.confirm_address.is_some()
+                && f.confirm_path.is_none() =>
+            {
+                return Err(ConfigError::Invalid {
+                    key: "fault.confirm_path".into(),
+                    message: "a degraded replica still answers: confirm a degradation with fault.confirm_path and fault.confirm_status, not by silence".into(),
+                 at: None, })
+            }
+            Some(Injector::KillPidFile) if f.variant == FaultVariant::Degradation => {
+                return Err(missing(
+                    "a degradation is removed after the pinned fault.degradation_s; a kill cannot be: use mock-admin or exec",
+                ))
+            }
+            _ => {}
         }
         Ok(())
     }
