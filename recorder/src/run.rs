@@ -548,7 +548,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let start = shard::start(
         options.shard,
         options.start_at_ns,
-        Duration::from_secs_f64(config.number(&pins::SHARDS_START_LATE_MAX_MS) / 1000.0),
+        plan.start_late_max,
         &options.stop,
     )?;
     let (file, heads_file) = create_outputs(options)?;
@@ -681,12 +681,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let fault = if coordinator && plan.inject_at_ns.is_some() {
         let sender = sender.clone();
         let shared = Arc::clone(&shared);
-        let config = config.clone();
+        let (plan, fault) = (Arc::clone(&plan), config.fault.clone());
         let stop = Arc::clone(&options.stop);
         Some(
             std::thread::Builder::new()
                 .name("fault-plan".into())
-                .spawn(move || fault_thread(&config, epoch, (&sender, &shared), &stop))
+                .spawn(move || fault_thread((&plan, &fault), epoch, (&sender, &shared), &stop))
                 .map_err(io("cannot start the fault-plan thread"))?,
         )
     } else {

@@ -49,26 +49,19 @@ fn baseline_unhealthy(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns
 /// deadline, confirmed independently within the pinned time (else the run ends, escaped),
 /// removed or expired after the pinned partition (black-hole).
 pub(super) fn fault_thread(
-    config: &Config,
+    (plan, fault): (&RunPlan, &percentes_formats::config::Fault),
     epoch: Instant,
     (sender, shared): (&Sender, &Shared),
     stop: &AtomicBool,
 ) {
-    let Some(inject_ns) = config.inject_at_ns() else {
+    let Some(inject_ns) = plan.inject_at_ns else {
         return;
     };
-    let fault = &config.fault;
     let Some(injector) = fault.injector else {
         return;
     };
     let victim = fault.victim.clone().unwrap_or_default();
-    // How long the fault lasts before it is removed or expires: the pinned partition of a
-    // black-hole, the pinned duration of a degradation; a clean delete is not undone.
-    let partition_ns = match fault.variant {
-        FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
-        FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
-        FaultVariant::None | FaultVariant::CleanDelete => None,
-    };
+    let partition_ns = plan.fault_duration_ns;
     let event = |kind: EventKind, at_ns: u64, detail: String, value: Option<i64>| {
         Record::Event(EventRecord::new(at_ns, kind, victim.clone(), detail, value))
     };
@@ -118,7 +111,7 @@ pub(super) fn fault_thread(
         // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
         // It runs even when the run is stopping (an escape right after the fire): the confirmed
         // target is part of what an escaped experiment must retain.
-        let within = Duration::from_secs(pins::value::FAULT_CONFIRM_WITHIN_S as u64);
+        let within = plan.confirm_within;
         let deadline = started + within;
         let mut confirmed = false;
         let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);

@@ -56,6 +56,19 @@ pub struct RunPlan {
     /// In a fault run: how long a replica's gauge, once read, may go unread before the fire
     /// (`fault.telemetry_gap_max_s`; real time, never scaled).
     pub telemetry_gap: Option<Duration>,
+    /// How long the fault lasts before it is removed or expires: the pinned partition of a
+    /// black-hole (§1), the pinned duration of a degradation (§10); none for a clean delete,
+    /// which is not undone.
+    pub fault_duration_ns: Option<u64>,
+    /// The fault's impact is confirmed within this long of the fire, or the run ends
+    /// (`fault.confirm_within_s`, §10; real time, never scaled).
+    pub confirm_within: Duration,
+    /// A shard ready this long after the agreed epoch refuses to record (§2,
+    /// `shards.start_late_max_ms`).
+    pub start_late_max: Duration,
+    /// What the live view warns at: G2.3's CPU share and its window (ns, never divided by the
+    /// dev factor), and G2.1's skew maximum.
+    pub live_limits: (f64, u64, Duration),
 }
 
 impl RunPlan {
@@ -98,6 +111,20 @@ impl RunPlan {
             behind_lag: Duration::from_millis(pins::value::CLIENT_BEHIND_LAG_MS as u64),
             behind_span: Duration::from_millis(pins::value::CLIENT_BEHIND_SPAN_MS as u64),
             baseline: BaselineRule::of(config, measured_span_ns),
+            fault_duration_ns: match config.fault.variant {
+                FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
+                FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
+                FaultVariant::None | FaultVariant::CleanDelete => None,
+            },
+            confirm_within: Duration::from_secs(pins::value::FAULT_CONFIRM_WITHIN_S as u64),
+            start_late_max: Duration::from_secs_f64(
+                config.number(&pins::SHARDS_START_LATE_MAX_MS) / 1000.0,
+            ),
+            live_limits: (
+                config.number(&pins::GATES_HOST_CPU_MAX_PERCENT) / 100.0,
+                (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
+                Duration::from_secs_f64(config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0),
+            ),
             telemetry_gap: inject_at_ns
                 .map(|_| Duration::from_secs(pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64)),
             params,
@@ -153,6 +180,14 @@ mod tests {
         // No fault: no baseline to judge before a fire, no telemetry watched for one.
         assert_eq!(plan.baseline, None);
         assert_eq!(plan.telemetry_gap, None);
+        assert_eq!(plan.fault_duration_ns, None);
+        assert_eq!(plan.confirm_within, Duration::from_secs(5));
+        assert_eq!(plan.start_late_max, Duration::from_millis(50));
+        // The live view's limits are the gates' own, the window never divided.
+        assert_eq!(
+            plan.live_limits,
+            (0.7, 5_000_000_000, Duration::from_millis(50))
+        );
     }
 
     #[test]
@@ -176,6 +211,8 @@ mod tests {
         assert_eq!((rule.goodput_min, rule.waiting_max), (0.99, 1.0));
         assert_eq!(rule.share_percent, Some((45.0, 55.0)));
         assert_eq!(plan.telemetry_gap, Some(Duration::from_secs(5)));
+        // A clean delete is not undone: no fault duration.
+        assert_eq!(plan.fault_duration_ns, None);
         // Without the dev factor the bucket is a second, over the floor: both once a bucket.
         let real = fault.replace("time_factor = 10", "time_factor = 1");
         let plan = RunPlan::new(&config(&real), 1).unwrap();

@@ -176,18 +176,10 @@ pub(super) fn spawn_telemetry(
     // SAFETY: isatty only reads the descriptor's type.
     #[allow(unsafe_code)]
     let tty = unsafe { libc::isatty(2) } == 1;
-    let view = live::LiveView::new(
-        options.progress,
-        tty,
-        phases,
-        config.number(&pins::GATES_HOST_CPU_MAX_PERCENT) / 100.0,
-        // The gate's window is the pin's seconds on every profile, never divided.
-        (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
-    )
-    .with_timeout(plan.timeout, config.time_factor)
-    .with_behind_limit(Duration::from_secs_f64(
-        config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0,
-    ));
+    let (cpu_max, cpu_window_ns, skew_max) = plan.live_limits;
+    let view = live::LiveView::new(options.progress, tty, phases, cpu_max, cpu_window_ns)
+        .with_timeout(plan.timeout, config.time_factor)
+        .with_behind_limit(skew_max);
     let behind = Behind::new(
         plan.behind_lag.as_nanos() as u64,
         plan.behind_span.as_nanos() as u64,
