@@ -18,10 +18,10 @@ use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, HttpVersion, Injector};
 use percentes_formats::journal::manifest::Shard;
-use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
     class_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus, TelemetryRecord,
 };
+use percentes_formats::journal::records::{EventKind, TimelineSubject};
 use percentes_formats::journal::writer::Sealed;
 use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError, CODEC};
 use percentes_formats::pins;
@@ -187,14 +187,20 @@ type Reported = (Instant, String, String, Option<i64>);
 
 impl TimelineInbox {
     /// Reports that `subject` happened now.
-    pub fn report(&self, subject: &str, detail: &str, value: Option<i64>) {
+    pub fn report(&self, subject: TimelineSubject, detail: &str, value: Option<i64>) {
         self.report_at(Instant::now(), subject, detail, value);
     }
 
     /// Reports that `subject` happened at `at` (on the monotonic clock, as the recorder's epoch).
-    pub fn report_at(&self, at: Instant, subject: &str, detail: &str, value: Option<i64>) {
+    pub fn report_at(
+        &self,
+        at: Instant,
+        subject: TimelineSubject,
+        detail: &str,
+        value: Option<i64>,
+    ) {
         if let Ok(mut inbox) = self.0.lock() {
-            inbox.push((at, subject.to_owned(), detail.to_owned(), value));
+            inbox.push((at, subject.name().to_owned(), detail.to_owned(), value));
         }
     }
 

@@ -28,6 +28,7 @@ use crate::Tool;
 use percentes_analyzer::model;
 use percentes_analyzer::{analysis, report, JournalFile};
 use percentes_formats::config::{Config, FaultVariant};
+use percentes_formats::journal::records::TimelineSubject;
 use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress, TimelineInbox};
 use percentes_scenarios::testbed::{isolation_unavailable, Testbed};
@@ -653,7 +654,7 @@ fn replace(
 ) {
     let Some(address) = bed.replica(victim) else {
         inbox.report(
-            "orchestrator",
+            TimelineSubject::Orchestrator,
             &format!("no replica named {victim} on the testbed"),
             None,
         );
@@ -672,13 +673,13 @@ fn replace(
     std::thread::sleep(steps.detection);
     if bed.set_ready(victim, false).is_ok() {
         inbox.report(
-            "detected",
+            TimelineSubject::Detected,
             &format!("the orchestrator removed {victim}'s endpoint from the service"),
             None,
         );
     }
     inbox.report(
-        "reschedule",
+        TimelineSubject::Reschedule,
         &format!("{victim} rescheduled; it starts after the scheduling delay"),
         None,
     );
@@ -696,13 +697,13 @@ fn replace(
                 match record.event {
                     "fired" => inbox.report_at(
                         at,
-                        "container-start",
+                        TimelineSubject::ContainerStart,
                         &format!("{victim} process listening (loading)"),
                         None,
                     ),
                     "ready" => inbox.report_at(
                         at,
-                        "weight-load",
+                        TimelineSubject::WeightLoad,
                         &format!("{victim} healthy: weights loaded; endpoint ready"),
                         None,
                     ),
@@ -710,7 +711,7 @@ fn replace(
                 }
             }
         }
-        Err(e) => inbox.report("restart-failed", &e.to_string(), None),
+        Err(e) => inbox.report(TimelineSubject::RestartFailed, &e.to_string(), None),
     }
 }
 

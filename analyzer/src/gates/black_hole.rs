@@ -2,7 +2,7 @@
 //! node-monitor grace rule (run-invalidating).
 
 use percentes_formats::config::FaultVariant;
-use percentes_formats::journal::records::{EventKind, Outcome};
+use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
 use percentes_formats::pins;
 
 use super::Context;
@@ -19,7 +19,7 @@ pub(super) fn grace(ctx: &Context<'_>) -> Gate {
     match run
         .events
         .all(EventKind::Timeline)
-        .find(|e| e.subject == "node-monitor-grace")
+        .find(|e| e.subject == TimelineSubject::NodeMonitorGrace.name())
         .and_then(|e| e.value)
     {
         Some(seconds) if variant == FaultVariant::BlackHole => {

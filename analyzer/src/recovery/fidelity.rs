@@ -2,7 +2,7 @@
 //! filled from the journal, or marked "not evidenced" with what would evidence it.
 
 use percentes_formats::config::FaultVariant;
-use percentes_formats::journal::records::{class_name, EventKind, Outcome};
+use percentes_formats::journal::records::{class_name, EventKind, Outcome, TimelineSubject};
 use percentes_formats::pins;
 
 use super::amended::Plan;
@@ -84,9 +84,9 @@ pub(super) fn table(run: &Run, plan: &Plan) -> Vec<Evidence> {
         )),
         None => Err("no fault-confirmed event; configure fault.confirm_path and fault.confirm_status (or confirm_contains) so an independent request confirms the impact".into()),
     };
-    let detected = events
-        .all(EventKind::Timeline)
-        .find(|e| e.subject == "detected" && fired.is_some_and(|f| e.at_ns >= f.at_ns));
+    let detected = events.all(EventKind::Timeline).find(|e| {
+        e.subject == TimelineSubject::Detected.name() && fired.is_some_and(|f| e.at_ns >= f.at_ns)
+    });
     let detection = match detected {
         Some(d) => Ok(format!(
             "`detected` timeline event at {:.3} s: {}",

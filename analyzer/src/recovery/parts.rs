@@ -1,6 +1,6 @@
 //! Per-component recovery, backlog drain and the measured decomposition (SPEC §5).
 
-use percentes_formats::journal::records::{EventKind, Outcome};
+use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
 
 use super::amended::Rules;
 use super::{not_applicable, seconds, series_of, ttr};
@@ -180,11 +180,12 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
         evidence,
     };
     for (name, subject) in [
-        ("reschedule", "reschedule"),
-        ("container start", "container-start"),
-        ("weight load", "weight-load"),
-        ("CUDA-graph capture", "graph-capture"),
+        ("reschedule", TimelineSubject::Reschedule),
+        ("container start", TimelineSubject::ContainerStart),
+        ("weight load", TimelineSubject::WeightLoad),
+        ("CUDA-graph capture", TimelineSubject::GraphCapture),
     ] {
+        let subject = subject.name();
         let event = run
             .events
             .all(EventKind::Timeline)

@@ -2,7 +2,7 @@
 //! abort conditions that make an experiment invalid.
 
 use percentes_formats::config::FaultVariant;
-use percentes_formats::journal::records::{EventKind, SealStatus};
+use percentes_formats::journal::records::{EventKind, SealStatus, TimelineSubject};
 use percentes_formats::pins;
 
 use super::amended::Plan;
@@ -99,7 +99,9 @@ pub(super) fn injection_timeline(
     let impact = confirmed.or(fired);
     let detection = events
         .all(EventKind::Timeline)
-        .find(|e| e.subject == "detected" && impact.is_some_and(|i| e.at_ns >= i))
+        .find(|e| {
+            e.subject == TimelineSubject::Detected.name() && impact.is_some_and(|i| e.at_ns >= i)
+        })
         .map(|e| e.at_ns);
     let durations = vec![
         detection_duration(
@@ -253,7 +255,10 @@ pub(super) fn ordered(
         (None, _) => {
             let reschedule = events
                 .all(EventKind::Timeline)
-                .find(|e| e.subject == "reschedule" && impact.is_some_and(|i| e.at_ns >= i))
+                .find(|e| {
+                    e.subject == TimelineSubject::Reschedule.name()
+                        && impact.is_some_and(|i| e.at_ns >= i)
+                })
                 .map(|e| e.at_ns);
             match reschedule {
                 Some(r) => (Some(r), "a deletion is not undone: the orchestrator's replacement is its removal, from the `reschedule` timeline event".into()),
@@ -326,7 +331,9 @@ pub(super) fn ordered(
     );
     let detection = events
         .all(EventKind::Timeline)
-        .find(|e| e.subject == "detected" && confirmed.is_some_and(|c| e.at_ns >= c))
+        .find(|e| {
+            e.subject == TimelineSubject::Detected.name() && confirmed.is_some_and(|c| e.at_ns >= c)
+        })
         .map(|e| e.at_ns);
     let span = |from: Option<f64>, to: Option<f64>| from.zip(to).map(|(a, b)| (b - a).max(0.0));
     let withheld = "withheld: the run is invalid (§9)".to_owned();

@@ -118,6 +118,61 @@ pub const RECORDER_ABORTS: [&str; 4] = [
     TELEMETRY_MISSING,
 ];
 
+/// The subjects of `timeline` events (formats/JOURNAL.md): one type for the controller that
+/// writes them and the analyzer that reads them, so neither matches the other's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineSubject {
+    /// The service's first detection signal (its endpoint removed, say).
+    Detected,
+    /// The victim rescheduled (recovery decomposition).
+    Reschedule,
+    /// The replacement's process started (recovery decomposition).
+    ContainerStart,
+    /// The replacement's weights loaded (recovery decomposition).
+    WeightLoad,
+    /// The replacement's CUDA graphs captured (recovery decomposition).
+    GraphCapture,
+    /// The node monitor's grace period, value in seconds (black-hole, §1).
+    NodeMonitorGrace,
+    /// The replacement could not be started (the detail says why).
+    RestartFailed,
+    /// A note from the orchestrator that fits no boundary.
+    Orchestrator,
+}
+
+impl TimelineSubject {
+    /// Every subject.
+    pub const ALL: [TimelineSubject; 8] = [
+        TimelineSubject::Detected,
+        TimelineSubject::Reschedule,
+        TimelineSubject::ContainerStart,
+        TimelineSubject::WeightLoad,
+        TimelineSubject::GraphCapture,
+        TimelineSubject::NodeMonitorGrace,
+        TimelineSubject::RestartFailed,
+        TimelineSubject::Orchestrator,
+    ];
+
+    /// Its name in the journal.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimelineSubject::Detected => "detected",
+            TimelineSubject::Reschedule => "reschedule",
+            TimelineSubject::ContainerStart => "container-start",
+            TimelineSubject::WeightLoad => "weight-load",
+            TimelineSubject::GraphCapture => "graph-capture",
+            TimelineSubject::NodeMonitorGrace => "node-monitor-grace",
+            TimelineSubject::RestartFailed => "restart-failed",
+            TimelineSubject::Orchestrator => "orchestrator",
+        }
+    }
+
+    /// The subject a journal names, if this build knows it.
+    pub fn parse(name: &str) -> Option<TimelineSubject> {
+        TimelineSubject::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
 /// The subject of the `pool` event a recorder writes once after the run.
 pub const POOL_SUBJECT: &str = "connections";
 
@@ -797,6 +852,34 @@ fn as_hex_opt<S: Serializer>(bytes: &Option<[u8; 64]>, s: S) -> Result<S::Ok, S:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each timeline subject has one name, and reads back from it; the names JOURNAL.md lists
+    /// for the analyzer are among them.
+    #[test]
+    fn timeline_subjects_round_trip_by_name() {
+        let mut names: Vec<&str> = TimelineSubject::ALL.map(TimelineSubject::name).to_vec();
+        for subject in TimelineSubject::ALL {
+            assert_eq!(TimelineSubject::parse(subject.name()), Some(subject));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TimelineSubject::ALL.len());
+        let documented = include_str!("../../JOURNAL.md");
+        for read in [
+            "reschedule",
+            "container-start",
+            "weight-load",
+            "graph-capture",
+            "detected",
+            "node-monitor-grace",
+        ] {
+            assert!(
+                TimelineSubject::parse(read).is_some() && documented.contains(&format!("`{read}`")),
+                "{read}"
+            );
+        }
+        assert_eq!(TimelineSubject::parse("ready"), None);
+    }
 
     #[test]
     fn a_pool_detail_reads_back_and_nothing_else_does() {
