@@ -234,9 +234,11 @@ enum Command {
     Analyze {
         /// The journal file (.pj) to analyze.
         journal: PathBuf,
-        /// The spec version whose rules to apply: v0.3 (recovery read only where the data
-        /// support it; amendment A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier
-        /// with errors censored; amendment A1). Older versions reproduce archived reports.
+        /// The spec version whose rules to apply: v0.4 (a reading says what it measured, over
+        /// what and of how many; amendment A3), v0.3 (recovery read only where the data support
+        /// it; A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier with errors
+        /// censored; A1). Older versions reproduce archived reports; a journal recorded before
+        /// 2026-12-03 fails G2.4 under v0.4 (its stall ticker was off the send path).
         #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
         spec: Spec,
         /// The folder the report files go in (created if needed; files in it are replaced).
@@ -396,7 +398,7 @@ fn version_line() -> &'static str {
         env!("CARGO_PKG_VERSION"),
         " (commit ",
         env!("PERCENTES_COMMIT"),
-        "; journal format v1; spec v0.3)"
+        "; journal format v1; spec v0.4)"
     )
 }
 

@@ -9,7 +9,7 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::{RecoveryRules, Rules, Spec};
+use percentes_formats::spec::{Claims, RecoveryRules, Rules, Spec};
 
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
@@ -66,21 +66,30 @@ pub fn analyze<'a>(
     let mut recovered_at_ns = None;
     let mut recovery_note = String::from("no fault in this run");
     if timeline.fault.is_some() {
-        match crate::recovery::boundary(run, &met, &timeline, provisional[1], spec) {
-            Some(Detection::Recovered { entry_end_s, ttr_s }) => {
+        let boundary = crate::recovery::boundary(run, &met, &timeline, provisional[1], spec);
+        match boundary {
+            Some((Detection::Recovered { entry_end_s, ttr_s }, Some(removal_ns))) => {
+                recovered_at_ns = Some(entry_end_s * bucket_ns);
+                recovery_note = format!(
+                    "recovered to the pre-fault baseline within R of the fault's removal at {:.3} s, by {:.3} s after the fire anchor: a bound at the detector's resolution, not a measured time (pinned detector, §5, A3)",
+                    seconds(removal_ns),
+                    seconds(ttr_s * bucket_ns)
+                );
+            }
+            Some((Detection::Recovered { entry_end_s, ttr_s }, None)) => {
                 recovered_at_ns = Some(entry_end_s * bucket_ns);
                 recovery_note = format!(
                     "recovered to the pre-fault baseline {:.3} s after the fire anchor (pinned detector, §5)",
                     seconds(ttr_s * bucket_ns)
                 );
             }
-            Some(Detection::NotRecovered) => {
+            Some((Detection::NotRecovered, _)) => {
                 recovery_note = "no recovery to the pre-fault baseline within the recovery timeout: the fault window runs to its end and the recovery window is empty".into();
             }
-            Some(Detection::Unreadable { reason }) => {
+            Some((Detection::Unreadable { reason }, _)) => {
                 recovery_note = format!("recovery to the pre-fault baseline not determined ({reason}, §5 A2): the fault window runs to the end of the recovery timeout");
             }
-            Some(Detection::NoBaseline) | None => {
+            Some((Detection::NoBaseline, _)) | None => {
                 recovery_note = "the baseline has no goodput to recover to: the fault window runs to the end of the recovery timeout".into();
             }
         }
@@ -199,6 +208,10 @@ pub fn analyze<'a>(
     requests.release();
     // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
     let a2_withholds = rules.recovery == RecoveryRules::Amended && !shown;
+    // A3: and no recovery sentence of any kind, "not recovered" included.
+    if rules.claims == Claims::Supported && !shown && timeline.fault.is_some() {
+        recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();
+    }
     let (cut_shown, recovered_at_ns) = if a2_withholds && recovered_at_ns.is_some() {
         recovery_note = "withheld: the run is invalid (§9); the fault window is shown to the end of the recovery timeout".into();
         (windows::cut(&timeline, None), None)
@@ -247,6 +260,7 @@ pub fn analyze<'a>(
         escape,
         headline: String::new(),
         audit,
+        rules,
     };
     // The appendix's headline is the §1 experiment's sentence; a degradation scenario has none.
     if report.validity.valid && config.fault.variant.is_replica_loss() {

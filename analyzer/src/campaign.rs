@@ -8,6 +8,7 @@
 //! could not measure (a TTR that did not happen, an equilibrium not estimable) is dropped from that
 //! scalar and named the same way. There is no bootstrap (§7).
 
+use percentes_formats::spec::SurvivorSpan;
 use std::collections::BTreeMap;
 
 use crate::estimate::runs;
@@ -81,7 +82,15 @@ pub fn build(runs: &[CampaignRun]) -> Campaign {
     let groups = summaries::groups(&refs);
     let (comparisons, comparison_note) = compare(&groups);
     let ordering = ordering(runs);
-    let headline = headline::sentence(&groups, &summaries::clean_delete_recoveries(&refs));
+    // The headline of the version the runs were analyzed under (one version per campaign).
+    let survivor = runs
+        .first()
+        .map_or(SurvivorSpan::FaultWindow, |r| r.report.rules.survivor);
+    let headline = headline::sentence(
+        &groups,
+        &summaries::clean_delete_recoveries(&refs),
+        survivor,
+    );
     Campaign {
         schema: "percentes-campaign/1",
         spec_applied: runs

@@ -6,6 +6,7 @@
 use crate::estimate::runs;
 use crate::model::{Group, RecoveryReport, Report, Summary};
 use crate::summaries::{self, RunRef};
+use percentes_formats::spec::SurvivorSpan;
 
 /// The headline of one run alone (a report's own line).
 pub fn of_run(report: &Report) -> String {
@@ -17,13 +18,27 @@ pub fn of_run(report: &Report) -> String {
     sentence(
         &summaries::groups(&run),
         &summaries::clean_delete_recoveries(&run),
+        report.rules.survivor,
     )
 }
 
 const EMPTY: &str = "[not measured]";
 
-/// The pre-committed headline (SPEC appendix), each slot from a measurement or left empty.
-pub fn sentence(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
+/// The pre-committed headline (SPEC appendix) of the version whose survivor rule is `survivor`:
+/// v0.1 to v0.3's sentence, or A3's (v0.4), each slot from a measurement or saying why not.
+pub fn sentence(
+    groups: &[Group],
+    clean_delete: &[&RecoveryReport],
+    survivor: SurvivorSpan,
+) -> String {
+    match survivor {
+        SurvivorSpan::FaultWindow => archived(groups, clean_delete),
+        SurvivorSpan::OutageThenRecovery => a3(groups, clean_delete),
+    }
+}
+
+/// v0.1 to v0.3's sentence: a slot not measured is `[not measured]`.
+fn archived(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
     let median = |variant: &str, scalar: &str| -> Option<Summary> {
         groups
             .iter()
@@ -67,11 +82,10 @@ fn relapses(reports: &[&RecoveryReport]) -> String {
     let relapsed = reports
         .iter()
         .filter(|r| {
-            r.amended.is_some()
-                && r.to_pre_fault
-                    .flags
-                    .iter()
-                    .any(|f| f.starts_with("relapsed"))
+            r.to_pre_fault
+                .flags
+                .iter()
+                .any(|f| f.starts_with("relapsed"))
         })
         .count();
     if relapsed == 0 {
@@ -87,7 +101,156 @@ fn relapses(reports: &[&RecoveryReport]) -> String {
 /// Whether a boundary `at` seconds after the anchor may be named as a measured segment of the
 /// TTR it qualifies: always under v0.1 and v0.2; under v0.3 (A2) only at or before that TTR.
 fn within_ttr(report: &RecoveryReport, at: f64) -> bool {
-    report.amended.is_none() || report.to_pre_fault.ttr_s.is_some_and(|ttr| at <= ttr)
+    let ttr = report.to_pre_fault.ttr_s.or(report.to_pre_fault.bound_s);
+    report.amended.is_none() || ttr.is_some_and(|ttr| at <= ttr)
+}
+
+/// One slot of A3's sentence: a measured summary, or why there is none.
+enum Slot {
+    Measured(Summary),
+    /// No run of the variant the slot reads: the slot does not apply.
+    NotApplicable(String),
+    /// Runs of the variant, none of which measured it: the first run's reason.
+    NotMeasured(String),
+}
+
+impl Slot {
+    fn of(groups: &[Group], variant: &str, scalar: &str) -> Slot {
+        let Some(group) = groups.iter().find(|g| g.variant == variant) else {
+            return Slot::NotApplicable(format!("no {variant} run"));
+        };
+        match group.scalars.iter().find(|s| s.name == scalar) {
+            Some(s) => match &s.summary {
+                Some(summary) => Slot::Measured(summary.clone()),
+                None => Slot::NotMeasured(s.dropped.first().map_or_else(
+                    || "no valid run".to_owned(),
+                    |why| {
+                        why.split_once(": ")
+                            .map_or(why.as_str(), |(_, w)| w)
+                            .to_owned()
+                    },
+                )),
+            },
+            None => Slot::NotMeasured("not read under this version".into()),
+        }
+    }
+
+    /// The summary's median in `fmt`, or the bracketed reason.
+    fn text(&self, fmt: impl Fn(&Summary) -> String) -> String {
+        match self {
+            Slot::Measured(s) => fmt(s),
+            Slot::NotApplicable(why) => format!("[not applicable: {why}]"),
+            Slot::NotMeasured(why) => format!("[not measured: {why}]"),
+        }
+    }
+}
+
+/// A count over the runs: `k`, or `min-max per run`.
+fn count(n: &Slot) -> String {
+    match n {
+        Slot::Measured(s) if s.min == s.max => format!("{:.0}", s.min),
+        Slot::Measured(s) => format!("{:.0}-{:.0} per run", s.min, s.max),
+        _ => "?".into(),
+    }
+}
+
+/// A3's reading of a clean-delete TTR (`measured`, or its `: bound` scalar): after a measured
+/// time, or within R of `of` (the fire, the removal) at the detector's resolution, or why not.
+fn a3_ttr(groups: &[Group], measured: &str, of: &str, runs: impl Fn(&Summary) -> String) -> String {
+    let cd = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
+    match cd(measured) {
+        Slot::Measured(s) => format!("after {:.1} s{}", s.median, runs(&s)),
+        other => match cd(&format!("{measured}: bound")) {
+            Slot::Measured(b) => format!(
+                "within R of {of} (by {:.1} s after the fire{}), the detector's resolution: a bound, not a measured time",
+                b.median,
+                runs(&b)
+            ),
+            _ => other.text(|_| String::new()),
+        },
+    }
+}
+
+/// A3's decomposition slots: the measured segments and the largest, or why there are none.
+fn a3_segments(groups: &[Group], clean_delete: &[&RecoveryReport]) -> (String, String) {
+    if !groups.iter().any(|g| g.variant == "clean-delete") {
+        let none = "[not applicable: no clean-delete run]".to_owned();
+        return (none.clone(), none);
+    }
+    let why = |slot: String| {
+        if slot == EMPTY {
+            "[not measured: no boundary was measured, before the recovery it would qualify, in every run]".to_owned()
+        } else {
+            slot
+        }
+    };
+    let (segments, dominant) = segments(clean_delete);
+    (why(segments), why(dominant))
+}
+
+/// A3's sentence (v0.4, SPEC appendix): the survivor over the outage and the recovery apart,
+/// every share with its n, a recovery at the detector's resolution as a bound, and every slot
+/// that is not a measurement saying whether it does not apply or why it was not measured.
+fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
+    let cd = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
+    let bh = |scalar: &str| Slot::of(groups, "black-hole", scalar);
+    let runs = |s: &Summary| {
+        if s.n > 1 {
+            format!(
+                " (median over {} runs, range {:.1}-{:.1})",
+                s.n, s.min, s.max
+            )
+        } else {
+            String::new()
+        }
+    };
+    let percent_of = |share: Slot, n: Slot| {
+        share.text(|s| format!("{:.1} % of {}{}", s.median, count(&n), runs(s)))
+    };
+    let in_flight = |slot: Slot| {
+        let n = Slot::of(
+            groups,
+            "clean-delete",
+            "in flight on the victim at fire: requests",
+        );
+        percent_of(slot, n)
+    };
+    let bh_in_flight = |slot: Slot| {
+        let n = bh("in flight on the victim at fire: requests");
+        percent_of(slot, n)
+    };
+    let goodput = |span: &str| {
+        cd(&format!("{span}: goodput")).text(|s| {
+            format!(
+                "{:.1} % of {}{}",
+                s.median * 100.0,
+                count(&cd(&format!("{span}: requests scheduled"))),
+                runs(s)
+            )
+        })
+    };
+    let ms = |slot: Slot| slot.text(|s| format!("{:.0} ms{}", s.median, runs(s)));
+    let ttr = |measured: &str, of: &str| a3_ttr(groups, measured, of, runs);
+    let (segments, dominant) = a3_segments(groups, clean_delete);
+    format!(
+        "Under clean delete, {} of the requests in flight on the lost replica failed; under black-hole, {} failed and {} timed out. \
+         While the lost replica was out ({} from the fire to its confirmed removal), the service's time to first token (conditional on completion) was {} against {} over the baseline, and its goodput {}; over the recovery that followed, {} and {}. \
+         The survivor settled into its single-replica equilibrium {}; the two-replica baseline returned {}, of which {} were measured, {} the largest.",
+        in_flight(cd("in flight on the victim at fire: failed")),
+        bh_in_flight(bh("in flight on the victim at fire: failed")),
+        bh_in_flight(bh("in flight on the victim at fire: timed out")),
+        cd("outage: duration, fire anchor to confirmed removal")
+            .text(|s| format!("{:.1} s{}", s.median, runs(s))),
+        ms(cd("outage: TTFT p50 (conditional on completion)")),
+        ms(cd("baseline TTFT p50 (conditional on completion)")),
+        goodput("outage"),
+        ms(cd("recovery: TTFT p50 (conditional on completion)")),
+        goodput("recovery"),
+        ttr("TTR to the single-replica equilibrium", "the fire"),
+        ttr("TTR to the two-replica pre-fault baseline", "the removal"),
+        segments,
+        dominant,
+    )
 }
 
 /// The measured decomposition segments of the clean-delete runs: which boundaries every run

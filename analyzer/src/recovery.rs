@@ -14,11 +14,16 @@ use crate::frame::Requests;
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::{Kind, Timeline, Window};
-use percentes_formats::spec::{RecoveryRules, Spec};
+use percentes_formats::spec::{
+    Claims, DetectorResolution, JsonSeconds, RecoveryRules, Rules as SpecRules, Spec, SurvivorSpan,
+    WideningRate,
+};
 
 mod amended;
+mod bounds;
 mod fidelity;
 mod parts;
+mod survivor;
 mod timeline;
 
 use amended::Rules;
@@ -71,6 +76,7 @@ pub(super) fn ttr(detection: Detection, bucket_ns: u64, anchor_ns: u64, timeout_
                 at_s: Some(seconds(at)),
                 text: format!("{value:.3} s"),
                 flags: Vec::new(),
+                bound_s: None,
             }
         }
         Detection::NotRecovered => Ttr {
@@ -79,6 +85,7 @@ pub(super) fn ttr(detection: Detection, bucket_ns: u64, anchor_ns: u64, timeout_
             at_s: None,
             text: format!("not recovered within {timeout_s:.3} s"),
             flags: Vec::new(),
+            bound_s: None,
         },
         Detection::Unreadable { reason } => Ttr {
             status: "not determined".into(),
@@ -86,6 +93,7 @@ pub(super) fn ttr(detection: Detection, bucket_ns: u64, anchor_ns: u64, timeout_
             at_s: None,
             text: format!("not determined: {reason} (A2)"),
             flags: Vec::new(),
+            bound_s: None,
         },
         Detection::NoBaseline => Ttr {
             status: "no baseline".into(),
@@ -93,6 +101,7 @@ pub(super) fn ttr(detection: Detection, bucket_ns: u64, anchor_ns: u64, timeout_
             at_s: None,
             text: "no baseline goodput to recover to".into(),
             flags: Vec::new(),
+            bound_s: None,
         },
     }
 }
@@ -104,18 +113,21 @@ pub(super) fn not_applicable(why: &str) -> Ttr {
         at_s: None,
         text: format!("N/A: {why}"),
         flags: Vec::new(),
+        bound_s: None,
     }
 }
 
 /// The recovery boundary that cuts the fault window from the recovery window (§3, §5): the
-/// pinned detector's recovery to the pre-fault `baseline` window's goodput, under `spec`'s rules.
+/// pinned detector's recovery to the pre-fault `baseline` window's goodput, under `spec`'s rules,
+/// and, under v0.4 (A3), the confirmed removal (ns) when the recovery lies within R of it: a
+/// bound at the detector's resolution, not a measured time.
 pub fn boundary(
     run: &Run,
     met: &[bool],
     timeline: &Timeline,
     baseline: Window,
     spec: Spec,
-) -> Option<Detection> {
+) -> Option<(Detection, Option<u64>)> {
     let fault = timeline.fault?;
     let requests = &run.requests;
     let bucket_ns = run.config.duration_ns(&pins::RECOVERY_BUCKET_S).max(1);
@@ -127,21 +139,54 @@ pub fn boundary(
         .then(|| rows.iter().filter(|&&r| met[r]).count() as f64 / rows.len() as f64)?;
     let anchor_ns = fault.anchor_ns();
     let anchor = usize::try_from(anchor_ns.div_ceil(bucket_ns)).unwrap_or(0);
-    let rules = match spec.rules().recovery {
+    let spec_rules = spec.rules();
+    let rules = match spec_rules.recovery {
         RecoveryRules::Original => Rules::original(),
         RecoveryRules::Amended => Rules {
             amended: Some(amended::plan(
                 run,
-                Some((
-                    rows.len() as u64,
-                    (baseline.end_ns - baseline.start_ns) / bucket_ns,
-                )),
+                per_bucket(
+                    run,
+                    &spec_rules,
+                    Some((
+                        rows.len() as u64,
+                        (baseline.end_ns - baseline.start_ns) / bucket_ns,
+                    )),
+                    bucket_ns,
+                ),
                 bucket_ns,
                 &decomposition(run, anchor_ns),
             )),
         },
     };
-    Some(rules.pre_fault(&series, anchor, goodput, rules.detector()))
+    let detector = rules.detector();
+    let detection = rules.pre_fault(&series, anchor, goodput, detector);
+    let removal = rules.amended.as_ref().and_then(|p| p.removal_ns);
+    let bounded_by = match (detection, removal, spec_rules.resolution) {
+        (Detection::Recovered { entry_end_s, .. }, Some(r), DetectorResolution::Bound) => {
+            let window_ns = detector.window_s * bucket_ns;
+            bounds::at_resolution(entry_end_s * bucket_ns, r, window_ns, bucket_ns).then_some(r)
+        }
+        _ => None,
+    };
+    Some((detection, bounded_by))
+}
+
+/// The baseline's scheduled requests per bucket that size the dev widening (A2): from its
+/// observed count (`baseline`: requests, whole buckets) under v0.3, from the configured rate under
+/// v0.4 (A3), so that every run of one configuration is widened alike.
+fn per_bucket(
+    run: &Run,
+    rules: &SpecRules,
+    baseline: Option<(u64, u64)>,
+    bucket_ns: u64,
+) -> Option<f64> {
+    match rules.widening {
+        WideningRate::ObservedCount => baseline
+            .filter(|&(_, buckets)| buckets > 0)
+            .map(|(n, buckets)| n as f64 / buckets as f64),
+        WideningRate::ConfiguredRate => Some(run.config.rate_rps() * seconds(bucket_ns)),
+    }
 }
 
 /// Runs the §5 analysis under `spec`. `met` is the SLO verdict per row; `timeline` and `cut` as
@@ -157,8 +202,8 @@ pub fn analyze(
     spec: Spec,
     valid: bool,
 ) -> Option<RecoveryReport> {
-    let amended = spec.rules().recovery == RecoveryRules::Amended;
-    if !valid && !amended {
+    let spec_rules = spec.rules();
+    if !valid && spec_rules.recovery == RecoveryRules::Original {
         return None;
     }
     let fault = timeline.fault?;
@@ -184,24 +229,23 @@ pub fn analyze(
     let bucket_s = seconds(bucket_ns);
     // A bucket edge in seconds: v0.3 computes it from whole nanoseconds, so report.json carries
     // 4.77, not 4.7700000000000005; v0.1 and v0.2 keep their archived arithmetic.
-    let edge = |b: u64| {
-        if amended {
-            seconds(b * bucket_ns)
-        } else {
-            b as f64 * bucket_s
-        }
+    let edge = |b: u64| match spec_rules.recovery {
+        RecoveryRules::Amended => seconds(b * bucket_ns),
+        RecoveryRules::Original => b as f64 * bucket_s,
     };
     let timeout_s = seconds(timeout_ns);
     let decomposition = decomposition(run, anchor_ns);
-    let rules = if amended {
-        let scheduled = base
-            .as_ref()
-            .map(|(w, rows, _)| (rows.len() as u64, (w.end_ns - w.start_ns) / bucket_ns));
-        Rules {
-            amended: Some(amended::plan(run, scheduled, bucket_ns, &decomposition)),
+    let rules = match spec_rules.recovery {
+        RecoveryRules::Amended => {
+            let scheduled = base
+                .as_ref()
+                .map(|(w, rows, _)| (rows.len() as u64, (w.end_ns - w.start_ns) / bucket_ns));
+            let rate = per_bucket(run, &spec_rules, scheduled, bucket_ns);
+            Rules {
+                amended: Some(amended::plan(run, rate, bucket_ns, &decomposition)),
+            }
         }
-    } else {
-        Rules::original()
+        RecoveryRules::Original => Rules::original(),
     };
     let detector = rules.detector();
 
@@ -233,7 +277,7 @@ pub fn analyze(
             },
             match rules.equilibrium(&series, anchor, to_s as usize, goodput, detector) {
                 // A2 looks for the settling inside the plateau only: say so, not "the timeout".
-                Detection::NotRecovered if amended => Ttr {
+                Detection::NotRecovered if spec_rules.recovery == RecoveryRules::Amended => Ttr {
                     status: "not settled".into(),
                     ttr_s: None,
                     at_s: None,
@@ -243,6 +287,7 @@ pub fn analyze(
                         edge(to_s)
                     ),
                     flags: Vec::new(),
+            bound_s: None,
                 },
                 found => ttr(found, bucket_ns, anchor_ns, timeout_s),
             },
@@ -267,46 +312,18 @@ pub fn analyze(
     let mut to_pre_fault = ttr(pre, bucket_ns, anchor_ns, timeout_s);
 
     // The sweep: each cell's own detector, plateau and equilibrium.
-    let mut sweep = Vec::new();
-    let mut orderings = Vec::new();
-    for cell in Detector::sweep() {
-        let cell = rules.cell(cell);
-        let pre_cell = detect(&series, baseline_goodput, cell);
-        let plateau_cell = rules.plateau(
-            &series,
-            anchor,
-            timeout_buckets,
-            pre_cell,
-            cell.window_s as usize,
-        );
-        let eq_cell = match plateau_cell {
-            Plateau::Estimable { goodput, to_s, .. } => {
-                ttr(
-                    rules.equilibrium(&series, anchor, to_s as usize, goodput, cell),
-                    bucket_ns,
-                    anchor_ns,
-                    timeout_s,
-                )
-                .ttr_s
-            }
-            Plateau::NotEstimable { .. } => None,
-        };
-        let pre_s = ttr(pre_cell, bucket_ns, anchor_ns, timeout_s).ttr_s;
-        orderings.push(pre_s.zip(eq_cell).map(|(p, e)| p.total_cmp(&e)));
-        sweep.push(SweepRow {
-            entry_percent: (cell.entry * 100.0).round(),
-            window_s: edge(cell.window_s),
-            hold_s: edge(cell.hold_s),
-            to_pre_fault_s: pre_s,
-            to_equilibrium_s: eq_cell,
-        });
+    let (sweep, sweep_note) = Cells {
+        series: &series,
+        anchor,
+        anchor_ns,
+        bucket_ns,
+        timeout_buckets,
+        timeout_s,
+        baseline: baseline_goodput,
+        reading: &rules,
+        rules: &spec_rules,
     }
-    let stable = orderings.windows(2).all(|w| w[0] == w[1]);
-    let sweep_note = if stable {
-        "every cell orders the two recovery times the same way".into()
-    } else {
-        "the ordering of the two recovery times changes across the sweep: no ordering claim is made (§5)".into()
-    };
+    .sweep();
 
     let until = match pre {
         Detection::Recovered { entry_end_s, .. } => entry_end_s as usize,
@@ -331,7 +348,14 @@ pub fn analyze(
         });
     let deficit = baseline_goodput.map(|g| recovery::deficit(&series, anchor, until, g) * bucket_s);
 
-    let components = components(
+    let removal_ns = rules.amended.as_ref().and_then(|p| p.removal_ns);
+    let deadline_ns = anchor_ns + timeout_ns;
+    if spec_rules.claims == Claims::Supported {
+        if let Some(removal) = removal_ns.filter(|&r| r > deadline_ns) {
+            to_pre_fault = residual_failure(removal, deadline_ns);
+        }
+    }
+    let mut components = components(
         run,
         met,
         bucket_ns,
@@ -343,10 +367,22 @@ pub fn analyze(
         timeout_s,
         detector,
         &rules,
+        parts::NotBefore {
+            claims: spec_rules.claims,
+            removal_ns,
+        },
     );
-    let (timeline_states, durations, experiment_invalid) = match &rules.amended {
+    let (mut timeline_states, mut durations, experiment_invalid) = match &rules.amended {
         None => injection_timeline(run, timeline, fault, &to_pre_fault, gates),
-        Some(plan) => timeline::ordered(run, timeline, fault, &to_pre_fault, gates, plan, valid),
+        Some(plan) => timeline::ordered(
+            run,
+            timeline,
+            fault,
+            &to_pre_fault,
+            gates,
+            plan,
+            (valid, spec_rules.claims),
+        ),
     };
 
     let amended_report = rules.amended.as_ref().map(|plan| {
@@ -365,6 +401,38 @@ pub fn analyze(
         to_equilibrium.flags = flags.equilibrium(&to_equilibrium);
         flags.report(valid)
     });
+    if spec_rules.resolution == DetectorResolution::Bound {
+        let r_ns = detector.window_s * bucket_ns;
+        if let Some(removal) = removal_ns {
+            let b =
+                |t: &mut Ttr| bounds::bound(t, removal, "the removal", anchor_ns, r_ns, bucket_ns);
+            if b(&mut to_pre_fault) {
+                bounds::durations(&mut timeline_states, &mut durations, &to_pre_fault);
+            }
+            for c in components
+                .iter_mut()
+                .filter(|c| c.component != parts::BACKLOG)
+            {
+                b(&mut c.ttr);
+            }
+        }
+        bounds::bound(
+            &mut to_equilibrium,
+            anchor_ns,
+            "the fire",
+            anchor_ns,
+            r_ns,
+            bucket_ns,
+        );
+    }
+    let survivor = match spec_rules.survivor {
+        SurvivorSpan::FaultWindow => Vec::new(),
+        SurvivorSpan::OutageThenRecovery => {
+            let recovered = to_pre_fault.at_s.map(|s| (s * 1e9).round() as u64);
+            let end = recovered.unwrap_or(deadline_ns).min(end_ns);
+            survivor::spans(requests, met, anchor_ns, removal_ns, end)
+        }
+    };
 
     let black_hole = config.fault.variant == FaultVariant::BlackHole;
     let node_loss_label = black_hole.then(|| {
@@ -402,7 +470,11 @@ pub fn analyze(
         to_pre_fault,
         equilibrium,
         to_equilibrium,
-        caveats: if amended { CAVEATS_A2 } else { CAVEATS }.to_vec(),
+        caveats: match spec_rules.recovery {
+            RecoveryRules::Amended => CAVEATS_A2,
+            RecoveryRules::Original => CAVEATS,
+        }
+        .to_vec(),
         relapse,
         deficit_goodput_s: deficit,
         sweep,
@@ -422,10 +494,176 @@ pub fn analyze(
             })
             .collect(),
         amended: amended_report,
+        survivor,
     };
-    Some(if valid {
+    let mut report = if valid {
         report
     } else {
-        amended::withhold(report)
-    })
+        amended::withhold(report, spec_rules.claims)
+    };
+    if spec_rules.json_seconds == JsonSeconds::Nanosecond {
+        bounds::to_the_nanosecond(&mut report);
+    }
+    Some(report)
+}
+
+/// A3: the fault's removal came after the recovery deadline, so the run did not recover within
+/// the timeout: ResidualFailure, with when each came.
+fn residual_failure(removal_ns: u64, deadline_ns: u64) -> Ttr {
+    Ttr {
+        status: "residual failure".into(),
+        ttr_s: None,
+        at_s: None,
+        text: format!(
+            "ResidualFailure: the fault's removal was confirmed at {:.3} s, after the recovery deadline at {:.3} s (the fire anchor plus the recovery timeout), so nothing recovered within the timeout (A3)",
+            seconds(removal_ns),
+            seconds(deadline_ns)
+        ),
+        flags: Vec::new(),
+        bound_s: None,
+    }
+}
+
+/// What the 27-cell sweep reads (§5): the series, where the fault started, and the rules.
+struct Cells<'a> {
+    series: &'a [Bucket],
+    anchor: usize,
+    anchor_ns: u64,
+    bucket_ns: u64,
+    timeout_buckets: usize,
+    timeout_s: f64,
+    baseline: Option<f64>,
+    reading: &'a Rules,
+    rules: &'a SpecRules,
+}
+
+impl Cells<'_> {
+    /// Each cell's own detector, plateau and equilibrium, and the sentence on their ordering.
+    fn sweep(&self) -> (Vec<SweepRow>, String) {
+        let (series, anchor, anchor_ns, bucket_ns) =
+            (self.series, self.anchor, self.anchor_ns, self.bucket_ns);
+        let rules = self.reading;
+        let edge = |b: u64| match self.rules.recovery {
+            RecoveryRules::Amended => seconds(b * bucket_ns),
+            RecoveryRules::Original => b as f64 * seconds(bucket_ns),
+        };
+        let mut sweep = Vec::new();
+        let mut orderings = Vec::new();
+        for cell in Detector::sweep() {
+            let cell = rules.cell(cell);
+            let pre_cell = self.baseline.map_or(Detection::NoBaseline, |g| {
+                rules.pre_fault(series, anchor, g, cell)
+            });
+            let plateau_cell = rules.plateau(
+                series,
+                anchor,
+                self.timeout_buckets,
+                pre_cell,
+                cell.window_s as usize,
+            );
+            let mut eq_cell = match plateau_cell {
+                Plateau::Estimable { goodput, to_s, .. } => {
+                    ttr(
+                        rules.equilibrium(series, anchor, to_s as usize, goodput, cell),
+                        bucket_ns,
+                        anchor_ns,
+                        self.timeout_s,
+                    )
+                    .ttr_s
+                }
+                Plateau::NotEstimable { .. } => None,
+            };
+            let mut pre_s = ttr(pre_cell, bucket_ns, anchor_ns, self.timeout_s).ttr_s;
+            // A3: a cell's reading at its own detector's resolution is a bound, not a value.
+            if self.rules.resolution == DetectorResolution::Bound {
+                let cell_r = cell.window_s * bucket_ns;
+                let at = |t: f64| anchor_ns + (t * 1e9).round() as u64;
+                let removal = rules.amended.as_ref().and_then(|p| p.removal_ns);
+                pre_s = pre_s.filter(|&t| {
+                    removal.is_none_or(|r| !bounds::at_resolution(at(t), r, cell_r, bucket_ns))
+                });
+                eq_cell = eq_cell
+                    .filter(|&t| !bounds::at_resolution(at(t), anchor_ns, cell_r, bucket_ns));
+            }
+            orderings.push(pre_s.zip(eq_cell).map(|(p, e)| p.total_cmp(&e)));
+            sweep.push(SweepRow {
+                entry_percent: (cell.entry * 100.0).round(),
+                window_s: edge(cell.window_s),
+                hold_s: edge(cell.hold_s),
+                to_pre_fault_s: pre_s,
+                to_equilibrium_s: eq_cell,
+            });
+        }
+        let stable = orderings.windows(2).all(|w| w[0] == w[1]);
+        let note = match self.rules.claims {
+            Claims::Supported => sweep_claim(&orderings),
+            Claims::Unguarded if stable => {
+                "every cell orders the two recovery times the same way".into()
+            }
+            Claims::Unguarded => "the ordering of the two recovery times changes across the sweep: no ordering claim is made (§5)".into(),
+        };
+        (sweep, note)
+    }
+}
+
+/// A3's sweep sentence: an ordering claim only over the cells that measured both recovery times,
+/// and none when no cell did.
+fn sweep_claim(orderings: &[Option<std::cmp::Ordering>]) -> String {
+    let measured: Vec<std::cmp::Ordering> = orderings.iter().flatten().copied().collect();
+    let cells = orderings.len();
+    if measured.is_empty() {
+        return format!(
+            "no cell of the {cells} measured both recovery times (a bound is not a measurement): no ordering claim is made (A3)"
+        );
+    }
+    let rest = cells - measured.len();
+    if measured.windows(2).all(|w| w[0] == w[1]) {
+        format!(
+            "the {} cells that measured both recovery times order them the same way; {rest} of {cells} measured one or neither, and are not part of the claim (A3)",
+            measured.len()
+        )
+    } else {
+        format!(
+            "the ordering of the two recovery times changes across the {} cells that measured both: no ordering claim is made (§5, A3)",
+            measured.len()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::{Greater, Less};
+
+    /// A3's sweep sentence over hand-made cells: no claim over none, a claim over the measured
+    /// ones with the count of the rest, none where they disagree.
+    #[test]
+    fn the_sweep_claims_only_over_cells_that_measured_both_times() {
+        let none = sweep_claim(&[None; 27]);
+        assert!(
+            none.starts_with("no cell of the 27 measured both"),
+            "{none}"
+        );
+        let mut cells = [None; 27];
+        cells[3] = Some(Greater);
+        cells[7] = Some(Greater);
+        let two = sweep_claim(&cells);
+        assert!(
+            two.starts_with(
+                "the 2 cells that measured both recovery times order them the same way; 25 of 27"
+            ),
+            "{two}"
+        );
+        cells[9] = Some(Less);
+        assert!(sweep_claim(&cells)
+            .starts_with("the ordering of the two recovery times changes across the 3 cells"));
+    }
+
+    #[test]
+    fn a_removal_after_the_deadline_reads_as_residual_failure() {
+        let r = residual_failure(97_000_000_000, 96_000_000_000);
+        assert_eq!(r.status, "residual failure");
+        assert!(r.text.starts_with("ResidualFailure: the fault's removal was confirmed at 97.000 s, after the recovery deadline at 96.000 s"));
+        assert_eq!((r.ttr_s, r.bound_s), (None, None));
+    }
 }

@@ -670,11 +670,15 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
         r.to_pre_fault.text
     );
     let e = &r.equilibrium;
+    // A3 withholds the plateau's bounds with its reading (they are set by the detection).
+    let bounds = if r.caveats.is_empty() && e.note.starts_with("withheld") {
+        String::new()
+    } else {
+        format!("{:.3}-{:.3} s, ", e.from_s, e.to_s)
+    };
     let _ = writeln!(
         md,
-        "| single-replica equilibrium (plateau) | {:.3}-{:.3} s, {} | {} | {} |",
-        e.from_s,
-        e.to_s,
+        "| single-replica equilibrium (plateau) | {bounds}{} | {} | {} |",
         e.note,
         f(e.goodput),
         r.to_equilibrium.text
@@ -683,6 +687,7 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
     if let Some(a) = &r.amended {
         amended_lines(md, r, a);
     }
+    survivor_table(md, &r.survivor);
     if let Some(relapse) = &r.relapse {
         let _ = writeln!(md, "- **Relapse:** {relapse}.");
     }
@@ -782,6 +787,43 @@ fn recovery_section(md: &mut String, r: &RecoveryReport) {
             r.experiment_invalid.join("; ")
         );
     }
+}
+
+/// A3 (v0.4): the survivor over the outage and the recovery apart, each with its n.
+fn survivor_table(md: &mut String, spans: &[crate::model::SurvivorReading]) {
+    if spans.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\nThe service over the outage (the fire anchor to the confirmed removal) and over the recovery (the removal to the recovery to the pre-fault baseline, or the deadline), by intended time (A3):\n"
+    );
+    let _ = writeln!(
+        md,
+        "| span | from-to (s) | scheduled | completed | TTFT p50 (completed) | goodput | refused or not read |\n|---|---|---|---|---|---|---|"
+    );
+    for s in spans {
+        let _ = writeln!(
+            md,
+            "| {} | {:.3}-{} | {} | {} | {} | {} | {} |",
+            s.span,
+            s.from_s,
+            s.to_s.map_or("unknown".to_owned(), |t| format!("{t:.3}")),
+            s.scheduled,
+            s.completed,
+            s.ttft_p50_ms.map_or("none".to_owned(), |v| format!(
+                "{v:.1} ms (n {})",
+                s.completed
+            )),
+            s.goodput.map_or("refused".to_owned(), |g| format!(
+                "{:.1} % of {}",
+                g * 100.0,
+                s.scheduled
+            )),
+            s.note
+        );
+    }
+    let _ = writeln!(md);
 }
 
 /// The lines amendment A2 (v0.3) adds under the baselines table.

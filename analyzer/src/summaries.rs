@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use percentes_formats::pins;
+use percentes_formats::spec::{ShareSupport, SurvivorSpan};
 
 use crate::estimate::runs::{self, RunSummary};
 use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
@@ -108,6 +109,115 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
     ),
 ];
 
+/// The scalars A3 (v0.4) adds, read only where every run of a group was analyzed under it: the
+/// survivor over the outage and over the recovery apart (SPEC §5 "What v0.4 reads"), with the n
+/// each share rests on.
+const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
+    (
+        "outage: duration, fire anchor to confirmed removal",
+        "s",
+        "secondary",
+        false,
+        |r| {
+            let s = span(r, "outage")?;
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            s.to_s
+                .map(|to| to - rec.fire_anchor_s)
+                .ok_or_else(|| s.note.clone())
+        },
+    ),
+    (
+        "outage: TTFT p50 (conditional on completion)",
+        "ms",
+        "secondary",
+        false,
+        |r| {
+            let s = span(r, "outage")?;
+            s.ttft_p50_ms.ok_or_else(|| s.note.clone())
+        },
+    ),
+    ("outage: goodput", "share", "secondary", false, |r| {
+        let s = span(r, "outage")?;
+        s.goodput.ok_or_else(|| s.note.clone())
+    }),
+    (
+        "outage: requests scheduled",
+        "requests",
+        "secondary",
+        false,
+        |r| Ok(span(r, "outage")?.scheduled as f64),
+    ),
+    (
+        "recovery: TTFT p50 (conditional on completion)",
+        "ms",
+        "secondary",
+        false,
+        |r| {
+            let s = span(r, "recovery")?;
+            s.ttft_p50_ms.ok_or_else(|| s.note.clone())
+        },
+    ),
+    ("recovery: goodput", "share", "secondary", false, |r| {
+        let s = span(r, "recovery")?;
+        s.goodput.ok_or_else(|| s.note.clone())
+    }),
+    (
+        "recovery: requests scheduled",
+        "requests",
+        "secondary",
+        false,
+        |r| Ok(span(r, "recovery")?.scheduled as f64),
+    ),
+    (
+        "in flight on the victim at fire: requests",
+        "requests",
+        "secondary",
+        false,
+        |r| {
+            let f = r
+                .in_flight_at_fire
+                .as_ref()
+                .ok_or("the fault never fired")?;
+            let o = &f.on_victim;
+            Ok((o.completed + o.errored + o.censored) as f64)
+        },
+    ),
+    (
+        "TTR to the two-replica pre-fault baseline: bound",
+        "s",
+        "secondary",
+        true,
+        |r| {
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            rec.to_pre_fault
+                .bound_s
+                .ok_or_else(|| rec.to_pre_fault.text.clone())
+        },
+    ),
+    (
+        "TTR to the single-replica equilibrium: bound",
+        "s",
+        "secondary",
+        true,
+        |r| {
+            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            rec.to_equilibrium
+                .bound_s
+                .ok_or_else(|| rec.to_equilibrium.text.clone())
+        },
+    ),
+];
+
+fn span<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::SurvivorReading, String> {
+    r.recovery
+        .as_ref()
+        .ok_or("no recovery report")?
+        .survivor
+        .iter()
+        .find(|s| s.span == name)
+        .ok_or_else(|| format!("no {name} span"))
+}
+
 fn window<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::WindowReport, String> {
     r.windows
         .iter()
@@ -123,6 +233,12 @@ fn victim_share(r: &Report, count: fn(&crate::model::Outcomes) -> u64) -> Result
         .ok_or("the fault never fired")?;
     let o = &f.on_victim;
     let n = o.completed + o.errored + o.censored;
+    let min = pins::value::STATISTICS_SHARE_MIN_REQUESTS as u64;
+    if n > 0 && n < min && r.rules.shares == ShareSupport::Counted {
+        return Err(format!(
+            "refused: {n} in flight, fewer than the {min} a share may rest on (statistics.share_min_requests, §9)"
+        ));
+    }
     (n > 0)
         .then(|| count(o) as f64 / n as f64 * 100.0)
         .ok_or_else(|| "nothing in flight on the victim".into())
@@ -234,8 +350,12 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
             ));
         }
         let g5 = g5(members);
+        let a3 = members
+            .iter()
+            .all(|r| r.report.rules.survivor == SurvivorSpan::OutageThenRecovery);
         let scalars = SCALARS
             .iter()
+            .chain(if a3 { SCALARS_A3 } else { &[] })
             .map(|&(name, unit, role, heavy, extract)| {
                 let mut values = Vec::new();
                 let mut missing = Vec::new();

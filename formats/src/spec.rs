@@ -26,6 +26,9 @@ pub enum Spec {
     V0_2,
     /// v0.3: amendment A2, recovery is read only where the data support it (SPEC §11).
     V0_3,
+    /// v0.4: amendment A3, a reading says what it measured, over what and of how many, and the
+    /// client's rules of issue 32 are read as the send path's (SPEC §11).
+    V0_4,
 }
 
 /// How recovery is read (SPEC §5, §10; the rules amendment A2 changed).
@@ -95,6 +98,89 @@ pub enum Printing {
     Honest,
 }
 
+/// What G2.4 accepts as the runtime stall (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StallReading {
+    /// v0.1 to v0.3: whatever ticker the journal's recorder ran, as recorded.
+    AsRecorded,
+    /// v0.4 (A3): only a ticker on each worker's own loop (a journal with the `placement` host
+    /// fact) bounds the send path; a journal whose recorder ran the ticker on a thread of its
+    /// own leaves G2.4 unobserved.
+    SendPathOnly,
+}
+
+/// What the client-late rule does to a journal recorded before it (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatenessReading {
+    /// v0.1 to v0.3: every request as recorded.
+    AsRecorded,
+    /// v0.4 (A3): in a journal recorded before the rule, a request errored at connect with no
+    /// connect attempted, at or after its deadline, is the client's lateness: G2.2 counts it as
+    /// never sent, and the outcome table says how many of the errors it was.
+    ClientLate,
+}
+
+/// How a recovery reading at the detector's resolution is reported (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DetectorResolution {
+    /// v0.1 to v0.3: as a measured duration.
+    Measured,
+    /// v0.4 (A3): as a bound ("within R of the removal", "within R of the fire"), never as a
+    /// measured duration.
+    Bound,
+}
+
+/// Over which span the survivor's figures are read for the headline (SPEC §9, appendix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SurvivorSpan {
+    /// v0.1 to v0.3: the fault window, from the fire to the recovery boundary or the phase's end.
+    FaultWindow,
+    /// v0.4 (A3): the outage (the fire anchor to the confirmed removal) and the recovery (the
+    /// removal to the recovery boundary) apart, each with its n.
+    OutageThenRecovery,
+}
+
+/// What a published share must carry (SPEC §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShareSupport {
+    /// v0.1 to v0.3: the share alone.
+    Bare,
+    /// v0.4 (A3): its n, and none is printed over fewer than `report.share_min_requests`
+    /// requests: it is refused as a quantile is.
+    Counted,
+}
+
+/// Which recovery claims a report makes (SPEC §5, §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claims {
+    /// v0.1 to v0.3: claims as each reading makes them.
+    Unguarded,
+    /// v0.4 (A3): no claim over zero measured cells; no component recovers before the removal,
+    /// and one whose hold cannot be observed is not determined; a deadline passed without
+    /// recovery is ResidualFailure with its reason; a slot that does not apply says "not
+    /// applicable"; an invalid run prints no recovery reading anywhere.
+    Supported,
+}
+
+/// How the dev profile's widening of R and H is sized (SPEC §5, A2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WideningRate {
+    /// v0.3: from the baseline's observed count of scheduled requests, so that two runs of one
+    /// configuration can be widened differently.
+    ObservedCount,
+    /// v0.4 (A3): from the configured rate, the same for every run of one configuration.
+    ConfiguredRate,
+}
+
+/// How report.json writes a duration in seconds (SPEC §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonSeconds {
+    /// v0.1 to v0.3: the float arithmetic gave it (0.052469064999999926).
+    Float,
+    /// v0.4 (A3): rounded to the journal's resolution, the nanosecond.
+    Nanosecond,
+}
+
 /// Every rule a version of the specification changed, by name: the one table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
@@ -113,6 +199,22 @@ pub struct Rules {
     pub audit: AuditContents,
     /// How readings print (§9, A2).
     pub printing: Printing,
+    /// What G2.4 accepts (§2, A3).
+    pub stall: StallReading,
+    /// How an archived journal's late requests are read (§2, A3).
+    pub lateness: LatenessReading,
+    /// A TTR at the detector's resolution (§5, A3).
+    pub resolution: DetectorResolution,
+    /// The headline's survivor figures (§9, A3).
+    pub survivor: SurvivorSpan,
+    /// What a share carries (§9, A3).
+    pub shares: ShareSupport,
+    /// Which recovery claims are made (§5, §9, A3).
+    pub claims: Claims,
+    /// The dev widening's rate (§5, A3).
+    pub widening: WideningRate,
+    /// report.json's seconds (§9, A3).
+    pub json_seconds: JsonSeconds,
 }
 
 impl Rules {
@@ -126,6 +228,24 @@ impl Rules {
             cpu: CpuSource::HostShare,
             audit: AuditContents::Archived,
             printing: Printing::Archived,
+            stall: StallReading::AsRecorded,
+            lateness: LatenessReading::AsRecorded,
+            resolution: DetectorResolution::Measured,
+            survivor: SurvivorSpan::FaultWindow,
+            shares: ShareSupport::Bare,
+            claims: Claims::Unguarded,
+            widening: WideningRate::ObservedCount,
+            json_seconds: JsonSeconds::Float,
+        };
+        let a2 = Rules {
+            curve: ErrorTreatment::Compete,
+            recovery: RecoveryRules::Amended,
+            skew: SkewDefinition::ReadyToSend,
+            undispatched: UndispatchedCount::WithUnrecorded,
+            cpu: CpuSource::CgroupQuotaWhereJournaled,
+            audit: AuditContents::WithArtifact,
+            printing: Printing::Honest,
+            ..original
         };
         match spec {
             Spec::V0_1 => original,
@@ -133,14 +253,17 @@ impl Rules {
                 curve: ErrorTreatment::Compete,
                 ..original
             },
-            Spec::V0_3 => Rules {
-                curve: ErrorTreatment::Compete,
-                recovery: RecoveryRules::Amended,
-                skew: SkewDefinition::ReadyToSend,
-                undispatched: UndispatchedCount::WithUnrecorded,
-                cpu: CpuSource::CgroupQuotaWhereJournaled,
-                audit: AuditContents::WithArtifact,
-                printing: Printing::Honest,
+            Spec::V0_3 => a2,
+            Spec::V0_4 => Rules {
+                stall: StallReading::SendPathOnly,
+                lateness: LatenessReading::ClientLate,
+                resolution: DetectorResolution::Bound,
+                survivor: SurvivorSpan::OutageThenRecovery,
+                shares: ShareSupport::Counted,
+                claims: Claims::Supported,
+                widening: WideningRate::ConfiguredRate,
+                json_seconds: JsonSeconds::Nanosecond,
+                ..a2
             },
         }
     }
@@ -159,9 +282,9 @@ pub enum ErrorTreatment {
 
 impl Spec {
     /// Every version this build applies, oldest first.
-    pub const ALL: [Spec; 3] = [Spec::V0_1, Spec::V0_2, Spec::V0_3];
+    pub const ALL: [Spec; 4] = [Spec::V0_1, Spec::V0_2, Spec::V0_3, Spec::V0_4];
     /// The version a new capture is recorded under.
-    pub const CURRENT: Spec = Spec::V0_3;
+    pub const CURRENT: Spec = Spec::V0_4;
 
     /// Its name as journals, reports and `--spec` write it (`v0.2`).
     pub fn name(self) -> &'static str {
@@ -169,6 +292,7 @@ impl Spec {
             Spec::V0_1 => "v0.1",
             Spec::V0_2 => "v0.2",
             Spec::V0_3 => "v0.3",
+            Spec::V0_4 => "v0.4",
         }
     }
 
@@ -194,6 +318,12 @@ impl Spec {
                 "A2: recovery read only where the data support it; a two-sided band for the \
                  equilibrium, no recovery before the fault's removal, a minimum of requests per \
                  detector window, an ordered timeline, no recovery figure from an invalid run",
+            ),
+            Spec::V0_4 => Some(
+                "A3: a reading says what it measured, over what and of how many; a recovery at the \
+                 detector's resolution is a bound, the survivor is read over the outage and the \
+                 recovery apart, a share prints its n and is refused below a pinned minimum, no \
+                 claim without a measured cell; G2.4 reads only a ticker on the send path",
             ),
         }
     }
@@ -223,15 +353,16 @@ mod tests {
         for spec in Spec::ALL {
             assert_eq!(Spec::parse(spec.name()), Some(spec));
         }
-        assert_eq!(Spec::parse("v0.4"), None);
-        assert_eq!(Spec::names(), "v0.1, v0.2 and v0.3");
+        assert_eq!(Spec::parse("v0.5"), None);
+        assert_eq!(Spec::names(), "v0.1, v0.2, v0.3 and v0.4");
         assert_eq!(Spec::parse("0.2"), None);
     }
 
-    /// The table, version by version: A1 changed the curve alone; A2 every other rule.
+    /// The table, version by version: A1 changed the curve alone; A2 the recovery reading and
+    /// the client gate's definitions; A3 the rest, and nothing A2 set.
     #[test]
     fn each_version_changes_the_rules_its_amendment_names() {
-        let [v1, v2, v3] = Spec::ALL.map(Rules::of);
+        let [v1, v2, v3, v4] = Spec::ALL.map(Rules::of);
         assert_eq!(v1.curve, ErrorTreatment::Censored);
         assert_eq!(
             v2,
@@ -248,6 +379,29 @@ mod tests {
         assert_eq!(v3.audit, AuditContents::WithArtifact);
         assert_eq!(v3.printing, Printing::Honest);
         assert_eq!(v2.recovery, RecoveryRules::Original);
+        assert_eq!(
+            (v1.stall, v1.json_seconds, v3.stall, v3.claims),
+            (
+                StallReading::AsRecorded,
+                JsonSeconds::Float,
+                StallReading::AsRecorded,
+                Claims::Unguarded
+            )
+        );
+        assert_eq!(
+            v4,
+            Rules {
+                stall: StallReading::SendPathOnly,
+                lateness: LatenessReading::ClientLate,
+                resolution: DetectorResolution::Bound,
+                survivor: SurvivorSpan::OutageThenRecovery,
+                shares: ShareSupport::Counted,
+                claims: Claims::Supported,
+                widening: WideningRate::ConfiguredRate,
+                json_seconds: JsonSeconds::Nanosecond,
+                ..v3
+            }
+        );
     }
 
     #[test]

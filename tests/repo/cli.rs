@@ -274,7 +274,21 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
     let dir = scratch("analyze");
     let golden = root().join("golden/v1/sealed.pj");
     let out = |name: &str| dir.join(name).to_str().unwrap().to_owned();
-    let (code, stdout, stderr) = percentes(&["analyze", golden.to_str().unwrap(), "-o", &out("a")]);
+    // The golden's synthetic header has no `placement` fact: its stall readings are not a
+    // ticker on the send path, so v0.4 (the default) leaves G2.4 unobserved, exit 2, and says so.
+    let (code, stdout, stderr) =
+        percentes(&["analyze", golden.to_str().unwrap(), "-o", &out("v4")]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stdout.contains("G2.4 runtime stall p99"), "{stdout}");
+    // Under v0.3 it reads as it was published.
+    let v3 = ["--spec", "v0.3"];
+    let analyze = |to: &str| {
+        let mut args = vec!["analyze", golden.to_str().unwrap(), "-o"];
+        args.push(to);
+        args.extend(v3);
+        percentes(&args)
+    };
+    let (code, stdout, stderr) = analyze(&out("a"));
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("NOT PUBLISHABLE: dev profile"), "{stdout}");
     assert!(stdout.contains("every applicable gate passed"), "{stdout}");
@@ -287,7 +301,7 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
         "5a2cf0ec574f9f9e8e492a2963c8c75d32dab83372be0be5a8bc1fc85b01ae28"
     );
     // Same journal, same spec, same analyzer: the same bytes in every file (SPEC §9).
-    let (code, _, _) = percentes(&["analyze", golden.to_str().unwrap(), "-o", &out("b")]);
+    let (code, _, _) = analyze(&out("b"));
     assert_eq!(code, 0);
     for file in ["report.json", "report.md", "histograms.hlog"] {
         assert_eq!(
@@ -303,6 +317,8 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
         "-o",
         &out("c"),
         "--json",
+        "--spec",
+        "v0.3",
     ]);
     assert_eq!(stdout.as_bytes(), read("a", "report.json").as_slice());
 
@@ -311,12 +327,12 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
         "analyze",
         golden.to_str().unwrap(),
         "--spec",
-        "v0.4",
+        "v0.5",
         "-o",
         &out("d"),
     ]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("v0.1, v0.2 and v0.3"), "{stderr}");
+    assert!(stderr.contains("v0.1, v0.2, v0.3 and v0.4"), "{stderr}");
 
     // A tampered journal is not analyzed.
     let mut bytes = std::fs::read(&golden).unwrap();
@@ -452,12 +468,15 @@ fn campaign_reads_journals_and_writes_its_summary() {
             .unwrap()
             .to_owned()
     };
+    // v0.3: the synthetic goldens' stall readings are no ticker on the send path (v0.4, G2.4).
     let (code, stdout, stderr) = percentes(&[
         "campaign",
         &golden("sealed"),
         &golden("signed"),
         "-o",
         out.to_str().unwrap(),
+        "--spec",
+        "v0.3",
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("## Headline"), "{stdout}");
@@ -1528,7 +1547,7 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
 fn analyze_by_cuts_every_window_by_the_columns_asked_for() {
     let _beside = crate::beside();
     let dir = scratch("analyze-by");
-    let golden = root().join("golden/runs/store-outage-under-spike.pj");
+    let golden = root().join("golden/runs/store-outage-under-spike-factor10.pj");
     let out = dir.join("by");
     let (code, stdout, stderr) = percentes(&[
         "analyze",
@@ -1608,7 +1627,7 @@ fn analyze_by_cuts_every_window_by_the_columns_asked_for() {
 fn every_command_reading_a_spilled_table_writes_the_same_output() {
     let _beside = crate::beside();
     let dir = scratch("analyze-spilled");
-    let golden = root().join("golden/runs/replica-loss-black-hole.pj");
+    let golden = root().join("golden/runs/replica-loss-black-hole-factor10.pj");
     let golden = golden.to_str().unwrap();
     let spill = dir.join("spill");
     std::fs::create_dir_all(&spill).unwrap();

@@ -61,7 +61,7 @@ fn journals() -> Vec<String> {
         })
         .collect();
     runs.sort();
-    assert_eq!(runs.len(), 5, "the recorded runs: {runs:?}");
+    assert_eq!(runs.len(), 11, "the recorded runs: {runs:?}");
     all.extend(runs);
     all
 }
@@ -125,6 +125,10 @@ fn query_windows_agree_with_the_committed_reports_under_every_spec() {
     for journal in runs {
         let stem = journal.trim_end_matches(".pj");
         for spec in Spec::ALL {
+            // The recordings at time factor 10 have v0.4 reports only.
+            if stem.ends_with("-factor10") && spec != Spec::CURRENT {
+                continue;
+            }
             let report_path = if spec == Spec::CURRENT {
                 format!("{stem}.report.json")
             } else {
@@ -138,11 +142,18 @@ fn query_windows_agree_with_the_committed_reports_under_every_spec() {
                 "SELECT window, outcome, count(*) AS n FROM requests GROUP BY window, outcome",
                 Some(spec),
             );
-            assert_eq!(code, 0, "{report_path}: the golden runs are valid");
+            // Under v0.4 the recordings before the workers' own tickers are invalid (G2.4), as
+            // is the noisy neighbour's at factor 10: `query` exits 2 for them, as `analyze` does.
+            let valid = report["validity"]["valid"].as_bool().unwrap();
+            assert_eq!(code, if valid { 0 } else { 2 }, "{report_path}");
             assert_eq!(
                 answer["not_publishable"], report["not_publishable"],
                 "{report_path}: the answer's reasons are the report's"
             );
+            if !valid {
+                // An invalid run's report publishes no window to count against.
+                continue;
+            }
             let mut counted: BTreeMap<(String, String), u64> = BTreeMap::new();
             for row in answer["rows"].as_array().unwrap() {
                 counted.insert(

@@ -5,7 +5,9 @@ use percentes_formats::journal::header::host_fact;
 use percentes_formats::journal::records::TelemetryRecord;
 use percentes_formats::journal::records::{EventKind, Outcome, CLIENT_BEHIND};
 use percentes_formats::pins;
-use percentes_formats::spec::{CpuSource, Rules, SkewDefinition, UndispatchedCount};
+use percentes_formats::spec::{
+    CpuSource, LatenessReading, Rules, SkewDefinition, StallReading, UndispatchedCount,
+};
 
 use crate::frame::{CgroupRow, Requests, NONE};
 use crate::load::Run;
@@ -127,18 +129,29 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
     } else {
         0
     };
+    let late = match rules.lateness {
+        LatenessReading::ClientLate => archived_client_late(run),
+        LatenessReading::AsRecorded => 0,
+    };
+    let mut how = if unknown > 0 {
+        "scheduled but never sent, the whole run (records and the recorder's own count), plus the requests of an unsealed journal that have no record, whose dispatch was never observed (A2)"
+    } else {
+        "scheduled but never sent, the whole run (records and the recorder's own count)"
+    }
+    .to_owned();
+    if late > 0 {
+        how.push_str(&format!(
+            ", plus {late} recorded as errored at connect by a recorder before the client-late rule, which reached them at or after their deadline and attempted no connect: the client's lateness, not the target's (§2, A3)"
+        ));
+    }
     gates.push(limit_gate(
         GateId::Undispatched,
-        Some((undispatched + unknown) as f64),
+        Some((undispatched + unknown + late) as f64),
         ms(&pins::GATES_UNDISPATCHED_MAX),
         false,
         "requests",
         requests.len() as u64,
-        if unknown > 0 {
-            "scheduled but never sent, the whole run (records and the recorder's own count), plus the requests of an unsealed journal that have no record, whose dispatch was never observed (A2)"
-        } else {
-            "scheduled but never sent, the whole run (records and the recorder's own count)"
-        },
+        &how,
     ));
     let samples = measured_telemetry(run, cut);
     // The window is the pin's 5 s on every profile (the dev profile does not divide it).
@@ -177,20 +190,28 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
     // Which ticker the journal's recorder ran (SPEC §2 "Runtime stall"): each worker's own,
     // where its `placement` fact says so; a journal without the fact is read as recorded, from
     // the ticker thread of its time, which did not share the workers' CPU.
-    let how = match run
+    let placement = run
         .header
         .host
         .iter()
-        .find(|(k, _)| k == host_fact::PLACEMENT)
-    {
+        .find(|(k, _)| k == host_fact::PLACEMENT);
+    // Under A3 (v0.4) only a ticker on each worker's own loop bounds the send path: the
+    // separate ticker thread of older recorders read 0.55 s while dispatch stood still for 58 s.
+    let off_the_send_path = placement.is_none() && rules.stall == StallReading::SendPathOnly;
+    let how = match placement {
         Some((_, placement)) => {
             format!("{how}; placement: {placement}")
         }
+        None if off_the_send_path => format!(
+            "{how}, but on a ticker thread of its own, not on the workers' loops: it does not bound the send path (§2 \"Runtime stall\", A3); this journal has no `placement` fact, so its recorder predates the workers' own tickers"
+        ),
         None => how.to_owned(),
     };
     gates.push(limit_gate(
         GateId::RuntimeStall,
-        stall_p99.map(|v| v as f64 / 1e3),
+        stall_p99
+            .filter(|_| !off_the_send_path)
+            .map(|v| v as f64 / 1e3),
         ms(&pins::GATES_RUNTIME_STALL_P99_US),
         true,
         "us",
@@ -221,6 +242,36 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
         valid: gates.iter().all(Gate::passed),
         gates,
     }
+}
+
+/// Under A3 (v0.4), the requests a recorder from before the client-late rule (a journal with no
+/// `placement` host fact) recorded as errored though it never tried them: its worker reached
+/// them at or after their deadline (t_i plus the client timeout) and wrote nothing, no connect
+/// started. Such a recorder stamped "the TCP connect took longer than 0ns" on them; the rule
+/// that replaced it records them undispatched, `client-late` (§2). Zero for a journal recorded
+/// under the rule, which holds none.
+pub(super) fn archived_client_late(run: &Run) -> u64 {
+    let placed = run
+        .header
+        .host
+        .iter()
+        .any(|(k, _)| k == host_fact::PLACEMENT);
+    if placed {
+        return 0;
+    }
+    let requests = &run.requests;
+    let timeout_ns = run.config.duration_ns(&pins::CLIENT_TIMEOUT_S);
+    (0..requests.len())
+        .filter(|&row| {
+            let deadline = requests.intended_ns[row].saturating_add(timeout_ns);
+            let reached = requests.dispatched_ns[row];
+            requests.outcome(row) == Some(Outcome::Errored)
+                && requests.connect_start_ns[row] == NONE
+                && requests.request_written_ns[row] == NONE
+                && reached != NONE
+                && reached >= deadline
+        })
+        .count() as u64
 }
 
 /// The telemetry samples whose interval overlaps the measured span.

@@ -59,6 +59,34 @@ pub struct RecoveryReport {
     /// fault-fidelity evidence. Absent under v0.1 and v0.2.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amended: Option<Amended>,
+    /// v0.4 (amendment A3): the survivor over the outage and over the recovery apart, each with
+    /// its n. Empty before v0.4.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub survivor: Vec<SurvivorReading>,
+}
+
+/// The survivor over one span of a fault run (A3): the outage (the fire anchor to the confirmed
+/// removal) or the recovery (the removal to the recovery to the pre-fault baseline, or the
+/// deadline), over the requests scheduled in it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SurvivorReading {
+    /// `outage` or `recovery`.
+    pub span: &'static str,
+    /// Its start, s from the epoch.
+    pub from_s: f64,
+    /// Its end, s from the epoch (none when the removal was not confirmed).
+    pub to_s: Option<f64>,
+    /// Requests scheduled in it.
+    pub scheduled: u64,
+    /// Of which completed (the TTFT's n).
+    pub completed: u64,
+    /// TTFT p50 of its completed requests, ms (the pinned histogram).
+    pub ttft_p50_ms: Option<f64>,
+    /// Its goodput (met the SLO / scheduled), refused over fewer than
+    /// `statistics.share_min_requests` requests.
+    pub goodput: Option<f64>,
+    /// What was refused or not read, and why.
+    pub note: String,
 }
 
 /// What amendment A2 (spec v0.3) adds to a recovery report.
@@ -122,6 +150,10 @@ pub struct Ttr {
     /// fault's removal, a TTR equal to R that the data make so).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// v0.4 (A3): a reading at the detector's resolution is a bound, not a duration: recovered
+    /// no later than this, s after the fire anchor (`ttr_s` is then absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -61,6 +61,10 @@ pub struct Report {
     pub headline: String,
     /// The coordinated-omission audit (seeds/003).
     pub audit: Audit,
+    /// The rules of the spec version applied (`provenance.spec_applied`), for what is read
+    /// from this report afterwards (the headline, a campaign's scalars); not written.
+    #[serde(skip)]
+    pub rules: percentes_formats::spec::Rules,
 }
 
 /// What the report cites (§9).

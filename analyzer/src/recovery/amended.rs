@@ -13,6 +13,7 @@
 use percentes_formats::config::{FaultVariant, Profile};
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
+use percentes_formats::spec::Claims;
 
 use crate::estimate::recovery::{self, Bucket, Detection, Detector, Plateau, Reader};
 use crate::load::Run;
@@ -179,20 +180,19 @@ impl Rules {
     }
 }
 
-/// A2's plan: the dev widening from the baseline's scheduled rate, and the confirmed removal.
+/// A2's plan: the dev widening from the baseline's scheduled rate (`per_bucket`, requests per
+/// bucket: observed under v0.3, configured under v0.4), and the confirmed removal.
 pub(crate) fn plan(
     run: &Run,
-    baseline: Option<(u64, u64)>,
+    per_bucket: Option<f64>,
     bucket_ns: u64,
     decomposition: &[Boundary],
 ) -> Plan {
     let config = &run.config;
     let min = pins::value::RECOVERY_WINDOW_MIN_REQUESTS as u64;
     let window = pins::value::RECOVERY_WINDOW_S as u64;
-    // Scheduled requests per pinned window at the baseline's rate (n over buckets).
-    let per_window = baseline
-        .filter(|&(_, buckets)| buckets > 0)
-        .map(|(n, buckets)| n as f64 / buckets as f64 * window as f64);
+    // Scheduled requests per pinned window at the baseline's rate.
+    let per_window = per_bucket.map(|per| per * window as f64);
     // The target is half again the minimum, so that a Poisson count at the baseline's rate falls
     // short of the minimum in a few windows in a hundred, not in half of them.
     let target = (min * DEV_TARGET_PERCENT / 100) as f64;
@@ -403,13 +403,17 @@ impl Flags<'_> {
 
 /// An invalid run's recovery report under A2: the timeline and the evidence stay, every recovery
 /// figure goes.
-pub(crate) fn withhold(mut report: crate::model::RecoveryReport) -> crate::model::RecoveryReport {
+pub(crate) fn withhold(
+    mut report: crate::model::RecoveryReport,
+    claims: Claims,
+) -> crate::model::RecoveryReport {
     let withheld = || crate::model::Ttr {
         status: "withheld".into(),
         ttr_s: None,
         at_s: None,
         text: "withheld: the run is invalid (§9)".into(),
         flags: Vec::new(),
+        bound_s: None,
     };
     report.to_pre_fault = withheld();
     report.to_equilibrium = withheld();
@@ -421,5 +425,13 @@ pub(crate) fn withhold(mut report: crate::model::RecoveryReport) -> crate::model
     report.sweep.clear();
     report.components.clear();
     report.series.clear();
+    // A3: no recovery reading anywhere, the sweep's sentence and the survivor's spans included.
+    if claims == Claims::Supported {
+        report.sweep_note = "withheld: the run is invalid (§9)".into();
+        report.survivor.clear();
+        report.equilibrium.from_s = report.fire_anchor_s;
+        report.equilibrium.to_s = report.fire_anchor_s;
+        report.caveats.clear();
+    }
     report
 }

@@ -1,6 +1,7 @@
 //! Per-component recovery, backlog drain and the measured decomposition (SPEC §5).
 
 use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
+use percentes_formats::spec::Claims;
 
 use super::amended::Rules;
 use super::{not_applicable, seconds, series_of, ttr};
@@ -23,6 +24,7 @@ pub(super) fn components(
     timeout_s: f64,
     detector: Detector,
     rules: &Rules,
+    not_before: NotBefore,
 ) -> Vec<Component> {
     let requests = &run.requests;
     let slo = crate::estimate::slo::Slo::pinned();
@@ -72,8 +74,21 @@ pub(super) fn components(
         baseline_window,
         timeout_s,
         detector,
+        not_before,
     ));
     out
+}
+
+/// The backlog drain's name in the component table.
+pub(super) const BACKLOG: &str = "backlog drain";
+
+/// When a component may recover: under v0.1 to v0.3 the backlog drain reads from its peak on;
+/// under A3 (v0.4) no component recovers before the fault's confirmed removal, as the pre-fault
+/// baseline does not (A2), and a drain whose hold the series cannot show is not determined.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NotBefore {
+    pub(super) claims: Claims,
+    pub(super) removal_ns: Option<u64>,
 }
 
 /// Backlog drain: requests in flight (dispatched, not yet terminal) sampled at each bucket start.
@@ -90,6 +105,7 @@ fn backlog(
     baseline: Option<Window>,
     timeout_s: f64,
     detector: Detector,
+    not_before: NotBefore,
 ) -> Component {
     let requests = &run.requests;
     let buckets = usize::try_from(end_ns / bucket_ns).unwrap_or(0);
@@ -146,8 +162,45 @@ fn backlog(
         };
     }
     let hold = detector.hold_s as usize;
-    let drained = (peak_at..after.len())
+    let from = match not_before {
+        NotBefore {
+            claims: Claims::Supported,
+            removal_ns: None,
+        } => {
+            return Component {
+                component: BACKLOG,
+                baseline: baseline_value,
+                ttr: undetermined(format!(
+                    "the fault's removal was not confirmed, and no component recovers before it (peak {peak} in flight, A3)"
+                )),
+            };
+        }
+        NotBefore {
+            claims: Claims::Supported,
+            removal_ns: Some(r),
+        } => peak_at.max(
+            usize::try_from(r.div_ceil(bucket_ns))
+                .unwrap_or(usize::MAX)
+                .saturating_sub(anchor),
+        ),
+        NotBefore { .. } => peak_at,
+    };
+    let drained = (from..after.len())
         .find(|&i| i + hold < after.len() && after[i..=i + hold].iter().all(|&v| v <= base_max));
+    // A3: a drain that starts but whose hold runs past the series is not observed, not "not
+    // drained".
+    let unobserved = not_before.claims == Claims::Supported
+        && drained.is_none()
+        && (from..after.len()).any(|i| after[i..].iter().all(|&v| v <= base_max));
+    if unobserved {
+        return Component {
+            component: BACKLOG,
+            baseline: baseline_value,
+            ttr: undetermined(format!(
+                "the backlog fell back to the baseline's largest ({base_max} in flight) but the series ends before its hold of H can be observed (peak {peak}, A3)"
+            )),
+        };
+    }
     Component {
         component: "backlog drain",
         baseline: baseline_value,
@@ -155,7 +208,7 @@ fn backlog(
             Some(i) => {
                 let at = (anchor + i) as u64 * bucket_ns;
                 let value = seconds(at.saturating_sub(anchor_ns));
-                Ttr { status: "recovered".into(), ttr_s: Some(value), at_s: Some(seconds(at)), text: format!("{value:.3} s (peak {peak} in flight)"), flags: Vec::new() }
+                Ttr { status: "recovered".into(), ttr_s: Some(value), at_s: Some(seconds(at)), text: format!("{value:.3} s (peak {peak} in flight)"), flags: Vec::new(), bound_s: None }
             }
             None => Ttr {
                 status: "not recovered within the recovery timeout".into(),
@@ -163,8 +216,20 @@ fn backlog(
                 at_s: None,
                 text: format!("backlog not drained within {timeout_s:.3} s (peak {peak} in flight, baseline at most {base_max})"),
                 flags: Vec::new(),
+            bound_s: None,
             },
         },
+    }
+}
+
+fn undetermined(why: String) -> Ttr {
+    Ttr {
+        status: "not determined".into(),
+        ttr_s: None,
+        at_s: None,
+        text: format!("not determined: {why}"),
+        flags: Vec::new(),
+        bound_s: None,
     }
 }
 

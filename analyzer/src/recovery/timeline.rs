@@ -4,6 +4,7 @@
 use percentes_formats::config::FaultVariant;
 use percentes_formats::journal::records::{EventKind, SealStatus, TimelineSubject};
 use percentes_formats::pins;
+use percentes_formats::spec::Claims;
 
 use super::amended::Plan;
 use super::seconds;
@@ -180,8 +181,13 @@ pub(super) fn ordered(
     pre: &Ttr,
     gates: &[Gate],
     plan: &Plan,
-    valid: bool,
+    (valid, claims): (bool, Claims),
 ) -> (Vec<State>, Vec<Duration>, Vec<String>) {
+    // Under A3 a state that was not read is named so, not as the two it could have been.
+    let unread = match claims {
+        Claims::Supported => "not determined",
+        Claims::Unguarded => "Recovered or ResidualFailure",
+    };
     let config = &run.config;
     let events = &run.events;
     let at = |kind: EventKind| events.first(kind).map(|e| e.at_ns);
@@ -277,13 +283,11 @@ pub(super) fn ordered(
     .min(timeline.measured_end_ns);
     let recovered_ns = pre.at_s.map(|s| (s * 1e9).round() as u64);
     if !valid {
-        raw.push((
-            "Recovered or ResidualFailure",
-            None,
-            "withheld: the run is invalid (§9)".into(),
-        ));
+        raw.push((unread, None, "withheld: the run is invalid (§9)".into()));
     } else if pre.status == "not determined" {
-        raw.push(("Recovered or ResidualFailure", None, pre.text.clone()));
+        raw.push((unread, None, pre.text.clone()));
+    } else if pre.status == "residual failure" {
+        raw.push(("ResidualFailure", Some(deadline_ns), pre.text.clone()));
     } else if let Some(r) = recovered_ns {
         raw.push((
             "Recovered",

@@ -304,11 +304,31 @@ pub fn ended(entry: &Entry, class: &str, after_ns: u64) -> RequestRecord {
 pub fn scripted(
     config: &Config,
     request: &dyn Fn(&Entry) -> Option<RequestRecord>,
+    events: Vec<EventRecord>,
+    telemetry: Vec<TelemetryRecord>,
+    status: SealStatus,
+) -> Vec<u8> {
+    // The scripted telemetry's stall readings stand for the workers' own tickers (SPEC §2), as a
+    // recorder since issue 32 journals them; v0.4 reads G2.4 only from such a journal.
+    let placement = (
+        crate::journal::header::host_fact::PLACEMENT.to_owned(),
+        "synthetic: the scripted stall readings are each worker's own ticker".to_owned(),
+    );
+    scripted_with_host(config, request, events, telemetry, status, vec![placement])
+}
+
+/// [`scripted`] with `host` facts of the caller's choosing beside the generator's: an empty list
+/// stands for a recorder before issue 32, with no `placement` fact.
+pub fn scripted_with_host(
+    config: &Config,
+    request: &dyn Fn(&Entry) -> Option<RequestRecord>,
     mut events: Vec<EventRecord>,
     mut telemetry: Vec<TelemetryRecord>,
     status: SealStatus,
+    host: Vec<(String, String)>,
 ) -> Vec<u8> {
-    let header = header(config, None);
+    let mut header = header(config, None);
+    header.host.extend(host);
     let params = header.schedule.clone();
     let mut writer = JournalWriter::create(Vec::new(), &header, None)
         .expect("a synthetic header is valid")
