@@ -107,9 +107,13 @@ pub fn analyze<'a>(
 
     let skews = client_gate::measured_skews(run, &cut, &rows_of, rules.skew);
     let mut validity = client_gate::evaluate(run, &cut, &skews, &rules);
-    validity
-        .gates
-        .extend(crate::gates::evaluate(run, &cut, &rows_of, &met));
+    validity.gates.extend(crate::gates::evaluate(
+        run,
+        &cut,
+        &rows_of,
+        &met,
+        rules.claims,
+    ));
     validity.gates.push(crate::escape::containment_gate(run));
     validity.valid = validity.gates.iter().all(Gate::holds);
     requests.release();

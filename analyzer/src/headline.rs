@@ -116,9 +116,18 @@ enum Slot {
 
 impl Slot {
     fn of(groups: &[Group], variant: &str, scalar: &str) -> Slot {
-        let Some(group) = groups.iter().find(|g| g.variant == variant) else {
+        let mut of_variant = groups.iter().filter(|g| g.variant == variant);
+        let Some(group) = of_variant.next() else {
             return Slot::NotApplicable(format!("no {variant} run"));
         };
+        // Two configurations of one variant are two experiments: the sentence does not pick one.
+        let others = of_variant.count();
+        if others > 0 {
+            return Slot::NotMeasured(format!(
+                "{} configurations of {variant} in this campaign, and the headline reads one; each group's scalars are given apart",
+                others + 1
+            ));
+        }
         match group.scalars.iter().find(|s| s.name == scalar) {
             Some(s) => match &s.summary {
                 Some(summary) => Slot::Measured(summary.clone()),

@@ -495,6 +495,7 @@ pub fn analyze(
             .collect(),
         amended: amended_report,
         survivor,
+        claims: spec_rules.claims,
     };
     let mut report = if valid {
         report

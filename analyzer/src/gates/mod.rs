@@ -11,6 +11,7 @@
 
 use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::records::EventKind;
+use percentes_formats::spec::Claims;
 
 use crate::load::Run;
 use crate::model::Gate;
@@ -34,6 +35,8 @@ struct Context<'a> {
     baseline_rows: &'a [usize],
     cut: &'a [Window],
     met: &'a [bool],
+    /// Which claims a gate's note may make (A3: none its status does not bear out).
+    claims: Claims,
 }
 
 /// A waiting-queue probe sample: (at_ns, replica, gauge).
@@ -49,8 +52,14 @@ pub fn waiting_samples(run: &Run) -> Vec<(u64, &str, f64)> {
 }
 
 /// Every gate of this module for `run`, given its windows and the rows in each, in the order the
-/// report lists them.
-pub fn evaluate(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], met: &[bool]) -> Vec<Gate> {
+/// report lists them; `claims` is the version's rule for what a note may say.
+pub fn evaluate(
+    run: &Run,
+    cut: &[Window],
+    rows_of: &[Vec<usize>],
+    met: &[bool],
+    claims: Claims,
+) -> Vec<Gate> {
     let config = &run.config;
     let variant = config.fault.variant;
     let baseline = cut.iter().position(|w| w.kind == Kind::Baseline);
@@ -64,6 +73,7 @@ pub fn evaluate(run: &Run, cut: &[Window], rows_of: &[Vec<usize>], met: &[bool])
         baseline_rows: baseline.map_or(&[], |i| rows_of[i].as_slice()),
         cut,
         met,
+        claims,
     };
     let mut gates = vec![share::g1(&ctx), fidelity::fidelity(&ctx)];
     gates.extend(black_hole::g3_g4(&ctx));

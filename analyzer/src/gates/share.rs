@@ -1,6 +1,7 @@
 //! G1: each replica's share of the baseline's requests (SPEC §1).
 
 use percentes_formats::pins;
+use percentes_formats::spec::Claims;
 
 use super::Context;
 use crate::model::{Effect, Gate, GateId, Status};
@@ -81,9 +82,18 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
                 ));
             }
             let victim = config.fault.victim.as_deref().unwrap_or("");
+            let assumed = match ctx.claims {
+                // A3: the note says what the gate does, not a verdict its status may contradict.
+                Claims::Supported => "per-request (layer-7) balancing assumed, so a share outside the band fails the run",
+                Claims::Unguarded => "per-request (layer-7) balancing assumed, so the share gate fails the run",
+            };
             g1.note = format!(
-                "killed replica {victim}; per-request (layer-7) balancing assumed, so the share gate fails the run (the configuration names no routing regime){}",
-                if reached < config.target.replicas.len() { "; traffic reached fewer replicas than declared" } else { "" }
+                "killed replica {victim}; {assumed} (the configuration names no routing regime){}",
+                if reached < config.target.replicas.len() {
+                    "; traffic reached fewer replicas than declared"
+                } else {
+                    ""
+                }
             );
             if let Some(header) = &config.target.replica_header {
                 g1.note.push_str(&format!(

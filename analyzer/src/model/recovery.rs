@@ -63,6 +63,10 @@ pub struct RecoveryReport {
     /// its n. Empty before v0.4.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub survivor: Vec<SurvivorReading>,
+    /// The version's rule for which claims the report makes (how report.md words the section);
+    /// not written.
+    #[serde(skip)]
+    pub claims: percentes_formats::spec::Claims,
 }
 
 /// The survivor over one span of a fault run (A3): the outage (the fire anchor to the confirmed

@@ -308,3 +308,64 @@ fn archived_client_late_errors_count_as_never_sent_under_v0_4() {
         g.note
     );
 }
+
+/// Two configurations of one variant are two experiments: A3's headline reads neither as the
+/// variant's (v0.3 took the first group, silently).
+#[test]
+fn two_configurations_of_one_variant_are_not_read_as_one() {
+    use crate::summaries::{self, RunRef};
+    use percentes_formats::spec::SurvivorSpan;
+    let (fate, events) = replaced_at(60, 46);
+    let a = run_under(FAULT, fate, events.clone(), Spec::V0_4);
+    let (fate, _) = replaced_at(60, 46);
+    let b = run_under(
+        &FAULT.replace("seed = 7", "seed = 8"),
+        fate,
+        events,
+        Spec::V0_4,
+    );
+    let refs = [
+        RunRef {
+            name: "a.pj",
+            report: &a,
+            accelerator: &[],
+        },
+        RunRef {
+            name: "b.pj",
+            report: &b,
+            accelerator: &[],
+        },
+    ];
+    let groups = summaries::groups(&refs);
+    assert_eq!(groups.len(), 2);
+    let sentence = crate::headline::sentence(
+        &groups,
+        &summaries::clean_delete_recoveries(&refs),
+        SurvivorSpan::OutageThenRecovery,
+    );
+    assert!(
+        sentence.contains("[not measured: 2 configurations of clean-delete in this campaign"),
+        "{sentence}"
+    );
+}
+
+/// G1's note says what the gate does, not "fails the run" beside a pass (A3); v0.3 keeps its
+/// words.
+#[test]
+fn the_share_gates_note_claims_no_verdict_its_status_contradicts() {
+    let (fate, events) = replaced_at(60, 46);
+    let v4 = run_under(FAULT, fate, events.clone(), Spec::V0_4);
+    let (fate, _) = replaced_at(60, 46);
+    let v3 = run_under(FAULT, fate, events, Spec::V0_3);
+    let g4 = gate(&v4, GateId::ReplicaShare);
+    assert_eq!(g4.status, Status::Pass);
+    assert!(
+        g4.note
+            .contains("so a share outside the band fails the run"),
+        "{}",
+        g4.note
+    );
+    assert!(gate(&v3, GateId::ReplicaShare)
+        .note
+        .contains("so the share gate fails the run"));
+}
