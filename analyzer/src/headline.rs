@@ -276,7 +276,9 @@ fn segments(reports: &[&RecoveryReport]) -> (String, String) {
         .filter(|name| {
             reports.iter().all(|r| {
                 r.decomposition.iter().any(|b| {
-                    b.boundary == *name && b.since_anchor_s.is_some_and(|at| within_ttr(r, at))
+                    b.boundary == *name
+                        && !b.out_of_order
+                        && b.since_anchor_s.is_some_and(|at| within_ttr(r, at))
                 })
             })
         })

@@ -480,7 +480,14 @@ pub fn analyze(
         sweep,
         sweep_note,
         components,
-        decomposition,
+        decomposition: match spec_rules.claims {
+            Claims::Supported => {
+                let mut ordered = decomposition;
+                parts::flag_out_of_order(&mut ordered);
+                ordered
+            }
+            Claims::Unguarded => decomposition,
+        },
         timeline: timeline_states,
         durations,
         experiment_invalid,
@@ -658,6 +665,41 @@ mod tests {
         cells[9] = Some(Less);
         assert!(sweep_claim(&cells)
             .starts_with("the ordering of the two recovery times changes across the 3 cells"));
+    }
+
+    /// Hand-made: reschedule at 1 s, weight load at 12.560 s, replica-ready at 12.523 s (listed
+    /// after the weight load): replica-ready is flagged, 0.037 s before it; a later boundary is
+    /// compared with the weight load, the last one in order.
+    #[test]
+    fn a_boundary_observed_before_the_one_listed_before_it_bounds_no_segment() {
+        let at = |name: &'static str, ns: Option<u64>| Boundary {
+            at_ns: ns,
+            boundary: name,
+            at_s: ns.map(seconds),
+            since_anchor_s: ns.map(seconds),
+            evidence: "seen".into(),
+            out_of_order: false,
+        };
+        let mut b = vec![
+            at("reschedule", Some(1_000_000_000)),
+            at("weight load", Some(12_560_000_000)),
+            at("CUDA-graph capture", None),
+            at("replica-ready", Some(12_523_000_000)),
+            at("traffic-restored", Some(12_600_000_000)),
+        ];
+        parts::flag_out_of_order(&mut b);
+        let flagged: Vec<&str> = b
+            .iter()
+            .filter(|b| b.out_of_order)
+            .map(|b| b.boundary)
+            .collect();
+        assert_eq!(flagged, ["replica-ready"]);
+        assert!(
+            b[3].evidence
+                .contains("observed 0.037 s before weight load"),
+            "{}",
+            b[3].evidence
+        );
     }
 
     #[test]

@@ -215,6 +215,10 @@ pub struct Boundary {
     pub since_anchor_s: Option<f64>,
     /// The evidence in the journal, or why there is none.
     pub evidence: String,
+    /// A3 (v0.4): observed before a boundary listed before it, so no segment ends or starts at
+    /// it (not written; its evidence says so).
+    #[serde(skip)]
+    pub out_of_order: bool,
 }
 
 /// One state of the failure-injection timeline (seeds/004).

@@ -233,11 +233,32 @@ fn undetermined(why: String) -> Ttr {
     }
 }
 
+/// A3: a boundary observed before one listed before it (a weight load after the replica's
+/// readiness probe, their clocks being different sources) bounds no segment: its evidence says
+/// so, and the headline measures no segment from or to it.
+pub(super) fn flag_out_of_order(boundaries: &mut [Boundary]) {
+    let mut last: Option<(u64, &'static str)> = None;
+    for b in boundaries.iter_mut() {
+        let Some(at) = b.at_ns else { continue };
+        match last {
+            Some((before, name)) if at < before => {
+                b.out_of_order = true;
+                b.evidence.push_str(&format!(
+                    "; observed {:.3} s before {name}, which is listed before it: the two come from different sources, so no segment between them is a measured duration (A3)",
+                    seconds(before - at)
+                ));
+            }
+            _ => last = Some((at, b.boundary)),
+        }
+    }
+}
+
 /// Measured boundaries only (§5): timeline events the journal carries, the first direct probe
 /// success against the victim, the first success through the service served by it.
 pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
     let mut out = Vec::new();
     let boundary = |name: &'static str, at: Option<u64>, evidence: String| Boundary {
+        out_of_order: false,
         at_ns: at,
         boundary: name,
         at_s: at.map(seconds),
