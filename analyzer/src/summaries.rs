@@ -131,42 +131,34 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         "ms",
         "secondary",
         false,
-        |r| {
-            let s = span(r, "outage")?;
-            s.ttft_p50_ms.ok_or_else(|| s.note.clone())
-        },
+        |r| span_ttft(r, "outage"),
     ),
     ("outage: goodput", "share", "secondary", false, |r| {
-        let s = span(r, "outage")?;
-        s.goodput.ok_or_else(|| s.note.clone())
+        span_goodput(r, "outage")
     }),
     (
         "outage: requests scheduled",
         "requests",
         "secondary",
         false,
-        |r| Ok(span(r, "outage")?.scheduled as f64),
+        |r| span_scheduled(r, "outage"),
     ),
     (
         "recovery: TTFT p50 (conditional on completion)",
         "ms",
         "secondary",
         false,
-        |r| {
-            let s = span(r, "recovery")?;
-            s.ttft_p50_ms.ok_or_else(|| s.note.clone())
-        },
+        |r| span_ttft(r, "recovery"),
     ),
     ("recovery: goodput", "share", "secondary", false, |r| {
-        let s = span(r, "recovery")?;
-        s.goodput.ok_or_else(|| s.note.clone())
+        span_goodput(r, "recovery")
     }),
     (
         "recovery: requests scheduled",
         "requests",
         "secondary",
         false,
-        |r| Ok(span(r, "recovery")?.scheduled as f64),
+        |r| span_scheduled(r, "recovery"),
     ),
     (
         "in flight on the victim at fire: requests",
@@ -207,6 +199,21 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         },
     ),
 ];
+
+/// A survivor span's TTFT p50, goodput and scheduled count (A3), or why it has none.
+fn span_ttft(r: &Report, name: &str) -> Result<f64, String> {
+    let s = span(r, name)?;
+    s.ttft_p50_ms.ok_or_else(|| s.note.clone())
+}
+
+fn span_goodput(r: &Report, name: &str) -> Result<f64, String> {
+    let s = span(r, name)?;
+    s.goodput.ok_or_else(|| s.note.clone())
+}
+
+fn span_scheduled(r: &Report, name: &str) -> Result<f64, String> {
+    Ok(span(r, name)?.scheduled as f64)
+}
 
 fn span<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::SurvivorReading, String> {
     r.recovery
