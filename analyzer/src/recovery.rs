@@ -582,16 +582,21 @@ impl Cells<'_> {
                 Plateau::NotEstimable { .. } => None,
             };
             let mut pre_s = ttr(pre_cell, bucket_ns, anchor_ns, self.timeout_s).ttr_s;
+            let (mut pre_bound, mut eq_bound) = (None, None);
             // A3: a cell's reading at its own detector's resolution is a bound, not a value.
             if self.rules.resolution == DetectorResolution::Bound {
                 let cell_r = cell.window_s * bucket_ns;
                 let at = |t: f64| anchor_ns + (t * 1e9).round() as u64;
                 let removal = rules.amended.as_ref().and_then(|p| p.removal_ns);
-                pre_s = pre_s.filter(|&t| {
-                    removal.is_none_or(|r| !bounds::at_resolution(at(t), r, cell_r, bucket_ns))
-                });
-                eq_cell = eq_cell
-                    .filter(|&t| !bounds::at_resolution(at(t), anchor_ns, cell_r, bucket_ns));
+                let floor = |t: Option<f64>, start: Option<u64>| {
+                    t.zip(start)
+                        .filter(|&(t, s)| bounds::at_resolution(at(t), s, cell_r, bucket_ns))
+                        .map(|(t, _)| t)
+                };
+                pre_bound = floor(pre_s, removal);
+                eq_bound = floor(eq_cell, Some(anchor_ns));
+                pre_s = pre_s.filter(|_| pre_bound.is_none());
+                eq_cell = eq_cell.filter(|_| eq_bound.is_none());
             }
             orderings.push(pre_s.zip(eq_cell).map(|(p, e)| p.total_cmp(&e)));
             sweep.push(SweepRow {
@@ -600,6 +605,8 @@ impl Cells<'_> {
                 hold_s: edge(cell.hold_s),
                 to_pre_fault_s: pre_s,
                 to_equilibrium_s: eq_cell,
+                pre_fault_bound_s: pre_bound,
+                equilibrium_bound_s: eq_bound,
             });
         }
         let stable = orderings.windows(2).all(|w| w[0] == w[1]);

@@ -188,6 +188,13 @@ pub struct SweepRow {
     pub to_pre_fault_s: Option<f64>,
     /// TTR to the plateau in this cell.
     pub to_equilibrium_s: Option<f64>,
+    /// v0.4 (A3): this cell's recovery to the pre-fault baseline at its own detector's
+    /// resolution: recovered by then, s after the fire anchor, a bound and no TTR.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_fault_bound_s: Option<f64>,
+    /// v0.4 (A3): the same of its equilibrium.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub equilibrium_bound_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

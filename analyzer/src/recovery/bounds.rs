@@ -110,6 +110,8 @@ pub(crate) fn to_the_nanosecond(r: &mut RecoveryReport) {
         round(&mut row.hold_s);
         opt(&mut row.to_pre_fault_s);
         opt(&mut row.to_equilibrium_s);
+        opt(&mut row.pre_fault_bound_s);
+        opt(&mut row.equilibrium_bound_s);
     }
     for c in &mut r.components {
         ttr(&mut c.ttr);

@@ -92,6 +92,11 @@ pub(super) fn recovery_section(md: &mut String, r: &RecoveryReport) {
         r.sweep_note
     );
     let _ = writeln!(md, "| entry % | R (s) | H (s) | to pre-fault (s) | to equilibrium (s) |\n|---|---|---|---|---|");
+    // A3: a cell at its detector's resolution shows its bound as such, not as "n/a".
+    let cell = |value: Option<f64>, bound: Option<f64>| match bound {
+        Some(b) => format!("by {b:.3} (bound)"),
+        None => f(value),
+    };
     for row in &r.sweep {
         let _ = writeln!(
             md,
@@ -99,8 +104,8 @@ pub(super) fn recovery_section(md: &mut String, r: &RecoveryReport) {
             row.entry_percent,
             row.window_s,
             row.hold_s,
-            f(row.to_pre_fault_s),
-            f(row.to_equilibrium_s)
+            cell(row.to_pre_fault_s, row.pre_fault_bound_s),
+            cell(row.to_equilibrium_s, row.equilibrium_bound_s)
         );
     }
     let _ = writeln!(md, "\n### Decomposition (measured boundaries only)\n");

@@ -89,6 +89,17 @@ fn a_recovery_within_r_of_the_removal_is_a_bound() {
         "{}",
         v4.headline
     );
+    // The sweep's pinned cell (90 %, R 2 s, H 6 s) holds the same bound, and no value.
+    let pinned = rec(&v4)
+        .sweep
+        .iter()
+        .find(|c| (c.entry_percent, c.window_s, c.hold_s) == (90.0, 2.0, 6.0))
+        .unwrap();
+    assert_eq!(
+        (pinned.to_pre_fault_s, pinned.pre_fault_bound_s),
+        (None, Some(26.0))
+    );
+    assert!(report::markdown(&v4).contains("| 90 | 2.000 | 6.000 | by 26.000 (bound) |"));
     // v0.3 keeps its reading.
     assert_eq!(rec(&v3).to_pre_fault.status, "recovered");
 }
