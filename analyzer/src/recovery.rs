@@ -546,6 +546,25 @@ struct Cells<'a> {
 }
 
 impl Cells<'_> {
+    /// A3: a cell's TTR `t` (s after the fire) at its own detector's resolution after `start`
+    /// (the removal, the fire) is a bound, not a value: (value, bound), one of them `None`.
+    fn resolve(
+        &self,
+        cell: Detector,
+        t: Option<f64>,
+        start: Option<u64>,
+    ) -> (Option<f64>, Option<f64>) {
+        if self.rules.resolution != DetectorResolution::Bound {
+            return (t, None);
+        }
+        let at = |t: f64| self.anchor_ns + (t * 1e9).round() as u64;
+        let window_ns = cell.window_s * self.bucket_ns;
+        let bound = t.zip(start).and_then(|(t, s)| {
+            bounds::at_resolution(at(t), s, window_ns, self.bucket_ns).then_some(t)
+        });
+        (t.filter(|_| bound.is_none()), bound)
+    }
+
     /// Each cell's own detector, plateau and equilibrium, and the sentence on their ordering.
     fn sweep(&self) -> (Vec<SweepRow>, String) {
         let (series, anchor, anchor_ns, bucket_ns) =
@@ -569,7 +588,7 @@ impl Cells<'_> {
                 pre_cell,
                 cell.window_s as usize,
             );
-            let mut eq_cell = match plateau_cell {
+            let eq_cell = match plateau_cell {
                 Plateau::Estimable { goodput, to_s, .. } => {
                     ttr(
                         rules.equilibrium(series, anchor, to_s as usize, goodput, cell),
@@ -581,23 +600,10 @@ impl Cells<'_> {
                 }
                 Plateau::NotEstimable { .. } => None,
             };
-            let mut pre_s = ttr(pre_cell, bucket_ns, anchor_ns, self.timeout_s).ttr_s;
-            let (mut pre_bound, mut eq_bound) = (None, None);
-            // A3: a cell's reading at its own detector's resolution is a bound, not a value.
-            if self.rules.resolution == DetectorResolution::Bound {
-                let cell_r = cell.window_s * bucket_ns;
-                let at = |t: f64| anchor_ns + (t * 1e9).round() as u64;
-                let removal = rules.amended.as_ref().and_then(|p| p.removal_ns);
-                let floor = |t: Option<f64>, start: Option<u64>| {
-                    t.zip(start)
-                        .filter(|&(t, s)| bounds::at_resolution(at(t), s, cell_r, bucket_ns))
-                        .map(|(t, _)| t)
-                };
-                pre_bound = floor(pre_s, removal);
-                eq_bound = floor(eq_cell, Some(anchor_ns));
-                pre_s = pre_s.filter(|_| pre_bound.is_none());
-                eq_cell = eq_cell.filter(|_| eq_bound.is_none());
-            }
+            let pre_s = ttr(pre_cell, bucket_ns, anchor_ns, self.timeout_s).ttr_s;
+            let removal = rules.amended.as_ref().and_then(|p| p.removal_ns);
+            let (pre_s, pre_bound) = self.resolve(cell, pre_s, removal);
+            let (eq_cell, eq_bound) = self.resolve(cell, eq_cell, Some(anchor_ns));
             orderings.push(pre_s.zip(eq_cell).map(|(p, e)| p.total_cmp(&e)));
             sweep.push(SweepRow {
                 entry_percent: (cell.entry * 100.0).round(),
