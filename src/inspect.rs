@@ -26,25 +26,20 @@ pub enum KindArg {
     /// Kind 6: what a request asked for beyond its request record (`max_tokens`, its prompt's
     /// length in tokens).
     RequestExtension,
+    /// Kind 7: one scrape of a server's metrics (SPEC §2 server-side evidence).
+    Scrape,
     /// Kinds this build does not know.
     Other,
 }
 
 impl KindArg {
     fn matches(self, kind: u8) -> bool {
-        matches!(
-            (self, RecordKind::from_byte(kind)),
-            (KindArg::Request, Some(RecordKind::Request))
-                | (KindArg::Event, Some(RecordKind::Event))
-                | (KindArg::Telemetry, Some(RecordKind::Telemetry))
-                | (KindArg::Checkpoint, Some(RecordKind::Checkpoint))
-                | (KindArg::Seal, Some(RecordKind::Seal))
-                | (
-                    KindArg::RequestExtension,
-                    Some(RecordKind::RequestExtension)
-                )
-                | (KindArg::Other, None)
-        )
+        match RecordKind::from_byte(kind) {
+            Some(known) => self
+                .to_possible_value()
+                .is_some_and(|v| v.get_name() == known.name()),
+            None => self == KindArg::Other,
+        }
     }
 }
 

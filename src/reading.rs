@@ -105,10 +105,11 @@ pub fn export(
         bail!("{} exists; pass --force to replace it", parquet.display());
     }
     let (_file, run) = load_run_with(path, table)?;
+    let server = percentes_analyzer::export::server_note(&run, parquet);
     let rows = percentes_analyzer::export::parquet(run, parquet)
         .with_context(|| format!("cannot write {}", parquet.display()))?;
     warn!(
-        "wrote {rows} rows (one per scheduled request) to {}",
+        "wrote {rows} rows (one per scheduled request) to {}{server}",
         parquet.display()
     );
     Ok(ExitCode::SUCCESS)

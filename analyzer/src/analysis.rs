@@ -223,6 +223,28 @@ pub fn analyze<'a>(
         (cut.clone(), recovered_at_ns)
     };
 
+    // The server's own metrics (§2), per window where the windows are shown.
+    let spans: Vec<crate::server::WindowSpan> = cut_shown
+        .iter()
+        .map(|w| crate::server::WindowSpan {
+            name: w.kind.name(),
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+            canary_max_ns: windows_out
+                .iter()
+                .find(|r: &&WindowReport| r.window == w.kind.name())
+                .and_then(|r| r.receive_path.canary_max_us)
+                .map(|us| (us * 1e3).round() as u64),
+        })
+        .collect();
+    let server = crate::server::evidence(
+        run,
+        shown.then_some(&spans[..]),
+        (!shown).then(|| {
+            "withheld with the windows: the run is invalid (§9); --diagnose shows them".into()
+        }),
+        config.scrape_period_ms() as f64,
+    );
     let cleanup = crate::escape::cleanup(run);
     let escape = crate::escape::escape(run, cleanup.as_ref());
     let mut report = Report {
@@ -262,6 +284,7 @@ pub fn analyze<'a>(
         recovery,
         cleanup,
         escape,
+        server,
         headline: String::new(),
         audit,
         rules,

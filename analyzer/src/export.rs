@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use percentes_formats::journal::records::{class_name, event_kind_name, Outcome};
+use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::journal::{hex, Header};
 use polars::prelude::*;
 
@@ -272,6 +273,99 @@ pub fn telemetry_frame(telemetry: &Telemetry) -> PolarsResult<DataFrame> {
     )
 }
 
+/// The server's metrics (SPEC §2 "Server-side evidence"): one row per journaled reading of
+/// every answered scrape, with its series spelled out. `value` is a gauge's reading, or a
+/// cumulative series' increase since its source's previous scrape; `reading` says which
+/// (`value`, `increase`, or `base`: a cumulative value in a source's first scrape, from before
+/// the run).
+pub fn server_frame(scrapes: &[ScrapeRecord]) -> PolarsResult<DataFrame> {
+    let mut series: std::collections::BTreeMap<(&str, u32), &SeriesDefinition> = Default::default();
+    let mut rows = ServerRows::default();
+    for scrape in scrapes {
+        for d in &scrape.defined {
+            series.insert((scrape.source.as_str(), d.id), d);
+        }
+        for sample in &scrape.samples {
+            let Some(d) = series.get(&(scrape.source.as_str(), sample.id)) else {
+                continue;
+            };
+            let cumulative = crate::server::cumulative(d.kind);
+            rows.source.push(scrape.source.clone());
+            rows.sent_ns.push(scrape.sent_ns);
+            rows.received_ns.push(scrape.received_ns);
+            rows.restarted.push(scrape.restarted);
+            rows.family.push(d.family.clone());
+            rows.name.push(d.name.clone());
+            rows.labels.push(
+                d.labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v:?}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+            rows.role.push(
+                percentes_formats::prometheus::role_of(&d.family).map(|r| r.name().to_owned()),
+            );
+            rows.reading.push(match (cumulative, scrape.first) {
+                (false, _) => "value",
+                (true, true) => "base",
+                (true, false) => "increase",
+            });
+            rows.value.push(sample.value);
+        }
+    }
+    DataFrame::new(
+        rows.source.len(),
+        vec![
+            Column::new("source".into(), rows.source),
+            Column::new("sent_ns".into(), rows.sent_ns),
+            Column::new("received_ns".into(), rows.received_ns),
+            Column::new("restarted".into(), rows.restarted),
+            Column::new("family".into(), rows.family),
+            Column::new("name".into(), rows.name),
+            Column::new("labels".into(), rows.labels),
+            Column::new("role".into(), rows.role),
+            Column::new("reading".into(), rows.reading),
+            Column::new("value".into(), rows.value),
+        ],
+    )
+}
+
+#[derive(Default)]
+struct ServerRows {
+    source: Vec<String>,
+    sent_ns: Vec<u64>,
+    received_ns: Vec<u64>,
+    restarted: Vec<bool>,
+    family: Vec<String>,
+    name: Vec<String>,
+    labels: Vec<String>,
+    role: Vec<Option<String>>,
+    reading: Vec<&'static str>,
+    value: Vec<f64>,
+}
+
+/// Where [`parquet`] writes the server table beside the request table: `runs.parquet` ->
+/// `runs.server.parquet`.
+pub fn server_path(path: &Path) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{stem}.server.parquet"))
+}
+
+/// What `export` adds to its line when [`parquet`] writes the server table too: where.
+pub fn server_note(run: &Run, path: &Path) -> String {
+    match run.scrapes.is_empty() {
+        true => String::new(),
+        false => format!(
+            ", and the server's metrics (one row per reading, SPEC §2) to {}",
+            server_path(path).display()
+        ),
+    }
+}
+
 /// The run's phase names and route labels, by index, as the request frame names them.
 pub(crate) fn labels(header: &Header) -> (Vec<String>, Vec<String>) {
     let schedule = &header.schedule;
@@ -337,5 +431,12 @@ pub fn parquet_in_batches(run: &Run, path: &Path, batch_rows: usize) -> PolarsRe
         writer.write_batch(&batch)?;
     }
     writer.finish()?;
+    if !run.scrapes.is_empty() {
+        let mut frame = server_frame(&run.scrapes)?;
+        let file = std::fs::File::create(server_path(path))?;
+        ParquetWriter::new(file)
+            .with_compression(ParquetCompression::Zstd(None))
+            .finish(&mut frame)?;
+    }
     Ok(rows)
 }

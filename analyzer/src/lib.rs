@@ -34,6 +34,7 @@ pub mod plots;
 pub mod query;
 pub mod recovery;
 pub mod report;
+pub mod server;
 pub mod shards;
 pub mod summaries;
 pub mod sweep;

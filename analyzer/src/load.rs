@@ -11,6 +11,7 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::cgroup::CgroupCpu;
 use percentes_formats::journal::manifest::Manifest;
 use percentes_formats::journal::records::{EventKind, Record, SealStatus};
+use percentes_formats::journal::scrape::ScrapeRecord;
 use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::ScheduleParams;
@@ -37,6 +38,9 @@ pub struct Run {
     pub events: Events,
     /// One row per telemetry record.
     pub telemetry: Telemetry,
+    /// The server's metrics, one record per answered scrape, in journal order (SPEC §2
+    /// "Server-side evidence"; only the coordinating shard scrapes).
+    pub scrapes: Vec<ScrapeRecord>,
     /// Scheduled indices of this shard with no record (possible only in an unpublishable run).
     pub missing: Vec<u64>,
     /// Why nothing from this run may be published; empty when it may be.
@@ -309,6 +313,7 @@ pub fn load_verified_with(
     let mut first_sequence = vec![0u64; 0];
     let mut events = Events::default();
     let mut telemetry = Telemetry::default();
+    let mut scrapes = Vec::new();
     for (part, (file, report)) in files.iter().zip(&parts).enumerate() {
         let own = report.header.as_ref().expect("checked above");
         let own = (u64::from(own.shard_index), u64::from(own.shard_count));
@@ -392,6 +397,7 @@ pub fn load_verified_with(
                     events.rows.push(e)
                 }
                 Record::Telemetry(t) => telemetry.rows.push(t),
+                Record::Scrape(s) => scrapes.push(s),
                 Record::RequestExtension(x) => {
                     // The same placement rules as a request record's: scheduled in this shard,
                     // at most once.
@@ -479,6 +485,7 @@ pub fn load_verified_with(
         requests,
         events,
         telemetry,
+        scrapes,
         missing,
         not_publishable,
         manifest: None,

@@ -578,6 +578,105 @@ pub fn latency(report: &Report, requests: &Requests) -> String {
     frame.finish()
 }
 
+/// What a server plot reads of one scrape's point.
+type Reading<'a> = &'a dyn Fn(&crate::model::ServerPoint) -> Option<f64>;
+
+/// A colour per scraped source, in the order the evidence lists them.
+const SOURCE_COLOURS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+
+/// The fire and the removal as the report's timeline gives them, for the server plots' marks.
+fn fault_marks(frame: &mut Frame, report: &Report) {
+    let mut row = 0;
+    if let Some(fired) = report.timeline.fired_s {
+        frame.vline(fired, "#555", "fire", row);
+        row += 1;
+    }
+    let removal = report.recovery.as_ref().and_then(|r| {
+        r.timeline
+            .iter()
+            .find(|s| s.state == "Recovering")
+            .and_then(|s| s.from_s)
+    });
+    if let Some(at) = removal {
+        frame.vline(at, "#ff7f0e", "removal", row);
+    }
+}
+
+/// The server's own view over the run (SPEC §2 "Server-side evidence"): per source, its
+/// waiting queue and running requests at each scrape (`server-load.svg`), and its mean
+/// first-token time between scrapes beside the client's over the same intervals
+/// (`server-first-token.svg`); the same time axis as goodput.svg, windows shaded, the fire and
+/// the removal marked. `None` without per-scrape points (no scrapes, or windows withheld).
+pub fn server(report: &Report) -> Option<[(&'static str, String); 2]> {
+    let evidence = report.server.as_ref()?;
+    let points = &evidence.timeline;
+    if points.is_empty() {
+        return None;
+    }
+    let end = report.timeline.windows.last().map_or(1.0, |w| w.end_s);
+    let sources: Vec<&str> = evidence.sources.iter().map(|s| s.source.as_str()).collect();
+    let colour_of = |source: &str| {
+        let i = sources.iter().position(|s| *s == source).unwrap_or(0);
+        SOURCE_COLOURS[i % SOURCE_COLOURS.len()]
+    };
+    let series = |source: &str, value: Reading<'_>| {
+        points
+            .iter()
+            .filter(|p| p.source == source)
+            .filter_map(|p| Some((p.t_s, value(p)?)))
+            .collect::<Vec<_>>()
+    };
+    let draw = |title: &str, y_label: &str, caption: &str, lines: [(&str, Reading<'_>); 2]| {
+        let top = points
+            .iter()
+            .flat_map(|p| lines.iter().filter_map(|(_, f)| f(p)))
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.05;
+        let mut frame = Frame::new(
+            title,
+            "time of the run (s)",
+            y_label,
+            (0.0, end),
+            (0.0, top),
+        );
+        frame.caption(caption);
+        for w in &report.timeline.windows {
+            frame.band(w.start_s, w.end_s, colour(w.window), 0.06);
+        }
+        let mut legend = Vec::new();
+        for source in &sources {
+            for (k, (name, f)) in lines.iter().enumerate() {
+                frame.polyline(&series(source, *f), colour_of(source), k == 1);
+                let dashed = if k == 1 { " (dashed)" } else { "" };
+                legend.push((format!("{source}: {name}{dashed}"), colour_of(source)));
+            }
+        }
+        fault_marks(&mut frame, report);
+        frame.legend(&legend);
+        frame.finish()
+    };
+    let load = draw(
+        "The server's own view: waiting and running requests",
+        "requests (server's gauges)",
+        &format!(
+            "each source's /metrics every {:.0} ms; waiting solid, running dashed",
+            evidence.period_ms
+        ),
+        [("waiting", &|p| p.queue), ("running", &|p| p.running)],
+    );
+    let first = draw(
+        "First token: the server's clock against the client's",
+        "mean time to first token (ms)",
+        "between consecutive scrapes: the server's histogram mean (solid) and the client's, from the request written (dashed)",
+        [
+            ("server", &|p| p.server_first_token_ms),
+            ("client", &|p| p.client_first_token_ms),
+        ],
+    );
+    Some([("server-load.svg", load), ("server-first-token.svg", first)])
+}
+
 /// The SVG files for `report`: (file name, contents).
 pub fn all(report: &Report, requests: &Requests) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
@@ -588,6 +687,7 @@ pub fn all(report: &Report, requests: &Requests) -> Vec<(&'static str, String)> 
         out.push(("goodput.svg", svg));
     }
     out.push(("latency.svg", latency(report, requests)));
+    out.extend(server(report).into_iter().flatten());
     for (name, svg) in &mut out {
         stamp(svg, report, *name == "latency.svg");
     }

@@ -46,6 +46,10 @@ pub const TABLES: &[(&str, &str)] = &[
         "windows",
         "one row per window of the report's timeline: window, start_ns, end_ns (exclusive), scheduled",
     ),
+    (
+        "server",
+        "one row per reading of the server's own metrics (SPEC §2): source, sent_ns, received_ns, restarted, family, name, labels, role, reading (value, increase or base), value",
+    ),
 ];
 
 /// Whether this build answers queries: the `query` cargo feature, off by default (polars' SQL
@@ -160,6 +164,7 @@ pub struct Tables {
     events: DataFrame,
     telemetry: DataFrame,
     windows: DataFrame,
+    server: DataFrame,
 }
 
 impl Tables {
@@ -222,6 +227,7 @@ impl Tables {
             requests,
             events: export::events_frame(&run.events)?,
             telemetry: export::telemetry_frame(&run.telemetry)?,
+            server: export::server_frame(&run.scrapes)?,
             windows: table,
         })
     }
@@ -241,6 +247,7 @@ impl Tables {
         context.register("events", self.events.lazy());
         context.register("telemetry", self.telemetry.lazy());
         context.register("windows", self.windows.lazy());
+        context.register("server", self.server.lazy());
         Ok(context.execute(sql)?.collect()?)
     }
 }

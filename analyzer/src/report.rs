@@ -20,6 +20,7 @@ use crate::model::{Distribution, Gate, Report, WindowReport};
 
 mod recovery;
 use recovery::recovery_section;
+mod server;
 
 /// The files [`write()`] always creates in its output folder; beside them go the plots
 /// ([`crate::plots`]): `completion.svg` (when statistics are published), `goodput.svg` (fault
@@ -299,6 +300,12 @@ pub fn markdown(report: &Report) -> String {
 
     if let Some(r) = &report.recovery {
         recovery_section(&mut md, r);
+        if let (Some(s), Some(victim)) = (&report.server, report.in_flight_at_fire.as_ref()) {
+            server::recovery_evidence(&mut md, s, &victim.victim);
+        }
+    }
+    if let Some(s) = &report.server {
+        server::section(&mut md, s);
     }
 
     let a = &report.audit;

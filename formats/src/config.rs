@@ -222,6 +222,8 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// The seeds/004 declaration and abort triggers, when the run is a governed experiment.
     pub declaration: Option<Declaration>,
+    /// `[server_metrics]`: what of the server's own metrics is scraped and journaled (§2).
+    pub server_metrics: ServerMetrics,
     /// Pinned keys the file sets (to the pin or stricter).
     configured: BTreeMap<&'static str, Value>,
 }
@@ -358,6 +360,7 @@ impl Config {
             fault: typed.fault,
             routes: typed.routes,
             declaration: typed.declaration,
+            server_metrics: typed.server_metrics,
             configured,
         };
         config.check_relations()?;
@@ -414,6 +417,15 @@ impl Config {
         } else {
             ns
         }
+    }
+
+    /// The period of the recorder's scrapes of the server's metrics, ms (SPEC §2): the pinned
+    /// period divided by the dev time factor, never below the pinned floor of real time between
+    /// reads of a replica's metrics.
+    pub fn scrape_period_ms(&self) -> u64 {
+        let pinned = pins::value::SERVER_SCRAPE_PERIOD_MS as u64;
+        let floor = pins::value::CLIENT_GAUGE_PERIOD_FLOOR_MS as u64;
+        (pinned / u64::from(self.time_factor.max(1))).max(floor)
     }
 
     /// Every pin, with its value in force, for `config check` and reports.

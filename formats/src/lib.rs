@@ -9,6 +9,7 @@
 //! - [`pins`]: the one table of pinned numbers, each with its SPEC.md clause.
 //! - [`schedule`]: intended send times as a pure function of the parameters and the index.
 //! - [`spec`]: the specification versions and what each changes.
+//! - [`prometheus`]: the reader of a server's own metrics and the engines' presets.
 //!
 //! It does no network I/O and reads no clock; the recorder and the analyzer bring those.
 //!
@@ -27,5 +28,6 @@ pub mod config;
 pub mod files;
 pub mod journal;
 pub mod pins;
+pub mod prometheus;
 pub mod schedule;
 pub mod spec;

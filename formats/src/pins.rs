@@ -147,6 +147,8 @@ pins! {
     CLIENT_BODY_KEPT_BYTES_MAX = "client.body_kept_bytes_max", false, "§2", "largest non-streamed body kept for verification (larger: malformed-framing)", Int(4_194_304), "bytes", AtMost, Client, false;
     CLIENT_CONTENT_GAPS_MAX = "client.content_gaps_max", false, "§2", "content gaps recorded per request (the rest are counted in its content events)", Int(131_072), "gaps", AtMost, Client, false;
     CLIENT_REPLICA_BYTES_MAX = "client.replica_bytes_max", false, "§2", "longest replica name recorded from a response header (longer: cut at a character boundary)", Int(256), "bytes", AtMost, Client, false;
+    SERVER_SCRAPE_PERIOD_MS = "server.scrape_period_ms", false, "§2", "server-side evidence: each replica's metrics endpoint (and each server_metrics.extra) is scraped this often, divided by the dev time factor but never more often than client.gauge_period_floor_ms; a scrape gives up after one period", Int(1_000), "ms", Exactly, Client, false;
+    SERVER_SCRAPE_BYTES_MAX = "server.scrape_bytes_max", false, "§2", "server-side evidence: largest metrics answer read (larger: a scrape event, no record, the connection closed)", Int(4_194_304), "bytes", AtMost, Client, false;
     CLIENT_DETAIL_BYTES_MAX = "client.detail_bytes_max", false, "§2", "longest detail recorded with a request's class (longer: cut at a character boundary)", Int(1_024), "bytes", AtMost, Client, false;
     CLIENT_TIMEOUT_S = "client.timeout_s", true, "§3", "client timeout (censoring horizon)", Int(30), "s", Exactly, Client, true;
     ANALYSIS_CROSSING_TOLERANCE = "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
@@ -195,7 +197,7 @@ pins! {
     FAULT_CONFIRM_WITHIN_S = "fault.confirm_within_s", false, "§10", "fault fidelity: the fault's impact is confirmed within this long of the fire (real time, never scaled), or the recorder stops offered load and seals the run escaped (impact-unconfirmed)", Int(5), "s", AtMost, Server, false;
     FAULT_TELEMETRY_GAP_MAX_S = "fault.telemetry_gap_max_s", false, "§10", "before the fire of a fault run, a replica whose waiting-queue gauge was read and has then gone unread this long (real time, never scaled) ends the run escaped (telemetry-missing): G7 would rest on telemetry that disappeared", Int(5), "s", AtMost, Server, false;
     GATES_WAITING_QUEUE_MAX = "gates.waiting_queue_max", true, "§10", "G7: baseline mean waiting-queue gauge per replica", Float(1.0), "", AtMost, Server, false;
-    CLIENT_GAUGE_PERIOD_FLOOR_MS = "client.gauge_period_floor_ms", false, "§10", "a replica's waiting-queue gauge (GET /metrics) is read once per goodput bucket, but never more often than this in real time, whatever the dev time factor; readiness (GET /health) is probed once per bucket only in a fault run, whose recovery reads it", Int(250), "ms", AtLeast, Client, false;
+    CLIENT_GAUGE_PERIOD_FLOOR_MS = "client.gauge_period_floor_ms", false, "§10", "a replica's waiting-queue gauge (GET /metrics) is read once per goodput bucket, and the server's metrics every server.scrape_period_ms, but never more often than this in real time, whatever the dev time factor; readiness (GET /health) is probed once per bucket only in a fault run, whose recovery reads it", Int(250), "ms", AtLeast, Client, false;
 }
 
 /// The pin with this stable key (what a configuration file or a report names), if any.

@@ -468,7 +468,51 @@ fn arbitrary_record() -> impl Strategy<Value = Record> {
             .prop_map(|(index, fields)| Record::RequestExtension(
                 percentes_formats::journal::records::RequestExtension { index, fields }
             )),
-        (7u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
+        (
+            ".{0,20}",
+            any::<(u64, u64, bool, bool)>(),
+            proptest::collection::vec(
+                (
+                    any::<u32>(),
+                    any::<u8>(),
+                    ".{0,30}",
+                    proptest::collection::vec((".{0,8}", ".{0,8}"), 0..3)
+                ),
+                0..4
+            ),
+            proptest::collection::vec((any::<u32>(), any::<f64>()), 0..6),
+            proptest::collection::vec(any::<u32>(), 0..3),
+        )
+            .prop_map(
+                |(source, (sent_ns, received_ns, first, restarted), defined, samples, gone)| {
+                    use percentes_formats::journal::scrape::{
+                        Sample, ScrapeRecord, SeriesDefinition,
+                    };
+                    Record::Scrape(ScrapeRecord {
+                        source,
+                        sent_ns,
+                        received_ns,
+                        first,
+                        restarted,
+                        defined: defined
+                            .into_iter()
+                            .map(|(id, kind, name, labels)| SeriesDefinition {
+                                id,
+                                kind,
+                                family: name.clone(),
+                                name,
+                                labels,
+                            })
+                            .collect(),
+                        samples: samples
+                            .into_iter()
+                            .map(|(id, value)| Sample { id, value })
+                            .collect(),
+                        gone,
+                    })
+                }
+            ),
+        (8u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
             .prop_map(|(kind_byte, body)| Record::Unknown { kind_byte, body }),
     ]
 }

@@ -62,8 +62,19 @@ pub fn probe(address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
     }
 }
 
-/// One `Connection: close` GET, read to its end or the deadline.
+/// One `Connection: close` GET, read to its end or the deadline, at most 1 MiB.
 fn get(address: SocketAddr, path: &str, deadline: Instant) -> Result<Vec<u8>, String> {
+    get_bounded(address, path, deadline, ANSWER_BYTES_MAX)
+}
+
+/// One `Connection: close` GET, read to its end, the deadline, or `bytes_max` bytes (then the
+/// connection is dropped and nothing more is read).
+fn get_bounded(
+    address: SocketAddr,
+    path: &str,
+    deadline: Instant,
+    bytes_max: usize,
+) -> Result<Vec<u8>, String> {
     let left = || {
         deadline
             .saturating_duration_since(Instant::now())
@@ -90,13 +101,74 @@ fn get(address: SocketAddr, path: &str, deadline: Instant) -> Result<Vec<u8>, St
             Ok(0) => return Ok(answer),
             Ok(n) => {
                 answer.extend_from_slice(&buffer[..n]);
-                if answer.len() > ANSWER_BYTES_MAX {
-                    return Err("answer over 1 MiB".into());
+                if answer.len() > bytes_max {
+                    return Err(format!("answer over {bytes_max} bytes; stopped reading"));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // A read timeout is the deadline passing, whatever the OS calls it.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err("no complete answer in time".into())
+            }
             Err(e) => return Err(format!("read: {e}")),
         }
+    }
+}
+
+/// Scrapes a metrics endpoint once: `GET path` within `timeout`, at most `bytes_max` bytes of
+/// answer, which must be a 200 with a body of UTF-8 text (chunked or not). The body, or why
+/// there is none.
+pub fn scrape(
+    address: SocketAddr,
+    path: &str,
+    timeout: Duration,
+    bytes_max: usize,
+) -> Result<String, String> {
+    let answer = get_bounded(address, path, Instant::now() + timeout, bytes_max)?;
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("malformed answer: no end of head")?;
+    let (head, body) = (&answer[..end], &answer[end + 4..]);
+    status_ok(head)?;
+    let head = String::from_utf8_lossy(head).to_ascii_lowercase();
+    let chunked = head
+        .lines()
+        .any(|l| l.starts_with("transfer-encoding:") && l.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    String::from_utf8(body).map_err(|e| format!("the body is not UTF-8 text: {e}"))
+}
+
+/// The payload of a chunked body, whole (a `Connection: close` answer read to its end).
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("chunked body cut short")?;
+        let line = std::str::from_utf8(&body[..line_end]).map_err(|_| "chunk size not text")?;
+        let size = line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size, 16)
+            .map_err(|_| format!("chunk size {:?} is not hexadecimal", size))?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if body.len() < size + 2 {
+            return Err("chunked body cut short".into());
+        }
+        out.extend_from_slice(&body[..size]);
+        body = &body[size + 2..];
     }
 }
 

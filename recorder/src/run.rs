@@ -53,6 +53,7 @@ mod pacer;
 mod plan;
 mod preflight;
 mod probes;
+mod scrapes;
 mod setup;
 mod shard;
 mod signals;
@@ -698,33 +699,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    // One probe thread per replica with a direct address (G7, replica-ready).
-    let mut probes = Vec::new();
-    for (name, address) in config
-        .target
-        .replica_addresses
-        .iter()
-        .filter(|_| coordinator)
-    {
-        let address = address.clone();
-        let sender = sender.clone();
-        let shared = Arc::clone(&shared);
-        let stop = Arc::clone(&options.stop);
-        let name = name.clone();
-        let period = (
-            plan.probe_period,
-            plan.gauge_period,
-            plan.telemetry_gap.zip(plan.inject_at_ns),
-        );
-        probes.push(
-            std::thread::Builder::new()
-                .name(format!("probe-{name}"))
-                .spawn(move || {
-                    probe_thread(&name, &address, period, epoch, &sender, &shared, &stop)
-                })
-                .map_err(io("cannot start a probe thread"))?,
-        );
-    }
+    // The replicas' probes (G7, replica-ready) and the server's metrics (§2), once per run.
+    let probes = match coordinator {
+        true => observers(config, &plan, epoch, (&sender, &shared), &options.stop)?,
+        false => Vec::new(),
+    };
     let timeline = options.timeline.clone().map(|inbox| {
         let sender = sender.clone();
         let shared = Arc::clone(&shared);

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod exposition;
 pub mod http;
 pub mod mock;
 pub mod router;

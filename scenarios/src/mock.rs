@@ -62,6 +62,8 @@ pub struct Mock {
     abort_epoch: watch::Sender<u64>,
     /// Connections captured by silent-hang: held open, never written, never closed.
     captured: Mutex<Vec<TcpStream>>,
+    /// Its service times and counts in vLLM's names (`GET /metrics`).
+    service: Mutex<crate::exposition::ServiceStats>,
 }
 
 impl Mock {
@@ -82,6 +84,7 @@ impl Mock {
             next_fault_id: AtomicU64::new(0),
             abort_epoch: watch::channel(0).0,
             captured: Mutex::new(Vec::new()),
+            service: Mutex::new(Default::default()),
         });
         for plan in plans {
             mock.arm(plan);
@@ -238,6 +241,11 @@ impl Mock {
             "vllm:num_requests_running{{model_name=\"{model}\"}} {}\n",
             self.running()
         ));
+        self.service.lock().expect("service lock").render(
+            &mut out,
+            model,
+            (self.running(), self.config.capacity.max_num_seqs),
+        );
         out
     }
 }
@@ -644,7 +652,7 @@ async fn complete(stream: &mut TcpStream, mock: &Arc<Mock>, request: &Request, a
         .expect("the semaphore is never closed");
     mock.waiting.fetch_sub(1, Ordering::Relaxed);
     mock.running.fetch_add(1, Ordering::Relaxed);
-    let next = generate(stream, mock, api, &ask, arrival, sabotage).await;
+    let next = generate(stream, mock, api, &ask, (arrival, now), sabotage).await;
     mock.running.fetch_sub(1, Ordering::Relaxed);
     drop(permit);
     next
@@ -739,7 +747,7 @@ async fn generate(
     mock: &Arc<Mock>,
     api: Api,
     ask: &Ask,
-    arrival: u64,
+    (arrival, arrived): (u64, Instant),
     sabotage: Sabotage,
 ) -> Next {
     let config = &mock.config;
@@ -797,6 +805,12 @@ async fn generate(
                 return Next::Close;
             }
             _ => {}
+        }
+        if i == 0 {
+            mock.service
+                .lock()
+                .expect("service lock")
+                .first_token(arrived.elapsed());
         }
         let piece = if sabotage == Sabotage::IncorrectSuccess {
             "stale ".to_owned()
@@ -880,6 +894,11 @@ async fn generate(
         );
         mock.count("completed");
         return if http::send(stream, &bytes).await.is_ok() {
+            mock.service.lock().expect("service lock").finished(
+                arrived.elapsed(),
+                finish,
+                (ask.prompt_tokens, tokens),
+            );
             Next::KeepAlive
         } else {
             Next::Gone
@@ -910,6 +929,18 @@ async fn generate(
         });
     }
     if http::send(stream, &tail).await.is_ok() {
+        if sabotage == Sabotage::None {
+            let finish = if ask.ignore_eos || tokens == ask.max_tokens {
+                "length"
+            } else {
+                "stop"
+            };
+            mock.service.lock().expect("service lock").finished(
+                arrived.elapsed(),
+                finish,
+                (ask.prompt_tokens, tokens),
+            );
+        }
         Next::KeepAlive
     } else {
         Next::Gone

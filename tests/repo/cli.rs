@@ -561,6 +561,8 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
         "report/report.html",
         "report/histograms.hlog",
         "report/latency.svg",
+        "report/server-load.svg",
+        "report/server-first-token.svg",
     ] {
         assert!(out.join(file).is_file(), "missing {file}: {stdout}");
     }
@@ -637,6 +639,7 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
         .filter(|&i| (from..to).contains(&r.intended_ns[i]) && r.terminal_ns[i] > fired_ns)
         .count();
     assert_eq!(unresolved, 0, "baseline requests unresolved at fire");
+    demo_server_evidence(&json, &out);
     // AC6.
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
     for part in ["error rate", "Sensitivity", "Completion curve"] {
@@ -656,6 +659,96 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     }
 
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 35's must-show against the mock, whose first-token histogram observes each request
+/// from its read to its first token's write: in every window where the server and the client
+/// counted the same first tokens, each compared client quantile lies in the server's bucket
+/// widened by the window's canary bound (the verdict `within-bounds`), and the client's mean is
+/// not below the server's; the finished counts reconcile over the scraped span; the victim's
+/// endpoint fails while it is down and answers again as a restarted process; the Parquet
+/// export writes the server table beside the request table.
+fn demo_server_evidence(json: &serde_json::Value, out: &std::path::Path) {
+    let server = &json["server"];
+    let sources = server["sources"].as_array().expect("server evidence");
+    assert_eq!(sources.len(), 2, "{server}");
+    for source in sources {
+        let roles = source["roles"].to_string();
+        assert!(
+            roles.contains("first-token") && roles.contains("queue"),
+            "{source}"
+        );
+    }
+    let victim = json["in_flight_at_fire"]["victim"].as_str().unwrap();
+    let v = sources.iter().find(|s| s["source"] == victim).unwrap();
+    assert!(
+        v["failed"].as_u64().unwrap() > 0 && !v["restarts_s"].as_array().unwrap().is_empty(),
+        "{v}"
+    );
+    assert!(v["first_answer_after_fire_s"].as_f64().is_some(), "{v}");
+    for r in server["reconciliation"].as_array().unwrap() {
+        assert_eq!(r["reconciled"], true, "{r}");
+    }
+    let mut compared = 0;
+    for w in server["windows"].as_array().unwrap() {
+        let c = &w["first_token"];
+        if c.is_null() || c["server_n"] != c["client_n"] || c["verdict"] == "not-comparable" {
+            continue;
+        }
+        compared += 1;
+        assert_eq!(c["verdict"], "within-bounds", "{}", c["text"]);
+        let canary = c["canary_max_ms"].as_f64().unwrap_or(0.0);
+        for q in c["quantiles"].as_array().unwrap() {
+            let client = q["client_ms"].as_f64().unwrap();
+            let low = q["server_low_ms"].as_f64().unwrap();
+            let high = q["server_high_ms"].as_f64().unwrap_or(f64::INFINITY);
+            assert!(
+                low <= client && client <= high + canary,
+                "{q} {}",
+                c["text"]
+            );
+        }
+        assert!(
+            c["mean_difference_ms"].as_f64().unwrap() >= 0.0,
+            "{}",
+            c["text"]
+        );
+    }
+    assert!(compared >= 4, "too few windows compared: {server}");
+    let parquet = out.join("requests.parquet");
+    let (code, stdout, stderr) = percentes(&[
+        "export",
+        out.join("run.pj").to_str().unwrap(),
+        "--parquet",
+        parquet.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let table = out.join("requests.server.parquet");
+    assert!(
+        table.is_file() && stderr.contains("requests.server.parquet"),
+        "{stderr}"
+    );
+    let bytes = std::fs::read(&table).unwrap();
+    assert_eq!(&bytes[..4], b"PAR1");
+    for column in ["received_ns", "family", "labels", "reading"] {
+        assert!(
+            bytes.windows(column.len()).any(|w| w == column.as_bytes()),
+            "no column {column}"
+        );
+    }
+    // The same table, asked through `query`: the first-token buckets of both replicas.
+    let (code, stdout, stderr) = percentes(&[
+        "query",
+        out.join("run.pj").to_str().unwrap(),
+        "SELECT source, count(*) FROM server WHERE role = 'first-token' GROUP BY source ORDER BY source",
+        "--format",
+        "json",
+    ]);
+    assert!(code == 0 || code == 2, "{stdout}{stderr}");
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = answer["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{answer}");
+    assert!(rows.iter().all(|r| r[1].as_u64().unwrap() > 10), "{answer}");
 }
 
 /// §10 calibration end to end against one mock addressed directly, at time factor 100 (each
@@ -1434,7 +1527,7 @@ fn durations_stated_in_seconds_keep_the_timeout_and_a_divided_one_is_warned_abou
     assert!(!check.contains("warning:"), "{check}");
     assert!(!stderr.contains("warning:"), "{stderr}");
     assert!(
-        stderr.contains("POST /v1/chat/completions (one sample request): HTTP 200"),
+        stderr.contains("POST /v1/chat/completions (one sample request, not scheduled, before the epoch): HTTP 200"),
         "{stderr}"
     );
     // 0.25 s + 1 s at 4 rps, deterministic: 5 requests, all completed inside 30 s.

@@ -188,6 +188,16 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "the live view's p99 of the last second's TTFT",
     ),
     (
+        "analyzer/src/server.rs",
+        "0.99",
+        "the p99 the receive-path check compares (COMPARED)",
+    ),
+    (
+        "formats/src/prometheus.rs",
+        "1024",
+        "TEXT_MAX, the longest metric name or label value read (1 KiB), not a client limit",
+    ),
+    (
         "formats/src/journal/manifest.rs",
         "1024",
         "SHARDS_MAX, the most shards a schedule is split into (no pin)",

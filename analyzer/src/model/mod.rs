@@ -12,6 +12,7 @@ mod gate;
 mod recovery;
 mod report;
 mod segment;
+mod server;
 
 pub use campaign::*;
 pub use escape::*;
@@ -19,3 +20,4 @@ pub use gate::*;
 pub use recovery::*;
 pub use report::*;
 pub use segment::*;
+pub use server::*;

@@ -56,6 +56,10 @@ pub struct Report {
     pub cleanup: Option<CleanupReport>,
     /// What an escaped experiment's report keeps (seeds/004): never withheld.
     pub escape: Option<EscapeReport>,
+    /// The server's own metrics beside the client's (§2 "Server-side evidence"); absent for
+    /// a journal without scrapes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::ServerEvidence>,
     /// The appendix's headline sentence filled from this run alone (empty slots say
     /// `[not measured]`); `percentes campaign` fills it over five runs.
     pub headline: String,

@@ -87,6 +87,74 @@ fn port_problem(authority: &str) -> Option<String> {
 }
 
 impl Config {
+    /// `[server_metrics]`: names that are metric names, a path that is a path, endpoints that
+    /// are plain-HTTP URLs with a host and a port, and no more of either than the recorder
+    /// journals.
+    fn check_server_metrics(&self) -> Result<(), ConfigError> {
+        use super::sections::SERVER_METRICS_NAMED_MAX as MAX;
+        let section = &self.server_metrics;
+        if section.metrics.len() > MAX {
+            return Err(invalid(
+                "server_metrics.metrics",
+                format!(
+                    "names {} families; at most {MAX} are journaled",
+                    section.metrics.len()
+                ),
+            ));
+        }
+        if let Some(bad) = section
+            .metrics
+            .iter()
+            .find(|m| !crate::prometheus::valid_name(m))
+        {
+            return Err(invalid(
+                "server_metrics.metrics",
+                format!("{bad:?} is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"),
+            ));
+        }
+        if let Some(path) = &section.path {
+            if !path.starts_with('/') || !is_field_value(path) || path.contains(' ') {
+                return Err(invalid(
+                    "server_metrics.path",
+                    format!("{path:?} is not a request path (it starts with '/', no spaces)"),
+                ));
+            }
+        }
+        if section.extra.len() > MAX {
+            return Err(invalid(
+                "server_metrics.extra",
+                format!("names {} endpoints; at most {MAX}", section.extra.len()),
+            ));
+        }
+        for (name, url) in &section.extra {
+            let key = format!("server_metrics.extra.{name}");
+            let Some(rest) = url.strip_prefix("http://") else {
+                return Err(invalid(
+                    key,
+                    format!("{url:?} is not an http:// URL (scrapes are plain HTTP/1.1)"),
+                ));
+            };
+            let host = authority(url);
+            if !host.contains(':') || host.ends_with(']') {
+                return Err(invalid(key, format!("{url:?} names no port")));
+            }
+            if let Some(why) = port_problem(host) {
+                return Err(invalid(key, why));
+            }
+            let path = &rest[host.len()..];
+            if !path.starts_with('/') || !is_field_value(path) || path.contains(' ') {
+                return Err(invalid(key, format!("{url:?} names no path (as /metrics)")));
+            }
+            if self.target.replica_addresses.contains_key(name) {
+                return Err(invalid(
+                    key,
+                    format!("{name:?} is a replica's name; an extra endpoint needs its own"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The files the configuration names (`target.tokenizer`, each route's `prompt_file`)
     /// exist, are regular files and are within their size limits. `config check` and the
     /// recorder ask this; the analysis does not (a journal's files may be long gone).
@@ -121,6 +189,7 @@ impl Config {
     }
 
     pub(super) fn check_domains(&self) -> Result<(), ConfigError> {
+        self.check_server_metrics()?;
         let target = &self.target;
         if authority(&target.base_url).contains('@') {
             return Err(invalid(

@@ -558,6 +558,63 @@ pub(super) struct Typed {
     pub(super) routes: Vec<Route>,
     #[serde(default)]
     pub(super) declaration: Option<Declaration>,
+    #[serde(default)]
+    pub(super) server_metrics: ServerMetrics,
+}
+
+/// `[server_metrics]`: what the recorder scrapes of the server's own metrics (SPEC §2
+/// "Server-side evidence"): each `target.replica_addresses` replica's Prometheus endpoint, and
+/// any further endpoint named here, every `server.scrape_period_ms`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetrics {
+    /// Whether to scrape at all (default: yes).
+    #[serde(default = "scrape_default")]
+    pub scrape: bool,
+    /// Whose series are journaled: `auto` (every engine's, the default), `vllm`, `sglang`,
+    /// `tgi` or `none` (only `metrics`).
+    #[serde(default)]
+    pub preset: crate::prometheus::Preset,
+    /// Further families journaled by name (a histogram's name brings its buckets, sum and
+    /// count); exported, not read by the analysis.
+    #[serde(default)]
+    pub metrics: Vec<String>,
+    /// The endpoint's path on each replica's address (default `/metrics`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Further endpoints, name to `http://host:port/path` (a router's, a sidecar's).
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+fn scrape_default() -> bool {
+    true
+}
+
+impl Default for ServerMetrics {
+    fn default() -> ServerMetrics {
+        ServerMetrics {
+            scrape: true,
+            preset: Default::default(),
+            metrics: Vec::new(),
+            path: None,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// The most families `server_metrics.metrics` may name, and the most `extra` endpoints.
+pub const SERVER_METRICS_NAMED_MAX: usize = 64;
+
+impl ServerMetrics {
+    /// The path scraped on each replica's address.
+    pub fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or("/metrics")
+    }
+    /// Whether the family (or a sample's own name) `name` is journaled.
+    pub fn selects(&self, name: &str) -> bool {
+        self.preset.selects(name) || self.metrics.iter().any(|m| m == name)
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -1372,3 +1372,84 @@ fn named_files_are_checked_before_a_run() {
     assert!(err.contains("target.tokenizer"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_scrape_period_is_divided_by_the_time_factor_down_to_the_floor() {
+    let pinned = pins::value::SERVER_SCRAPE_PERIOD_MS as u64;
+    let floor = pins::value::CLIENT_GAUGE_PERIOD_FLOOR_MS as u64;
+    let with_factor = |factor: u32| {
+        let text = crate::journal::synthetic::GOLDEN_CONFIG
+            .replace("time_factor = 100", &format!("time_factor = {factor}"));
+        assert!(
+            text.contains(&format!("time_factor = {factor}")),
+            "the golden config names its factor"
+        );
+        Config::parse(text.as_bytes()).unwrap().scrape_period_ms()
+    };
+    assert_eq!(with_factor(1), pinned);
+    assert_eq!(with_factor(2), pinned / 2);
+    assert_eq!(with_factor(10), floor);
+}
+
+#[test]
+fn server_metrics_names_urls_and_paths_are_checked_at_load() {
+    let with = |section: &str| {
+        let text = crate::journal::synthetic::GOLDEN_CONFIG.replace(
+            "[target]",
+            &format!("[server_metrics]\n{section}\n\n[target]"),
+        );
+        Config::parse(text.as_bytes())
+    };
+    let config =
+        with("preset = \"vllm\"\nmetrics = [\"vllm:request_queue_time_seconds\"]").unwrap();
+    assert!(config
+        .server_metrics
+        .selects("vllm:request_queue_time_seconds"));
+    assert!(config.server_metrics.selects("vllm:num_requests_waiting"));
+    assert!(!config.server_metrics.selects("sglang:num_queue_reqs"));
+    for (section, key, says) in [
+        (
+            "metrics = [\"9bad\"]",
+            "server_metrics.metrics",
+            "not a Prometheus metric name",
+        ),
+        (
+            "path = \"metrics\"",
+            "server_metrics.path",
+            "not a request path",
+        ),
+        (
+            "extra = { r = \"https://h:1/m\" }",
+            "server_metrics.extra.r",
+            "not an http:// URL",
+        ),
+        (
+            "extra = { r = \"http://h/m\" }",
+            "server_metrics.extra.r",
+            "names no port",
+        ),
+        (
+            "extra = { r = \"http://h:99999/m\" }",
+            "server_metrics.extra.r",
+            "not a TCP port",
+        ),
+        (
+            "extra = { r = \"http://h:9000\" }",
+            "server_metrics.extra.r",
+            "names no path",
+        ),
+        (
+            "preset = \"triton\"",
+            "server_metrics.preset",
+            "not one of: auto, vllm",
+        ),
+        (
+            "scrapes = true",
+            "server_metrics.scrapes",
+            "takes scrape, preset, metrics, path, extra",
+        ),
+    ] {
+        let e = with(section).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(says), "{section}: {e}");
+    }
+}

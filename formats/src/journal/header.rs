@@ -543,4 +543,7 @@ pub mod host_fact {
     /// Each `[target.secret_headers]` header and the variable its value came from (never the
     /// value).
     pub const SECRET_HEADERS: &str = "secret-headers";
+    /// What the pre-flight asked before the epoch: the models list, and the one sample request
+    /// (not a scheduled request: its index is past every schedule), with their answers.
+    pub const PREFLIGHT: &str = "preflight";
 }

@@ -19,6 +19,7 @@ pub mod header;
 pub mod keys;
 pub mod manifest;
 pub mod records;
+pub mod scrape;
 pub mod synthetic;
 pub mod verify;
 pub mod writer;

@@ -26,6 +26,9 @@ pub enum RecordKind {
     /// index; counted with `other` in the seal, so a reader that predates it verifies and
     /// skips it.
     RequestExtension = 6,
+    /// One answered scrape of a server's metrics endpoint (SPEC §2 server-side evidence);
+    /// counted with `other` in the seal, as kind 6.
+    Scrape = 7,
 }
 
 impl RecordKind {
@@ -38,6 +41,7 @@ impl RecordKind {
             4 => RecordKind::Checkpoint,
             5 => RecordKind::Seal,
             6 => RecordKind::RequestExtension,
+            7 => RecordKind::Scrape,
             _ => return None,
         })
     }
@@ -50,6 +54,7 @@ impl RecordKind {
             RecordKind::Checkpoint => "checkpoint",
             RecordKind::Seal => "seal",
             RecordKind::RequestExtension => "request-extension",
+            RecordKind::Scrape => "scrape",
         }
     }
 }
@@ -418,11 +423,15 @@ pub enum EventKind {
     /// What the connection pool did that no request record shows, written once after the run
     /// (subject [`POOL_SUBJECT`]).
     Pool,
+    /// A scrape of a server's metrics endpoint that gave no record (no answer in time, an
+    /// answer over the size limit, not 200), or whose answer held lines that are not
+    /// Prometheus text (SPEC §2 server-side evidence).
+    Scrape,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 16] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::FaultArmed,
         EventKind::FaultFired,
         EventKind::FaultConfirmed,
@@ -439,6 +448,7 @@ impl EventKind {
         EventKind::Canary,
         EventKind::CgroupCpu,
         EventKind::Pool,
+        EventKind::Scrape,
     ];
 
     /// The stable wire code.
@@ -460,6 +470,7 @@ impl EventKind {
             EventKind::Canary => 42,
             EventKind::CgroupCpu => 43,
             EventKind::Pool => 44,
+            EventKind::Scrape => 45,
         }
     }
 
@@ -482,6 +493,7 @@ impl EventKind {
             EventKind::Canary => "canary",
             EventKind::CgroupCpu => "cgroup-cpu",
             EventKind::Pool => "pool",
+            EventKind::Scrape => "scrape",
         }
     }
 
@@ -722,6 +734,8 @@ pub enum Record {
     Seal(Seal),
     /// A request's extension fields (kind 6).
     RequestExtension(RequestExtension),
+    /// One scrape of a server's metrics (kind 7).
+    Scrape(super::scrape::ScrapeRecord),
     /// A kind added after v1's first release; carried, not interpreted.
     Unknown {
         /// Its kind byte.
@@ -761,6 +775,7 @@ impl Record {
             Record::Checkpoint(_) => RecordKind::Checkpoint as u8,
             Record::Seal(_) => RecordKind::Seal as u8,
             Record::RequestExtension(_) => RecordKind::RequestExtension as u8,
+            Record::Scrape(_) => RecordKind::Scrape as u8,
             Record::Unknown { kind_byte, .. } => *kind_byte,
         }
     }
@@ -774,6 +789,7 @@ impl Record {
             Record::Checkpoint(r) => bincode::encode_to_vec(r, codec()),
             Record::Seal(r) => bincode::encode_to_vec(r, codec()),
             Record::RequestExtension(r) => bincode::encode_to_vec(r, codec()),
+            Record::Scrape(r) => bincode::encode_to_vec(r, codec()),
             Record::Unknown { body, .. } => Ok(body.clone()),
         };
         // Only the size limit can fail, and the writer checks sizes with a typed error first.
@@ -809,6 +825,7 @@ impl Record {
             Some(RecordKind::Checkpoint) => Record::Checkpoint(all(kind, body)?),
             Some(RecordKind::Seal) => Record::Seal(all(kind, body)?),
             Some(RecordKind::RequestExtension) => Record::RequestExtension(all(kind, body)?),
+            Some(RecordKind::Scrape) => Record::Scrape(all(kind, body)?),
             None => Record::Unknown {
                 kind_byte: kind,
                 body: body.to_vec(),

@@ -224,7 +224,7 @@ fn sample_request(
     let advice = "every request like it will be censored at the timeout: raise the target's speed, or keep the pinned timeout (dev.scale_timeout = false, or durations stated in seconds; SPEC §P)";
     match answer {
         Some(Ok((status, _))) if (200..300).contains(&status) => {
-            let line = format!("POST {route_path} (one sample request): HTTP {status} in {ms:.1} ms");
+            let line = format!("POST {route_path} (one sample request, not scheduled, before the epoch): HTTP {status} in {ms:.1} ms");
             // Within a tenth of the timeout of it counts: the run's requests queue behind
             // each other, the sample did not.
             let warning = (ms >= 0.9 * timeout.as_secs_f64() * 1e3).then(|| {
@@ -239,7 +239,7 @@ fn sample_request(
             let text = String::from_utf8_lossy(&body);
             let shown = extra.redact(crate::exchange::cut(text.trim(), 200));
             (
-                format!("POST {route_path} (one sample request): HTTP {status} in {ms:.1} ms"),
+                format!("POST {route_path} (one sample request, not scheduled, before the epoch): HTTP {status} in {ms:.1} ms"),
                 Some(format!(
                     "the sample request of {route_path} answered HTTP {status} ({shown}): the run's requests may all error; check [[routes]] path, target.model and the key"
                 )),

@@ -69,6 +69,38 @@ pub(super) fn probe_thread(
     }
 }
 
+/// Starts the threads that watch the replicas from outside the workers: one probe thread per
+/// replica with a direct address (G7, replica-ready), then the scrape threads of the server's
+/// own metrics ([`super::scrapes`], SPEC §2). Shard 0 alone starts them.
+pub(super) fn observers(
+    config: &Config,
+    plan: &RunPlan,
+    epoch: Instant,
+    (sender, shared): (&Sender, &Arc<Shared>),
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, RecordError> {
+    let mut threads = Vec::new();
+    for (name, address) in &config.target.replica_addresses {
+        let (name, address) = (name.clone(), address.clone());
+        let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
+        let period = (
+            plan.probe_period,
+            plan.gauge_period,
+            plan.telemetry_gap.zip(plan.inject_at_ns),
+        );
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("probe-{name}"))
+                .spawn(move || {
+                    probe_thread(&name, &address, period, epoch, &sender, &shared, &stop)
+                })
+                .map_err(io("cannot start a probe thread"))?,
+        );
+    }
+    threads.extend(super::scrapes::start(config, epoch, sender, shared, stop)?);
+    Ok(threads)
+}
+
 /// Whether a replica's waiting-queue gauge, once read, has gone unread too long before the fire
 /// (seeds/004: abort when required telemetry disappears; `fault.telemetry_gap_max_s`). A gauge
 /// never read is not judged here: G7 is then unobserved, which the analyzer fails.

@@ -108,7 +108,7 @@ pub(super) fn setup_facts(
             format!("limit {open_files} (soft raised to the hard limit)"),
         ),
         (
-            "preflight".to_owned(),
+            host_fact::PREFLIGHT.to_owned(),
             preflight
                 .clone()
                 .unwrap_or_else(|| "off (target.preflight = false)".into()),

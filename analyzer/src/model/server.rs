@@ -1,0 +1,178 @@
+//! The server-side evidence (SPEC §2 "Server-side evidence"): what the target's own metrics,
+//! scraped into the journal, say beside what the client measured.
+
+use serde::Serialize;
+
+/// The section: one summary per scraped source, the per-window comparison, and the counts
+/// reconciled over the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServerEvidence {
+    /// The scrape period the recorder used, ms (the pin, after the dev factor and its floor).
+    pub period_ms: f64,
+    /// Per source: how its scrapes went.
+    pub sources: Vec<SourceSummary>,
+    /// Per window and source: the server's figures beside the client's. Empty when the
+    /// windows are withheld (an invalid run without `--diagnose`).
+    pub windows: Vec<ServerWindow>,
+    /// Why `windows` is empty, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows_withheld: Option<String>,
+    /// Per replica: the server's finished-request counter against the requests the client saw
+    /// it finish, over the scraped span.
+    pub reconciliation: Vec<Reconciliation>,
+    /// Where the pre-flight's sample request stands in those counts.
+    pub preflight: String,
+    /// Per source and scrape, what the plots draw (not in report.json: the export has every
+    /// reading).
+    #[serde(skip)]
+    pub timeline: Vec<ServerPoint>,
+}
+
+/// One scrape of one source, for the plots.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerPoint {
+    /// The source.
+    pub source: String,
+    /// The scrape's moment (its midpoint), s from the epoch.
+    pub t_s: f64,
+    /// Requests waiting.
+    pub queue: Option<f64>,
+    /// Requests running.
+    pub running: Option<f64>,
+    /// The server's mean first-token time over the observations since the previous scrape, ms.
+    pub server_first_token_ms: Option<f64>,
+    /// The client's mean first-token time (from the request written) over the first tokens it
+    /// saw from this source since the previous scrape, ms.
+    pub client_first_token_ms: Option<f64>,
+}
+
+/// One source's scrapes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceSummary {
+    /// The replica's (or extra endpoint's) name.
+    pub source: String,
+    /// Answered scrapes (records).
+    pub answered: u64,
+    /// Scrapes that gave no record (events), and the first reason.
+    pub failed: u64,
+    /// The first failure's detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+    /// Series journaled, and the roles the analysis recognised among them.
+    pub series: u64,
+    /// The recognised roles (queue, running, kv-cache, ...).
+    pub roles: Vec<&'static str>,
+    /// When the first answer came, s from the epoch.
+    pub first_answer_s: Option<f64>,
+    /// When the source answered as a new process (a counter went down), s from the epoch.
+    pub restarts_s: Vec<f64>,
+    /// In a fault run, for the victim: its first answer after the fire, s from the epoch (the
+    /// replacement's metrics endpoint answering: evidence of it serving, where no readiness
+    /// event exists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_answer_after_fire_s: Option<f64>,
+}
+
+/// One window of one source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServerWindow {
+    /// The window's name.
+    pub window: &'static str,
+    /// The source.
+    pub source: String,
+    /// The span the server's increases cover: from the scrape at or before the window's start
+    /// to the last at or before its end (scrape midpoints, s from the epoch). `None` when no two
+    /// scrapes bound any of the window.
+    pub span_s: Option<(f64, f64)>,
+    /// The first-token comparison (SPEC §2's receive-path check).
+    pub first_token: Option<ServerComparison>,
+    /// The end-to-end comparison.
+    pub end_to_end: Option<ServerComparison>,
+    /// Requests waiting, over the span's scrapes.
+    pub queue: Option<GaugeSummary>,
+    /// Requests running.
+    pub running: Option<GaugeSummary>,
+    /// KV-cache use, percent of the cache.
+    pub kv_cache_percent: Option<GaugeSummary>,
+    /// Preemptions the server counted in the span.
+    pub preemptions: Option<f64>,
+    /// Requests the server counted finished in the span.
+    pub server_finished: Option<f64>,
+    /// Requests the client saw complete with this replica in the span.
+    pub client_finished: u64,
+}
+
+/// A gauge over a span's scrapes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GaugeSummary {
+    /// Its mean over the scrapes (equally spaced: a time mean at the scrape period).
+    pub mean: f64,
+    /// Its largest reading.
+    pub max: f64,
+    /// Scrapes read.
+    pub scrapes: u64,
+}
+
+/// The server's distribution of one time against the client's, over one span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServerComparison {
+    /// The server's histogram family.
+    pub family: String,
+    /// Observations the server's histogram gained in the span.
+    pub server_n: u64,
+    /// Their mean (the histogram's sum over its count: exact, not bucketed), ms.
+    pub server_mean_ms: Option<f64>,
+    /// The client's requests to this replica whose event falls in the span.
+    pub client_n: u64,
+    /// Their mean, ms, from the request written whole (the server's clock starts when it has
+    /// read it).
+    pub client_mean_ms: Option<f64>,
+    /// Client mean minus server mean, ms: the time outside the server's clock.
+    pub mean_difference_ms: Option<f64>,
+    /// Server mean over client mean, percent: how much of the client's time the server
+    /// accounts for.
+    pub server_share_percent: Option<f64>,
+    /// The quantiles compared.
+    pub quantiles: Vec<QuantileComparison>,
+    /// The loopback canary's largest lag in the window, ms (the read loop's bound), when the
+    /// journal has one.
+    pub canary_max_ms: Option<f64>,
+    /// `within-bounds`, `client-later`, `client-earlier` or `not-comparable`.
+    pub verdict: &'static str,
+    /// The verdict in words.
+    pub text: String,
+}
+
+/// One quantile: the server's bucket against the client's order statistic.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct QuantileComparison {
+    /// The probability (0.5, 0.9, 0.99).
+    pub q: f64,
+    /// The server's bucket holding it: lower bound, ms.
+    pub server_low_ms: f64,
+    /// Its upper bound, ms (`None`: the +Inf bucket).
+    pub server_high_ms: Option<f64>,
+    /// The client's quantile (the order statistic at rank ceil(q n)), ms.
+    pub client_ms: f64,
+}
+
+/// The server's count of finished requests against the client's, over the scraped span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reconciliation {
+    /// The replica.
+    pub source: String,
+    /// The span: first to last answered scrape (midpoints), s from the epoch.
+    pub span_s: (f64, f64),
+    /// The server's finished-request counter's increase over the span (all finish reasons).
+    pub server_finished: Option<f64>,
+    /// Requests the client saw end with this replica in the span (completed or errored with a
+    /// response from it).
+    pub client_finished: u64,
+    /// Requests the client saw end within one scrape of either end of the span: the margin
+    /// within which the two counts may differ by timing alone.
+    pub margin: u64,
+    /// Whether they agree within the margin.
+    pub reconciled: Option<bool>,
+    /// In words.
+    pub text: String,
+}

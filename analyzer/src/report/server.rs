@@ -1,0 +1,185 @@
+//! The server-side evidence in report.md (SPEC §2): the sources' scrapes, the receive-path check
+//! and the server's gauges per window, the counts reconciled; and, inside the recovery section,
+//! what the survivor's own metrics say of the outage and the recovery.
+
+use std::fmt::Write as _;
+
+use crate::model::{GaugeSummary, ServerComparison, ServerEvidence, ServerWindow};
+
+fn gauge(g: &Option<GaugeSummary>, unit: &str) -> String {
+    g.map_or("n/a".into(), |g| {
+        format!("{:.2}{unit} (max {:.2}{unit})", g.mean, g.max)
+    })
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+fn count(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.0}"))
+}
+
+fn means(c: &Option<ServerComparison>) -> String {
+    let Some(c) = c else {
+        return "n/a".into();
+    };
+    let ms = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+    format!(
+        "{} / {} ms (n {} / {}); {}",
+        ms(c.server_mean_ms),
+        ms(c.client_mean_ms),
+        c.server_n,
+        c.client_n,
+        c.verdict
+    )
+}
+
+/// Each source's scrapes, and the first failure of each that had one.
+fn sources_table(md: &mut String, s: &ServerEvidence) {
+    let _ = writeln!(
+        md,
+        "| source | answered | failed | series | roles | first answer | restarted at |\n|---|---|---|---|---|---|---|"
+    );
+    for src in &s.sources {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            src.source,
+            src.answered,
+            src.failed,
+            src.series,
+            if src.roles.is_empty() {
+                "none recognised".into()
+            } else {
+                src.roles.join(", ")
+            },
+            src.first_answer_s
+                .map_or("never".into(), |t| format!("{t:.3} s")),
+            if src.restarts_s.is_empty() {
+                "-".into()
+            } else {
+                src.restarts_s
+                    .iter()
+                    .map(|t| format!("{t:.3} s"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+    }
+    for src in s.sources.iter().filter(|s| s.failed > 0) {
+        if let Some(first) = &src.first_failure {
+            let _ = writeln!(md, "\n{}'s first failed scrape: {first}.", src.source);
+        }
+    }
+}
+
+/// The section after the recovery section.
+pub(super) fn section(md: &mut String, s: &ServerEvidence) {
+    let _ = writeln!(md, "\n## Server-side evidence (§2, not a gate)\n");
+    let _ = writeln!(
+        md,
+        "The target's own metrics, scraped every {:.0} ms into the journal. Per window, the server's increases run from the scrape at or before the window's start to the last at or before its end, and the client's requests are taken over that same span. Server means are exact (sum over count); server quantiles are known to their histogram bucket.\n",
+        s.period_ms
+    );
+    sources_table(md, s);
+    let _ = writeln!(md, "\nCounts over the scraped span:\n");
+    for r in &s.reconciliation {
+        let _ = writeln!(md, "- {}.", r.text);
+    }
+    if s.reconciliation.is_empty() {
+        let _ = writeln!(md, "- no source answered twice: nothing to reconcile.");
+    }
+    let _ = writeln!(md, "- {}.", capitalised(&s.preflight));
+    if let Some(why) = &s.windows_withheld {
+        let _ = writeln!(md, "\nPer window: {why}.");
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n| window | source | span | first token, server / client mean | end-to-end, server / client mean | queue | running | KV cache | preemptions | finished, server / client |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for w in &s.windows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |",
+            w.window,
+            w.source,
+            w.span_s
+                .map_or("no two scrapes".into(), |(a, b)| format!("{a:.3}-{b:.3} s")),
+            means(&w.first_token),
+            means(&w.end_to_end),
+            gauge(&w.queue, ""),
+            gauge(&w.running, ""),
+            gauge(&w.kv_cache_percent, " %"),
+            count(w.preemptions),
+            count(w.server_finished),
+            w.client_finished
+        );
+    }
+    let _ = writeln!(md, "\nReceive-path check, first token (§2):\n");
+    for w in s.windows.iter().filter(|w| w.first_token.is_some()) {
+        if let Some(c) = &w.first_token {
+            let _ = writeln!(md, "- {} / {}: {}.", w.window, w.source, c.text);
+        }
+    }
+}
+
+/// Inside the recovery section: the survivors' queue and KV-cache use over the fault window
+/// (the outage) and the recovery window, and when the victim's endpoint answered again.
+pub(super) fn recovery_evidence(md: &mut String, s: &ServerEvidence, victim: &str) {
+    let rows: Vec<&ServerWindow> = s
+        .windows
+        .iter()
+        .filter(|w| matches!(w.window, "fault" | "recovery"))
+        .collect();
+    let victim_source = s.sources.iter().find(|src| src.source == victim);
+    let after = victim_source.and_then(|src| src.first_answer_after_fire_s);
+    let silent = victim_source.is_some_and(|src| src.failed > 0);
+    if rows.is_empty() && after.is_none() {
+        return;
+    }
+    let _ = writeln!(md, "\n### Server side of the fault and the recovery (§2)\n");
+    if !rows.is_empty() {
+        let _ = writeln!(
+            md,
+            "| window | replica | queue | running | KV cache | first token, server / client mean |\n|---|---|---|---|---|---|"
+        );
+        for w in rows {
+            let role = if w.source == victim {
+                "victim"
+            } else {
+                "survivor"
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} ({role}) | {} | {} | {} | {} |",
+                w.window,
+                w.source,
+                gauge(&w.queue, ""),
+                gauge(&w.running, ""),
+                gauge(&w.kv_cache_percent, " %"),
+                means(&w.first_token)
+            );
+        }
+    }
+    match after {
+        Some(t) => {
+            let _ = writeln!(
+                md,
+                "\n{victim}'s metrics endpoint, silent after the fire, answered again at {t:.3} s: the process behind its address was serving its metrics by then (evidence of readiness where no readiness event was journaled; not a readiness check of the model)."
+            );
+        }
+        None if silent => {
+            let _ = writeln!(
+                md,
+                "\n{victim}'s metrics endpoint failed scrapes and did not answer again after the fire within the run."
+            );
+        }
+        None => {}
+    }
+}

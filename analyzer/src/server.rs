@@ -1,0 +1,838 @@
+//! Server-side evidence (SPEC §2): the target's own metrics, scraped into the journal as kind-7
+//! records, read back per source and per window beside what the client measured.
+//!
+//! A window's server figures are increases between two scrapes: the last at or before the
+//! window's start and the last at or before its end (a scrape's moment is the midpoint of its
+//! request and answer), so the server's span can differ from the window by up to one scrape
+//! period at each end; the client's requests are taken over the same span, not the window, so
+//! the two sides count the same stretch of time. Histogram quantiles are known only to their
+//! bucket; means are exact (the histogram's sum over its count).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use percentes_formats::journal::header::host_fact;
+use percentes_formats::journal::records::{EventKind, EventRecord};
+use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
+use percentes_formats::prometheus::{role_of, Role, SeriesKind};
+
+use crate::frame::NONE;
+use crate::load::Run;
+use crate::model::{
+    GaugeSummary, QuantileComparison, Reconciliation, ServerComparison, ServerEvidence,
+    ServerPoint, ServerWindow, SourceSummary,
+};
+
+/// The quantiles the receive-path check compares; each only where both sides hold enough
+/// observations to place it (n at least 1 / (1 - q)).
+const COMPARED: [f64; 3] = [0.5, 0.9, 0.99];
+
+/// One source's answered scrapes, with its series and failures.
+#[derive(Debug)]
+pub struct Source<'a> {
+    name: &'a str,
+    points: Vec<&'a ScrapeRecord>,
+    series: BTreeMap<u32, &'a SeriesDefinition>,
+    failures: Vec<&'a EventRecord>,
+}
+
+fn mid(p: &ScrapeRecord) -> u64 {
+    p.sent_ns / 2 + p.received_ns / 2
+}
+
+/// Seconds from ns: the nearest double to the decimal, so report.json prints it clean.
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+impl<'a> Source<'a> {
+    /// The ids of the series of `role` whose name ends with `suffix` (`""`: any).
+    fn ids(&self, role: Role, suffix: &str) -> Vec<u32> {
+        self.series
+            .values()
+            .filter(|d| role_of(&d.family) == Some(role) && d.name.ends_with(suffix))
+            .map(|d| d.id)
+            .collect()
+    }
+
+    /// The summed increase of cumulative series `ids` over points `(from, to]`.
+    fn increase(&self, ids: &[u32], (from, to): (usize, usize)) -> f64 {
+        self.points[from + 1..=to]
+            .iter()
+            .filter(|p| !p.first)
+            .flat_map(|p| &p.samples)
+            .filter(|s| ids.contains(&s.id))
+            .map(|s| s.value)
+            .filter(|v| v.is_finite())
+            .sum::<f64>()
+            + 0.0 // an empty sum is -0.0, which prints as "-0"
+    }
+
+    /// A gauge's readings (summed over `ids`' label sets) at each point of `[from, to]`.
+    fn gauge(&self, ids: &[u32], (from, to): (usize, usize)) -> Vec<f64> {
+        let mut now: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut out = Vec::new();
+        for (i, p) in self.points.iter().enumerate().take(to + 1) {
+            for gone in &p.gone {
+                now.remove(gone);
+            }
+            for s in p.samples.iter().filter(|s| ids.contains(&s.id)) {
+                now.insert(s.id, s.value);
+            }
+            let values: Vec<f64> = now.values().copied().filter(|v| v.is_finite()).collect();
+            if i >= from && !values.is_empty() {
+                out.push(values.iter().sum());
+            }
+        }
+        out
+    }
+
+    /// The points that bound `[start, end)`: the last at or before `start` (else the first
+    /// after it), and the last at or before `end`; `None` when they do not make a span.
+    fn span(&self, start_ns: u64, end_ns: u64) -> Option<(usize, usize)> {
+        let from = self
+            .points
+            .iter()
+            .rposition(|p| mid(p) <= start_ns)
+            .or_else(|| self.points.iter().position(|p| mid(p) > start_ns))?;
+        let to = self.points.iter().rposition(|p| mid(p) <= end_ns)?;
+        (to > from).then_some((from, to))
+    }
+
+    /// The histogram of `role` over points `(from, to]`: (upper bound s, cumulative count) by
+    /// bucket, its count and its sum.
+    fn histogram(&self, role: Role, span: (usize, usize)) -> Option<Histogram> {
+        let buckets = self.ids(role, "_bucket");
+        if buckets.is_empty() {
+            return None;
+        }
+        let mut by_le: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for id in &buckets {
+            let le = self.series[id]
+                .labels
+                .iter()
+                .find(|(k, _)| k == "le")
+                .and_then(|(_, v)| match v.as_str() {
+                    "+Inf" | "Inf" => Some(f64::INFINITY),
+                    v => v.parse::<f64>().ok(),
+                });
+            let Some(le) = le.filter(|le| !le.is_nan()) else {
+                continue;
+            };
+            let entry = by_le.entry(le.to_bits()).or_insert((le, 0.0));
+            entry.1 += self.increase(&[*id], span);
+        }
+        let mut cumulative: Vec<(f64, f64)> = by_le.into_values().collect();
+        cumulative.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let family = self.series[&buckets[0]].family.clone();
+        Some(Histogram {
+            family,
+            cumulative,
+            count: self.increase(&self.ids(role, "_count"), span),
+            sum: self.increase(&self.ids(role, "_sum"), span),
+        })
+    }
+}
+
+/// A server histogram's increase over a span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Histogram {
+    /// Its family.
+    pub family: String,
+    /// (upper bound, cumulative count), by bound.
+    pub cumulative: Vec<(f64, f64)>,
+    /// Observations.
+    pub count: f64,
+    /// Their sum, s.
+    pub sum: f64,
+}
+
+impl Histogram {
+    /// The bucket holding the quantile `q` (rank ceil(q n)): (lower, upper) bounds, s.
+    pub fn bucket_of(&self, q: f64) -> Option<(f64, f64)> {
+        let n = self.count.round();
+        if n < 1.0 {
+            return None;
+        }
+        let rank = (q * n).ceil().max(1.0);
+        let mut low = 0.0;
+        for (le, count) in &self.cumulative {
+            if *count >= rank {
+                return Some((low, *le));
+            }
+            low = *le;
+        }
+        Some((low, f64::INFINITY))
+    }
+}
+
+/// The sources of `run`, by name, with their failures.
+pub fn sources(run: &Run) -> Vec<Source<'_>> {
+    let mut out: BTreeMap<&str, Source<'_>> = BTreeMap::new();
+    for record in &run.scrapes {
+        let source = out.entry(&record.source).or_insert_with(|| Source {
+            name: &record.source,
+            points: Vec::new(),
+            series: BTreeMap::new(),
+            failures: Vec::new(),
+        });
+        for d in &record.defined {
+            source.series.insert(d.id, d);
+        }
+        source.points.push(record);
+    }
+    for e in run.events.all(EventKind::Scrape) {
+        if let Some(source) = out.get_mut(e.subject.as_str()) {
+            if e.detail.starts_with("failed") {
+                source.failures.push(e);
+            }
+        } else if e.detail.starts_with("failed") {
+            // A source that never answered still has its failures reported.
+            let name = e.subject.as_str();
+            out.entry(name)
+                .or_insert_with(|| Source {
+                    name,
+                    points: Vec::new(),
+                    series: BTreeMap::new(),
+                    failures: Vec::new(),
+                })
+                .failures
+                .push(e);
+        }
+    }
+    out.into_values().collect()
+}
+
+/// A window as the evidence reads it: name, span, the canary's largest lag (ns).
+#[derive(Debug)]
+pub struct WindowSpan {
+    /// The window's name.
+    pub name: &'static str,
+    /// Its start, ns from the epoch.
+    pub start_ns: u64,
+    /// Its end, ns from the epoch.
+    pub end_ns: u64,
+    /// The loopback canary's largest lag over it, ns.
+    pub canary_max_ns: Option<u64>,
+}
+
+/// The client's side of one replica: per request row, (request written, first content,
+/// terminal, completed), ns from the epoch.
+struct Client {
+    rows: Vec<(u64, u64, u64, bool)>,
+}
+
+/// The `host:port` a base URL sends to.
+fn authority(base_url: &str) -> &str {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, r)| r);
+    &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())]
+}
+
+impl Client {
+    /// The requests the client saw `replica` serve: those its replica header named, and, where
+    /// the base URL is the replica's own address (a replica addressed directly, with no header
+    /// to name it), every request without a name.
+    fn of(run: &Run, replica: &str) -> Client {
+        let r = &run.requests;
+        let direct = run
+            .config
+            .target
+            .replica_addresses
+            .get(replica)
+            .is_some_and(|address| *address == authority(&run.config.target.base_url));
+        let rows = (0..r.len())
+            .filter(|&row| match r.replica_name(row) {
+                Some(name) => name == replica,
+                None => direct,
+            })
+            .map(|row| {
+                (
+                    r.request_written_ns[row],
+                    r.first_content_ns[row],
+                    r.terminal_ns[row],
+                    r.outcome(row) == Some(percentes_formats::journal::Outcome::Completed),
+                )
+            })
+            .collect();
+        Client { rows }
+    }
+
+    /// Times from the request written whole to `event` (first content, or the end of a
+    /// completed request), for events in `(from, to]`, ns.
+    fn times(&self, first_token: bool, (from, to): (u64, u64)) -> Vec<u64> {
+        self.rows
+            .iter()
+            .filter(|(_, _, _, completed)| first_token || *completed)
+            .filter_map(|&(written, first, terminal, _)| {
+                let at = if first_token { first } else { terminal };
+                (written != NONE && at != NONE && at > from && at <= to && at >= written)
+                    .then(|| at - written)
+            })
+            .collect()
+    }
+
+    /// Completed requests ending in `(from, to]`.
+    fn finished(&self, (from, to): (u64, u64)) -> u64 {
+        self.rows
+            .iter()
+            .filter(|(_, _, terminal, completed)| *completed && *terminal > from && *terminal <= to)
+            .count() as u64
+    }
+}
+
+/// The evidence of `run`, or `None` when it journaled no scrape (nor a failed one).
+pub fn evidence(
+    run: &Run,
+    windows: Option<&[WindowSpan]>,
+    withheld: Option<String>,
+    period_ms: f64,
+) -> Option<ServerEvidence> {
+    let sources = sources(run);
+    if sources.is_empty() {
+        return None;
+    }
+    let fired_ns = run.events.first(EventKind::FaultFired).map(|e| e.at_ns);
+    let victim = run.config.fault.victim.as_deref();
+    let period_ns = (period_ms * 1e6) as u64;
+    let mut out = ServerEvidence {
+        period_ms,
+        sources: Vec::new(),
+        windows: Vec::new(),
+        windows_withheld: withheld,
+        reconciliation: Vec::new(),
+        preflight: preflight_note(run.header.host_fact(host_fact::PREFLIGHT)),
+        timeline: Vec::new(),
+    };
+    for source in &sources {
+        out.sources.push(summary(source, fired_ns, victim));
+        let client = Client::of(run, source.name);
+        if let Some(whole) = (!source.points.is_empty())
+            .then(|| (0, source.points.len() - 1))
+            .filter(|(a, b)| b > a)
+        {
+            out.reconciliation
+                .push(reconcile(source, &client, whole, period_ns));
+        }
+        for window in windows.unwrap_or_default() {
+            out.windows.push(server_window(source, &client, window));
+        }
+        if windows.is_some() {
+            out.timeline.extend(timeline(source, &client));
+        }
+    }
+    Some(out)
+}
+
+/// Where the pre-flight's sample request stands in the reconciled counts.
+fn preflight_note(fact: Option<&str>) -> String {
+    match fact {
+        Some(fact) if fact.contains("one sample request") => format!(
+            "the pre-flight's one sample request (not a scheduled request; host fact `preflight`: {fact}) was sent before the epoch and the first scrape, so it is in neither count; a count the server kept from before the run has it, one more than the journal's requests"
+        ),
+        Some(fact) => format!("the pre-flight sent no sample request (host fact `preflight`: {fact})"),
+        None => "this journal has no pre-flight fact".into(),
+    }
+}
+
+fn summary(source: &Source<'_>, fired_ns: Option<u64>, victim: Option<&str>) -> SourceSummary {
+    let roles: BTreeSet<Role> = source
+        .series
+        .values()
+        .filter_map(|d| role_of(&d.family))
+        .collect();
+    let after_fire = fired_ns
+        .filter(|_| victim == Some(source.name))
+        .and_then(|fired| {
+            let failed = source.failures.iter().find(|e| e.at_ns >= fired)?;
+            source
+                .points
+                .iter()
+                .find(|p| p.sent_ns > failed.at_ns)
+                .map(|p| seconds(p.received_ns))
+        });
+    SourceSummary {
+        source: source.name.to_owned(),
+        answered: source.points.len() as u64,
+        failed: source.failures.len() as u64,
+        first_failure: source.failures.first().map(|e| e.detail.clone()),
+        series: source.series.len() as u64,
+        roles: roles.into_iter().map(Role::name).collect(),
+        first_answer_s: source.points.first().map(|p| seconds(p.received_ns)),
+        restarts_s: source
+            .points
+            .iter()
+            .filter(|p| p.restarted)
+            .map(|p| seconds(p.received_ns))
+            .collect(),
+        first_answer_after_fire_s: after_fire,
+    }
+}
+
+fn reconcile(
+    source: &Source<'_>,
+    client: &Client,
+    (from, to): (usize, usize),
+    period_ns: u64,
+) -> Reconciliation {
+    let (a, b) = (mid(source.points[from]), mid(source.points[to]));
+    let ids = source.ids(Role::Requests, "");
+    let server = (!ids.is_empty()).then(|| source.increase(&ids, (from, to)));
+    let client_finished = client.finished((a, b));
+    let near = |t: u64| client.finished((t.saturating_sub(period_ns), t + period_ns));
+    let margin = near(a) + near(b);
+    let reconciled = server.map(|s| (s - client_finished as f64).abs() <= margin as f64);
+    let text = match (server, reconciled) {
+        (None, _) => format!(
+            "{}: no finished-request counter among the scraped series; the client saw {client_finished} complete",
+            source.name
+        ),
+        (Some(s), Some(true)) => format!(
+            "{}: the server counted {s:.0} finished, the client saw {client_finished} complete, between {:.3} s and {:.3} s: reconciled (within the {margin} that ended within one scrape period of either end)",
+            source.name,
+            seconds(a),
+            seconds(b)
+        ),
+        (Some(s), _) => format!(
+            "{}: the server counted {s:.0} finished, the client saw {client_finished} complete, between {:.3} s and {:.3} s: NOT reconciled (they differ by {:.0}, more than the {margin} that ended within one scrape period of either end: another client of the server, requests the client did not attribute to it, or requests it finished that the client saw fail)",
+            source.name,
+            seconds(a),
+            seconds(b),
+            (s - client_finished as f64).abs()
+        ),
+    };
+    Reconciliation {
+        source: source.name.to_owned(),
+        span_s: (seconds(a), seconds(b)),
+        server_finished: server,
+        client_finished,
+        margin,
+        reconciled,
+        text,
+    }
+}
+
+/// Each scrape of `source` as a point: its gauges, and the first-token means of the server
+/// and the client over the interval since the previous scrape. One pass over the scrapes.
+fn timeline(source: &Source<'_>, client: &Client) -> Vec<ServerPoint> {
+    let (queue, running) = (source.ids(Role::Queue, ""), source.ids(Role::Running, ""));
+    let (sum, count) = (
+        source.ids(Role::FirstToken, "_sum"),
+        source.ids(Role::FirstToken, "_count"),
+    );
+    let mut firsts: Vec<(u64, u64)> = client
+        .rows
+        .iter()
+        .filter(|(written, first, _, _)| *written != NONE && *first != NONE && first >= written)
+        .map(|&(written, first, _, _)| (first, first - written))
+        .collect();
+    firsts.sort_unstable();
+    let mut now: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut previous: Option<u64> = None;
+    for p in &source.points {
+        for gone in &p.gone {
+            now.remove(gone);
+        }
+        let (mut s, mut n) = (0.0, 0.0);
+        for sample in &p.samples {
+            now.insert(sample.id, sample.value);
+            if !p.first && sum.contains(&sample.id) {
+                s += sample.value;
+            }
+            if !p.first && count.contains(&sample.id) {
+                n += sample.value;
+            }
+        }
+        let reading = |ids: &[u32]| {
+            let values: Vec<f64> = ids.iter().filter_map(|id| now.get(id)).copied().collect();
+            (!values.is_empty()).then(|| values.iter().sum())
+        };
+        let at = mid(p);
+        let client_ms = previous.and_then(|from| {
+            let lo = firsts.partition_point(|(t, _)| *t <= from);
+            let hi = firsts.partition_point(|(t, _)| *t <= at);
+            let times = &firsts[lo..hi];
+            (!times.is_empty()).then(|| {
+                times.iter().map(|(_, d)| *d as f64).sum::<f64>() / times.len() as f64 / 1e6
+            })
+        });
+        out.push(ServerPoint {
+            source: source.name.to_owned(),
+            t_s: seconds(at),
+            queue: reading(&queue),
+            running: reading(&running),
+            server_first_token_ms: (n >= 1.0).then(|| s / n * 1e3),
+            client_first_token_ms: client_ms,
+        });
+        previous = Some(at);
+    }
+    out
+}
+
+fn gauge_summary(values: &[f64], scale: f64) -> Option<GaugeSummary> {
+    (!values.is_empty()).then(|| GaugeSummary {
+        mean: values.iter().sum::<f64>() / values.len() as f64 * scale,
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max) * scale,
+        scrapes: values.len() as u64,
+    })
+}
+
+fn server_window(source: &Source<'_>, client: &Client, window: &WindowSpan) -> ServerWindow {
+    let mut out = ServerWindow {
+        window: window.name,
+        source: source.name.to_owned(),
+        span_s: None,
+        first_token: None,
+        end_to_end: None,
+        queue: None,
+        running: None,
+        kv_cache_percent: None,
+        preemptions: None,
+        server_finished: None,
+        client_finished: 0,
+    };
+    let Some(span) = source.span(window.start_ns, window.end_ns) else {
+        return out;
+    };
+    let (a, b) = (mid(source.points[span.0]), mid(source.points[span.1]));
+    out.span_s = Some((seconds(a), seconds(b)));
+    let compare = |role: Role, first_token: bool| {
+        let histogram = source.histogram(role, span)?;
+        let times = client.times(first_token, (a, b));
+        Some(comparison(&histogram, times, window.canary_max_ns))
+    };
+    out.first_token = compare(Role::FirstToken, true);
+    out.end_to_end = compare(Role::EndToEnd, false);
+    let gauge =
+        |role: Role, scale: f64| gauge_summary(&source.gauge(&source.ids(role, ""), span), scale);
+    out.queue = gauge(Role::Queue, 1.0);
+    out.running = gauge(Role::Running, 1.0);
+    out.kv_cache_percent = gauge(Role::KvCache, 100.0);
+    let counter = |role: Role| {
+        let ids = source.ids(role, "");
+        (!ids.is_empty()).then(|| source.increase(&ids, span))
+    };
+    out.preemptions = counter(Role::Preemptions);
+    out.server_finished = counter(Role::Requests);
+    out.client_finished = client.finished((a, b));
+    out
+}
+
+/// The receive-path check of one histogram against the client's times over the same span
+/// (SPEC §2): the means, the compared quantiles, and the verdict.
+pub fn comparison(
+    histogram: &Histogram,
+    mut times: Vec<u64>,
+    canary_max_ns: Option<u64>,
+) -> ServerComparison {
+    times.sort_unstable();
+    let ms = |ns: f64| ns / 1e6;
+    let server_n = histogram.count.round().max(0.0) as u64;
+    let client_n = times.len() as u64;
+    let server_mean_ms = (server_n > 0).then(|| histogram.sum / histogram.count * 1e3);
+    let client_mean_ms =
+        (client_n > 0).then(|| ms(times.iter().map(|&t| t as f64).sum::<f64>() / client_n as f64));
+    let canary_ms = canary_max_ns.map(|ns| ms(ns as f64));
+    let mut quantiles = Vec::new();
+    for q in COMPARED {
+        let needed = (1.0 / (1.0 - q)).round() as u64;
+        if server_n < needed || client_n < needed {
+            continue;
+        }
+        let Some((low, high)) = histogram.bucket_of(q) else {
+            continue;
+        };
+        let rank = ((q * client_n as f64).ceil() as usize).max(1);
+        quantiles.push(QuantileComparison {
+            q,
+            server_low_ms: low * 1e3,
+            server_high_ms: high.is_finite().then_some(high * 1e3),
+            client_ms: ms(times[rank - 1] as f64),
+        });
+    }
+    let (verdict, why) = judge(&quantiles, canary_ms, (server_n, client_n));
+    let mean_difference_ms = server_mean_ms.zip(client_mean_ms).map(|(s, c)| c - s);
+    let server_share_percent = server_mean_ms
+        .zip(client_mean_ms)
+        .filter(|(_, c)| *c > 0.0)
+        .map(|(s, c)| s / c * 100.0);
+    let canary_words = canary_ms.map_or(
+        "no loopback canary bounds the read loop here".to_owned(),
+        |c| format!("the canary bounds the read loop's lag at {c:.3} ms"),
+    );
+    let text = match (server_mean_ms, client_mean_ms, mean_difference_ms) {
+        (Some(s), Some(c), Some(d)) => format!(
+            "{}: the server's mean {s:.3} ms over {server_n}, the client's {c:.3} ms over {client_n}: the server accounts for {:.1} % of it, {d:.3} ms lies outside its clock ({canary_words}); {why}",
+            histogram.family,
+            server_share_percent.unwrap_or(f64::NAN)
+        ),
+        _ => format!("{}: {why}", histogram.family),
+    };
+    ServerComparison {
+        family: histogram.family.clone(),
+        server_n,
+        server_mean_ms,
+        client_n,
+        client_mean_ms,
+        mean_difference_ms,
+        server_share_percent,
+        quantiles,
+        canary_max_ms: canary_ms,
+        verdict,
+        text,
+    }
+}
+
+/// The verdict of the compared quantiles: each client quantile must lie in the server's
+/// bucket, widened upward by the canary's largest lag (the client sees an event after the
+/// server makes it, by at most the transfer and the read loop's lag).
+fn judge(
+    quantiles: &[QuantileComparison],
+    canary_ms: Option<f64>,
+    (server_n, client_n): (u64, u64),
+) -> (&'static str, String) {
+    if server_n == 0 || client_n == 0 {
+        return (
+            "not-comparable",
+            format!("not comparable: the server observed {server_n}, the client {client_n} in this span"),
+        );
+    }
+    if quantiles.is_empty() {
+        return (
+            "not-comparable",
+            "too few observations on one side to place even the median".into(),
+        );
+    }
+    let widen = canary_ms.unwrap_or(0.0);
+    let label = |q: &QuantileComparison| format!("p{}", (q.q * 100.0).round());
+    let bucket = |q: &QuantileComparison| {
+        format!(
+            "{:.3}-{} ms",
+            q.server_low_ms,
+            q.server_high_ms
+                .map_or("+Inf".into(), |h| format!("{h:.3}"))
+        )
+    };
+    if let Some(q) = quantiles.iter().find(|q| q.client_ms < q.server_low_ms) {
+        return (
+            "client-earlier",
+            format!(
+                "the client's {} ({:.3} ms) lies below the server's bucket ({}): the two do not measure the same requests (another client of the server, requests not attributed to this replica), or a clock is wrong",
+                label(q),
+                q.client_ms,
+                bucket(q)
+            ),
+        );
+    }
+    if let Some(q) = quantiles
+        .iter()
+        .find(|q| q.server_high_ms.is_some_and(|h| q.client_ms > h + widen))
+    {
+        return (
+            "client-later",
+            format!(
+                "the client's {} ({:.3} ms) lies above the server's bucket ({}) by more than the read loop's bound: the client's times include time the server's clock does not see and the canary does not explain (transfer, a proxy, the server's front end outside its engine's clock, host contention)",
+                label(q),
+                q.client_ms,
+                bucket(q)
+            ),
+        );
+    }
+    let compared: Vec<String> = quantiles
+        .iter()
+        .map(|q| format!("{} {:.3} ms in {}", label(q), q.client_ms, bucket(q)))
+        .collect();
+    (
+        "within-bounds",
+        format!(
+            "within bounds: each compared client quantile lies in the server's bucket, widened by the read loop's bound ({})",
+            compared.join("; ")
+        ),
+    )
+}
+
+/// Whether a series kind code is one the analysis reads as increases (for the export).
+pub fn cumulative(kind: u8) -> bool {
+    SeriesKind::from_code(kind).is_some_and(SeriesKind::cumulative)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use percentes_formats::journal::scrape::Scraper;
+    use percentes_formats::prometheus::Exposed;
+
+    fn exposed(
+        name: &str,
+        family: &str,
+        le: Option<&str>,
+        kind: SeriesKind,
+        value: f64,
+    ) -> Exposed {
+        let mut labels = vec![("model_name".to_owned(), "m".to_owned())];
+        if let Some(le) = le {
+            labels.push(("le".into(), le.into()));
+        }
+        Exposed {
+            name: name.into(),
+            family: family.into(),
+            labels,
+            kind,
+            value,
+        }
+    }
+
+    /// Hand-worked: scrapes at 0, 1, 2 and 3 s (midpoints). Finished requests 10 (a base from
+    /// before the run), 12, 15, 15; waiting 1, 3, 3, 0; first-token observations 0, 2 (both at
+    /// or below 10 ms, sum 0.012 s), then 1 more in (10, 20] ms (sum 0.027 s). The window
+    /// [0.5, 2.5) s spans the scrapes at 0 and 2 s: 5 finished, waiting mean 7/3 and max 3, three
+    /// first tokens with mean 9 ms, median in (0, 10] ms. A window before any scrape after the
+    /// first has no span.
+    #[test]
+    fn a_window_reads_the_increases_between_the_scrapes_that_bound_it() {
+        let ttft = "vllm:time_to_first_token_seconds";
+        let answer = |finished: f64, waiting: f64, low: f64, all: f64, sum: f64| {
+            vec![
+                exposed(
+                    "vllm:request_success_total",
+                    "vllm:request_success",
+                    None,
+                    SeriesKind::Counter,
+                    finished,
+                ),
+                exposed(
+                    "vllm:num_requests_waiting",
+                    "vllm:num_requests_waiting",
+                    None,
+                    SeriesKind::Gauge,
+                    waiting,
+                ),
+                exposed(
+                    &format!("{ttft}_bucket"),
+                    ttft,
+                    Some("0.01"),
+                    SeriesKind::Histogram,
+                    low,
+                ),
+                exposed(
+                    &format!("{ttft}_bucket"),
+                    ttft,
+                    Some("0.02"),
+                    SeriesKind::Histogram,
+                    all,
+                ),
+                exposed(
+                    &format!("{ttft}_bucket"),
+                    ttft,
+                    Some("+Inf"),
+                    SeriesKind::Histogram,
+                    all,
+                ),
+                exposed(
+                    &format!("{ttft}_count"),
+                    ttft,
+                    None,
+                    SeriesKind::Histogram,
+                    all,
+                ),
+                exposed(
+                    &format!("{ttft}_sum"),
+                    ttft,
+                    None,
+                    SeriesKind::Histogram,
+                    sum,
+                ),
+            ]
+        };
+        let s = 1_000_000_000u64;
+        let mut scraper = Scraper::default();
+        let records: Vec<ScrapeRecord> = [
+            (0, answer(10.0, 1.0, 0.0, 0.0, 0.0)),
+            (1, answer(12.0, 3.0, 2.0, 2.0, 0.012)),
+            (2, answer(15.0, 3.0, 2.0, 3.0, 0.027)),
+            (3, answer(15.0, 0.0, 2.0, 3.0, 0.027)),
+        ]
+        .iter()
+        .map(|(t, samples)| scraper.record("replica-0", (t * s, t * s), samples))
+        .collect();
+        let mut source = Source {
+            name: "replica-0",
+            points: records.iter().collect(),
+            series: BTreeMap::new(),
+            failures: Vec::new(),
+        };
+        for d in &records[0].defined {
+            source.series.insert(d.id, d);
+        }
+        let span = source.span(s / 2, 5 * s / 2).unwrap();
+        assert_eq!(span, (0, 2));
+        assert_eq!(source.increase(&source.ids(Role::Requests, ""), span), 5.0);
+        assert_eq!(
+            source.gauge(&source.ids(Role::Queue, ""), span),
+            [1.0, 3.0, 3.0]
+        );
+        let h = source.histogram(Role::FirstToken, span).unwrap();
+        assert_eq!(h.count, 3.0);
+        assert!((h.sum - 0.027).abs() < 1e-12);
+        assert_eq!(
+            h.cumulative,
+            [(0.01, 2.0), (0.02, 3.0), (f64::INFINITY, 3.0)]
+        );
+        assert_eq!(h.bucket_of(0.5), Some((0.0, 0.01)));
+        assert_eq!(source.span(0, s / 2), None, "no second scrape inside it");
+        let whole = source.span(0, 3 * s).unwrap();
+        assert_eq!(
+            source.increase(&source.ids(Role::Requests, ""), whole),
+            5.0,
+            "the base is not an increase"
+        );
+    }
+
+    fn histogram(cumulative: &[(f64, f64)], sum: f64) -> Histogram {
+        Histogram {
+            family: "vllm:time_to_first_token_seconds".into(),
+            cumulative: cumulative.to_vec(),
+            count: cumulative.last().unwrap().1,
+            sum,
+        }
+    }
+
+    /// Hand-worked: 10 observations, 4 at or below 10 ms, 9 at or below 20 ms, all by 40 ms;
+    /// the median (rank 5) lies in (10, 20] ms, p90 (rank 9) too. The client's 10 times, 1 ms
+    /// later each, put its median at 16 ms and its p90 at 21 ms: 1 ms past the bucket, within
+    /// a 1.5 ms canary bound, outside a 0.5 ms one.
+    #[test]
+    fn quantiles_are_placed_in_their_buckets_and_judged_against_the_canary() {
+        let h = histogram(
+            &[
+                (0.01, 4.0),
+                (0.02, 9.0),
+                (0.04, 10.0),
+                (f64::INFINITY, 10.0),
+            ],
+            0.15,
+        );
+        assert_eq!(h.bucket_of(0.5), Some((0.01, 0.02)));
+        assert_eq!(h.bucket_of(0.9), Some((0.01, 0.02)));
+        assert_eq!(h.bucket_of(0.99), Some((0.02, 0.04)));
+        let ms = 1_000_000;
+        let times: Vec<u64> = [6, 7, 8, 9, 16, 17, 18, 19, 21, 31]
+            .iter()
+            .map(|t| t * ms)
+            .collect();
+        let c = comparison(&h, times.clone(), Some(3 * ms / 2));
+        assert_eq!(c.verdict, "within-bounds", "{}", c.text);
+        assert_eq!(c.quantiles.len(), 2, "p99 needs 100 on each side");
+        assert_eq!(c.quantiles[0].client_ms, 16.0);
+        assert_eq!(c.quantiles[1].client_ms, 21.0);
+        assert!((c.server_mean_ms.unwrap() - 15.0).abs() < 1e-9);
+        assert!((c.client_mean_ms.unwrap() - 15.2).abs() < 1e-9);
+        assert!((c.mean_difference_ms.unwrap() - 0.2).abs() < 1e-9);
+        let c = comparison(&h, times.clone(), Some(ms / 2));
+        assert_eq!(c.verdict, "client-later", "{}", c.text);
+        assert!(c.text.contains("p90 (21.000 ms)"), "{}", c.text);
+        let early: Vec<u64> = times.iter().map(|t| t / 4).collect();
+        assert_eq!(comparison(&h, early, None).verdict, "client-earlier");
+        assert_eq!(comparison(&h, Vec::new(), None).verdict, "not-comparable");
+    }
+}

@@ -1,0 +1,326 @@
+//! The server's own metrics (SPEC §2 "Server-side evidence"): one thread per source (each
+//! `target.replica_addresses` replica at `server_metrics.path`, each `server_metrics.extra`
+//! endpoint) scrapes its Prometheus text every period on absolute deadlines and journals what the
+//! configuration selects as `scrape` records (formats/JOURNAL.md "7 scrape") through the same
+//! writer and chain as everything else.
+//!
+//! A scrape that fails (no answer within one period, an answer over `server.scrape_bytes_max`,
+//! not 200, not text) is a `scrape` event and the thread goes on at the next deadline: a broken
+//! metrics endpoint never stalls, slows or ends a run. The threads are far from the dispatch
+//! path, with blocking sockets, like the replica probes; after the run's last request they
+//! scrape once more, so the counters' last increases are in the journal.
+
+use super::*;
+use percentes_formats::config::ServerMetrics;
+use percentes_formats::journal::scrape::Scraper;
+use percentes_formats::prometheus;
+
+/// One endpoint to scrape.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Source {
+    /// The replica's name, or the extra endpoint's.
+    pub(super) name: String,
+    /// `host:port` (resolved again at every scrape, as the probes do).
+    pub(super) address: String,
+    /// The request path.
+    pub(super) path: String,
+}
+
+/// What the configuration asks to scrape: nothing when `server_metrics.scrape` is off.
+pub(super) fn sources(config: &Config) -> Vec<Source> {
+    let section = &config.server_metrics;
+    if !section.scrape {
+        return Vec::new();
+    }
+    let replicas = config
+        .target
+        .replica_addresses
+        .iter()
+        .map(|(name, address)| Source {
+            name: name.clone(),
+            address: address.clone(),
+            path: section.path().to_owned(),
+        });
+    let extra = section.extra.iter().filter_map(|(name, url)| {
+        let rest = url.strip_prefix("http://")?;
+        let split = rest.find('/')?;
+        Some(Source {
+            name: name.clone(),
+            address: rest[..split].to_owned(),
+            path: rest[split..].to_owned(),
+        })
+    });
+    replicas.chain(extra).collect()
+}
+
+/// Starts one scrape thread per source.
+pub(super) fn start(
+    config: &Config,
+    epoch: Instant,
+    sender: &Sender,
+    shared: &Arc<Shared>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, RecordError> {
+    let period = Duration::from_millis(config.scrape_period_ms());
+    let mut handles = Vec::new();
+    for source in sources(config) {
+        let select = config.server_metrics.clone();
+        let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("scrape-{}", source.name))
+                .spawn(move || {
+                    scrape_thread(&source, period, &select, epoch, &sender, &shared, &stop)
+                })
+                .map_err(io("cannot start a scrape thread"))?,
+        );
+    }
+    Ok(handles)
+}
+
+/// Scrapes `source` every `period` until the run is done (and once after), journaling each
+/// answer as a record and each failure as an event.
+fn scrape_thread(
+    source: &Source,
+    period: Duration,
+    select: &ServerMetrics,
+    epoch: Instant,
+    sender: &Sender,
+    shared: &Shared,
+    stop: &AtomicBool,
+) {
+    let mut scraper = Scraper::default();
+    let mut said: Option<String> = None;
+    let mut due = Instant::now();
+    loop {
+        let last = shared.done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
+        for record in scrape_once(source, period, select, epoch, &mut scraper, &mut said) {
+            sender.send(record);
+        }
+        if last {
+            return;
+        }
+        due += period;
+        let now = Instant::now();
+        if due < now {
+            // A scrape that took its whole period skips the deadlines it missed.
+            due = now;
+        }
+        while Instant::now() < due {
+            if shared.done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(STOP_POLL));
+        }
+    }
+}
+
+/// One scrape: its record, or the event that says why there is none; plus an event when the
+/// answer held lines that are not Prometheus text or more series than are kept (said again
+/// only when what is wrong changes, in `said`).
+fn scrape_once(
+    source: &Source,
+    period: Duration,
+    select: &ServerMetrics,
+    epoch: Instant,
+    scraper: &mut Scraper,
+    said: &mut Option<String>,
+) -> Vec<Record> {
+    let event = |at_ns: u64, detail: String| {
+        Record::Event(EventRecord {
+            at_ns,
+            kind: EventKind::Scrape.code(),
+            subject: source.name.clone(),
+            detail,
+            value: None,
+        })
+    };
+    let sent_ns = now_ns(epoch);
+    let bytes_max = pins::value::SERVER_SCRAPE_BYTES_MAX as usize;
+    let answer = resolve(&source.address)
+        .and_then(|address| crate::probe::scrape(address, &source.path, period, bytes_max));
+    let received_ns = now_ns(epoch);
+    let body = match answer {
+        Ok(body) => body,
+        Err(why) => {
+            return vec![event(
+                sent_ns,
+                format!("failed: GET {} at {}: {why}", source.path, source.address),
+            )]
+        }
+    };
+    let read = prometheus::parse(&body, |name| select.selects(name));
+    let mut out = vec![Record::Scrape(scraper.record(
+        &source.name,
+        (sent_ns, received_ns),
+        &read.samples,
+    ))];
+    let mut wrong = Vec::new();
+    if let Some((line, why)) = &read.first_malformed {
+        wrong.push(format!(
+            "{} of {} lines are not Prometheus text (the first, line {line}: {why})",
+            read.malformed,
+            read.malformed + read.lines_read
+        ));
+    }
+    if read.over_limit > 0 {
+        wrong.push(format!(
+            "{} selected samples past the {} kept of one answer were left out",
+            read.over_limit,
+            prometheus::SAMPLES_MAX
+        ));
+    }
+    let wrong = (!wrong.is_empty()).then(|| wrong.join("; "));
+    if wrong != *said {
+        if let Some(text) = &wrong {
+            out.push(event(received_ns, format!("answer: {text}")));
+        }
+        *said = wrong;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    /// A metrics endpoint that answers each connection with what `answer` gives for it (the
+    /// connection's number from 0); `None` holds the connection open without a word.
+    fn endpoint(answer: fn(usize) -> Option<Vec<u8>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(mut stream) = stream else { return };
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request);
+                match answer(n) {
+                    Some(bytes) => {
+                        std::thread::spawn(move || {
+                            let _ = stream.write_all(&bytes);
+                        });
+                    }
+                    None => {
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_secs(5));
+                            drop(stream);
+                        });
+                    }
+                }
+            }
+        });
+        address
+    }
+
+    fn ok(body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    fn scrape_n(address: String, n: usize, period: Duration) -> (Vec<Record>, Duration) {
+        let source = Source {
+            name: "replica-0".into(),
+            address,
+            path: "/metrics".into(),
+        };
+        let mut scraper = Scraper::default();
+        let mut said = None;
+        let started = Instant::now();
+        let records = (0..n)
+            .flat_map(|_| {
+                scrape_once(
+                    &source,
+                    period,
+                    &ServerMetrics::default(),
+                    started,
+                    &mut scraper,
+                    &mut said,
+                )
+            })
+            .collect();
+        (records, started.elapsed())
+    }
+
+    fn details(records: &[Record]) -> Vec<String> {
+        records
+            .iter()
+            .map(|r| match r {
+                Record::Event(e) => format!("event: {}", e.detail),
+                Record::Scrape(s) => format!("scrape: {} samples", s.samples.len()),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    const GAUGE: &str = "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 2\n";
+
+    /// A hang, a 50 MB answer and garbage between good answers: each failure is one event,
+    /// each in its bound (one period; `server.scrape_bytes_max`), and the next scrape reads.
+    #[test]
+    fn a_hanging_a_huge_and_a_garbage_answer_are_events_and_the_scrapes_go_on() {
+        let address = endpoint(|n| match n {
+            0 | 2 | 4 => Some(ok(GAUGE)),
+            1 => None,
+            3 => {
+                let mut huge = b"HTTP/1.1 200 OK\r\nContent-Length: 52428800\r\n\r\n".to_vec();
+                huge.resize(50 << 20, b'#');
+                Some(huge)
+            }
+            _ => Some(ok("\u{1}garbage {{{\nnot a metric line\n")),
+        });
+        let period = Duration::from_millis(300);
+        let (records, took) = scrape_n(address, 6, period);
+        let got = details(&records);
+        assert_eq!(got.len(), 7, "{got:#?}");
+        assert_eq!(got[0], "scrape: 1 samples");
+        assert!(
+            got[1].contains("failed: GET /metrics") && got[1].contains("in time"),
+            "{got:#?}"
+        );
+        assert_eq!(
+            got[2], "scrape: 0 samples",
+            "unchanged gauge: nothing to say"
+        );
+        let limit = pins::value::SERVER_SCRAPE_BYTES_MAX;
+        assert!(
+            got[3].contains(&format!("answer over {limit} bytes")),
+            "{got:#?}"
+        );
+        assert_eq!(got[4], "scrape: 0 samples");
+        assert_eq!(got[5], "scrape: 0 samples");
+        assert!(
+            got[6].contains("2 of 2 lines are not Prometheus text"),
+            "{got:#?}"
+        );
+        // The hang cost one period and the 50 MB answer no more than one; nothing waited on
+        // the server's pace beyond that (a generous bound: the test host is shared).
+        assert!(took < period * 5, "{took:?}");
+        let Record::Scrape(last) = &records[5] else {
+            panic!("{got:#?}")
+        };
+        assert_eq!(last.gone, [0], "the garbage answer carries no gauge");
+    }
+
+    #[test]
+    fn sources_are_the_replicas_and_the_extra_endpoints_unless_scraping_is_off() {
+        let text = percentes_formats::journal::synthetic::GOLDEN_CONFIG.replace(
+            "[target]",
+            "[server_metrics]\nextra = { router = \"http://127.0.0.1:9000/stats/prometheus\" }\n\n[target]",
+        );
+        let config = Config::parse(text.as_bytes()).unwrap();
+        let found = sources(&config);
+        let router = found.iter().find(|s| s.name == "router").expect("extra");
+        assert_eq!(
+            (router.address.as_str(), router.path.as_str()),
+            ("127.0.0.1:9000", "/stats/prometheus")
+        );
+        assert_eq!(found.len(), config.target.replica_addresses.len() + 1);
+        let off = text.replace("[server_metrics]\n", "[server_metrics]\nscrape = false\n");
+        assert!(sources(&Config::parse(off.as_bytes()).unwrap()).is_empty());
+    }
+}
