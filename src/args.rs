@@ -229,6 +229,33 @@ pub struct RecordArgs {
     /// Skip the half-second look at the host before the run (`percentes doctor`'s checks).
     #[arg(long)]
     pub no_host_check: bool,
+    /// Listen on this Unix socket (owner only) for timeline events from an orchestrator
+    /// outside the recorder (`percentes event`; one JSON object a line, SPEC §5); removed at
+    /// the end of the run.
+    #[arg(long, value_name = "PATH")]
+    pub events_socket: Option<PathBuf>,
+}
+
+/// `percentes event`: one timeline event to a running recorder.
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// The recorder's `--events-socket`.
+    pub socket: PathBuf,
+    /// The timeline subject: detected, reschedule, container-start, weight-load,
+    /// graph-capture, node-monitor-grace, restart-failed or orchestrator.
+    pub subject: String,
+    /// What happened, in words (journaled with the event).
+    #[arg(long, default_value = "")]
+    pub detail: String,
+    /// The number the subject defines (node-monitor-grace: seconds).
+    #[arg(long)]
+    pub value: Option<i64>,
+    /// When it happened, on this host's CLOCK_MONOTONIC (ns); default: when the recorder reads it.
+    #[arg(long, value_name = "NS", conflicts_with = "at_realtime_ns")]
+    pub at_monotonic_ns: Option<i64>,
+    /// When it happened on the wall clock (ns since the Unix epoch), as a cluster reports it.
+    #[arg(long, value_name = "NS")]
+    pub at_realtime_ns: Option<i64>,
 }
 
 /// Where the recorder's workers run: `record` and `doctor`.

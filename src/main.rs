@@ -365,6 +365,9 @@ enum Command {
         #[command(flatten)]
         host: args::HostArgs,
     },
+    /// Hand a running recorder a timeline event an orchestrator saw (`record --events-socket
+    /// PATH`; SPEC §5): journaled at the time stated, beside the time the recorder read it.
+    Event(args::EventArgs),
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
@@ -574,6 +577,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        #[cfg(target_os = "linux")]
+        Command::Event(a) => {
+            use percentes_recorder::events;
+            let wait = std::time::Duration::from_secs(5);
+            let at = (a.at_monotonic_ns, a.at_realtime_ns);
+            let event = events::ExternalEvent::stated(&a.subject, &a.detail, a.value, at);
+            let answer = events::send(&a.socket, &event, wait).map_err(anyhow::Error::msg)?;
+            println!("{answer}");
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(not(target_os = "linux"))]
+        Command::Event(_) => {
+            bail!("`percentes event` talks to a recorder, which runs on Linux only")
+        }
         Command::Demo {
             output,
             force,
@@ -810,6 +827,7 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
         progress,
         stop: run::stop_on_signals(),
         timeline: None,
+        events_socket: args.events_socket,
         shard,
         start_at_ns,
         heads: args.heads,

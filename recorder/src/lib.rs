@@ -13,6 +13,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod canary;
+#[cfg(target_os = "linux")]
+pub mod events;
 pub mod exchange;
 pub mod http1;
 pub mod probe;

@@ -44,6 +44,7 @@ mod dispatch;
 mod dns;
 pub mod doctor;
 mod escape_watch;
+mod events;
 mod fault;
 mod h2io;
 mod host;
@@ -135,6 +136,9 @@ pub struct Options {
     /// Timeline boundaries reported by the environment while the run goes on (a controller in the
     /// same process, as the demo's): journaled as `timeline` events at the instant reported.
     pub timeline: Option<TimelineInbox>,
+    /// Where an orchestrator outside this process hands timeline events to the running
+    /// recorder ([`crate::events`]; `record --events-socket PATH`).
+    pub events_socket: Option<PathBuf>,
     /// Which share of the schedule this recorder sends ([`Shard::WHOLE`] for a single recorder;
     /// SPEC §2 "Sharded capture"). Only shard 0 runs the fault plan and the replica probes.
     pub shard: Shard,
@@ -169,6 +173,7 @@ impl Options {
             progress: Progress::Quiet,
             stop: Arc::new(AtomicBool::new(false)),
             timeline: None,
+            events_socket: None,
             shard: Shard::WHOLE,
             start_at_ns: None,
             heads: None,
@@ -704,6 +709,19 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         true => observers(config, &plan, epoch, (&sender, &shared), &options.stop)?,
         false => Vec::new(),
     };
+    // Timeline events from outside the process (§5), served until the run is done.
+    let external = match &options.events_socket {
+        Some(path) => {
+            let listener = events::bind(path)?;
+            let (path, sender, shared) = (path.clone(), sender.clone(), Arc::clone(&shared));
+            let clocks = (epoch, monotonic_epoch_ns, realtime_epoch_ns);
+            let thread = std::thread::Builder::new()
+                .name("events".into())
+                .spawn(move || events::serve(listener, path, clocks, &sender, &shared));
+            Some(thread.map_err(io("cannot start the events thread"))?)
+        }
+        None => None,
+    };
     let timeline = options.timeline.clone().map(|inbox| {
         let sender = sender.clone();
         let shared = Arc::clone(&shared);
@@ -764,8 +782,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     for probe in probes {
         let _ = probe.join();
     }
-    if let Some(timeline) = timeline {
-        let _ = timeline.join();
+    for thread in timeline.into_iter().chain(external) {
+        let _ = thread.join();
     }
     let aborted = options.stop.load(Ordering::Relaxed);
     let escaped = shared.escaped.lock().expect("escape lock").clone();

@@ -567,6 +567,7 @@ pub fn recorder_options(
         progress,
         stop: run::stop_on_signals(),
         timeline,
+        events_socket: None,
         shard: percentes_formats::journal::manifest::Shard::WHOLE,
         start_at_ns: None,
         heads: None,

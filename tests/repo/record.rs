@@ -1449,3 +1449,149 @@ fn token_aware_lengths_and_a_datasets_own_lengths_are_sent_and_journaled() {
         "{set:?}"
     );
 }
+
+/// Issue 36 item 3: timeline events from an orchestrator outside the recorder. A recording of
+/// a fault run listens on `--events-socket`; after the fire, `percentes event` hands it a
+/// `container-start` stated on the wall clock 50 ms back and a `weight-load` with no time (read
+/// when it arrives), and a subject no timeline has, which is refused to its sender. The journal
+/// carries both accepted events as `timeline` events at the stated time with the time the
+/// recorder read them in the detail (both clocks), the socket is gone after the run, and the
+/// analyzer's recovery decomposition reads them as its container-start and weight-load
+/// boundaries. Deliberate break: without the socket, both boundaries read "N/A".
+#[test]
+fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
+    let _machine = crate::machine();
+    let addr = start_mock(fast_mock(None));
+    let config = fault_config(
+        &addr.to_string(),
+        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    );
+    let dir = scratch("events");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (toml, journal, socket) = (
+        dir.join("run.toml"),
+        dir.join("run.pj"),
+        dir.join("events.sock"),
+    );
+    std::fs::write(&toml, config.raw_bytes()).unwrap();
+    let bin = env!("CARGO_BIN_EXE_percentes");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "record",
+            toml.to_str().unwrap(),
+            "-o",
+            journal.to_str().unwrap(),
+            "--quiet",
+        ])
+        .args(["--events-socket", socket.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The fire is T_inject (about 3.6 s at time factor 100) after the epoch, which is within a
+    // second of the socket; the recovery window runs 6 s past it.
+    std::thread::sleep(Duration::from_secs(5));
+    let event = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(["event", socket.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let wall_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+        - 50_000_000;
+    let (code, said) = event(&[
+        "container-start",
+        "--detail",
+        "replacement pod started",
+        "--at-realtime-ns",
+        &wall_ns.to_string(),
+    ]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.starts_with("ok at_ns="), "{said}");
+    let (code, said) = event(&["weight-load", "--detail", "weights in memory"]);
+    assert_eq!(code, Some(0), "{said}");
+    let (code, said) = event(&["ready"]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("not a timeline subject"), "{said}");
+    assert!(child.wait().unwrap().code().is_some());
+    assert!(!socket.exists(), "the socket is removed after the run");
+    let events = events(&journal);
+    let timeline: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            percentes_formats::journal::records::event_kind_name(e.kind) == Some("timeline")
+        })
+        .collect();
+    let start = timeline
+        .iter()
+        .find(|e| e.subject == "container-start")
+        .expect("container-start");
+    assert!(
+        start
+            .detail
+            .starts_with("replacement pod started (external: stated at")
+            && start.detail.contains("on CLOCK_REALTIME; read at"),
+        "{}",
+        start.detail
+    );
+    let read_ns: u64 = start
+        .detail
+        .rsplit("read at ")
+        .next()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let lead = read_ns as i64 - start.at_ns as i64;
+    assert!(
+        (40_000_000..1_000_000_000).contains(&lead),
+        "stated {lead} ns before it was read"
+    );
+    let load = timeline
+        .iter()
+        .find(|e| e.subject == "weight-load")
+        .expect("weight-load");
+    assert!(load.detail.contains("stated no time"), "{}", load.detail);
+    let fired = event_named(&events, "fault-fired").expect("fired");
+    assert!(start.at_ns > fired.at_ns && load.at_ns > start.at_ns);
+    let report = dir.join("report");
+    let (code, _, stderr) = super::golden::percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--diagnose",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
+    for (boundary, at) in [
+        ("container start", start.at_ns),
+        ("weight load", load.at_ns),
+    ] {
+        let b = json["recovery"]["decomposition"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["boundary"] == boundary)
+            .unwrap();
+        assert_eq!(b["at_s"].as_f64(), Some(at as f64 / 1e9), "{b}");
+        assert!(b["evidence"].as_str().unwrap().contains("external"), "{b}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
