@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use percentes_formats::journal::header::host_fact;
+use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
@@ -299,7 +299,7 @@ pub fn evidence(
         windows: Vec::new(),
         windows_withheld: withheld,
         reconciliation: Vec::new(),
-        preflight: preflight_note(run.header.host_fact(host_fact::PREFLIGHT)),
+        preflight: preflight_note(run.header.fact(HostFact::Preflight)),
         timeline: Vec::new(),
     };
     for source in &sources {

@@ -17,6 +17,7 @@ use compio::tls::{TlsConnector, TlsStream};
 use compio::BufResult;
 use ed25519_dalek::SigningKey;
 use percentes_formats::config::{Config, FaultVariant, HttpVersion, Injector};
+use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::manifest::Shard;
 use percentes_formats::journal::records::{
     class_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus, TelemetryRecord,
@@ -618,7 +619,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 config,
                 &target,
             );
-            host.push(("cgroup-cpu".into(), cgroup_fact));
+            host.push(HostFact::CgroupCpu.entry(cgroup_fact));
             host.extend(facts);
             host.extend(start.facts);
             host

@@ -2,6 +2,7 @@
 //! verification on by default (unknown issuer: class `tls`), a CA file that makes it pass, and the
 //! insecure flag, which passes and is written into the journal.
 
+use percentes_formats::journal::header::HostFact;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -146,7 +147,10 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
             "{r:?}"
         );
     }
-    assert!(header.host_fact("tls").unwrap().contains("verification on"));
+    assert!(header
+        .fact(HostFact::Tls)
+        .unwrap()
+        .contains("verification on"));
 
     // The pre-flight meets the unknown issuer first and refuses the run, saying why.
     let refused = try_run(addr, "", "refused").unwrap_err().to_string();
@@ -169,7 +173,7 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
         .iter()
         .all(|r| class_name(r.class) == Some("correct-success")));
     assert!(header
-        .host_fact("tls")
+        .fact(HostFact::Tls)
         .unwrap()
         .contains("VERIFICATION OFF"));
 }

@@ -249,6 +249,31 @@ fn recorded_runs() -> Vec<String> {
     names
 }
 
+/// Every host fact a recorded golden carries has a typed key ([`HostFact`]) or belongs to a
+/// keyed family (`accelerator.NAME`, `prompt-set LABEL`): no reader matches a spelling of its
+/// own (issue 33 item 5).
+#[test]
+fn every_recorded_host_fact_has_a_typed_key() {
+    use percentes_formats::journal::header::HostFact;
+    for name in recorded_runs() {
+        let file =
+            percentes_analyzer::JournalFile::open(&root().join(format!("golden/runs/{name}.pj")))
+                .unwrap();
+        let (header, _) = file.header().unwrap();
+        for (key, _) in &header.host {
+            let family = key.starts_with(&HostFact::accelerator(""))
+                || key.starts_with(&HostFact::prompt_set(""));
+            assert!(
+                HostFact::from_key(key).is_some() || family,
+                "{name}: host fact {key:?} has no HostFact"
+            );
+        }
+    }
+    for fact in HostFact::ALL {
+        assert_eq!(HostFact::from_key(fact.key()), Some(fact));
+    }
+}
+
 /// Recorded runs and their expected analyses (golden/runs): `demo-clean-delete.pj` is
 /// `percentes demo --time-factor 100` recorded on the project's 2-core machine (a clean delete
 /// with the orchestrator's reschedule, every gate passing: the catalogue's clean-delete

@@ -11,6 +11,7 @@
 
 #![cfg(target_os = "linux")]
 
+use percentes_formats::journal::header::HostFact;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -467,12 +468,12 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
         "a secret reached the journal"
     );
     let header = JournalFile::open(&journal).unwrap().header().unwrap().0;
-    let fact = header.host_fact("api-key").unwrap();
+    let fact = header.fact(HostFact::ApiKey).unwrap();
     assert!(
         fact.contains("$PCT_TEST_KEY") && fact.contains("not recorded"),
         "{fact}"
     );
-    let fact = header.host_fact("secret-headers").unwrap();
+    let fact = header.fact(HostFact::SecretHeaders).unwrap();
     assert_eq!(
         fact,
         "x-auth-token from $PCT_TEST_TOKEN (the values are not recorded)"

@@ -6,6 +6,7 @@
 
 #![cfg(target_os = "linux")]
 
+use percentes_formats::journal::header::HostFact;
 use percentes_formats::spec::Spec;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -983,7 +984,7 @@ fn accelerator_collectors_are_journaled_as_host_facts_and_a_failing_one_refuses_
     );
     let header = JournalFile::open(&path).unwrap().header().unwrap().0;
     assert_eq!(
-        header.host_fact("accelerator.replica-0"),
+        header.host_fact(&HostFact::accelerator("replica-0")),
         Some("NVIDIA H200, 1980 MHz, 2619 MHz, 700.00 W")
     );
     let refused = scratch("accelerator-refused.pj");
@@ -1128,7 +1129,7 @@ fn a_recorder_in_a_cgroup_with_a_cpu_quota_is_gated_on_the_cgroup() {
     );
     let file = JournalFile::open(&journal).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
-    let fact = run.header.host_fact("cgroup-cpu").unwrap_or_default();
+    let fact = run.header.fact(HostFact::CgroupCpu).unwrap_or_default();
     assert!(
         fact.contains("quota 3000 us per 100000 us (0.03 cores; G2.3 reads the cgroup)"),
         "{fact}"
@@ -1269,7 +1270,7 @@ fn a_sharegpt_prompt_set_sends_each_conversation_and_is_named_in_the_journal() {
     record(&config, &path);
     let header = JournalFile::open(&path).unwrap().header().unwrap().0;
     assert_eq!(
-        header.host_fact("prompt-set chat"),
+        header.host_fact(&HostFact::prompt_set("chat")),
         Some(
             format!(
                 "sharegpt, 2 prompts (1 entries skipped: no human turn), BLAKE3 {}",

@@ -2,6 +2,7 @@
 //! schedule, results, threats and decision, each filled from the journal with what this run
 //! shows, never a bare label.
 
+use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
@@ -49,12 +50,10 @@ fn peak_of(mut starts: Vec<u64>, mut ends: Vec<u64>) -> u64 {
     peak.max(0) as u64
 }
 
-fn host(run: &Run, key: &str) -> String {
+fn host(run: &Run, fact: HostFact) -> String {
     run.header
-        .host
-        .iter()
-        .find(|(k, _)| k == key)
-        .map_or_else(|| "not recorded".into(), |(_, v)| v.clone())
+        .fact(fact)
+        .map_or_else(|| "not recorded".into(), str::to_owned)
 }
 
 /// The artifact, from the audit already computed and the run.
@@ -162,9 +161,9 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             header.tool_version,
             header.tool_commit,
             hex(&header.config_hash),
-            host(run, "recorder-workers"),
-            host(run, "cores"),
-            host(run, "cpu"),
+            host(run, HostFact::RecorderWorkers),
+            host(run, HostFact::Cores),
+            host(run, HostFact::Cpu),
             match super::audit::pool_counts(run) {
                 Some(pool) => format!(
                     "{} connections opened: {opened} by the requests that needed them and {} ahead of need by the pool (the warm pool and the spare keeper; {} idle ones retired at their limit, {} found closed by the server); {reused} requests on a connection that had carried one before",
@@ -186,7 +185,7 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             if canaries > 0 {
                 format!("{canaries} summaries in the journal")
             } else {
-                format!("none ({})", host(run, "canary"))
+                format!("none ({})", host(run, HostFact::Canary))
             },
         ),
         schedule: format!(
@@ -232,8 +231,8 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
                 threat: "shared bottlenecks",
                 shows: format!(
                     "the recorder ran on {} ({} cores); a target on the same host shares its CPU (host CPU at most {}); the network path and any gateway between them are not observed by the journal",
-                    host(run, "hostname"),
-                    host(run, "cores"),
+                    host(run, HostFact::Hostname),
+                    host(run, HostFact::Cores),
                     pct(tm.host_cpu_max_5s_percent)
                 ),
             },

@@ -1,7 +1,7 @@
 //! The client-validity gate (SPEC §2): send skew, undispatched requests, host CPU and the runtime
 //! stall, over the measured windows.
 
-use percentes_formats::journal::header::host_fact;
+use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::TelemetryRecord;
 use percentes_formats::journal::records::{EventKind, Outcome, CLIENT_BEHIND};
 use percentes_formats::pins;
@@ -194,7 +194,7 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
         .header
         .host
         .iter()
-        .find(|(k, _)| k == host_fact::PLACEMENT);
+        .find(|(k, _)| k == HostFact::Placement.key());
     // Under A3 (v0.4) only a ticker on each worker's own loop bounds the send path: the
     // separate ticker thread of older recorders read 0.55 s while dispatch stood still for 58 s.
     let off_the_send_path = placement.is_none() && rules.stall == StallReading::SendPathOnly;
@@ -255,7 +255,7 @@ pub(super) fn archived_client_late(run: &Run) -> u64 {
         .header
         .host
         .iter()
-        .any(|(k, _)| k == host_fact::PLACEMENT);
+        .any(|(k, _)| k == HostFact::Placement.key());
     if placed {
         return 0;
     }

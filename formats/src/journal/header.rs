@@ -423,7 +423,13 @@ impl Header {
         Ok((header, header_end, found))
     }
 
-    /// The `key = value` host fact, if present.
+    /// The host fact `fact`, if present.
+    pub fn fact(&self, fact: HostFact) -> Option<&str> {
+        self.host_fact(fact.key())
+    }
+
+    /// The host fact of key `key` (a keyed family's, [`HostFact::accelerator`], or one this
+    /// build does not know), if present.
     pub fn host_fact(&self, key: &str) -> Option<&str> {
         self.host
             .iter()
@@ -532,18 +538,146 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Host-fact keys that one crate writes and another reads (the header's `host` list); the rest
-/// are for people and auditors.
-pub mod host_fact {
-    /// Where the recorder's workers ran (pinned by `--cpus` or left to the kernel) and which
-    /// ticker measured the runtime stall (SPEC §2 "Placement", "Runtime stall").
-    pub const PLACEMENT: &str = "placement";
-    /// What the host check before the run saw (`percentes doctor`'s measurements).
-    pub const HOST_CHECK: &str = "host-check";
+/// The keys of the header's host facts (its `host` list of key and value), one type for the
+/// recorder that writes them and every reader (the analyzer, the manifest, `inspect`), so none
+/// matches another's spelling. A journal from before a key existed lacks it; a key a reader does
+/// not know is kept and shown as it is. Two families are keyed by a name: [`HostFact::accelerator`]
+/// and [`HostFact::prompt_set`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HostFact {
+    /// The recording host's name.
+    Hostname,
+    /// The kernel release.
+    Kernel,
+    /// The CPU model.
+    Cpu,
+    /// The CPUs this process may use.
+    Cores,
+    /// The recorder's worker threads.
+    RecorderWorkers,
+    /// The loopback canary: its interval, or `off` (SPEC §2).
+    Canary,
+    /// The I/O runtime and its ring set-up.
+    Io,
+    /// How requests are attributed to replicas (the response header read).
+    ReplicaAttribution,
+    /// The TLS stack and whether it verified certificates.
+    Tls,
+    /// The recorder's own cgroup and its CPU quota, or why none was read (G2.3).
+    CgroupCpu,
+    /// The tokenizer that counted prompt lengths (SPEC §P).
+    Tokenizer,
+    /// Where the API key came from (never the key).
+    ApiKey,
     /// Each `[target.secret_headers]` header and the variable its value came from (never the
     /// value).
-    pub const SECRET_HEADERS: &str = "secret-headers";
+    SecretHeaders,
+    /// The open-file limit.
+    OpenFiles,
     /// What the pre-flight asked before the epoch: the models list, and the one sample request
     /// (not a scheduled request: its index is past every schedule), with their answers.
-    pub const PREFLIGHT: &str = "preflight";
+    Preflight,
+    /// Where the recorder's workers ran (pinned by `--cpus` or left to the kernel) and which
+    /// ticker measured the runtime stall (SPEC §2 "Placement", "Runtime stall").
+    Placement,
+    /// What the host check before the run saw (`percentes doctor`'s measurements).
+    HostCheck,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): shards with the same one read
+    /// one clock.
+    BootId,
+    /// The clock discipline as the kernel reports it (adjtimex): `synchronized` or
+    /// `unsynchronized`, with the kernel's state.
+    ClockSync,
+    /// The kernel's bound on the realtime clock's error, microseconds (adjtimex `maxerror`).
+    ClockMaxerrorUs,
+    /// The kernel's estimate of the realtime clock's error, microseconds (adjtimex `esterror`).
+    ClockEsterrorUs,
+    /// Realtime minus monotonic at the epoch, ns (the two anchors' difference, stated once).
+    RealtimeMinusMonotonicNs,
+    /// The agreed epoch given with `--start-at`, ns since the Unix epoch.
+    StartAtNs,
+    /// How long after the latest moment it could still have been on time the recorder was ready
+    /// (0 when on time), ns.
+    StartLateNs,
+}
+
+impl HostFact {
+    /// Every key, in the order a recorder writes them.
+    pub const ALL: [HostFact; 24] = [
+        HostFact::Hostname,
+        HostFact::Kernel,
+        HostFact::Cpu,
+        HostFact::Cores,
+        HostFact::RecorderWorkers,
+        HostFact::Canary,
+        HostFact::Io,
+        HostFact::ReplicaAttribution,
+        HostFact::Tls,
+        HostFact::CgroupCpu,
+        HostFact::Tokenizer,
+        HostFact::ApiKey,
+        HostFact::SecretHeaders,
+        HostFact::OpenFiles,
+        HostFact::Preflight,
+        HostFact::Placement,
+        HostFact::HostCheck,
+        HostFact::BootId,
+        HostFact::ClockSync,
+        HostFact::ClockMaxerrorUs,
+        HostFact::ClockEsterrorUs,
+        HostFact::RealtimeMinusMonotonicNs,
+        HostFact::StartAtNs,
+        HostFact::StartLateNs,
+    ];
+
+    /// Its key in the header (a key never changes spelling).
+    pub const fn key(self) -> &'static str {
+        match self {
+            HostFact::Hostname => "hostname",
+            HostFact::Kernel => "kernel",
+            HostFact::Cpu => "cpu",
+            HostFact::Cores => "cores",
+            HostFact::RecorderWorkers => "recorder-workers",
+            HostFact::Canary => "canary",
+            HostFact::Io => "io",
+            HostFact::ReplicaAttribution => "replica-attribution",
+            HostFact::Tls => "tls",
+            HostFact::CgroupCpu => "cgroup-cpu",
+            HostFact::Tokenizer => "tokenizer",
+            HostFact::ApiKey => "api-key",
+            HostFact::SecretHeaders => "secret-headers",
+            HostFact::OpenFiles => "open-files",
+            HostFact::Preflight => "preflight",
+            HostFact::Placement => "placement",
+            HostFact::HostCheck => "host-check",
+            HostFact::BootId => "boot-id",
+            HostFact::ClockSync => "clock-sync",
+            HostFact::ClockMaxerrorUs => "clock-maxerror-us",
+            HostFact::ClockEsterrorUs => "clock-esterror-us",
+            HostFact::RealtimeMinusMonotonicNs => "clock-realtime-minus-monotonic-ns",
+            HostFact::StartAtNs => "shard-start-at-ns",
+            HostFact::StartLateNs => "shard-start-late-ns",
+        }
+    }
+
+    /// The key with this spelling, if this build knows it.
+    pub fn from_key(key: &str) -> Option<HostFact> {
+        HostFact::ALL.into_iter().find(|f| f.key() == key)
+    }
+
+    /// The fact as the header's list holds it.
+    pub fn entry(self, value: impl Into<String>) -> (String, String) {
+        (self.key().to_owned(), value.into())
+    }
+
+    /// The key of replica `name`'s accelerator collector's output (G5).
+    pub fn accelerator(name: &str) -> String {
+        format!("accelerator.{name}")
+    }
+
+    /// The key of route `label`'s prompt set.
+    pub fn prompt_set(label: &str) -> String {
+        format!("prompt-set {label}")
+    }
 }

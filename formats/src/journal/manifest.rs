@@ -12,6 +12,7 @@ pub use ed25519_dalek::SigningKey;
 use ed25519_dalek::{Signature, Signer, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
+use super::header::HostFact;
 use super::verify::VerifyReport;
 use super::{hex, parse_hash, Header, Verdict};
 use crate::config::Config;
@@ -25,27 +26,6 @@ pub const MANIFEST_DOMAIN: &[u8] = b"percentes shard manifest v1\0";
 pub const MANIFEST_SIGNATURE_DOMAIN: &[u8] = b"percentes shard manifest v1 signature\0";
 /// Most shards one schedule may be split into.
 pub const SHARDS_MAX: u32 = 1024;
-
-/// Host-fact keys a recorder journals for sharded capture (JOURNAL.md §Host facts).
-pub mod facts {
-    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): shards with the same one read
-    /// one clock.
-    pub const BOOT_ID: &str = "boot-id";
-    /// The clock discipline as the kernel reports it (adjtimex): `synchronized` or
-    /// `unsynchronized`, with the kernel's state.
-    pub const CLOCK_SYNC: &str = "clock-sync";
-    /// The kernel's bound on the realtime clock's error, microseconds (adjtimex `maxerror`).
-    pub const CLOCK_MAXERROR_US: &str = "clock-maxerror-us";
-    /// The kernel's estimate of the realtime clock's error, microseconds (adjtimex `esterror`).
-    pub const CLOCK_ESTERROR_US: &str = "clock-esterror-us";
-    /// Realtime minus monotonic at the epoch, ns (the two anchors' difference, stated once).
-    pub const REALTIME_MINUS_MONOTONIC_NS: &str = "clock-realtime-minus-monotonic-ns";
-    /// The agreed epoch given with `--start-at`, ns since the Unix epoch.
-    pub const START_AT_NS: &str = "shard-start-at-ns";
-    /// How long after the latest moment it could still have been on time the recorder was ready
-    /// (0 when on time), ns.
-    pub const START_LATE_NS: &str = "shard-start-late-ns";
-}
 
 /// Shard `index` of `count`: the journal of the indices `i` with `i mod count == index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -532,13 +512,9 @@ pub struct ShardFile<'a> {
     pub report: &'a VerifyReport,
 }
 
-/// The value of host fact `key`, empty when the header has none.
-pub fn fact<'a>(header: &'a Header, key: &str) -> &'a str {
-    header
-        .host
-        .iter()
-        .find(|(k, _)| k == key)
-        .map_or("", |(_, v)| v.as_str())
+/// The value of host fact `fact`, empty when the header has none.
+pub fn fact(header: &Header, fact: HostFact) -> &str {
+    header.fact(fact).unwrap_or_default()
 }
 
 /// The cross-shard rules (SPEC §2 "Sharded capture"): every file sealed-intact with its own header,
@@ -585,9 +561,11 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
     );
     let count = first.shard_count;
     let mut seen: Vec<Vec<&str>> = vec![Vec::new(); count.min(SHARDS_MAX) as usize];
-    let boot = fact(first, facts::BOOT_ID);
-    let one_clock =
-        !boot.is_empty() && headers.iter().all(|(_, h)| fact(h, facts::BOOT_ID) == boot);
+    let boot = fact(first, HostFact::BootId);
+    let one_clock = !boot.is_empty()
+        && headers
+            .iter()
+            .all(|(_, h)| fact(h, HostFact::BootId) == boot);
     for &(file, header) in &headers {
         let name = file.name;
         let same = |what: &str, a: String, b: String| {
@@ -638,12 +616,12 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
                 file.report.counts.requests, header.schedule_requests
             ));
         }
-        let late = fact(header, facts::START_LATE_NS)
+        let late = fact(header, HostFact::StartLateNs)
             .parse::<u64>()
             .unwrap_or_else(|_| {
                 why.push(format!(
                     "{name}: it has no {} fact, so its start cannot be checked against shards.start_late_max_ms (§2); a shard recorder journals it",
-                    facts::START_LATE_NS
+                    HostFact::StartLateNs.key()
                 ));
                 0
             });
@@ -655,8 +633,8 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
             ));
         }
         if !one_clock {
-            let sync = fact(header, facts::CLOCK_SYNC);
-            let maxerror_ns = fact(header, facts::CLOCK_MAXERROR_US)
+            let sync = fact(header, HostFact::ClockSync);
+            let maxerror_ns = fact(header, HostFact::ClockMaxerrorUs)
                 .parse::<u64>()
                 .map(|us| us.saturating_mul(1000));
             match maxerror_ns {
@@ -703,14 +681,14 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
                 .as_ref()
                 .map_or("none".into(), |s| s.status.to_owned()),
             requests: file.report.counts.requests,
-            hostname: fact(header, "hostname").to_owned(),
-            boot_id: fact(header, facts::BOOT_ID).to_owned(),
+            hostname: fact(header, HostFact::Hostname).to_owned(),
+            boot_id: fact(header, HostFact::BootId).to_owned(),
             clock: format!(
                 "{}; maxerror {} us",
-                fact(header, facts::CLOCK_SYNC),
-                fact(header, facts::CLOCK_MAXERROR_US)
+                fact(header, HostFact::ClockSync),
+                fact(header, HostFact::ClockMaxerrorUs)
             ),
-            start_late_ms: fact(header, facts::START_LATE_NS)
+            start_late_ms: fact(header, HostFact::StartLateNs)
                 .parse::<u64>()
                 .map_or(0.0, |ns| ns as f64 / 1e6),
         })

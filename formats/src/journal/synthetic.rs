@@ -311,7 +311,7 @@ pub fn scripted(
     // The scripted telemetry's stall readings stand for the workers' own tickers (SPEC §2), as a
     // recorder since issue 32 journals them; v0.4 reads G2.4 only from such a journal.
     let placement = (
-        crate::journal::header::host_fact::PLACEMENT.to_owned(),
+        crate::journal::header::HostFact::Placement.key().to_owned(),
         "synthetic: the scripted stall readings are each worker's own ticker".to_owned(),
     );
     scripted_with_host(config, request, events, telemetry, status, vec![placement])
@@ -563,18 +563,19 @@ pub fn split(bytes: &[u8], count: u32) -> Vec<Vec<u8>> {
             shard.signing_key = None;
             shard
                 .host
-                .retain(|(key, _)| key != super::manifest::facts::BOOT_ID);
+                .retain(|(key, _)| key != super::header::HostFact::BootId.key());
             shard.host.push((
-                super::manifest::facts::BOOT_ID.into(),
+                super::header::HostFact::BootId.key().into(),
                 "synthetic-split".into(),
             ));
             // Every shard was ready on time.
             shard
                 .host
-                .retain(|(key, _)| key != super::manifest::facts::START_LATE_NS);
-            shard
-                .host
-                .push((super::manifest::facts::START_LATE_NS.into(), "0".into()));
+                .retain(|(key, _)| key != super::header::HostFact::StartLateNs.key());
+            shard.host.push((
+                super::header::HostFact::StartLateNs.key().into(),
+                "0".into(),
+            ));
             let mine: Vec<&Record> = records
                 .iter()
                 .filter(|r| match r {

@@ -3,6 +3,7 @@
 //! journaled as the host fact `accelerator.NAME`, the fingerprint `percentes campaign` compares
 //! across a campaign's runs.
 
+use percentes_formats::journal::header::HostFact;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -25,7 +26,7 @@ pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordEr
             ))
         };
         let output = run(argv, COLLECT_TIMEOUT).map_err(refused)?;
-        facts.push((format!("accelerator.{name}"), output));
+        facts.push((HostFact::accelerator(name), output));
     }
     Ok(facts)
 }

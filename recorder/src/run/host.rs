@@ -2,6 +2,7 @@
 //! /proc, the CPUs this process may use, and the host facts the journal header carries.
 
 use super::*;
+use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
 pub(super) fn monotonic_now_ns() -> u64 {
@@ -49,19 +50,15 @@ pub(super) fn host_facts(
                 .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(String::new(), |n| n.get().to_string());
     vec![
-        ("hostname".into(), read_trimmed("/proc/sys/kernel/hostname")),
-        ("kernel".into(), read_trimmed("/proc/sys/kernel/osrelease")),
-        ("cpu".into(), cpu),
+        HostFact::Hostname.entry(read_trimmed("/proc/sys/kernel/hostname")),
+        HostFact::Kernel.entry(read_trimmed("/proc/sys/kernel/osrelease")),
+        HostFact::Cpu.entry(cpu),
+        HostFact::Cores.entry(cores),
+        HostFact::RecorderWorkers.entry(workers.to_string()),
         (
-            "cores".into(),
-            std::thread::available_parallelism()
-                .map(|n| n.get().to_string())
-                .unwrap_or_default(),
-        ),
-        ("recorder-workers".into(), workers.to_string()),
-        (
-            "canary".into(),
+            HostFact::Canary.key().into(),
             if canary {
                 format!(
                     "loopback, one event each {} ms to every worker",
@@ -72,7 +69,7 @@ pub(super) fn host_facts(
             },
         ),
         (
-            "io".into(),
+            HostFact::Io.key().into(),
             if deferred_task_work {
                 "compio 0.19.2, io_uring (single issuer, deferred task work)".into()
             } else {
@@ -81,7 +78,7 @@ pub(super) fn host_facts(
             },
         ),
         (
-            "replica-attribution".into(),
+            HostFact::ReplicaAttribution.key().into(),
             match &config.target.replica_header {
                 Some(header) => format!("response header {header} (target.replica_header)"),
                 None => {
@@ -91,7 +88,7 @@ pub(super) fn host_facts(
             },
         ),
         (
-            "tls".into(),
+            HostFact::Tls.key().into(),
             match (target.tls, config.target.tls.insecure) {
                 (false, _) => "none (plain HTTP/1.1)".into(),
                 (true, false) => "rustls 0.23 (aws-lc-rs), certificate verification on".into(),

@@ -3,7 +3,7 @@
 //! set-up, the output files, the telemetry thread's start, and the seal's status and reason.
 
 use super::*;
-use percentes_formats::journal::header::host_fact;
+use percentes_formats::journal::header::HostFact;
 
 /// Host facts, key and value, as a header keeps them.
 pub(super) type Facts = Vec<(String, String)>;
@@ -46,7 +46,7 @@ pub(super) fn templates(
         .map_err(RecordError::Refused)?;
     let mut facts = Vec::new();
     if let Some(t) = &tokenizer {
-        facts.push(("tokenizer".to_owned(), t.fact()));
+        facts.push(HostFact::Tokenizer.entry(t.fact()));
     }
     let templates = config
         .routes
@@ -58,7 +58,7 @@ pub(super) fn templates(
                 .map(|_| load_prompts(r, config, tokenizer.as_ref()))
                 .transpose()?;
             if let Some(set) = &prompts {
-                facts.push((format!("prompt-set {}", r.label), set.fact()));
+                facts.push((HostFact::prompt_set(&r.label), set.fact()));
             }
             let template = Template::new(config, target, r, prompts.as_ref(), extra);
             Ok(match (&tokenizer, r.input_tokens) {
@@ -101,22 +101,20 @@ pub(super) fn setup_facts(
         format!("{} (the values are not recorded)", named.join(", "))
     };
     let mut facts = vec![
-        ("api-key".to_owned(), api_key),
-        (host_fact::SECRET_HEADERS.to_owned(), secret_headers),
-        (
-            "open-files".to_owned(),
-            format!("limit {open_files} (soft raised to the hard limit)"),
-        ),
-        (
-            host_fact::PREFLIGHT.to_owned(),
+        HostFact::ApiKey.entry(api_key),
+        HostFact::SecretHeaders.entry(secret_headers),
+        HostFact::OpenFiles.entry(format!(
+            "limit {open_files} (soft raised to the hard limit)"
+        )),
+        HostFact::Preflight.entry(
             preflight
                 .clone()
                 .unwrap_or_else(|| "off (target.preflight = false)".into()),
         ),
-        (host_fact::PLACEMENT.to_owned(), placement),
+        HostFact::Placement.entry(placement),
     ];
     if let Some(look) = host_check {
-        facts.push((host_fact::HOST_CHECK.to_owned(), look));
+        facts.push(HostFact::HostCheck.entry(look));
     }
     facts.extend(prompt_facts);
     facts.extend(accelerator::collect(config)?);

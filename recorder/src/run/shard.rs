@@ -8,7 +8,8 @@
 //! `shards.start_late_max_ms` refuses to record before its journal exists.
 
 use super::*;
-use percentes_formats::journal::manifest::{facts, Shard};
+use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::manifest::Shard;
 
 /// The farthest ahead an agreed epoch may be: an epoch a day away is a typing error, not a plan.
 pub const START_AT_AHEAD_MAX: Duration = Duration::from_secs(24 * 3600);
@@ -53,7 +54,7 @@ pub(super) fn start(
         let realtime_epoch_ns = realtime_now_ns() + lead_ns;
         let mut facts = clock_facts(realtime_epoch_ns, monotonic_epoch_ns);
         facts.push((
-            facts::BOOT_ID.into(),
+            HostFact::BootId.key().into(),
             read_trimmed("/proc/sys/kernel/random/boot_id"),
         ));
         return Ok(Start {
@@ -110,11 +111,11 @@ pub(super) fn start(
     };
     let mut facts = clock_facts(start_at, monotonic_epoch_ns);
     facts.push((
-        facts::BOOT_ID.into(),
+        HostFact::BootId.key().into(),
         read_trimmed("/proc/sys/kernel/random/boot_id"),
     ));
-    facts.push((facts::START_AT_NS.into(), start_at.to_string()));
-    facts.push((facts::START_LATE_NS.into(), late_ns.to_string()));
+    facts.push((HostFact::StartAtNs.key().into(), start_at.to_string()));
+    facts.push((HostFact::StartLateNs.key().into(), late_ns.to_string()));
     Ok(Start {
         epoch,
         monotonic_epoch_ns,
@@ -133,12 +134,12 @@ fn clock_facts(realtime_epoch_ns: i64, monotonic_epoch_ns: u64) -> Vec<(String, 
         (libc::adjtimex(&mut timex), timex)
     };
     let mut facts = vec![(
-        facts::REALTIME_MINUS_MONOTONIC_NS.to_owned(),
+        HostFact::RealtimeMinusMonotonicNs.key().to_owned(),
         (i128::from(realtime_epoch_ns) - i128::from(monotonic_epoch_ns)).to_string(),
     )];
     if state < 0 {
         facts.push((
-            facts::CLOCK_SYNC.into(),
+            HostFact::ClockSync.key().into(),
             format!(
                 "unknown (adjtimex refused: {})",
                 std::io::Error::last_os_error()
@@ -148,7 +149,7 @@ fn clock_facts(realtime_epoch_ns: i64, monotonic_epoch_ns: u64) -> Vec<(String, 
     }
     let unsynchronized = state == libc::TIME_ERROR || timex.status & libc::STA_UNSYNC != 0;
     facts.push((
-        facts::CLOCK_SYNC.into(),
+        HostFact::ClockSync.key().into(),
         format!(
             "{} (adjtimex state {state}, status {:#x})",
             if unsynchronized {
@@ -159,8 +160,14 @@ fn clock_facts(realtime_epoch_ns: i64, monotonic_epoch_ns: u64) -> Vec<(String, 
             timex.status
         ),
     ));
-    facts.push((facts::CLOCK_MAXERROR_US.into(), timex.maxerror.to_string()));
-    facts.push((facts::CLOCK_ESTERROR_US.into(), timex.esterror.to_string()));
+    facts.push((
+        HostFact::ClockMaxerrorUs.key().into(),
+        timex.maxerror.to_string(),
+    ));
+    facts.push((
+        HostFact::ClockEsterrorUs.key().into(),
+        timex.esterror.to_string(),
+    ));
     facts
 }
 
@@ -177,7 +184,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         let late_max = Duration::from_millis(50);
         let whole = start(Shard::WHOLE, None, late_max, &stop).unwrap();
-        assert!(whole.facts.iter().any(|(k, _)| k == facts::CLOCK_SYNC));
+        assert!(whole
+            .facts
+            .iter()
+            .any(|(k, _)| k == HostFact::ClockSync.key()));
         let two = Shard { index: 1, count: 2 };
         let e = start(two, None, late_max, &stop).unwrap_err().to_string();
         assert!(e.contains("needs --start-at"), "{e}");
@@ -187,12 +197,16 @@ mod tests {
         assert_eq!(s.realtime_epoch_ns, at);
         let left = s.epoch.saturating_duration_since(Instant::now());
         assert!(left <= EPOCH_LEAD, "{left:?}");
-        let late: u64 = fact_of(&s.facts, facts::START_LATE_NS).parse().unwrap();
+        let late: u64 = fact_of(&s.facts, HostFact::StartLateNs.key())
+            .parse()
+            .unwrap();
         assert_eq!(late, 0);
         // Already 10 ms past: on time within the pin, and said so.
         let at = realtime_now_ns() - 10_000_000;
         let s = start(two, Some(at), late_max, &stop).unwrap();
-        let late: u64 = fact_of(&s.facts, facts::START_LATE_NS).parse().unwrap();
+        let late: u64 = fact_of(&s.facts, HostFact::StartLateNs.key())
+            .parse()
+            .unwrap();
         assert!(late >= 10_000_000, "{late}");
         assert!(s.epoch <= Instant::now());
         // A second past: refused.
