@@ -763,6 +763,12 @@ async fn generate(
     } else {
         config.model.as_str()
     };
+    // How the request ends when it ends whole: cut at max_tokens, or stopped before it.
+    let finish = if ask.ignore_eos || tokens == ask.max_tokens {
+        "length"
+    } else {
+        "stop"
+    };
     let mut abort = mock.abort_epoch.subscribe();
     abort.mark_unchanged();
     let scaled = |ns: u64, mult: f64| Duration::from_nanos((ns as f64 * mult) as u64);
@@ -842,12 +848,7 @@ async fn generate(
                 e
             }
             _ => {
-                let finish =
-                    (i + 1 == tokens).then_some(if ask.ignore_eos || tokens == ask.max_tokens {
-                        "length"
-                    } else {
-                        "stop"
-                    });
+                let finish = (i + 1 == tokens).then_some(finish);
                 sse(&chunk_json(
                     api,
                     arrival,
@@ -866,11 +867,6 @@ async fn generate(
         }
     }
     if !ask.stream {
-        let finish = if ask.ignore_eos || tokens == ask.max_tokens {
-            "length"
-        } else {
-            "stop"
-        };
         let choice = match api {
             Api::Chat => {
                 json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
@@ -930,11 +926,6 @@ async fn generate(
     }
     if http::send(stream, &tail).await.is_ok() {
         if sabotage == Sabotage::None {
-            let finish = if ask.ignore_eos || tokens == ask.max_tokens {
-                "length"
-            } else {
-                "stop"
-            };
             mock.service.lock().expect("service lock").finished(
                 arrived.elapsed(),
                 finish,
