@@ -153,6 +153,10 @@ pub struct Options {
     /// Look at the host for [`HOST_CHECK`] before the journal exists ([`doctor::examine`]):
     /// say what stands in the way of the client gate, and journal what was seen (`host-check`).
     pub host_check: bool,
+    /// Where the target's processes were placed beside this recorder, when whoever started them
+    /// placed them (the study runner's `[testbed.placement]`): journaled as the
+    /// `target-placement` host fact (SPEC §2 "Placement").
+    pub target_placement: Option<String>,
 }
 
 /// How long the host check before a run looks (`record` without `--no-host-check`).
@@ -180,6 +184,7 @@ impl Options {
             heads: None,
             cpus: None,
             host_check: false,
+            target_placement: None,
         }
     }
 }
@@ -547,7 +552,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    let facts = setup_facts(
+    let mut facts = setup_facts(
         config,
         open_files,
         &preflight,
@@ -555,6 +560,9 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         host_check,
         prompt_facts,
     )?;
+    if let Some(target) = &options.target_placement {
+        facts.push(HostFact::TargetPlacement.entry(target.clone()));
+    }
 
     // The epoch: now plus the lead, or the agreed instant for every shard (a refused late start
     // leaves no journal behind).

@@ -38,6 +38,10 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../../scenarios/catalogue/replica-loss-clean-delete.toml"),
     ),
     (
+        "replica-loss-vllm.toml",
+        include_str!("../../scenarios/catalogue/replica-loss-vllm.toml"),
+    ),
+    (
         "store-outage-under-spike.toml",
         include_str!("../../scenarios/catalogue/store-outage-under-spike.toml"),
     ),
@@ -113,6 +117,12 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
                         Some(why) => format!("runnable (isolated testbed; not here: {why})"),
                         None => "runnable (isolated testbed)".into(),
                     },
+                    (None, Some(t)) if t.replica.is_some() => {
+                        match crate::realbed::unavailable(t) {
+                            Some(why) => format!("runnable on real parts (not here: {why})"),
+                            None => "runnable on real parts".into(),
+                        }
+                    }
                     _ => "runnable".into(),
                 };
                 let _ = writeln!(

@@ -66,6 +66,10 @@ pub mod error;
 #[cfg(target_os = "linux")]
 pub mod host;
 #[cfg(target_os = "linux")]
+pub mod placement;
+#[cfg(target_os = "linux")]
+pub mod realbed;
+#[cfg(target_os = "linux")]
 pub mod scenario;
 #[cfg(target_os = "linux")]
 pub mod sweep;

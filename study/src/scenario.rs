@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::{bail, Context, ErrorKind, Result, StudyError};
 
@@ -28,11 +27,14 @@ use crate::Tool;
 use percentes_analyzer::model;
 use percentes_analyzer::{analysis, report, JournalFile};
 use percentes_formats::config::{Config, FaultVariant};
-use percentes_formats::journal::records::TimelineSubject;
 use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress, TimelineInbox};
-use percentes_scenarios::testbed::{isolation_unavailable, Testbed};
+use percentes_scenarios::testbed::isolation_unavailable;
 use serde::Deserialize;
+
+mod bed;
+use bed::{replace, scaled, start_bed, Bed, Replacement};
+pub use bed::{OrchestratorPlan, TestbedPlan};
 
 /// The replica-loss clean delete, which `percentes demo` runs.
 pub const DEMO_SCENARIO: &str =
@@ -85,6 +87,10 @@ pub struct Meta {
     /// Why this scenario cannot run here; such a scenario is listed and refused, never faked.
     #[serde(default)]
     pub refused: Option<String>,
+    /// Why this scenario runs under the dev profile only (a pin it departs from, said); `run
+    /// --experiment` refuses it with this reason.
+    #[serde(default)]
+    pub dev_only: Option<String>,
 }
 
 /// `[budgets]`: degradation bounds during the fault window, in experiment time (the dev profile
@@ -123,90 +129,6 @@ pub struct Expect {
 
 fn after_injection() -> Vec<String> {
     vec!["fault".into(), "recovery".into()]
-}
-
-/// `[testbed]`: the local stand-in for the cluster.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TestbedPlan {
-    #[serde(default = "two")]
-    /// Replicas the testbed starts.
-    pub replicas: usize,
-    /// Replicas in network namespaces (root, iproute2, iptables): needed for a black-hole.
-    #[serde(default)]
-    pub isolated: bool,
-    /// Each mock replica is built to serve exactly this many requests per second; the run's
-    /// `calibration.lambda_max_rps` is set to it.
-    pub capacity_rps: f64,
-    /// What plays the control plane after the fault.
-    pub orchestrator: OrchestratorPlan,
-    /// The mocks' slowdown under a `cpu-throttle` (default 4).
-    #[serde(default)]
-    pub throttle_factor: Option<f64>,
-}
-
-fn two() -> usize {
-    2
-}
-
-impl TestbedPlan {
-    /// Every number the runner turns into a process count, a rate or a sleep, in range.
-    fn check(&self) -> Result<()> {
-        let finite_in = |key: &str, v: f64, low: f64, high: f64| {
-            if v.is_finite() && (low..=high).contains(&v) {
-                Ok(())
-            } else {
-                Err(StudyError::refused(format!(
-                    "{key} = {v} must lie in {low}..={high}"
-                )))
-            }
-        };
-        if !(1..=percentes_scenarios::testbed::ISOLATED_REPLICAS_MAX).contains(&self.replicas) {
-            bail!(
-                "replicas = {} must lie in 1..={}",
-                self.replicas,
-                percentes_scenarios::testbed::ISOLATED_REPLICAS_MAX
-            );
-        }
-        finite_in("capacity_rps", self.capacity_rps, 0.1, 10_000.0)?;
-        if let Some(t) = self.throttle_factor {
-            finite_in("throttle_factor", t, 1.0, 100.0)?;
-        }
-        if let OrchestratorPlan::Replace {
-            detection_s,
-            reschedule_s,
-            weight_load_s,
-        } = self.orchestrator
-        {
-            for (key, v) in [
-                ("orchestrator.detection_s", detection_s),
-                ("orchestrator.reschedule_s", reschedule_s),
-                ("orchestrator.weight_load_s", weight_load_s),
-            ] {
-                finite_in(key, v, 0.0, 3600.0)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `[testbed.orchestrator]`, in experiment seconds (divided by the time factor).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
-pub enum OrchestratorPlan {
-    /// Nothing acts: the endpoint stays routable (a black-hole's stale endpoint) and the
-    /// partition's own armed expiry heals it.
-    None,
-    /// A replacement: the endpoint is removed `detection_s` after the victim dies, the replica is
-    /// rescheduled `reschedule_s` later and loads for `weight_load_s` before it is ready.
-    Replace {
-        /// Seconds from the victim's death to the endpoint's removal.
-        detection_s: f64,
-        /// Seconds from the removal to the replica's reschedule.
-        reschedule_s: f64,
-        /// Seconds the replica loads weights before it is ready.
-        weight_load_s: f64,
-    },
 }
 
 impl Scenario {
@@ -259,25 +181,6 @@ impl Timing {
             Timing::Experiment => 1,
         }
     }
-}
-
-/// A mock whose capacity is exactly `capacity_rps`: constant timings, no slowdown, and a service
-/// time of 40 % of the (scaled) client timeout, at most 6 s, so a baseline request completes well
-/// inside the horizon and the SLO (TTFT 1 s, e2e 14 s, which no time factor scales) while an
-/// overloaded survivor's queue pushes requests past it. Unscaled (the experiment profile) that is
-/// 120 sequences of 6 s with a 0.75 s first token, about what a real replica shows.
-fn mock_text(capacity_rps: f64, factor: u32, throttle: Option<f64>) -> String {
-    let timeout_s = 30.0 / f64::from(factor);
-    let seqs = (capacity_rps * (0.4 * timeout_s).min(6.0)).round().max(1.0);
-    let service_ms = seqs / capacity_rps * 1000.0;
-    let ttft_ms = service_ms * 0.125;
-    let gap_ms = (service_ms - ttft_ms) / 255.0;
-    format!(
-        "# Mock replicas written by the percentes study runner: capacity {capacity_rps} requests/s each.\n\
-         [timing]\nttft = {{ kind = \"constant\", ms = {ttft_ms:.3} }}\ntoken_gap = {{ kind = \"constant\", ms = {gap_ms:.4} }}\n\
-         [capacity]\nmax_num_seqs = {seqs}\nslowdown_per_running = 0.0\n{}",
-        throttle.map_or(String::new(), |t| format!("throttle_factor = {t}\n"))
-    )
 }
 
 /// Fills `{name}` placeholders; an unknown one is an error that names it.
@@ -365,6 +268,12 @@ pub fn run(
             bail!("scenario {} needs an isolated testbed (network namespaces), which cannot start here: {why}", meta.name);
         }
     }
+    if let (Timing::Experiment, Some(why)) = (timing, &meta.dev_only) {
+        bail!(
+            "scenario {} runs under the dev profile only: {why}. Run it with --time-factor",
+            meta.name
+        );
+    }
     let factor = timing.factor();
     let minutes = pins::FAULT_RUN_SCHEDULE_S as f64 / f64::from(factor) / 60.0;
     out!("percentes scenario {}: {}", meta.name, meta.question);
@@ -378,36 +287,7 @@ pub fn run(
         ),
     }
     prepare_folder(output, force)?;
-    let binary =
-        std::env::current_exe().context("cannot find this executable to start the mocks")?;
-    let mock_path = output.join("mock.toml");
-    std::fs::write(
-        &mock_path,
-        mock_text(plan.capacity_rps, factor, plan.throttle_factor),
-    )?;
-    let mut bed = if plan.isolated {
-        Testbed::start_isolated(&binary, plan.replicas, Some(&mock_path))
-    } else {
-        Testbed::start(&binary, plan.replicas, Some(&mock_path))
-    }
-    .context("cannot start the testbed")?;
-
-    let mut values = BTreeMap::new();
-    values.insert("service".to_owned(), bed.service().to_string());
-    for (name, pid) in bed.pids() {
-        let pid_file = output.join(format!("{name}.pid"));
-        std::fs::write(&pid_file, pid.to_string())?;
-        values.insert(
-            format!("pid-file:{name}"),
-            std::fs::canonicalize(&pid_file)?.display().to_string(),
-        );
-        if let Some(address) = bed.replica(&name) {
-            values.insert(format!("replica:{name}"), address.to_string());
-        }
-        if let Some(ns) = bed.namespace(&name) {
-            values.insert(format!("netns:{name}"), ns.to_owned());
-        }
-    }
+    let (mut bed, mut values) = start_bed(plan, output, factor)?;
     // The partition as the recorder will time it: parse once with a stand-in to read the pin.
     let mut probe_values = values.clone();
     probe_values.insert("partition_s".into(), "0".into());
@@ -433,20 +313,22 @@ pub fn run(
         );
     }
     out!(
-        "testbed: router {}, {} replicas{}; config {}",
+        "testbed: {} {}, {} replicas{}; config {}",
+        if plan.proxy.is_some() {
+            "HAProxy"
+        } else {
+            "router"
+        },
         bed.service(),
         plan.replicas,
-        if plan.isolated {
-            " in network namespaces"
-        } else {
-            ""
-        },
+        bed.kind(),
         config_path.display()
     );
 
     let journal = output.join("run.pj");
     let inbox = TimelineInbox::default();
-    let options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()), tool);
+    let mut options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()), tool);
+    options.target_placement = bed.placement();
     let finished = Arc::new(AtomicBool::new(false));
     let recorder = {
         let finished = Arc::clone(&finished);
@@ -457,22 +339,33 @@ pub fn run(
             result
         })
     };
-    if let (
-        OrchestratorPlan::Replace {
-            detection_s,
-            reschedule_s,
-            weight_load_s,
-        },
-        Some(victim),
-    ) = (&plan.orchestrator, config.fault.victim.as_deref())
-    {
-        if config.fault.variant != FaultVariant::None {
-            let steps = Replacement {
-                detection: scaled(*detection_s, factor),
-                reschedule: scaled(*reschedule_s, factor),
-                weight_load: scaled(*weight_load_s, factor),
-            };
-            replace(&mut bed, victim, &steps, &inbox, &finished);
+    if let (Some(victim), true) = (
+        config.fault.victim.as_deref(),
+        config.fault.variant != FaultVariant::None,
+    ) {
+        match (&plan.orchestrator, &mut bed) {
+            (
+                OrchestratorPlan::Replace {
+                    detection_s,
+                    reschedule_s,
+                    weight_load_s,
+                },
+                Bed::Mock(bed),
+            ) => {
+                let steps = Replacement {
+                    detection: scaled(*detection_s, factor),
+                    reschedule: scaled(*reschedule_s, factor),
+                    weight_load: scaled(*weight_load_s, factor),
+                };
+                replace(bed, victim, &steps, &inbox, &finished);
+            }
+            (OrchestratorPlan::Supervise { restart_delay_s }, Bed::Real(bed)) => {
+                let steps = crate::realbed::Supervision {
+                    restart_delay: scaled(*restart_delay_s, factor),
+                };
+                crate::realbed::supervise(bed, victim, steps, &inbox, &finished);
+            }
+            _ => {}
         }
     }
     let summary = recorder
@@ -575,6 +468,7 @@ pub fn recorder_options(
         // A person watching (scenario run, demo) is told at once when this host cannot hold
         // the client gate; the quiet steps of a sweep or calibration are not delayed by it.
         host_check: progress == Progress::Human,
+        target_placement: None,
     }
 }
 
@@ -604,8 +498,16 @@ fn prepare_folder(output: &Path, force: bool) -> Result<()> {
         remove_files_named(output, |name| {
             matches!(
                 name,
-                "run.pj" | "run.toml" | "demo.toml" | "mock.toml" | "scenario.md"
+                "run.pj"
+                    | "run.toml"
+                    | "demo.toml"
+                    | "mock.toml"
+                    | "scenario.md"
+                    | "haproxy.cfg"
+                    | "haproxy.log"
+                    | "haproxy.sock"
             ) || name.ends_with(".pid")
+                || (name.starts_with("replica-") && name.ends_with(".log"))
         })?;
         let report = output.join("report");
         if report.is_dir() {
@@ -631,89 +533,6 @@ pub fn remove_files_named(folder: &Path, ours: impl Fn(&str) -> bool) -> Result<
         }
     }
     Ok(())
-}
-
-fn scaled(seconds: f64, factor: u32) -> Duration {
-    Duration::from_secs_f64(seconds / f64::from(factor))
-}
-
-struct Replacement {
-    detection: Duration,
-    reschedule: Duration,
-    weight_load: Duration,
-}
-
-/// The orchestrator's part in a replacement: notice the victim died (the recorder's injector
-/// killed it at T_inject), remove its endpoint, reschedule it, let it load, mark it ready; each
-/// boundary into the journal's timeline.
-fn replace(
-    bed: &mut Testbed,
-    victim: &str,
-    steps: &Replacement,
-    inbox: &TimelineInbox,
-    finished: &AtomicBool,
-) {
-    let Some(address) = bed.replica(victim) else {
-        inbox.report(
-            TimelineSubject::Orchestrator,
-            &format!("no replica named {victim} on the testbed"),
-            None,
-        );
-        return;
-    };
-    loop {
-        if finished.load(Ordering::Relaxed) {
-            return;
-        }
-        if std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)).is_err() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = bed.reap(victim, Duration::from_secs(2));
-    std::thread::sleep(steps.detection);
-    if bed.set_ready(victim, false).is_ok() {
-        inbox.report(
-            TimelineSubject::Detected,
-            &format!("the orchestrator removed {victim}'s endpoint from the service"),
-            None,
-        );
-    }
-    inbox.report(
-        TimelineSubject::Reschedule,
-        &format!("{victim} rescheduled; it starts after the scheduling delay"),
-        None,
-    );
-    let started = bed.started_at();
-    let records_before = bed.records().len();
-    match bed.restart(
-        victim,
-        steps.reschedule,
-        steps.weight_load,
-        Duration::from_secs(30),
-    ) {
-        Ok(()) => {
-            for record in &bed.records()[records_before..] {
-                let at = started + Duration::from_nanos(record.at_ns);
-                match record.event {
-                    "fired" => inbox.report_at(
-                        at,
-                        TimelineSubject::ContainerStart,
-                        &format!("{victim} process listening (loading)"),
-                        None,
-                    ),
-                    "ready" => inbox.report_at(
-                        at,
-                        TimelineSubject::WeightLoad,
-                        &format!("{victim} healthy: weights loaded; endpoint ready"),
-                        None,
-                    ),
-                    _ => {}
-                }
-            }
-        }
-        Err(e) => inbox.report(TimelineSubject::RestartFailed, &e.to_string(), None),
-    }
 }
 
 /// The scenario's declaration and how the run measured against its budgets, as markdown.
@@ -1051,7 +870,14 @@ mod tests {
                 s.scenario.name,
                 "a scenario file is named after its scenario"
             );
-            for timing in [Timing::Dev(10), Timing::Experiment] {
+            let timings: &[Timing] = match &s.scenario.dev_only {
+                Some(why) => {
+                    assert!(why.len() > 20, "{}: dev_only says why", path.display());
+                    &[Timing::Dev(10)]
+                }
+                None => &[Timing::Dev(10), Timing::Experiment],
+            };
+            for &timing in timings {
                 let text = config_text(s, plan.capacity_rps, timing, &values()).unwrap();
                 let config = Config::parse(text.as_bytes())
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));

@@ -286,3 +286,217 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
     assert!(declaration.contains("cleanup confirmed"), "{declaration}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Issue 36's real-parts testbed, end to end with parts it does not own: HAProxy from Debian in
+/// front of two replica processes started from a command (here the mock, so CI needs no model),
+/// each leading a process group of its own, placed on CPU 1 while the recorder runs on CPU 0
+/// with a quota, the victim's group killed by `kill-process-group`, and the supervisor's
+/// timeline. Needs root (control groups), haproxy and two CPUs; `.ci/run` installs haproxy.
+///
+/// Breaks this catches: a replica's extra processes surviving the kill (the shell's `sleep`
+/// child below); a supervisor whose boundaries are missing or out of order; HAProxy not naming
+/// the upstream (G1 unobserved); the placement not journaled, or its control groups left behind;
+/// a testbed whose processes outlive the run.
+#[test]
+fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
+    let _machine = crate::machine();
+    let root = unsafe_free_is_root();
+    let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
+        .iter()
+        .any(|p| Path::new(p).is_file());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !root || !haproxy || cpus < 2 {
+        crate::prerequisite_missing(
+            "the real-parts testbed",
+            &format!("needs root ({root}), haproxy ({haproxy}) and two CPUs ({cpus})"),
+        );
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("percentes-realbed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let scenario = out.join("real-parts.toml");
+    // The replica is a shell that leads its group, keeps a child of its own (as vLLM's API
+    // server keeps its engine core) and runs the mock, which answers 503 for 1 s after a start
+    // (a reload), long enough for HAProxy's two failed checks to take the restarted victim out.
+    std::fs::write(&scenario, REAL_PARTS_SCENARIO).unwrap();
+    let mock = out.join("mock.toml");
+    std::fs::write(&mock, REAL_PARTS_MOCK).unwrap();
+    let (code, stdout, stderr) = {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+            .args(["scenario", "run", scenario.to_str().unwrap()])
+            .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
+            .arg(&out)
+            .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
+            .env("PERCENTES_MOCK_CONFIG", &mock)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
+    assert!(stdout.contains("verify: sealed-intact"), "{stdout}{stderr}");
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let placement = run
+        .header
+        .fact(percentes_formats::journal::header::HostFact::TargetPlacement)
+        .unwrap_or_else(|| panic!("no target-placement fact: {stdout}"));
+    assert!(
+        placement.contains("on CPUs 1") && placement.contains("on CPUs 0"),
+        "{placement}"
+    );
+    let fired = run.events.first(EventKind::FaultFired).unwrap();
+    assert!(fired.detail.contains("process group"), "{}", fired.detail);
+    let at = |subject: &str| {
+        run.events
+            .all(EventKind::Timeline)
+            .find(|e| e.subject == subject)
+            .unwrap_or_else(|| panic!("no `{subject}` timeline event: {stdout}"))
+            .at_ns
+    };
+    let (reschedule, start, weights, detected) = (
+        at("reschedule"),
+        at("container-start"),
+        at("weight-load"),
+        at("detected"),
+    );
+    assert!(fired.at_ns < reschedule && reschedule <= start && start <= weights);
+    assert!(fired.at_ns < detected, "HAProxy's detection after the kill");
+    // G1 read HAProxy's x-upstream: both replicas served.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
+    let g1 = report["validity"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gate"].as_str().unwrap().starts_with("G1"))
+        .unwrap()
+        .clone();
+    assert_eq!(g1["status"], "pass", "{g1}");
+    // Nothing of the testbed is left: no process of either replica's groups (the victim's
+    // `sleep` child included), no control group.
+    for name in ["replica-0", "replica-1"] {
+        let pid: i32 = std::fs::read_to_string(out.join(format!("{name}.pid")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            group_members(pid).is_empty(),
+            "{name}'s group {pid} outlived the run"
+        );
+    }
+    let groups: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpuset")
+        .into_iter()
+        .chain(std::fs::read_dir("/sys/fs/cgroup"))
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("percentes-study-"))
+        .collect();
+    assert!(groups.is_empty(), "control groups left behind: {groups:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The real-parts scenario the test above runs: the mock as the replica command.
+const REAL_PARTS_SCENARIO: &str = r#"
+[scenario]
+name = "real-parts"
+question = "Does the real-parts testbed kill, restart and journal?"
+expectation = "The victim's group dies whole; the supervisor restarts it."
+
+[testbed]
+replicas = 2
+capacity_rps = 20.0
+orchestrator = { kind = "supervise" }
+proxy = { kind = "haproxy" }
+
+[testbed.replica]
+command = ["sh", "-c", "sleep 600 & exec \"$0\" mock --config \"$1\" --listen 127.0.0.1:{port} --name {name} --slow-reload-ms 1000", "{env:PERCENTES_BIN}", "{env:PERCENTES_MOCK_CONFIG}"]
+ready_path = "/health"
+start_timeout_s = 30.0
+weights_loaded_line = "listening on"
+
+[testbed.placement]
+target_cpus = [1]
+recorder_cpus = [0]
+replica_quota_cpus = 0.5
+
+[run]
+config = '''
+[target]
+kind = "mock"
+base_url = "http://{service}"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+replica_addresses = { "replica-0" = "{replica:replica-0}", "replica-1" = "{replica:replica-1}" }
+replica_header = "x-upstream"
+
+[schedule]
+seed = 1
+arrival = "poisson"
+
+[fault]
+variant = "clean-delete"
+victim = "replica-1"
+injector = "kill-process-group"
+pid_file = "{pid-file:replica-1}"
+confirm_address = "{replica:replica-1}"
+
+[declaration]
+experiment_id = "real-parts"
+release = "the percentes mock of this build"
+dataset = "generated prompts"
+target = "replica-1"
+boundary = "replica-1's process group"
+protected = ["replica-0"]
+shed = ["requests in flight on replica-1"]
+authoritative = ["HAProxy's server list"]
+protections = ["HAProxy's health check"]
+cleanup = "the supervisor restarts replica-1"
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+prompt_tokens = 16
+'''
+"#;
+
+/// A mock fast enough for time factor 50's 0.6 s timeout: 256 tokens in about 70 ms.
+const REAL_PARTS_MOCK: &str = r#"
+[timing]
+ttft = { kind = "constant", ms = 5.0 }
+token_gap = { kind = "constant", ms = 0.25 }
+[capacity]
+max_num_seqs = 200
+slowdown_per_running = 0.0
+"#;
+
+/// Whether this test runs as root (control groups need it).
+fn unsafe_free_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+/// The live (not zombie) processes of process group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(") ").is_some_and(|(_, rest)| {
+                    let fields: Vec<&str> = rest.split(' ').collect();
+                    fields.first() != Some(&"Z")
+                        && fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid)
+                })
+            })
+        })
+        .collect()
+}

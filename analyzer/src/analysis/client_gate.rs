@@ -156,7 +156,12 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
     let samples = measured_telemetry(run, cut);
     // The window is the pin's 5 s on every profile (the dev profile does not divide it).
     let window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
-    let cpu = cpu_reading(run, cut, window_ns as u64, rules.cpu);
+    let mut cpu = cpu_reading(run, cut, window_ns as u64, rules.cpu);
+    // Where the study runner placed the target beside the recorder (SPEC §2 "Placement"): what
+    // kept the target's CPU out of this reading, said beside it.
+    if let Some(target) = run.header.fact(HostFact::TargetPlacement) {
+        cpu.how = format!("{}; target placement: {target}", cpu.how);
+    }
     gates.push(limit_gate(
         GateId::HostCpu,
         cpu.gated.map(|c| c * 100.0),

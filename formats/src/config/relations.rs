@@ -442,7 +442,7 @@ impl Config {
         match f.injector {
             None => {
                 return Err(missing(
-                    "a fault run needs an injector: exec, kill-pid-file or mock-admin",
+                    "a fault run needs an injector: exec, kill-pid-file, kill-process-group or mock-admin",
                 ))
             }
             Some(Injector::Exec) if f.fire_command.is_empty() => {
@@ -450,8 +450,8 @@ impl Config {
                     "injector \"exec\" needs fault.fire_command (an argv list)",
                 ))
             }
-            Some(Injector::KillPidFile) if f.pid_file.is_none() => {
-                return Err(missing("injector \"kill-pid-file\" needs fault.pid_file"))
+            Some(i) if i.kills() && f.pid_file.is_none() => {
+                return Err(missing(&format!("{} needs fault.pid_file", i.name())))
             }
             Some(Injector::MockAdmin) if f.admin_address.is_none() || f.mock_mode.is_none() => {
                 return Err(missing(
@@ -493,7 +493,7 @@ impl Config {
                     message: "a degraded replica still answers: confirm a degradation with fault.confirm_path and fault.confirm_status, not by silence".into(),
                  at: None, })
             }
-            Some(Injector::KillPidFile) if f.variant == FaultVariant::Degradation => {
+            Some(i) if i.kills() && f.variant == FaultVariant::Degradation => {
                 return Err(missing(
                     "a degradation is removed after the pinned fault.degradation_s; a kill cannot be: use mock-admin or exec",
                 ))

@@ -391,7 +391,8 @@ pub struct Fault {
     /// `exec`: the command run when the fault is removed (black-hole: at the pinned partition's end).
     #[serde(default)]
     pub remove_command: Vec<String>,
-    /// `kill-pid-file`: the file holding the victim's process id (SIGKILL at T_inject).
+    /// `kill-pid-file`: the file holding the victim's process id (SIGKILL at T_inject);
+    /// `kill-process-group`: the id of the process that leads the victim's process group.
     pub pid_file: Option<String>,
     /// `mock-admin`: the victim mock's address (`host:port`), and the mock fault mode to arm there.
     pub admin_address: Option<String>,
@@ -420,16 +421,27 @@ pub enum Injector {
     Exec,
     /// Sends SIGKILL to the process whose id `fault.pid_file` holds.
     KillPidFile,
+    /// Sends SIGKILL to the whole process group that the process `fault.pid_file` names leads:
+    /// a replica made of several processes (vLLM's API server and its engine core) dies at once,
+    /// as a pod's containers do when it is deleted with grace 0.
+    KillProcessGroup,
     /// Arms `fault.mock_mode` through the victim mock's admin API.
     MockAdmin,
 }
 
 impl Injector {
+    /// Whether it kills a process (`kill-pid-file`, `kill-process-group`): it needs a pid file,
+    /// and what it does cannot be undone.
+    pub fn kills(self) -> bool {
+        matches!(self, Injector::KillPidFile | Injector::KillProcessGroup)
+    }
+
     /// Its name in a configuration file.
     pub fn name(self) -> &'static str {
         match self {
             Injector::Exec => "exec",
             Injector::KillPidFile => "kill-pid-file",
+            Injector::KillProcessGroup => "kill-process-group",
             Injector::MockAdmin => "mock-admin",
         }
     }

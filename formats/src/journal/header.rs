@@ -581,6 +581,9 @@ pub enum HostFact {
     /// Where the recorder's workers ran (pinned by `--cpus` or left to the kernel) and which
     /// ticker measured the runtime stall (SPEC §2 "Placement", "Runtime stall").
     Placement,
+    /// Where the target's processes ran beside the recorder, when the study runner placed them
+    /// (`[testbed.placement]`): each side's control group, CPUs and quota (SPEC §2 "Placement").
+    TargetPlacement,
     /// What the host check before the run saw (`percentes doctor`'s measurements).
     HostCheck,
     /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): shards with the same one read
@@ -604,7 +607,7 @@ pub enum HostFact {
 
 impl HostFact {
     /// Every key, in the order a recorder writes them.
-    pub const ALL: [HostFact; 24] = [
+    pub const ALL: [HostFact; 25] = [
         HostFact::Hostname,
         HostFact::Kernel,
         HostFact::Cpu,
@@ -621,6 +624,7 @@ impl HostFact {
         HostFact::OpenFiles,
         HostFact::Preflight,
         HostFact::Placement,
+        HostFact::TargetPlacement,
         HostFact::HostCheck,
         HostFact::BootId,
         HostFact::ClockSync,
@@ -650,6 +654,7 @@ impl HostFact {
             HostFact::OpenFiles => "open-files",
             HostFact::Preflight => "preflight",
             HostFact::Placement => "placement",
+            HostFact::TargetPlacement => "target-placement",
             HostFact::HostCheck => "host-check",
             HostFact::BootId => "boot-id",
             HostFact::ClockSync => "clock-sync",

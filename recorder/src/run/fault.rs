@@ -317,6 +317,27 @@ pub(super) fn victim_pid(text: &str, own_pid: u32) -> Result<i32, String> {
     Ok(pid)
 }
 
+/// Whether the process group `pid` names may be killed whole: `pid` must lead it (its group id is
+/// its own pid, as a process started in a group of its own is; a pid file naming a member of
+/// someone else's group would otherwise take the whole group down), and it must not be the
+/// recorder's own group. `theirs` and `ours` are getpgid(2)'s answers (-1: no such process).
+pub(super) fn victim_group(pid: i32, theirs: i32, ours: i32) -> Result<(), String> {
+    if theirs < 0 {
+        return Err(format!("no process {pid} to read a process group from"));
+    }
+    if theirs != pid {
+        return Err(format!(
+            "process {pid} is in process group {theirs}, which it does not lead; kill-process-group kills only a group its pid file's process leads (start the replica in a group of its own: setsid, or a supervisor's new process group)"
+        ));
+    }
+    if theirs == ours {
+        return Err(format!(
+            "process group {pid} is the recorder's own; refusing to kill the recorder"
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn apply(
     injector: Injector,
     fault: &percentes_formats::config::Fault,
@@ -324,7 +345,7 @@ pub(super) fn apply(
 ) -> Result<String, String> {
     match injector {
         Injector::Exec => run_command(&fault.fire_command),
-        Injector::KillPidFile => {
+        Injector::KillPidFile | Injector::KillProcessGroup => {
             let path = fault.pid_file.as_deref().unwrap_or_default();
             let mut text = String::new();
             std::io::Read::read_to_string(
@@ -338,14 +359,24 @@ pub(super) fn apply(
             .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
             let pid = victim_pid(&text, std::process::id())
                 .map_err(|why| format!("pid file {path}: {why}"))?;
-            // SAFETY: kill(2) with a pid read from the operator's pid file; no memory is involved.
+            let (target, what) = if injector == Injector::KillProcessGroup {
+                // SAFETY: getpgid(2) reads two process group ids; no memory is involved.
+                #[allow(unsafe_code)]
+                let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
+                victim_group(pid, theirs, ours).map_err(|why| format!("pid file {path}: {why}"))?;
+                (-pid, format!("the process group {pid} leads"))
+            } else {
+                (pid, format!("pid {pid}"))
+            };
+            // SAFETY: kill(2) with a pid (or, negated, a group the checks above allowed) read
+            // from the operator's pid file; no memory is involved.
             #[allow(unsafe_code)]
-            let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
+            let rc = unsafe { libc::kill(target, libc::SIGKILL) };
             if rc == 0 {
-                Ok(format!("SIGKILL to pid {pid} from {path}"))
+                Ok(format!("SIGKILL to {what} from {path}"))
             } else {
                 Err(format!(
-                    "kill({pid}, SIGKILL) failed: {}",
+                    "kill({target}, SIGKILL) failed: {}",
                     std::io::Error::last_os_error()
                 ))
             }
@@ -394,5 +425,94 @@ mod tests {
             .contains("recorder's own pid"));
         assert!(victim_pid("12ab", 100).unwrap_err().contains("not a pid"));
         assert!(victim_pid("", 100).is_err());
+    }
+
+    /// kill-process-group kills only a group its process leads, never the recorder's own, and
+    /// says why in words (hand-made getpgid answers).
+    #[test]
+    fn a_process_group_is_killed_only_where_its_process_leads_it() {
+        assert_eq!(victim_group(4242, 4242, 100), Ok(()));
+        assert!(victim_group(4242, 4000, 100)
+            .unwrap_err()
+            .contains("does not lead"));
+        assert!(victim_group(4242, 4242, 4242)
+            .unwrap_err()
+            .contains("recorder's own"));
+        assert!(victim_group(4242, -1, 100)
+            .unwrap_err()
+            .contains("no process"));
+    }
+
+    /// A replica made of several processes (a shell and two children, as vLLM's API server and
+    /// its engine core) dies whole: after the injector, nothing of the group is left.
+    #[test]
+    fn kill_process_group_takes_every_process_of_the_group() {
+        use std::os::unix::process::CommandExt;
+        let dir = std::env::temp_dir().join(format!("percentes-group-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 60 & sleep 60 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(leader.id()).unwrap();
+        let pid_file = dir.join("replica.pid");
+        std::fs::write(&pid_file, format!("{pid}\n")).unwrap();
+        // Both children are started before the kill (sh forks them at once; wait for them).
+        let members = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                        // Field 5 (after the command in parentheses) is the process group.
+                        stat.rsplit_once(") ")
+                            .and_then(|(_, rest)| rest.split(' ').nth(2)?.parse::<i32>().ok())
+                            == Some(pid)
+                            && !rest_is_zombie(&stat)
+                    })
+                })
+                .count()
+        };
+        fn rest_is_zombie(stat: &str) -> bool {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        }
+        let start = std::time::Instant::now();
+        while members() < 3 && start.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(members(), 3, "the group's three processes started");
+        let fault = percentes_formats::config::Fault {
+            variant: percentes_formats::config::FaultVariant::CleanDelete,
+            victim: Some("replica-1".into()),
+            injector: Some(Injector::KillProcessGroup),
+            fire_command: Vec::new(),
+            remove_command: Vec::new(),
+            pid_file: Some(pid_file.display().to_string()),
+            admin_address: None,
+            mock_mode: None,
+            confirm_address: None,
+            confirm_path: None,
+            confirm_status: None,
+            confirm_method: None,
+            confirm_contains: None,
+        };
+        let said = apply(Injector::KillProcessGroup, &fault, None).unwrap();
+        assert!(
+            said.contains(&format!("process group {pid} leads")),
+            "{said}"
+        );
+        leader.wait().unwrap();
+        let start = std::time::Instant::now();
+        while members() > 0 && start.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(members(), 0, "no live process of the group is left");
+        // A pid that leads no group of its own is refused, and nothing is signalled.
+        std::fs::write(&pid_file, format!("{}\n", std::process::id())).unwrap();
+        let refused = apply(Injector::KillProcessGroup, &fault, None).unwrap_err();
+        assert!(refused.contains("recorder's own"), "{refused}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,778 @@
+//! The testbed on real parts: replicas that are real server processes (vLLM, by the command a
+//! scenario gives), a real layer-7 proxy from the distribution (HAProxy) in front of them, and a
+//! supervisor that restarts a replica that died, each in the placement the scenario asks.
+//!
+//! - **Replicas** start from `[testbed.replica] command`, with `{port}` and `{name}` filled in
+//!   and `{env:VAR}` read from the environment, each as the leader of a process group of its own
+//!   (so `kill-process-group` takes the engine processes it spawns with it), its output appended
+//!   to `NAME.log` in the run's folder, its pid in `NAME.pid`. A replica counts as started when
+//!   its `ready_path` answers 200.
+//! - **The proxy** is HAProxy: round robin over the replicas, an active health check of every
+//!   replica's `ready_path` four times a second (down after two failures, up after one
+//!   success), a failed connection redispatched to another replica, and the serving replica's
+//!   name in the `x-upstream` response header, which G1 reads (`target.replica_header`). Its
+//!   runtime socket tells the supervisor when it took a replica out: that is the service's
+//!   detection, journaled as `detected`.
+//! - **The supervisor** ([`supervise`]) waits for the victim to die (the recorder's injector
+//!   kills it at T_inject), restarts it after `restart_delay_s` (experiment seconds, divided by
+//!   the time factor) on the same port, and reports each boundary it sees into the journal's
+//!   timeline with the moment it saw it: `detected` (HAProxy marked it down), `reschedule` (it
+//!   decided to restart), `container-start` (the new process started), `weight-load` (the
+//!   replica's log printed `weights_loaded_line`). Readiness is not reported: the recorder's own
+//!   direct probe measures it (`replica-ready`).
+//!
+//! Nothing here measures: every figure comes from the journal.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Seek, Write};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::error::{bail, Context, Result};
+use crate::placement::{Joiner, Placed};
+use percentes_formats::journal::records::TimelineSubject;
+use percentes_recorder::run::TimelineInbox;
+
+/// The response header HAProxy names the serving replica in.
+pub const UPSTREAM_HEADER: &str = "x-upstream";
+
+/// `[testbed.replica]`: real replica processes instead of the mock.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaPlan {
+    /// The argv that serves one replica in the foreground: `{port}`, `{name}` and `{env:VAR}`
+    /// are filled in. SIGTERM must stop it.
+    pub command: Vec<String>,
+    /// The path that answers 200 once the replica serves (default `/health`).
+    #[serde(default = "health")]
+    pub ready_path: String,
+    /// How long a replica may take to answer `ready_path`, real seconds (default 600).
+    #[serde(default = "start_timeout")]
+    pub start_timeout_s: f64,
+    /// A fragment of the line the replica's log prints when its weights are loaded (vLLM:
+    /// "Loading weights took"): the supervisor reports `weight-load` when it appears.
+    #[serde(default)]
+    pub weights_loaded_line: Option<String>,
+}
+
+fn health() -> String {
+    "/health".into()
+}
+fn start_timeout() -> f64 {
+    600.0
+}
+
+/// `[testbed.proxy]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum ProxyPlan {
+    /// HAProxy (Debian's `haproxy`), started in the foreground by the runner.
+    Haproxy,
+}
+
+impl ReplicaPlan {
+    /// The plan in range, and its command's placeholders known.
+    pub fn check(&self) -> Result<()> {
+        if self.command.is_empty() {
+            bail!("[testbed.replica] command is empty: give the argv that serves one replica");
+        }
+        if !self.command.iter().any(|a| a.contains("{port}")) {
+            bail!("[testbed.replica] command never names {{port}}: each replica needs a port of its own");
+        }
+        if !self.ready_path.starts_with('/') {
+            bail!(
+                "[testbed.replica] ready_path {:?} must start with /",
+                self.ready_path
+            );
+        }
+        if !(self.start_timeout_s.is_finite() && (1.0..=3600.0).contains(&self.start_timeout_s)) {
+            bail!(
+                "[testbed.replica] start_timeout_s = {} must lie in 1..=3600",
+                self.start_timeout_s
+            );
+        }
+        Ok(())
+    }
+
+    /// The argv for replica `name` on `port`; an `{env:VAR}` that is not set is an error that
+    /// names it.
+    pub fn argv(&self, name: &str, port: u16) -> Result<Vec<String>> {
+        self.command
+            .iter()
+            .map(|arg| {
+                let mut out = arg.replace("{port}", &port.to_string()).replace("{name}", name);
+                while let Some(start) = out.find("{env:") {
+                    let end = out[start..]
+                        .find('}')
+                        .map(|e| start + e)
+                        .with_context(|| format!("[testbed.replica] command: {arg:?} opens {{env: and never closes it"))?;
+                    let var = &out[start + 5..end];
+                    let value = std::env::var(var).ok().with_context(|| {
+                        format!("[testbed.replica] command needs the environment variable {var}, which is not set")
+                    })?;
+                    out.replace_range(start..=end, &value);
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+/// Why a real-parts testbed cannot start here, if it cannot: HAProxy missing, the replica
+/// command's environment unset, or (with a placement) no permission to make control groups.
+pub fn unavailable(plan: &crate::scenario::TestbedPlan) -> Option<String> {
+    let mut missing = Vec::new();
+    if haproxy_program().is_none() {
+        missing.push("haproxy is not installed (Debian: apt-get install haproxy)".to_owned());
+    }
+    if let Some(replica) = &plan.replica {
+        if let Err(e) = replica.argv("replica-0", 1) {
+            missing.push(format!("{e:#}"));
+        }
+    }
+    if plan.placement.is_some() {
+        // SAFETY: geteuid reads a number; no memory is involved.
+        #[allow(unsafe_code)]
+        let root = unsafe { libc::geteuid() } == 0;
+        if !root {
+            missing.push("placement makes control groups, which needs root".to_owned());
+        }
+    }
+    (!missing.is_empty()).then(|| missing.join("; "))
+}
+
+/// HAProxy's executable: on PATH, or where Debian puts it (/usr/sbin is not on every PATH).
+fn haproxy_program() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join("haproxy"))
+        .find(|p| p.is_file())
+}
+
+/// One replica process: its name, port and the process group it leads.
+#[derive(Debug)]
+struct Replica {
+    name: String,
+    port: u16,
+    child: Child,
+    started: Instant,
+}
+
+/// The running testbed: replicas, proxy, the run's folder.
+#[derive(Debug)]
+pub struct RealBed {
+    plan: ReplicaPlan,
+    folder: PathBuf,
+    replicas: Vec<Replica>,
+    proxy: Child,
+    proxy_port: u16,
+    placed: Option<Placed>,
+}
+
+/// A port free on loopback now (the kernel's choice, released for the child to take).
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Whether `GET path` on loopback `port` answers 200 within a second.
+pub fn answers(port: u16, path: &str) -> bool {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1))
+    else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let request = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && &head[9..12] == b"200"
+}
+
+/// Starts `argv` as the leader of a new process group, in the placement's target groups, its
+/// output appended to `log`.
+fn spawn(argv: &[String], log: &Path, joiner: Option<Joiner>) -> Result<Child> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let (program, args) = argv.split_first().context("an empty command")?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0);
+    if let Some(joiner) = joiner {
+        // SAFETY: the closure only calls Joiner::join, which uses async-signal-safe calls on
+        // paths prepared before the fork.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || joiner.join());
+        }
+    }
+    command
+        .spawn()
+        .with_context(|| format!("cannot start {program}"))
+}
+
+/// SIGTERM to a group, then SIGKILL after `grace`; reaps the leader.
+fn stop_group(child: &mut Child, grace: Duration) {
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: kill(2) on a process group this runner started (its leader's pid); no memory.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pid, libc::SIGTERM);
+    }
+    let start = Instant::now();
+    while start.elapsed() < grace {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above; the group's other members may outlive their leader.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// HAProxy's configuration for `replicas` (name, port), listening on `port`.
+pub fn haproxy_config(
+    port: u16,
+    replicas: &[(String, u16)],
+    ready_path: &str,
+    socket: &Path,
+) -> String {
+    let mut text = format!(
+        "# Written by the percentes study runner: the layer-7 proxy in front of the replicas.\n\
+         global\n    stats socket {} mode 600 level admin\n    maxconn 4096\n\n\
+         defaults\n    mode http\n    timeout connect 1s\n    timeout client 300s\n    timeout server 300s\n    \
+         retries 2\n    option redispatch\n\n\
+         frontend service\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n\
+         backend replicas\n    balance roundrobin\n    option httpchk GET {ready_path}\n    \
+         default-server inter 250ms fastinter 250ms downinter 250ms fall 2 rise 1\n    \
+         http-response set-header {UPSTREAM_HEADER} %[srv_name]\n",
+        socket.display()
+    );
+    for (name, port) in replicas {
+        text.push_str(&format!("    server {name} 127.0.0.1:{port} check\n"));
+    }
+    text
+}
+
+/// HAProxy's view of each server's state (`show stat`'s `status` column: UP, DOWN, ...).
+pub fn haproxy_states(socket: &Path) -> Result<BTreeMap<String, String>> {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket)
+        .with_context(|| format!("cannot reach HAProxy's socket {}", socket.display()))?;
+    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+    stream.write_all(b"show stat\n")?;
+    let mut text = String::new();
+    stream.take(1 << 20).read_to_string(&mut text)?;
+    parse_states(&text)
+}
+
+/// Reads `show stat`'s CSV: the header names the columns.
+pub fn parse_states(text: &str) -> Result<BTreeMap<String, String>> {
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .and_then(|h| h.strip_prefix("# "))
+        .context("HAProxy's `show stat` answered without its header line")?;
+    let column = |name: &str| header.split(',').position(|c| c == name);
+    let (Some(proxy), Some(server), Some(status)) =
+        (column("pxname"), column("svname"), column("status"))
+    else {
+        bail!("HAProxy's `show stat` header lacks pxname, svname or status");
+    };
+    Ok(lines
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields.get(proxy) == Some(&"replicas")
+                && !matches!(
+                    fields.get(server),
+                    Some(&"BACKEND") | Some(&"FRONTEND") | None
+                ))
+            .then(|| {
+                Some((
+                    fields.get(server)?.to_string(),
+                    fields.get(status)?.to_string(),
+                ))
+            })?
+        })
+        .collect())
+}
+
+impl RealBed {
+    /// Starts `count` replicas (all at once) and the proxy; returns when every replica answers
+    /// its ready path and the proxy counts each up.
+    pub fn start(
+        plan: &ReplicaPlan,
+        count: usize,
+        folder: &Path,
+        mut placed: Option<Placed>,
+    ) -> Result<RealBed> {
+        let mut replicas = Vec::new();
+        let mut bed_error = None;
+        for i in 0..count {
+            let name = format!("replica-{i}");
+            let port = free_port()?;
+            match Self::launch(plan, &name, port, folder, placed.as_mut()) {
+                Ok(child) => replicas.push(Replica {
+                    name,
+                    port,
+                    child,
+                    started: Instant::now(),
+                }),
+                Err(e) => {
+                    bed_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let proxy_port = free_port()?;
+        let socket = folder.join("haproxy.sock");
+        let _ = std::fs::remove_file(&socket);
+        let pairs: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
+        let config = folder.join("haproxy.cfg");
+        std::fs::write(
+            &config,
+            haproxy_config(proxy_port, &pairs, &plan.ready_path, &socket),
+        )?;
+        let joiner = match placed.as_mut() {
+            Some(p) => Some(Joiner::new(&p.target_procs("proxy")?)?),
+            None => None,
+        };
+        let proxy = spawn(
+            &[
+                haproxy_program()
+                    .context("haproxy is not installed (Debian: apt-get install haproxy)")?
+                    .display()
+                    .to_string(),
+                "-db".into(),
+                "-f".into(),
+                config.display().to_string(),
+            ],
+            &folder.join("haproxy.log"),
+            joiner,
+        )
+        .context("cannot start HAProxy (Debian: apt-get install haproxy)")?;
+        let mut bed = RealBed {
+            plan: plan.clone(),
+            folder: folder.to_path_buf(),
+            replicas,
+            proxy,
+            proxy_port,
+            placed,
+        };
+        if let Some(e) = bed_error {
+            return Err(e);
+        }
+        bed.await_ready(count)?;
+        Ok(bed)
+    }
+
+    fn launch(
+        plan: &ReplicaPlan,
+        name: &str,
+        port: u16,
+        folder: &Path,
+        placed: Option<&mut Placed>,
+    ) -> Result<Child> {
+        let argv = plan.argv(name, port)?;
+        let joiner = match placed {
+            Some(p) => Some(Joiner::new(&p.target_procs(name)?)?),
+            None => None,
+        };
+        let log = folder.join(format!("{name}.log"));
+        let _ = writeln!(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)?,
+            "== percentes study runner: starting {name} on port {port}: {}",
+            argv.join(" ")
+        );
+        let child = spawn(&argv, &log, joiner)?;
+        std::fs::write(
+            folder.join(format!("{name}.pid")),
+            format!("{}\n", child.id()),
+        )?;
+        Ok(child)
+    }
+
+    fn await_ready(&mut self, count: usize) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs_f64(self.plan.start_timeout_s);
+        let socket = self.folder.join("haproxy.sock");
+        loop {
+            for r in &mut self.replicas {
+                if let Ok(Some(status)) = r.child.try_wait() {
+                    bail!(
+                        "{} exited while starting ({status}); see {}",
+                        r.name,
+                        self.folder.join(format!("{}.log", r.name)).display()
+                    );
+                }
+            }
+            if let Ok(Some(status)) = self.proxy.try_wait() {
+                bail!(
+                    "HAProxy exited ({status}); see {}",
+                    self.folder.join("haproxy.log").display()
+                );
+            }
+            let all_ready = self
+                .replicas
+                .iter()
+                .all(|r| answers(r.port, &self.plan.ready_path));
+            let up = haproxy_states(&socket)
+                .map(|s| s.values().filter(|v| v.starts_with("UP")).count())
+                .unwrap_or(0);
+            if all_ready && up == count {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the replicas were not all ready within {} s (start_timeout_s); see the NAME.log files in {}",
+                    self.plan.start_timeout_s,
+                    self.folder.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The proxy's address: the service the recorder sends to.
+    pub fn service(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.proxy_port))
+    }
+
+    /// Each replica's name and own address.
+    pub fn replicas(&self) -> Vec<(String, SocketAddr)> {
+        self.replicas
+            .iter()
+            .map(|r| (r.name.clone(), SocketAddr::from(([127, 0, 0, 1], r.port))))
+            .collect()
+    }
+
+    /// Each replica's name and pid file.
+    pub fn pid_files(&self) -> Vec<(String, PathBuf)> {
+        self.replicas
+            .iter()
+            .map(|r| (r.name.clone(), self.folder.join(format!("{}.pid", r.name))))
+            .collect()
+    }
+
+    /// How long each replica took from its start to its first readiness, in the order started.
+    pub fn start_times(&self) -> Vec<(String, Duration)> {
+        self.replicas
+            .iter()
+            .map(|r| (r.name.clone(), r.started.elapsed()))
+            .collect()
+    }
+
+    /// The placement's description, if the bed is placed.
+    pub fn placement(&self) -> Option<String> {
+        self.placed.as_ref().map(|p| p.description.clone())
+    }
+}
+
+impl Drop for RealBed {
+    fn drop(&mut self) {
+        for r in &mut self.replicas {
+            stop_group(&mut r.child, Duration::from_secs(10));
+        }
+        stop_group(&mut self.proxy, Duration::from_secs(2));
+        // The placement's groups go last, once nothing of the target is in them.
+        self.placed.take();
+    }
+}
+
+/// What the supervisor does after the victim dies, in real time.
+#[derive(Clone, Copy, Debug)]
+pub struct Supervision {
+    /// From noticing the death to starting the replacement.
+    pub restart_delay: Duration,
+}
+
+/// Reads what `log` gained since `offset`, line by line; returns the new offset.
+fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)) -> u64 {
+    let Ok(mut file) = std::fs::File::open(log) else {
+        return offset;
+    };
+    if file.seek(std::io::SeekFrom::Start(offset)).is_err() {
+        return offset;
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut consumed = offset;
+    let mut line = String::new();
+    while let Ok(n) = reader.read_line(&mut line) {
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        consumed += n as u64;
+        each(line.trim_end());
+        line.clear();
+    }
+    consumed
+}
+
+/// The supervisor's part: wait for `victim` to die, restart it, and report every boundary into
+/// the journal's timeline as it is seen. Returns when the replacement answers its ready path, the
+/// run ends (`finished`), or the replacement cannot start (reported as `restart-failed`).
+pub fn supervise(
+    bed: &mut RealBed,
+    victim: &str,
+    steps: Supervision,
+    inbox: &TimelineInbox,
+    finished: &AtomicBool,
+) {
+    let Some(index) = bed.replicas.iter().position(|r| r.name == victim) else {
+        inbox.report(
+            TimelineSubject::Orchestrator,
+            &format!("no replica named {victim} on the testbed"),
+            None,
+        );
+        return;
+    };
+    let Some(status) = await_death(&mut bed.replicas[index], finished) else {
+        return;
+    };
+    let mut detection = Detection {
+        socket: bed.folder.join("haproxy.sock"),
+        victim: victim.to_owned(),
+        seen: false,
+    };
+    let delay_until = Instant::now() + steps.restart_delay;
+    while Instant::now() < delay_until && !finished.load(Ordering::Relaxed) {
+        detection.check(inbox);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    inbox.report(
+        TimelineSubject::Reschedule,
+        &format!("the supervisor saw {victim} exit ({status}) and restarts it on the same port"),
+        None,
+    );
+    let log = bed.folder.join(format!("{victim}.log"));
+    let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
+    let port = bed.replicas[index].port;
+    let plan = bed.plan.clone();
+    let child = match RealBed::launch(&plan, victim, port, &bed.folder, bed.placed.as_mut()) {
+        Ok(child) => child,
+        Err(e) => {
+            inbox.report(TimelineSubject::RestartFailed, &e.to_string(), None);
+            return;
+        }
+    };
+    inbox.report(
+        TimelineSubject::ContainerStart,
+        &format!(
+            "{victim}'s replacement started (pid {}, port {port})",
+            child.id()
+        ),
+        None,
+    );
+    bed.replicas[index].child = child;
+    bed.replicas[index].started = Instant::now();
+    let watch = Watch {
+        log,
+        offset,
+        plan: &plan,
+    };
+    watch.until_ready(&mut bed.replicas[index], &mut detection, inbox, finished);
+}
+
+/// Waits for the replica's leader to exit, then kills what is left of its group (the injector
+/// killed the group; a crash of the leader alone would leave its engine processes). `None`
+/// when the run ended first.
+fn await_death(replica: &mut Replica, finished: &AtomicBool) -> Option<std::process::ExitStatus> {
+    let status = loop {
+        if finished.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Ok(Some(status)) = replica.child.try_wait() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Ok(pid) = i32::try_from(replica.child.id()) {
+        // SAFETY: kill(2) on the group this runner started for the replica; no memory.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    Some(status)
+}
+
+/// The service's detection: HAProxy's health check marking the victim down, reported once.
+struct Detection {
+    socket: PathBuf,
+    victim: String,
+    seen: bool,
+}
+
+impl Detection {
+    fn check(&mut self, inbox: &TimelineInbox) {
+        if self.seen {
+            return;
+        }
+        let down = haproxy_states(&self.socket)
+            .ok()
+            .and_then(|s| s.get(&self.victim).cloned())
+            .is_some_and(|s| s.starts_with("DOWN"));
+        if down {
+            self.seen = true;
+            inbox.report(
+                TimelineSubject::Detected,
+                &format!(
+                    "HAProxy marked {} DOWN (its health check failed twice) and stopped routing to it",
+                    self.victim
+                ),
+                None,
+            );
+        }
+    }
+}
+
+/// The replacement's start-up as its log and its ready path show it.
+struct Watch<'a> {
+    log: PathBuf,
+    offset: u64,
+    plan: &'a ReplicaPlan,
+}
+
+impl Watch<'_> {
+    /// Reports `weight-load` when the log shows it and `restart-failed` when the replacement
+    /// dies; returns once it answers its ready path (and detection was seen), or at the run's
+    /// end or the start timeout.
+    fn until_ready(
+        mut self,
+        replica: &mut Replica,
+        detection: &mut Detection,
+        inbox: &TimelineInbox,
+        finished: &AtomicBool,
+    ) {
+        let mut weights = self.plan.weights_loaded_line.is_none();
+        let deadline = Instant::now() + Duration::from_secs_f64(self.plan.start_timeout_s);
+        while !finished.load(Ordering::Relaxed) && Instant::now() < deadline {
+            detection.check(inbox);
+            if !weights {
+                let fragment = self.plan.weights_loaded_line.as_deref().unwrap_or_default();
+                self.offset = read_new_lines(&self.log, self.offset, |line| {
+                    if !weights && line.contains(fragment) {
+                        weights = true;
+                        inbox.report(
+                            TimelineSubject::WeightLoad,
+                            &format!(
+                                "{}'s log: {}",
+                                replica.name,
+                                line.chars().take(200).collect::<String>()
+                            ),
+                            None,
+                        );
+                    }
+                });
+            }
+            if let Ok(Some(status)) = replica.child.try_wait() {
+                inbox.report(
+                    TimelineSubject::RestartFailed,
+                    &format!(
+                        "{}'s replacement exited while starting ({status})",
+                        replica.name
+                    ),
+                    None,
+                );
+                return;
+            }
+            if weights && detection.seen && answers(replica.port, &self.plan.ready_path) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_takes_its_port_name_and_environment() {
+        let plan = ReplicaPlan {
+            command: vec![
+                "{env:PERCENTES_TEST_SERVE}".into(),
+                "serve".into(),
+                "--port={port}".into(),
+                "{name}".into(),
+            ],
+            ready_path: "/health".into(),
+            start_timeout_s: 60.0,
+            weights_loaded_line: None,
+        };
+        plan.check().unwrap();
+        std::env::set_var("PERCENTES_TEST_SERVE", "/opt/serve.sh");
+        assert_eq!(
+            plan.argv("replica-1", 8101).unwrap(),
+            ["/opt/serve.sh", "serve", "--port=8101", "replica-1"]
+        );
+        std::env::remove_var("PERCENTES_TEST_SERVE");
+        let why = plan.argv("replica-1", 8101).unwrap_err().to_string();
+        assert!(why.contains("PERCENTES_TEST_SERVE"), "{why}");
+        let mut no_port = plan.clone();
+        no_port.command = vec!["serve".into()];
+        assert!(no_port.check().unwrap_err().to_string().contains("{port}"));
+    }
+
+    /// The configuration names each replica as G1 reads it, checks health, and redispatches.
+    #[test]
+    fn haproxy_names_the_upstream_and_checks_health() {
+        let text = haproxy_config(
+            8100,
+            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
+            "/health",
+            Path::new("/run/x/haproxy.sock"),
+        );
+        for needed in [
+            "bind 127.0.0.1:8100",
+            "option httpchk GET /health",
+            "http-response set-header x-upstream %[srv_name]",
+            "server replica-1 127.0.0.1:8102 check",
+            "option redispatch",
+            "stats socket /run/x/haproxy.sock",
+            "fall 2 rise 1",
+        ] {
+            assert!(text.contains(needed), "{needed} missing from\n{text}");
+        }
+    }
+
+    /// `show stat` as HAProxy 2.6 answers it (abridged to the columns read, in its order).
+    #[test]
+    fn show_stat_gives_each_replicas_state() {
+        let text = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight\n\
+                    service,FRONTEND,,,0,1,4096,3,0,0,0,0,0,,,,,OPEN,\n\
+                    replicas,replica-0,0,0,0,1,,2,0,0,,0,,0,0,0,0,UP,1\n\
+                    replicas,replica-1,0,0,0,1,,1,0,0,,0,,0,0,0,0,DOWN 1/2,1\n\
+                    replicas,BACKEND,0,0,0,1,410,3,0,0,0,0,,0,0,0,0,UP,1\n";
+        let states = parse_states(text).unwrap();
+        assert_eq!(states.len(), 2);
+        assert_eq!(states["replica-0"], "UP");
+        assert_eq!(states["replica-1"], "DOWN 1/2");
+        assert!(parse_states("no header\n").is_err());
+    }
+}
