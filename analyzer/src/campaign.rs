@@ -25,6 +25,9 @@ pub struct CampaignRun {
     pub report: Report,
     /// The journal header's `accelerator.*` host facts (G5).
     pub accelerator: Vec<(String, String)>,
+    /// Its configuration's design hash (runs are grouped by it), or its config hash where the
+    /// configuration is not TOML.
+    pub design: String,
 }
 
 impl CampaignRun {
@@ -37,9 +40,12 @@ impl CampaignRun {
         spec: percentes_formats::spec::Spec,
         analyzer: &crate::model::Analyzer,
     ) -> CampaignRun {
+        let report = crate::analysis::analyze(run, file, spec, analyzer);
         CampaignRun {
             name,
-            report: crate::analysis::analyze(run, file, spec, analyzer),
+            design: percentes_formats::config::design_hash(&run.header.config_bytes)
+                .unwrap_or_else(|| report.provenance.config_hash.clone()),
+            report,
             accelerator: run
                 .header
                 .host
@@ -55,6 +61,7 @@ impl CampaignRun {
             name: &self.name,
             report: &self.report,
             accelerator: &self.accelerator,
+            design: &self.design,
         }
     }
 }
@@ -65,7 +72,7 @@ pub fn build(runs: &[CampaignRun]) -> Campaign {
     for run in runs {
         let key = (
             run.report.provenance.fault_variant.clone(),
-            run.report.provenance.config_hash.clone(),
+            run.design.clone(),
         );
         by_config.entry(key).or_default().push(run);
     }
@@ -92,7 +99,7 @@ pub fn build(runs: &[CampaignRun]) -> Campaign {
         survivor,
     );
     Campaign {
-        schema: "percentes-campaign/1",
+        schema: "percentes-campaign/2",
         spec_applied: runs
             .first()
             .map_or_else(String::new, |r| r.report.provenance.spec_applied.clone()),
@@ -221,9 +228,13 @@ pub fn markdown(c: &Campaign) -> String {
     for g in &c.groups {
         let _ = writeln!(
             md,
-            "## {} (config {})\n",
+            "## {} (design {}; {})\n",
             g.variant,
-            &g.config_hash[..16.min(g.config_hash.len())]
+            &g.design_hash[..16.min(g.design_hash.len())],
+            match g.config_hashes.len() {
+                1 => format!("config {}", &g.config_hashes[0][..16.min(g.config_hashes[0].len())]),
+                n => format!("{n} configs that differ only in the addresses and files their testbeds assigned"),
+            }
         );
         let _ = writeln!(md, "Runs: {}. G5: {}.\n", g.runs.join(", "), g.g5);
         for d in &g.dropped {

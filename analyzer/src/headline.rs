@@ -14,6 +14,7 @@ pub fn of_run(report: &Report) -> String {
         name: "this run",
         report,
         accelerator: &[],
+        design: &report.provenance.config_hash,
     }];
     sentence(
         &summaries::groups(&run),
@@ -228,13 +229,26 @@ fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
         let n = bh("in flight on the victim at fire: requests");
         percent_of(slot, n)
     };
+    // A share's median is printed as a percentage, and so is its range.
+    let runs_percent = |s: &Summary| {
+        if s.n > 1 {
+            format!(
+                " (median over {} runs, range {:.1}-{:.1} %)",
+                s.n,
+                s.min * 100.0,
+                s.max * 100.0
+            )
+        } else {
+            String::new()
+        }
+    };
     let goodput = |span: &str| {
         cd(&format!("{span}: goodput")).text(|s| {
             format!(
                 "{:.1} % of {}{}",
                 s.median * 100.0,
                 count(&cd(&format!("{span}: requests scheduled"))),
-                runs(s)
+                runs_percent(s)
             )
         })
     };

@@ -19,6 +19,9 @@ pub struct RunRef<'a> {
     pub report: &'a Report,
     /// The journal header's `accelerator.*` host facts (G5).
     pub accelerator: &'a [(String, String)],
+    /// Its configuration's design ([`percentes_formats::config::design_hash`]): runs are
+    /// grouped by it. A run read alone gives its config hash.
+    pub design: &'a str,
 }
 
 type Extract = fn(&Report) -> Result<f64, String>;
@@ -181,9 +184,7 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         true,
         |r| {
             let rec = r.recovery.as_ref().ok_or("no recovery report")?;
-            rec.to_pre_fault
-                .bound_s
-                .ok_or_else(|| rec.to_pre_fault.text.clone())
+            bound_of(&rec.to_pre_fault)
         },
     ),
     (
@@ -193,12 +194,20 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         true,
         |r| {
             let rec = r.recovery.as_ref().ok_or("no recovery report")?;
-            rec.to_equilibrium
-                .bound_s
-                .ok_or_else(|| rec.to_equilibrium.text.clone())
+            bound_of(&rec.to_equilibrium)
         },
     ),
 ];
+
+/// A recovery read as a bound at the detector's resolution (A3), or why this run has none: a
+/// measured recovery says it was measured, so that it is not read as a bound dropped.
+fn bound_of(ttr: &crate::model::Ttr) -> Result<f64, String> {
+    match (ttr.bound_s, ttr.ttr_s) {
+        (Some(bound), _) => Ok(bound),
+        (None, Some(_)) => Err(format!("measured, not a bound: {}", ttr.text)),
+        (None, None) => Err(ttr.text.clone()),
+    }
+}
 
 /// A survivor span's TTFT p50, goodput and scheduled count (A3), or why it has none.
 fn span_ttft(r: &Report, name: &str) -> Result<f64, String> {
@@ -324,13 +333,13 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
     for run in runs {
         let key = (
             run.report.provenance.fault_variant.clone(),
-            run.report.provenance.config_hash.clone(),
+            run.design.to_owned(),
         );
         by_config.entry(key).or_default().push(run);
     }
     let expected = pins::value::CAMPAIGN_RUNS as usize;
     let mut groups = Vec::new();
-    for ((variant, config_hash), members) in &by_config {
+    for ((variant, design_hash), members) in &by_config {
         let mut dropped = Vec::new();
         let valid: Vec<&&RunRef<'_>> = members
             .iter()
@@ -390,7 +399,13 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
             .collect();
         groups.push(Group {
             variant: variant.clone(),
-            config_hash: config_hash.clone(),
+            design_hash: design_hash.clone(),
+            config_hashes: members.iter().fold(Vec::new(), |mut all, r| {
+                if !all.contains(&r.report.provenance.config_hash) {
+                    all.push(r.report.provenance.config_hash.clone());
+                }
+                all
+            }),
             runs: members.iter().map(|r| r.name.to_owned()).collect(),
             dropped,
             g5,

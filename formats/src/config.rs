@@ -162,6 +162,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+mod design;
 mod domains;
 mod lengths;
 mod located;
@@ -172,6 +173,7 @@ mod secrets;
 mod sections;
 mod timing;
 
+pub use design::{design_hash, TESTBED_LOCAL_KEYS};
 pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;

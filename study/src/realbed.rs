@@ -9,7 +9,9 @@
 //!   its `ready_path` answers 200.
 //! - **The proxy** is HAProxy: round robin over the replicas, an active health check of every
 //!   replica's `ready_path` four times a second (down after two failures, up after one
-//!   success), a failed connection redispatched to another replica, and the serving replica's
+//!   success; a check may take 2 s, since HAProxy's default, the interval, ejected an overloaded
+//!   survivor whose /health answered in 250 ms or more, and turned its overload into 503s), a
+//!   failed connection redispatched to another replica, and the serving replica's
 //!   name in the `x-upstream` response header, which G1 reads (`target.replica_header`). Its
 //!   runtime socket tells the supervisor when it took a replica out: that is the service's
 //!   detection, journaled as `detected`.
@@ -264,7 +266,7 @@ pub fn haproxy_config(
         "# Written by the percentes study runner: the layer-7 proxy in front of the replicas.\n\
          global\n    stats socket {} mode 600 level admin\n    maxconn 4096\n\n\
          defaults\n    mode http\n    timeout connect 1s\n    timeout client 300s\n    timeout server 300s\n    \
-         retries 2\n    option redispatch\n\n\
+         timeout check 2s\n    retries 2\n    option redispatch\n\n\
          frontend service\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n\
          backend replicas\n    balance roundrobin\n    option httpchk GET {ready_path}\n    \
          default-server inter 250ms fastinter 250ms downinter 250ms fall 2 rise 1\n    \
@@ -327,6 +329,7 @@ impl RealBed {
         count: usize,
         folder: &Path,
         mut placed: Option<Placed>,
+        stop: &AtomicBool,
     ) -> Result<RealBed> {
         let mut replicas = Vec::new();
         let mut bed_error = None;
@@ -384,7 +387,7 @@ impl RealBed {
         if let Some(e) = bed_error {
             return Err(e);
         }
-        bed.await_ready(count)?;
+        bed.await_ready(count, stop)?;
         Ok(bed)
     }
 
@@ -417,7 +420,7 @@ impl RealBed {
         Ok(child)
     }
 
-    fn await_ready(&mut self, count: usize) -> Result<()> {
+    fn await_ready(&mut self, count: usize, stop: &AtomicBool) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs_f64(self.plan.start_timeout_s);
         let socket = self.folder.join("haproxy.sock");
         loop {
@@ -445,6 +448,9 @@ impl RealBed {
                 .unwrap_or(0);
             if all_ready && up == count {
                 return Ok(());
+            }
+            if stop.load(Ordering::Relaxed) {
+                bail!("interrupted while the replicas started; they are stopped again");
             }
             if Instant::now() > deadline {
                 bail!(
@@ -756,6 +762,7 @@ mod tests {
             "option redispatch",
             "stats socket /run/x/haproxy.sock",
             "fall 2 rise 1",
+            "timeout check 2s",
         ] {
             assert!(text.contains(needed), "{needed} missing from\n{text}");
         }

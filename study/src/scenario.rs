@@ -287,7 +287,10 @@ pub fn run(
         ),
     }
     prepare_folder(output, force)?;
-    let (mut bed, mut values) = start_bed(plan, output, factor)?;
+    // A signal while a real testbed starts (minutes, for a serving engine) stops it cleanly:
+    // its processes and control groups are taken down, never left behind.
+    let stop = run::stop_on_signals();
+    let (mut bed, mut values) = start_bed(plan, output, factor, &stop)?;
     // The partition as the recorder will time it: parse once with a stand-in to read the pin.
     let mut probe_values = values.clone();
     probe_values.insert("partition_s".into(), "0".into());

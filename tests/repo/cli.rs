@@ -482,7 +482,7 @@ fn campaign_reads_journals_and_writes_its_summary() {
     assert!(stdout.contains("## Headline"), "{stdout}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("campaign.json")).unwrap()).unwrap();
-    assert_eq!(json["schema"], "percentes-campaign/1");
+    assert_eq!(json["schema"], "percentes-campaign/2");
     // Two runs of a no-fault config: one group, short of the five §5 asks for, and said so.
     let dropped = json["groups"][0]["dropped"].to_string();
     assert!(dropped.contains("asks for 5"), "{dropped}");

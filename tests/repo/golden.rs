@@ -284,7 +284,11 @@ fn every_recorded_host_fact_has_a_typed_key() {
 /// `NAME-factor10.pj` recordings are the same commands at `--time-factor 10` by the recorder of
 /// 2026-12-04 (issue 34: removal + R + H fit their phases), plus the catalogue's
 /// `replica-loss-clean-delete` scenario, recorded under v0.4 with the workers' own tickers; the
-/// noisy neighbour's failed G2 on this 2-core host twice and is kept as the invalid case. Any
+/// noisy neighbour's failed G2 on this 2-core host twice and is kept as the invalid case.
+/// `replica-loss-vllm-factor5.pj` is run 1 of issue 36's campaign (studies/replica-loss-vllm):
+/// `scenario run replica-loss-vllm --time-factor 5` against two real vLLM replicas behind
+/// HAProxy, placed, whose replacement's start-up is real; its recovery outlasts R after the
+/// removal, so it is the golden that reads a TTR on software nobody here wrote. Any
 /// analyzer change that moves a
 /// number shows up as a diff of the expected report.json and report.md; review it like code and
 /// regenerate with `UPDATE_GOLDEN=1 cargo test --test repo golden`. The journals themselves are
@@ -299,6 +303,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
     use percentes_analyzer::{load, report, JournalFile};
     let dir = root().join("golden/runs");
     let names = recorded_runs();
+    let mut measured: Vec<String> = Vec::new();
     assert_eq!(
         names,
         [
@@ -311,6 +316,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             "replica-loss-black-hole",
             "replica-loss-black-hole-factor10",
             "replica-loss-clean-delete-factor10",
+            "replica-loss-vllm-factor5",
             "store-outage-under-spike",
             "store-outage-under-spike-factor10",
         ],
@@ -329,7 +335,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
         // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1, v0.2 or v0.3
         // keeps every figure it was published with, so UPDATE_GOLDEN never rewrites those. The
         // recordings at time factor 10 (issue 34) were made under v0.4 and have its reports only.
-        let recent = name.ends_with("-factor10");
+        let recent = name.ends_with("-factor10") || name.ends_with("-factor5");
         for spec in Spec::ALL {
             if recent && spec != Spec::CURRENT {
                 continue;
@@ -392,9 +398,22 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             }
             if spec == Spec::CURRENT {
                 a3_claims_only_what_it_measured(name, &result, &report::markdown(&result));
+                if result
+                    .recovery
+                    .as_ref()
+                    .is_some_and(|r| r.to_pre_fault.ttr_s.is_some())
+                {
+                    measured.push(name.clone());
+                }
             }
         }
     }
+    // Issue 34's must-show: at least three fault goldens whose v0.4 headline reads a measured
+    // TTR (not a bound at the detector's resolution), one of them on real parts.
+    assert!(
+        measured.len() >= 3 && measured.iter().any(|n| n.contains("vllm")),
+        "goldens with a measured TTR under v0.4: {measured:?}"
+    );
 }
 
 /// Issue 34's must-show, over every v0.4 golden report: no duration at the detector's

@@ -1481,6 +1481,7 @@ mod recovery_reports {
                     fault_events(),
                 ),
                 accelerator: Vec::new(),
+                design: "fault".into(),
             })
             .collect();
         for i in 0..5u64 {
@@ -1488,6 +1489,7 @@ mod recovery_reports {
                 name: format!("black-hole-{i}.pj"),
                 report: black_hole(false, 12 + i),
                 accelerator: Vec::new(),
+                design: "black-hole".into(),
             });
         }
         let c = build(&runs);
@@ -1637,11 +1639,13 @@ mod recovery_reports {
                     name: "a.pj".into(),
                     report: report.clone(),
                     accelerator: a,
+                    design: report.provenance.config_hash.clone(),
                 },
                 CampaignRun {
                     name: "b.pj".into(),
                     report: report.clone(),
                     accelerator: b,
+                    design: report.provenance.config_hash.clone(),
                 },
             ]
         };

@@ -6,7 +6,7 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 /// A campaign: N runs per (variant, configuration), summarized (§5, §7).
 pub struct Campaign {
-    /// The campaign schema (`percentes-campaign/1`).
+    /// The campaign schema (`percentes-campaign/2`: groups by design since issue 36).
     pub schema: &'static str,
     /// The spec version the runs were analyzed under.
     pub spec_applied: String,
@@ -29,8 +29,12 @@ pub struct Campaign {
 pub struct Group {
     /// The fault variant.
     pub variant: String,
-    /// The configuration's hash, hex.
-    pub config_hash: String,
+    /// The configuration's design hash, hex: what groups the runs (the configuration less the
+    /// addresses and files a testbed assigns per run; SPEC §5 "Campaign groups").
+    pub design_hash: String,
+    /// The distinct config hashes of its runs' journals, hex (one when every run had the same
+    /// bytes; more when only testbed-local keys differed).
+    pub config_hashes: Vec<String>,
     /// The runs, by name.
     pub runs: Vec<String>,
     /// Runs dropped from every scalar, with why.

@@ -207,6 +207,7 @@ pub(super) fn start_bed(
     plan: &TestbedPlan,
     output: &Path,
     factor: u32,
+    stop: &AtomicBool,
 ) -> Result<(Bed, BTreeMap<String, String>)> {
     let mut values = BTreeMap::new();
     if let Some(replica) = &plan.replica {
@@ -223,7 +224,7 @@ pub(super) fn start_bed(
             "starting {} replicas and HAProxy; a real engine may take minutes to load",
             plan.replicas
         );
-        let bed = crate::realbed::RealBed::start(replica, plan.replicas, &folder, placed)
+        let bed = crate::realbed::RealBed::start(replica, plan.replicas, &folder, placed, stop)
             .context("cannot start the real-parts testbed")?;
         for (name, took) in bed.start_times() {
             out!("{name} ready after {:.1} s", took.as_secs_f64());

@@ -340,11 +340,13 @@ fn two_configurations_of_one_variant_are_not_read_as_one() {
             name: "a.pj",
             report: &a,
             accelerator: &[],
+            design: &a.provenance.config_hash,
         },
         RunRef {
             name: "b.pj",
             report: &b,
             accelerator: &[],
+            design: &b.provenance.config_hash,
         },
     ];
     let groups = summaries::groups(&refs);
