@@ -552,7 +552,7 @@ fn a_spilled_request_table_analyzes_to_the_same_reports() {
         },
     };
     let names = recorded_runs();
-    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names.len(), 12, "{names:?}");
     for name in &names {
         let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();
         let heap = load::load(&file).unwrap();
