@@ -71,22 +71,8 @@ pub fn campaign(
     use percentes_analyzer::campaign::{self, CampaignRun};
     let analyzer = analyzer(false);
     let mut runs = Vec::new();
-    // A run is named by its file name, or by its path as given where two files share a name
-    // (five scenario runs' `run.pj`, each in its own folder).
-    let file_name = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let shared = |path: &Path| {
-        paths
-            .iter()
-            .filter(|p| file_name(p) == file_name(path))
-            .count()
-            > 1
-    };
-    for path in paths {
+    for (path, name) in paths.iter().zip(campaign::run_names(paths)) {
         let (file, run) = load_run_with(path, table)?;
-        let name = match file_name(path) {
-            Some(name) if !shared(path) => name,
-            _ => path.display().to_string(),
-        };
         runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
     }
     let result = campaign::build(&runs);

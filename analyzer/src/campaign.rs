@@ -66,6 +66,26 @@ impl CampaignRun {
     }
 }
 
+/// How a campaign names its runs: by file name, or by the path as given where two files share
+/// a name (five scenario runs' `run.pj`, each in its own folder).
+pub fn run_names(paths: &[std::path::PathBuf]) -> Vec<String> {
+    let file_name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    paths
+        .iter()
+        .map(|path| {
+            let shared = paths
+                .iter()
+                .filter(|p| file_name(p) == file_name(path))
+                .count()
+                > 1;
+            match file_name(path) {
+                Some(name) if !shared => name,
+                _ => path.display().to_string(),
+            }
+        })
+        .collect()
+}
+
 /// Builds the campaign from analyzed runs.
 pub fn build(runs: &[CampaignRun]) -> Campaign {
     let mut by_config: BTreeMap<(String, String), Vec<&CampaignRun>> = BTreeMap::new();

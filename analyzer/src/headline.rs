@@ -198,22 +198,28 @@ fn a3_segments(groups: &[Group], clean_delete: &[&RecoveryReport]) -> (String, S
     (why(segments), why(dominant))
 }
 
+/// A campaign figure's spread after its median, scaled as the median is printed: nothing for
+/// one run.
+fn over_runs(s: &Summary, scale: f64, unit: &str) -> String {
+    if s.n > 1 {
+        format!(
+            " (median over {} runs, range {:.1}-{:.1}{unit})",
+            s.n,
+            s.min * scale,
+            s.max * scale
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// A3's sentence (v0.4, SPEC appendix): the survivor over the outage and the recovery apart,
 /// every share with its n, a recovery at the detector's resolution as a bound, and every slot
 /// that is not a measurement saying whether it does not apply or why it was not measured.
 fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
     let cd = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
     let bh = |scalar: &str| Slot::of(groups, "black-hole", scalar);
-    let runs = |s: &Summary| {
-        if s.n > 1 {
-            format!(
-                " (median over {} runs, range {:.1}-{:.1})",
-                s.n, s.min, s.max
-            )
-        } else {
-            String::new()
-        }
-    };
+    let runs = |s: &Summary| over_runs(s, 1.0, "");
     let percent_of = |share: Slot, n: Slot| {
         share.text(|s| format!("{:.1} % of {}{}", s.median, count(&n), runs(s)))
     };
@@ -229,26 +235,14 @@ fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
         let n = bh("in flight on the victim at fire: requests");
         percent_of(slot, n)
     };
-    // A share's median is printed as a percentage, and so is its range.
-    let runs_percent = |s: &Summary| {
-        if s.n > 1 {
-            format!(
-                " (median over {} runs, range {:.1}-{:.1} %)",
-                s.n,
-                s.min * 100.0,
-                s.max * 100.0
-            )
-        } else {
-            String::new()
-        }
-    };
     let goodput = |span: &str| {
         cd(&format!("{span}: goodput")).text(|s| {
             format!(
                 "{:.1} % of {}{}",
                 s.median * 100.0,
                 count(&cd(&format!("{span}: requests scheduled"))),
-                runs_percent(s)
+                // A share's median prints as a percentage, and so does its range.
+                over_runs(s, 100.0, " %")
             )
         })
     };

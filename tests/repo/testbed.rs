@@ -300,7 +300,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
 #[test]
 fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
     let _machine = crate::machine();
-    let root = unsafe_free_is_root();
+    let root = runs_as_root();
     let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
         .iter()
         .any(|p| Path::new(p).is_file());
@@ -476,7 +476,7 @@ slowdown_per_running = 0.0
 "#;
 
 /// Whether this test runs as root (control groups need it).
-fn unsafe_free_is_root() -> bool {
+fn runs_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
             .find(|l| l.starts_with("Uid:"))
