@@ -188,17 +188,10 @@ fn free_port() -> Result<u16> {
 /// Whether `GET path` on loopback `port` answers 200 within a second.
 pub fn answers(port: u16, path: &str) -> bool {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1))
-    else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    let request = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).is_ok() && &head[9..12] == b"200"
+    matches!(
+        percentes_scenarios::testbed::http_call(address, "GET", path, "", Duration::from_secs(1)),
+        Ok((200, _))
+    )
 }
 
 /// Starts `argv` as the leader of a new process group, in the placement's target groups, its
