@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use percentes_analyzer::query;
+use percentes_formats::config::thresholds::Threshold;
 use percentes_formats::config::Profile;
 use percentes_formats::spec::Spec;
 
@@ -33,6 +34,24 @@ pub struct QueryArgs {
     pub spec: Spec,
     #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// User-set pass/fail thresholds (SPEC §9 "Thresholds"), beside the configuration's
+/// `[thresholds] fail_on`.
+#[derive(Debug, Args)]
+pub struct FailOnArgs {
+    /// Fail (exit 3) unless this holds: `METRIC[@WINDOW] OP VALUE`, e.g. `ttft_p99 < 500ms`,
+    /// `error_rate < 1%`, `goodput@fault >= 90%`, `output_tokens_per_s > 100`. Metrics:
+    /// ttft, tpot, itl, e2e and completion with _p50, _p90, _p95 or _p99; error_rate,
+    /// censored_rate, goodput, requests_per_s, output_tokens_per_s. Without @WINDOW, the
+    /// measurement window (baseline in a fault run). A refused figure fails with its reason;
+    /// a gate-invalid run fails every threshold and exits 2. Repeat for more.
+    #[arg(long, value_name = "THRESHOLD", value_parser = threshold)]
+    pub fail_on: Vec<Threshold>,
+}
+
+fn threshold(text: &str) -> Result<Threshold, String> {
+    Threshold::parse(text)
 }
 
 /// How a journal's requests are loaded: the flags of every command that reads them
@@ -234,6 +253,12 @@ pub struct RecordArgs {
     /// the end of the run.
     #[arg(long, value_name = "PATH")]
     pub events_socket: Option<PathBuf>,
+    /// Print the end-of-run summary as JSON on standard output (the schema of `analyze`'s
+    /// summary.json) instead of in words.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub fail_on: FailOnArgs,
 }
 
 /// `percentes event`: one timeline event to a running recorder.

@@ -13,7 +13,7 @@ use percentes_formats::journal::records::{
 use percentes_formats::journal::{verify, Verdict};
 use serde_json::json;
 
-use crate::show;
+use percentes_study::show;
 
 /// Record kinds `--kind` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

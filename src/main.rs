@@ -31,7 +31,6 @@ mod args;
 mod inspect;
 mod reading;
 mod shards;
-mod show;
 
 use args::{ProfileArg, ProgressArg};
 #[cfg(target_os = "linux")]
@@ -183,7 +182,7 @@ enum Command {
     /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
     /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
     /// seals it as escaped (exit 2).
-    Record(args::RecordArgs),
+    Record(Box<args::RecordArgs>),
     /// Merge the shard journals of one run (SPEC §2 "Sharded capture"): check one configuration,
     /// schedule and epoch, every shard once, sealed-intact, holding exactly its indices, starts
     /// and clocks within their pins; write the manifest binding their chain heads, which
@@ -244,7 +243,8 @@ enum Command {
         /// The folder the report files go in (created if needed; files in it are replaced).
         #[arg(short, long, default_value = "report")]
         output: PathBuf,
-        /// Print report.json to standard output instead of the summary.
+        /// Print report.json to standard output instead of the summary (the summary's own JSON
+        /// is summary.json in the report folder).
         #[arg(long)]
         json: bool,
         /// Compute the statistics an invalid run withholds, to see what went wrong; every output
@@ -258,6 +258,8 @@ enum Command {
         by: Option<SegmentColumns>,
         #[command(flatten)]
         table: args::TableArgs,
+        #[command(flatten)]
+        fail_on: args::FailOnArgs,
     },
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
@@ -388,6 +390,9 @@ enum ConfigCommand {
         /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// List every pin in force, not only those the file sets or its profile changes.
+        #[arg(long)]
+        pins: bool,
     },
     /// Print the pin table (SPEC.md's "Pins" section is this output).
     Pins,
@@ -546,7 +551,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output.as_deref(),
             force,
         ),
-        Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
+        Command::Config(ConfigCommand::Check { file, json, pins }) => {
+            config_check(&file, json, pins)
+        }
         Command::Config(ConfigCommand::Pins) => {
             print!("{}", pins::markdown_table());
             Ok(ExitCode::SUCCESS)
@@ -620,13 +627,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             diagnose,
             by,
             table,
+            fail_on,
         } => reading::analyze(
             &journal,
-            spec,
-            &output,
-            json,
-            diagnose,
-            by.map(|b| b.0).unwrap_or_default(),
+            reading::Asked {
+                spec,
+                output: &output,
+                json,
+                diagnose,
+                by: by.map(|b| b.0).unwrap_or_default(),
+                fail_on: &fail_on.fail_on,
+            },
             &table.options()?,
         ),
         Command::Export {
@@ -642,7 +653,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             table,
         } => reading::campaign(&journals, spec, &output, &table.options()?),
-        Command::Record(args) => record(args),
+        Command::Record(args) => record(*args),
         #[cfg(target_os = "linux")]
         Command::Doctor { seconds, host } => studied(percentes_study::doctor(seconds, host.cpus)),
         #[cfg(not(target_os = "linux"))]
@@ -752,16 +763,19 @@ fn init(
     Ok(ExitCode::SUCCESS)
 }
 
-fn config_check(file: &Path, json: bool) -> Result<ExitCode> {
+fn config_check(file: &Path, json: bool, all_pins: bool) -> Result<ExitCode> {
     let config = load_config(file)?;
     config.check_files()?;
     if json {
         out!(
             "{}",
-            serde_json::to_string_pretty(&show::config_json(&config))?
+            serde_json::to_string_pretty(&percentes_study::show::config_json(&config))?
         );
     } else {
-        print!("{}", show::config_text(file, &config));
+        print!(
+            "{}",
+            percentes_study::show::config_text(file, &config, all_pins)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -835,7 +849,17 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
         host_check: !args.no_host_check,
         target_placement: None,
     };
-    studied(percentes_study::host::record(&config, &options, &tool()))
+    let end = percentes_study::host::End {
+        quiet: args.quiet,
+        json: args.json,
+        fail_on: args.fail_on.fail_on,
+    };
+    studied(percentes_study::host::record(
+        &config,
+        &options,
+        &tool(),
+        &end,
+    ))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use percentes_analyzer::model::{self, SegmentColumn};
 use percentes_analyzer::JournalFile;
+use percentes_formats::config::thresholds::Threshold;
 use percentes_formats::spec::Spec;
 
 use crate::args;
@@ -32,34 +33,63 @@ pub fn analyzer(diagnose: bool) -> model::Analyzer {
     }
 }
 
+/// What `analyze` was asked, beyond the journal and where its table lives.
+pub struct Asked<'a> {
+    pub spec: Spec,
+    pub output: &'a Path,
+    pub json: bool,
+    pub diagnose: bool,
+    pub by: Vec<SegmentColumn>,
+    pub fail_on: &'a [Threshold],
+}
+
 pub fn analyze(
     path: &Path,
-    spec: Spec,
-    output: &Path,
-    json: bool,
-    diagnose: bool,
-    by: Vec<SegmentColumn>,
+    asked: Asked<'_>,
     table: &percentes_analyzer::load::Options,
 ) -> Result<ExitCode> {
-    use percentes_analyzer::{analysis, report};
+    use percentes_analyzer::{analysis, figures, report};
     let (file, run) = load_run_with(path, table)?;
     let analyzer = model::Analyzer {
-        by,
-        ..analyzer(diagnose)
+        by: asked.by,
+        ..analyzer(asked.diagnose)
     };
-    let result = analysis::analyze(&run, &file, spec, &analyzer);
-    let written = report::write(&result, &run.requests, output)
+    let result = analysis::analyze(&run, &file, asked.spec, &analyzer);
+    let output = asked.output;
+    let mut written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
-    if json {
+    let thresholds: Vec<Threshold> = run
+        .config
+        .thresholds
+        .iter()
+        .chain(asked.fail_on)
+        .cloned()
+        .collect();
+    let summary = figures::of(&result, &thresholds);
+    std::fs::write(output.join("summary.json"), figures::json(&summary))
+        .with_context(|| format!("cannot write summary.json into {}", output.display()))?;
+    written.push("summary.json");
+    if asked.json {
         print!("{}", report::json(&result));
     } else {
-        print!("{}", report::summary(&result, path, output, &written));
+        print!(
+            "{}",
+            report::summary(&result, &summary, path, output, &written)
+        );
     }
-    Ok(if result.validity.valid {
-        ExitCode::SUCCESS
-    } else {
+    Ok(exit_code(result.validity.valid, &summary))
+}
+
+/// SPEC §10's exit: 2 for a gate-invalid run, else 3 when a user's threshold failed (§9
+/// "Thresholds"), else 0.
+pub fn exit_code(valid: bool, summary: &percentes_analyzer::figures::Summary) -> ExitCode {
+    if !valid {
         ExitCode::from(2)
-    })
+    } else if !summary.thresholds_hold() {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 pub fn campaign(

@@ -23,6 +23,7 @@ pub mod campaign;
 pub mod escape;
 pub mod estimate;
 pub mod export;
+pub mod figures;
 mod file;
 pub mod frame;
 pub mod gates;

@@ -176,6 +176,11 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(md, "| {k} | `{v}` |");
     }
 
+    if report.rules.claims == percentes_formats::spec::Claims::Supported {
+        // v0.4: the figures a terminal shows lead, before the evidence they rest on (§9).
+        let summary = crate::figures::text(&crate::figures::of(report, &[]));
+        let _ = writeln!(md, "\n## Summary\n\n```text\n{}```", summary);
+    }
     let v = &report.validity;
     let _ = writeln!(
         md,
@@ -662,7 +667,13 @@ fn distribution_row(md: &mut String, name: &str, d: &Distribution, claims: Claim
 }
 
 /// What `analyze` prints: where the files went, the verdicts, and the headline numbers.
-pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str]) -> String {
+pub fn summary(
+    report: &Report,
+    figures: &crate::figures::Summary,
+    journal: &Path,
+    output: &Path,
+    written: &[&str],
+) -> String {
     let mut text = String::new();
     macro_rules! out {
         ($($arg:tt)*) => {{
@@ -711,34 +722,7 @@ pub fn summary(report: &Report, journal: &Path, output: &Path, written: &[&str])
         out!("{line}");
     }
     out!("audit: {}", report.audit.decision);
-    for w in &report.windows {
-        if w.scheduled == 0 {
-            // A window the schedule left empty (a cooldown stated as 0 s): nothing to read.
-            out!(
-                "{:<12} {:>7} scheduled  (no request, nothing to estimate)",
-                w.window,
-                0
-            );
-            continue;
-        }
-        let readings: Vec<&str> = w
-            .completion
-            .readings
-            .iter()
-            .map(|r| r.text.as_str())
-            .collect();
-        out!(
-            "{:<12} {:>7} scheduled  errored {:.4}  censored {:.4}  goodput {}  {}",
-            w.window,
-            w.scheduled,
-            w.error_rate.value.unwrap_or(0.0),
-            w.censored_rate.value.unwrap_or(0.0),
-            w.goodput
-                .value
-                .map_or_else(|| "n/a".to_owned(), |g| format!("{g:.4}")),
-            readings.join("; ")
-        );
-    }
+    text.push_str(&crate::figures::text(figures));
     out!("wrote {} into {}", written.join(", "), output.display());
     text
 }

@@ -171,6 +171,7 @@ mod quick;
 mod relations;
 mod secrets;
 mod sections;
+pub mod thresholds;
 mod timing;
 
 pub use design::{design_hash, TESTBED_LOCAL_KEYS};
@@ -226,6 +227,8 @@ pub struct Config {
     pub declaration: Option<Declaration>,
     /// `[server_metrics]`: what of the server's own metrics is scraped and journaled (§2).
     pub server_metrics: ServerMetrics,
+    /// `[thresholds] fail_on`: the user's own pass/fail criteria (SPEC §9 "Thresholds"), read.
+    pub thresholds: Vec<thresholds::Threshold>,
     /// Pinned keys the file sets (to the pin or stricter).
     configured: BTreeMap<&'static str, Value>,
 }
@@ -363,6 +366,7 @@ impl Config {
             routes: typed.routes,
             declaration: typed.declaration,
             server_metrics: typed.server_metrics,
+            thresholds: thresholds_of(typed.thresholds)?,
             configured,
         };
         config.check_relations()?;
@@ -391,6 +395,12 @@ impl Config {
             Profile::Dev if self.dev.stated() && self.time_factor == 1 => {
                 Err("NOT PUBLISHABLE: dev profile, durations stated in seconds (SPEC §P)".into())
             }
+            // The stated durations are the timeline; the factor divides only the other
+            // dev-scaled pins (the timeout too when dev.scale_timeout says so).
+            Profile::Dev if self.dev.stated() => Err(format!(
+                "NOT PUBLISHABLE: dev profile, durations stated in seconds, the other dev-scaled pins divided by {} (SPEC §P)",
+                self.time_factor
+            )),
             Profile::Dev => Err(format!(
                 "NOT PUBLISHABLE: dev profile, timeline durations divided by {} (SPEC §P)",
                 self.time_factor
@@ -576,6 +586,35 @@ pub fn example(profile: Profile) -> &'static str {
         Profile::Experiment => include_str!("config/examples/experiment.toml"),
         Profile::Hosted => include_str!("config/examples/hosted.toml"),
     }
+}
+
+/// `[thresholds] fail_on`, each read, an error naming the entry's key.
+fn thresholds_of(
+    section: Option<ThresholdsSection>,
+) -> Result<Vec<thresholds::Threshold>, ConfigError> {
+    let entries = section.map(|s| s.fail_on).unwrap_or_default();
+    if entries.len() > thresholds::THRESHOLDS_MAX {
+        return Err(ConfigError::Invalid {
+            key: "thresholds.fail_on".into(),
+            message: format!(
+                "{} thresholds; at most {} are read",
+                entries.len(),
+                thresholds::THRESHOLDS_MAX
+            ),
+            at: None,
+        });
+    }
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            thresholds::Threshold::parse(text).map_err(|message| ConfigError::Invalid {
+                key: format!("thresholds.fail_on[{i}]"),
+                message,
+                at: None,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use percentes_analyzer::{figures, JournalFile};
+use percentes_formats::config::thresholds::Threshold;
 use percentes_formats::config::Config;
 use percentes_recorder::run::{self, doctor, say, Options};
 
@@ -29,22 +31,75 @@ pub fn doctor(seconds: f64, cpus: Option<String>) -> Result<ExitCode> {
     })
 }
 
+/// What `percentes record` shows once the journal is sealed (issue 37 items 1 and 4).
+#[derive(Clone, Debug, Default)]
+pub struct End {
+    /// No figures in words (`--quiet`); the verdict's reasons still print.
+    pub quiet: bool,
+    /// The summary as JSON on standard output (`--json`).
+    pub json: bool,
+    /// Thresholds from the flags, checked with the configuration's own.
+    pub fail_on: Vec<Threshold>,
+}
+
 /// `percentes record` once its configuration and options are settled: records, prints the
-/// summary and the exit status's reason, and, when the client failed its own gate, what it
-/// suffered in plain words ([`crate::scenario::client_check`]); the exit status the run owes.
-pub fn record(config: &Config, options: &Options, tool: &Tool) -> Result<ExitCode> {
+/// recorder's summary and the exit status's reason, then analyzes the sealed journal under the
+/// current spec and prints its figures (unless quiet) and the thresholds' verdicts; when the
+/// client failed its own gate, what it suffered in plain words. The exit status the run owes:
+/// the recorder's; with thresholds, 2 for a gate-invalid run and 3 for a failed threshold.
+pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Result<ExitCode> {
     let summary = run::record(config, options)?;
     for line in summary.lines() {
-        out!("{line}");
+        if end.json {
+            say(&line);
+        } else {
+            out!("{line}");
+        }
     }
     let (code, why) = summary.exit();
     if let Some(why) = why {
         say(&format!("percentes: {why}"));
     }
-    for line in crate::scenario::client_check(&options.output, tool)? {
+    let journal = &options.output;
+    let file = JournalFile::open(journal)?;
+    let (_, report) = crate::scenario::analyze_journal(&file, journal, tool, false)?;
+    let thresholds: Vec<Threshold> = config
+        .thresholds
+        .iter()
+        .chain(&end.fail_on)
+        .cloned()
+        .collect();
+    let figures = figures::of(&report, &thresholds);
+    if end.json {
+        print!("{}", figures::json(&figures));
+    } else if !end.quiet || !thresholds.is_empty() {
+        out!(
+            "analysis under spec {} (`percentes analyze {}` writes the whole report):",
+            report.provenance.spec_applied,
+            journal.display()
+        );
+        let text = figures::text(&figures);
+        for line in text.lines() {
+            // Quiet keeps only the verdicts of the thresholds.
+            if !end.quiet
+                || line.starts_with("thresholds:")
+                || line.starts_with("  PASS")
+                || line.starts_with("  FAIL")
+            {
+                out!("{line}");
+            }
+        }
+    }
+    for line in percentes_analyzer::report::client_words(&report, journal) {
         say(&line);
     }
-    Ok(ExitCode::from(code))
+    // Without thresholds the exit is the recorder's, as before (an invalid run is `analyze`'s
+    // to judge); with them, a run that cannot be judged passes none.
+    Ok(ExitCode::from(match code {
+        0 if !thresholds.is_empty() && !report.validity.valid => 2,
+        0 if !figures.thresholds_hold() => 3,
+        code => code,
+    }))
 }
 
 /// A CPU list as the kernel writes one (`0,2-3`), ascending and without repeats; `None` for none.

@@ -71,6 +71,7 @@ pub mod placement;
 pub mod realbed;
 #[cfg(target_os = "linux")]
 pub mod scenario;
+pub mod show;
 #[cfg(target_os = "linux")]
 pub mod sweep;
 

@@ -475,15 +475,6 @@ pub fn recorder_options(
     }
 }
 
-/// The client's own failures in plain words ([`report::client_words`]) when the journal just
-/// recorded failed them: `record` ends with these (it analyzes what it wrote, under the current
-/// spec). Empty when the client held.
-pub fn client_check(journal: &Path, tool: &Tool) -> Result<Vec<String>> {
-    let file = JournalFile::open(journal)?;
-    let (_, report) = analyze_journal(&file, journal, tool, false)?;
-    Ok(report::client_words(&report, journal))
-}
-
 /// An earlier run's folder (it holds run.toml) is replaced; any other non-empty folder needs
 /// `force`.
 fn prepare_folder(output: &Path, force: bool) -> Result<()> {

@@ -22,7 +22,16 @@ fn init_writes_valid_configs_for_every_profile() {
         assert_eq!(code, 0, "{stderr}");
         assert!(stdout.contains(&format!("profile: {profile}")), "{stdout}");
         assert!(stdout.contains("blake3: "), "{stdout}");
-        assert!(stdout.contains("client.timeout_s = 30 s"), "{stdout}");
+        // Only the pins the file touches, and how many others hold; `--pins` lists them all.
+        assert!(
+            stdout.contains("hold at their pinned values, `--pins` lists all"),
+            "{stdout}"
+        );
+        assert!(stdout.lines().count() < 45, "{stdout}");
+        let (code, all, stderr) = percentes(&["config", "check", "--pins", p]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(all.contains("client.timeout_s = 30 s"), "{all}");
+        assert!(all.lines().count() > 80, "{all}");
         let (code, _, stderr) = percentes(&["init", "--profile", profile, "-o", p]);
         assert_eq!(code, 1);
         assert!(stderr.contains("--force"), "{stderr}");
@@ -398,16 +407,23 @@ fn analyze_exits_2_and_publishes_nothing_when_a_client_gate_fails() {
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("Statistics withheld"), "{md}");
     // `--diagnose` shows the withheld statistics, says so everywhere, and still exits 2.
+    // A threshold cannot pass on a run that publishes nothing, even diagnosed; the exit stays 2.
     let (code, stdout, _) = percentes(&[
         "analyze",
         journal.to_str().unwrap(),
         "--diagnose",
+        "--fail-on",
+        "error_rate < 100%",
         "-o",
         report.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{stdout}");
     assert!(
         stdout.contains("INVALID, the statistics below are a diagnosis, NOT PUBLISHABLE"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL error_rate < 100% [measurement]: the run is invalid (G2.3"),
         "{stdout}"
     );
     assert!(stdout.contains("measurement"), "{stdout}");
@@ -1525,6 +1541,12 @@ fn durations_stated_in_seconds_keep_the_timeout_and_a_divided_one_is_warned_abou
     let stated = "measure_s = 1.0\nwarmup_s = 0.25\ncooldown_s = 0\n";
     let (check, stderr, counts) = run("stated", config(stated));
     assert!(!check.contains("warning:"), "{check}");
+    // The stated durations are the timeline: the factor divides only the other dev-scaled pins.
+    assert!(
+        check.contains("durations stated in seconds, the other dev-scaled pins divided by 100")
+            && !check.contains("timeline durations divided"),
+        "{check}"
+    );
     assert!(!stderr.contains("warning:"), "{stderr}");
     assert!(
         stderr.contains("POST /v1/chat/completions (one sample request, not scheduled, before the epoch): HTTP 200"),
@@ -1613,9 +1635,43 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
         .find(|l| l.starts_with("cooldown"))
         .unwrap_or_else(|| panic!("{summary}{stderr}"));
     assert!(
-        cooldown.ends_with("0 scheduled  (no request, nothing to estimate)"),
+        cooldown.ends_with(" s: no request scheduled, nothing to estimate"),
         "{cooldown}"
     );
+    assert!(
+        !stdout.contains("TTFT"),
+        "--quiet prints no figures: {stdout}"
+    );
+
+    // Not quiet, with thresholds: the figures follow the recorder's summary, then the verdicts.
+    // 8 measured requests: p99 has no interval (§7), so its threshold fails with the refusal.
+    let mut record = vec!["record"];
+    record.extend(flags);
+    record.extend(["-o", journal.to_str().unwrap(), "--force"]);
+    record.extend([
+        "--fail-on",
+        "error_rate < 1%",
+        "--fail-on",
+        "ttft_p99 < 10s",
+    ]);
+    let (code, stdout, stderr) = percentes(&record);
+    assert!(stdout.contains("  TTFT  "), "{stdout}{stderr}");
+    assert!(stdout.contains("output tokens/s"), "{stdout}{stderr}");
+    if stdout.contains("INVALID RUN") {
+        // A busy host failed the client's own gate: every threshold fails, and the exit is 2.
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        assert!(stdout.contains("FAIL error_rate < 1%"), "{stdout}");
+    } else {
+        assert_eq!(code, 3, "{stdout}{stderr}");
+        assert!(
+            stdout.contains("PASS error_rate < 1% [measurement]: error_rate = 0.00 %, n = 8"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("FAIL ttft_p99 < 10s [measurement]: refused: p99-CI omitted"),
+            "{stdout}"
+        );
+    }
 
     for (flag, value, says) in [
         ("--duration", "soon", "--duration"),
@@ -1630,6 +1686,97 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
         assert_eq!(code, 1, "{flag} {value}: {stderr}");
         assert!(stderr.contains(says), "{flag} {value}: {stderr}");
     }
+}
+
+/// The figures at the end of `analyze` and the user's thresholds (issue 37 items 1 and 4), on
+/// the clean-delete demo's golden journal (valid under v0.4): each window's latency rows with the
+/// p99's interval or refusal, summary.json with every figure, and each kind of verdict: held,
+/// failed, refused (no interval at n < 381, §7), a window the run does not have, a threshold
+/// from the configuration; exit 3 when one fails and 0 when all hold.
+#[test]
+fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
+    let _beside = crate::beside();
+    let dir = scratch("thresholds");
+    let journal = "golden/runs/demo-clean-delete-factor10.pj";
+    let out = dir.join("report");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal,
+        "-o",
+        out.to_str().unwrap(),
+        "--fail-on",
+        "ttft_p99 < 500ms",
+        "--fail-on",
+        "error_rate@fault < 1%",
+        "--fail-on",
+        "e2e_p99@guard < 10s",
+        "--fail-on",
+        "goodput@nowhere > 0",
+        "--fail-on",
+        "completion_p99@fault < 30s",
+    ]);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    let baseline: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("baseline 6.000-33.000 s: 719 scheduled"))
+        .take(7)
+        .collect();
+    assert_eq!(baseline.len(), 7, "{stdout}");
+    assert!(baseline[2].starts_with("  TTFT            719    152.06 ms    152.96 ms  154.88 ms (95 % CI 154.19 ms-158.33 ms)"), "{}", baseline[2]);
+    assert!(
+        baseline[5].contains("1.202 s"),
+        "one unit per row: {}",
+        baseline[5]
+    );
+    assert!(baseline[6].contains("p99 = 1.205 s"), "{}", baseline[6]);
+    for line in [
+        "thresholds: 1 of 5 hold",
+        "  PASS ttft_p99 < 500ms [baseline]: ttft_p99 = 154.88 ms (95 % CI 154.19 ms-158.33 ms), n = 719",
+        "  FAIL error_rate@fault < 1% [fault]: error_rate = 1.93 %, n = 414",
+        "  FAIL e2e_p99@guard < 10s [guard]: refused: p99-CI omitted (sample budget insufficient, §7)",
+        "  FAIL goodput@nowhere > 0 [nowhere]: this run has no window `nowhere` (it has warm-up, baseline, guard, fault, recovery, cooldown)",
+        "  FAIL completion_p99@fault < 30s [fault]: refused: p99 unattainable; final incidence 0.6667, ceiling 0.9807",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "{line}\n---\n{stdout}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema"], "percentes-summary/1");
+    assert_eq!(summary["valid"], true);
+    let baseline = &summary["windows"][1];
+    assert_eq!(baseline["window"], "baseline");
+    let figure = |name: &str| {
+        baseline["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+            .clone()
+    };
+    assert_eq!(figure("ttft_p99")["value"], 0.154879);
+    assert_eq!(figure("ttft_p99")["n"], 719);
+    assert_eq!(figure("error_rate")["value"], 0.0);
+    assert!(figure("output_tokens_per_s")["value"].as_f64().unwrap() > 6000.0);
+    assert_eq!(summary["thresholds"].as_array().unwrap().len(), 5);
+
+    // All hold: exit 0. A threshold the configuration carries is checked too (a journal's
+    // configuration is what it was recorded with, so the golden's has none: the flag stands in).
+    let (code, stdout, _) = percentes(&[
+        "analyze",
+        journal,
+        "-o",
+        out.to_str().unwrap(),
+        "--fail-on",
+        "goodput >= 99%",
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("thresholds: 1 of 1 hold"), "{stdout}");
+    // A malformed threshold is refused before anything is read.
+    let (code, _, stderr) = percentes(&["analyze", journal, "--fail-on", "ttft_p99 < 5"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("needs its unit"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `analyze --by route,outcome` on the store-outage golden (three routes): every window's

@@ -22,6 +22,8 @@ pub const TESTBED_LOCAL_KEYS: [(&str, &str); 5] = [
 pub fn design_hash(config_bytes: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(config_bytes).ok()?;
     let mut table: toml::Table = text.parse().ok()?;
+    // A user's pass/fail criteria judge a run; they do not change what it measures.
+    table.remove("thresholds");
     for (section, key) in TESTBED_LOCAL_KEYS {
         let Some(toml::Value::Table(section)) = table.get_mut(section) else {
             continue;

@@ -572,6 +572,17 @@ pub(super) struct Typed {
     pub(super) declaration: Option<Declaration>,
     #[serde(default)]
     pub(super) server_metrics: ServerMetrics,
+    #[serde(default)]
+    pub(super) thresholds: Option<ThresholdsSection>,
+}
+
+/// `[thresholds]`: the user's pass/fail criteria ([`super::thresholds`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsSection {
+    /// Each `METRIC[@WINDOW] OP VALUE`, e.g. `ttft_p99 < 500ms`.
+    #[serde(default)]
+    pub fail_on: Vec<String>,
 }
 
 /// `[server_metrics]`: what the recorder scrapes of the server's own metrics (SPEC §2

@@ -719,6 +719,11 @@ fn the_experiment_examples_commented_declaration_loads_when_uncommented() {
         .collect::<Vec<_>>()
         .join("\n");
     let config = load(&format!("{}{uncommented}\n", &text[..at])).unwrap();
+    assert_eq!(
+        config.thresholds.len(),
+        3,
+        "the commented thresholds load too"
+    );
     let d = config.declaration.unwrap();
     assert_eq!(d.target, "replica-1");
     assert!(d.abort.undeclared_replica_errors);
@@ -1452,4 +1457,27 @@ fn server_metrics_names_urls_and_paths_are_checked_at_load() {
         let e = with(section).unwrap_err().to_string();
         assert!(e.contains(key) && e.contains(says), "{section}: {e}");
     }
+}
+
+#[test]
+fn thresholds_load_read_and_a_bad_one_is_refused_at_its_key() {
+    let text = format!(
+        "{BASE}\n[thresholds]\nfail_on = [\"ttft_p99 < 500ms\", \"error_rate@fault < 5%\"]\n"
+    );
+    let config = load(&text).unwrap();
+    assert_eq!(config.thresholds.len(), 2);
+    assert_eq!(config.thresholds[1].window.as_deref(), Some("fault"));
+    let (message, at) = refusal(&format!(
+        "{BASE}\n[thresholds]\nfail_on = [\"ttft_p99 < 500ms\", \"ttft_p99 < 500\"]\n"
+    ));
+    assert!(
+        message.contains("thresholds.fail_on[1]") && message.contains("needs its unit"),
+        "{message}"
+    );
+    assert!(at.is_some(), "the refusal points into the file");
+    let (message, _) = refusal(&format!("{BASE}\n[thresholds]\nfail = []\n"));
+    assert!(message.contains("fail_on"), "{message}");
+    // The criteria judge a run and are not part of its design (a campaign groups by design).
+    let plain = design_hash(BASE.as_bytes()).unwrap();
+    assert_eq!(design_hash(text.as_bytes()).unwrap(), plain);
 }

@@ -1,4 +1,5 @@
-//! Human and JSON renderings shared by the subcommands.
+//! Human and JSON renderings of a configuration and a journal header, shared by the
+//! subcommands (`config check`, `inspect`); portable, as they are.
 
 use std::path::Path;
 
@@ -48,6 +49,14 @@ fn pin_line(p: &PinInForce) -> String {
     line
 }
 
+/// A rate as people write it: at most six decimals, no trailing zeros (3.9 x 1.0 prints 3.9,
+/// not 3.9000000000000004).
+pub fn rps(rate: f64) -> String {
+    let text = format!("{rate:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_owned()
+}
+
 /// Lines describing a schedule.
 pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32]) -> String {
     let mut out = format!(
@@ -64,7 +73,7 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
             phase.name,
             seconds(start),
             seconds(phase.duration_ns),
-            phase.rate_rps
+            rps(phase.rate_rps)
         ));
         start += phase.duration_ns;
     }
@@ -80,8 +89,9 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
     out
 }
 
-/// What `config check` prints.
-pub fn config_text(file: &Path, config: &Config) -> String {
+/// What `config check` prints: what the file sets, and the pins it touches (every pin with
+/// `all_pins`).
+pub fn config_text(file: &Path, config: &Config, all_pins: bool) -> String {
     let params = config.schedule_params();
     let requests = params.iter().count() as u64;
     let mut out = format!("config: {} is valid (schema_version 1)\n", file.display());
@@ -116,7 +126,7 @@ pub fn config_text(file: &Path, config: &Config) -> String {
     {
         out.push_str(&format!(
             "rate: {} rps = {} replicas x {} x lambda_max {} rps (§1)\n",
-            config.rate_rps(),
+            rps(config.rate_rps()),
             t.replicas.len(),
             config.value(&pins::CALIBRATION_LAMBDA_R_FRACTION),
             lambda_max
@@ -131,13 +141,37 @@ pub fn config_text(file: &Path, config: &Config) -> String {
             config.fault.victim.as_deref().unwrap_or("?")
         )),
     }
-    out.push_str("pins in force (clause, key = value [what: rule pin]):\n");
-    for p in config.pins_in_force() {
-        out.push_str(&pin_line(&p));
-        out.push('\n');
+    for t in &config.thresholds {
+        out.push_str(&format!("threshold: {t} (exit 3 when it fails, §9)\n"));
     }
+    out.push_str(&pins_text(config, all_pins));
     for warning in config.warnings() {
         out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+/// The pins a file touches: set by it (to the pin or stricter), scaled by its dev time factor,
+/// or unverifiable against its hosted target; every pin with `all_pins`.
+fn pins_text(config: &Config, all_pins: bool) -> String {
+    let mut out = String::new();
+    let pins = config.pins_in_force();
+    let touched =
+        |p: &&PinInForce| all_pins || p.configured || p.effective.is_some() || p.not_verifiable;
+    let shown: Vec<&PinInForce> = pins.iter().filter(touched).collect();
+    if all_pins {
+        out.push_str("pins in force (clause, key = value [what: rule pin]):\n");
+    } else {
+        out.push_str(&format!(
+            "pins this file sets or its profile changes ({} of {}; the other {} hold at their pinned values, `--pins` lists all):\n",
+            shown.len(),
+            pins.len(),
+            pins.len() - shown.len()
+        ));
+    }
+    for p in shown {
+        out.push_str(&pin_line(p));
+        out.push('\n');
     }
     out
 }
@@ -273,4 +307,15 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
         "signing_key": header.signing_key.map(|k| hex(&k)),
         "extensions": header.extensions.iter().map(|(k, v)| json!({"key": k, "bytes": v.len()})).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rates_print_without_float_noise() {
+        assert_eq!(super::rps(3.9000000000000004), "3.9");
+        assert_eq!(super::rps(20.0), "20");
+        assert_eq!(super::rps(0.125), "0.125");
+        assert_eq!(super::rps(62.359), "62.359");
+    }
 }

@@ -1,0 +1,490 @@
+//! The figures a terminal shows at the end of `record` and `analyze` (issue 37 item 1), their
+//! JSON (`summary.json`, `record --json`), and the user's thresholds checked against them
+//! (item 4, SPEC §9 "Thresholds"). Everything here restates the report: a figure is read from a
+//! [`WindowReport`], with the refusal the report gives it, and nothing is computed afresh.
+
+use std::fmt::Write as _;
+
+use percentes_formats::config::thresholds::{Kind, Threshold};
+use serde::Serialize;
+
+use crate::model::{Distribution, Report, Share, WindowReport};
+
+/// The schema of `summary.json`.
+pub const SCHEMA: &str = "percentes-summary/1";
+
+/// The latency rows, in the order shown: (metric prefix, row label).
+const LATENCY_ROWS: [(&str, &str); 4] = [
+    ("ttft", "TTFT"),
+    ("tpot", "TPOT"),
+    ("itl", "inter-token"),
+    ("e2e", "end to end"),
+];
+
+/// The quantiles kept per latency (the report's own), and the three a terminal row shows.
+const KEPT: [&str; 4] = ["p50", "p90", "p95", "p99"];
+const SHOWN: [&str; 3] = ["p50", "p90", "p99"];
+
+/// What a run's end shows: its verdict and each window's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// Whether every run-invalidating gate holds.
+    pub valid: bool,
+    /// The gates that failed or went unobserved, `G2.3 fail`.
+    pub failed_gates: Vec<String>,
+    /// The report's NOT PUBLISHABLE reasons.
+    pub not_publishable: Vec<String>,
+    /// Why the windows are withheld (an invalid run without `--diagnose`).
+    pub withheld: Option<String>,
+    /// The windows, in the report's order.
+    pub windows: Vec<WindowFigures>,
+    /// The thresholds checked, in the order given.
+    pub thresholds: Vec<Verdict>,
+}
+
+/// One window's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowFigures {
+    /// The window's name.
+    pub window: String,
+    /// Its start, s from the epoch.
+    pub start_s: f64,
+    /// Its end, s from the epoch.
+    pub end_s: f64,
+    /// Requests scheduled in it.
+    pub scheduled: u64,
+    /// Completed, errored, censored.
+    pub completed: u64,
+    /// Errored.
+    pub errored: u64,
+    /// Censored.
+    pub censored: u64,
+    /// Every figure, by metric name (`ttft_p99`, `error_rate`).
+    pub figures: Vec<Figure>,
+    /// The completion curve's readings in §3's words (over every scheduled request).
+    pub completion: Vec<String>,
+    /// The §3 caveat when errored + censored is above 5 %.
+    pub caveat: Option<String>,
+}
+
+/// One figure, or its refusal.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    /// The metric's name, as a threshold names it.
+    pub name: String,
+    /// `s`, `share` or `per_s`.
+    pub unit: &'static str,
+    /// The sample it rests on.
+    pub n: u64,
+    /// Its value, absent when refused.
+    pub value: Option<f64>,
+    /// The §7 95 % interval of a tail quantile, where the report gives one.
+    pub interval: Option<(f64, f64)>,
+    /// Why there is no value (or, for a tail, no interval), in the report's words.
+    pub refused: Option<String>,
+}
+
+/// One threshold's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    /// The threshold as written.
+    pub threshold: String,
+    /// The window read.
+    pub window: String,
+    /// The figure's value, when there is one.
+    pub value: Option<f64>,
+    /// Whether it holds.
+    pub passed: bool,
+    /// Why not, or what was read.
+    pub reason: String,
+}
+
+impl Summary {
+    /// Whether every threshold holds (true when there are none).
+    pub fn thresholds_hold(&self) -> bool {
+        self.thresholds.iter().all(|v| v.passed)
+    }
+}
+
+/// The summary of a report, with `thresholds` checked against it.
+pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
+    let v = &report.validity;
+    let mut summary = Summary {
+        schema: SCHEMA,
+        valid: v.valid,
+        failed_gates: v
+            .gates
+            .iter()
+            .filter(|g| !g.holds())
+            .map(|g| format!("{} {}", g.id, g.status.name()))
+            .collect(),
+        not_publishable: report.not_publishable.clone(),
+        withheld: report.windows_withheld.clone(),
+        windows: report.windows.iter().map(window).collect(),
+        thresholds: Vec::new(),
+    };
+    summary.thresholds = thresholds.iter().map(|t| check(&summary, t)).collect();
+    summary
+}
+
+fn window(w: &WindowReport) -> WindowFigures {
+    let mut figures = Vec::new();
+    for (prefix, distribution) in [
+        ("ttft", &w.ttft),
+        ("tpot", &w.tokens.tpot),
+        ("itl", &w.tokens.itl_per_token),
+        ("e2e", &w.e2e),
+    ] {
+        for q in KEPT {
+            figures.push(latency(format!("{prefix}_{q}"), q, distribution));
+        }
+    }
+    for reading in &w.completion.readings {
+        figures.push(Figure {
+            name: format!("completion_{}", reading.quantile),
+            unit: "s",
+            n: w.completion.n,
+            value: reading.seconds,
+            interval: None,
+            refused: reading.seconds.is_none().then(|| reading.text.clone()),
+        });
+    }
+    for (name, share) in [
+        ("error_rate", &w.error_rate),
+        ("censored_rate", &w.censored_rate),
+        ("goodput", &w.goodput),
+    ] {
+        figures.push(of_share(name, "share", share));
+    }
+    figures.push(of_share("requests_per_s", "per_s", &w.throughput_rps));
+    figures.push(Figure {
+        name: "output_tokens_per_s".into(),
+        unit: "per_s",
+        n: w.tokens.with_usage,
+        value: w.tokens.output_tokens_per_s,
+        interval: None,
+        refused: w
+            .tokens
+            .output_tokens_per_s
+            .is_none()
+            .then(|| w.tokens.text.clone()),
+    });
+    WindowFigures {
+        window: w.window.to_owned(),
+        start_s: w.start_s,
+        end_s: w.end_s,
+        scheduled: w.scheduled,
+        completed: w.outcomes.completed,
+        errored: w.outcomes.errored,
+        censored: w.outcomes.censored,
+        figures,
+        completion: w
+            .completion
+            .readings
+            .iter()
+            .map(|r| r.text.clone())
+            .collect(),
+        caveat: w.caveat.clone(),
+    }
+}
+
+fn of_share(name: &str, unit: &'static str, share: &Share) -> Figure {
+    Figure {
+        name: name.into(),
+        unit,
+        n: share.n,
+        value: share.value,
+        interval: None,
+        refused: share
+            .value
+            .is_none()
+            .then(|| format!("nothing to divide by ({})", share.label)),
+    }
+}
+
+/// A completed-only quantile: the report's percentile, and for p95 and p99 the §7 interval or
+/// its refusal (a tail is never published as a bare point, §7). Pooled inter-token gaps keep no
+/// order statistics and carry no interval; their tails are read as the report prints them.
+fn latency(name: String, q: &str, d: &Distribution) -> Figure {
+    let value = d
+        .percentiles_us
+        .iter()
+        .find(|(n, _)| n == q)
+        .map(|(_, us)| *us as f64 / 1e6);
+    let mut figure = Figure {
+        name,
+        unit: "s",
+        n: d.n,
+        value,
+        interval: None,
+        refused: (d.n == 0).then(|| "none completed in the window".to_owned()),
+    };
+    if let Some(tail) = d.tails.iter().find(|t| t.quantile == q) {
+        match tail.interval_us {
+            Some((lo, hi)) => figure.interval = Some((lo as f64 / 1e6, hi as f64 / 1e6)),
+            None if d.n > 0 => {
+                figure.value = None;
+                figure.refused = Some(tail.text.clone());
+            }
+            None => {}
+        }
+    }
+    figure
+}
+
+/// The window a threshold reads: the one it names, else `measurement`, else `baseline`.
+fn main_window<'a>(summary: &'a Summary, named: Option<&str>) -> Result<&'a WindowFigures, String> {
+    let find = |name: &str| summary.windows.iter().find(|w| w.window == name);
+    match named {
+        Some(name) => find(name).ok_or_else(|| {
+            let names: Vec<&str> = summary.windows.iter().map(|w| w.window.as_str()).collect();
+            format!(
+                "this run has no window `{name}` (it has {})",
+                names.join(", ")
+            )
+        }),
+        None => find("measurement")
+            .or_else(|| find("baseline"))
+            .ok_or_else(|| {
+                "this run has no measurement or baseline window; name one with @WINDOW".to_owned()
+            }),
+    }
+}
+
+/// One threshold against the summary: a withheld or refused figure fails it, with the reason.
+fn check(summary: &Summary, t: &Threshold) -> Verdict {
+    let fail = |window: &str, reason: String| Verdict {
+        threshold: t.text.clone(),
+        window: window.to_owned(),
+        value: None,
+        passed: false,
+        reason,
+    };
+    let named = t.window.as_deref().unwrap_or("measurement or baseline");
+    if let Some(withheld) = &summary.withheld {
+        return fail(named, format!("no figure is published: {withheld}"));
+    }
+    let w = match main_window(summary, t.window.as_deref()) {
+        Ok(w) => w,
+        Err(why) => return fail(named, why),
+    };
+    if !summary.valid {
+        let why = format!(
+            "the run is invalid ({}): its figures are a diagnosis, not published",
+            summary.failed_gates.join(", ")
+        );
+        return fail(&w.window, why);
+    }
+    let Some(figure) = w.figures.iter().find(|f| f.name == t.metric) else {
+        return fail(&w.window, format!("no figure `{}` in the window", t.metric));
+    };
+    let Some(value) = figure.value else {
+        let why = figure.refused.clone().unwrap_or_default();
+        return fail(&w.window, format!("refused: {why}"));
+    };
+    let passed = t.op.holds(value, t.limit);
+    let mut reason = format!("{} = {}", t.metric, shown(t.kind, value));
+    if let Some((lo, hi)) = figure.interval {
+        let _ = write!(
+            reason,
+            " (95 % CI {}-{})",
+            shown(t.kind, lo),
+            shown(t.kind, hi)
+        );
+        if t.op.holds(lo, t.limit) != t.op.holds(hi, t.limit) {
+            reason.push_str(", the interval straddles the limit");
+        }
+    }
+    let _ = write!(reason, ", n = {}", figure.n);
+    Verdict {
+        threshold: t.text.clone(),
+        window: w.window.clone(),
+        value: Some(value),
+        passed,
+        reason,
+    }
+}
+
+fn shown(kind: Kind, value: f64) -> String {
+    match kind {
+        Kind::Latency => latency_text(value, unit_for(value)),
+        Kind::Share => format!("{:.2} %", value * 100.0),
+        Kind::Rate => format!("{value:.2}/s"),
+    }
+}
+
+/// The unit a row of latencies is printed in, from its largest value: one unit per row.
+fn unit_for(seconds: f64) -> (&'static str, f64) {
+    if seconds >= 1.0 {
+        ("s", 1.0)
+    } else if seconds >= 1e-3 {
+        ("ms", 1e3)
+    } else {
+        ("µs", 1e6)
+    }
+}
+
+fn latency_text(seconds: f64, (unit, scale): (&'static str, f64)) -> String {
+    match unit {
+        "s" => format!("{:.3} s", seconds * scale),
+        // A value far below its row's unit keeps its digits: 0.0010 ms, not 0.00 ms.
+        "ms" if seconds < 1e-5 => format!("{:.4} ms", seconds * scale),
+        "ms" => format!("{:.2} ms", seconds * scale),
+        _ => format!("{:.0} µs", seconds * scale),
+    }
+}
+
+/// The summary as a terminal shows it (and report.md leads with): per window, the latency rows
+/// with p50, p90 and p99 (its interval or its refusal), the completion curve's readings, the
+/// rates; then the thresholds.
+pub fn text(summary: &Summary) -> String {
+    let mut out = String::new();
+    if let Some(withheld) = &summary.withheld {
+        let _ = writeln!(out, "statistics withheld: {withheld}");
+    }
+    if !summary.valid && summary.withheld.is_none() && !summary.windows.is_empty() {
+        let _ = writeln!(
+            out,
+            "INVALID RUN: the figures below are a diagnosis, NOT PUBLISHABLE"
+        );
+    }
+    for w in &summary.windows {
+        if w.window == "warm-up" {
+            // Not measured (§1): one line here; summary.json keeps its figures.
+            let _ = writeln!(
+                out,
+                "warm-up {:.3}-{:.3} s: {} scheduled, not measured (§1)",
+                w.start_s, w.end_s, w.scheduled
+            );
+            continue;
+        }
+        window_text(&mut out, w);
+    }
+    if !summary.thresholds.is_empty() {
+        let failed = summary.thresholds.iter().filter(|v| !v.passed).count();
+        let _ = writeln!(
+            out,
+            "thresholds: {} of {} hold",
+            summary.thresholds.len() - failed,
+            summary.thresholds.len()
+        );
+        for v in &summary.thresholds {
+            let _ = writeln!(
+                out,
+                "  {} {} [{}]: {}",
+                if v.passed { "PASS" } else { "FAIL" },
+                v.threshold,
+                v.window,
+                v.reason
+            );
+        }
+    }
+    out
+}
+
+fn window_text(out: &mut String, w: &WindowFigures) {
+    if w.scheduled == 0 {
+        let _ = writeln!(
+            out,
+            "{} {:.3}-{:.3} s: no request scheduled, nothing to estimate",
+            w.window, w.start_s, w.end_s
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{} {:.3}-{:.3} s: {} scheduled, {} completed, {} errored, {} censored",
+        w.window, w.start_s, w.end_s, w.scheduled, w.completed, w.errored, w.censored
+    );
+    let figure = |name: String| w.figures.iter().find(|f| f.name == name);
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>6}  {:>11}  {:>11}  p99",
+        "", "n", "p50", "p90"
+    );
+    for (prefix, label) in LATENCY_ROWS {
+        let row: Vec<&Figure> = SHOWN
+            .iter()
+            .filter_map(|q| figure(format!("{prefix}_{q}")))
+            .collect();
+        latency_row(out, label, &row);
+    }
+    let _ = writeln!(
+        out,
+        "  completion curve, all scheduled (§3): {}",
+        w.completion.join("; ")
+    );
+    let rate = |name: &str| {
+        figure(name.to_owned()).map_or_else(
+            || "n/a".to_owned(),
+            |f| match (f.value, f.unit) {
+                (Some(v), "share") => format!("{:.2} %", v * 100.0),
+                (Some(v), _) => format!("{v:.2}"),
+                (None, _) => "n/a".to_owned(),
+            },
+        )
+    };
+    let _ = writeln!(
+        out,
+        "  {} requests/s, {} output tokens/s; errored {}, censored {}, SLO goodput {}",
+        rate("requests_per_s"),
+        rate("output_tokens_per_s"),
+        rate("error_rate"),
+        rate("censored_rate"),
+        rate("goodput")
+    );
+    if let Some(caveat) = &w.caveat {
+        let _ = writeln!(out, "  {caveat}");
+    }
+}
+
+/// One latency row: n, p50, p90 and the p99 with its interval or its refusal, in one unit.
+fn latency_row(out: &mut String, label: &str, row: &[&Figure]) {
+    let n = row.first().map_or(0, |f| f.n);
+    if n == 0 {
+        let _ = writeln!(out, "  {label:<12} {n:>6}  none completed");
+        return;
+    }
+    let largest = row
+        .iter()
+        .flat_map(|f| f.value.into_iter().chain(f.interval.map(|i| i.1)))
+        .fold(0.0f64, f64::max);
+    let unit = unit_for(largest);
+    let cell = |f: &Figure| match (f.value, &f.refused) {
+        (Some(v), _) => latency_text(v, unit),
+        (None, Some(why)) => why.clone(),
+        (None, None) => "n/a".to_owned(),
+    };
+    let p99 = row[2];
+    let tail = match (p99.value, p99.interval) {
+        (Some(v), Some((lo, hi))) => format!(
+            "{} (95 % CI {}-{})",
+            latency_text(v, unit),
+            latency_text(lo, unit),
+            latency_text(hi, unit)
+        ),
+        // Pooled inter-token gaps keep no order statistics, so no interval (§7).
+        (Some(v), None) if p99.refused.is_none() => {
+            format!("{} (pooled gaps, no interval)", latency_text(v, unit))
+        }
+        _ => cell(p99),
+    };
+    let _ = writeln!(
+        out,
+        "  {label:<12} {n:>6}  {:>11}  {:>11}  {tail}",
+        cell(row[0]),
+        cell(row[1])
+    );
+}
+
+/// `summary.json`: the summary, pretty-printed, with a final newline.
+pub fn json(summary: &Summary) -> String {
+    let mut text = serde_json::to_string_pretty(summary).unwrap_or_else(|e| {
+        // Every field is a plain number, string or list: serialization cannot fail.
+        format!("{{\"schema\":\"{SCHEMA}\",\"error\":\"{e}\"}}")
+    });
+    text.push('\n');
+    text
+}

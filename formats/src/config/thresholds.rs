@@ -1,0 +1,259 @@
+//! User-set pass/fail thresholds (issue 37 item 4): `ttft_p99 < 500ms`, `error_rate < 1%`,
+//! `goodput@fault >= 90%`. They are a user's own acceptance criteria, checked after the analysis
+//! against the figures the report publishes; they add checks to the pinned validity gates and
+//! never replace or weaken one (SPEC §9 "Thresholds"). This module only reads them: the analyzer
+//! evaluates them.
+//!
+//! Grammar: `METRIC[@WINDOW] OP VALUE`, with OP one of `<`, `<=`, `>`, `>=`. A latency's VALUE
+//! carries its unit (`us`, `µs`, `ms`, `s`); a share is a percentage (`1%`) or a fraction in
+//! 0..=1; a rate is a number, optionally followed by `/s`. Without `@WINDOW` a threshold reads
+//! the run's main window: `measurement`, or `baseline` in a fault run.
+
+use std::fmt;
+
+/// What a metric measures, which fixes how its value is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A latency quantile, in seconds.
+    Latency,
+    /// A share of the window's scheduled requests, 0..=1.
+    Share,
+    /// A count per second.
+    Rate,
+}
+
+/// The latencies a quantile threshold may name: the completed-only distributions, and the
+/// completion curve over every scheduled request (§3).
+pub const LATENCIES: [&str; 5] = ["ttft", "tpot", "itl", "e2e", "completion"];
+/// The quantiles a latency threshold may name.
+pub const QUANTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
+/// The metrics that are not quantiles, with their kinds.
+pub const SCALARS: [(&str, Kind); 5] = [
+    ("error_rate", Kind::Share),
+    ("censored_rate", Kind::Share),
+    ("goodput", Kind::Share),
+    ("requests_per_s", Kind::Rate),
+    ("output_tokens_per_s", Kind::Rate),
+];
+
+/// The most thresholds a run may carry (config and flags together).
+pub const THRESHOLDS_MAX: usize = 64;
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `<`
+    Below,
+    /// `<=`
+    AtMost,
+    /// `>`
+    Above,
+    /// `>=`
+    AtLeast,
+}
+
+impl Op {
+    /// Its symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Below => "<",
+            Op::AtMost => "<=",
+            Op::Above => ">",
+            Op::AtLeast => ">=",
+        }
+    }
+
+    /// Whether `value OP limit` holds.
+    pub fn holds(self, value: f64, limit: f64) -> bool {
+        match self {
+            Op::Below => value < limit,
+            Op::AtMost => value <= limit,
+            Op::Above => value > limit,
+            Op::AtLeast => value >= limit,
+        }
+    }
+}
+
+/// One threshold, read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// As the user wrote it, trimmed.
+    pub text: String,
+    /// The metric's name (`ttft_p99`, `error_rate`).
+    pub metric: String,
+    /// What it measures.
+    pub kind: Kind,
+    /// The window it reads; `None` for the run's main window.
+    pub window: Option<String>,
+    /// The comparison.
+    pub op: Op,
+    /// The limit in the metric's own unit: seconds, a fraction, or per second.
+    pub limit: f64,
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The metric names a threshold may use, for error messages and help.
+pub fn metric_names() -> Vec<String> {
+    let mut names: Vec<String> = LATENCIES
+        .iter()
+        .flat_map(|l| QUANTILES.iter().map(move |q| format!("{l}_{q}")))
+        .collect();
+    names.extend(SCALARS.iter().map(|(n, _)| (*n).to_owned()));
+    names
+}
+
+fn kind_of(metric: &str) -> Option<Kind> {
+    if let Some((_, kind)) = SCALARS.iter().find(|(n, _)| *n == metric) {
+        return Some(*kind);
+    }
+    let (latency, quantile) = metric.rsplit_once('_')?;
+    (LATENCIES.contains(&latency) && QUANTILES.contains(&quantile)).then_some(Kind::Latency)
+}
+
+impl Threshold {
+    /// Reads one threshold; the error says what is wrong and what is expected.
+    pub fn parse(text: &str) -> Result<Threshold, String> {
+        let text = text.trim();
+        let at = text
+            .find(['<', '>'])
+            .ok_or_else(|| format!("`{text}` has no comparison: write METRIC OP VALUE, e.g. `ttft_p99 < 500ms` (OP is <, <=, > or >=)"))?;
+        let (left, right) = text.split_at(at);
+        let (op, value) = match right
+            .strip_prefix("<=")
+            .or_else(|| right.strip_prefix(">="))
+        {
+            Some(value) if right.starts_with('<') => (Op::AtMost, value),
+            Some(value) => (Op::AtLeast, value),
+            None if right.starts_with('<') => (Op::Below, &right[1..]),
+            None => (Op::Above, &right[1..]),
+        };
+        let (metric, window) = match left.trim().split_once('@') {
+            Some((m, w)) => (m.trim(), Some(w.trim())),
+            None => (left.trim(), None),
+        };
+        let kind = kind_of(metric).ok_or_else(|| {
+            format!(
+                "`{text}`: no metric `{metric}`; the metrics are {}",
+                metric_names().join(", ")
+            )
+        })?;
+        if let Some(window) = window {
+            let ok = !window.is_empty()
+                && window
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !ok {
+                return Err(format!("`{text}`: `@{window}` is not a window name (baseline, fault, recovery, measurement, ...)"));
+            }
+        }
+        let limit = limit(kind, value.trim()).map_err(|why| format!("`{text}`: {why}"))?;
+        Ok(Threshold {
+            text: text.to_owned(),
+            metric: metric.to_owned(),
+            kind,
+            window: window.map(str::to_owned),
+            op,
+            limit,
+        })
+    }
+}
+
+fn number(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a non-negative number")),
+    }
+}
+
+fn limit(kind: Kind, value: &str) -> Result<f64, String> {
+    match kind {
+        Kind::Latency => {
+            let (digits, scale) = if let Some(v) = value.strip_suffix("ms") {
+                (v, 1e3)
+            } else if let Some(v) = value.strip_suffix("us").or(value.strip_suffix("µs")) {
+                (v, 1e6)
+            } else if let Some(v) = value.strip_suffix('s') {
+                (v, 1.0)
+            } else {
+                return Err(format!(
+                    "a latency needs its unit: `{value}us`, `{value}ms` or `{value}s`"
+                ));
+            };
+            // Divided, so that `800us` is the double nearest 0.0008 s, as `800e-6` is.
+            Ok(number(digits)? / scale)
+        }
+        Kind::Share => {
+            let fraction = match value.strip_suffix('%') {
+                Some(v) => number(v)? / 100.0,
+                None => number(value)?,
+            };
+            if fraction > 1.0 {
+                return Err(format!("a share lies in 0..=1 (or 0%..=100%), not {value}"));
+            }
+            Ok(fraction)
+        }
+        Kind::Rate => number(value.strip_suffix("/s").unwrap_or(value)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_their_metric_window_comparison_and_unit() {
+        let t = Threshold::parse(" ttft_p99 < 500ms ").unwrap();
+        assert_eq!(
+            (t.metric.as_str(), t.window, t.op, t.kind),
+            ("ttft_p99", None, Op::Below, Kind::Latency)
+        );
+        assert!((t.limit - 0.5).abs() < 1e-15);
+        let t = Threshold::parse("goodput@fault>=90%").unwrap();
+        assert_eq!((t.window.as_deref(), t.op), (Some("fault"), Op::AtLeast));
+        assert!((t.limit - 0.9).abs() < 1e-15);
+        assert_eq!(Threshold::parse("error_rate <= 0.01").unwrap().limit, 0.01);
+        assert_eq!(
+            Threshold::parse("requests_per_s > 9.5/s").unwrap().limit,
+            9.5
+        );
+        assert_eq!(Threshold::parse("e2e_p50 < 2s").unwrap().limit, 2.0);
+        assert_eq!(Threshold::parse("itl_p90 < 800us").unwrap().limit, 800e-6);
+        assert_eq!(
+            Threshold::parse("completion_p99 < 3s").unwrap().kind,
+            Kind::Latency
+        );
+    }
+
+    #[test]
+    fn a_bad_threshold_says_what_is_wrong() {
+        let e = Threshold::parse("ttft_p99 500ms").unwrap_err();
+        assert!(e.contains("no comparison"), "{e}");
+        let e = Threshold::parse("ttft_p98 < 500ms").unwrap_err();
+        assert!(
+            e.contains("no metric `ttft_p98`") && e.contains("ttft_p99"),
+            "{e}"
+        );
+        let e = Threshold::parse("ttft_p99 < 500").unwrap_err();
+        assert!(e.contains("needs its unit"), "{e}");
+        let e = Threshold::parse("error_rate < 150%").unwrap_err();
+        assert!(e.contains("0..=1"), "{e}");
+        let e = Threshold::parse("error_rate < -1%").unwrap_err();
+        assert!(e.contains("non-negative"), "{e}");
+        let e = Threshold::parse("goodput@ < 1%").unwrap_err();
+        assert!(e.contains("window"), "{e}");
+        assert!(Threshold::parse("ttft_p99 < NaNs").is_err());
+    }
+
+    #[test]
+    fn comparisons_hold_as_written() {
+        assert!(Op::Below.holds(1.0, 2.0) && !Op::Below.holds(2.0, 2.0));
+        assert!(Op::AtMost.holds(2.0, 2.0) && !Op::AtMost.holds(2.1, 2.0));
+        assert!(Op::Above.holds(3.0, 2.0) && !Op::Above.holds(2.0, 2.0));
+        assert!(Op::AtLeast.holds(2.0, 2.0) && !Op::AtLeast.holds(1.9, 2.0));
+    }
+}
