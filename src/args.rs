@@ -131,7 +131,13 @@ pub struct QuickArgs {
     #[arg(long, requires = "url")]
     pub model: Option<String>,
     /// With --url: the offered rate in requests/s (schedule.rate_rps), open loop.
-    #[arg(long, value_name = "RPS", requires = "url")]
+    // A negative rate is read as a value (and refused for what it is), not as a flag.
+    #[arg(
+        long,
+        value_name = "RPS",
+        requires = "url",
+        allow_negative_numbers = true
+    )]
     pub rate: Option<f64>,
     /// With --url: how long to measure (30s, 2m, 500ms), after a warm-up of a tenth of it.
     #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]

@@ -370,6 +370,19 @@ enum Command {
     /// Hand a running recorder a timeline event an orchestrator saw (`record --events-socket
     /// PATH`; SPEC §5): journaled at the time stated, beside the time the recorder read it.
     Event(args::EventArgs),
+    /// Print a shell completion script: `percentes completions bash > /etc/bash_completion.d/percentes`
+    /// (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page (roff): `percentes man > percentes.1; man ./percentes.1`; with a
+    /// command, that command's page (`percentes man record > percentes-record.1`).
+    Man {
+        /// The command whose page to print (`record`, `analyze`, ...); the overview without.
+        command: Option<String>,
+    },
     /// Create an ed25519 key pair for signing journal checkpoints and seals.
     Keygen {
         /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
@@ -584,6 +597,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             },
         ),
         Command::Keygen { out, force } => keygen(&out, force),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "percentes", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { command } => {
+            use clap::CommandFactory;
+            let mut page = Cli::command();
+            if let Some(name) = command {
+                page.build();
+                let Some(sub) = page.find_subcommand(&name).cloned() else {
+                    let names: Vec<&str> = page.get_subcommands().map(|c| c.get_name()).collect();
+                    bail!("no command `{name}`; the commands are {}", names.join(", "));
+                };
+                page = sub.display_name(format!("percentes-{name}"));
+            }
+            clap_mangen::Man::new(page)
+                .render(&mut std::io::stdout())
+                .context("cannot write the manual page")?;
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(target_os = "linux")]
         Command::Event(a) => {
             use percentes_recorder::events;

@@ -130,9 +130,12 @@ pub fn export(
     if parquet.exists() && !force {
         bail!("{} exists; pass --force to replace it", parquet.display());
     }
-    let (_file, run) = load_run_with(path, table)?;
+    let (file, run) = load_run_with(path, table)?;
+    // Judged as `analyze` judges it, so the file's metadata names any failed gate.
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &analyzer(false));
     let server = percentes_analyzer::export::server_note(&run, parquet);
-    let rows = percentes_analyzer::export::parquet(run, parquet)
+    let rows = percentes_analyzer::export::parquet(run, parquet, Some(&report))
         .with_context(|| format!("cannot write {}", parquet.display()))?;
     warn!(
         "wrote {rows} rows (one per scheduled request) to {}{server}",

@@ -16,6 +16,7 @@ use polars::prelude::*;
 
 use crate::frame::{Events, Requests, Telemetry, NONE};
 use crate::load::Run;
+use crate::model::Report;
 
 /// Rows per request-frame batch, and so per Parquet row group: polars' own default row group.
 /// The export and `query` build the request frame a batch at a time from the table, so what
@@ -32,10 +33,26 @@ fn label(i: u32, names: &[String]) -> &str {
     names.get(i as usize).map_or("", String::as_str)
 }
 
+/// A time in ns as the frames carry it: signed (Int64), so that a reader's difference of two
+/// times (`dispatched_ns - intended_ns` in DuckDB, for a request sent late or early) is a
+/// number and not an unsigned overflow. A run's times lie far below 2^63 ns (292 years).
+fn signed(ns: u64) -> i64 {
+    i64::try_from(ns).unwrap_or(i64::MAX)
+}
+
 /// A timestamp column, null where the table holds [`NONE`].
 fn nullable(name: &str, column: &[u64]) -> polars::prelude::Column {
-    let values: UInt64Chunked = column.iter().map(|&v| (v != NONE).then_some(v)).collect();
+    let values: Int64Chunked = column
+        .iter()
+        .map(|&v| (v != NONE).then_some(signed(v)))
+        .collect();
     values.with_name(name.into()).into_column()
+}
+
+/// A timestamp column with no absent value.
+fn times(name: &str, column: &[u64]) -> polars::prelude::Column {
+    let values: Vec<i64> = column.iter().map(|&v| signed(v)).collect();
+    Column::new(name.into(), values)
 }
 
 /// A count column, null where the table holds `u32::MAX` (not reported).
@@ -100,18 +117,18 @@ pub fn requests_frame(
         })
     };
     let latency = |name: &str, times: &[u64]| -> polars::prelude::Column {
-        let values: UInt64Chunked = (0..len)
+        let values: Int64Chunked = (0..len)
             .map(|row| {
                 (completed(row) && times[row] != NONE)
-                    .then(|| times[row].saturating_sub(intended[row]))
+                    .then(|| signed(times[row].saturating_sub(intended[row])))
             })
             .collect();
         values.with_name(name.into()).into_column()
     };
-    let terminal_column: UInt64Chunked = terminal
+    let terminal_column: Int64Chunked = terminal
         .iter()
         .zip(outcome)
-        .map(|(&t, &o)| Outcome::from_byte(o).is_some().then_some(t))
+        .map(|(&t, &o)| Outcome::from_byte(o).is_some().then_some(signed(t)))
         .collect();
     let columns = vec![
         Column::new("index".into(), part(&rows, &requests.index)),
@@ -127,7 +144,7 @@ pub fn requests_frame(
         strings("class", len, |row| {
             Outcome::from_byte(outcome[row]).map(|_| class_label(class[row]))
         }),
-        Column::new("intended_ns".into(), intended),
+        times("intended_ns", intended),
         nullable("dispatched_ns", part(&rows, &requests.dispatched_ns)),
         nullable("connect_start_ns", part(&rows, &requests.connect_start_ns)),
         nullable("connect_end_ns", part(&rows, &requests.connect_end_ns)),
@@ -318,8 +335,8 @@ pub fn server_frame(scrapes: &[ScrapeRecord]) -> PolarsResult<DataFrame> {
         rows.source.len(),
         vec![
             Column::new("source".into(), rows.source),
-            Column::new("sent_ns".into(), rows.sent_ns),
-            Column::new("received_ns".into(), rows.received_ns),
+            times("sent_ns", &rows.sent_ns),
+            times("received_ns", &rows.received_ns),
             Column::new("restarted".into(), rows.restarted),
             Column::new("family".into(), rows.family),
             Column::new("name".into(), rows.name),
@@ -375,15 +392,10 @@ pub(crate) fn labels(header: &Header) -> (Vec<String>, Vec<String>) {
     )
 }
 
-/// Writes the request frame of `run` to `path` as Parquet (zstd), one row group per batch of
-/// [`BATCH_ROWS`] requests; returns the row count.
-pub fn parquet(run: Run, path: &Path) -> PolarsResult<usize> {
-    parquet_in_batches(&run, path, BATCH_ROWS)
-}
-
-/// [`parquet`] in batches (and row groups) of `batch_rows` rows: the tests' way to write many.
-pub fn parquet_in_batches(run: &Run, path: &Path, batch_rows: usize) -> PolarsResult<usize> {
-    let metadata = vec![
+/// The file's key-value metadata: what the run cites (§9), and its validity with `report`.
+fn metadata(run: &Run, report: Option<&Report>) -> Vec<(String, String)> {
+    let not_publishable = report.map_or(&run.not_publishable, |r| &r.not_publishable);
+    let mut metadata = vec![
         (
             "percentes.spec_at_capture".to_owned(),
             run.header.spec_version.clone(),
@@ -407,13 +419,58 @@ pub fn parquet_in_batches(run: &Run, path: &Path, batch_rows: usize) -> PolarsRe
         ("percentes.profile".to_owned(), run.header.profile.clone()),
         (
             "percentes.not_publishable".to_owned(),
-            run.not_publishable.join("; "),
+            not_publishable.join("; "),
         ),
         (
             "percentes.time_unit".to_owned(),
-            "ns from the run's epoch (CLOCK_MONOTONIC)".to_owned(),
+            "ns from the run's epoch (CLOCK_MONOTONIC), signed 64-bit".to_owned(),
         ),
     ];
+    if let Some(report) = report {
+        let failed: Vec<String> = report
+            .validity
+            .gates
+            .iter()
+            .filter(|g| !g.holds())
+            .map(|g| format!("{} {}", g.id, g.status.name()))
+            .collect();
+        metadata.push((
+            "percentes.validity".to_owned(),
+            format!(
+                "{} under spec {}{}",
+                if report.validity.valid {
+                    "valid"
+                } else {
+                    "INVALID"
+                },
+                report.provenance.spec_applied,
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", failed.join(", "))
+                }
+            ),
+        ));
+    }
+    metadata
+}
+
+/// Writes the request frame of `run` to `path` as Parquet (zstd), one row group per batch of
+/// [`BATCH_ROWS`] requests; returns the row count. With its `report`, the metadata carries the
+/// run's validity under that report's spec and every NOT PUBLISHABLE reason, failed gates
+/// included; without, only what loading the journal found.
+pub fn parquet(run: Run, path: &Path, report: Option<&Report>) -> PolarsResult<usize> {
+    parquet_in_batches(&run, path, BATCH_ROWS, report)
+}
+
+/// [`parquet`] in batches (and row groups) of `batch_rows` rows: the tests' way to write many.
+pub fn parquet_in_batches(
+    run: &Run,
+    path: &Path,
+    batch_rows: usize,
+    report: Option<&Report>,
+) -> PolarsResult<usize> {
+    let metadata = metadata(run, report);
     let (phases, routes) = labels(&run.header);
     let mut batches = request_batches(&run.requests, &phases, &routes, batch_rows);
     let first = batches.next().transpose()?.unwrap_or_default();

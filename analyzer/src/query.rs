@@ -209,13 +209,20 @@ impl Tables {
                     "window".into(),
                     windows.iter().map(|w| w.window).collect::<Vec<_>>(),
                 ),
+                // Signed, as the requests' times are (export.rs), so they compare and subtract.
                 Column::new(
                     "start_ns".into(),
-                    windows.iter().map(|w| w.start_ns).collect::<Vec<_>>(),
+                    windows
+                        .iter()
+                        .map(|w| i64::try_from(w.start_ns).unwrap_or(i64::MAX))
+                        .collect::<Vec<_>>(),
                 ),
                 Column::new(
                     "end_ns".into(),
-                    windows.iter().map(|w| w.end_ns).collect::<Vec<_>>(),
+                    windows
+                        .iter()
+                        .map(|w| i64::try_from(w.end_ns).unwrap_or(i64::MAX))
+                        .collect::<Vec<_>>(),
                 ),
                 Column::new(
                     "scheduled".into(),

@@ -45,6 +45,13 @@ pub enum ShardError {
     Refused(Refused),
     /// The shards pass the header rules, but their records do not make one run.
     Load(LoadError),
+    /// A single journal that does not load (it does not verify, or its records are not a run).
+    Journal(LoadError),
+    /// A file that is neither a journal nor a manifest (a configuration, a report).
+    NotAJournal {
+        /// The file.
+        path: PathBuf,
+    },
     /// One shard of a sharded run, given alone without [`crate::load::Options::shard_alone`].
     LoneShard {
         /// The file.
@@ -75,6 +82,16 @@ impl fmt::Display for ShardError {
                 "the shards do not make one run (SPEC §2 \"Sharded capture\"):\n{why}"
             ),
             ShardError::Load(e) => write!(f, "the shards' records do not make one run: {e}"),
+            ShardError::Journal(e) => write!(f, "{e}"),
+            ShardError::NotAJournal { path } => write!(
+                f,
+                "{} is not a journal (it does not start with the journal's magic bytes) nor a \
+                 merged run's manifest: give a .pj file that `percentes record` wrote, or a \
+                 manifest from `percentes merge`; a configuration is recorded first \
+                 (`percentes record {} -o run.pj`)",
+                path.display(),
+                path.display()
+            ),
         }
     }
 }
@@ -268,6 +285,11 @@ pub fn open_with(
             expect_head: options.expect_head,
             trusted_key: options.trusted_key,
         });
+        if report.verdict == percentes_formats::journal::Verdict::NotAJournal {
+            return Err(ShardError::NotAJournal {
+                path: path.to_owned(),
+            });
+        }
         if let Some(HeadMatch::Prefix { records }) = report.head_match {
             return Err(ShardError::Refused(Refused(vec![format!(
                 "the trusted head (--expect-head) is the chain after {records} of its {} records: the records after it are not vouched for; give the seal's head (the last line `record --heads` writes)",
@@ -289,7 +311,7 @@ pub fn open_with(
         let vouched = vouched(&report, options);
         let mut run =
             crate::load::load_verified_with(std::slice::from_ref(&file), vec![report], options)
-                .map_err(ShardError::Load)?;
+                .map_err(ShardError::Journal)?;
         run.vouched = vouched;
         if let Some((index, count)) = shard {
             run.not_publishable.insert(

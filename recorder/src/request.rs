@@ -165,6 +165,15 @@ impl ExtraHeaders {
                 lines.push_str(&format!("{header}: {value}\r\n"));
             }
         }
+        // Servers and proxies log who called: name the tool and its version, unless the
+        // configuration names another agent (target.headers.User-Agent).
+        if !target
+            .headers
+            .keys()
+            .any(|name| name.eq_ignore_ascii_case("user-agent"))
+        {
+            lines.push_str(&format!("user-agent: {USER_AGENT}\r\n"));
+        }
         Ok(ExtraHeaders { lines, secrets })
     }
 
@@ -183,6 +192,9 @@ impl ExtraHeaders {
         out
     }
 }
+
+/// The User-Agent every request carries unless the configuration sets one.
+pub const USER_AGENT: &str = concat!("percentes/", env!("CARGO_PKG_VERSION"));
 
 /// A route's request, prebuilt: everything but the index is fixed, so building request i is a
 /// few appends (no JSON value per request). Its `Debug` shows sizes only (the head may hold the
@@ -631,6 +643,26 @@ mod tests {
             "{json}"
         );
         assert!(head.contains("\r\nx-goog-api-key: AIza-goog\r\n"), "{head}");
+        // The tool names itself, once; a configured User-Agent replaces it.
+        let agent = format!(
+            "\r\nuser-agent: percentes/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(head.matches("user-agent:").count(), 1, "{head}");
+        assert!(head.contains(&agent), "{head}");
+        let own = config(
+            "[target.headers]\nUser-Agent = \"ci-bot/2\"",
+            "hosted",
+            "hosted",
+        );
+        let extra_own = ExtraHeaders::new(&own.target, |_| None).unwrap();
+        let template_own = Template::new(&own, &target, &own.routes[0], None, &extra_own);
+        let (head_own, _) = body(&template_own, 1);
+        assert!(
+            head_own.contains("\r\nuser-agent: ci-bot/2\r\n"),
+            "{head_own}"
+        );
+        assert_eq!(head_own.matches("user-agent:").count(), 1, "{head_own}");
         // Neither Debug shows a secret.
         let debug = format!("{template:?}{extra:?}");
         assert!(!debug.contains("sk-secret") && !debug.contains("AIza-goog"));
@@ -652,7 +684,10 @@ mod tests {
             "hosted",
         );
         let extra = ExtraHeaders::new(&azure.target, |_| Some("abc".into())).unwrap();
-        assert_eq!(extra.lines(), "api-key: abc\r\n");
+        assert_eq!(
+            extra.lines(),
+            format!("api-key: abc\r\nuser-agent: {USER_AGENT}\r\n")
+        );
     }
 
     /// `config` with route 0 reading `file` (written with `text`) in its default format.

@@ -259,6 +259,38 @@ fn inspect_shows_the_header_and_filters_records() {
     assert!(stderr.contains("unsealed-prefix"), "{stderr}");
 }
 
+/// Shell completions and manual pages come from the same definitions as the flags, so a new
+/// flag is in both (issue 37 item 7).
+#[test]
+fn completions_and_manual_pages_know_every_command_and_flag() {
+    let _beside = crate::beside();
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, script, stderr) = percentes(&["completions", shell]);
+        assert_eq!(code, 0, "{stderr}");
+        for word in ["analyze", "record", "fail-on", "pins"] {
+            assert!(script.contains(word), "{shell}: {word}");
+        }
+    }
+    let (code, page, _) = percentes(&["man"]);
+    assert_eq!(code, 0);
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH percentes 1"),
+        "{page}"
+    );
+    let (code, page, _) = percentes(&["man", "analyze"]);
+    assert_eq!(code, 0);
+    assert!(
+        page.contains(".TH percentes-analyze 1") && page.contains("fail\\-on"),
+        "{page}"
+    );
+    let (code, _, stderr) = percentes(&["man", "nope"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("no command `nope`") && stderr.contains("record"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn version_names_the_format_and_spec() {
     let _beside = crate::beside();
@@ -342,6 +374,16 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
     ]);
     assert_eq!(code, 1);
     assert!(stderr.contains("v0.1, v0.2, v0.3 and v0.4"), "{stderr}");
+    // A configuration given where a journal belongs is named for what it is, not as a shard.
+    let config = root().join("formats/src/config/examples/dev.toml");
+    let (code, _, stderr) = percentes(&["analyze", config.to_str().unwrap(), "-o", &out("e")]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("is not a journal")
+            && stderr.contains("percentes record")
+            && !stderr.contains("shard"),
+        "{stderr}"
+    );
 
     // A tampered journal is not analyzed.
     let mut bytes = std::fs::read(&golden).unwrap();
@@ -406,6 +448,21 @@ fn analyze_exits_2_and_publishes_nothing_when_a_client_gate_fails() {
     assert_eq!(json["windows"].as_array().unwrap().len(), 0);
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("Statistics withheld"), "{md}");
+    // The export says so too: the failed gate is in the Parquet file's metadata.
+    let parquet = dir.join("hot.parquet");
+    let (code, _, stderr) = percentes(&[
+        "export",
+        journal.to_str().unwrap(),
+        "--parquet",
+        parquet.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let bytes = std::fs::read(&parquet).unwrap();
+    let said = b"INVALID under spec v0.4: G2.3";
+    assert!(
+        bytes.windows(said.len()).any(|w| w == said),
+        "the failed gate is in the metadata"
+    );
     // `--diagnose` shows the withheld statistics, says so everywhere, and still exits 2.
     // A threshold cannot pass on a run that publishes nothing, even diagnosed; the exit stays 2.
     let (code, stdout, _) = percentes(&[
@@ -1676,6 +1733,8 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
     for (flag, value, says) in [
         ("--duration", "soon", "--duration"),
         ("--rate", "0", "--rate"),
+        // Read as a value and refused for what it is, not taken for a flag.
+        ("--rate", "-1", "-1 must be a positive rate"),
         ("--header", "X-Team", "--header"),
     ] {
         let mut bad: Vec<&str> = vec!["init", "--from-flags"];

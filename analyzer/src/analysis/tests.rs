@@ -798,11 +798,39 @@ fn the_parquet_export_has_one_row_per_scheduled_request() {
     let scheduled = run.requests.len();
     let path =
         std::env::temp_dir().join(format!("percentes-export-{}.parquet", std::process::id()));
-    assert_eq!(crate::export::parquet(run, &path).unwrap(), scheduled);
+    assert_eq!(crate::export::parquet(run, &path, None).unwrap(), scheduled);
     let frame = ParquetReader::new(std::fs::File::open(&path).unwrap())
         .finish()
         .unwrap();
     assert_eq!(frame.height(), 840);
+    // Times are signed, so a reader's difference of two is a number (issue 37 item 7).
+    for name in [
+        "intended_ns",
+        "dispatched_ns",
+        "terminal_ns",
+        "ttft_ns",
+        "e2e_ns",
+    ] {
+        assert_eq!(
+            frame.column(name).unwrap().dtype(),
+            &DataType::Int64,
+            "{name}"
+        );
+    }
+    let intended = frame
+        .column("intended_ns")
+        .unwrap()
+        .as_materialized_series();
+    let dispatched = frame
+        .column("dispatched_ns")
+        .unwrap()
+        .as_materialized_series();
+    let early = (intended - dispatched).unwrap();
+    assert_eq!(early.dtype(), &DataType::Int64);
+    assert!(
+        early.i64().unwrap().max().unwrap() <= 0,
+        "sent at or after t_i"
+    );
     // Errored requests have no e2e latency (null), completed ones do.
     let e2e = frame.column("e2e_ns").unwrap();
     assert_eq!(e2e.null_count(), 420);
@@ -838,11 +866,11 @@ fn the_parquet_export_in_batches_and_from_spill_files_holds_the_same_frame() {
     let rows = heap.requests.len();
     assert_eq!(rows, 840);
     assert_eq!(
-        crate::export::parquet_in_batches(&heap, &whole, usize::MAX).unwrap(),
+        crate::export::parquet_in_batches(&heap, &whole, usize::MAX, None).unwrap(),
         rows
     );
     assert_eq!(
-        crate::export::parquet_in_batches(&spilled, &cut, 97).unwrap(),
+        crate::export::parquet_in_batches(&spilled, &cut, 97, None).unwrap(),
         rows
     );
     let read = |path: &std::path::Path| {

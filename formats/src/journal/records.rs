@@ -4,6 +4,8 @@
 //! them into its own domain types rather than computing on them directly. New kinds get new kind
 //! bytes; a reader passes over kinds it does not know.
 
+use std::collections::BTreeMap;
+
 use bincode::{Decode, Encode};
 use serde::{Serialize, Serializer};
 
@@ -348,7 +350,7 @@ pub struct RequestRecord {
 /// Kind 6: what a request asked for beyond v1's request record, as (key, value) pairs for the
 /// request of the same index (JOURNAL.md "6 request-extension"). A key this build does not know
 /// is kept and ignored; at most one extension per index.
-#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 pub struct RequestExtension {
     /// The request's schedule index.
     pub index: u64,
@@ -370,6 +372,50 @@ pub enum ExtensionKey {
     Protocol = 3,
     /// The request's HTTP/2 stream id on its connection (`connection id`).
     StreamId = 4,
+}
+
+impl ExtensionKey {
+    /// The key of a code, `None` for one this build does not know.
+    pub fn from_code(code: u16) -> Option<ExtensionKey> {
+        Some(match code {
+            1 => ExtensionKey::MaxTokens,
+            2 => ExtensionKey::PromptTokens,
+            3 => ExtensionKey::Protocol,
+            4 => ExtensionKey::StreamId,
+            _ => return None,
+        })
+    }
+
+    /// Its name, as `inspect` and JOURNAL.md write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExtensionKey::MaxTokens => "max_tokens",
+            ExtensionKey::PromptTokens => "prompt_tokens",
+            ExtensionKey::Protocol => "protocol",
+            ExtensionKey::StreamId => "stream_id",
+        }
+    }
+}
+
+/// Serialized with each field by name (`{"max_tokens": 32}`), a key this build does not know as
+/// `key-N`, for people reading `inspect`; the wire keeps the codes.
+impl Serialize for RequestExtension {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields: BTreeMap<String, u64> = self
+            .fields
+            .iter()
+            .map(|&(code, value)| {
+                let name = ExtensionKey::from_code(code)
+                    .map_or_else(|| format!("key-{code}"), |k| k.name().to_owned());
+                (name, value)
+            })
+            .collect();
+        let mut out = serializer.serialize_struct("RequestExtension", 2)?;
+        out.serialize_field("index", &self.index)?;
+        out.serialize_field("fields", &fields)?;
+        out.end()
+    }
 }
 
 impl RequestExtension {
@@ -868,6 +914,29 @@ fn as_hex_opt<S: Serializer>(bytes: &Option<[u8; 64]>, s: S) -> Result<S::Ok, S:
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_request_extension_reads_by_name_and_keeps_an_unknown_key() {
+        let extension = RequestExtension {
+            index: 7,
+            fields: vec![(3, 2), (4, 1), (1, 32), (99, 5)],
+        };
+        let json = serde_json::to_value(&extension).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "index": 7,
+                "fields": {"protocol": 2, "stream_id": 1, "max_tokens": 32, "key-99": 5}
+            })
+        );
+        assert_eq!(extension.get(ExtensionKey::Protocol), Some(2));
+        for code in 1..=4 {
+            let key = ExtensionKey::from_code(code).unwrap();
+            assert_eq!(key as u16, code, "{}", key.name());
+        }
+        assert_eq!(ExtensionKey::from_code(5), None);
+    }
+
     use super::*;
 
     /// Each timeline subject has one name, and reads back from it; the names JOURNAL.md lists
