@@ -339,3 +339,45 @@ pub struct TestbedArgs {
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
+
+/// `percentes compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Side A's journals; with no --vs, exactly two journals, A then B.
+    #[arg(required = true, value_name = "JOURNAL")]
+    pub runs: Vec<PathBuf>,
+    /// Side B's journals (after which the positional journals are all side A's).
+    #[arg(long, num_args = 1.., value_name = "JOURNAL")]
+    pub vs: Vec<PathBuf>,
+    /// The spec version both sides are analyzed under.
+    #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+    pub spec: Spec,
+    /// The latency difference that matters, as a percentage of A's value.
+    #[arg(long, default_value = "5%", value_parser = percent)]
+    pub margin: f64,
+    /// The share difference that matters (error, censored, goodput), in percentage points.
+    #[arg(long, default_value = "1%", value_parser = percent)]
+    pub share_margin: f64,
+    /// Print the comparison as JSON (schema percentes-compare/1).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+fn percent(text: &str) -> Result<f64, String> {
+    match text
+        .trim()
+        .strip_suffix('%')
+        .map(|v| v.trim().parse::<f64>())
+    {
+        Some(Ok(v)) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
+        _ => Err(format!(
+            "`{text}` is not a percentage above 0 and below 100 (write `5%`)"
+        )),
+    }
+}
+
+fn spec_version(value: &str) -> Result<Spec, String> {
+    crate::spec_version(value)
+}

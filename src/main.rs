@@ -261,6 +261,14 @@ enum Command {
         #[command(flatten)]
         fail_on: args::FailOnArgs,
     },
+    /// Compare two runs, or two groups of runs, window by window: `compare A.pj B.pj`, or
+    /// `compare A1.pj A2.pj --vs B1.pj B2.pj`.
+    ///
+    /// Each latency quantile and share gets B - A with a 95 % interval, a named test and a
+    /// verdict (differs, equal within the margin, no decision, refused); p-values are
+    /// Holm-adjusted over the whole comparison (SPEC §9 "Comparisons"). One run a side is
+    /// compared request by request, several run by run.
+    Compare(args::CompareArgs),
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
     /// Welch comparisons between two variants with Holm's correction; the headline.
@@ -688,6 +696,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             output,
             table,
         } => reading::campaign(&journals, spec, &output, &table.options()?),
+        Command::Compare(a) => reading::compare(&a),
         Command::Record(args) => record(*args),
         #[cfg(target_os = "linux")]
         Command::Doctor { seconds, host } => studied(percentes_study::doctor(seconds, host.cpus)),
@@ -845,7 +854,11 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
     let config = match (args.quick.quick(), &args.config) {
         (Some(quick), _) => {
             let text = quick.toml().map_err(anyhow::Error::msg)?;
-            out!("{text}");
+            if args.json {
+                warn!("{text}"); // stdout is the summary's JSON alone
+            } else {
+                out!("{text}");
+            }
             Config::parse(text.as_bytes())?
         }
         (None, Some(path)) => load_config(path)?,

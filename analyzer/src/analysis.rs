@@ -28,6 +28,7 @@ mod segment;
 mod tokens;
 mod window;
 
+pub use rows::{latency_samples, LatencySamples};
 use rows::{seconds, slo_input};
 pub use window::{distribution, QUANTILES, TAIL_QUANTILES};
 use window::{in_flight_at, inter_chunk, window_report, INTER_CHUNK};

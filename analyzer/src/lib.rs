@@ -20,6 +20,7 @@
 
 pub mod analysis;
 pub mod campaign;
+pub mod compare;
 pub mod escape;
 pub mod estimate;
 pub mod export;

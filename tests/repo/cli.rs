@@ -1838,6 +1838,142 @@ fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Issue 37 item 5's must-show: `compare` on recordings of the mock. Two runs of one mock (an
+/// A/A pair) are found equal where the samples allow it and different nowhere; a run of a mock
+/// whose first token comes 50 ms later is found slower, by about 50 ms, on TTFT and end to end,
+/// and not on the error rate. Two runs a side are compared run by run (Welch). A recording the
+/// busy host spoiled (the client's own gate) is recorded again after the host calms.
+#[cfg(target_os = "linux")]
+#[test]
+fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
+    use percentes_scenarios::config::MockConfig;
+    let _machine = crate::machine();
+    let dir = scratch("compare");
+    let fast = percentes_scenarios::mock::spawn_background(MockConfig::constant(100.0, 0.5, 64), 1)
+        .unwrap()
+        .0;
+    let slow = percentes_scenarios::mock::spawn_background(MockConfig::constant(150.0, 0.5, 64), 1)
+        .unwrap()
+        .0;
+    let record = |name: &str, addr: std::net::SocketAddr| {
+        let journal = dir.join(format!("{name}.pj"));
+        let url = format!("http://{addr}/v1/chat/completions");
+        for attempt in 1..=3 {
+            let (code, stdout, stderr) = percentes(&[
+                "record",
+                "--url",
+                &url,
+                "--model",
+                "mock",
+                "--rate",
+                "20",
+                "--duration",
+                "3s",
+                "--arrival",
+                "deterministic",
+                "--stream",
+                "--json",
+                "--force",
+                "-o",
+                journal.to_str().unwrap(),
+            ]);
+            assert_eq!(code, 0, "{stdout}{stderr}");
+            let summary: serde_json::Value =
+                serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+            if summary["valid"] == true {
+                return journal;
+            }
+            let seen = crate::await_calm("compare_finds_a_planted_slowdown");
+            assert!(
+                attempt < 3,
+                "{name}: the client gate failed three times; {seen}: {stdout}"
+            );
+        }
+        unreachable!()
+    };
+    let (a1, a2, b) = (record("a1", fast), record("a2", fast), record("b", slow));
+    let compare = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["compare", "--json"];
+        all.extend(args);
+        let (code, stdout, stderr) = percentes(&all);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let figure = |c: &serde_json::Value, name: &str| -> serde_json::Value {
+        let measured = c["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["window"] == "measurement")
+            .unwrap();
+        measured["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let (a1, a2, b) = (
+        a1.to_str().unwrap(),
+        a2.to_str().unwrap(),
+        b.to_str().unwrap(),
+    );
+    let aa = compare(&[a1, a2]);
+    assert_eq!(aa["level"], "request-level");
+    for w in aa["windows"].as_array().unwrap() {
+        for f in w["figures"].as_array().unwrap() {
+            assert_ne!(f["verdict"], "differs", "A/A: {f}");
+        }
+    }
+    for name in ["ttft_p50", "e2e_p50"] {
+        assert_eq!(
+            figure(&aa, name)["verdict"],
+            "equal within the margin",
+            "{}",
+            figure(&aa, name)
+        );
+    }
+    // No error in 60 against none in 60 cannot show the rates within one point of each other
+    // (Newcombe's interval is about ±6 points): no decision, said so, rather than "equal".
+    let errors = figure(&aa, "error_rate");
+    assert_eq!(errors["verdict"], "no decision", "{errors}");
+    assert!(errors["interval"][1].as_f64().unwrap() > 0.05, "{errors}");
+    let ab = compare(&[a1, b]);
+    for name in ["ttft_p50", "ttft_p90", "e2e_p50"] {
+        let f = figure(&ab, name);
+        assert_eq!(f["verdict"], "differs", "{f}");
+        let d = f["difference"].as_f64().unwrap();
+        assert!((0.045..0.055).contains(&d), "a 50 ms slowdown: {f}");
+        let (lo, hi) = (
+            f["interval"][0].as_f64().unwrap(),
+            f["interval"][1].as_f64().unwrap(),
+        );
+        assert!(lo <= d && d <= hi && lo > 0.0, "{f}");
+    }
+    assert_ne!(figure(&ab, "error_rate")["verdict"], "differs");
+    // In words, the same verdicts and the tests named.
+    let (_, text, _) = percentes(&["compare", a1, b]);
+    assert!(
+        text.contains("differs") && text.contains("method: Mood's quantile test"),
+        "{text}"
+    );
+    // Two runs a side: run by run.
+    let groups = compare(&[a1, a2, "--vs", b, b]);
+    assert_eq!(groups["level"], "run-level");
+    assert_eq!(groups["b"].as_array().unwrap().len(), 2);
+    assert!(figure(&groups, "ttft_p50")["test"]
+        .as_str()
+        .unwrap()
+        .starts_with("Welch"));
+    assert!(figure(&groups, "ttft_p50")["p"].as_f64().is_some());
+    // Three journals and no --vs: which side is which cannot be guessed.
+    let (code, _, stderr) = percentes(&["compare", a1, a2, b]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--vs"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `analyze --by route,outcome` on the store-outage golden (three routes): every window's
 /// segments, in report.json and report.md; each route's segments add up to the route segment
 /// the report has always had for that window (the same grouping code), and the plain report is

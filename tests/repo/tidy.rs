@@ -203,6 +203,26 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "SHARDS_MAX, the most shards a schedule is split into (no pin)",
     ),
     (
+        "analyzer/src/compare.rs",
+        "0.05",
+        "compare's significance level and its default latency margin (5 %), not the caveat",
+    ),
+    (
+        "analyzer/src/compare.rs",
+        "0.01",
+        "compare's default share margin (one percentage point), not the modal bin",
+    ),
+    (
+        "analyzer/src/compare.rs",
+        "0.99",
+        "the p99 a comparison reads",
+    ),
+    (
+        "analyzer/src/estimate/compare.rs",
+        "0.05",
+        "the two-sided 95 % level the t quantile is solved for",
+    ),
+    (
         "recorder/src/canary.rs",
         "0.99",
         "the p99 of a second's canary lags",

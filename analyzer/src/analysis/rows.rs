@@ -54,3 +54,45 @@ pub(super) fn count_outcomes(requests: &Requests, rows: impl Iterator<Item = usi
     }
     o
 }
+
+/// The completed requests' latencies of one window, each sorted ascending, in µs (the unit of
+/// the report's distributions): what `percentes compare` tests, request by request.
+#[derive(Clone, Debug, Default)]
+pub struct LatencySamples {
+    /// Time to first token from t_i.
+    pub ttft_us: Vec<u64>,
+    /// Time per output token, of the requests with usage and at least two tokens.
+    pub tpot_us: Vec<u64>,
+    /// End to end from t_i.
+    pub e2e_us: Vec<u64>,
+}
+
+/// [`LatencySamples`] of the requests whose intended time falls in `[start_ns, end_ns)`, by the
+/// same rules as the report's distributions (TPOT as `tokens.rs` computes it).
+pub fn latency_samples(run: &crate::load::Run, start_ns: u64, end_ns: u64) -> LatencySamples {
+    use crate::estimate::histogram::ns_to_us;
+    let requests = &run.requests;
+    let mut out = LatencySamples::default();
+    for row in 0..requests.len() {
+        let t = requests.intended_ns[row];
+        if t < start_ns || t >= end_ns {
+            continue;
+        }
+        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row), e2e_ns(requests, row)) else {
+            continue;
+        };
+        out.ttft_us.push(ns_to_us(ttft));
+        out.e2e_us.push(ns_to_us(e2e));
+        let tokens = super::tokens::completion_tokens(requests, row);
+        if let Some(tokens) = tokens.filter(|&t| t >= 2) {
+            if requests.first_content_ns[row] != NONE {
+                out.tpot_us
+                    .push(ns_to_us(e2e.saturating_sub(ttft) / (tokens - 1)));
+            }
+        }
+    }
+    out.ttft_us.sort_unstable();
+    out.tpot_us.sort_unstable();
+    out.e2e_us.sort_unstable();
+    out
+}

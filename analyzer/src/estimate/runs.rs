@@ -113,7 +113,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
 }
 
 /// ln Gamma(x) for x > 0 (Lanczos, g = 7, nine coefficients; relative error about 1e-15).
-fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,
@@ -142,7 +142,7 @@ fn ln_gamma(x: f64) -> f64 {
 
 /// The regularized incomplete beta function I_x(a, b), by its continued fraction (modified
 /// Lentz), using the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where the fraction converges slowly.
-fn regularized_beta(x: f64, a: f64, b: f64) -> f64 {
+pub(crate) fn regularized_beta(x: f64, a: f64, b: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }

@@ -1,0 +1,477 @@
+//! `percentes compare A B` (issue 37 item 5): two runs, or two groups of runs, side by side per
+//! window, each figure with its difference, an interval, a named test and a verdict (SPEC §9
+//! "Comparisons").
+//!
+//! One run a side is compared request by request ([`crate::estimate::compare`]): a latency
+//! quantile by Mood's quantile test with a simultaneous interval from the two order-statistic
+//! intervals, a share by Fisher's exact test with Newcombe's interval. Two or more runs a side
+//! are compared run by run: each run's published figure, Welch's test and interval. Every
+//! p-value is adjusted by Holm over all the tests of the comparison (§7: several endpoints).
+//!
+//! A verdict is one of: `differs` (Holm-adjusted p below 0.05 and a difference larger than the
+//! margin), `equal within the margin` (the whole interval inside it), `no decision` (neither,
+//! with why), `refused` (no figure or no test, with why). The margins say what difference
+//! matters: 5 % of A's value for a latency, one percentage point for a share, by default.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::analysis::{latency_samples, LatencySamples};
+use crate::estimate::compare as stats;
+use crate::estimate::runs::holm_adjusted;
+use crate::figures;
+use crate::load::Run;
+use crate::model::{Report, WindowReport};
+
+/// The schema of `compare --json`.
+pub const SCHEMA: &str = "percentes-compare/1";
+/// The significance level after Holm's adjustment.
+pub const ALPHA: f64 = 0.05;
+
+/// What difference matters.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Margins {
+    /// For a latency: this fraction of A's value (0.05: 5 %).
+    pub latency_relative: f64,
+    /// For a share: this many units of share (0.01: one percentage point).
+    pub share_absolute: f64,
+}
+
+impl Default for Margins {
+    fn default() -> Margins {
+        Margins {
+            latency_relative: 0.05,
+            share_absolute: 0.01,
+        }
+    }
+}
+
+/// One analyzed run on a side.
+#[derive(Debug)]
+pub struct Side<'a> {
+    /// How the comparison names it (its file name).
+    pub name: String,
+    /// The loaded run (its requests, for the request-level tests).
+    pub run: &'a Run,
+    /// Its analysis.
+    pub report: &'a Report,
+}
+
+/// The comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// Side A's runs.
+    pub a: Vec<String>,
+    /// Side B's runs.
+    pub b: Vec<String>,
+    /// `request-level` (one run a side) or `run-level` (two or more a side).
+    pub level: &'static str,
+    /// The margins applied.
+    pub margins: Margins,
+    /// Tests counted in Holm's adjustment.
+    pub tests: usize,
+    /// What the reader must know first: invalid runs, differing designs.
+    pub notes: Vec<String>,
+    /// Each window both sides have, in A's order.
+    pub windows: Vec<WindowComparison>,
+}
+
+/// One window of the comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct WindowComparison {
+    /// Its name.
+    pub window: String,
+    /// Requests scheduled in it, per run of A.
+    pub a_scheduled: Vec<u64>,
+    /// Per run of B.
+    pub b_scheduled: Vec<u64>,
+    /// The figures.
+    pub figures: Vec<FigureComparison>,
+}
+
+/// One figure compared.
+#[derive(Clone, Debug, Serialize)]
+pub struct FigureComparison {
+    /// The figure's name, as a threshold names it (`ttft_p99`, `error_rate`).
+    pub name: String,
+    /// `s` or `share`.
+    pub unit: &'static str,
+    /// A's value (the mean over A's runs at run level).
+    pub a: Option<f64>,
+    /// B's value.
+    pub b: Option<f64>,
+    /// B - A.
+    pub difference: Option<f64>,
+    /// The 95 % interval of B - A.
+    pub interval: Option<(f64, f64)>,
+    /// The test, named.
+    pub test: &'static str,
+    /// Its two-sided p-value.
+    pub p: Option<f64>,
+    /// Holm-adjusted over every test of the comparison.
+    pub p_holm: Option<f64>,
+    /// `differs`, `equal within the margin`, `no decision` or `refused`.
+    pub verdict: &'static str,
+    /// Why, in words.
+    pub reason: String,
+}
+
+const LATENCIES: [&str; 3] = ["ttft", "tpot", "e2e"];
+const QUANTILES: [(&str, f64); 3] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)];
+const SHARES: [&str; 3] = ["error_rate", "censored_rate", "goodput"];
+const MOOD: &str =
+    "Mood's quantile test (Fisher's exact); interval from two 97.5 % order-statistic intervals";
+const FISHER: &str = "Fisher's exact test; Newcombe's hybrid score interval";
+const WELCH: &str = "Welch's t-test over runs; Welch's interval";
+
+fn figure(name: String, unit: &'static str, test: &'static str) -> FigureComparison {
+    FigureComparison {
+        name,
+        unit,
+        a: None,
+        b: None,
+        difference: None,
+        interval: None,
+        test,
+        p: None,
+        p_holm: None,
+        verdict: "refused",
+        reason: String::new(),
+    }
+}
+
+/// Compares side `b` against side `a` (each one run or several).
+pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins) -> Comparison {
+    let level = if a.len() == 1 && b.len() == 1 {
+        "request-level"
+    } else {
+        "run-level"
+    };
+    let mut notes = Vec::new();
+    for side in a.iter().chain(b) {
+        if !side.report.validity.valid {
+            let failed = figures::of(side.report, &[]).failed_gates.join(", ");
+            notes.push(format!(
+                "{} is invalid ({failed}): it publishes no figure, so none of its figures is compared",
+                side.name
+            ));
+        }
+    }
+    // By design, not by bytes: runs on testbeds that chose their own ports are one design.
+    let designs: std::collections::BTreeSet<Option<String>> = a
+        .iter()
+        .chain(b)
+        .map(|s| percentes_formats::config::design_hash(s.run.config.raw_bytes()))
+        .collect();
+    if designs.len() > 1 {
+        notes.push("the runs were recorded with different designs (rate, routes, fault or another key beyond addresses differ): a difference may be the design's".to_owned());
+    }
+    let mut windows = Vec::new();
+    let names: Vec<&str> = a[0].report.windows.iter().map(|w| w.window).collect();
+    for name in names.into_iter().filter(|n| *n != "warm-up") {
+        fn pick<'r>(side: &[Side<'r>], name: &str) -> Option<Vec<&'r WindowReport>> {
+            side.iter()
+                .map(|s| s.report.windows.iter().find(|w| w.window == name))
+                .collect()
+        }
+        let (Some(wa), Some(wb)) = (pick(a, name), pick(b, name)) else {
+            continue;
+        };
+        if wa.iter().chain(&wb).all(|w| w.scheduled == 0) {
+            continue; // an empty window (a cooldown stated as 0 s): nothing to compare
+        }
+        let figures = if level == "request-level" {
+            request_level(&a[0], &b[0], wa[0], wb[0])
+        } else {
+            run_level(a, b, name)
+        };
+        windows.push(WindowComparison {
+            window: name.to_owned(),
+            a_scheduled: wa.iter().map(|w| w.scheduled).collect(),
+            b_scheduled: wb.iter().map(|w| w.scheduled).collect(),
+            figures,
+        });
+    }
+    let tests = decide(&mut windows, margins);
+    Comparison {
+        schema: SCHEMA,
+        a: a.iter().map(|s| s.name.clone()).collect(),
+        b: b.iter().map(|s| s.name.clone()).collect(),
+        level,
+        margins,
+        tests,
+        notes,
+        windows,
+    }
+}
+
+fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
+    let bounds = side
+        .report
+        .timeline
+        .windows
+        .iter()
+        .find(|w| w.window == window)?;
+    Some(latency_samples(side.run, bounds.start_ns, bounds.end_ns))
+}
+
+/// One run a side: the request-level tests of one window.
+fn request_level(
+    a: &Side<'_>,
+    b: &Side<'_>,
+    wa: &WindowReport,
+    wb: &WindowReport,
+) -> Vec<FigureComparison> {
+    let mut out = Vec::new();
+    let valid = a.report.validity.valid && b.report.validity.valid;
+    let (sa, sb) = match (samples_of(a, wa.window), samples_of(b, wb.window)) {
+        (Some(sa), Some(sb)) if valid => (sa, sb),
+        _ => Default::default(),
+    };
+    for latency in LATENCIES {
+        let (xa, xb) = match latency {
+            "ttft" => (&sa.ttft_us, &sb.ttft_us),
+            "tpot" => (&sa.tpot_us, &sb.tpot_us),
+            _ => (&sa.e2e_us, &sb.e2e_us),
+        };
+        for (qname, q) in QUANTILES {
+            let mut f = figure(format!("{latency}_{qname}"), "s", MOOD);
+            let seconds = |us: u64| us as f64 / 1e6;
+            f.a = stats::nearest_rank(xa, q).map(seconds);
+            f.b = stats::nearest_rank(xb, q).map(seconds);
+            f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+            f.interval = stats::quantile_difference(xa, xb, q).map(|(lo, hi)| (lo / 1e6, hi / 1e6));
+            f.p = stats::quantile_test(xa, xb, q).map(|t| t.p);
+            if !valid {
+                f.reason = "an invalid run publishes no figure".into();
+            } else if f.p.is_none() {
+                f.reason = "a side has no completed request with this figure".into();
+            }
+            out.push(f);
+        }
+    }
+    for name in SHARES {
+        let mut f = figure(name.to_owned(), "share", FISHER);
+        let count = |w: &WindowReport| match name {
+            "error_rate" => w.outcomes.errored,
+            "censored_rate" => w.outcomes.censored,
+            // goodput's value is a count over scheduled: its count back, exactly.
+            _ => w
+                .goodput
+                .value
+                .map_or(0, |g| (g * w.scheduled as f64).round() as u64),
+        };
+        let (ka, na, kb, nb) = (count(wa), wa.scheduled, count(wb), wb.scheduled);
+        if valid && na > 0 && nb > 0 {
+            f.a = Some(ka as f64 / na as f64);
+            f.b = Some(kb as f64 / nb as f64);
+            f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+            f.interval = stats::share_difference(ka, na, kb, nb);
+            f.p = Some(stats::fisher_exact(ka, na - ka, kb, nb - kb));
+        } else {
+            f.reason = if valid {
+                "a side scheduled nothing in this window"
+            } else {
+                "an invalid run publishes no figure"
+            }
+            .into();
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// Two or more runs a side: each run's published figure, by Welch.
+fn run_level(a: &[Side<'_>], b: &[Side<'_>], window: &str) -> Vec<FigureComparison> {
+    let values = |side: &[Side<'_>], name: &str| -> Vec<f64> {
+        side.iter()
+            .filter(|s| s.report.validity.valid)
+            .filter_map(|s| {
+                let summary = figures::of(s.report, &[]);
+                let w = summary.windows.into_iter().find(|w| w.window == window)?;
+                w.figures.into_iter().find(|f| f.name == name)?.value
+            })
+            .collect()
+    };
+    let mut names: Vec<(String, &'static str)> = Vec::new();
+    for latency in LATENCIES {
+        for (qname, _) in QUANTILES {
+            names.push((format!("{latency}_{qname}"), "s"));
+        }
+    }
+    names.extend(SHARES.iter().map(|n| ((*n).to_owned(), "share")));
+    names
+        .into_iter()
+        .map(|(name, unit)| {
+            let (va, vb) = (values(a, &name), values(b, &name));
+            let mut f = figure(name, unit, WELCH);
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            f.a = mean(&va);
+            f.b = mean(&vb);
+            f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+            match stats::welch_difference(&va, &vb) {
+                Some(w) => {
+                    f.interval = Some(w.interval);
+                    f.p = Some(w.p);
+                }
+                None => {
+                    f.reason = format!("Welch needs two published values a side with some spread (A has {}, B has {})", va.len(), vb.len());
+                }
+            }
+            f
+        })
+        .collect()
+}
+
+/// Holm over every p-value, then each verdict; the number of tests.
+fn decide(windows: &mut [WindowComparison], margins: Margins) -> usize {
+    let p: Vec<f64> = windows
+        .iter()
+        .flat_map(|w| w.figures.iter().filter_map(|f| f.p))
+        .collect();
+    let adjusted = holm_adjusted(&p);
+    let mut next = adjusted.iter();
+    for f in windows.iter_mut().flat_map(|w| w.figures.iter_mut()) {
+        if f.p.is_some() {
+            f.p_holm = next.next().copied();
+        }
+        verdict(f, margins);
+    }
+    p.len()
+}
+
+fn verdict(f: &mut FigureComparison, margins: Margins) {
+    let (Some(p), Some(a), Some(difference)) = (f.p_holm, f.a, f.difference) else {
+        f.verdict = "refused";
+        return;
+    };
+    let margin = match f.unit {
+        "s" => margins.latency_relative * a.abs(),
+        _ => margins.share_absolute,
+    };
+    let within = f
+        .interval
+        .is_some_and(|(lo, hi)| lo >= -margin && hi <= margin);
+    if p < ALPHA && difference.abs() > margin {
+        f.verdict = "differs";
+        f.reason = format!(
+            "{} after Holm, and the difference is beyond the margin of {}",
+            p_text(p),
+            value_text(margin, f.unit)
+        );
+    } else if within {
+        f.verdict = "equal within the margin";
+        f.reason = format!(
+            "the whole interval lies within ±{}",
+            value_text(margin, f.unit)
+        );
+    } else {
+        f.verdict = "no decision";
+        f.reason = match f.interval {
+            None => format!("{} after Holm; no interval (the samples are too small for one), so equality cannot be shown", p_text(p)),
+            Some(_) if p < ALPHA => format!("significant ({}), but the difference is within the margin of {} while its interval is not", p_text(p), value_text(margin, f.unit)),
+            Some(_) => format!("{} after Holm, and the interval reaches beyond ±{}", p_text(p), value_text(margin, f.unit)),
+        };
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 1e-4 {
+        "p < 0.0001".to_owned()
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
+fn value_text(v: f64, unit: &str) -> String {
+    match unit {
+        "share" => format!("{:.2} pp", v * 100.0),
+        _ if v.abs() >= 1.0 => format!("{v:.3} s"),
+        _ if v.abs() >= 1e-3 => format!("{:.2} ms", v * 1e3),
+        _ => format!("{:.0} µs", v * 1e6),
+    }
+}
+
+fn signed_text(v: f64, unit: &str) -> String {
+    let text = value_text(v.abs(), unit);
+    if v < 0.0 {
+        format!("-{text}")
+    } else {
+        format!("+{text}")
+    }
+}
+
+/// The comparison as a terminal shows it.
+pub fn text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "A: {}\nB: {}\n{} comparison; margins: latency ±{:.0} % of A, share ±{:.1} pp; {} tests, Holm-adjusted at {ALPHA}",
+        c.a.join(", "),
+        c.b.join(", "),
+        c.level,
+        c.margins.latency_relative * 100.0,
+        c.margins.share_absolute * 100.0,
+        c.tests
+    );
+    for note in &c.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    for w in &c.windows {
+        let _ = writeln!(
+            out,
+            "{} (scheduled: A {:?}, B {:?})",
+            w.window, w.a_scheduled, w.b_scheduled
+        );
+        for f in &w.figures {
+            // A share's value is a percentage; its differences are percentage points.
+            let value = |v: Option<f64>| match (v, f.unit) {
+                (None, _) => "n/a".to_owned(),
+                (Some(v), "share") => format!("{:.2} %", v * 100.0),
+                (Some(v), unit) => value_text(v, unit),
+            };
+            let difference = f
+                .difference
+                .map_or_else(|| "n/a".to_owned(), |d| signed_text(d, f.unit));
+            let interval = f.interval.map_or_else(
+                || "no interval".to_owned(),
+                |(lo, hi)| format!("[{}, {}]", signed_text(lo, f.unit), signed_text(hi, f.unit)),
+            );
+            let _ = writeln!(
+                out,
+                "  {:<14} A {:>10}  B {:>10}  B-A {:>11} {:<26} {}: {}",
+                f.name,
+                value(f.a),
+                value(f.b),
+                difference,
+                interval,
+                f.verdict,
+                f.reason
+            );
+        }
+    }
+    let methods: Vec<&str> = {
+        let mut m: Vec<&str> = c
+            .windows
+            .iter()
+            .flat_map(|w| w.figures.iter().map(|f| f.test))
+            .collect();
+        m.sort_unstable();
+        m.dedup();
+        m
+    };
+    for m in methods {
+        let _ = writeln!(out, "method: {m}");
+    }
+    out
+}
+
+/// The comparison as JSON, pretty-printed, with a final newline.
+pub fn json(c: &Comparison) -> String {
+    let mut text = serde_json::to_string_pretty(c).unwrap_or_default();
+    text.push('\n');
+    text
+}
