@@ -89,11 +89,18 @@ fn latency_row(out: &mut String, name: &str, d: &Distribution) {
             .find(|(n, _)| n == q)
             .map(|(_, v)| latency(*v as f64))
     };
-    let tail = d
-        .tails
-        .iter()
-        .find(|t| t.quantile == "p99")
-        .map_or_else(|| "no samples".to_owned(), |t| t.text.clone());
+    // In the row's own unit: the interval beside the p99, or the refusal.
+    let tail = d.tails.iter().find(|t| t.quantile == "p99").map_or_else(
+        || "no samples".to_owned(),
+        |t| match t.interval_us {
+            Some((lo, hi)) => format!(
+                "95 % CI {} to {} (order statistics, §7)",
+                latency(lo as f64),
+                latency(hi as f64)
+            ),
+            None => t.text.clone(),
+        },
+    );
     let _ = writeln!(
         out,
         "<tr><th>{name}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

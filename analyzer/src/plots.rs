@@ -17,6 +17,8 @@ use percentes_formats::journal::records::Outcome;
 use crate::frame::Requests;
 use crate::model::{Report, SeriesPoint};
 
+mod serving;
+
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 360.0;
 const LEFT: f64 = 70.0;
@@ -60,9 +62,82 @@ struct Frame {
     svg: String,
     x: (f64, f64),
     y: (f64, f64),
+    /// The x axis is logarithmic (decades), `x` then holds log10 of its ends.
+    log_x: bool,
+    /// Caption lines past the first, written under the plot (the picture grows to hold them).
+    below: Vec<String>,
+}
+
+/// `text` cut at spaces into lines of at most `width` characters (a longer word stands alone).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A latency in seconds at a decade tick, in the unit people read it in: `1 µs`, `10 ms`, `1 s`.
+fn decade_label(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{} s", tick(seconds))
+    } else if seconds >= 1e-3 {
+        format!("{} ms", tick(seconds * 1e3))
+    } else {
+        format!("{} µs", tick(seconds * 1e6))
+    }
 }
 
 impl Frame {
+    /// A frame whose x axis is logarithmic from `x.0` to `x.1` seconds (each widened to a whole
+    /// decade), ticked at every decade.
+    fn log_x(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
+        let low = x.0.max(1e-6).log10().floor();
+        let high = x.1.max(x.0 * 10.0).max(1e-6).log10().ceil().max(low + 1.0);
+        let mut frame = Frame::new(title, x_label, y_label, (low, high), y);
+        frame.log_x = true;
+        // The linear ticks Frame::new drew along x are replaced by decades.
+        let start = frame
+            .svg
+            .find("<!-- x ticks -->")
+            .unwrap_or(frame.svg.len());
+        let end = frame.svg.find("<!-- /x ticks -->").unwrap_or(start);
+        let mut ticks = String::new();
+        let y0 = HEIGHT - BOTTOM;
+        let mut decade = low;
+        while decade <= high + 1e-9 {
+            let px = frame.px(10f64.powf(decade));
+            let _ = writeln!(
+                ticks,
+                "<line x1=\"{px:.1}\" y1=\"{y0}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#444\"/>",
+                y0 + 4.0
+            );
+            let _ = writeln!(
+                ticks,
+                "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{y0}\" stroke=\"#eee\"/>"
+            );
+            let _ = writeln!(
+                ticks,
+                "<text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                y0 + 17.0,
+                decade_label(10f64.powf(decade))
+            );
+            decade += 1.0;
+        }
+        frame.svg.replace_range(start..end, &ticks);
+        frame
+    }
+
     fn new(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
         // An axis from 0 ends at a round top, so its five ticks are round numbers (20, 40, ...
         // rather than 20.4, 40.8, ...).
@@ -86,13 +161,19 @@ impl Frame {
             "<text x=\"{LEFT}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>",
             escape(title)
         );
-        let mut frame = Frame { svg, x, y };
+        let mut frame = Frame {
+            svg,
+            x,
+            y,
+            log_x: false,
+            below: Vec::new(),
+        };
         let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
         let _ = writeln!(frame.svg, "<rect x=\"{x0}\" y=\"{y1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#444\"/>", x1 - x0, y0 - y1);
+        frame.svg.push_str("<!-- x ticks -->\n");
         for i in 0..=5 {
             let fx = x.0 + (x.1 - x.0) * f64::from(i) / 5.0;
-            let fy = y.0 + (y.1 - y.0) * f64::from(i) / 5.0;
-            let (px, py) = (frame.px(fx), frame.py(fy));
+            let px = frame.px(fx);
             let _ = writeln!(
                 frame.svg,
                 "<line x1=\"{px:.1}\" y1=\"{y0}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#444\"/>",
@@ -104,13 +185,25 @@ impl Frame {
                 y0 + 17.0,
                 tick(fx)
             );
+        }
+        frame.svg.push_str("<!-- /x ticks -->\n");
+        frame.y_axis(x_label, y_label);
+        frame
+    }
+
+    /// The y ticks with their grid lines, and both axis labels.
+    fn y_axis(&mut self, x_label: &str, y_label: &str) {
+        let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
+        for i in 0..=5 {
+            let fy = self.y.0 + (self.y.1 - self.y.0) * f64::from(i) / 5.0;
+            let py = self.py(fy);
             let _ = writeln!(
-                frame.svg,
+                self.svg,
                 "<line x1=\"{:.1}\" y1=\"{py:.1}\" x2=\"{x1}\" y2=\"{py:.1}\" stroke=\"#eee\"/>",
                 x0
             );
             let _ = writeln!(
-                frame.svg,
+                self.svg,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                 x0 - 6.0,
                 py + 4.0,
@@ -118,22 +211,22 @@ impl Frame {
             );
         }
         let _ = writeln!(
-            frame.svg,
+            self.svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             (x0 + x1) / 2.0,
             HEIGHT - 12.0,
             escape(x_label)
         );
         let _ = writeln!(
-            frame.svg,
+            self.svg,
             "<text transform=\"translate(16 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
             (y0 + y1) / 2.0,
             escape(y_label)
         );
-        frame
     }
 
     fn px(&self, x: f64) -> f64 {
+        let x = if self.log_x { x.max(1e-9).log10() } else { x };
         LEFT + (x - self.x.0) / (self.x.1 - self.x.0) * (WIDTH - RIGHT - LEFT)
     }
 
@@ -213,24 +306,40 @@ impl Frame {
         }
     }
 
-    /// One line under the title, cut to the plot's width (the whole text is its tooltip).
+    /// The caption: its first line under the title, the rest under the plot, wrapped at the
+    /// plot's width (never cut).
     fn caption(&mut self, text: &str) {
-        let shown = if text.chars().count() > CAPTION_CHARS_MAX {
-            let cut: String = text.chars().take(CAPTION_CHARS_MAX - 1).collect();
-            format!("{cut}…")
-        } else {
-            text.to_owned()
-        };
+        let mut lines = wrap(text, CAPTION_CHARS_MAX).into_iter();
+        let first = lines.next().unwrap_or_default();
         let _ = writeln!(
             self.svg,
             "<text x=\"{LEFT}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\"><title>{}</title>{}</text>",
             TOP - 6.0,
             escape(text),
-            escape(&shown)
+            escape(&first)
         );
+        self.below.extend(lines);
     }
 
     fn finish(mut self) -> String {
+        if !self.below.is_empty() {
+            let grown = HEIGHT + 14.0 * self.below.len() as f64 + 4.0;
+            for (i, line) in self.below.iter().enumerate() {
+                let _ = writeln!(
+                    self.svg,
+                    "<text x=\"{LEFT}\" y=\"{:.1}\" font-size=\"11\" fill=\"#555\">{}</text>",
+                    HEIGHT + 10.0 + 14.0 * i as f64,
+                    escape(line)
+                );
+            }
+            self.svg = self.svg.replacen(
+                &format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\""),
+                &format!(
+                    "viewBox=\"0 0 {WIDTH} {grown:.0}\" width=\"{WIDTH}\" height=\"{grown:.0}\""
+                ),
+                1,
+            );
+        }
         self.svg.push_str("</svg>\n");
         self.svg
     }
@@ -358,38 +467,101 @@ pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
     frame.finish()
 }
 
-/// The completion curves of every window.
-pub fn completion(report: &Report) -> String {
+/// Each window's completion curve from the requests, with its size, and the slowest completion
+/// of the run (s).
+fn window_curves(
+    report: &Report,
+    requests: &Requests,
+    estimator: crate::estimate::incidence::Method,
+) -> (
+    Vec<(
+        &'static str,
+        usize,
+        crate::estimate::incidence::CompletionCurve,
+    )>,
+    f64,
+) {
+    use crate::estimate::incidence::{CompletionCurve, Fate, Observation};
+    let mut curves = Vec::new();
+    let mut slowest = 0.0f64;
+    for w in report.timeline.windows.iter().filter(|w| w.scheduled > 0) {
+        let observations: Vec<Observation> = (0..requests.len())
+            .filter(|&row| (w.start_ns..w.end_ns).contains(&requests.intended_ns[row]))
+            .filter_map(|row| {
+                let fate = match requests.outcome(row)? {
+                    Outcome::Completed => Fate::Completed,
+                    Outcome::Errored => Fate::Errored,
+                    Outcome::Censored => Fate::Censored,
+                    Outcome::Undispatched => return None,
+                };
+                let time_ns = requests.terminal_ns[row].saturating_sub(requests.intended_ns[row]);
+                if fate == Fate::Completed {
+                    slowest = slowest.max(time_ns as f64 / 1e9);
+                }
+                Some(Observation { time_ns, fate })
+            })
+            .collect();
+        let n = observations.len();
+        curves.push((
+            w.window,
+            n,
+            CompletionCurve::estimate(&observations, estimator),
+        ));
+    }
+    (curves, slowest)
+}
+
+/// Points of the completion plot's curve per window.
+const COMPLETION_POINTS: u32 = 300;
+
+/// The completion curves of every window, from the requests (the report's grid spans the whole
+/// horizon at a hundredth of it, too coarse where every request completed in a tenth of it).
+/// The x axis runs to the slowest completion, not the timeout, unless the data reach it.
+pub fn completion(report: &Report, requests: &Requests) -> String {
+    use crate::estimate::incidence::Method;
+    use percentes_formats::spec::ErrorTreatment;
     let horizon = report
         .windows
         .first()
         .map_or(1.0, |w| w.completion.horizon_s);
     let method = report.windows.first().map_or("", |w| w.completion.method);
+    let estimator = match report.rules.curve {
+        ErrorTreatment::Compete => Method::AalenJohansen,
+        ErrorTreatment::Censored => Method::KaplanMeierErrorsCensored,
+    };
+    let (curves, slowest) = window_curves(report, requests, estimator);
+    let to_data = slowest * 1.1 < horizon;
+    let right = if to_data {
+        round_up(slowest * 1.1)
+    } else {
+        horizon
+    };
     let mut frame = Frame::new(
         &format!("Completion curve per window: {method}"),
         "latency from intended send time (s)",
         "share of scheduled requests completed",
-        (0.0, horizon),
+        (0.0, right.min(horizon)),
         (0.0, 1.0),
     );
-    frame.caption("each curve is over all scheduled requests of its window; a plateau below 1 is what errors and censoring cost");
+    frame.caption(&if to_data {
+        format!("each curve is over all scheduled requests of its window; a plateau below 1 is what errors and censoring cost; the axis ends past the slowest completion ({} s); the timeout, the censoring horizon, is {} s, and the curves stay flat up to it", tick(slowest), tick(horizon))
+    } else {
+        "each curve is over all scheduled requests of its window; a plateau below 1 is what errors and censoring cost; the axis ends at the timeout, the censoring horizon".to_owned()
+    });
+    let end = frame.x.1;
     let mut legend = Vec::new();
-    for w in &report.windows {
-        if w.completion.n == 0 {
-            continue;
-        }
-        let mut points = vec![(0.0, 0.0)];
-        let mut last = 0.0;
-        for p in &w.completion.grid {
-            points.push((p.t_s, last));
-            points.push((p.t_s, p.incidence));
-            last = p.incidence;
-        }
-        frame.polyline(&points, colour(w.window), false);
-        legend.push((
-            format!("{} (n {})", w.window, w.completion.n),
-            colour(w.window),
-        ));
+    for (window, n, curve) in &curves {
+        let points: Vec<(f64, f64)> = (0..=COMPLETION_POINTS)
+            .map(|k| {
+                let t = end * f64::from(k) / f64::from(COMPLETION_POINTS);
+                (t, curve.at((t * 1e9) as u64))
+            })
+            .collect();
+        frame.polyline(&points, colour(window), false);
+        legend.push((format!("{window} (n {n})"), colour(window)));
+    }
+    if !to_data {
+        frame.vline(horizon, "#555", "timeout", 0);
     }
     frame.legend(&legend);
     frame.finish()
@@ -445,9 +617,39 @@ fn pooled_goodput(series: &[SeriesPoint], bucket_s: f64, k: usize) -> Vec<(f64, 
         .collect()
 }
 
+/// The goodput timeline's marks: the fire anchor, the removal, the recoveries.
+fn goodput_marks(frame: &mut Frame, r: &crate::model::RecoveryReport) {
+    let mut row = 0;
+    frame.vline(r.fire_anchor_s, "#d62728", "fire anchor", row);
+    row += 1;
+    if let Some(removing) = r
+        .timeline
+        .iter()
+        .find(|s| s.state == "Recovering" && r.variant == "black-hole")
+        .and_then(|s| s.from_s)
+    {
+        frame.vline(removing, "#ff7f0e", "removal", row);
+        row += 1;
+    }
+    if let Some(at) = r.to_equilibrium.at_s {
+        frame.vline(at, "#2ca02c", "equilibrium reached", row);
+        row += 1;
+    }
+    if let Some(at) = r.to_pre_fault.at_s {
+        frame.vline(at, "#9467bd", "recovered to pre-fault", row);
+    }
+}
+
 /// The goodput timeline of a fault run, `None` without one.
 pub fn goodput(report: &Report) -> Option<String> {
     let r = report.recovery.as_ref()?;
+    if r.series.iter().all(|p| p.goodput.is_none()) {
+        // Nothing to draw: say why rather than draw an empty frame with a legend.
+        let why = report.windows_withheld.clone().unwrap_or_else(|| {
+            "no bucket of the run has a goodput (no request was scheduled in any)".to_owned()
+        });
+        return Some(serving::note("SLO goodput over the run", &why));
+    }
     let end = r.series.last().map_or(1.0, |p| p.t_s + r.bucket_s);
     let scheduled: u64 = r.series.iter().map(|p| p.scheduled).sum();
     let k = goodput_pooling(r.series.len(), scheduled);
@@ -490,25 +692,7 @@ pub fn goodput(report: &Report) -> Option<String> {
             true,
         );
     }
-    let mut row = 0;
-    frame.vline(r.fire_anchor_s, "#d62728", "fire anchor", row);
-    row += 1;
-    if let Some(removing) = r
-        .timeline
-        .iter()
-        .find(|s| s.state == "Recovering" && r.variant == "black-hole")
-        .and_then(|s| s.from_s)
-    {
-        frame.vline(removing, "#ff7f0e", "removal", row);
-        row += 1;
-    }
-    if let Some(at) = r.to_equilibrium.at_s {
-        frame.vline(at, "#2ca02c", "equilibrium reached", row);
-        row += 1;
-    }
-    if let Some(at) = r.to_pre_fault.at_s {
-        frame.vline(at, "#9467bd", "recovered to pre-fault", row);
-    }
+    goodput_marks(&mut frame, r);
     frame.legend(&[
         ("goodput".into(), "#1f77b4"),
         ("pre-fault baseline".into(), "#555"),
@@ -681,12 +865,23 @@ pub fn server(report: &Report) -> Option<[(&'static str, String); 2]> {
 pub fn all(report: &Report, requests: &Requests) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     if !report.windows.is_empty() {
-        out.push(("completion.svg", completion(report)));
+        out.push(("completion.svg", completion(report, requests)));
     }
     if let Some(svg) = goodput(report) {
         out.push(("goodput.svg", svg));
     }
     out.push(("latency.svg", latency(report, requests)));
+    for name in ["ttft", "itl", "e2e"] {
+        out.push(serving::distribution(report, name));
+    }
+    out.push((
+        "ttft-over-time.svg",
+        serving::ttft_over_time(report, requests),
+    ));
+    out.push((
+        "tokens-over-time.svg",
+        serving::tokens_over_time(report, requests),
+    ));
     out.extend(server(report).into_iter().flatten());
     for (name, svg) in &mut out {
         stamp(svg, report, *name == "latency.svg");
@@ -708,20 +903,33 @@ fn stamp(svg: &mut String, report: &Report, latency: bool) {
     let Some(open) = svg.find('>').map(|i| i + 1) else {
         return;
     };
-    let strip = 13.0 * report.not_publishable.len() as f64 + 8.0;
+    // Each reason wrapped at the picture's width, never cut at its edge.
+    let lines: Vec<String> = report
+        .not_publishable
+        .iter()
+        .flat_map(|why| wrap(why, CAPTION_CHARS_MAX))
+        .collect();
+    let strip = 13.0 * lines.len() as f64 + 8.0;
+    // The picture's height as drawn (a wrapped caption may have grown it).
+    let height: f64 = svg[..open]
+        .split(&format!("width=\"{WIDTH}\" height=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(HEIGHT);
     let mut top = svg[..open].replace(
-        &format!("viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\""),
+        &format!("viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\""),
         &format!(
             "viewBox=\"0 0 {WIDTH} {:.0}\" width=\"{WIDTH}\" height=\"{:.0}\"",
-            HEIGHT + strip,
-            HEIGHT + strip
+            height + strip,
+            height + strip
         ),
     );
     let _ = write!(
         top,
         "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>"
     );
-    for (i, why) in report.not_publishable.iter().enumerate() {
+    for (i, why) in lines.iter().enumerate() {
         let _ = write!(
             top,
             "\n<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\" fill=\"#a00\">{}</text>",
@@ -766,13 +974,54 @@ mod tests {
     }
 
     #[test]
-    fn a_long_caption_is_cut_to_the_plot_and_kept_whole_as_its_tooltip() {
+    fn a_long_caption_is_wrapped_whole_and_the_picture_grows_to_hold_it() {
+        // 60 words of 4 letters: 299 characters, three lines of at most 117.
         let long = "word ".repeat(60);
         let mut frame = Frame::new("t", "x", "y", (0.0, 1.0), (0.0, 1.0));
         frame.caption(&long);
         let svg = frame.finish();
         assert!(svg.contains(&format!("<title>{long}</title>")));
-        assert!(svg.contains('…'));
+        assert!(!svg.contains('…'), "nothing is cut");
+        assert_eq!(
+            svg.matches("word").count(),
+            120,
+            "every word once in the title, once shown"
+        );
+        // Two lines under the plot: 360 + 2 x 14 + 4.
+        assert!(
+            svg.contains("viewBox=\"0 0 900 392\" width=\"900\" height=\"392\""),
+            "{svg}"
+        );
+        let lines = wrap(&long, CAPTION_CHARS_MAX);
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.chars().count() <= CAPTION_CHARS_MAX));
+        assert_eq!(
+            wrap("a-very-long-word short", 5),
+            ["a-very-long-word", "short"]
+        );
+    }
+
+    #[test]
+    fn a_log_axis_is_ticked_at_decades_in_the_unit_people_read() {
+        let svg = Frame::log_x("t", "x", "y", (2e-4, 3.0), (0.0, 1.0)).finish();
+        for label in [
+            ">100 µs<",
+            ">1 ms<",
+            ">10 ms<",
+            ">100 ms<",
+            ">1 s<",
+            ">10 s<",
+        ] {
+            assert!(svg.contains(label), "{label}: {svg}");
+        }
+        assert!(
+            !svg.contains(">-4<") && !svg.contains(">-3<"),
+            "no linear log10 ticks: {svg}"
+        );
+        let frame = Frame::log_x("t", "x", "y", (1e-3, 1.0), (0.0, 1.0));
+        // A decade a fifth of the width: 1 ms at the left edge, 10 ms a third of the way.
+        assert!((frame.px(1e-3) - LEFT).abs() < 1e-9);
+        assert!((frame.px(1e-2) - (LEFT + (WIDTH - RIGHT - LEFT) / 3.0)).abs() < 1e-9);
     }
 
     #[test]

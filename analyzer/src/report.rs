@@ -120,6 +120,24 @@ fn ms(us: u64) -> String {
     format!("{}.{:03} ms", us / 1000, us % 1000)
 }
 
+/// A tail line in the unit of the table above it: under v0.4 in ms (`p99 = 154.810 ms, 95 % CI
+/// [154.189, 158.334] ms (ranks ...)`), the report.json text (in µs) before it, as published.
+fn tail_words(t: &crate::model::Tail, n: u64, claims: Claims) -> String {
+    match (claims, t.point_us, t.interval_us, t.ranks) {
+        (Claims::Supported, Some(point), Some((lo, hi)), Some((rl, ru))) => {
+            let bare = |us: u64| format!("{}.{:03}", us / 1000, us % 1000);
+            format!(
+                "{} = {}, 95 % CI [{}, {}] ms (ranks {rl} and {ru} of {n}, §7)",
+                t.quantile,
+                ms(point),
+                bare(lo),
+                bare(hi)
+            )
+        }
+        _ => t.text.clone(),
+    }
+}
+
 /// `report.md`: the same report for people, in a fixed layout.
 pub fn markdown(report: &Report) -> String {
     let mut md = String::new();
@@ -438,6 +456,14 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
             "\n### {} ({:.3} s to {:.3} s, {} scheduled)\n",
             w.window, w.start_s, w.end_s, w.scheduled
         );
+        if w.scheduled == 0 && claims == Claims::Supported {
+            // v0.4: an empty window is one line, not a curve of four refusals.
+            let _ = writeln!(
+                md,
+                "No request was scheduled in this window: nothing to estimate."
+            );
+            continue;
+        }
         if !w.classes.is_empty() {
             let _ = writeln!(
                 md,
@@ -539,7 +565,7 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
         );
         for (name, d) in [("TTFT", &w.ttft), ("end-to-end", &w.e2e)] {
             for t in &d.tails {
-                let _ = writeln!(md, "- {name}: {}", t.text);
+                let _ = writeln!(md, "- {name}: {}", tail_words(t, d.n, claims));
             }
         }
         if w.ttft.tails.is_empty() && w.e2e.tails.is_empty() {

@@ -1974,6 +1974,91 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Issue 37 item 6: the plots an LLM-serving reader looks for, on the vLLM golden (streamed,
+/// with usage): TTFT, inter-token and e2e distributions on a log axis with decade ticks, TTFT
+/// and tokens/s over time with the fire marked, the completion curve's axis ending past the
+/// slowest completion rather than at the timeout, captions wrapped and never cut. On an invalid
+/// fault run (the first demo golden fails G2.4 under v0.4), no empty frame: each plot with
+/// nothing to draw says why.
+#[test]
+fn analyze_draws_the_serving_plots_and_never_an_empty_frame() {
+    let _beside = crate::beside();
+    let dir = scratch("plots");
+    let read = |out: &std::path::Path, name: &str| {
+        std::fs::read_to_string(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let valid = dir.join("vllm");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        "golden/runs/replica-loss-vllm-factor5.pj",
+        "-o",
+        valid.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for name in ["ttft", "itl", "e2e"] {
+        let svg = read(&valid, &format!("{name}-distribution.svg"));
+        assert!(
+            svg.contains("latency (log scale)") && svg.contains(">100 ms<"),
+            "{name}: {svg}"
+        );
+        for window in ["baseline (n ", "fault (n ", "recovery (n "] {
+            assert!(svg.contains(window), "{name}: {window}");
+        }
+        assert!(
+            !svg.contains("warm-up (n "),
+            "{name}: the warm-up is not measured"
+        );
+    }
+    assert!(read(&valid, "itl-distribution.svg").contains("1 µs is the floor"));
+    for name in ["ttft-over-time.svg", "tokens-over-time.svg"] {
+        let svg = read(&valid, name);
+        assert!(
+            svg.contains("fire anchor") && svg.contains("<polyline"),
+            "{name}"
+        );
+        assert!(
+            svg.contains("windows (shaded)"),
+            "{name}: the shading has its key"
+        );
+    }
+    let completion = read(&valid, "completion.svg");
+    assert!(
+        completion.contains("the axis ends past the slowest completion (3.49 s)"),
+        "{completion}"
+    );
+    assert!(
+        !completion.contains(">timeout<"),
+        "the axis stops short of the 6 s timeout"
+    );
+    for entry in std::fs::read_dir(&valid).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "svg") {
+            let svg = std::fs::read_to_string(&path).unwrap();
+            assert!(!svg.contains('…'), "{}: a caption was cut", path.display());
+        }
+    }
+    let invalid = dir.join("invalid");
+    let (code, _, _) = percentes(&[
+        "analyze",
+        "golden/runs/demo-clean-delete.pj",
+        "-o",
+        invalid.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    for name in ["goodput.svg", "ttft-distribution.svg", "ttft-over-time.svg"] {
+        let svg = read(&invalid, name);
+        assert!(
+            svg.contains("not drawn: the run is invalid"),
+            "{name}: {svg}"
+        );
+        assert!(
+            !svg.contains("<polyline") && !svg.contains("<line"),
+            "{name}: an empty frame"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `analyze --by route,outcome` on the store-outage golden (three routes): every window's
 /// segments, in report.json and report.md; each route's segments add up to the route segment
 /// the report has always had for that window (the same grouping code), and the plain report is

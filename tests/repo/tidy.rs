@@ -203,6 +203,26 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "SHARDS_MAX, the most shards a schedule is split into (no pin)",
     ),
     (
+        "analyzer/src/plots/serving.rs",
+        "0.01",
+        "the narrowest over-time bucket, 10 ms",
+    ),
+    (
+        "analyzer/src/plots/serving.rs",
+        "0.99",
+        "the p99 an over-time bucket reads",
+    ),
+    (
+        "analyzer/src/plots.rs",
+        "1e-9",
+        "the floor a log axis maps a zero to, and ns per s",
+    ),
+    (
+        "analyzer/src/plots.rs",
+        "300",
+        "points of a completion curve drawn",
+    ),
+    (
         "analyzer/src/compare.rs",
         "0.05",
         "compare's significance level and its default latency margin (5 %), not the caveat",

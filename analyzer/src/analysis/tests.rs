@@ -1624,7 +1624,19 @@ mod recovery_reports {
         let report = analyze(&run, &file, Spec::CURRENT, &Analyzer::default());
         let plots = crate::plots::all(&report, &run.requests);
         let names: Vec<&str> = plots.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["completion.svg", "goodput.svg", "latency.svg"]);
+        assert_eq!(
+            names,
+            [
+                "completion.svg",
+                "goodput.svg",
+                "latency.svg",
+                "ttft-distribution.svg",
+                "itl-distribution.svg",
+                "e2e-distribution.svg",
+                "ttft-over-time.svg",
+                "tokens-over-time.svg"
+            ]
+        );
         for (name, svg) in &plots {
             assert!(
                 svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
@@ -1642,7 +1654,7 @@ mod recovery_reports {
             assert!(goodput.contains(mark), "{mark}");
         }
         let html = crate::html::page(&report, &report::markdown(&report), &plots);
-        assert_eq!(html.matches("<svg").count(), 3);
+        assert_eq!(html.matches("<svg").count(), 8);
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
         assert!(html.contains("<h2>Recovery (§5): clean-delete</h2>"));
         assert_eq!(
