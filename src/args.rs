@@ -125,12 +125,37 @@ pub struct QuickArgs {
     /// A quick run without a configuration file: the endpoint, a base URL or a request URL
     /// ending in its route (http://host:8000/v1/chat/completions). The run's configuration is
     /// printed and journaled; dev profile, or hosted with --hosted; never publishable as dev.
-    #[arg(long, value_name = "URL", requires_all = ["model", "rate"])]
+    #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// With --url: the model to ask for (target.model).
+    /// With --url: the model to ask for (target.model); without it, `record` asks the server
+    /// (GET /v1/models) and takes the one model it serves.
     #[arg(long, requires = "url")]
     pub model: Option<String>,
-    /// With --url: the offered rate in requests/s (schedule.rate_rps), open loop.
+    /// With --url: each request's max_tokens: `128`, `64..256` (uniform), `normal:MEAN,SD,MAX`
+    /// or `dataset` (each prompt's own); default the pinned 256.
+    #[arg(long, value_name = "TOKENS", requires = "url")]
+    pub max_tokens: Option<String>,
+    /// With --url: each generated prompt's length: `512`, `128..1024` or `normal:MEAN,SD,MAX`,
+    /// in the --tokenizer's tokens (else words).
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        requires = "url",
+        conflicts_with = "dataset"
+    )]
+    pub input_tokens: Option<String>,
+    /// With --url: a dataset of prompts, request i using prompt i mod n (a line of text, a
+    /// JSONL `{"prompt"}` or `{"messages"}` line, or ShareGPT JSON).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub dataset: Option<String>,
+    /// With --dataset: `text`, `jsonl` or `sharegpt` (default by its extension).
+    #[arg(long, value_name = "FORMAT", requires = "dataset")]
+    pub dataset_format: Option<String>,
+    /// With --url: the model's tokenizer.json, so prompt lengths are counted in its tokens.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub tokenizer: Option<String>,
+    /// With --url: the offered rate in requests/s (schedule.rate_rps), open loop (a sweep
+    /// takes its rates from --rates).
     // A negative rate is read as a value (and refused for what it is), not as a flag.
     #[arg(
         long,
@@ -181,7 +206,8 @@ impl QuickArgs {
         Some(percentes_formats::config::Quick {
             url: self.url.clone()?,
             model: self.model.clone().unwrap_or_default(),
-            rate_rps: self.rate.unwrap_or_default(),
+            // Absent is not zero: the configuration says which flag is missing.
+            rate_rps: self.rate.unwrap_or(f64::NAN),
             duration_s: self.duration,
             warmup_s: self.warmup,
             stream: self.stream,
@@ -191,6 +217,11 @@ impl QuickArgs {
             hosted: self.hosted,
             seed: self.seed,
             arrival: self.arrival.clone(),
+            max_tokens: self.max_tokens.clone(),
+            input_tokens: self.input_tokens.clone(),
+            dataset: self.dataset.clone(),
+            dataset_format: self.dataset_format.clone(),
+            tokenizer: self.tokenizer.clone(),
         })
     }
 }

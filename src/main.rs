@@ -144,8 +144,11 @@ enum Command {
     /// configuration and journal, sweep.json, sweep.md and two plots. Exit 2 when a rate's
     /// recording failed a gate.
     Sweep {
-        /// The run configuration (fault.variant = "none").
-        config: PathBuf,
+        /// The run configuration (fault.variant = "none"); or the quick run's flags (--url ...).
+        #[arg(required_unless_present = "url")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        quick: args::QuickArgs,
         /// The offered rates, requests/s: a list (2,4,8,16) or a geometric ramp (2..32*2).
         #[arg(long)]
         rates: percentes_analyzer::sweep::Rates,
@@ -488,15 +491,35 @@ fn calibrate_command(_: &Path, _: &Path, _: Option<&str>, _: bool, _: bool) -> R
 }
 
 #[cfg(target_os = "linux")]
-fn sweep(config: &Path, rates: &[f64], output: &Path, force: bool, diag: bool) -> Result<ExitCode> {
+fn sweep(
+    config: Option<&Path>,
+    quick: args::QuickArgs,
+    rates: &[f64],
+    output: &Path,
+    (force, diag): (bool, bool),
+) -> Result<ExitCode> {
+    use percentes_study::sweep;
     let tool = tool();
-    studied(percentes_study::sweep::sweep(
-        config, rates, output, force, diag, &tool,
-    ))
+    match (config, quick.quick()) {
+        (Some(_), Some(_)) => bail!("give a configuration file or --url and its flags, not both"),
+        (Some(path), None) => studied(sweep::sweep(path, rates, output, force, diag, &tool)),
+        (None, Some(mut quick)) => {
+            quick.rate_rps = rates[0]; // each step's rate replaces it
+            let text = studied(percentes_study::host::quick_config(quick))?;
+            studied(sweep::sweep_quick(&text, rates, output, force, diag, &tool))
+        }
+        (None, None) => bail!("give a configuration file, or --url and its flags"),
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn sweep(_: &Path, _: &[f64], _: &Path, _: bool, _: bool) -> Result<ExitCode> {
+fn sweep(
+    _: Option<&Path>,
+    _: args::QuickArgs,
+    _: &[f64],
+    _: &Path,
+    _: (bool, bool),
+) -> Result<ExitCode> {
     bail!("`percentes sweep` records, and recording runs on Linux only (it drives io_uring)")
 }
 
@@ -657,11 +680,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => calibrate_command(&config, &output, replica.as_deref(), force, diagnose),
         Command::Sweep {
             config,
+            quick,
             rates,
             output,
             force,
             diagnose,
-        } => sweep(&config, &rates.0, &output, force, diagnose),
+        } => sweep(
+            config.as_deref(),
+            quick,
+            &rates.0,
+            &output,
+            (force, diagnose),
+        ),
         Command::Analyze {
             journal,
             spec,
@@ -777,6 +807,9 @@ fn init(
     output: Option<&Path>,
     force: bool,
 ) -> Result<ExitCode> {
+    if quick.as_ref().is_some_and(|q| q.model.is_empty()) {
+        bail!("init --from-flags needs --model (record, not init, can ask the server which it serves)");
+    }
     let (text, profile) = match quick {
         Some(quick) => (
             quick.toml().map_err(anyhow::Error::msg)?,
@@ -853,7 +886,7 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
     use percentes_recorder::run::{self, Options};
     let config = match (args.quick.quick(), &args.config) {
         (Some(quick), _) => {
-            let text = quick.toml().map_err(anyhow::Error::msg)?;
+            let text = studied(percentes_study::host::quick_config(quick))?;
             if args.json {
                 warn!("{text}"); // stdout is the summary's JSON alone
             } else {

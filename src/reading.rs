@@ -123,43 +123,29 @@ pub fn campaign(
 
 /// `percentes compare`: both sides loaded and analyzed as `analyze` would, then compared.
 pub fn compare(a: &args::CompareArgs) -> Result<ExitCode> {
-    use percentes_analyzer::compare::{self, Margins, Side};
+    use percentes_analyzer::compare::{self, Margins};
     let (side_a, side_b): (&[PathBuf], &[PathBuf]) = match (a.vs.is_empty(), a.runs.len()) {
         (false, _) => (&a.runs, &a.vs),
         (true, 2) => (&a.runs[..1], &a.runs[1..]),
         (true, n) => bail!("compare takes two journals (A B), or A's journals then --vs and B's; {n} given without --vs"),
     };
-    let table = a.table.options()?;
-    let analyzer = analyzer(false);
-    let mut loaded = Vec::new();
-    for path in side_a.iter().chain(side_b) {
-        let (file, run) = load_run_with(path, &table)?;
-        let report = percentes_analyzer::analysis::analyze(&run, &file, a.spec, &analyzer);
-        loaded.push((path.display().to_string(), run, report));
-    }
-    let sides: Vec<Side<'_>> = loaded
-        .iter()
-        .map(|(name, run, report)| Side {
-            name: name.clone(),
-            run,
-            report,
-        })
-        .collect();
-    let (sa, sb) = sides.split_at(side_a.len());
     let margins = Margins {
         latency_relative: a.margin,
         share_absolute: a.share_margin,
     };
-    let result = compare::compare(sa, sb, margins);
-    print!(
-        "{}",
-        if a.json {
-            compare::json(&result)
-        } else {
-            compare::text(&result)
-        }
-    );
-    let all_valid = loaded.iter().all(|(_, _, r)| r.validity.valid);
+    let (result, all_valid) = compare::journals(
+        (side_a, side_b),
+        a.spec,
+        margins,
+        &a.table.options()?,
+        &analyzer(false),
+    )?;
+    let text = if a.json {
+        compare::json(&result)
+    } else {
+        compare::text(&result)
+    };
+    print!("{text}");
     Ok(if all_valid {
         ExitCode::SUCCESS
     } else {

@@ -208,6 +208,34 @@ pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins) -> Comparison {
     }
 }
 
+/// Loads and verifies each journal (or merged run's manifest) of both sides as `analyze` does,
+/// analyzes each under `spec`, and compares B against A; with whether every run was valid.
+pub fn journals(
+    (a, b): (&[std::path::PathBuf], &[std::path::PathBuf]),
+    spec: percentes_formats::spec::Spec,
+    margins: Margins,
+    options: &crate::load::Options,
+    analyzer: &crate::model::Analyzer,
+) -> Result<(Comparison, bool), crate::shards::ShardError> {
+    let mut loaded = Vec::new();
+    for path in a.iter().chain(b) {
+        let (files, run) = crate::shards::open_with(path, options)?;
+        let report = crate::analysis::analyze(&run, &files, spec, analyzer);
+        loaded.push((path.display().to_string(), run, report));
+    }
+    let sides: Vec<Side<'_>> = loaded
+        .iter()
+        .map(|(name, run, report)| Side {
+            name: name.clone(),
+            run,
+            report,
+        })
+        .collect();
+    let (sa, sb) = sides.split_at(a.len());
+    let valid = loaded.iter().all(|(_, _, r)| r.validity.valid);
+    Ok((compare(sa, sb, margins), valid))
+}
+
 fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
     let bounds = side
         .report

@@ -78,6 +78,7 @@ pub use pacer::STOP_POLL;
 use pacer::*;
 pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 pub use plan::{RunPlan, WORKERS_MAX};
+pub use preflight::served_models;
 use preflight::*;
 use probes::*;
 use setup::*;

@@ -102,6 +102,38 @@ pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Res
     }))
 }
 
+/// A quick run's configuration text: the flags' model, or, without `--model`, the one model
+/// the server lists at its pre-flight path (GET /v1/models); several or none refuse, naming
+/// them and what to give.
+pub fn quick_config(mut quick: percentes_formats::config::Quick) -> Result<String> {
+    if quick.model.is_empty() {
+        let probe = percentes_formats::config::Quick {
+            model: "(asked of the server)".into(),
+            ..quick.clone()
+        };
+        let text = probe.toml().map_err(crate::error::StudyError::refused)?;
+        let config = Config::parse(text.as_bytes())?;
+        let models = run::served_models(&config).map_err(|why| {
+            crate::error::StudyError::refused(format!(
+                "--model not given, and the server could not say which it serves ({why}); give --model"
+            ))
+        })?;
+        quick.model = match models.as_slice() {
+            [one] => one.clone(),
+            [] => bail!("--model not given, and the server lists no model; give --model"),
+            many => bail!(
+                "--model not given, and the server serves {}: choose one with --model",
+                many.join(", ")
+            ),
+        };
+        say(&format!(
+            "percentes: the server serves one model, {}: measuring it",
+            quick.model
+        ));
+    }
+    quick.toml().map_err(crate::error::StudyError::refused)
+}
+
 /// A CPU list as the kernel writes one (`0,2-3`), ascending and without repeats; `None` for none.
 pub fn cpus(list: Option<&str>) -> Result<Option<Vec<usize>>> {
     let Some(list) = list else {

@@ -20,6 +20,29 @@ use percentes_recorder::run::{self, Progress};
 use crate::error::{bail, Context, Result};
 use crate::Tool;
 
+/// A sweep of a quick run stated by flags: its configuration (`text`, with the first rate) is
+/// written into the output folder as `quick.toml`, which the sweep then reads as any other.
+pub fn sweep_quick(
+    text: &str,
+    rates: &[f64],
+    output: &Path,
+    force: bool,
+    diagnose: bool,
+    tool: &Tool,
+) -> Result<ExitCode> {
+    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
+        bail!(
+            "{} exists and is not empty; pass --force to write the sweep there",
+            output.display()
+        );
+    }
+    std::fs::create_dir_all(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let path = output.join("quick.toml");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    sweep(&path, rates, output, true, diagnose, tool)
+}
+
 /// Runs the sweep into `output` and returns 0 when every rate's recording passed its gates, 2
 /// when any did not (its row says which).
 pub fn sweep(

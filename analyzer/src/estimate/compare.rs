@@ -291,10 +291,7 @@ mod tests {
             (w.interval.0 + 1.487_733_798_205_382_4).abs() < 1e-9,
             "{w:?}"
         );
-        assert!(
-            (w.interval.1 - 3.487_733_798_205_382).abs() < 1e-9,
-            "{w:?}"
-        );
+        assert!((w.interval.1 - 3.487_733_798_205_382).abs() < 1e-9, "{w:?}");
         assert!((w.p - 0.285_022_840_014_274_36).abs() < 1e-12, "{w:?}");
         assert!(welch_difference(&[1.0], &[2.0, 3.0]).is_none());
     }

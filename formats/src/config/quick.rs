@@ -46,6 +46,63 @@ pub struct Quick {
     pub seed: u64,
     /// `schedule.arrival`: `poisson` or `deterministic`.
     pub arrival: String,
+    /// `routes[0].output_tokens`, as [`lengths_inline`] reads it: each request's `max_tokens`.
+    pub max_tokens: Option<String>,
+    /// `routes[0].input_tokens`: each generated prompt's length.
+    pub input_tokens: Option<String>,
+    /// `routes[0].prompt_file`: a dataset of prompts.
+    pub dataset: Option<String>,
+    /// `routes[0].prompt_format`: `text`, `jsonl` or `sharegpt`.
+    pub dataset_format: Option<String>,
+    /// `target.tokenizer`: the model's tokenizer.json, so lengths are in its tokens.
+    pub tokenizer: Option<String>,
+}
+
+/// A length as a flag states it, as the inline table `[routes.output_tokens]` (or
+/// `input_tokens`) takes: `128` (fixed), `64..256` (uniform), `normal:MEAN,SD,MAX`, or, for
+/// output only, `dataset` (each prompt's own). The error names the flag.
+pub fn lengths_inline(flag: &str, spec: &str, output: bool) -> Result<String, String> {
+    let spec = spec.trim();
+    let whole = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{flag} {spec:?}: `{s}` is not a whole number of tokens"))
+    };
+    if spec == "dataset" {
+        return if output {
+            Ok("{ kind = \"dataset\" }".to_owned())
+        } else {
+            Err(format!(
+                "{flag} dataset: a prompt's length is its own; `dataset` is for --max-tokens"
+            ))
+        };
+    }
+    if let Some((low, high)) = spec.split_once("..") {
+        return Ok(format!(
+            "{{ kind = \"uniform\", min = {}, max = {} }}",
+            whole(low)?,
+            whole(high)?
+        ));
+    }
+    if let Some(rest) = spec.strip_prefix("normal:") {
+        let parts: Vec<&str> = rest.split(',').collect();
+        let number = |s: &str| match s.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err(format!("{flag} {spec:?}: `{s}` is not a number")),
+        };
+        return match parts.as_slice() {
+            [mean, sd, max] => Ok(format!(
+                "{{ kind = \"normal\", mean = {:?}, sd = {:?}, max = {} }}",
+                number(mean)?,
+                number(sd)?,
+                whole(max)?
+            )),
+            _ => Err(format!(
+                "{flag} {spec:?}: a normal length reads normal:MEAN,SD,MAX (normal:256,64,1024)"
+            )),
+        };
+    }
+    Ok(format!("{{ kind = \"fixed\", tokens = {} }}", whole(spec)?))
 }
 
 /// Parses a duration as a user writes one: `30s`, `2m`, `1h`, `1.5s`, `500ms`, or bare seconds.
@@ -71,13 +128,23 @@ pub fn parse_duration_s(text: &str) -> Result<f64, String> {
 }
 
 impl Quick {
-    /// Splits `url` into the base URL and the route path.
+    /// Splits `url` into the base URL and the route path: a path ending in an OpenAI route
+    /// keeps what precedes it as the base (a gateway's prefix); any other path is the route
+    /// itself (`http://host:8000/v2/generate`), on the origin; no path is the default route.
     fn base_and_path(&self) -> (String, String) {
         let url = self.url.trim_end_matches('/');
         for path in ROUTE_PATHS {
             if let Some(base) = url.strip_suffix(path) {
                 if base.contains("://") && !base.ends_with(':') && !base.ends_with('/') {
                     return (base.to_owned(), path.to_owned());
+                }
+            }
+        }
+        if let Some((scheme, rest)) = url.split_once("://") {
+            if let Some(at) = rest.find('/') {
+                let (authority, path) = rest.split_at(at);
+                if !authority.is_empty() && path.len() > 1 {
+                    return (format!("{scheme}://{authority}"), path.to_owned());
                 }
             }
         }
@@ -88,6 +155,9 @@ impl Quick {
     /// error names the flag where one is to blame.
     pub fn toml(&self) -> Result<String, String> {
         use toml::Value as V;
+        if self.rate_rps.is_nan() {
+            return Err("--rate is needed: the offered rate in requests/s, open loop".into());
+        }
         let (base_url, path) = self.base_and_path();
         let profile = if self.hosted { "hosted" } else { "dev" };
         let dev = if self.hosted {
@@ -123,6 +193,9 @@ impl Quick {
         target.insert("stream".into(), V::Boolean(self.stream));
         if let Some(variable) = &self.api_key_env {
             target.insert("api_key_env".into(), V::String(variable.clone()));
+        }
+        if let Some(tokenizer) = &self.tokenizer {
+            target.insert("tokenizer".into(), V::String(tokenizer.clone()));
         }
         let mut headers = BTreeMap::new();
         for line in &self.headers {
@@ -174,6 +247,22 @@ impl Quick {
         let mut route = toml::Table::new();
         route.insert("label".into(), V::String("quick".into()));
         route.insert("path".into(), V::String(path));
+        if let Some(file) = &self.dataset {
+            route.insert("prompt_file".into(), V::String(file.clone()));
+        }
+        if let Some(format) = &self.dataset_format {
+            route.insert("prompt_format".into(), V::String(format.clone()));
+        }
+        // The lengths are inline tables, written after the route's plain keys.
+        let mut lengths = String::new();
+        if let Some(spec) = &self.max_tokens {
+            let inline = lengths_inline("--max-tokens", spec, true)?;
+            lengths.push_str(&format!("output_tokens = {inline}\n"));
+        }
+        if let Some(spec) = &self.input_tokens {
+            let inline = lengths_inline("--input-tokens", spec, false)?;
+            lengths.push_str(&format!("input_tokens = {inline}\n"));
+        }
         // Sections in the order a person writes them (a table alone would sort its keys).
         let mut sections = Vec::new();
         sections.extend(dev.map(|d| ("[dev]".to_owned(), d)));
@@ -204,6 +293,7 @@ impl Quick {
             }
             text.push_str(&body);
         }
+        text.push_str(&lengths); // the last section is [[routes]]
         Config::parse(text.as_bytes()).map_err(|e| blame(&e))?;
         Ok(text)
     }
@@ -224,6 +314,11 @@ fn blame(error: &ConfigError) -> String {
         ("target.headers", "--header"),
         ("target.api_key_env", "--api-key-env"),
         ("routes[0].path", "--url"),
+        ("routes[0].output_tokens", "--max-tokens"),
+        ("routes[0].input_tokens", "--input-tokens"),
+        ("routes[0].prompt_file", "--dataset"),
+        ("routes[0].prompt_format", "--dataset-format"),
+        ("target.tokenizer", "--tokenizer"),
     ];
     // The key the error names (a message may mention other keys, as advice).
     let named = match error {
@@ -254,6 +349,107 @@ mod tests {
             hosted: false,
             seed: 1,
             arrival: "poisson".into(),
+            max_tokens: None,
+            input_tokens: None,
+            dataset: None,
+            dataset_format: None,
+            tokenizer: None,
+        }
+    }
+
+    #[test]
+    fn lengths_datasets_and_a_url_path_come_from_flags() {
+        use super::super::Lengths;
+        let q = Quick {
+            max_tokens: Some("64..256".into()),
+            input_tokens: Some("512".into()),
+            ..quick()
+        };
+        let config = Config::parse(q.toml().unwrap().as_bytes()).unwrap();
+        let route = &config.routes[0];
+        assert_eq!(
+            route.output_tokens,
+            Some(Lengths::Uniform { min: 64, max: 256 })
+        );
+        assert_eq!(route.input_tokens, Some(Lengths::Fixed { tokens: 512 }));
+        let q = Quick {
+            max_tokens: Some("normal:256,64,1024".into()),
+            ..quick()
+        };
+        let config = Config::parse(q.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(
+            config.routes[0].output_tokens,
+            Some(Lengths::Normal {
+                mean: 256.0,
+                sd: 64.0,
+                min: None,
+                max: 1024
+            })
+        );
+        // A dataset and its format are the route's prompt file; its lengths may be its own.
+        let q = Quick {
+            dataset: Some("prompts.jsonl".into()),
+            dataset_format: Some("sharegpt".into()),
+            max_tokens: Some("dataset".into()),
+            tokenizer: Some("tokenizer.json".into()),
+            ..quick()
+        };
+        let config = Config::parse(q.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(
+            config.routes[0].prompt_file.as_deref(),
+            Some("prompts.jsonl")
+        );
+        assert_eq!(config.routes[0].output_tokens, Some(Lengths::Dataset));
+        assert_eq!(config.target.tokenizer.as_deref(), Some("tokenizer.json"));
+        // A path other than an OpenAI route is the route, on the origin (not a base URL whose
+        // models list would be asked at /v2/generate/v1/models).
+        let q = Quick {
+            url: "http://127.0.0.1:8000/v2/generate".into(),
+            ..quick()
+        };
+        let config = Config::parse(q.toml().unwrap().as_bytes()).unwrap();
+        assert_eq!(config.target.base_url, "http://127.0.0.1:8000");
+        assert_eq!(config.routes[0].path, "/v2/generate");
+        for (q, flag) in [
+            (
+                Quick {
+                    max_tokens: Some("many".into()),
+                    ..quick()
+                },
+                "--max-tokens",
+            ),
+            (
+                Quick {
+                    input_tokens: Some("dataset".into()),
+                    ..quick()
+                },
+                "--input-tokens",
+            ),
+            (
+                Quick {
+                    max_tokens: Some("normal:1,2".into()),
+                    ..quick()
+                },
+                "--max-tokens",
+            ),
+            (
+                Quick {
+                    max_tokens: Some("300..100".into()),
+                    ..quick()
+                },
+                "--max-tokens",
+            ),
+            (
+                Quick {
+                    dataset_format: Some("csv".into()),
+                    dataset: Some("p.txt".into()),
+                    ..quick()
+                },
+                "--dataset-format",
+            ),
+        ] {
+            let error = q.toml().unwrap_err();
+            assert!(error.starts_with(flag), "{flag}: {error}");
         }
     }
 

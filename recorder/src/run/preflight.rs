@@ -100,6 +100,59 @@ fn exchange(
     })
 }
 
+/// The models the target lists at its pre-flight path (OpenAI's `{"data": [{"id": ...}]}`),
+/// asked through the run's own connection path (TLS, headers, key) within the client timeout:
+/// what a quick run without `--model` takes its model from.
+pub fn served_models(config: &Config) -> Result<Vec<String>, String> {
+    let target = Target::parse(&config.target.base_url)?;
+    let plan = RunPlan::new(config, 1)?;
+    let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())?;
+    let tls = match target.tls {
+        true => Some(tls_connector(config).map_err(|e| e.to_string())?),
+        false => None,
+    };
+    let dialer = Dialer {
+        address: target.address.clone(),
+        tls,
+        server_name: config
+            .target
+            .tls
+            .server_name
+            .clone()
+            .unwrap_or_else(|| target.host.clone()),
+        budget: plan.connect_budget,
+        http: plan.http,
+    };
+    let runtime = compio::runtime::Runtime::builder()
+        .with_proactor(ring_setup(false))
+        .build()
+        .map_err(|e| format!("cannot start an io_uring runtime: {e}"))?;
+    let path = target.request_target(config.target.preflight_path());
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
+        target.host_header(),
+        extra.lines()
+    );
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + plan.timeout;
+    let body = match exchange(&runtime, &dialer, request.into_bytes(), deadline, &stop) {
+        Some(Ok((status, body))) if (200..300).contains(&status) => body,
+        Some(Ok((status, _))) => return Err(format!("GET {path} answered HTTP {status}")),
+        Some(Err(why)) => return Err(format!("GET {path}: {}", extra.redact(&why))),
+        None => return Err(format!("GET {path}: no answer within {:?}", plan.timeout)),
+    };
+    let value: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|_| format!("GET {path} answered something other than a JSON models list"))?;
+    let ids = value
+        .get("data")
+        .and_then(|d| d.as_array())
+        .ok_or_else(|| format!("GET {path} answered JSON without a `data` list of models"))?
+        .iter()
+        .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned))
+        .collect();
+    Ok(ids)
+}
+
 /// Runs the pre-flight, within the connect budget and the pinned client timeout, on a runtime
 /// of its own; `stop` ends it early. `sample` is the first route's template and path.
 pub(super) fn preflight(
