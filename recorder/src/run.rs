@@ -513,18 +513,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    let dialer = Dialer {
-        address: target.address.clone(),
-        tls: tls.clone(),
-        server_name: config
-            .target
-            .tls
-            .server_name
-            .clone()
-            .unwrap_or_else(|| target.host.clone()),
-        budget: plan.connect_budget,
-        http: plan.http,
-    };
+    let dialer = Dialer::of(config, &target, &plan, tls.clone());
     let rules: Vec<Rule> = config
         .routes
         .iter()

@@ -20,6 +20,17 @@ use percentes_recorder::run::{self, Progress};
 use crate::error::{bail, Context, Result};
 use crate::Tool;
 
+/// The sweep's folder, made; one that holds other files needs `force`.
+fn prepare(output: &Path, force: bool) -> Result<()> {
+    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
+        bail!(
+            "{} exists and is not empty; pass --force to write the sweep there",
+            output.display()
+        );
+    }
+    std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))
+}
+
 /// A sweep of a quick run stated by flags: its configuration (`text`, with the first rate) is
 /// written into the output folder as `quick.toml`, which the sweep then reads as any other.
 pub fn sweep_quick(
@@ -30,14 +41,7 @@ pub fn sweep_quick(
     diagnose: bool,
     tool: &Tool,
 ) -> Result<ExitCode> {
-    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
-        bail!(
-            "{} exists and is not empty; pass --force to write the sweep there",
-            output.display()
-        );
-    }
-    std::fs::create_dir_all(output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
+    prepare(output, force)?;
     let path = output.join("quick.toml");
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     sweep(&path, rates, output, true, diagnose, tool)
@@ -67,14 +71,7 @@ pub fn sweep(
             config_path.display()
         );
     }
-    if output.exists() && !force && std::fs::read_dir(output)?.next().is_some() {
-        bail!(
-            "{} exists and is not empty; pass --force to write the sweep there",
-            output.display()
-        );
-    }
-    std::fs::create_dir_all(output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
+    prepare(output, force)?;
     let text = std::str::from_utf8(config.raw_bytes()).context("the configuration is UTF-8")?;
     let base: toml::Table = toml::from_str(text).context("the configuration's TOML")?;
     let attempts_max = (config.number(&pins::CALIBRATION_STEP_ATTEMPTS_MAX) as u32).max(1);

@@ -160,18 +160,26 @@ fn timeline_marks(frame: &mut Frame, report: &Report, legend_rows: usize) {
     }
 }
 
+/// An over-time plot's span: the run's end (s) and its bucket width; or why there is nothing
+/// to draw (withheld statistics, no window).
+fn span(report: &Report) -> Result<(f64, f64), String> {
+    let end = report.timeline.windows.last().map_or(0.0, |w| w.end_s);
+    if report.windows.is_empty() || end <= 0.0 {
+        return Err(report
+            .windows_withheld
+            .clone()
+            .unwrap_or_else(|| "the run has no window".into()));
+    }
+    Ok((end, bucket_s(end)))
+}
+
 /// TTFT p50 and p99 (nearest rank) of the completed requests per bucket of intended time.
 pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
     let title = "Time to first token over the run";
-    let end = report.timeline.windows.last().map_or(0.0, |w| w.end_s);
-    if report.windows.is_empty() || end <= 0.0 {
-        let why = report
-            .windows_withheld
-            .clone()
-            .unwrap_or_else(|| "the run has no window".into());
-        return note(title, &why);
-    }
-    let width = bucket_s(end);
+    let (end, width) = match span(report) {
+        Ok(span) => span,
+        Err(why) => return note(title, &why),
+    };
     let buckets = (end / width).ceil() as usize;
     let mut per: Vec<Vec<u64>> = vec![Vec::new(); buckets.max(1)];
     for row in 0..requests.len() {
@@ -220,15 +228,10 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
 /// Output tokens per second by completion time, from each response's usage.
 pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
     let title = "Output tokens per second over the run";
-    let end = report.timeline.windows.last().map_or(0.0, |w| w.end_s);
-    if report.windows.is_empty() || end <= 0.0 {
-        let why = report
-            .windows_withheld
-            .clone()
-            .unwrap_or_else(|| "the run has no window".into());
-        return note(title, &why);
-    }
-    let width = bucket_s(end);
+    let (end, width) = match span(report) {
+        Ok(span) => span,
+        Err(why) => return note(title, &why),
+    };
     let mut tokens = vec![0u64; (end / width).ceil() as usize + 1];
     let mut with_usage = 0u64;
     for row in 0..requests.len() {

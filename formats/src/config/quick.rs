@@ -46,7 +46,7 @@ pub struct Quick {
     pub seed: u64,
     /// `schedule.arrival`: `poisson` or `deterministic`.
     pub arrival: String,
-    /// `routes[0].output_tokens`, as [`lengths_inline`] reads it: each request's `max_tokens`.
+    /// `routes[0].output_tokens`, as `lengths_inline` reads it: each request's `max_tokens`.
     pub max_tokens: Option<String>,
     /// `routes[0].input_tokens`: each generated prompt's length.
     pub input_tokens: Option<String>,

@@ -324,6 +324,30 @@ pub(super) struct Dialer {
     pub(super) http: HttpVersion,
 }
 
+impl Dialer {
+    /// The dialer of `config`'s target: its address, TLS (`tls`, made by the caller once) and
+    /// server name, the plan's connect budget and HTTP version.
+    pub(super) fn of(
+        config: &Config,
+        target: &Target,
+        plan: &RunPlan,
+        tls: Option<TlsConnector>,
+    ) -> Dialer {
+        Dialer {
+            address: target.address.clone(),
+            tls,
+            server_name: config
+                .target
+                .tls
+                .server_name
+                .clone()
+                .unwrap_or_else(|| target.host.clone()),
+            budget: plan.connect_budget,
+            http: plan.http,
+        }
+    }
+}
+
 /// Why a connection could not be opened.
 pub(super) struct OpenError {
     pub(super) error: std::io::Error,

@@ -111,18 +111,7 @@ pub fn served_models(config: &Config) -> Result<Vec<String>, String> {
         true => Some(tls_connector(config).map_err(|e| e.to_string())?),
         false => None,
     };
-    let dialer = Dialer {
-        address: target.address.clone(),
-        tls,
-        server_name: config
-            .target
-            .tls
-            .server_name
-            .clone()
-            .unwrap_or_else(|| target.host.clone()),
-        budget: plan.connect_budget,
-        http: plan.http,
-    };
+    let dialer = Dialer::of(config, &target, &plan, tls);
     let runtime = compio::runtime::Runtime::builder()
         .with_proactor(ring_setup(false))
         .build()
