@@ -1,8 +1,10 @@
-//! The binary's argument value types (clap `ValueEnum`s) and their mapping to the libraries'.
+//! The binary's flags: the commands and their arguments (clap definitions, help text included),
+//! the argument value types and their mapping to the libraries'. main.rs dispatches them.
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use percentes_analyzer::model::SegmentColumns;
 use percentes_analyzer::query;
 use percentes_formats::config::thresholds::Threshold;
 use percentes_formats::config::Profile;
@@ -30,7 +32,7 @@ pub struct QueryArgs {
     #[arg(long, default_value = "table")]
     pub format: query::Format,
     /// The spec version whose windows and gates apply (as analyze's --spec).
-    #[arg(long, default_value = Spec::CURRENT.name(), value_parser = crate::spec_version)]
+    #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
     pub spec: Spec,
     #[command(flatten)]
     pub table: TableArgs,
@@ -409,6 +411,400 @@ fn percent(text: &str) -> Result<f64, String> {
     }
 }
 
-fn spec_version(value: &str) -> Result<Spec, String> {
-    crate::spec_version(value)
+/// Open-loop load and failure measurement for LLM inference services.
+///
+/// Record a hash-chained journal of every scheduled request, verify it, analyze it under a chosen
+/// spec version. See README.md and SPEC.md.
+#[derive(Debug, Parser)]
+#[command(name = "percentes", version = version_line(), propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScenarioCommand {
+    /// List the scenario files in a folder: question, expectation, and whether each can run here
+    /// (refused scenarios say why).
+    List {
+        /// A folder of scenario files (*.toml); without it, the catalogue compiled into this
+        /// build (scenarios/catalogue), which works from any folder.
+        dir: Option<PathBuf>,
+    },
+    /// Run one scenario on the local testbed: start the mocks and the router, record, play the
+    /// orchestrator, verify, analyze, and write journal, config, report and scenario.md into one
+    /// folder. Exit 0 valid, 2 gate-invalid, 1 error.
+    Run {
+        /// The scenario file, or the name of a catalogue scenario (`pod-churn`): a path that does
+        /// not exist is looked up in the compiled-in catalogue.
+        file: PathBuf,
+        /// The folder everything goes in.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write into a folder that holds other files (an earlier run's folder is replaced
+        /// without it).
+        #[arg(long)]
+        force: bool,
+        /// The dev profile's time factor (NOT PUBLISHABLE): 10 runs 1 m 42 s of load, 100 runs
+        /// 10 s; 2 runs 8 m 30 s, for real replicas whose start-up needs the recovery window.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100), conflicts_with = "experiment")]
+        time_factor: u32,
+        /// Run the pinned full-length experiment profile instead (about 17 minutes).
+        #[arg(long)]
+        experiment: bool,
+        /// Analyze an invalid run's statistics anyway, for diagnosis (as `analyze --diagnose`).
+        #[arg(long)]
+        diagnose: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the replica-loss study end to end on this machine (Linux; about 2 minutes): two mock
+    /// replicas behind a router, a clean delete under load in the dev profile, recorded,
+    /// verified and analyzed into one folder (journal, report.json, report.md, report.html,
+    /// plots). Needs no root and no installs. NOT PUBLISHABLE by construction.
+    Demo {
+        /// The folder everything goes in.
+        #[arg(short, long, default_value = "demo-out")]
+        output: PathBuf,
+        /// Write into a folder that holds other files (an earlier demo's folder is replaced
+        /// without it).
+        #[arg(long)]
+        force: bool,
+        /// The dev profile's time factor: 10 (about 1 m 45 s of load) or up to 100 (about 10 s;
+        /// the tests use it). The mocks are sized to it.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(10..=100))]
+        time_factor: u32,
+        /// Analyze an invalid run's statistics anyway, for diagnosis (as `analyze --diagnose`).
+        #[arg(long)]
+        diagnose: bool,
+    },
+    /// Scenario files (seeds/004's governed experiments) run on the local testbed (Linux).
+    #[command(subcommand)]
+    Scenario(ScenarioCommand),
+    /// Measure lambda_max of one replica addressed directly (SPEC §10, Linux): a coarse ramp
+    /// from 2 rps doubling until a step fails, then steps 10 % above the last pass; each step a
+    /// recorded journal (30 s settle + 120 s measured, divided by a dev time factor); run twice,
+    /// a third time when the two differ by more than 10 %. Writes every step's configuration and
+    /// journal, calibration.json and calibration.md. Exit 0 calibrated, 2 calibration invalid.
+    Calibrate {
+        /// The run configuration to calibrate for (its target, routes, profile and pins); the
+        /// replica's address comes from target.replica_addresses.
+        config: PathBuf,
+        /// The folder the trace goes in.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Which replica (default: the first of target.replicas).
+        #[arg(long)]
+        replica: Option<String>,
+        /// Write into a folder that is not empty.
+        #[arg(long)]
+        force: bool,
+        /// Judge a step whose every recording only the client gate spoiled by its diagnosis
+        /// (goodput and waiting gauge): the lambda_max found is for diagnosis only, exit 2.
+        #[arg(long)]
+        diagnose: bool,
+    },
+    /// Latency against offered load (Linux): one recording of CONFIG per rate, only
+    /// schedule.rate_rps changed, each analyzed as `analyze` would (a recording only the client
+    /// gate failed is recorded again, as a calibration step is). Writes each rate's
+    /// configuration and journal, sweep.json, sweep.md and two plots. Exit 2 when a rate's
+    /// recording failed a gate.
+    Sweep {
+        /// The run configuration (fault.variant = "none"); or the quick run's flags (--url ...).
+        #[arg(required_unless_present = "url")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        quick: QuickArgs,
+        /// The offered rates, requests/s: a list (2,4,8,16) or a geometric ramp (2..32*2).
+        #[arg(long)]
+        rates: percentes_analyzer::sweep::Rates,
+        /// The folder everything goes in.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write into a folder that is not empty.
+        #[arg(long)]
+        force: bool,
+        /// Show an invalid rate's statistics anyway, marked NOT PUBLISHABLE (as analyze's).
+        #[arg(long)]
+        diagnose: bool,
+    },
+    /// Write a commented, valid example configuration, or (--from-flags) the one a quick run's
+    /// flags state, to edit.
+    Init {
+        /// Which profile the example is for.
+        #[arg(long, value_enum, default_value_t = ProfileArg::Dev)]
+        profile: ProfileArg,
+        /// Write the configuration `record --url ...` would run with these flags.
+        #[arg(long, requires = "url")]
+        from_flags: bool,
+        /// The quick run's flags (with --from-flags).
+        #[command(flatten)]
+        quick: QuickArgs,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Overwrite the output file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Record a run: send every scheduled request at its intended time and write the journal
+    /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
+    /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
+    /// seals it as escaped (exit 2).
+    Record(Box<RecordArgs>),
+    /// Merge the shard journals of one run (SPEC §2 "Sharded capture"): check one configuration,
+    /// schedule and epoch, every shard once, sealed-intact, holding exactly its indices, starts
+    /// and clocks within their pins; write the manifest binding their chain heads, which
+    /// `analyze`, `export`, `campaign` and `verify` accept in place of a journal. Exit 1: refused.
+    Merge {
+        /// The shard journals (.pj), in any order.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// The manifest to write (JSON); shard paths in it are relative to its folder.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The operator's ed25519 secret key (as `keygen` writes): signs the manifest's binding.
+        #[arg(long, value_name = "FILE")]
+        sign_key: Option<PathBuf>,
+        /// Replace an existing manifest.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Validate configurations and list the pins.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Verify a journal's hash chain, checkpoints, signatures and seal.
+    ///
+    /// Verdicts: sealed-intact, unsealed-prefix, tampered, not-a-journal, unsupported-version.
+    /// Exit status 0 only for sealed-intact (and a matching --expect-head / --pubkey).
+    Verify {
+        /// The journal file (.pj) to verify.
+        journal: PathBuf,
+        /// A chain head kept outside the file (printed by the recorder at a checkpoint or the
+        /// seal, or cited in a report): the chain must pass through it.
+        #[arg(long, value_name = "HEX")]
+        expect_head: Option<String>,
+        /// The operator's ed25519 public key (64 hex digits in a file, as `keygen` writes it):
+        /// the journal must be signed by it.
+        #[arg(long, value_name = "FILE")]
+        pubkey: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Analyze a journal under a spec version: verify it, cut the windows, estimate, gate, and
+    /// write report.json, report.md and histograms.hlog.
+    ///
+    /// A tampered journal is refused (exit 1). An unsealed, aborted or dev-profile one is analyzed
+    /// for diagnosis, and every output says NOT PUBLISHABLE and why. A run that fails the
+    /// client-validity gate (§2) publishes no statistic and exits 2; `--diagnose` shows its
+    /// statistics anyway, marked NOT PUBLISHABLE, and still exits 2.
+    Analyze {
+        /// The journal file (.pj) to analyze.
+        journal: PathBuf,
+        /// The spec version whose rules to apply: v0.4 (a reading says what it measured, over
+        /// what and of how many; amendment A3), v0.3 (recovery read only where the data support
+        /// it; A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier with errors
+        /// censored; A1). Older versions reproduce archived reports; a journal recorded before
+        /// 2026-12-03 fails G2.4 under v0.4 (its stall ticker was off the send path).
+        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+        spec: Spec,
+        /// The folder the report files go in (created if needed; files in it are replaced).
+        #[arg(short, long, default_value = "report")]
+        output: PathBuf,
+        /// Print report.json to standard output instead of the summary (the summary's own JSON
+        /// is summary.json in the report folder).
+        #[arg(long)]
+        json: bool,
+        /// Compute the statistics an invalid run withholds, to see what went wrong; every output
+        /// says NOT PUBLISHABLE and the exit stays 2 (§9).
+        #[arg(long)]
+        diagnose: bool,
+        /// Also cut every window by these columns (comma-separated: route, replica, class,
+        /// outcome, phase, status, protocol), each segment with its own outcomes, completion
+        /// curve and latencies with their refusals, in report.md and report.json (§9).
+        #[arg(long, value_name = "COLUMNS", value_parser = SegmentColumns::parse)]
+        by: Option<SegmentColumns>,
+        #[command(flatten)]
+        table: TableArgs,
+        #[command(flatten)]
+        fail_on: FailOnArgs,
+    },
+    /// Compare two runs, or two groups of runs, window by window: `compare A.pj B.pj`, or
+    /// `compare A1.pj A2.pj --vs B1.pj B2.pj`.
+    ///
+    /// Each latency quantile and share gets B - A with a 95 % interval, a named test and a
+    /// verdict (differs, equal within the margin, no decision, refused); p-values are
+    /// Holm-adjusted over the whole comparison (SPEC §9 "Comparisons"). One run a side is
+    /// compared request by request, several run by run.
+    Compare(CompareArgs),
+    /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
+    /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;
+    /// Welch comparisons between two variants with Holm's correction; the headline.
+    ///
+    /// Each journal is verified and analyzed as `analyze` would; invalid runs are dropped and
+    /// named. Writes campaign.json and campaign.md.
+    Campaign {
+        /// The journals of the campaign (.pj), every run of every variant.
+        #[arg(required = true)]
+        journals: Vec<PathBuf>,
+        /// The spec version applied to every run.
+        #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
+        spec: Spec,
+        /// The folder campaign.json and campaign.md go in.
+        #[arg(short, long, default_value = "campaign")]
+        output: PathBuf,
+        #[command(flatten)]
+        table: TableArgs,
+    },
+    /// Export one row per scheduled request as a Parquet file, for pandas, DuckDB or Spark.
+    ///
+    /// Times are ns from the run's epoch; absent timestamps are null. The file's key-value
+    /// metadata cites the spec version at capture, the config hash and the journal's chain head.
+    Export {
+        /// The journal file (.pj) to export.
+        journal: PathBuf,
+        /// The Parquet file to write.
+        #[arg(long, value_name = "FILE")]
+        parquet: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        table: TableArgs,
+    },
+    /// Ask a journal a question in SQL (polars SQL) and print the answer.
+    ///
+    /// The tables: `requests` (one row per scheduled request: the export's columns and the
+    /// `window` its intended time falls in), `events`, `telemetry` and `windows` (the report's
+    /// timeline: window, start_ns, end_ns, scheduled). Times are ns from the run's epoch; an
+    /// absent one is null. `SELECT * FROM requests LIMIT 1` shows a table's columns.
+    ///
+    /// The journal is verified and analyzed as `analyze` would: a tampered one is refused (exit
+    /// 1), and the answer says NOT PUBLISHABLE and why wherever the report would; a run that
+    /// fails a gate is answered as a diagnosis and exits 2. Only one query is answered, over
+    /// these tables alone: a statement that reads a file, or changes anything, is refused.
+    ///
+    /// Example: percentes query run.pj "SELECT window, outcome, count(*) AS n FROM requests
+    /// GROUP BY window, outcome ORDER BY window, outcome"
+    ///
+    /// Built with the `query` feature (`cargo build --release --features query`): polars' SQL
+    /// engine more than doubles a clean build, so a default build has it not.
+    Query(QueryArgs),
+    /// Print a journal's header, and with --records its records as JSON lines.
+    Inspect {
+        /// The journal file (.pj) to inspect.
+        journal: PathBuf,
+        /// Print the records of the verified prefix as JSON lines.
+        #[arg(long)]
+        records: bool,
+        /// Only records of these kinds (request, event, telemetry, checkpoint, seal, other).
+        #[arg(long, value_delimiter = ',', requires = "records")]
+        kind: Vec<crate::inspect::KindArg>,
+        /// Skip records before this sequence number.
+        #[arg(long, default_value_t = 0, requires = "records")]
+        from: u64,
+        /// Print at most this many records.
+        #[arg(long, requires = "records")]
+        limit: Option<u64>,
+        /// Print the header as JSON.
+        #[arg(long, conflicts_with = "records")]
+        json: bool,
+        /// Include the raw configuration text in the header output.
+        #[arg(long)]
+        config: bool,
+    },
+    /// Run the mock inference server: OpenAI-compatible, known timing model, fault modes.
+    ///
+    /// Serves POST /v1/chat/completions and /v1/completions (streaming SSE or not), GET /health,
+    /// GET /metrics (Prometheus), and GET/POST /admin/faults. Runs until Ctrl-C.
+    Mock(MockArgs),
+    /// Run the layer-7 round-robin router in front of mock replicas (no retries).
+    ///
+    /// Adds x-percentes-upstream to each response, logs each request by x-request-id, and takes
+    /// endpoint readiness from POST /admin/endpoints {"name": ..., "ready": true|false}.
+    Router {
+        /// The address to listen on (HOST:PORT). Its default differs from the mock's 8000, so
+        /// a router and a mock started with their defaults do not collide.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// An upstream as NAME=HOST:PORT; repeat for each replica.
+        #[arg(long = "upstream", value_name = "NAME=HOST:PORT", required = true)]
+        upstreams: Vec<String>,
+    },
+    /// Start N mock replicas and the router as child processes; print their addresses and pids;
+    /// stop them all on Ctrl-C.
+    Testbed(TestbedArgs),
+    /// Look at this host for a few seconds and say whether the client gate's pins (SPEC §2,
+    /// G2) can hold here, and what to change (Linux). Exit 2 when a check predicts a failure.
+    Doctor {
+        /// How long to look, in seconds.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Hand a running recorder a timeline event an orchestrator saw (`record --events-socket
+    /// PATH`; SPEC §5): journaled at the time stated, beside the time the recorder read it.
+    Event(EventArgs),
+    /// Print a shell completion script: `percentes completions bash > /etc/bash_completion.d/percentes`
+    /// (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page (roff): `percentes man > percentes.1; man ./percentes.1`; with a
+    /// command, that command's page (`percentes man record > percentes-record.1`).
+    Man {
+        /// The command whose page to print (`record`, `analyze`, ...); the overview without.
+        command: Option<String>,
+    },
+    /// Create an ed25519 key pair for signing journal checkpoints and seals.
+    Keygen {
+        /// Writes PREFIX.key (secret, mode 0600) and PREFIX.pub (public), as hex.
+        #[arg(long, value_name = "PREFIX")]
+        out: PathBuf,
+        /// Replace an existing key pair of that prefix.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Validate a configuration; print its profile, hash and every pin in force.
+    Check {
+        /// The configuration file (TOML).
+        file: PathBuf,
+        /// Print the result as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// List every pin in force, not only those the file sets or its profile changes.
+        #[arg(long)]
+        pins: bool,
+    },
+    /// Print the pin table (SPEC.md's "Pins" section is this output).
+    Pins,
+}
+
+pub(crate) fn version_line() -> &'static str {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (commit ",
+        env!("PERCENTES_COMMIT"),
+        "; journal format v1; spec v0.4)"
+    )
+}
+
+/// Accepts only the spec versions this build can apply.
+pub(crate) fn spec_version(value: &str) -> Result<Spec, String> {
+    Spec::parse(value).ok_or_else(|| {
+        format!(
+            "this build applies spec versions {} (SPEC §11)",
+            Spec::names()
+        )
+    })
 }
