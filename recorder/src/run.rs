@@ -3,7 +3,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +28,7 @@ use percentes_formats::pins;
 use percentes_formats::schedule::{Entry, ScheduleParams};
 use percentes_formats::spec::Spec;
 
-use crate::canary::{self, CanaryServer, LagSummary};
+use crate::canary::{CanaryServer, LagSummary};
 use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;

@@ -7,7 +7,7 @@ use percentes_formats::journal::header::HostFact;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use super::*;
+use super::{Config, Duration, Instant, RecordError};
 
 /// The longest a collector may take (a `kubectl exec` to a busy node included).
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);

@@ -9,7 +9,7 @@
 //! reaches later on the same journal. It judges evidence only: a gate with nothing to read
 //! (no replica header, no probed gauge) is left to the analyzer, which fails it as unobserved.
 
-use super::*;
+use super::{pins, Config, Duration, EventKind, Instant, Outcome, Record, RunPlan, Shared};
 
 /// How long the fault plan waits at T_inject for the last of the baseline's records to reach
 /// the writer (a request that ran to its deadline ends at T_inject itself, and a worker hands its
@@ -214,6 +214,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::{EventRecord, RequestRecord};
 
     const MS: u64 = 1_000_000;
 

@@ -4,7 +4,12 @@
 
 use std::os::fd::{AsRawFd, RawFd};
 
-use super::*;
+use super::{
+    class_code, http1, idle_expired, Arc, AtomicBool, BufResult, Cell, Config, Conn, Duration,
+    Entry, Exchange, HttpVersion, Instant, Ordering, Outcome, Rc, RefCell, RequestRecord, Rule,
+    RunPlan, Sender, Shared, Target, TcpStream, Template, TlsConnector, Verdict,
+};
+use crate::run::http2;
 
 pub(super) struct WorkerContext {
     pub(super) worker: usize,

@@ -7,7 +7,10 @@
 //! virtual clock with scripted stalls and a scripted target, so every case the recorder must get
 //! right under stress runs deterministically, in microseconds, with no sleeping.
 
-use super::*;
+use super::{
+    spare_wanted, tick_lateness, Behind, Duration, Entry, Fired, HttpVersion, RunPlan,
+    KEEPER_INTERVAL,
+};
 
 /// What a worker does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

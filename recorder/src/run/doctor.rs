@@ -8,7 +8,12 @@
 //! It predicts; it does not gate. A host that passes here can still be loaded during the run
 //! (the run's own gate reads the run), and one that fails here can be quiet later.
 
-use super::*;
+use super::{
+    allowed_cpus, cgroup, deferred_task_work_available, io, io_uring_usable, pins, quantile,
+    ring_setup, tick_lateness, Duration, RecordError, STALL_TICK,
+};
+use crate::run::host;
+use crate::run::pacer;
 
 /// What a look at the host found.
 #[derive(Clone, Debug)]

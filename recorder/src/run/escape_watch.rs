@@ -1,7 +1,10 @@
 //! The escape watch (seeds/004): on the journal writer thread, it sees every record in journal
 //! order and fires a declared abort trigger once.
 
-use super::*;
+use super::{
+    class_code, Arc, AtomicBool, Config, EventKind, EventRecord, Ordering, Outcome, Record,
+    RequestRecord,
+};
 
 /// The declared abort triggers (seeds/004), watched on the writer thread, which sees every
 /// record in the order it journals them. When one fires the watch journals an `escape` event,

@@ -4,7 +4,11 @@
 //! run's clock, answered, and journaled as a `timeline` event through the same writer as
 //! everything else; a bad line is refused to its sender and never ends the run.
 
-use super::*;
+use super::{
+    io, now_ns, Duration, EventKind, EventRecord, Instant, Ordering, Record, RecordError, Sender,
+    Shared, STOP_POLL,
+};
+use std::io::Write;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::net::{UnixListener, UnixStream};
 

@@ -1,7 +1,10 @@
 //! The fault plan (SPEC §1): arm, fire at T_inject, confirm the impact independently, remove or
 //! expire, each step journaled as an event.
 
-use super::*;
+use super::{
+    now_ns, AtomicBool, Duration, EventKind, EventRecord, Injector, Instant, Ordering, Record,
+    RunPlan, Sender, Shared,
+};
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).
 pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {

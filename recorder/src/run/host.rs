@@ -1,7 +1,9 @@
 //! Facts about the recording host and its clocks: the monotonic clock, CPU accounting from
 //! /proc, the CPUs this process may use, and the host facts the journal header carries.
 
-use super::*;
+use super::{Config, RecordError, RunPlan, Target, STALL_TICK};
+use crate::canary;
+use crate::run::doctor;
 use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.

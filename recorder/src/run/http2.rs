@@ -17,7 +17,11 @@ use h2::client::SendRequest;
 use h2::Reason;
 
 use super::h2io::{TokioIo, Transport, FLOOD_WORDS};
-use super::*;
+use super::{
+    now_ns, transport_verdict, Cell, Conn, Duration, Entry, Exchange, HttpVersion, Instant, Local,
+    Ordering, Rc, RefCell, RequestRecord, Shared, Verdict, WorkerContext,
+};
+use crate::http1;
 
 /// Each stream's receive window, and the connection's, in octets: HTTP/2's largest (2^31 - 1).
 pub(super) const WINDOW_BYTES: u32 = (1 << 31) - 1;

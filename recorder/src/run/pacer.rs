@@ -2,7 +2,13 @@
 //! intended time and sends it when it wakes (one wake a request, never early, never held:
 //! ARCHITECTURE.md, "Pacing"), then drains; and the batches a worker hands its records over in.
 
-use super::*;
+use super::{
+    blank, class_code, execute, io, now_ns, Arc, Behind, Cell, Dispatcher, Duration, Entry,
+    Instant, Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell, RequestRecord,
+    StallTicker, Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
+};
+use crate::canary;
+use crate::run::http2;
 
 /// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
 /// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task

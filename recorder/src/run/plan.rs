@@ -2,7 +2,10 @@
 //! before the first send, by a pure function. The threads read the plan; none of them reads the
 //! configuration for a number again, and none holds a copy of it.
 
-use super::*;
+use super::{
+    pins, BaselineRule, Config, Duration, FaultVariant, HttpVersion, ScheduleParams, Shard,
+    PROBE_PERIOD_MAX, PROBE_PERIOD_MIN,
+};
 
 /// Workers a run may have at the most (each is a thread with its own ring).
 pub const WORKERS_MAX: usize = 64;

@@ -10,7 +10,11 @@
 //! timeout, or an error status, is a warning at start (issue 18 item 2), and the time is in the
 //! `preflight` host fact.
 
-use super::*;
+use super::{
+    http1, ring_setup, tls_connector, AtomicBool, BufResult, Config, Dialer, Duration,
+    ExtraHeaders, Instant, Ordering, RunPlan, Target, Template, READ_BUFFER, STOP_POLL,
+};
+use crate::run::http2;
 
 /// The most of the pre-flight's body read (a models list is a few KB).
 const PREFLIGHT_BODY_MAX: usize = 1 << 20;

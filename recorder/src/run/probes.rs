@@ -1,7 +1,10 @@
 //! Direct probes of each replica (`target.replica_addresses`) on their own threads, journaled as
 //! `probe` events.
 
-use super::*;
+use super::{
+    io, now_ns, Arc, AtomicBool, Config, Duration, EventKind, EventRecord, Instant, Ordering,
+    Record, RecordError, RunPlan, Sender, Shared,
+};
 
 /// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
 pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);

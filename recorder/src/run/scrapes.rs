@@ -10,7 +10,10 @@
 //! path, with blocking sockets, like the replica probes; after the run's last request they
 //! scrape once more, so the counters' last increases are in the journal.
 
-use super::*;
+use super::{
+    io, now_ns, pins, resolve, Arc, AtomicBool, Config, Duration, EventKind, EventRecord, Instant,
+    Ordering, Record, RecordError, Sender, Shared, STOP_POLL,
+};
 use percentes_formats::config::ServerMetrics;
 use percentes_formats::journal::scrape::Scraper;
 use percentes_formats::prometheus;
@@ -183,7 +186,7 @@ fn scrape_once(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
 
     /// A metrics endpoint that answers each connection with what `answer` gives for it (the

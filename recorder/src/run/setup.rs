@@ -2,7 +2,14 @@
 //! own: the host check, the request templates, the host facts a header keeps about the run's
 //! set-up, the output files, the telemetry thread's start, and the seal's status and reason.
 
-use super::*;
+use super::{
+    io, live, load_prompts, say, telemetry_thread, Arc, Behind, Config, ExtraHeaders, File,
+    Instant, ModelTokenizer, Options, RecordError, RunPlan, SealStatus, Sender, Shared, Target,
+    Template, HOST_CHECK,
+};
+use crate::run::accelerator;
+use crate::run::cgroup;
+use crate::run::doctor;
 use percentes_formats::journal::header::HostFact;
 
 /// Host facts, key and value, as a header keeps them.

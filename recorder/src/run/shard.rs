@@ -7,7 +7,10 @@
 //! reports it. A recorder that comes to the barrier after the epoch has passed by more than
 //! `shards.start_late_max_ms` refuses to record before its journal exists.
 
-use super::*;
+use super::{
+    monotonic_now_ns, read_trimmed, AtomicBool, Duration, Instant, Ordering, RecordError,
+    EPOCH_LEAD, STOP_POLL,
+};
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::manifest::Shard;
 

@@ -1,6 +1,7 @@
 //! SIGINT and SIGTERM: a run that is told to stop drains and seals as aborted; the progress line.
 
-use super::*;
+use super::{Arc, AtomicBool, Counts, Duration, Ordering};
+use std::io::Write;
 
 /// The counts a sealed journal ended with (for the summary line).
 pub fn counts_line(counts: &Counts) -> String {

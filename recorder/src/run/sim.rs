@@ -7,7 +7,11 @@
 //! The production code decides; the simulation only stands in for the ring, the kernel's timers
 //! and the network. Nothing sleeps: a 60 s stall takes microseconds, and every run is the same.
 
-use super::*;
+use super::{
+    blank, idle_expired, pins, settle, Behind, Dispatcher, Duration, Entry, Fired, Keeper, Outcome,
+    RequestRecord, StallPool, StallTicker, Step, Verdict, KEEPER_AHEAD, KEEPER_INTERVAL,
+    STALL_TICK, STOP_POLL,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 

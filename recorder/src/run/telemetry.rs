@@ -2,8 +2,13 @@
 //! ring: `pacer.rs`), the once-a-second telemetry record, and the fall-behind policy's watch
 //! over workers too starved to judge themselves.
 
-use super::*;
+use super::{
+    clock_ticks_per_second, host_cpu, recorder_cpu_ns, say, AtomicBool, Behind, Duration,
+    EventKind, EventRecord, Fired, Instant, LagSummary, Ordering, Record, Sender, Shared,
+    TelemetryRecord, TELEMETRY_INTERVAL,
+};
 use percentes_formats::journal::records::{PoolCounts, POOL_SUBJECT};
+use std::io::Write;
 
 impl Shared {
     /// The fall-behind policy fired (SPEC §2 "Falling behind"): once per run, journal the

@@ -9,7 +9,12 @@
 
 use std::io::{Seek, SeekFrom};
 
-use super::*;
+use super::{
+    say, AtomicBool, Duration, EscapeWatch, File, Instant, JournalWriter, Ordering, Receiver,
+    Record, RecvTimeoutError, SealStatus, Sealed, Shared, ToWriter, WriteError,
+    CHECKPOINT_INTERVAL, COMMIT_INTERVAL,
+};
+use std::io::Write;
 
 /// The writer's journal: the file, and a second handle to it that can cut it back after a
 /// failed write (the writer's own handle is consumed by the seal).
