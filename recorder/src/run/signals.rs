@@ -29,7 +29,7 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 }
 
 /// A flag that becomes true on SIGINT or SIGTERM (a watcher thread copies the signal handler's
-/// static flag into it), for [`Options::stop`].
+/// static flag into it), for [`Options::stop`](super::Options::stop).
 pub fn stop_on_signals() -> Arc<AtomicBool> {
     let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to a static atomic, which is async-signal-safe.
