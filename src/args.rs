@@ -196,6 +196,25 @@ pub struct QuickArgs {
     /// With --url: the arrivals, poisson or deterministic.
     #[arg(long, default_value = "poisson")]
     pub arrival: String,
+    /// With --url: a closed loop of N users, each sending after its previous response (and
+    /// --think-time); no --rate (the rate is an outcome).
+    #[arg(long, value_name = "N", requires = "url")]
+    pub concurrency: Option<u32>,
+    /// With --url: semi-open, sessions of K requests each arriving at --rate sessions/s, each
+    /// request after the previous response (and --think-time).
+    #[arg(long, value_name = "K", requires = "url")]
+    pub turns: Option<u32>,
+    /// With --concurrency or --turns: the mean think time between a response and the next
+    /// request (500ms, 2s).
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    pub think_time: Option<f64>,
+    /// With --think-time: `fixed` (default) or `exponential` think times.
+    #[arg(long, value_name = "LAW", requires = "url")]
+    pub think: Option<String>,
+    /// With --url: replay a JSONL trace, one `{"timestamp": MS, ...}` a line, at its times
+    /// (and its `prompt`/`messages`, when every line has one); no --rate.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub trace: Option<String>,
 }
 
 fn duration(text: &str) -> Result<f64, String> {
@@ -224,6 +243,13 @@ impl QuickArgs {
             dataset: self.dataset.clone(),
             dataset_format: self.dataset_format.clone(),
             tokenizer: self.tokenizer.clone(),
+            workload: percentes_formats::config::QuickWorkload {
+                users: self.concurrency,
+                turns: self.turns,
+                think_s: self.think_time,
+                think: self.think.clone(),
+                trace: self.trace.clone(),
+            },
         })
     }
 }

@@ -7,11 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::ValueEnum;
 use percentes_analyzer::JournalFile;
-use percentes_formats::journal::records::{
-    class_name, event_kind_name, Outcome, Record, RecordKind,
-};
+use percentes_formats::journal::records::RecordKind;
 use percentes_formats::journal::{verify, Verdict};
-use serde_json::json;
 
 use percentes_study::show;
 
@@ -103,33 +100,14 @@ pub fn run(path: &Path, options: Options) -> Result<ExitCode> {
         if options.limit.is_some_and(|limit| printed >= limit) {
             break;
         }
-        let mut line = match decoded {
-            Ok(record) => {
-                let mut value = serde_json::to_value(&record)?;
-                annotate(&record, &mut value);
-                value
-            }
-            Err(error) => {
-                json!({"record": "undecodable", "kind_byte": framed.kind, "error": error.message})
-            }
-        };
-        line["sequence"] = json!(framed.sequence);
-        line["byte_offset"] = json!(framed.byte_offset);
+        let line = show::record_line(
+            framed.kind,
+            (framed.sequence, framed.byte_offset),
+            decoded.map_err(|e| e.message),
+        )?;
         writeln!(out, "{}", serde_json::to_string(&line)?)?;
         printed += 1;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Adds names beside the stable codes, for people reading the JSON.
-fn annotate(record: &Record, value: &mut serde_json::Value) {
-    match record {
-        Record::Request(r) => {
-            value["outcome_name"] = json!(Outcome::from_byte(r.outcome).map(Outcome::name));
-            value["class_name"] = json!(class_name(r.class));
-        }
-        Record::Event(e) => value["kind_name"] = json!(event_kind_name(e.kind)),
-        _ => {}
-    }
 }

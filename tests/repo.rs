@@ -114,4 +114,5 @@ mod repo {
     pub mod stress;
     pub mod testbed;
     pub mod tidy;
+    pub mod workload;
 }

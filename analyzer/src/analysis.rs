@@ -27,6 +27,7 @@ mod rows;
 mod segment;
 mod tokens;
 mod window;
+mod workload;
 
 pub use rows::{latency_samples, LatencySamples};
 use rows::{seconds, slo_input};

@@ -14,7 +14,9 @@ use percentes_formats::journal::records::{EventKind, Record, SealStatus};
 use percentes_formats::journal::scrape::ScrapeRecord;
 use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
-use percentes_formats::schedule::ScheduleParams;
+use percentes_formats::schedule::{ScheduleParams, Workload};
+
+mod sessions;
 
 use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NO_RECORD};
 use crate::JournalFile;
@@ -253,10 +255,16 @@ pub fn load_verified_with(
     // The header's schedule must be the one its own configuration defines: the analysis sizes
     // its windows and goodput series from it, and the configuration is what the pins bound.
     // The schedule rule is the recorder's, named in the header, not the configuration's.
-    let expected = ScheduleParams {
+    let mut expected = ScheduleParams {
         grid: params.grid,
         ..config.schedule_params()
     };
+    // A replay's times are the trace's, which the header carries and the configuration names.
+    if let (Workload::Replay { offsets_ns }, Workload::Replay { .. }) =
+        (&params.workload, &expected.workload)
+    {
+        expected = expected.replaying(offsets_ns.to_vec());
+    }
     if *params != expected {
         return Err(LoadError::Schedule(
             "the header's schedule parameters are not the ones its configuration defines".into(),
@@ -301,6 +309,12 @@ pub fn load_verified_with(
             "{total} requests regenerated, the header recorded {}",
             header.schedule_requests
         )));
+    }
+    // A closed or semi-open run's follow-ups: rows after the schedule's, filled from their
+    // records and checked against the model once all are read.
+    let mut turns = sessions::Turns::of(params, files, &parts, total)?;
+    for j in 0..turns.rows() as u64 {
+        requests.push_scheduled(total + j, 0, 0, 0);
     }
     if options.spills(requests.len()) {
         requests
@@ -361,7 +375,14 @@ pub fn load_verified_with(
                         });
                     }
                     let (intended_ns, route) = (requests.intended_ns[row], requests.route[row]);
-                    if r.intended_ns != intended_ns || r.route != route {
+                    if turns.is_follow_up(row) {
+                        turns
+                            .fill(&mut requests, row, &r, params)
+                            .map_err(|message| LoadError::Record {
+                                sequence: framed.sequence,
+                                message,
+                            })?;
+                    } else if r.intended_ns != intended_ns || r.route != route {
                         return Err(LoadError::Record {
                         sequence: framed.sequence,
                         message: format!(
@@ -424,6 +445,9 @@ pub fn load_verified_with(
                         });
                     }
                     requests.extend(row, &x);
+                    if turns.is_follow_up(row) {
+                        turns.note(row, &x);
+                    }
                 }
                 Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
             }
@@ -459,13 +483,14 @@ pub fn load_verified_with(
             _ => {}
         }
     }
+    let sealed_completed = parts.iter().all(|report| {
+        report
+            .seal
+            .as_ref()
+            .is_some_and(|s| s.status == SealStatus::Completed.name())
+    });
+    turns.check(params, &requests, sealed_completed)?;
     if !missing.is_empty() {
-        let sealed_completed = parts.iter().all(|report| {
-            report
-                .seal
-                .as_ref()
-                .is_some_and(|s| s.status == SealStatus::Completed.name())
-        });
         if sealed_completed {
             return Err(LoadError::Missing {
                 count: missing.len(),

@@ -173,12 +173,13 @@ mod secrets;
 mod sections;
 pub mod thresholds;
 mod timing;
+pub mod workload;
 
 pub use design::{design_hash, TESTBED_LOCAL_KEYS};
 pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;
-pub use quick::{parse_duration_s, Quick, QUICK_PATH_DEFAULT};
+pub use quick::{parse_duration_s, Quick, QuickWorkload, QUICK_PATH_DEFAULT};
 use sections::Typed;
 pub use sections::*;
 pub use timing::{format_s, DevTiming};
@@ -229,6 +230,8 @@ pub struct Config {
     pub server_metrics: ServerMetrics,
     /// `[thresholds] fail_on`: the user's own pass/fail criteria (SPEC §9 "Thresholds"), read.
     pub thresholds: Vec<thresholds::Threshold>,
+    /// `[workload]`: the generation model (SPEC §1 "Workload models").
+    pub workload: workload::WorkloadSection,
     /// Pinned keys the file sets (to the pin or stricter).
     configured: BTreeMap<&'static str, Value>,
 }
@@ -367,6 +370,7 @@ impl Config {
             declaration: typed.declaration,
             server_metrics: typed.server_metrics,
             thresholds: thresholds_of(typed.thresholds)?,
+            workload: typed.workload,
             configured,
         };
         config.check_relations()?;
@@ -468,7 +472,14 @@ impl Config {
     }
 
     /// The total offered rate: the configured one, or replicas x lambda_r under a fault variant.
+    /// Under a closed workload, the user count (it sizes the connection pool; the rate is an
+    /// outcome); under replay, 1 until the recorder puts the trace's mean rate in its header.
     pub fn rate_rps(&self) -> f64 {
+        match self.workload() {
+            crate::schedule::Workload::Closed { users, .. } => return f64::from(users),
+            crate::schedule::Workload::Replay { .. } => return 1.0,
+            _ => {}
+        }
         match (self.schedule.rate_rps, self.derived_rate_rps()) {
             (Some(rate), _) => rate,
             (None, Some(rate)) => rate,
@@ -575,6 +586,7 @@ impl Config {
             inject_at_ns: self.inject_at_ns(),
             // What this build records under; a journal's header says which rule it used.
             grid: Grid::Continuous,
+            workload: self.workload(),
         }
     }
 }

@@ -15,12 +15,16 @@
 //!     routes: vec![RouteWeight { label: "chat".into(), weight: 1 }],
 //!     inject_at_ns: None,
 //!     grid: Grid::Continuous,
+//!     workload: Default::default(),
 //! };
 //! let times: Vec<u64> = params.iter().map(|e| e.intended_ns).collect();
 //! assert_eq!(times, [0, 250_000_000, 500_000_000, 750_000_000]);
 //! ```
 
 use serde::Deserialize;
+
+mod workload;
+pub use workload::{Think, ThinkLaw, Workload, TURNS_MAX, USERS_MAX, WORKLOAD_EXTENSION};
 
 /// Highest offered rate a schedule may have. Well above what one recorder host sustains; the
 /// bound keeps a typo (an extra zero or five) from building a schedule that fills memory.
@@ -136,6 +140,9 @@ pub struct ScheduleParams {
     /// How deterministic arrivals continue across phases (the rule the journal was recorded
     /// under).
     pub grid: Grid,
+    /// The workload model ([`Workload`]): open unless the header's `workload` extension says
+    /// otherwise.
+    pub workload: Workload,
 }
 
 /// One scheduled request.
@@ -149,6 +156,21 @@ pub struct Entry {
     pub route: u32,
     /// Index into [`ScheduleParams::phases`].
     pub phase: u32,
+    /// The session (closed: the user) it belongs to: its first request's index (for an open or
+    /// replayed request, its own).
+    pub session: u64,
+    /// Its place in the session, from 0.
+    pub turn: u32,
+}
+
+impl Entry {
+    /// Which prompt it sends: `session + turn x sessions`, `sessions` the count of requests the
+    /// schedule fixes in advance. An open or replayed request's is its index; a follow-up's is
+    /// fixed by its session and turn, not by the order follow-ups were handed their indices.
+    pub fn content(&self, sessions: u64) -> u64 {
+        self.session
+            .wrapping_add(u64::from(self.turn).wrapping_mul(sessions))
+    }
 }
 
 /// The phases that are not measured: the warm-up (discarded, §1) and the cooldown.
@@ -196,10 +218,21 @@ impl ScheduleParams {
 
     /// BLAKE3 over every entry's canonical bytes (SPEC §J.4): the domain string
     /// `percentes schedule v1`, then per entry `index u64, intended_ns u64, route u32, phase u32`,
-    /// little-endian.
+    /// little-endian. A workload other than open hashes `percentes schedule v2`, the `workload`
+    /// extension's length (u32) and bytes, then the same entries (the requests it fixes in
+    /// advance): so the model, the think law and a replayed trace are covered too.
     pub fn digest(&self) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new();
-        hasher.update(b"percentes schedule v1");
+        match self.workload.encode() {
+            None => {
+                hasher.update(b"percentes schedule v1");
+            }
+            Some(bytes) => {
+                hasher.update(b"percentes schedule v2");
+                hasher.update(&(bytes.len() as u32).to_le_bytes());
+                hasher.update(&bytes);
+            }
+        }
         let mut buffer = Vec::with_capacity(24 * 4096);
         for entry in self.iter() {
             buffer.extend_from_slice(&entry.index.to_le_bytes());
@@ -213,6 +246,79 @@ impl ScheduleParams {
         }
         hasher.update(&buffer);
         *hasher.finalize().as_bytes()
+    }
+
+    /// A replay's parameters with its trace's times: every phase's rate field holds the trace's
+    /// mean rate over the whole schedule (it sizes the connection pool; each time is the
+    /// trace's).
+    pub fn replaying(mut self, offsets_ns: Vec<u64>) -> ScheduleParams {
+        let seconds = self.total_duration_ns() as f64 / 1e9;
+        let rate = if seconds > 0.0 {
+            (offsets_ns.len() as f64 / seconds).max(f64::MIN_POSITIVE)
+        } else {
+            1.0
+        };
+        for phase in &mut self.phases {
+            phase.rate_rps = rate;
+        }
+        self.workload = Workload::Replay {
+            offsets_ns: offsets_ns.into(),
+        };
+        self
+    }
+
+    /// The phase a time (ns from the schedule's start) falls in; `None` at or past the end.
+    pub fn phase_at(&self, at_ns: u64) -> Option<u32> {
+        let mut end = 0u64;
+        for (i, phase) in self.phases.iter().enumerate() {
+            end += phase.duration_ns;
+            if at_ns < end {
+                return Some(i as u32);
+            }
+        }
+        None
+    }
+
+    /// The request that follows `previous` in its session under a closed or semi-open model,
+    /// given `previous`'s terminal time (ns from the epoch): intended at that time plus the
+    /// think time drawn for its turn, on the session's route, in the phase that time falls in.
+    /// `None` when the session ends there: the model has no follow-ups, a semi-open session has
+    /// had its turns, or the time is past the schedule's end (a user stops with the run).
+    /// `index` is called only when there is a follow-up, for the index it takes.
+    pub fn follow_up(
+        &self,
+        previous: &Entry,
+        terminal_ns: u64,
+        index: impl FnOnce() -> u64,
+    ) -> Option<Entry> {
+        let turn = previous.turn.checked_add(1)?;
+        let think = match &self.workload {
+            Workload::Closed { think, .. } => *think,
+            Workload::SemiOpen { turns, think } if turn < *turns => *think,
+            _ => return None,
+        };
+        let intended_ns =
+            terminal_ns.saturating_add(think.draw_ns(self.seed, previous.session, turn));
+        let phase = self.phase_at(intended_ns)?;
+        Some(Entry {
+            index: index(),
+            intended_ns,
+            route: previous.route,
+            phase,
+            session: previous.session,
+            turn,
+        })
+    }
+
+    /// The users' first requests under a closed model: user `u` at `floor(u x W / users)` ns,
+    /// `W` the warm-up's length when the first phase is the warm-up (so the measured windows
+    /// see the whole population at work), else 0 (all at once).
+    fn closed_start_ns(&self, user: u64, users: u32) -> u64 {
+        let ramp = match self.phases.first() {
+            Some(p) if p.name == "warmup" => p.duration_ns,
+            _ => 0,
+        };
+        (u128::from(user) * u128::from(ramp) / u128::from(users)) as u64
     }
 
     /// Checks the parameters can build a schedule; the message says which field is wrong.
@@ -241,7 +347,18 @@ impl ScheduleParams {
         if self.routes.is_empty() || self.routes.iter().any(|r| r.weight == 0) {
             return Err("a schedule needs at least one route, each with weight >= 1".into());
         }
-        Ok(())
+        match &self.workload {
+            Workload::Closed { users, .. } if !(1..=USERS_MAX).contains(users) => {
+                Err(format!("{users} users is outside 1..={USERS_MAX}"))
+            }
+            Workload::SemiOpen { turns, .. } if !(1..=TURNS_MAX).contains(turns) => {
+                Err(format!("{turns} turns is outside 1..={TURNS_MAX}"))
+            }
+            Workload::Replay { offsets_ns } if offsets_ns.len() as u64 >= REQUESTS_MAX => {
+                Err(format!("a trace of {} requests", offsets_ns.len()))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn route_for(&self, index: u64) -> u32 {
@@ -302,10 +419,51 @@ pub struct ScheduleIter<'a> {
     poisson_at_ns: u64,
 }
 
+impl ScheduleIter<'_> {
+    /// The next entry of a closed or replayed schedule (a list of times, in order); `None` for
+    /// the arrival processes.
+    fn listed(&mut self) -> Option<Option<Entry>> {
+        let at = match &self.params.workload {
+            Workload::Closed { users, .. } => (self.index < u64::from(*users))
+                .then(|| self.params.closed_start_ns(self.index, *users)),
+            Workload::Replay { offsets_ns } => offsets_ns.get(self.index as usize).copied(),
+            _ => return None,
+        };
+        let Some(at) = at else {
+            return Some(None);
+        };
+        // The list is in time order, so the phase only moves forward.
+        loop {
+            let Some(phase) = self.params.phases.get(self.phase) else {
+                return Some(None);
+            };
+            if at < self.phase_start_ns + phase.duration_ns {
+                break;
+            }
+            self.phase_start_ns += phase.duration_ns;
+            self.phase += 1;
+        }
+        let entry = Entry {
+            index: self.index,
+            intended_ns: at,
+            route: self.params.route_for(self.index),
+            phase: self.phase as u32,
+            session: self.index,
+            turn: 0,
+        };
+        self.index += 1;
+        Some(Some(entry))
+    }
+}
+
 impl Iterator for ScheduleIter<'_> {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
+        // Closed and replayed schedules are lists, not arrival processes.
+        if let Some(listed) = self.listed() {
+            return listed;
+        }
         loop {
             let phase = self.params.phases.get(self.phase)?;
             let (origin_ns, offset_ns) = match self.params.arrival {
@@ -356,6 +514,8 @@ impl Iterator for ScheduleIter<'_> {
                 intended_ns: origin_ns + offset_ns,
                 route: self.params.route_for(self.index),
                 phase: self.phase as u32,
+                session: self.index,
+                turn: 0,
             };
             self.index += 1;
             self.within += 1;
@@ -371,6 +531,7 @@ mod tests {
     fn params(arrival: Arrival, rate: f64, seconds: u64) -> ScheduleParams {
         ScheduleParams {
             grid: Grid::Continuous,
+            workload: Workload::Open,
             seed: 42,
             arrival,
             phases: vec![Phase {
@@ -412,6 +573,7 @@ mod tests {
         };
         let schedule = |grid, second| ScheduleParams {
             grid,
+            workload: Workload::Open,
             phases: phases(second),
             ..params(Arrival::Deterministic, 1000.0, 1)
         };
@@ -445,6 +607,7 @@ mod tests {
         // Poisson arrivals do not depend on the rule.
         let poisson = |grid| ScheduleParams {
             grid,
+            workload: Workload::Open,
             phases: phases(1000.0),
             ..params(Arrival::Poisson, 1000.0, 1)
         };

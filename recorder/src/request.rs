@@ -405,6 +405,12 @@ impl Template {
     /// request to request or a tokenizer counted it; `None` when every request of the route
     /// asks for the pinned length and nothing was counted (the record would say only that).
     pub fn extension(&self, index: u64) -> Option<RequestExtension> {
+        self.extension_for(index, index)
+    }
+
+    /// [`Template::extension`] for request `index` sending prompt `content` (a follow-up's,
+    /// SPEC §1 "Workload models").
+    pub fn extension_for(&self, index: u64, content: u64) -> Option<RequestExtension> {
         let varies = self.lengths.is_some()
             || self.input.is_some()
             || self.own_max_tokens.iter().any(Option::is_some)
@@ -414,9 +420,9 @@ impl Template {
         }
         let mut fields = vec![(
             ExtensionKey::MaxTokens as u16,
-            u64::from(self.max_tokens(index)),
+            u64::from(self.max_tokens(content)),
         )];
-        if let Some(tokens) = self.prompt_tokens(index) {
+        if let Some(tokens) = self.prompt_tokens(content) {
             fields.push((ExtensionKey::PromptTokens as u16, u64::from(tokens)));
         }
         Some(RequestExtension { index, fields })
@@ -433,6 +439,12 @@ impl Template {
 
     /// The bytes of scheduled request `index` (a prompt set's line i mod n).
     pub fn bytes(&self, index: u64) -> Vec<u8> {
+        self.bytes_for(index, index)
+    }
+
+    /// The bytes of request `index` sending prompt `content` (its lengths and prompt are
+    /// content's; the unique prefix is the index's).
+    pub fn bytes_for(&self, index: u64, content: u64) -> Vec<u8> {
         use std::io::Write;
         const FIELD: &[u8] = b",\"max_tokens\":";
         let digits = index.to_string();
@@ -441,14 +453,14 @@ impl Template {
             Some(input) => {
                 generated = format!(
                     " of percentes.{}{}",
-                    input.filler.first(input.length(index)),
+                    input.filler.first(input.length(content)),
                     input.closing
                 );
                 generated.as_bytes()
             }
-            None => &self.body_suffixes[(index % self.body_suffixes.len() as u64) as usize],
+            None => &self.body_suffixes[(content % self.body_suffixes.len() as u64) as usize],
         };
-        let tokens = self.max_tokens(index).to_string();
+        let tokens = self.max_tokens(content).to_string();
         let body_len =
             self.body_prefix.len() + digits.len() + suffix.len() + FIELD.len() + tokens.len() + 1;
         let mut out = Vec::with_capacity(self.head_prefix.len() + 64 + body_len);

@@ -298,6 +298,9 @@ enum ToWriter {
 #[derive(Debug, Default)]
 struct Shared {
     sent: AtomicU64,
+    /// Follow-ups handed an index so far (closed and semi-open workloads): the next one's
+    /// index is the schedule's request count plus this.
+    follow_ups: AtomicU64,
     in_flight: AtomicU64,
     completed: AtomicU64,
     errored: AtomicU64,
@@ -483,8 +486,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     options.shard.check().map_err(RecordError::Refused)?;
     let plan = Arc::new(
         RunPlan::new(config, options.workers)
-            .map_err(RecordError::Refused)?
-            .for_shard(options.shard),
+            .and_then(|plan| plan.for_shard(options.shard))
+            .map_err(RecordError::Refused)?,
     );
     let workers = plan.workers;
     let requests = plan.requests;
@@ -519,7 +522,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| rule(config, r))
         .collect::<Result<_, _>>()
         .map_err(RecordError::Refused)?;
-    let (templates, prompt_facts) = templates(config, &target, &extra)?;
+    let (templates, prompt_facts) = templates(config, &target, &extra, plan.trace.as_ref())?;
     let preflight = if config.target.preflight {
         let done = preflight(
             config,
@@ -880,6 +883,8 @@ path = "/v1/chat/completions"
             intended_ns: terminal_ns.saturating_sub(MS),
             route,
             phase: 0,
+            session: index,
+            turn: 0,
         });
         record.outcome = outcome as u8;
         record.class = code;

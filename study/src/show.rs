@@ -319,3 +319,32 @@ mod tests {
         assert_eq!(super::rps(62.359), "62.359");
     }
 }
+
+/// One record as `inspect --records` prints it: its fields by name with names beside the stable
+/// codes (a request's outcome and class, an event's kind), then its sequence number and byte
+/// offset; a record that does not decode as `undecodable`, with its kind byte and why.
+pub fn record_line(
+    kind: u8,
+    (sequence, byte_offset): (u64, u64),
+    decoded: std::result::Result<percentes_formats::journal::records::Record, String>,
+) -> serde_json::Result<serde_json::Value> {
+    use percentes_formats::journal::records::{class_name, event_kind_name, Outcome, Record};
+    let mut line = match decoded {
+        Ok(record) => {
+            let mut value = serde_json::to_value(&record)?;
+            match &record {
+                Record::Request(r) => {
+                    value["outcome_name"] = json!(Outcome::from_byte(r.outcome).map(Outcome::name));
+                    value["class_name"] = json!(class_name(r.class));
+                }
+                Record::Event(e) => value["kind_name"] = json!(event_kind_name(e.kind)),
+                _ => {}
+            }
+            value
+        }
+        Err(error) => json!({"record": "undecodable", "kind_byte": kind, "error": error}),
+    };
+    line["sequence"] = json!(sequence);
+    line["byte_offset"] = json!(byte_offset);
+    Ok(line)
+}

@@ -137,10 +137,24 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
     Artifact {
         protocol: protocol(run),
         workload: format!(
-            "{} Evidence: the intended times are regenerated from the schedule parameters and match the header's digest (J.4); each request's send is measured against its own intended time (skew p99 {:.3} ms over {} dispatches); up to {peak} requests were in flight at once, which no fixed population smaller than that could produce; production evidence for this arrival law is not in the journal",
+            "{} Evidence: the intended times are regenerated from the schedule parameters and match the header's digest (J.4){}; each request's send is measured against its own intended time (skew p99 {:.3} ms over {} dispatches); up to {peak} requests were in flight at once{}; production evidence for this arrival law is not in the journal",
             audit.workload_model,
+            if run.header.schedule.workload.follows() {
+                format!(
+                    ", and each of the {} follow-ups was checked against its predecessor's terminal time plus the think time the seed drew for it",
+                    run.requests.len() as u64 - run.header.schedule_requests
+                )
+            } else {
+                String::new()
+            },
             skew.p99 as f64 / 1e3,
             skew.n,
+            match run.header.schedule.workload {
+                percentes_formats::schedule::Workload::Closed { users, .. } => {
+                    format!(" (the population is {users})")
+                }
+                _ => ", which no fixed population smaller than that could produce".into(),
+            },
         ),
         clock: format!(
             "one monotonic clock on the recording host ({}), ns from the epoch; per request: intended send t_i, dispatched, connect start and end, TLS done, request written, response head, first content, each content gap, and the terminal time (completion, error, or the deadline t_i + {timeout_s:.3} s for a censored request); latency is measured from t_i, so generator lag counts as user wait",

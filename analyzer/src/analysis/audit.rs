@@ -113,18 +113,18 @@ pub(super) fn audit(
     for (p, phase) in params.phases.iter().enumerate() {
         // One phase can be the whole run: its per-request vectors are made one at a time and
         // dropped when read, so the audit's peak is two of them, not five.
-        let mut scheduled = 0u64;
-        let mut previous = None;
-        let mut scheduled_gaps = Vec::new();
-        for row in (0..requests.len()).filter(|&r| requests.phase[r] == p as u32) {
-            scheduled += 1;
-            let intended = requests.intended_ns[row];
-            if let Some(before) = previous {
-                scheduled_gaps.push((intended - before) as f64);
-            }
-            previous = Some(intended);
-        }
+        let mut intended: Vec<u64> = (0..requests.len())
+            .filter(|&r| requests.phase[r] == p as u32)
+            .map(|r| requests.intended_ns[r])
+            .collect();
         requests.release();
+        // Index order is time order, except for a closed or semi-open run's follow-ups.
+        if params.workload.follows() {
+            intended.sort_unstable();
+        }
+        let scheduled = intended.len() as u64;
+        let scheduled_gaps: Vec<f64> = intended.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        drop(intended);
         let scheduled_mean_gap_ms = mean(&scheduled_gaps).map(|m| m / 1e6);
         let scheduled_cv = cv(&scheduled_gaps);
         drop(scheduled_gaps);
@@ -141,12 +141,28 @@ pub(super) fn audit(
             .map(|w| (w[1] - w[0]) as f64)
             .collect();
         drop(dispatched);
-        let target_mean_ns = 1e9 / phase.rate_rps;
         let duration_s = seconds(phase.duration_ns);
+        // A closed run's phases have no rate fixed in advance (their rate field sizes the pool):
+        // what was asked of it is what its schedule came to, and no law to test the gaps by.
+        let closed = matches!(
+            params.workload,
+            percentes_formats::schedule::Workload::Closed { .. }
+        );
+        let requested_rps = if closed && duration_s > 0.0 {
+            scheduled as f64 / duration_s
+        } else {
+            phase.rate_rps
+        };
+        let target_mean_ns = 1e9 / requested_rps;
+        let law = !closed
+            && !matches!(
+                params.workload,
+                percentes_formats::schedule::Workload::Replay { .. }
+            );
         phases.push(PhaseRate {
             phase: phase.name.clone(),
             duration_s,
-            requested_rps: phase.rate_rps,
+            requested_rps,
             scheduled,
             dispatched: dispatched_count,
             achieved_rps: if duration_s > 0.0 {
@@ -160,7 +176,9 @@ pub(super) fn audit(
             scheduled_cv,
             dispatched_mean_gap_ms: mean(&dispatched_gaps).map(|m| m / 1e6),
             dispatched_cv: cv(&dispatched_gaps),
-            dispatched_ks: ks_distance(dispatched_gaps, target_mean_ns, poisson),
+            dispatched_ks: law
+                .then(|| ks_distance(dispatched_gaps, target_mean_ns, poisson))
+                .flatten(),
         });
     }
 
@@ -192,10 +210,8 @@ pub(super) fn audit(
         "representative: every request was sent on its schedule within the gate, every stage reconciles, and the generator's telemetry passed".into()
     };
     let mut audit = Audit {
-        workload_model: format!(
-            "open loop: {} arrivals on a schedule fixed before the first send (seed {}, digest in the header); latency measured from each request's intended send time; zero retries; client timeout {:.3} s",
-            if poisson { "Poisson" } else { "deterministic" },
-            params.seed,
+        workload_model: super::workload::workload_model(
+            run,
             seconds(run.config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
         ),
         clock_model: format!(

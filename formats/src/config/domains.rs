@@ -388,7 +388,9 @@ impl Config {
         if let Err(why) = params.validate() {
             return Err(invalid("schedule.rate_rps", why));
         }
-        if params.iter().next().is_none() {
+        // A replay's requests are its trace's, which the recorder reads (and refuses empty).
+        let replay = matches!(params.workload, crate::schedule::Workload::Replay { .. });
+        if !replay && params.iter().next().is_none() {
             return Err(invalid(
                 "schedule.rate_rps",
                 format!(

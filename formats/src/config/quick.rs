@@ -56,6 +56,79 @@ pub struct Quick {
     pub dataset_format: Option<String>,
     /// `target.tokenizer`: the model's tokenizer.json, so lengths are in its tokens.
     pub tokenizer: Option<String>,
+    /// `[workload]`: the generation model, when not open loop.
+    pub workload: QuickWorkload,
+}
+
+/// A quick run's workload flags (SPEC §1 "Workload models").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QuickWorkload {
+    /// `--concurrency N`: closed loop with N users.
+    pub users: Option<u32>,
+    /// `--turns K`: semi-open, sessions of K requests arriving at --rate sessions/s.
+    pub turns: Option<u32>,
+    /// `--think-time`: the mean think time, s.
+    pub think_s: Option<f64>,
+    /// `--think exponential`: exponential think times (default fixed).
+    pub think: Option<String>,
+    /// `--trace FILE`: replay a trace's times (and its requests, when it has them).
+    pub trace: Option<String>,
+}
+
+impl QuickWorkload {
+    /// The `[workload]` table, or `None` for open loop; the error names the flags at odds.
+    fn table(&self, rate_given: bool) -> Result<Option<toml::Table>, String> {
+        use toml::Value as V;
+        let models = [
+            self.users.map(|_| "--concurrency"),
+            self.turns.map(|_| "--turns"),
+            self.trace.as_ref().map(|_| "--trace"),
+        ];
+        let chosen: Vec<&str> = models.into_iter().flatten().collect();
+        if chosen.len() > 1 {
+            return Err(format!(
+                "{} choose different workload models: give one",
+                chosen.join(" and ")
+            ));
+        }
+        let mut table = toml::Table::new();
+        let think = self.think_s.is_some() || self.think.is_some();
+        match (self.users, self.turns, &self.trace) {
+            (Some(users), _, _) => {
+                if rate_given {
+                    return Err(format!("--concurrency {users} runs a closed loop, whose rate is what its users achieve: leave --rate out"));
+                }
+                table.insert("model".into(), V::String("closed".into()));
+                table.insert("users".into(), V::Integer(i64::from(users)));
+            }
+            (_, Some(turns), _) => {
+                table.insert("model".into(), V::String("semi-open".into()));
+                table.insert("turns".into(), V::Integer(i64::from(turns)));
+            }
+            (_, _, Some(trace)) => {
+                if rate_given || think {
+                    return Err(
+                        "--trace replays a trace's times: leave --rate and the think flags out"
+                            .into(),
+                    );
+                }
+                table.insert("model".into(), V::String("replay".into()));
+                table.insert("trace".into(), V::String(trace.clone()));
+                return Ok(Some(table));
+            }
+            _ if think => {
+                return Err("--think-time and --think belong to --concurrency or --turns".into())
+            }
+            _ => return Ok(None),
+        }
+        if let Some(s) = self.think_s {
+            table.insert("think_ms".into(), V::Float(s * 1e3));
+        }
+        if let Some(law) = &self.think {
+            table.insert("think".into(), V::String(law.clone()));
+        }
+        Ok(Some(table))
+    }
 }
 
 /// A length as a flag states it, as the inline table `[routes.output_tokens]` (or
@@ -155,8 +228,19 @@ impl Quick {
     /// error names the flag where one is to blame.
     pub fn toml(&self) -> Result<String, String> {
         use toml::Value as V;
-        if self.rate_rps.is_nan() {
-            return Err("--rate is needed: the offered rate in requests/s, open loop".into());
+        let workload = self.workload.table(!self.rate_rps.is_nan())?;
+        let sets_rate = !workload.as_ref().is_some_and(|t| {
+            matches!(
+                t.get("model").and_then(V::as_str),
+                Some("closed" | "replay")
+            )
+        });
+        if self.rate_rps.is_nan() && sets_rate {
+            return Err(if self.workload.turns.is_some() {
+                "--rate is needed: the sessions' arrival rate, sessions/s".into()
+            } else {
+                "--rate is needed: the offered rate in requests/s, open loop (or --concurrency N for a closed loop)".into()
+            });
         }
         let (base_url, path) = self.base_and_path();
         let profile = if self.hosted { "hosted" } else { "dev" };
@@ -241,7 +325,9 @@ impl Quick {
         let mut schedule = toml::Table::new();
         schedule.insert("seed".into(), V::Integer(self.seed as i64));
         schedule.insert("arrival".into(), V::String(self.arrival.clone()));
-        schedule.insert("rate_rps".into(), V::Float(self.rate_rps));
+        if sets_rate {
+            schedule.insert("rate_rps".into(), V::Float(self.rate_rps));
+        }
         let mut fault = toml::Table::new();
         fault.insert("variant".into(), V::String("none".into()));
         let mut route = toml::Table::new();
@@ -277,6 +363,7 @@ impl Quick {
             ));
         }
         sections.push(("[schedule]".into(), schedule));
+        sections.extend(workload.map(|w| ("[workload]".to_owned(), w)));
         sections.push(("[fault]".into(), fault));
         sections.push(("[[routes]]".into(), route));
         let mut text = "# A quick run stated by flags (`percentes record --url ...`; `percentes init --from-flags`\n# with the same flags writes it out). No fault; NOT PUBLISHABLE unless hosted.\n".to_owned();
@@ -319,6 +406,11 @@ fn blame(error: &ConfigError) -> String {
         ("routes[0].prompt_file", "--dataset"),
         ("routes[0].prompt_format", "--dataset-format"),
         ("target.tokenizer", "--tokenizer"),
+        ("workload.users", "--concurrency"),
+        ("workload.turns", "--turns"),
+        ("workload.think_ms", "--think-time"),
+        ("workload.think", "--think"),
+        ("workload.trace", "--trace"),
     ];
     // The key the error names (a message may mention other keys, as advice).
     let named = match error {
@@ -337,6 +429,7 @@ mod tests {
 
     fn quick() -> Quick {
         Quick {
+            workload: QuickWorkload::default(),
             url: "http://127.0.0.1:8000/v1/chat/completions".into(),
             model: "tiny".into(),
             rate_rps: 4.0,
@@ -614,5 +707,66 @@ mod tests {
             let error = q.toml().unwrap_err();
             assert!(error.starts_with(flag), "{flag}: {error}");
         }
+    }
+
+    /// `--concurrency` writes a closed `[workload]` and no rate; `--turns` keeps the rate as the
+    /// sessions'; flags at odds are refused naming them.
+    #[test]
+    fn workload_flags_write_the_workload_section() {
+        let closed = Quick {
+            rate_rps: f64::NAN,
+            workload: QuickWorkload {
+                users: Some(8),
+                think_s: Some(0.5),
+                ..Default::default()
+            },
+            ..quick()
+        };
+        let text = closed.toml().unwrap();
+        assert!(
+            text.contains("[workload]") && text.contains("users = 8"),
+            "{text}"
+        );
+        assert!(
+            text.contains("think_ms = 500.0") && !text.contains("rate_rps"),
+            "{text}"
+        );
+        let with_rate = Quick {
+            workload: closed.workload.clone(),
+            ..quick()
+        };
+        assert!(with_rate.toml().unwrap_err().contains("leave --rate out"));
+        let semi = Quick {
+            workload: QuickWorkload {
+                turns: Some(3),
+                ..Default::default()
+            },
+            ..quick()
+        };
+        assert!(semi.toml().unwrap().contains("model = \"semi-open\""));
+        let both = Quick {
+            rate_rps: f64::NAN,
+            workload: QuickWorkload {
+                users: Some(2),
+                trace: Some("t.jsonl".into()),
+                ..Default::default()
+            },
+            ..quick()
+        };
+        assert!(both
+            .toml()
+            .unwrap_err()
+            .contains("--concurrency and --trace"));
+        let think_alone = Quick {
+            workload: QuickWorkload {
+                think_s: Some(1.0),
+                ..Default::default()
+            },
+            ..quick()
+        };
+        assert!(think_alone
+            .toml()
+            .unwrap_err()
+            .contains("belong to --concurrency"));
     }
 }

@@ -149,6 +149,7 @@ impl Config {
         self.check_spike()?;
         self.check_fault_rate()?;
         self.check_calibration_and_rates()?;
+        self.check_workload()?;
         if self.fault.variant != FaultVariant::None {
             self.check_injector()?;
         }
@@ -379,7 +380,12 @@ impl Config {
                     });
                 }
             }
-        } else if self.schedule.rate_rps.is_none() {
+        } else if self.schedule.rate_rps.is_none()
+            && !matches!(
+                self.workload.model,
+                super::workload::Model::Closed | super::workload::Model::Replay
+            )
+        {
             return Err(invalid(
                 "schedule.rate_rps",
                 "required when fault.variant = \"none\"".into(),

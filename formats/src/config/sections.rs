@@ -574,6 +574,8 @@ pub(super) struct Typed {
     pub(super) server_metrics: ServerMetrics,
     #[serde(default)]
     pub(super) thresholds: Option<ThresholdsSection>,
+    #[serde(default)]
+    pub(super) workload: super::workload::WorkloadSection,
 }
 
 /// `[thresholds]`: the user's pass/fail criteria ([`super::thresholds`]).

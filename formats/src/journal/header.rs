@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::{hex, FILE_PREFIX_BYTES, FORMAT_VERSION, HASH_BYTES, HEADER_BODY_BYTES_MAX, MAGIC};
-use crate::schedule::{Arrival, Grid, Phase, RouteWeight, ScheduleParams};
+use crate::schedule::{Arrival, Grid, Phase, RouteWeight, ScheduleParams, Workload};
 
 /// Most items in any header list (phases, routes, host facts, extensions).
 pub const HEADER_LIST_ITEMS_MAX: u32 = 4096;
@@ -193,11 +193,22 @@ impl Header {
                 vec![code],
             )
         });
+        // The workload model likewise: open is its absence.
+        let workload = self
+            .schedule
+            .workload
+            .encode()
+            .map(|bytes| (crate::schedule::WORKLOAD_EXTENSION.to_owned(), bytes));
         put_u32(
             &mut body,
-            self.extensions.len() + usize::from(rule.is_some()),
+            self.extensions.len() + usize::from(rule.is_some()) + usize::from(workload.is_some()),
         );
-        for (key, value) in self.extensions.iter().chain(rule.as_ref()) {
+        for (key, value) in self
+            .extensions
+            .iter()
+            .chain(rule.as_ref())
+            .chain(workload.as_ref())
+        {
             put_str(&mut body, key);
             put_bytes(&mut body, value);
         }
@@ -320,6 +331,8 @@ impl Header {
                     inject_at_ns,
                     // Rule 1 until the extensions say otherwise (below).
                     grid: Grid::PerPhase,
+                    // Open until the extensions say otherwise (below).
+                    workload: Workload::Open,
                 }
             },
             schedule_requests: r.u64("schedule request count")?,
@@ -377,6 +390,18 @@ impl Header {
                     "the header names schedule rule {value:?}, which this build does not know (it knows 2; no extension is rule 1)"
                 ),
             })?;
+        }
+        if let Some(at) = header
+            .extensions
+            .iter()
+            .position(|(key, _)| key == crate::schedule::WORKLOAD_EXTENSION)
+        {
+            let (_, value) = header.extensions.remove(at);
+            header.schedule.workload =
+                Workload::decode(&value).map_err(|why| HeaderError::Malformed {
+                    offset: FILE_PREFIX_BYTES,
+                    what: format!("the header's workload model: {why}"),
+                })?;
         }
         if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
             return Err(HeaderError::Malformed {
@@ -603,11 +628,14 @@ pub enum HostFact {
     /// How long after the latest moment it could still have been on time the recorder was ready
     /// (0 when on time), ns.
     StartLateNs,
+    /// A replay's trace: its requests within the schedule, those past its end, whether its own
+    /// requests were sent, its BLAKE3.
+    Trace,
 }
 
 impl HostFact {
     /// Every key, in the order a recorder writes them.
-    pub const ALL: [HostFact; 25] = [
+    pub const ALL: [HostFact; 26] = [
         HostFact::Hostname,
         HostFact::Kernel,
         HostFact::Cpu,
@@ -633,6 +661,7 @@ impl HostFact {
         HostFact::RealtimeMinusMonotonicNs,
         HostFact::StartAtNs,
         HostFact::StartLateNs,
+        HostFact::Trace,
     ];
 
     /// Its key in the header (a key never changes spelling).
@@ -663,6 +692,7 @@ impl HostFact {
             HostFact::RealtimeMinusMonotonicNs => "clock-realtime-minus-monotonic-ns",
             HostFact::StartAtNs => "shard-start-at-ns",
             HostFact::StartLateNs => "shard-start-late-ns",
+            HostFact::Trace => "trace",
         }
     }
 

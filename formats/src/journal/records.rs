@@ -372,6 +372,11 @@ pub enum ExtensionKey {
     Protocol = 3,
     /// The request's HTTP/2 stream id on its connection (`connection id`).
     StreamId = 4,
+    /// A follow-up's session (closed: its user): the index of the session's first request
+    /// (SPEC §1 "Workload models").
+    Session = 5,
+    /// A follow-up's turn in its session, from 1 (the first request is turn 0).
+    Turn = 6,
 }
 
 impl ExtensionKey {
@@ -382,6 +387,8 @@ impl ExtensionKey {
             2 => ExtensionKey::PromptTokens,
             3 => ExtensionKey::Protocol,
             4 => ExtensionKey::StreamId,
+            5 => ExtensionKey::Session,
+            6 => ExtensionKey::Turn,
             _ => return None,
         })
     }
@@ -393,6 +400,8 @@ impl ExtensionKey {
             ExtensionKey::PromptTokens => "prompt_tokens",
             ExtensionKey::Protocol => "protocol",
             ExtensionKey::StreamId => "stream_id",
+            ExtensionKey::Session => "session",
+            ExtensionKey::Turn => "turn",
         }
     }
 }
@@ -930,11 +939,11 @@ mod tests {
             })
         );
         assert_eq!(extension.get(ExtensionKey::Protocol), Some(2));
-        for code in 1..=4 {
+        for code in 1..=6 {
             let key = ExtensionKey::from_code(code).unwrap();
             assert_eq!(key as u16, code, "{}", key.name());
         }
-        assert_eq!(ExtensionKey::from_code(5), None);
+        assert_eq!(ExtensionKey::from_code(7), None);
     }
 
     use super::*;

@@ -547,6 +547,16 @@ pub fn rewritten(
     write_records(&header, &all, (status, reason, at_ns))
 }
 
+/// A sealed journal written again with `edit` applied to its records (the chain computed anew,
+/// so the edit is the only thing wrong with it): tests craft a follow-up moved in time or
+/// dropped with it. Panics on a journal that is not sealed-intact (a fixture's tool).
+pub fn with_records(bytes: &[u8], edit: impl FnOnce(&mut Vec<Record>)) -> Vec<u8> {
+    let (header, mut records, status, reason, at_ns) = read_sealed(bytes);
+    edit(&mut records);
+    let all: Vec<&Record> = records.iter().collect();
+    write_records(&header, &all, (status, reason.as_str(), at_ns))
+}
+
 /// One sealed journal rewritten as `count` shard journals of the same schedule, as `count`
 /// recorders started at one epoch on one host would have written them: shard k holds the
 /// requests with index mod count = k; shard 0, the coordinator, holds every event and telemetry

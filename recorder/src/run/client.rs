@@ -715,7 +715,8 @@ pub(super) async fn talk(
     if http != HttpVersion::Http1 {
         carried.protocol = Some(http2::Protocol::Http1);
     }
-    let bytes = ctx.templates[entry.route as usize].bytes(entry.index);
+    let bytes = ctx.templates[entry.route as usize]
+        .bytes_for(entry.index, entry.content(ctx.plan.requests));
     record.bytes_sent = bytes.len() as u64;
     let BufResult(written, _) = stream.write_all(bytes).await;
     if let Err(e) = written {

@@ -7,6 +7,9 @@
 //! virtual clock with scripted stalls and a scripted target, so every case the recorder must get
 //! right under stress runs deterministically, in microseconds, with no sleeping.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use super::{
     spare_wanted, tick_lateness, Behind, Duration, Entry, Fired, HttpVersion, RunPlan,
     KEEPER_INTERVAL,
@@ -45,49 +48,19 @@ pub(super) enum Step {
     Done,
 }
 
-/// One worker's way through its share of the schedule: one request at a time, each at its own
-/// absolute intended time, never early, never held (ARCHITECTURE.md, "Pacing"), with the
-/// fall-behind policy judging every request it reaches.
-pub(super) struct Dispatcher<I: Iterator<Item = Entry>> {
-    entries: std::iter::Peekable<I>,
+/// The rules a worker judges every request it reaches by, at the time it reaches it: the
+/// fall-behind policy, the deadline (intended time plus the client timeout) and the stop. The
+/// schedule's own requests reach it through the [`Dispatcher`]; a closed or semi-open session's
+/// follow-ups, which their session's task waits for, through the same judge.
+pub(super) struct Judge {
     timeout_ns: u64,
-    poll_ns: u64,
     behind: Behind,
     fired: Option<Fired>,
 }
 
-impl<I: Iterator<Item = Entry>> Dispatcher<I> {
-    /// A worker's dispatcher over `entries` (its share, in intended order), with the request
-    /// timeout, the longest sleep before the stop flag is seen again, and the fall-behind policy.
-    pub(super) fn new(entries: I, timeout_ns: u64, poll_ns: u64, behind: Behind) -> Self {
-        Dispatcher {
-            entries: entries.peekable(),
-            timeout_ns,
-            poll_ns: poll_ns.max(1),
-            behind,
-            fired: None,
-        }
-    }
-
-    /// The intended time of the request the worker waits to send, if any is left: what the
-    /// telemetry thread judges a starved worker by, and the live view's lateness.
-    pub(super) fn waiting_ns(&mut self) -> Option<u64> {
-        self.entries.peek().map(|e| e.intended_ns)
-    }
-
-    /// What to do at `now_ns` (ns from the epoch, so never before it: the worker asks from the
-    /// epoch on), with the run `stopped` or not.
-    pub(super) fn step(&mut self, now_ns: u64, stopped: bool) -> Step {
-        let Some(&entry) = self.entries.peek() else {
-            return Step::Done;
-        };
-        if !stopped && now_ns < entry.intended_ns {
-            return Step::Wait {
-                until_ns: entry.intended_ns.min(now_ns + self.poll_ns),
-            };
-        }
-        self.entries.next();
-        let reached_ns = now_ns;
+impl Judge {
+    /// Judges `entry`, reached at `reached_ns` with the run `stopped` or not.
+    pub(super) fn reached(&mut self, entry: Entry, reached_ns: u64, stopped: bool) -> Step {
         // A stopped run judges nothing more: its stop (a signal, a trigger) names its seal.
         if !stopped {
             if let Some(fired) = self.behind.reached(entry.intended_ns, reached_ns) {
@@ -108,6 +81,62 @@ impl<I: Iterator<Item = Entry>> Dispatcher<I> {
     /// The fall-behind policy's first firing, once.
     pub(super) fn take_fired(&mut self) -> Option<(Fired, u64)> {
         self.fired.take().map(|f| (f, self.behind.lag_ns()))
+    }
+}
+
+/// One worker's way through its share of the schedule: one request at a time, each at its own
+/// absolute intended time, never early, never held (ARCHITECTURE.md, "Pacing"), with the
+/// fall-behind policy judging every request it reaches.
+pub(super) struct Dispatcher<I: Iterator<Item = Entry>> {
+    entries: std::iter::Peekable<I>,
+    poll_ns: u64,
+    judge: Rc<RefCell<Judge>>,
+}
+
+impl<I: Iterator<Item = Entry>> Dispatcher<I> {
+    /// A worker's dispatcher over `entries` (its share, in intended order), with the request
+    /// timeout, the longest sleep before the stop flag is seen again, and the fall-behind policy.
+    pub(super) fn new(entries: I, timeout_ns: u64, poll_ns: u64, behind: Behind) -> Self {
+        Dispatcher {
+            entries: entries.peekable(),
+            poll_ns: poll_ns.max(1),
+            judge: Rc::new(RefCell::new(Judge {
+                timeout_ns,
+                behind,
+                fired: None,
+            })),
+        }
+    }
+
+    /// The judge it shares with the worker's session tasks.
+    pub(super) fn judge(&self) -> Rc<RefCell<Judge>> {
+        Rc::clone(&self.judge)
+    }
+
+    /// The intended time of the request the worker waits to send, if any is left: what the
+    /// telemetry thread judges a starved worker by, and the live view's lateness.
+    pub(super) fn waiting_ns(&mut self) -> Option<u64> {
+        self.entries.peek().map(|e| e.intended_ns)
+    }
+
+    /// What to do at `now_ns` (ns from the epoch, so never before it: the worker asks from the
+    /// epoch on), with the run `stopped` or not.
+    pub(super) fn step(&mut self, now_ns: u64, stopped: bool) -> Step {
+        let Some(&entry) = self.entries.peek() else {
+            return Step::Done;
+        };
+        if !stopped && now_ns < entry.intended_ns {
+            return Step::Wait {
+                until_ns: entry.intended_ns.min(now_ns + self.poll_ns),
+            };
+        }
+        self.entries.next();
+        self.judge.borrow_mut().reached(entry, now_ns, stopped)
+    }
+
+    /// The fall-behind policy's first firing, once.
+    pub(super) fn take_fired(&mut self) -> Option<(Fired, u64)> {
+        self.judge.borrow_mut().take_fired()
     }
 }
 
@@ -229,6 +258,8 @@ mod tests {
                 intended_ns: ms * MS,
                 route: 0,
                 phase: 0,
+                session: i as u64,
+                turn: 0,
             })
             .collect()
     }

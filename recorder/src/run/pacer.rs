@@ -4,8 +4,8 @@
 
 use super::{
     blank, class_code, execute, io, now_ns, Arc, Behind, Cell, Dispatcher, Duration, Entry,
-    Instant, Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell, RequestRecord,
-    StallTicker, Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
+    Instant, Judge, Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell,
+    RequestRecord, StallTicker, Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
 };
 use crate::canary;
 use crate::run::http2;
@@ -172,47 +172,41 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 // never sent, censored by the end of the run.
                 Step::Late { entry, reached_ns } => {
                     let record = client_late(&ctx, &entry, reached_ns, timeout_ns);
-                    batch.push_request(&ctx, record, http2::Carried::default());
+                    batch.push_request(&ctx, &entry, record, http2::Carried::default());
                     continue;
                 }
                 Step::Stopped { entry, reached_ns } => {
                     let record = stopped(&ctx, &entry, reached_ns);
-                    batch.push_request(&ctx, record, http2::Carried::default());
+                    batch.push_request(&ctx, &entry, record, http2::Carried::default());
                     continue;
                 }
                 Step::Send { entry, reached_ns } => (entry, reached_ns),
             };
-            batch
-                .skew_ns
-                .borrow_mut()
-                .push(reached.saturating_sub(entry.intended_ns));
-            let dispatched = reached;
-            ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
-            ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+            sending(&ctx, &batch, &entry, reached);
             outstanding.set(outstanding.get() + 1);
-            let (ctx2, local2, out2, batch2) = (
+            let (ctx2, local2, out2, batch2, judge) = (
                 Rc::clone(&ctx),
                 Rc::clone(&local),
                 Rc::clone(&outstanding),
                 Rc::clone(&batch),
+                dispatcher.judge(),
             );
             compio::runtime::spawn(async move {
-                // Boxed: the exchange's state is several KB, and the task that owns it is moved
-                // into the executor's slot; a box moves once, a large future three times.
-                let (record, carried) = Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
-                if record.dispatched_ns.is_some() {
-                    local2.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
+                // One task a session: an open request's session is itself; a closed or
+                // semi-open session's task sends each follow-up when its time comes.
+                let (mut entry, mut dispatched) = (entry, reached);
+                loop {
+                    // Boxed: the exchange's state is several KB, and the task that owns it is
+                    // moved into the executor's slot; a box moves once, a large future three times.
+                    let (record, carried) =
+                        Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
+                    let terminal_ns = record.terminal_ns;
+                    finished(&ctx2, &local2, &batch2, &entry, record, carried, dispatched);
+                    match next_turn(&ctx2, &batch2, &judge, entry, terminal_ns).await {
+                        Some((next, reached)) => (entry, dispatched) = (next, reached),
+                        None => break,
+                    }
                 }
-                let counter = match Outcome::from_byte(record.outcome) {
-                    Some(Outcome::Completed) => &ctx2.shared.completed,
-                    Some(Outcome::Errored) => &ctx2.shared.errored,
-                    Some(Outcome::Censored) => &ctx2.shared.censored,
-                    _ => &ctx2.shared.undispatched,
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                ctx2.shared.tally(&record);
-                ctx2.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
-                batch2.push_request(&ctx2, record, carried);
                 out2.set(out2.get() - 1);
             })
             .detach();
@@ -231,6 +225,102 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         batch.flush(&ctx);
         Ok(())
     })
+}
+
+/// A request is being sent: its send skew, and the counters.
+fn sending(ctx: &WorkerContext, batch: &Batch, entry: &Entry, reached_ns: u64) {
+    batch
+        .skew_ns
+        .borrow_mut()
+        .push(reached_ns.saturating_sub(entry.intended_ns));
+    ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A sent request's exchange is over: its service time for the spare keeper, its outcome in
+/// the counters, its record in the batch.
+fn finished(
+    ctx: &WorkerContext,
+    local: &Local,
+    batch: &Batch,
+    entry: &Entry,
+    record: RequestRecord,
+    carried: http2::Carried,
+    dispatched: u64,
+) {
+    if record.dispatched_ns.is_some() {
+        local.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
+    }
+    let counter = match Outcome::from_byte(record.outcome) {
+        Some(Outcome::Completed) => &ctx.shared.completed,
+        Some(Outcome::Errored) => &ctx.shared.errored,
+        Some(Outcome::Censored) => &ctx.shared.censored,
+        _ => &ctx.shared.undispatched,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.tally(&record);
+    ctx.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    batch.push_request(ctx, entry, record, carried);
+}
+
+/// The next request of `previous`'s session under a closed or semi-open workload (SPEC §1
+/// "Workload models"), once `previous` ended at `terminal_ns`: waited for until its intended
+/// time (never early, the stop seen within [`STOP_POLL`]) and judged as the schedule's own
+/// requests are. Returned when it is to be sent; a follow-up reached past its deadline is
+/// recorded `client-late` and the session goes on from that deadline; a stopped run issues no
+/// more, and records the one it had numbered as stopped. `None`: the session is over.
+async fn next_turn(
+    ctx: &WorkerContext,
+    batch: &Batch,
+    judge: &RefCell<Judge>,
+    previous: Entry,
+    terminal_ns: u64,
+) -> Option<(Entry, u64)> {
+    let (mut previous, mut terminal_ns) = (previous, terminal_ns);
+    loop {
+        if ctx.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let next = ctx.plan.params.follow_up(&previous, terminal_ns, || {
+            ctx.plan.requests + ctx.shared.follow_ups.fetch_add(1, Ordering::Relaxed)
+        })?;
+        let poll = STOP_POLL.as_nanos() as u64;
+        loop {
+            let now = now_ns(ctx.epoch);
+            if now >= next.intended_ns || ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            sleep_until_monotonic(ctx.monotonic_epoch_ns + next.intended_ns.min(now + poll)).await;
+        }
+        let step =
+            judge
+                .borrow_mut()
+                .reached(next, now_ns(ctx.epoch), ctx.stop.load(Ordering::Relaxed));
+        if let Some((fired, lag_ns)) = judge.borrow_mut().take_fired() {
+            let at_ns = now_ns(ctx.epoch);
+            ctx.shared
+                .fell_behind(&ctx.sender, &ctx.stop, at_ns, fired, lag_ns);
+        }
+        match step {
+            Step::Send { entry, reached_ns } => {
+                sending(ctx, batch, &entry, reached_ns);
+                return Some((entry, reached_ns));
+            }
+            Step::Late { entry, reached_ns } => {
+                let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
+                let record = client_late(ctx, &entry, reached_ns, timeout_ns);
+                terminal_ns = record.terminal_ns;
+                batch.push_request(ctx, &entry, record, http2::Carried::default());
+                previous = entry;
+            }
+            Step::Stopped { entry, reached_ns } => {
+                let record = stopped(ctx, &entry, reached_ns);
+                batch.push_request(ctx, &entry, record, http2::Carried::default());
+                return None;
+            }
+            Step::Wait { .. } | Step::Done => return None,
+        }
+    }
 }
 
 /// The record of a request its worker reached only at or past its deadline (intended time plus
@@ -362,17 +452,30 @@ impl Batch {
     pub(super) fn push_request(
         &self,
         ctx: &WorkerContext,
+        entry: &Entry,
         record: RequestRecord,
         carried: http2::Carried,
     ) {
         let template = &ctx.templates[record.route as usize];
-        let mut extension = template.extension(record.index).unwrap_or(
+        let content = entry.content(ctx.plan.requests);
+        let mut extension = template.extension_for(record.index, content).unwrap_or(
             percentes_formats::journal::records::RequestExtension {
                 index: record.index,
                 fields: Vec::new(),
             },
         );
         extension.fields.extend(carried.fields());
+        // A follow-up names its session and turn (JOURNAL.md kind 6): what the analyzer checks
+        // its intended time against.
+        if entry.turn > 0 {
+            use percentes_formats::journal::records::ExtensionKey;
+            extension
+                .fields
+                .push((ExtensionKey::Session as u16, entry.session));
+            extension
+                .fields
+                .push((ExtensionKey::Turn as u16, u64::from(entry.turn)));
+        }
         if !extension.fields.is_empty() {
             self.push(ctx, Record::RequestExtension(extension));
         }

@@ -1,6 +1,8 @@
-//! The run's plan: every number a recording derives from its configuration, computed once,
-//! before the first send, by a pure function. The threads read the plan; none of them reads the
+//! The run's plan: every number a recording derives from its configuration (and a replay's
+//! trace), computed once, before the first send. The threads read the plan; none of them reads the
 //! configuration for a number again, and none holds a copy of it.
+
+use percentes_formats::schedule::Workload;
 
 use super::{
     pins, BaselineRule, Config, Duration, FaultVariant, HttpVersion, ScheduleParams, Shard,
@@ -69,6 +71,8 @@ pub struct RunPlan {
     /// A shard ready this long after the agreed epoch refuses to record (§2,
     /// `shards.start_late_max_ms`).
     pub start_late_max: Duration,
+    /// A replay's trace, as read (its times are also [`RunPlan::params`]'s).
+    pub trace: Option<percentes_formats::config::workload::Trace>,
     /// What the live view warns at: G2.3's CPU share and its window (ns, never divided by the
     /// dev factor), and G2.1's skew maximum.
     pub live_limits: (f64, u64, Duration),
@@ -77,7 +81,13 @@ pub struct RunPlan {
 impl RunPlan {
     /// The plan of `config` with `workers` requested. Refuses a schedule that cannot run.
     pub fn new(config: &Config, workers: usize) -> Result<RunPlan, String> {
-        let params = config.schedule_params();
+        let mut params = config.schedule_params();
+        let mut trace = None;
+        if matches!(params.workload, Workload::Replay { .. }) {
+            let read = config.read_trace()?;
+            params = params.replaying(read.offsets_ns.clone());
+            trace = Some(read);
+        }
         params.validate()?;
         let workers = workers.clamp(1, WORKERS_MAX);
         let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
@@ -128,15 +138,24 @@ impl RunPlan {
                 (config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9) as u64,
                 Duration::from_secs_f64(config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0),
             ),
+            trace,
             telemetry_gap: inject_at_ns
                 .map(|_| Duration::from_secs(pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64)),
             params,
         })
     }
 
-    /// The same plan for one shard of the schedule.
-    pub fn for_shard(self, shard: Shard) -> RunPlan {
-        RunPlan { shard, ..self }
+    /// The same plan for one shard of the schedule. A closed or semi-open run is one
+    /// recorder's: its follow-ups take their indices as they come, which shards could not share
+    /// out without talking to each other.
+    pub fn for_shard(self, shard: Shard) -> Result<RunPlan, String> {
+        if shard != Shard::WHOLE && self.params.workload.follows() {
+            return Err(format!(
+                "a {} workload runs on one recorder: its follow-up requests are numbered as they are sent, and shards cannot share that out (SPEC §1 \"Workload models\"); record it unsharded",
+                self.params.workload.name()
+            ));
+        }
+        Ok(RunPlan { shard, ..self })
     }
 
     /// Whether worker `worker` sends schedule index `index`: the shard's indices (i mod N = k),

@@ -10,6 +10,7 @@ use super::{
 use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
+use percentes_formats::config::workload::Trace;
 use percentes_formats::journal::header::HostFact;
 
 /// Host facts, key and value, as a header keeps them.
@@ -43,6 +44,7 @@ pub(super) fn templates(
     config: &Config,
     target: &Target,
     extra: &ExtraHeaders,
+    trace: Option<&Trace>,
 ) -> Result<(Vec<Template>, Facts), RecordError> {
     let tokenizer = config
         .target
@@ -55,10 +57,40 @@ pub(super) fn templates(
     if let Some(t) = &tokenizer {
         facts.push(HostFact::Tokenizer.entry(t.fact()));
     }
+    // A replay whose trace carries its requests sends them, line i as request i, on every
+    // route that names no prompt file of its own (SPEC §1 "Workload models").
+    let from_trace = trace
+        .filter(|t| t.has_requests)
+        .and(config.workload.trace.as_ref());
+    if let Some(trace) = trace {
+        facts.push(HostFact::Trace.entry(format!(
+            "{} requests within the schedule, {} past its end (not sent), {}; BLAKE3 {}",
+            trace.offsets_ns.len(),
+            trace.past_end,
+            if trace.has_requests {
+                "its own requests sent on every route without a prompt_file"
+            } else {
+                "times only (the routes' own prompts sent)"
+            },
+            percentes_formats::journal::hex(&trace.blake3)
+        )));
+    }
     let templates = config
         .routes
         .iter()
         .map(|r| {
+            let own;
+            let r = match from_trace {
+                Some(path) if r.prompt_file.is_none() => {
+                    own = percentes_formats::config::Route {
+                        prompt_file: Some(path.clone()),
+                        prompt_format: Some(percentes_formats::config::PromptFormat::Jsonl),
+                        ..r.clone()
+                    };
+                    &own
+                }
+                _ => r,
+            };
             let prompts = r
                 .prompt_file
                 .as_ref()

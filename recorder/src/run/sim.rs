@@ -334,6 +334,8 @@ pub(super) fn steady(n: u64, first_ns: u64, gap_ns: u64) -> Vec<Entry> {
             intended_ns: first_ns + i * gap_ns,
             route: 0,
             phase: 0,
+            session: i,
+            turn: 0,
         })
         .collect()
 }

@@ -349,7 +349,8 @@ pub(super) fn telemetry_thread(
         let second = super::live::Second {
             at_ns,
             sent: shared.sent.load(Ordering::Relaxed),
-            scheduled: total,
+            // A closed or semi-open run's follow-ups join the schedule as they are created.
+            scheduled: total + shared.follow_ups.load(Ordering::Relaxed),
             in_flight: u64::from(telemetry.in_flight),
             completed: shared.completed.load(Ordering::Relaxed),
             errored: shared.errored.load(Ordering::Relaxed),

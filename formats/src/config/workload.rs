@@ -1,0 +1,416 @@
+//! `[workload]`: the generation model, chosen explicitly (SPEC §1 "Workload models", seed 003).
+//!
+//! ```toml
+//! [workload]
+//! model = "closed"      # open (default) | closed | semi-open | replay
+//! users = 16            # closed: the population
+//! think_ms = 500        # closed, semi-open: the mean think time (default 0)
+//! think = "exponential" # fixed (default) | exponential
+//! # turns = 4           # semi-open: requests per session
+//! # trace = "t.jsonl"   # replay: one JSON object a line with `timestamp` (ms)
+//! ```
+
+use serde::Deserialize;
+
+use super::{Config, ConfigError, FaultVariant};
+use crate::schedule::{Think, ThinkLaw, Workload, TURNS_MAX, USERS_MAX};
+
+/// The section as written.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// `open`, `closed`, `semi-open` or `replay`.
+    #[serde(default)]
+    pub model: Model,
+    /// Closed: how many users.
+    pub users: Option<u32>,
+    /// Semi-open: requests per session.
+    pub turns: Option<u32>,
+    /// Closed and semi-open: the mean think time, ms.
+    pub think_ms: Option<f64>,
+    /// How think times are drawn.
+    #[serde(default)]
+    pub think: Law,
+    /// Replay: the trace file.
+    pub trace: Option<String>,
+}
+
+/// `workload.model`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// Open loop (the default).
+    #[default]
+    Open,
+    /// Closed loop.
+    Closed,
+    /// Open sessions of closed turns.
+    SemiOpen,
+    /// A trace's times.
+    Replay,
+}
+
+/// `workload.think`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Law {
+    /// Every think time the mean.
+    #[default]
+    Fixed,
+    /// Exponential with the mean.
+    Exponential,
+}
+
+/// Most requests a replay may schedule: their times travel in the journal header (8 bytes each),
+/// whose body is at most 4 MiB, beside the configuration and the host facts.
+pub const REPLAY_REQUESTS_MAX: usize = 250_000;
+
+/// Longest mean think time: an hour (a longer one is a typo for seconds or a different study).
+pub const THINK_MS_MAX: f64 = 3_600_000.0;
+
+fn invalid(key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message,
+        at: None,
+    }
+}
+
+/// A trace read for replay: each request's intended time, and what was left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// The intended times, ns from the schedule's start (after the timeline divisor), in order.
+    pub offsets_ns: Vec<u64>,
+    /// Lines at or past the schedule's end: not sent, and not scheduled.
+    pub past_end: usize,
+    /// Whether every line carries a request (`prompt` or `messages`): the trace's own requests
+    /// are then sent, line i as request i.
+    pub has_requests: bool,
+    /// BLAKE3 of the file's bytes.
+    pub blake3: [u8; 32],
+}
+
+impl Config {
+    /// Reads `workload.trace`: one JSON object a line (blank lines skipped), each with
+    /// `timestamp`, ms from the trace's start; the first line's timestamp is the schedule's
+    /// start. Times must not go backwards; a line at or past the schedule's end is left out and
+    /// counted. The error names the file and the line.
+    pub fn read_trace(&self) -> Result<Trace, String> {
+        let path = self.workload.trace.as_deref().unwrap_or_default();
+        let bytes = crate::files::read_bounded(
+            path.as_ref(),
+            crate::files::PROMPT_FILE_BYTES_MAX,
+            "a trace",
+        )
+        .map_err(|e| format!("workload.trace {path}: {e}"))?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|e| format!("workload.trace {path}: not UTF-8 ({e})"))?;
+        let end_ns = self.schedule_params().total_duration_ns();
+        let divisor = self.timeline_divisor();
+        let (mut offsets_ns, mut past_end, mut has_requests) = (Vec::new(), 0, true);
+        let mut first_ms = None;
+        let mut previous_ms = f64::NEG_INFINITY;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let at = |why: String| format!("workload.trace {path} line {}: {why}", i + 1);
+            let value: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| at(format!("not JSON ({e})")))?;
+            let ms = value
+                .get("timestamp")
+                .and_then(serde_json::Value::as_f64)
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .ok_or_else(|| at("no `timestamp` (ms from the trace's start, >= 0)".into()))?;
+            if ms < previous_ms {
+                return Err(at(format!(
+                    "timestamp {ms} comes before the line above's {previous_ms}: a trace is in time order"
+                )));
+            }
+            previous_ms = ms;
+            let first = *first_ms.get_or_insert(ms);
+            has_requests &= value.get("prompt").is_some() || value.get("messages").is_some();
+            let ns = ((ms - first) * 1e6) as u64 / divisor;
+            if ns >= end_ns {
+                past_end += 1;
+            } else {
+                offsets_ns.push(ns);
+            }
+        }
+        if offsets_ns.is_empty() {
+            return Err(format!(
+                "workload.trace {path} has no request before the schedule's end ({:.3} s)",
+                end_ns as f64 / 1e9
+            ));
+        }
+        if offsets_ns.len() > REPLAY_REQUESTS_MAX {
+            return Err(format!(
+                "workload.trace {path} holds {} requests within the schedule; a replay journals each time in its header, which holds at most {REPLAY_REQUESTS_MAX}",
+                offsets_ns.len()
+            ));
+        }
+        Ok(Trace {
+            offsets_ns,
+            past_end,
+            has_requests,
+            blake3: *blake3::hash(&bytes).as_bytes(),
+        })
+    }
+
+    /// The workload model this configuration asks for. A replay's times are not here (the
+    /// configuration names the trace; the recorder reads it and journals its times).
+    pub fn workload(&self) -> Workload {
+        let w = &self.workload;
+        let think = || Think {
+            mean_ns: (w.think_ms.unwrap_or(0.0) * 1e6) as u64 / self.timeline_divisor(),
+            law: match w.think {
+                Law::Fixed => ThinkLaw::Fixed,
+                Law::Exponential => ThinkLaw::Exponential,
+            },
+        };
+        match w.model {
+            Model::Open => Workload::Open,
+            Model::Closed => Workload::Closed {
+                users: w.users.unwrap_or(0),
+                think: think(),
+            },
+            Model::SemiOpen => Workload::SemiOpen {
+                turns: w.turns.unwrap_or(0),
+                think: think(),
+            },
+            Model::Replay => Workload::Replay {
+                offsets_ns: Vec::new().into(),
+            },
+        }
+    }
+
+    /// What divides the timeline's own times (a think time, a trace's timestamps): the dev
+    /// time factor, unless the phases' durations are stated in seconds (then every time of the
+    /// timeline is as written, §P).
+    pub fn timeline_divisor(&self) -> u64 {
+        if self.profile == super::Profile::Dev && !self.dev.stated() {
+            u64::from(self.time_factor)
+        } else {
+            1
+        }
+    }
+
+    /// What each model cannot run without: closed its users, semi-open its turns, replay its
+    /// trace.
+    fn check_model_needs(&self) -> Result<(), ConfigError> {
+        let w = &self.workload;
+        match w.model {
+            Model::Open => {}
+            Model::Closed => match w.users {
+                Some(users) if (1..=USERS_MAX).contains(&users) => {}
+                other => {
+                    return Err(invalid(
+                        "workload.users",
+                        format!("a closed workload needs users in 1..={USERS_MAX} (got {other:?})"),
+                    ))
+                }
+            },
+            Model::SemiOpen => match w.turns {
+                Some(turns) if (1..=TURNS_MAX).contains(&turns) => {}
+                other => {
+                    return Err(invalid(
+                        "workload.turns",
+                        format!("a semi-open workload needs turns in 1..={TURNS_MAX} per session (got {other:?})"),
+                    ))
+                }
+            },
+            Model::Replay => {
+                if w.trace.as_deref().is_none_or(str::is_empty) {
+                    return Err(invalid(
+                        "workload.trace",
+                        "a replay needs its trace file (one JSON object a line, each with `timestamp` in ms)".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `[workload]` against itself and the rest: each model's own keys and no other's, and the
+    /// models other than open only where the study they would change allows them.
+    pub(super) fn check_workload(&self) -> Result<(), ConfigError> {
+        let w = &self.workload;
+        let set: Vec<&str> = [
+            ("workload.users", w.users.is_some()),
+            ("workload.turns", w.turns.is_some()),
+            ("workload.think_ms", w.think_ms.is_some()),
+            ("workload.think", w.think != Law::Fixed),
+            ("workload.trace", w.trace.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect();
+        let allowed: &[&str] = match w.model {
+            Model::Open => &[],
+            Model::Closed => &["workload.users", "workload.think_ms", "workload.think"],
+            Model::SemiOpen => &["workload.turns", "workload.think_ms", "workload.think"],
+            Model::Replay => &["workload.trace"],
+        };
+        let name = self.workload().name();
+        if let Some(key) = set.iter().find(|k| !allowed.contains(k)) {
+            return Err(invalid(
+                key,
+                format!("does not apply to workload.model = \"{name}\""),
+            ));
+        }
+        if w.model == Model::Open {
+            return Ok(());
+        }
+        self.check_model_needs()?;
+        if let Some(ms) = w.think_ms {
+            if !(ms.is_finite() && (0.0..=THINK_MS_MAX).contains(&ms)) {
+                return Err(invalid(
+                    "workload.think_ms",
+                    format!("{ms} is outside 0..={THINK_MS_MAX} ms"),
+                ));
+            }
+        }
+        if matches!(w.model, Model::Closed | Model::Replay) && self.schedule.rate_rps.is_some() {
+            return Err(invalid(
+                "schedule.rate_rps",
+                format!(
+                    "a {name} workload sets its own rate ({}); remove schedule.rate_rps",
+                    if w.model == Model::Closed {
+                        "what its users achieve is an outcome of the run"
+                    } else {
+                        "the trace's times"
+                    }
+                ),
+            ));
+        }
+        // The fault studies and the calibration ramp are open loop at a rate fixed in advance
+        // (§1, §10): a closed loop would slow down with the fault it measures.
+        if self.fault.variant != FaultVariant::None || self.calibration.step {
+            return Err(ConfigError::Inconsistent {
+                clause: "§1",
+                message: format!(
+                    "workload.model = \"{name}\": a fault run and a calibration step are open loop at a rate fixed in advance (§1, §10); use model = \"open\" there"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n[schedule]\nseed = 1\narrival = \"poisson\"\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
+
+    fn load(schedule: &str, workload: &str) -> Result<Config, ConfigError> {
+        let text = BASE.replace(
+            "arrival = \"poisson\"\n",
+            &format!("arrival = \"poisson\"\n{schedule}"),
+        );
+        Config::parse(format!("{text}[workload]\n{workload}").as_bytes())
+    }
+
+    fn refused(schedule: &str, workload: &str, says: &str) {
+        let error = load(schedule, workload).unwrap_err().to_string();
+        assert!(error.contains(says), "{workload}: {error}");
+    }
+
+    /// Each model takes its own keys and no other's; closed and replay set their own rate; the
+    /// think time divides with the timeline under the dev profile.
+    #[test]
+    fn each_model_takes_its_keys_and_refuses_the_others() {
+        let closed = load(
+            "",
+            "model = \"closed\"\nusers = 8\nthink_ms = 500\nthink = \"exponential\"",
+        )
+        .unwrap();
+        assert_eq!(
+            closed.workload(),
+            Workload::Closed {
+                users: 8,
+                think: Think {
+                    mean_ns: 50_000_000,
+                    law: ThinkLaw::Exponential
+                }
+            }
+        );
+        assert_eq!(closed.rate_rps(), 8.0, "the pool's sizing");
+        let semi = load("rate_rps = 2.0\n", "model = \"semi-open\"\nturns = 3").unwrap();
+        assert!(matches!(
+            semi.workload(),
+            Workload::SemiOpen { turns: 3, .. }
+        ));
+        refused("", "model = \"closed\"", "workload.users");
+        refused("", "model = \"closed\"\nusers = 0", "1..=100000");
+        refused(
+            "rate_rps = 2.0\n",
+            "model = \"closed\"\nusers = 2",
+            "remove schedule.rate_rps",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "model = \"semi-open\"\nturns = 2\nusers = 2",
+            "workload.users",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "model = \"semi-open\"",
+            "workload.turns",
+        );
+        refused("", "model = \"replay\"", "workload.trace");
+        refused(
+            "rate_rps = 2.0\n",
+            "think_ms = 5",
+            "does not apply to workload.model = \"open\"",
+        );
+        refused(
+            "",
+            "model = \"closed\"\nusers = 2\nthink_ms = -1",
+            "think_ms",
+        );
+        refused("", "model = \"batch\"", "workload.model");
+        let fault = BASE
+            .replace("variant = \"none\"", "variant = \"clean-delete\"")
+            .replace("[fault]", "[calibration]\nlambda_max_rps = 10.0\n[fault]");
+        let error =
+            Config::parse(format!("{fault}[workload]\nmodel = \"closed\"\nusers = 2\n").as_bytes());
+        assert!(error.is_err());
+    }
+
+    /// A trace's times, from its first, divided by the dev factor; past the end left out and
+    /// counted; out of order refused naming its line.
+    #[test]
+    fn a_trace_is_read_in_order_and_cut_at_the_schedule_end() {
+        let dir = std::env::temp_dir().join(format!("percentes-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        // Dev factor 10: 30 s + 300 s + 30 s of pins become 36 s; 1000 s is past it.
+        std::fs::write(&path, "{\"timestamp\": 100}\n\n{\"timestamp\": 1100, \"prompt\": \"x\"}\n{\"timestamp\": 1000100}\n").unwrap();
+        let config = load(
+            "",
+            &format!(
+                "model = \"replay\"\ntrace = {:?}",
+                path.display().to_string()
+            ),
+        )
+        .unwrap();
+        let trace = config.read_trace().unwrap();
+        assert_eq!(trace.offsets_ns, [0, 100_000_000]);
+        assert_eq!(trace.past_end, 1);
+        assert!(!trace.has_requests, "the first line has no prompt");
+        std::fs::write(&path, "{\"timestamp\": 5}\n{\"timestamp\": 4}\n").unwrap();
+        let error = config.read_trace().unwrap_err();
+        assert!(
+            error.contains("line 2") && error.contains("time order"),
+            "{error}"
+        );
+        std::fs::write(&path, "{\"time\": 5}\n").unwrap();
+        assert!(config
+            .read_trace()
+            .unwrap_err()
+            .contains("line 1: no `timestamp`"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

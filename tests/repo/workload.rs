@@ -1,0 +1,292 @@
+//! The workload models (issue 37 item 3, SPEC §1 "Workload models") against the mock: a closed
+//! run's audit says closed, a semi-open run's says semi-open, a replay sends at its trace's
+//! times, and the analyzer refuses a follow-up whose time or place the model does not give.
+
+use percentes_formats::journal::records::{ExtensionKey, Record};
+use percentes_formats::journal::synthetic;
+
+use super::golden::percentes;
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("percentes-workload-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Records a quick run against `addr` with `flags`, up to three times while the busy machine
+/// fails the client gate (G2: the recorder's own lateness, which these tests do not measure);
+/// returns the journal and its report.json. Any other failure fails the test.
+fn record(addr: &str, dir: &std::path::Path, name: &str, flags: &[&str]) -> serde_json::Value {
+    let journal = dir.join(format!("{name}.pj"));
+    let report = dir.join(name);
+    let url = format!("http://{addr}");
+    let mut last = String::new();
+    for _ in 0..3 {
+        let mut args = vec![
+            "record",
+            "--url",
+            &url,
+            "--model",
+            "mock",
+            "--stream",
+            "--duration",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--quiet",
+            "--force",
+            "-o",
+            journal.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let (code, stdout, stderr) = percentes(&args);
+        assert!(
+            code == 0 || code == 2,
+            "{name}: exit {code}: {stdout}{stderr}"
+        );
+        let (code, stdout, stderr) = percentes(&[
+            "analyze",
+            journal.to_str().unwrap(),
+            "-o",
+            report.to_str().unwrap(),
+        ]);
+        let json: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(report.join("report.json"))
+                .unwrap_or_else(|e| panic!("{name}: no report ({e}): {stdout}{stderr}")),
+        )
+        .unwrap();
+        let failed: Vec<String> = json["validity"]["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["status"] == "fail")
+            .map(|g| g["gate"].as_str().unwrap().to_owned())
+            .collect();
+        if code == 0 && failed.is_empty() {
+            return json;
+        }
+        assert!(
+            failed.iter().all(|g| g.starts_with("G2")),
+            "{name}: {failed:?}: {stdout}{stderr}"
+        );
+        last = format!("{failed:?}");
+    }
+    panic!("{name}: the client gate failed three recordings running ({last}): this host is too busy to keep a schedule");
+}
+
+/// The three models, one recording each. Deliberate breaks: the pacer sending a closed user's
+/// follow-up without waiting for its response (or its think time) fails the analyzer's chain
+/// check; an audit that still said "open loop" fails the workload assertions; a replay that
+/// drew Poisson times instead of the trace's fails the times' equality.
+#[cfg(target_os = "linux")]
+#[test]
+fn each_workload_model_is_chosen_journaled_and_audited() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string();
+    let dir = scratch("models");
+
+    let closed = record(
+        &addr,
+        &dir,
+        "closed",
+        &["--concurrency", "3", "--think-time", "50ms"],
+    );
+    let workload = closed["audit"]["workload_model"].as_str().unwrap();
+    assert!(workload.starts_with("closed loop: 3 users"), "{workload}");
+    assert!(
+        workload.contains("not latency at a fixed arrival rate"),
+        "{workload}"
+    );
+    assert!(workload.contains("N / (R + Z)"), "{workload}");
+
+    let semi = record(
+        &addr,
+        &dir,
+        "semi",
+        &[
+            "--turns",
+            "3",
+            "--rate",
+            "3",
+            "--think-time",
+            "20ms",
+            "--think",
+            "exponential",
+        ],
+    );
+    let workload = semi["audit"]["workload_model"].as_str().unwrap();
+    assert!(
+        workload.starts_with("semi-open: sessions arrive open loop"),
+        "{workload}"
+    );
+    assert!(
+        workload.contains("closed sequence of 3 requests"),
+        "{workload}"
+    );
+    // Sessions of three: follow-ups there are, each turn 1 or 2 of a session.
+    let extensions = records(&dir.join("semi.pj"), "request-extension");
+    let turns: Vec<u64> = extensions
+        .iter()
+        .filter_map(|x| x["fields"]["turn"].as_u64())
+        .collect();
+    assert!(
+        !turns.is_empty() && turns.iter().all(|t| (1..=2).contains(t)),
+        "{turns:?}"
+    );
+
+    // A trace whose gaps no arrival law would draw, with its own prompts.
+    let trace = dir.join("trace.jsonl");
+    let times_ms: Vec<f64> = (0..30)
+        .map(|i| f64::from(i) * 90.0 + f64::from(i % 4) * 7.5)
+        .collect();
+    let lines: String = times_ms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{{\"timestamp\": {t}, \"prompt\": \"line {i} of the trace\"}}\n"))
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    let replay = record(&addr, &dir, "replay", &["--trace", trace.to_str().unwrap()]);
+    let workload = replay["audit"]["workload_model"].as_str().unwrap();
+    assert!(
+        workload.starts_with("replay: open loop at a trace's times (30 requests"),
+        "{workload}"
+    );
+    let sent = records(&dir.join("replay.pj"), "request");
+    assert_eq!(sent.len(), 30);
+    let skew_max_ns = 50_000_000; // gates.send_skew_max_ms (G2.1's max), pins.rs
+    for r in &sent {
+        let i = r["index"].as_u64().unwrap() as usize;
+        let intended = r["intended_ns"].as_u64().unwrap();
+        assert_eq!(intended, (times_ms[i] * 1e6) as u64, "request {i}");
+        let dispatched = r["dispatched_ns"].as_u64().unwrap();
+        assert!(
+            dispatched >= intended && dispatched - intended <= skew_max_ns,
+            "{r}"
+        );
+    }
+}
+
+fn records(journal: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
+    let (code, stdout, stderr) = percentes(&[
+        "inspect",
+        journal.to_str().unwrap(),
+        "--records",
+        "--kind",
+        kind,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+        .lines()
+        .filter(|l| l.contains("\"record\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A closed journal from the recorder, edited three ways, each rewritten with a good chain so
+/// only the edit is wrong: a follow-up 1 ms early, a follow-up with no session, and a session's
+/// last request dropped (its user stopped early without a stop). The analyzer refuses each,
+/// naming the request. Deliberate break: skipping `Turns::check` lets all three through.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_follow_up_the_model_does_not_give_is_refused() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 32);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string();
+    let dir = scratch("tamper");
+    let url = format!("http://{addr}");
+    let journal = dir.join("closed.pj");
+    let (code, stdout, stderr) = percentes(&[
+        "record",
+        "--url",
+        &url,
+        "--model",
+        "mock",
+        "--concurrency",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "200ms",
+        "--quiet",
+        "-o",
+        journal.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
+    let bytes = std::fs::read(&journal).unwrap();
+    let follow_up = |r: &Record| match r {
+        Record::RequestExtension(x) => x.get(ExtensionKey::Turn).map(|_| x.index),
+        _ => None,
+    };
+    let first = bytes_records(&journal)
+        .iter()
+        .find_map(follow_up)
+        .expect("a follow-up");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "early",
+            synthetic::with_records(&bytes, |records| {
+                for r in records.iter_mut() {
+                    if let Record::Request(q) = r {
+                        if q.index == first {
+                            q.intended_ns -= 1_000_000;
+                        }
+                    }
+                }
+            }),
+            "model says",
+        ),
+        (
+            "no-session",
+            synthetic::with_records(&bytes, |records| {
+                records.retain(|r| follow_up(r) != Some(first));
+            }),
+            "has no session and turn",
+        ),
+        (
+            "cut-short",
+            synthetic::with_records(&bytes, |records| {
+                let last = records
+                    .iter()
+                    .filter_map(|r| match r {
+                        Record::Request(q) => Some(q.index),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap();
+                records.retain(|r| match r {
+                    Record::Request(q) => q.index != last,
+                    Record::RequestExtension(x) => x.index != last,
+                    _ => true,
+                });
+            }),
+            "never sent or never recorded",
+        ),
+    ];
+    for (name, edited, says) in cases {
+        let path = dir.join(format!("{name}.pj"));
+        std::fs::write(&path, edited).unwrap();
+        let (code, stdout, stderr) = percentes(&[
+            "analyze",
+            path.to_str().unwrap(),
+            "-o",
+            dir.join(name).to_str().unwrap(),
+        ]);
+        assert_ne!(code, 0, "{name}: analyzed: {stdout}");
+        assert!(stderr.contains(says), "{name}: {stderr}");
+    }
+}
+
+fn bytes_records(journal: &std::path::Path) -> Vec<Record> {
+    let file = percentes_analyzer::JournalFile::open(journal).unwrap();
+    let report = file.verify(&Default::default());
+    file.records(&report).filter_map(|(_, r)| r.ok()).collect()
+}
