@@ -309,17 +309,6 @@ pub fn header_json(header: &Header, with_config: bool) -> Json {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rates_print_without_float_noise() {
-        assert_eq!(super::rps(3.9000000000000004), "3.9");
-        assert_eq!(super::rps(20.0), "20");
-        assert_eq!(super::rps(0.125), "0.125");
-        assert_eq!(super::rps(62.359), "62.359");
-    }
-}
-
 /// One record as `inspect --records` prints it: its fields by name with names beside the stable
 /// codes (a request's outcome and class, an event's kind), then its sequence number and byte
 /// offset; a record that does not decode as `undecodable`, with its kind byte and why.
@@ -347,4 +336,15 @@ pub fn record_line(
     line["sequence"] = json!(sequence);
     line["byte_offset"] = json!(byte_offset);
     Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rates_print_without_float_noise() {
+        assert_eq!(super::rps(3.9000000000000004), "3.9");
+        assert_eq!(super::rps(20.0), "20");
+        assert_eq!(super::rps(0.125), "0.125");
+        assert_eq!(super::rps(62.359), "62.359");
+    }
 }
