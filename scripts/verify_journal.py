@@ -227,6 +227,8 @@ def parse_header(data):
     for key, value in h["extensions"]:
         if key == "schedule-rule" and value != b"\x02":
             raise Damage("tampered", 20, "schedule rule %r is not one this verifier knows" % value)
+        if key == "workload":
+            h["workload"] = parse_workload(value)
     if h["arrival"] not in (0, 1):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
@@ -250,11 +252,81 @@ def _draw(seed, stream, counter):
     return _mix(seed ^ _mix((counter * 2 + stream) & 0xFFFFFFFFFFFFFFFF))
 
 
+def parse_workload(value):
+    """JOURNAL.md "Schedule" rule 5: the `workload` extension's code byte and fields."""
+    def bad(what):
+        return Damage("tampered", 20, "workload extension: " + what)
+    if not value:
+        raise bad("empty")
+    code = value[0]
+    if code in (1, 2):
+        if len(value) != 14:
+            raise bad("%d bytes where 14 belong" % len(value))
+        count, mean_ns, law = struct.unpack_from("<IQB", value, 1)
+        if law not in (0, 1):
+            raise bad("think law %d" % law)
+        limit = 100000 if code == 1 else 10000
+        if not 1 <= count <= limit:
+            raise bad("count %d out of 1..%d" % (count, limit))
+        model = "closed" if code == 1 else "semi-open"
+        return dict(model=model, count=count, mean_ns=mean_ns, law=law, raw=value)
+    if code == 3:
+        if len(value) < 9:
+            raise bad("cut short")
+        (count,) = struct.unpack_from("<Q", value, 1)
+        if count * 8 != len(value) - 9:
+            raise bad("%d times in %d bytes" % (count, len(value) - 9))
+        times = list(struct.unpack_from("<%dQ" % count, value, 9))
+        if any(b < a for a, b in zip(times, times[1:])):
+            raise bad("times go backwards")
+        return dict(model="replay", times=times, raw=value)
+    raise bad("code %d" % code)
+
+
+def _listed_times(h, w):
+    """The times of a closed or replayed schedule (rule 5), in order."""
+    if w["model"] == "replay":
+        return w["times"]
+    phases = h["phases"]
+    ramp = phases[0][1] if phases and phases[0][0] == "warmup" else 0
+    return [i * ramp // w["count"] for i in range(w["count"])]
+
+
 def schedule_digest(h):
     """JOURNAL.md "Schedule". Python's math.log is the platform's; the spec asks for fdlibm's
     e_log.c (libm 0.2.16's port), so on an exotic libm a last-bit difference could show as a mismatch."""
-    acc = bytearray(b"percentes schedule v1")
-    total_weight = sum(w for _, w in h["routes"])
+    w = h.get("workload")
+    if w is None:
+        acc = bytearray(b"percentes schedule v1")
+    else:
+        acc = bytearray(b"percentes schedule v2") + struct.pack("<I", len(w["raw"])) + w["raw"]
+    total_weight = sum(weight for _, weight in h["routes"])
+
+    def route_of(index):
+        if len(h["routes"]) == 1:
+            return 0
+        pick = (_draw(h["seed"], 1, index) * total_weight) >> 64
+        acc_weight = 0
+        for i, (_, weight) in enumerate(h["routes"]):
+            acc_weight += weight
+            if pick < acc_weight:
+                return i
+        return len(h["routes"]) - 1
+
+    if w is not None and w["model"] in ("closed", "replay"):
+        ends, end = [], 0
+        for _, duration, _ in h["phases"]:
+            end += duration
+            ends.append(end)
+        phase = count = 0
+        for index, at in enumerate(_listed_times(h, w)):
+            while phase < len(ends) and at >= ends[phase]:
+                phase += 1
+            if phase == len(ends):
+                break
+            acc += struct.pack("<QQII", index, at, route_of(index), phase)
+            count += 1
+        return count, blake3(bytes(acc))
     # Schedule rule 2: a deterministic phase at the previous phase's rate continues its grid.
     rule2 = ("schedule-rule", b"\x02") in h["extensions"]
     index = draws = start = origin = within = 0
@@ -277,16 +349,7 @@ def schedule_digest(h):
                     break
                 running = offset
                 at = start + offset
-            if len(h["routes"]) == 1:
-                route = 0
-            else:
-                pick = (_draw(h["seed"], 1, index) * total_weight) >> 64
-                acc_weight, route = 0, len(h["routes"]) - 1
-                for i, (_, w) in enumerate(h["routes"]):
-                    acc_weight += w
-                    if pick < acc_weight:
-                        route = i
-                        break
+            route = route_of(index)
             acc += struct.pack("<QQII", index, at, route, phase_number)
             index += 1
             within += 1

@@ -163,16 +163,6 @@ pub struct Entry {
     pub turn: u32,
 }
 
-impl Entry {
-    /// Which prompt it sends: `session + turn x sessions`, `sessions` the count of requests the
-    /// schedule fixes in advance. An open or replayed request's is its index; a follow-up's is
-    /// fixed by its session and turn, not by the order follow-ups were handed their indices.
-    pub fn content(&self, sessions: u64) -> u64 {
-        self.session
-            .wrapping_add(u64::from(self.turn).wrapping_mul(sessions))
-    }
-}
-
 /// The phases that are not measured: the warm-up (discarded, §1) and the cooldown.
 pub const UNMEASURED_PHASES: [&str; 2] = ["warmup", "cooldown"];
 
@@ -265,6 +255,24 @@ impl ScheduleParams {
             offsets_ns: offsets_ns.into(),
         };
         self
+    }
+
+    /// Which prompt `entry` sends (request i of a route uses prompt i mod n): an open or
+    /// replayed request's index; under semi-open `session x turns + turn`, so a session's turns
+    /// are the prompts in a row (a ShareGPT conversation's human turns, SPEC §1 "Workload
+    /// models"); under closed `session + turn x users`. A follow-up's prompt is fixed by its
+    /// session and turn, not by the order follow-ups were handed their indices.
+    pub fn content(&self, entry: &Entry) -> u64 {
+        match &self.workload {
+            Workload::SemiOpen { turns, .. } => entry
+                .session
+                .wrapping_mul(u64::from(*turns))
+                .wrapping_add(u64::from(entry.turn)),
+            Workload::Closed { users, .. } => entry
+                .session
+                .wrapping_add(u64::from(entry.turn).wrapping_mul(u64::from(*users))),
+            _ => entry.index,
+        }
     }
 
     /// The phase a time (ns from the schedule's start) falls in; `None` at or past the end.

@@ -77,6 +77,9 @@ pub struct PromptSet {
     pub skipped: usize,
     /// ShareGPT entries skipped under `output_tokens = dataset` for want of a reply to measure.
     pub skipped_no_reply: usize,
+    /// Requests per ShareGPT conversation: a semi-open run's turns (each entry then K prompts in
+    /// a row, SPEC §1 "Workload models"), else 1.
+    pub session_turns: u32,
 }
 
 impl PromptSet {
@@ -91,7 +94,14 @@ impl PromptSet {
     pub fn fact(&self) -> String {
         let mut reasons = Vec::new();
         if self.skipped > 0 {
-            reasons.push(format!("{} entries skipped: no human turn", self.skipped));
+            reasons.push(if self.session_turns > 1 {
+                format!(
+                    "{} entries skipped: fewer than {} human turns",
+                    self.skipped, self.session_turns
+                )
+            } else {
+                format!("{} entries skipped: no human turn", self.skipped)
+            });
         }
         if self.skipped_no_reply > 0 {
             reasons.push(format!(
@@ -128,6 +138,13 @@ pub fn load_prompts(
         std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
     let format = route.prompt_format_resolved().unwrap_or(PromptFormat::Text);
     let dataset = route.output_tokens == Some(Lengths::Dataset);
+    // A semi-open run's sessions are ShareGPT's conversations, a request a human turn.
+    let session_turns = match (format, config.workload()) {
+        (PromptFormat::Sharegpt, percentes_formats::schedule::Workload::SemiOpen { turns, .. }) => {
+            turns
+        }
+        _ => 1,
+    };
     let mut skipped_no_reply = 0;
     let (mut prompts, skipped) = match format {
         PromptFormat::Text => (
@@ -146,7 +163,8 @@ pub fn load_prompts(
                 })
             });
             let replies = replies.transpose()?;
-            let (prompts, skipped, no_reply) = sharegpt(path, text, replies)?;
+            // A semi-open run's sessions are the conversations, a request a human turn.
+            let (prompts, skipped, no_reply) = sharegpt(path, text, replies, session_turns)?;
             skipped_no_reply = no_reply;
             (prompts, skipped)
         }
@@ -188,6 +206,7 @@ pub fn load_prompts(
         format,
         skipped,
         skipped_no_reply,
+        session_turns,
     })
 }
 
@@ -285,10 +304,17 @@ fn chat_messages(
 
 /// A ShareGPT file: (prompts, entries skipped for want of a human turn, entries skipped for want
 /// of a reply). With `replies`, each prompt asks for its reply's length in tokens (at least 1).
+/// A ShareGPT file's requests. With `turns` = 1 each entry is one request, its turns up to and
+/// including its first human turn. With `turns` = K > 1 (a semi-open run's sessions, SPEC §1
+/// "Workload models") each entry with at least K human turns is K requests in a row, request k
+/// its turns up to and including its (k + 1)-th human turn, the entry's own replies as the
+/// history; an entry with fewer is skipped and counted. Returns the prompts and the entries
+/// skipped for no human turn (or too few), and for no reply where a reply's length is asked for.
 fn sharegpt(
     path: &str,
     text: &str,
     replies: Option<&ModelTokenizer>,
+    turns: u32,
 ) -> Result<(Vec<Prompt>, usize, usize), String> {
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("prompt_file {path}: not JSON (ShareGPT is one JSON array): {e}"))?;
@@ -297,65 +323,90 @@ fn sharegpt(
             "prompt_file {path}: ShareGPT is a JSON array of conversations, and this is not an array"
         ));
     };
+    let turns = turns.max(1) as usize;
     let mut prompts = Vec::new();
     let mut skipped = 0;
     let mut no_reply = 0;
-    for (i, entry) in entries.iter().enumerate() {
-        let turns = entry
-            .get("conversations")
-            .or_else(|| entry.get("conversation"))
-            .and_then(|c| c.as_array())
-            .ok_or_else(|| {
-                format!("prompt_file {path} entry {i}: needs a \"conversations\" array")
-            })?;
-        let mut messages = Vec::new();
-        let mut asked = false;
-        let mut reply = None;
-        for (k, turn) in turns.iter().enumerate() {
-            let from = turn.get("from").and_then(|f| f.as_str());
-            let value = turn.get("value").and_then(|v| v.as_str());
-            let (Some(from), Some(value)) = (from, value) else {
-                return Err(format!(
-                    "prompt_file {path} entry {i} turn {k}: needs string \"from\" and \"value\""
-                ));
-            };
-            let role = match from {
-                "human" | "user" => "user",
-                "gpt" | "chatgpt" | "bard" | "bing" | "assistant" => "assistant",
-                "system" => "system",
-                other => {
-                    return Err(format!(
-                        "prompt_file {path} entry {i} turn {k}: \"from\" {other:?} is neither human, gpt nor system"
-                    ))
-                }
-            };
-            if asked {
-                // The turn after the first human turn: the reply, when it is the assistant's.
-                reply = (role == "assistant").then_some(value);
-                break;
-            }
-            messages.push((role.to_owned(), value.to_owned()));
-            asked = role == "user";
-        }
-        if !asked {
+    'entries: for (i, entry) in entries.iter().enumerate() {
+        let messages = conversation(path, i, entry, turns)?;
+        // Where each human turn is, the first `turns` of them.
+        let asks: Vec<usize> = (0..messages.len())
+            .filter(|&k| messages[k].0 == "user")
+            .take(turns)
+            .collect();
+        if asks.len() < turns {
             skipped += 1;
             continue;
         }
-        let max_tokens = match (replies, reply) {
-            (None, _) => None,
-            (Some(t), Some(reply)) => Some(t.count(reply)?.max(1)),
-            (Some(_), None) => {
-                no_reply += 1;
-                continue;
-            }
-        };
-        prompts.push(Prompt {
-            content: PromptContent::Messages(messages),
-            max_tokens,
-            prompt_tokens: None,
-        });
+        let mut own = Vec::with_capacity(turns);
+        for &ask in &asks {
+            // The turn after the human turn: the reply, when it is the assistant's.
+            let reply = messages
+                .get(ask + 1)
+                .filter(|(role, _)| role == "assistant")
+                .map(|(_, v)| v.as_str());
+            let max_tokens = match (replies, reply) {
+                (None, _) => None,
+                (Some(t), Some(reply)) => Some(t.count(reply)?.max(1)),
+                (Some(_), None) => {
+                    no_reply += 1;
+                    continue 'entries;
+                }
+            };
+            own.push(Prompt {
+                content: PromptContent::Messages(messages[..=ask].to_vec()),
+                max_tokens,
+                prompt_tokens: None,
+            });
+        }
+        prompts.extend(own);
     }
     Ok((prompts, skipped, no_reply))
+}
+
+/// One ShareGPT entry's turns as (role, text): `user`, `assistant` or `system`, read up to the
+/// turn after its `asks`-th human turn (what is after it is never sent, and not checked).
+fn conversation(
+    path: &str,
+    i: usize,
+    entry: &serde_json::Value,
+    asks: usize,
+) -> Result<Vec<(String, String)>, String> {
+    let turns = entry
+        .get("conversations")
+        .or_else(|| entry.get("conversation"))
+        .and_then(|c| c.as_array())
+        .ok_or_else(|| format!("prompt_file {path} entry {i}: needs a \"conversations\" array"))?;
+    let mut messages = Vec::with_capacity(turns.len());
+    for (k, turn) in turns.iter().enumerate() {
+        let from = turn.get("from").and_then(|f| f.as_str());
+        let value = turn.get("value").and_then(|v| v.as_str());
+        let (Some(from), Some(value)) = (from, value) else {
+            return Err(format!(
+                "prompt_file {path} entry {i} turn {k}: needs string \"from\" and \"value\""
+            ));
+        };
+        let role = match from {
+            "human" | "user" => "user",
+            "gpt" | "chatgpt" | "bard" | "bing" | "assistant" => "assistant",
+            "system" => "system",
+            other => {
+                return Err(format!(
+                    "prompt_file {path} entry {i} turn {k}: \"from\" {other:?} is neither human, gpt nor system"
+                ))
+            }
+        };
+        let asked = messages.iter().filter(|(r, _)| r == "user").count();
+        if asked == asks {
+            // The turn after the last human turn asked for: its reply, or not.
+            if role == "assistant" {
+                messages.push((role.to_owned(), value.to_owned()));
+            }
+            break;
+        }
+        messages.push((role.to_owned(), value.to_owned()));
+    }
+    Ok(messages)
 }
 
 #[cfg(test)]
@@ -389,6 +440,69 @@ mod tests {
         }
         let config = config(&extra, path);
         load_prompts(&config.routes[0], &config, None)
+    }
+
+    /// A semi-open run of 2 turns: each conversation with two human turns is two prompts in a
+    /// row, the second with the first exchange as its history; one with a single human turn is
+    /// skipped and counted, and said so in the host fact.
+    #[test]
+    fn a_semi_open_run_sends_each_conversation_turn_by_turn() {
+        let text = r#"[
+          {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}, {"from": "human", "value": "Bye"}, {"from": "gpt", "value": "Ciao"}, {"from": "human", "value": "never sent"}]},
+          {"conversations": [{"from": "human", "value": "Only one"}, {"from": "gpt", "value": "ok"}]},
+          {"conversations": [{"from": "human", "value": "A"}, {"from": "human", "value": "B"}]}
+        ]"#;
+        let file = scratch("multi.json", text);
+        let config = config(
+            &format!("prompt_file = {file:?}\nprompt_format = \"sharegpt\"\n"),
+            "/v1/chat/completions",
+        );
+        let semi = Config::parse(
+            String::from_utf8(config.raw_bytes().to_vec())
+                .unwrap()
+                .replace(
+                    "[fault]",
+                    "[workload]\nmodel = \"semi-open\"\nturns = 2\n[fault]",
+                )
+                .as_bytes(),
+        )
+        .unwrap();
+        let set = load_prompts(&semi.routes[0], &semi, None).unwrap();
+        let m = |pairs: &[(&str, &str)]| {
+            PromptContent::Messages(
+                pairs
+                    .iter()
+                    .map(|(r, v)| (r.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            set.prompts
+                .iter()
+                .map(|p| p.content.clone())
+                .collect::<Vec<_>>(),
+            [
+                m(&[("user", "Hi")]),
+                m(&[("user", "Hi"), ("assistant", "Hello"), ("user", "Bye")]),
+                m(&[("user", "A")]),
+                m(&[("user", "A"), ("user", "B")]),
+            ]
+        );
+        assert_eq!(set.skipped, 1);
+        assert!(
+            set.fact()
+                .contains("1 entries skipped: fewer than 2 human turns"),
+            "{}",
+            set.fact()
+        );
+        // The same file read for an open run: each conversation's first human turn.
+        assert_eq!(
+            load_prompts(&config.routes[0], &config, None)
+                .unwrap()
+                .prompts
+                .len(),
+            3
+        );
     }
 
     #[test]

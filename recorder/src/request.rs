@@ -598,6 +598,7 @@ mod tests {
             format: percentes_formats::config::PromptFormat::Text,
             skipped: 0,
             skipped_no_reply: 0,
+            session_turns: 1,
         };
         let with_set = Template::new(&config, &target, &config.routes[0], Some(&set), &none);
         let (_, c) = body(&with_set, 4);

@@ -7,7 +7,7 @@ use percentes_formats::config::{Config, FaultVariant, PinInForce};
 use percentes_formats::journal::manifest::format_instant;
 use percentes_formats::journal::{hex, Header};
 use percentes_formats::pins::{self, Value};
-use percentes_formats::schedule::ScheduleParams;
+use percentes_formats::schedule::{ScheduleParams, Workload};
 use serde_json::{json, Value as Json};
 
 /// Seconds to the millisecond, rounded (half up), from ns: 14.285714 s prints 14.286 s.
@@ -57,23 +57,60 @@ pub fn rps(rate: f64) -> String {
     text.to_owned()
 }
 
-/// Lines describing a schedule.
+/// Lines describing a schedule: its workload model, its phases and routes.
 pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32]) -> String {
+    use percentes_formats::schedule::ThinkLaw;
+    let think = |t: &percentes_formats::schedule::Think| {
+        let law = match t.law {
+            ThinkLaw::Fixed => "fixed",
+            ThinkLaw::Exponential => "exponential",
+        };
+        format!("{law} think time of mean {}", seconds(t.mean_ns))
+    };
+    let (what, unit) = match &params.workload {
+        Workload::Open => (
+            format!("{} arrivals, {requests} requests", params.arrival.name()),
+            "rps",
+        ),
+        Workload::Closed { users, think: t } => (
+            format!(
+                "closed loop, {users} users ({}), their {requests} first requests",
+                think(t)
+            ),
+            "",
+        ),
+        Workload::SemiOpen { turns, think: t } => (
+            format!(
+                "semi-open, {} arrivals of {requests} sessions of {turns} requests ({})",
+                params.arrival.name(),
+                think(t)
+            ),
+            "sessions/s",
+        ),
+        Workload::Replay { .. } => (
+            format!("replay of a trace, {requests} requests"),
+            "rps, the trace's mean",
+        ),
+    };
     let mut out = format!(
-        "schedule: seed {}, {} arrivals, {requests} requests over {}, digest {}\n",
+        "schedule: seed {}, {what} over {}, digest {}\n",
         params.seed,
-        params.arrival.name(),
         seconds(params.total_duration_ns()),
         hex(digest)
     );
     let mut start = 0;
     for phase in &params.phases {
+        // A closed run's rate is an outcome: its phases say no rate.
+        let rate = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" at {} {unit}", rps(phase.rate_rps))
+        };
         out.push_str(&format!(
-            "  phase {:<15} from {:>12} for {:>12} at {} rps\n",
+            "  phase {:<15} from {:>12} for {:>12}{rate}\n",
             phase.name,
             seconds(start),
             seconds(phase.duration_ns),
-            rps(phase.rate_rps)
         ));
         start += phase.duration_ns;
     }
@@ -89,10 +126,23 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
     out
 }
 
+/// The schedule a configuration defines; a replay's with its trace's times (`config check`
+/// has read the trace: `Config::check_files`).
+fn schedule_of(config: &Config) -> ScheduleParams {
+    let params = config.schedule_params();
+    if config.workload.model != percentes_formats::config::workload::Model::Replay {
+        return params;
+    }
+    match config.read_trace() {
+        Ok(trace) => params.replaying(trace.offsets_ns),
+        Err(_) => params,
+    }
+}
+
 /// What `config check` prints: what the file sets, and the pins it touches (every pin with
 /// `all_pins`).
 pub fn config_text(file: &Path, config: &Config, all_pins: bool) -> String {
-    let params = config.schedule_params();
+    let params = schedule_of(config);
     let requests = params.iter().count() as u64;
     let mut out = format!("config: {} is valid (schema_version 1)\n", file.display());
     out.push_str(&format!("profile: {}", config.profile.name()));
@@ -185,7 +235,8 @@ fn json_value(v: Value) -> Json {
 
 /// What `config check --json` prints.
 pub fn config_json(config: &Config) -> Json {
-    let params = config.schedule_params();
+    let params = schedule_of(config);
+    let workload = &params.workload;
     json!({
         "valid": true,
         "profile": config.profile.name(),
@@ -193,7 +244,13 @@ pub fn config_json(config: &Config) -> Json {
         "publishable": config.publishability().is_ok(),
         "not_publishable_reason": config.publishability().err(),
         "blake3": hex(&config.hash()),
-        "rate_rps": config.rate_rps(),
+        // A closed run's rate is an outcome, a replay's its trace's.
+        "rate_rps": (!matches!(workload, Workload::Closed { .. } | Workload::Replay { .. }))
+            .then(|| config.rate_rps()),
+        "workload": {
+            "model": workload.name(),
+            "think": workload.think().map(|t| json!({"mean_ns": t.mean_ns, "law": t.law.name()})),
+        },
         "schedule_requests": params.iter().count(),
         "schedule_digest": hex(&params.digest()),
         "warnings": config.warnings(),

@@ -121,8 +121,51 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
         params.digest(),
         "the rules must differ here"
     );
+    // Rule 5's models (issue 37 item 3): the header's schedule swapped for a closed, a
+    // semi-open and a replayed one with its count and digest, as a recorder writes them; the
+    // independent verifier regenerates each from JOURNAL.md alone.
+    use percentes_formats::schedule::{Think, ThinkLaw, Workload};
+    let think = Think {
+        mean_ns: 150_000_000,
+        law: ThinkLaw::Exponential,
+    };
+    let golden = synthetic::golden_config().schedule_params();
+    let models = [
+        (
+            "workload-closed",
+            percentes_formats::schedule::ScheduleParams {
+                workload: Workload::Closed { users: 7, think },
+                ..golden.clone()
+            },
+        ),
+        (
+            "workload-semi-open",
+            percentes_formats::schedule::ScheduleParams {
+                workload: Workload::SemiOpen { turns: 3, think },
+                ..golden.clone()
+            },
+        ),
+        (
+            "workload-replay",
+            golden
+                .clone()
+                .replaying((0..40).map(|i| i * 9_876_543 + (i % 3) * 1_000).collect()),
+        ),
+    ];
     let crafted: Vec<(&str, Vec<u8>)> = crafted
         .into_iter()
+        .chain(models.into_iter().map(|(name, params)| {
+            let bytes = synthetic::rewritten(
+                &sealed,
+                |h| {
+                    h.schedule_requests = params.iter().count() as u64;
+                    h.schedule_digest = params.digest();
+                    h.schedule = params.clone();
+                },
+                None,
+            );
+            (name, bytes)
+        }))
         .chain([(
             "deterministic-rule-2",
             // The synthetic writer keeps rule 1 (golden/v1's bytes); the header is rewritten

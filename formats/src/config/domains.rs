@@ -185,6 +185,11 @@ impl Config {
                 ));
             }
         }
+        // A replay's trace is read whole: its every line must be a time in order.
+        if self.workload.model == super::workload::Model::Replay {
+            self.read_trace()
+                .map_err(|why| invalid("workload.trace", why))?;
+        }
         Ok(())
     }
 

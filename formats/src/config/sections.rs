@@ -487,12 +487,15 @@ pub struct Route {
 }
 
 impl Route {
-    /// The format its `prompt_file` is read in: as configured, else `jsonl` for a `.jsonl` file
+    /// The format its `prompt_file` is read in: as configured, else `jsonl` for a `.jsonl` file,
+    /// `sharegpt` for a `.json` file (one JSON document: ShareGPT is the one such format read)
     /// and `text` for any other; `None` without a prompt file.
     pub fn prompt_format_resolved(&self) -> Option<PromptFormat> {
         let path = self.prompt_file.as_deref()?;
         Some(self.prompt_format.unwrap_or(if path.ends_with(".jsonl") {
             PromptFormat::Jsonl
+        } else if path.ends_with(".json") {
+            PromptFormat::Sharegpt
         } else {
             PromptFormat::Text
         }))

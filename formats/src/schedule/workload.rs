@@ -326,13 +326,21 @@ mod tests {
             ),
             (9, 1_050_000_000, 1, 1, 1)
         );
-        assert_eq!(next.content(4), 1 + 4);
+        assert_eq!(closed.content(&next), 1 + 4, "session + turn x users");
+        assert_eq!(closed.content(&first), 1);
         assert_eq!(closed.follow_up(&next, 4_900_000_000, || 10), None);
         let semi = params(Workload::SemiOpen { turns: 2, think });
         assert_eq!(semi.iter().count(), 10, "2 sessions/s over 5 s");
         let s0 = semi.iter().next().unwrap();
         let t1 = semi.follow_up(&s0, 0, || 10).unwrap();
         assert_eq!(t1.turn, 1);
+        assert_eq!(
+            semi.content(&t1),
+            1,
+            "session 0's turns are prompts 0 and 1"
+        );
+        let s3 = semi.iter().nth(3).unwrap();
+        assert_eq!(semi.content(&s3), 6);
         assert_eq!(semi.follow_up(&t1, 200_000_000, || 11), None, "2 turns");
         let open = params(Workload::Open);
         assert_eq!(open.follow_up(&open.iter().next().unwrap(), 0, || 0), None);

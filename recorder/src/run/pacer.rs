@@ -141,6 +141,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             .filter(|e| ctx.plan.sends(ctx.worker, e.index));
         let mut dispatcher =
             Dispatcher::new(share, timeout_ns, STOP_POLL.as_nanos() as u64, behind);
+        let waiting = Rc::new(Waiting::default());
         // The dispatcher's clock starts at the epoch (time from it saturates at 0 before it): a
         // worker ready early waits for the epoch, or nothing intended at 0 would be sent early.
         while Instant::now() < ctx.epoch && !ctx.stop.load(Ordering::Relaxed) {
@@ -151,8 +152,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         }
         loop {
             // What the telemetry thread judges a starved worker by: the request it waits to send.
-            let waiting = dispatcher.waiting_ns().unwrap_or(u64::MAX);
-            ctx.shared.waiting_ns[ctx.worker].store(waiting, Ordering::Relaxed);
+            waiting.schedule(&ctx, dispatcher.waiting_ns());
             let step = dispatcher.step(now_ns(ctx.epoch), ctx.stop.load(Ordering::Relaxed));
             if let Some((fired, lag_ns)) = dispatcher.take_fired() {
                 let at_ns = now_ns(ctx.epoch);
@@ -184,12 +184,13 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             };
             sending(&ctx, &batch, &entry, reached);
             outstanding.set(outstanding.get() + 1);
-            let (ctx2, local2, out2, batch2, judge) = (
+            let (ctx2, local2, out2, batch2, judge, waiting2) = (
                 Rc::clone(&ctx),
                 Rc::clone(&local),
                 Rc::clone(&outstanding),
                 Rc::clone(&batch),
                 dispatcher.judge(),
+                Rc::clone(&waiting),
             );
             compio::runtime::spawn(async move {
                 // One task a session: an open request's session is itself; a closed or
@@ -202,7 +203,8 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                         Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
                     let terminal_ns = record.terminal_ns;
                     finished(&ctx2, &local2, &batch2, &entry, record, carried, dispatched);
-                    match next_turn(&ctx2, &batch2, &judge, entry, terminal_ns).await {
+                    let session = (&*batch2, &*judge, &*waiting2);
+                    match next_turn(&ctx2, session, entry, terminal_ns).await {
                         Some((next, reached)) => (entry, dispatched) = (next, reached),
                         None => break,
                     }
@@ -211,7 +213,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             })
             .detach();
         }
-        ctx.shared.waiting_ns[ctx.worker].store(u64::MAX, Ordering::Relaxed);
+        waiting.schedule(&ctx, None);
         // Drain: every request ends by its own deadline, so this ends within one timeout.
         while outstanding.get() > 0 {
             compio::time::sleep(Duration::from_millis(5)).await;
@@ -225,6 +227,55 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         batch.flush(&ctx);
         Ok(())
     })
+}
+
+/// The intended times a worker waits to send at: the schedule's next request's and every
+/// follow-up its sessions sleep to (SPEC §1 "Workload models"). Their earliest is what the
+/// telemetry thread judges a starved worker by (`Shared::waiting_ns`), so a closed run's worker
+/// that cannot wake is seen as one whose schedule is done would not be.
+#[derive(Default)]
+pub(super) struct Waiting {
+    schedule: Cell<Option<u64>>,
+    follow_ups: RefCell<std::collections::BTreeMap<u64, u32>>,
+}
+
+impl Waiting {
+    /// The schedule's next request is now at `at` (`None`: none left).
+    pub(super) fn schedule(&self, ctx: &WorkerContext, at: Option<u64>) {
+        self.schedule.set(at);
+        self.publish(ctx);
+    }
+
+    /// A session starts (`waits`) or stops waiting for a follow-up at `at`.
+    pub(super) fn follow_up(&self, ctx: &WorkerContext, at: u64, waits: bool) {
+        self.note(at, waits);
+        self.publish(ctx);
+    }
+
+    fn note(&self, at: u64, waits: bool) {
+        let mut follow_ups = self.follow_ups.borrow_mut();
+        if waits {
+            *follow_ups.entry(at).or_insert(0) += 1;
+        } else if let Some(n) = follow_ups.get_mut(&at) {
+            *n -= 1;
+            if *n == 0 {
+                follow_ups.remove(&at);
+            }
+        }
+    }
+
+    /// The earliest intended time waited for, `u64::MAX` when none.
+    pub(super) fn earliest(&self) -> u64 {
+        let follow_up = self.follow_ups.borrow().keys().next().copied();
+        match (self.schedule.get(), follow_up) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(u64::MAX),
+        }
+    }
+
+    fn publish(&self, ctx: &WorkerContext) {
+        ctx.shared.waiting_ns[ctx.worker].store(self.earliest(), Ordering::Relaxed);
+    }
 }
 
 /// A request is being sent: its send skew, and the counters.
@@ -271,8 +322,7 @@ fn finished(
 /// more, and records the one it had numbered as stopped. `None`: the session is over.
 async fn next_turn(
     ctx: &WorkerContext,
-    batch: &Batch,
-    judge: &RefCell<Judge>,
+    (batch, judge, waiting): (&Batch, &RefCell<Judge>, &Waiting),
     previous: Entry,
     terminal_ns: u64,
 ) -> Option<(Entry, u64)> {
@@ -285,6 +335,8 @@ async fn next_turn(
             ctx.plan.requests + ctx.shared.follow_ups.fetch_add(1, Ordering::Relaxed)
         })?;
         let poll = STOP_POLL.as_nanos() as u64;
+        // What the telemetry thread judges a starved worker by, as the schedule's own requests.
+        waiting.follow_up(ctx, next.intended_ns, true);
         loop {
             let now = now_ns(ctx.epoch);
             if now >= next.intended_ns || ctx.stop.load(Ordering::Relaxed) {
@@ -292,6 +344,7 @@ async fn next_turn(
             }
             sleep_until_monotonic(ctx.monotonic_epoch_ns + next.intended_ns.min(now + poll)).await;
         }
+        waiting.follow_up(ctx, next.intended_ns, false);
         let step =
             judge
                 .borrow_mut()
@@ -457,7 +510,7 @@ impl Batch {
         carried: http2::Carried,
     ) {
         let template = &ctx.templates[record.route as usize];
-        let content = entry.content(ctx.plan.requests);
+        let content = ctx.plan.params.content(entry);
         let mut extension = template.extension_for(record.index, content).unwrap_or(
             percentes_formats::journal::records::RequestExtension {
                 index: record.index,
@@ -608,5 +661,26 @@ mod tests {
                 sleep_until_monotonic(past).await;
             });
         }
+    }
+
+    /// Hand-checked: the earliest of the schedule's next time and every follow-up waited for;
+    /// two sessions waiting at one time count twice; nothing waited for reads as `u64::MAX`.
+    #[test]
+    fn a_worker_waits_for_its_earliest_request_schedule_or_follow_up() {
+        let w = Waiting::default();
+        assert_eq!(w.earliest(), u64::MAX);
+        w.schedule.set(Some(500));
+        w.note(300, true);
+        w.note(300, true);
+        w.note(700, true);
+        assert_eq!(w.earliest(), 300);
+        w.note(300, false);
+        assert_eq!(w.earliest(), 300, "the other session still waits at 300");
+        w.note(300, false);
+        assert_eq!(w.earliest(), 500);
+        w.schedule.set(None);
+        assert_eq!(w.earliest(), 700);
+        w.note(700, false);
+        assert_eq!(w.earliest(), u64::MAX);
     }
 }
