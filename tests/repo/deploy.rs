@@ -140,6 +140,15 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
             let loaded = percentes_formats::config::Config::parse(toml.as_bytes())
                 .unwrap_or_else(|e| panic!("{file} in the ConfigMap does not load: {e}"));
             assert_eq!(loaded.profile.name(), "experiment");
+            // Issue 38: the routing regime is declared, so `config check` has nothing to warn
+            // of; the same file claiming layer 7 without a replica header is refused at load.
+            assert_eq!(loaded.warnings(), Vec::<String>::new(), "{file}");
+            let layer_7 = toml.replace("routing = \"layer-4\"", "routing = \"layer-7\"");
+            assert_ne!(&layer_7, toml, "{file} declares layer-4 routing");
+            let refused = percentes_formats::config::Config::parse(layer_7.as_bytes())
+                .expect_err("layer 7 with nothing naming the replica")
+                .to_string();
+            assert!(refused.contains("target.replica_header"), "{refused}");
             assert_eq!(
                 loaded.fault.fire_command.first().map(String::as_str),
                 Some("kubectl"),

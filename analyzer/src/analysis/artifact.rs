@@ -56,6 +56,86 @@ fn host(run: &Run, fact: HostFact) -> String {
         .map_or_else(|| "not recorded".into(), str::to_owned)
 }
 
+/// A merged run's recorders, one line each (issue 38 item 5): its shard, host and boot id,
+/// generator (workers, cores, CPU, tool), clock discipline and error bounds, and how late it was
+/// ready after the agreed epoch; `None` for a run one recorder wrote.
+pub(super) fn shard_generators(run: &Run) -> Option<String> {
+    if run.parts.len() < 2 {
+        return None;
+    }
+    let lines: Vec<String> = run
+        .parts
+        .iter()
+        .filter_map(|part| part.header.as_ref())
+        .map(|h| {
+            let fact = |f: HostFact| h.fact(f).unwrap_or("not recorded");
+            let late = match h.fact(HostFact::StartLateNs).map(str::parse::<u64>) {
+                Some(Ok(0)) => "ready on time".to_owned(),
+                Some(Ok(ns)) => format!("ready {:.3} ms after the agreed epoch", ns as f64 / 1e6),
+                _ => "start lateness not recorded".to_owned(),
+            };
+            format!(
+                "shard {} of {}: host {} (boot id {}), {} workers on {} cores ({}), percentes recorder {} ({}); clock {} (maxerror {} us, esterror {} us); {late}",
+                h.shard_index,
+                h.shard_count,
+                fact(HostFact::Hostname),
+                fact(HostFact::BootId),
+                fact(HostFact::RecorderWorkers),
+                fact(HostFact::Cores),
+                fact(HostFact::Cpu),
+                h.tool_version,
+                h.tool_commit,
+                fact(HostFact::ClockSync),
+                fact(HostFact::ClockMaxerrorUs),
+                fact(HostFact::ClockEsterrorUs),
+            )
+        })
+        .collect();
+    Some(lines.join("; "))
+}
+
+/// The clock model of a merged run: one clock when every shard shares a boot id, else each
+/// host's own monotonic clock tied to the agreed epoch through its realtime clock, within the
+/// error bounds its clock discipline reports.
+pub(super) fn merged_clock(run: &Run) -> Option<String> {
+    let headers: Vec<_> = run.parts.iter().filter_map(|p| p.header.as_ref()).collect();
+    if headers.len() < 2 {
+        return None;
+    }
+    let boots: std::collections::BTreeSet<&str> = headers
+        .iter()
+        .map(|h| h.fact(HostFact::BootId).unwrap_or("not recorded"))
+        .collect();
+    let unsynchronized = headers
+        .iter()
+        .filter(|h| {
+            h.fact(HostFact::ClockSync)
+                .is_none_or(|s| !s.starts_with("synchronized"))
+        })
+        .count();
+    Some(if boots.contains("not recorded") {
+        format!(
+            "{} shards, not every one with its boot id recorded: whether they read one monotonic clock ({}) is not known; each is ns from the agreed epoch",
+            headers.len(),
+            run.header.clock.source
+        )
+    } else if boots.len() == 1 {
+        format!(
+            "{} shards on one host (one boot id): one monotonic clock ({}), ns from the agreed epoch",
+            headers.len(),
+            run.header.clock.source
+        )
+    } else {
+        format!(
+            "{} shards on {} hosts: each its own monotonic clock ({}), ns from the agreed epoch each reached through its realtime clock; a time compared across shards is within the sum of their clocks' error bounds (the shards' lines in the generator), and {unsynchronized} of the {} shards did not report a synchronized clock",
+            headers.len(),
+            boots.len(),
+            run.header.clock.source,
+            headers.len()
+        )
+    })
+}
+
 /// The artifact, from the audit already computed and the run.
 /// Which HTTP version carried the load: what `target.http` asked for and what the requests
 /// record (SPEC §2 "HTTP/2"; kind-6 `protocol`).
@@ -114,6 +194,7 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
         }
     };
     let timeout_s = seconds(run.config.duration_ns(&pins::CLIENT_TIMEOUT_S));
+    let follows = header.schedule.workload.follows();
     let skew = &audit.skew_us;
     let tm = &audit.telemetry;
     let canaries = run.events.all(EventKind::Canary).count();
@@ -157,8 +238,11 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             },
         ),
         clock: format!(
-            "one monotonic clock on the recording host ({}), ns from the epoch; per request: intended send t_i, dispatched, connect start and end, TLS done, request written, response head, first content, each content gap, and the terminal time (completion, error, or the deadline t_i + {timeout_s:.3} s for a censored request); latency is measured from t_i, so generator lag counts as user wait",
-            header.clock.source
+            "{}; per request: intended send t_i, dispatched, connect start and end, TLS done, request written, response head, first content, each content gap, and the terminal time (completion, error, or the deadline t_i + {timeout_s:.3} s for a censored request); latency is measured from t_i, so generator lag counts as user wait",
+            merged_clock(run).unwrap_or_else(|| format!(
+                "one monotonic clock on the recording host ({}), ns from the epoch",
+                header.clock.source
+            ))
         ),
         stages: format!(
             "{}; {}",
@@ -201,17 +285,31 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             } else {
                 format!("none ({})", host(run, HostFact::Canary))
             },
-        ),
+        ) + &shard_generators(run)
+            .map(|lines| format!("; the recorders, shard by shard: {lines}"))
+            .unwrap_or_default(),
         schedule: format!(
             "target against dispatched inter-arrivals per phase: {}. Lag policy: no request waits for another; each is sent at its intended time or as soon after as the generator can, and its lateness is recorded (G2.1). Drop policy: none; a request that cannot be sent is recorded as undispatched and fails G2.2, never dropped silently",
             ks.join("; ")
         ),
-        results: "raw distributions only: the per-window TTFT, end-to-end and inter-chunk histograms (histograms.hlog) and the completion curve over every scheduled request; no coordinated-omission correction was applied (no recordValueWithExpectedInterval, no post-hoc fill-in), because the schedule never waited for a response".into(),
+        results: format!(
+            "raw distributions only: the per-window TTFT, end-to-end and inter-chunk histograms (histograms.hlog) and the completion curve over every scheduled request; no coordinated-omission correction was applied (no recordValueWithExpectedInterval, no post-hoc fill-in), because {}",
+            if follows {
+                "the waiting for responses is the workload model itself (SPEC §1 \"Workload models\"): a correction would describe another workload, not recover this one's"
+            } else {
+                "the schedule never waited for a response"
+            }
+        ),
         threats: vec![
             Threat {
                 threat: "response coupling",
                 shows: format!(
-                    "none by construction (open loop): sends follow the schedule, not responses; skew p99 {:.3} ms, max {:.3} ms; up to {peak} in flight",
+                    "{}; skew p99 {:.3} ms, max {:.3} ms; up to {peak} in flight",
+                    match &header.schedule.workload {
+                        percentes_formats::schedule::Workload::Closed { .. } => "by design (closed loop): each user's next send follows its previous response, so a slower target is offered less load; the latency is not latency at a fixed rate",
+                        percentes_formats::schedule::Workload::SemiOpen { .. } => "by design within a session (each turn follows the previous response); none between sessions, which arrive on the schedule",
+                        _ => "none by construction (open loop): sends follow the schedule, not responses",
+                    },
                     skew.p99 as f64 / 1e3,
                     skew.max as f64 / 1e3
                 ),

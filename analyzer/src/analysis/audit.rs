@@ -214,10 +214,12 @@ pub(super) fn audit(
             run,
             seconds(run.config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
         ),
-        clock_model: format!(
-            "CLOCK_MONOTONIC, ns from the epoch ({}); every timestamp on the recording host's one clock",
-            run.header.clock.source
-        ),
+        clock_model: super::artifact::merged_clock(run).unwrap_or_else(|| {
+            format!(
+                "CLOCK_MONOTONIC, ns from the epoch ({}); every timestamp on the recording host's one clock",
+                run.header.clock.source
+            )
+        }),
         stages,
         reconciled,
         reconciliation,

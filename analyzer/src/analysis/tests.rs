@@ -1228,6 +1228,59 @@ mod recovery_reports {
             Status::Unobserved
         );
 
+        // Layer-4 routing declared (issue 38): a 20/80 split is recorded, not run-failing; all
+        // on one replica still fails the run; nobody naming a replica is unobserved, reported.
+        let layer_4 = FAULT.replace("[target]\n", "[target]\nrouting = \"layer-4\"\n");
+        let skewed = run_with(
+            &layer_4,
+            |e: &Entry| {
+                let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+                r.replica = if e.index.is_multiple_of(5) {
+                    "replica-1"
+                } else {
+                    "replica-0"
+                }
+                .into();
+                Some(r)
+            },
+            fault_events(),
+        );
+        let g1 = gate_of(&skewed, GateId::ReplicaShare);
+        assert_eq!(
+            (g1.status, g1.effect),
+            (Status::Fail, Effect::Reported),
+            "{g1:?}"
+        );
+        assert!(
+            g1.note.contains("layer-4") && skewed.validity.valid,
+            "{g1:?}"
+        );
+        let one = run_with(
+            &layer_4,
+            |e: &Entry| Some(completed(e, 100_000, 100 * MS, 500 * MS, vec![])),
+            fault_events(),
+        );
+        let g1 = gate_of(&one, GateId::ReplicaShare);
+        assert_eq!(
+            (g1.status, g1.effect),
+            (Status::Fail, Effect::RunInvalidating)
+        );
+        assert!(!one.validity.valid);
+        let anonymous = run_with(
+            &layer_4,
+            |e: &Entry| {
+                let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+                r.replica = String::new();
+                Some(r)
+            },
+            fault_events(),
+        );
+        let g1 = gate_of(&anonymous, GateId::ReplicaShare);
+        assert_eq!(
+            (g1.status, g1.effect),
+            (Status::Unobserved, Effect::Reported)
+        );
+
         // G6: 5 % of the baseline errors: goodput 0.95.
         let lossy = run_with(
             FAULT,

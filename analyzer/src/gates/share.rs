@@ -1,5 +1,6 @@
 //! G1: each replica's share of the baseline's requests (SPEC §1).
 
+use percentes_formats::config::Routing;
 use percentes_formats::pins;
 use percentes_formats::spec::Claims;
 
@@ -19,6 +20,9 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
     } = *ctx;
     // G1: replica share over the baseline's attributed requests.
     let mut g1 = Gate::new(GateId::ReplicaShare, Effect::RunInvalidating);
+    // Per-connection routing spreads connections, not requests: the share is recorded only, and
+    // only traffic reaching fewer replicas than declared fails the run (SPEC §1).
+    let layer_4 = config.target.routing == Some(Routing::Layer4);
     let low = config.number(&pins::GATES_REPLICA_SHARE_MIN_PERCENT);
     let high = config.number(&pins::GATES_REPLICA_SHARE_MAX_PERCENT);
     g1.limit = format!(
@@ -42,6 +46,10 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
         if attributed.is_empty() {
             g1.status = Status::Unobserved;
             g1.observed = "no baseline request names its replica".into();
+            if layer_4 {
+                g1.effect = Effect::Reported;
+                g1.note = "per-connection (layer-4) routing declared (target.routing): the share is recorded only, and with no request naming its replica neither it nor whether traffic reached every declared replica is observed".into();
+            }
         } else {
             let mut shares = Vec::new();
             let mut worst: Option<f64> = None;
@@ -82,13 +90,15 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
                 ));
             }
             let victim = config.fault.victim.as_deref().unwrap_or("");
-            let assumed = match ctx.claims {
+            let assumed = match (config.target.routing, ctx.claims) {
+                (Some(Routing::Layer4), _) => "per-connection (layer-4) routing declared (target.routing), so the share is recorded only and only traffic reaching fewer replicas than declared fails the run".to_owned(),
+                (Some(Routing::Layer7), _) => "per-request (layer-7) balancing declared (target.routing), so a share outside the band fails the run".to_owned(),
                 // A3: the note says what the gate does, not a verdict its status may contradict.
-                Claims::Supported => "per-request (layer-7) balancing assumed, so a share outside the band fails the run",
-                Claims::Unguarded => "per-request (layer-7) balancing assumed, so the share gate fails the run",
+                (None, Claims::Supported) => "per-request (layer-7) balancing assumed, so a share outside the band fails the run (the configuration names no routing regime)".to_owned(),
+                (None, Claims::Unguarded) => "per-request (layer-7) balancing assumed, so the share gate fails the run (the configuration names no routing regime)".to_owned(),
             };
             g1.note = format!(
-                "killed replica {victim}; {assumed} (the configuration names no routing regime){}",
+                "killed replica {victim}; {assumed}{}",
                 if reached < config.target.replicas.len() {
                     "; traffic reached fewer replicas than declared"
                 } else {
@@ -101,11 +111,15 @@ pub(super) fn g1(ctx: &Context<'_>) -> Gate {
                 ));
             }
             let miss = worst.unwrap_or(0.0);
-            if reached < config.target.replicas.len() || miss > 0.0 {
+            let missed_a_replica = reached < config.target.replicas.len();
+            if missed_a_replica || miss > 0.0 {
                 g1.status = Status::Fail;
                 g1.by = Some(format!("{miss:.2} percentage points outside"));
             } else {
                 g1.status = Status::Pass;
+            }
+            if layer_4 && !missed_a_replica {
+                g1.effect = Effect::Reported;
             }
         }
     } else {

@@ -294,6 +294,13 @@ impl Config {
                 return Err(invalid(&key, "must name a program to run".into()));
             }
         }
+        if self.unattributed_under_layer_7() && self.target.routing == Some(super::Routing::Layer7)
+        {
+            return Err(ConfigError::Inconsistent {
+                clause: "§1",
+                message: format!("target.routing = \"layer-7\" makes G1 fail the run unless every request names its replica, and this {} target has no target.replica_header: set it to the header your proxy adds (nginx: add_header x-upstream $upstream_addr), or declare target.routing = \"layer-4\" for per-connection routing such as a Kubernetes Service (G1 then recorded only)", self.target.kind.name()),
+            });
+        }
         if let Some(header) = &self.target.replica_header {
             let token = !header.is_empty()
                 && header
@@ -307,6 +314,19 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Whether G1 applies (a replica-loss fault run over two or more replicas) and nothing names
+    /// the replica that served a request: a self-hosted target without `target.replica_header`
+    /// (the mock and the testbed's router name it in their own headers).
+    pub fn unattributed_under_layer_7(&self) -> bool {
+        matches!(
+            self.fault.variant,
+            FaultVariant::CleanDelete | FaultVariant::BlackHole
+        ) && self.target.replicas.len() > 1
+            && self.target.kind == TargetKind::SelfHosted
+            && self.target.replica_header.is_none()
+            && self.target.routing != Some(super::Routing::Layer4)
     }
 
     /// A rate spike belongs to a degradation scenario, within 1..=10; a degradation names its replica.

@@ -39,6 +39,17 @@ impl Profile {
     }
 }
 
+/// `target.routing`: how the target spreads requests over its replicas (SPEC §1, G1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Routing {
+    /// Per request, by a layer-7 proxy.
+    #[serde(rename = "layer-7")]
+    Layer7,
+    /// Per connection (layer 4).
+    #[serde(rename = "layer-4")]
+    Layer4,
+}
+
 /// What the recorder talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -171,6 +182,11 @@ pub struct Target {
     /// `replica_addresses`. Without it the recorder reads the testbed's `x-percentes-upstream`
     /// and `x-percentes-replica`. G1 (§1) rests on this attribution.
     pub replica_header: Option<String>,
+    /// How the target spreads requests over its replicas (SPEC §1, G1): `layer-7` (a proxy
+    /// balancing each request, which must name the replica: G1 fails the run outside the band)
+    /// or `layer-4` (per connection, as a Kubernetes Service's kube-proxy does: G1 recorded
+    /// only). Absent: layer 7 assumed, and said so.
+    pub routing: Option<Routing>,
     /// A command per replica (`name = ["argv", ...]`) whose output fingerprints its accelerator:
     /// run once before the journal is created, its standard output journaled as the host fact
     /// `accelerator.NAME`, which G5 compares across a campaign's runs. For instance

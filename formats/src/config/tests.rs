@@ -1481,3 +1481,32 @@ fn thresholds_load_read_and_a_bad_one_is_refused_at_its_key() {
     let plain = design_hash(BASE.as_bytes()).unwrap();
     assert_eq!(design_hash(text.as_bytes()).unwrap(), plain);
 }
+
+/// Issue 38: a replica-loss run of a self-hosted target whose requests name no replica is
+/// refused when it declares layer 7, warned of when it declares nothing, and loads clean as
+/// layer 4 (G1 recorded only) or with a replica header.
+#[test]
+fn a_routing_regime_that_cannot_attribute_replicas_is_refused_at_its_key() {
+    let base = "schema_version = 1\nprofile = \"experiment\"\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://svc:8000\"\nmodel = \"m\"\nreplicas = [\"replica-0\", \"replica-1\"]\nROUTING\n[schedule]\nseed = 1\narrival = \"poisson\"\n[calibration]\nlambda_max_rps = 10.0\n[fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"exec\"\nfire_command = [\"kubectl\", \"delete\", \"pod\", \"replica-1\"]\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
+    let with = |routing: &str| load(&base.replace("ROUTING", routing));
+    let refused = with("routing = \"layer-7\"").unwrap_err().to_string();
+    assert!(
+        refused.contains("target.replica_header") && refused.contains("layer-4"),
+        "{refused}"
+    );
+    let unstated = with("").unwrap();
+    assert_eq!(unstated.warnings().len(), 1, "{:?}", unstated.warnings());
+    assert!(unstated.warnings()[0].contains("target.routing is not declared"));
+    for fine in [
+        "routing = \"layer-4\"",
+        "routing = \"layer-7\"\nreplica_header = \"x-upstream\"",
+        "replica_header = \"x-upstream\"",
+    ] {
+        assert_eq!(
+            with(fine).unwrap().warnings(),
+            Vec::<String>::new(),
+            "{fine}"
+        );
+    }
+    assert!(with("routing = \"layer-3\"").is_err());
+}

@@ -137,6 +137,12 @@ impl Config {
                 ));
             }
         }
+        if self.unattributed_under_layer_7() {
+            out.push(format!(
+                "target.routing is not declared, so G1 assumes layer-7 balancing and fails the run unless each request names its replica, and this {} target has no target.replica_header: set it to the header your proxy adds, or declare target.routing = \"layer-4\" (a Kubernetes Service: G1 recorded only; SPEC §1)",
+                self.target.kind.name()
+            ));
+        }
         out
     }
 }
