@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -33,6 +34,8 @@ struct Objects {
     config_maps: Vec<ConfigMap>,
     claims: Vec<PersistentVolumeClaim>,
     jobs: Vec<Job>,
+    services: Vec<Service>,
+    deployments: Vec<Deployment>,
 }
 
 fn read(path: &str) -> Objects {
@@ -50,6 +53,8 @@ fn read(path: &str) -> Objects {
             "ConfigMap" => objects.config_maps.push(typed(&value, &what)),
             "PersistentVolumeClaim" => objects.claims.push(typed(&value, &what)),
             "Job" => objects.jobs.push(typed(&value, &what)),
+            "Service" => objects.services.push(typed(&value, &what)),
+            "Deployment" => objects.deployments.push(typed(&value, &what)),
             other => panic!("{what}: kind {other:?} is not one this test knows"),
         }
     }
@@ -166,7 +171,8 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         }
     }
 
-    // The account exists and is bound to a Role that may delete pods.
+    // The account exists and is bound to a Role that grants every verb the run's kubectl
+    // commands need (the injector's and the collectors'), derived from the commands themselves.
     let account = pod.service_account_name.as_deref().unwrap();
     assert!(objects
         .service_accounts
@@ -187,10 +193,84 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         .iter()
         .find(|r| r.metadata.name.as_deref() == Some(binding.role_ref.name.as_str()))
         .expect("the bound Role is in the file");
-    assert!(role.rules.iter().flatten().any(|rule| {
-        rule.resources.iter().flatten().any(|r| r == "pods")
-            && rule.verbs.iter().any(|v| v == "delete")
-    }));
+    let granted = |resource: &str, verb: &str| {
+        role.rules.iter().flatten().any(|rule| {
+            rule.resources.iter().flatten().any(|r| r == resource)
+                && rule.verbs.iter().any(|v| v == verb)
+        })
+    };
+    let config = run_toml(&objects);
+    let commands: Vec<&Vec<String>> = std::iter::once(&config.fault.fire_command)
+        .chain(config.target.accelerator_commands.values())
+        .filter(|argv| argv.first().map(String::as_str) == Some("kubectl"))
+        .collect();
+    assert!(
+        commands.len() >= 3,
+        "the injector and two collectors: {commands:?}"
+    );
+    let mut needed = std::collections::BTreeSet::new();
+    for argv in commands {
+        needed.extend(kubectl_needs(argv));
+    }
+    for (resource, verb) in &needed {
+        assert!(
+            granted(resource, verb),
+            "the Role lacks {verb} on {resource}"
+        );
+    }
+    // And nothing beyond them.
+    for rule in role.rules.iter().flatten() {
+        for resource in rule.resources.iter().flatten() {
+            for verb in &rule.verbs {
+                assert!(
+                    needed.contains(&(resource.as_str(), verb.as_str())),
+                    "the Role grants {verb} on {resource}, which no shipped command uses"
+                );
+            }
+        }
+    }
+
+    // Guaranteed QoS with whole CPUs, off the serving nodes, the journal volume writable by the
+    // image's uid.
+    let resources = container.resources.as_ref().unwrap();
+    assert_eq!(
+        resources.requests, resources.limits,
+        "Guaranteed: requests = limits"
+    );
+    let cpu = &resources.limits.as_ref().unwrap()["cpu"].0;
+    assert!(
+        cpu.parse::<u32>().is_ok_and(|n| n >= 1),
+        "whole CPUs: {cpu}"
+    );
+    let security = pod.security_context.as_ref().unwrap();
+    assert_eq!(security.fs_group, Some(10001));
+    assert_eq!(security.run_as_user, Some(10001));
+    let anti = pod
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap();
+    let required = anti
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap();
+    assert!(
+        required.iter().all(|t| t
+            .label_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()
+            .get("job-name")
+            .is_none()),
+        "shards among themselves are preferred apart, not required"
+    );
+    assert!(anti
+        .preferred_during_scheduling_ignored_during_execution
+        .is_some());
 
     // The seccomp profile it names is the one in deploy/, and it lets io_uring through.
     let profile = pod
@@ -235,6 +315,264 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         "the image the Containerfile's usage line tags"
     );
     assert!(containerfile.contains("-t percentes:latest"));
+}
+
+/// The run.toml the Job's ConfigMap holds, loaded.
+fn run_toml(objects: &Objects) -> percentes_formats::config::Config {
+    let map = objects
+        .config_maps
+        .iter()
+        .find(|c| c.data.as_ref().is_some_and(|d| d.contains_key("run.toml")))
+        .expect("a ConfigMap with run.toml");
+    percentes_formats::config::Config::parse(map.data.as_ref().unwrap()["run.toml"].as_bytes())
+        .unwrap()
+}
+
+/// The (resource, verb) pairs of the Kubernetes API a kubectl command line needs: `delete pod
+/// P` deletes a pod; `exec P -- ...` reads the pod and creates its exec subresource; `get pods
+/// ... --watch` lists and watches. A command this test does not know fails it, so a new tool
+/// cannot ship without its verbs being derived.
+fn kubectl_needs(argv: &[String]) -> Vec<(&'static str, &'static str)> {
+    let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+    match words.get(1..3) {
+        Some(["delete", "pod" | "pods"]) => vec![("pods", "delete")],
+        Some(["exec", _]) => vec![("pods", "get"), ("pods/exec", "create")],
+        Some(["get", "pod" | "pods"]) if words.contains(&"--watch") => {
+            vec![("pods", "list"), ("pods", "watch")]
+        }
+        _ => panic!("a kubectl command this test cannot derive verbs for: {words:?}"),
+    }
+}
+
+/// Issue 38: the layer-7 example names the replica in a response header, retries nothing and
+/// reaches the replicas by the headless Service's names; the Job's run.toml switched to it
+/// (base_url, routing, replica_header) loads with no warning, its replicas' addresses the
+/// proxy's upstreams. Read as the API types; not run on a cluster (none here).
+#[test]
+fn the_layer_7_example_names_the_upstream_and_retries_nothing() {
+    let _beside = crate::beside();
+    let proxy = read("deploy/l7-proxy.yaml");
+    let headless = proxy
+        .services
+        .iter()
+        .find(|s| s.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some("None"))
+        .expect("a headless Service for the replicas");
+    let headless_name = headless.metadata.name.clone().unwrap();
+    let front = proxy
+        .services
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some("vllm-l7"))
+        .expect("the proxy's Service");
+    let [deployment] = proxy.deployments.as_slice() else {
+        panic!("one Deployment")
+    };
+    let labels = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .labels
+        .clone();
+    assert_eq!(
+        front.spec.as_ref().unwrap().selector,
+        labels,
+        "the Service selects the proxy"
+    );
+    let conf = &proxy.config_maps[0].data.as_ref().unwrap()["nginx.conf"];
+    for line in [
+        "add_header x-upstream $upstream_addr always;",
+        "proxy_next_upstream off;",
+        "proxy_buffering off;",
+    ] {
+        assert!(conf.contains(line), "nginx.conf lacks {line}");
+    }
+    let upstreams: Vec<&str> = conf
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("server "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|host_port| host_port.contains(':'))
+        .collect();
+    assert_eq!(upstreams.len(), 2, "{conf}");
+    for upstream in &upstreams {
+        assert!(
+            upstream.contains(&format!(".{headless_name}.")),
+            "{upstream}"
+        );
+    }
+
+    let job = read("deploy/recorder-job.yaml");
+    let text = job
+        .config_maps
+        .iter()
+        .find_map(|c| c.data.as_ref()?.get("run.toml").cloned())
+        .unwrap();
+    let layer_7 = text
+        .replace(
+            "base_url = \"http://vllm.default.svc.cluster.local:8000\"",
+            "base_url = \"http://vllm-l7.default.svc.cluster.local:8000\"",
+        )
+        .replace(
+            "routing = \"layer-4\"",
+            "routing = \"layer-7\"\nreplica_header = \"x-upstream\"",
+        );
+    assert!(layer_7.contains("vllm-l7") && layer_7.contains("x-upstream"));
+    let config = percentes_formats::config::Config::parse(layer_7.as_bytes()).unwrap();
+    assert_eq!(config.warnings(), Vec::<String>::new());
+    let mut addresses: Vec<&str> = config
+        .target
+        .replica_addresses
+        .values()
+        .map(String::as_str)
+        .collect();
+    addresses.sort_unstable();
+    assert_eq!(
+        addresses, upstreams,
+        "the recorder probes what the proxy balances over"
+    );
+}
+
+/// The API discovery a kubectl client needs to map deploy/'s kinds to resources, served from
+/// this test: the legacy (pre-aggregated) discovery documents of the groups the manifests use,
+/// as the API's reference documents them, and 404 for every object (none exists yet).
+fn fake_discovery() -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let resource = |name: &str, kind: &str| {
+        serde_json::json!({"name": name, "singularName": "", "namespaced": true, "kind": kind,
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+    };
+    let list = |group_version: &str, resources: Vec<serde_json::Value>| {
+        serde_json::json!({"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": group_version, "resources": resources})
+    };
+    let group = |name: &str, version: &str| {
+        let gv = format!("{name}/{version}");
+        serde_json::json!({"name": name, "versions": [{"groupVersion": gv, "version": version}],
+            "preferredVersion": {"groupVersion": gv, "version": version}})
+    };
+    let documents: BTreeMap<&str, serde_json::Value> = BTreeMap::from([
+        (
+            "/api",
+            serde_json::json!({"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+        ),
+        (
+            "/apis",
+            serde_json::json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            group("apps", "v1"), group("batch", "v1"), group("rbac.authorization.k8s.io", "v1")]}),
+        ),
+        (
+            "/api/v1",
+            list(
+                "v1",
+                vec![
+                    resource("serviceaccounts", "ServiceAccount"),
+                    resource("configmaps", "ConfigMap"),
+                    resource("persistentvolumeclaims", "PersistentVolumeClaim"),
+                    resource("services", "Service"),
+                    resource("pods", "Pod"),
+                ],
+            ),
+        ),
+        (
+            "/apis/apps/v1",
+            list("apps/v1", vec![resource("deployments", "Deployment")]),
+        ),
+        (
+            "/apis/batch/v1",
+            list("batch/v1", vec![resource("jobs", "Job")]),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1",
+            list(
+                "rbac.authorization.k8s.io/v1",
+                vec![
+                    resource("roles", "Role"),
+                    resource("rolebindings", "RoleBinding"),
+                ],
+            ),
+        ),
+    ]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            // The request's head, to its end (kubectl sends no body on a GET).
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/");
+            let path = path.split('?').next().unwrap_or(path);
+            let (status, body) = match documents.get(path) {
+                Some(doc) => ("200 OK", doc.to_string()),
+                None => (
+                    "404 Not Found",
+                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "NotFound", "code": 404})
+                    .to_string(),
+                ),
+            };
+            let _ = write!(
+                &stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    address
+}
+
+/// Every manifest in deploy/ passes `kubectl apply --dry-run=client --validate=false` (the
+/// client maps each kind through the discovery [`fake_discovery`] serves and builds every
+/// object; nothing is sent to a cluster, none is here).
+#[test]
+fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
+    let _beside = crate::beside();
+    if crate::lacks(
+        "kubectl_accepts_every_manifest_in_a_client_dry_run",
+        "kubectl",
+        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
+    ) {
+        return;
+    }
+    let server = format!("http://{}", fake_discovery());
+    let home = std::env::temp_dir().join(format!("percentes-kubectl-{}", std::process::id()));
+    for manifest in ["deploy/recorder-job.yaml", "deploy/l7-proxy.yaml"] {
+        let out = std::process::Command::new("kubectl")
+            .args(["--server", &server, "--namespace", "default"])
+            .args([
+                "apply",
+                "--dry-run=client",
+                "--validate=false",
+                "-f",
+                manifest,
+            ])
+            .current_dir(root())
+            // No kubeconfig of the user's, and no cache of a real cluster's discovery.
+            .env("HOME", &home)
+            .env("KUBECONFIG", home.join("none"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{manifest}: {stdout}{stderr}");
+        let objects = stdout.lines().filter(|l| l.contains("(dry run)")).count();
+        let documents = std::fs::read_to_string(root().join(manifest))
+            .unwrap()
+            .split("\n---")
+            .count();
+        assert_eq!(objects, documents, "{manifest}: {stdout}");
+    }
+    let _ = std::fs::remove_dir_all(home);
 }
 
 /// A program that runs its arguments under a seccomp filter refusing `io_uring_setup` with

@@ -287,6 +287,16 @@ impl Config {
                 ));
             }
         }
+        // The fault's confirmation address, like a replica's: an IP or a DNS name (a headless
+        // Service's pod, resolved again at every look), with its port, or an SRV name.
+        if let Some(address) = &self.fault.confirm_address {
+            if let Err(why) = host_and_port(address) {
+                return Err(invalid(
+                    "fault.confirm_address",
+                    format!("{address:?} is not host:port: {why}"),
+                ));
+            }
+        }
         for (name, argv) in &self.target.accelerator_commands {
             let key = format!("target.accelerator_commands.{name}");
             declared(&key, name)?;

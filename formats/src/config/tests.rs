@@ -1510,3 +1510,23 @@ fn a_routing_regime_that_cannot_attribute_replicas_is_refused_at_its_key() {
     }
     assert!(with("routing = \"layer-3\"").is_err());
 }
+
+/// Issue 38: the fault's confirmation address may be a DNS name (a headless Service's pod), as
+/// a replica's may; a URL is refused at its key.
+#[test]
+fn a_confirmation_address_may_be_a_name_and_must_be_host_and_port() {
+    let base = "schema_version = 1\nprofile = \"experiment\"\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://svc:8000\"\nmodel = \"m\"\nreplicas = [\"replica-0\", \"replica-1\"]\nrouting = \"layer-4\"\n[schedule]\nseed = 1\narrival = \"poisson\"\n[calibration]\nlambda_max_rps = 10.0\n[fault]\nCONFIRM\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"exec\"\nfire_command = [\"kubectl\", \"delete\", \"pod\", \"replica-1\"]\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
+    let with =
+        |address: &str| load(&base.replace("CONFIRM", &format!("confirm_address = {address:?}")));
+    for fine in [
+        "10.0.0.12:8000",
+        "replica-1.vllm.default.svc.cluster.local:8000",
+        "_http._tcp.replica-1.vllm.default.svc.cluster.local",
+    ] {
+        with(fine).unwrap_or_else(|e| panic!("{fine}: {e}"));
+    }
+    for bad in ["http://replica-1:8000", "replica-1", "replica-1:0"] {
+        let error = with(bad).unwrap_err().to_string();
+        assert!(error.contains("fault.confirm_address"), "{bad}: {error}");
+    }
+}

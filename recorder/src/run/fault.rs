@@ -82,6 +82,13 @@ pub(super) fn fault_thread(
         ),
         Some(inject_ns as i64),
     ));
+    // Whether the confirmation address resolves before the fire: a name (a headless Service's
+    // pod) that stops resolving after it went with the victim; one that never resolved proves
+    // nothing (issue 38: a hostname is confirmed as an address is, never read as "answers").
+    let resolved_before = fault
+        .confirm_address
+        .as_deref()
+        .is_some_and(|a| super::probes::resolve(a).is_ok());
     if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
         return;
     }
@@ -121,10 +128,11 @@ pub(super) fn fault_thread(
         let method = fault.confirm_method.as_deref().unwrap_or("POST");
         let contains = fault.confirm_contains.as_deref();
         let mut last = String::new();
+        let mut gone = false;
         while Instant::now() < deadline {
-            let target = address.parse::<std::net::SocketAddr>().ok();
+            let target = super::probes::resolve(address);
             let impact = match (target, expected) {
-                (Some(a), Some((path, status))) => match answer_of(a, method, path) {
+                (Ok(a), Some((path, status))) => match answer_of(a, method, path) {
                     Ok((got, body)) => {
                         let found = contains.is_none_or(|c| body.contains(c));
                         last = format!(
@@ -142,10 +150,22 @@ pub(super) fn fault_thread(
                         false
                     }
                 },
-                (Some(a), None) => {
-                    std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_err()
+                (resolved, None) => match look_at(resolved, resolved_before) {
+                    Look::Answers => false,
+                    Look::Stopped => true,
+                    Look::Gone(why) => {
+                        (last, gone) = (why, true);
+                        true
+                    }
+                    Look::Unresolved(why) => {
+                        last = why;
+                        false
+                    }
+                },
+                (Err(why), Some(_)) => {
+                    last = why;
+                    false
                 }
-                (None, _) => false,
             };
             if impact {
                 confirmed = true;
@@ -154,6 +174,10 @@ pub(super) fn fault_thread(
             std::thread::sleep(Duration::from_millis(10));
         }
         let (kind, detail) = match (confirmed, expected) {
+            (true, None) if gone => (
+                EventKind::FaultConfirmed,
+                format!("{address} no longer resolves ({last}): its name went with the victim"),
+            ),
             (true, None) => (EventKind::FaultConfirmed, format!("{address} stopped answering")),
             (true, Some((path, status))) => (
                 EventKind::FaultConfirmed,
@@ -161,6 +185,10 @@ pub(super) fn fault_thread(
                     "{method} {path} at {address} answered {status}{}",
                     contains.map_or(String::new(), |c| format!(" with {c:?}"))
                 ),
+            ),
+            (false, None) if !last.is_empty() => (
+                EventKind::FaultFailed,
+                format!("{address} cannot be reached to confirm the impact ({last}), and did not resolve before the fire either: impact not confirmed"),
             ),
             (false, None) => (
                 EventKind::FaultFailed,
@@ -410,6 +438,34 @@ pub(super) fn apply(
     }
 }
 
+/// What one look at a victim that must stop answering shows (a clean delete's or a
+/// partition's confirmation, no `confirm_path`).
+#[derive(Debug, PartialEq, Eq)]
+enum Look {
+    /// It accepts a connection.
+    Answers,
+    /// It refuses one, or lets 200 ms pass.
+    Stopped,
+    /// Its name no longer resolves, though it did before the fire: the name went with it (a
+    /// headless Service's pod record).
+    Gone(String),
+    /// Its name does not resolve, and did not before the fire either: nothing is shown.
+    Unresolved(String),
+}
+
+/// The look at the address `resolved` (now) gave, the name having resolved before the fire or
+/// not.
+fn look_at(resolved: Result<std::net::SocketAddr, String>, resolved_before: bool) -> Look {
+    match resolved {
+        Ok(a) if std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok() => {
+            Look::Answers
+        }
+        Ok(_) => Look::Stopped,
+        Err(why) if resolved_before => Look::Gone(why),
+        Err(why) => Look::Unresolved(why),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,5 +573,20 @@ mod tests {
         let refused = apply(Injector::KillProcessGroup, &fault, None).unwrap_err();
         assert!(refused.contains("recorder's own"), "{refused}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A look at the victim (issue 38: a hostname is confirmed as an address is): a listener
+    /// answers, a closed port has stopped, and a name that stopped resolving has gone only if it
+    /// resolved before the fire.
+    #[test]
+    fn a_victim_is_confirmed_gone_by_a_refused_connect_or_a_vanished_name() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        assert_eq!(look_at(Ok(address), true), Look::Answers);
+        drop(listener);
+        assert_eq!(look_at(Ok(address), true), Look::Stopped);
+        let nxdomain = || Err("cannot resolve replica-1.vllm:8000: no such name".to_owned());
+        assert!(matches!(look_at(nxdomain(), true), Look::Gone(w) if w.contains("no such name")));
+        assert!(matches!(look_at(nxdomain(), false), Look::Unresolved(_)));
     }
 }
