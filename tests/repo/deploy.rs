@@ -575,6 +575,121 @@ fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
     let _ = std::fs::remove_dir_all(home);
 }
 
+/// A kubectl that records its calls and plays a cluster where every Job succeeds (or, with
+/// FAKE_FAIL set, fails): `cp` from the fetch pod hands out the shards prepared for the current
+/// run (the count of epochs created so far).
+const FAKE_KUBECTL: &str = r#"#!/usr/bin/env bash
+echo "$*" >> "$FAKE_DIR/log"
+case "$1" in
+  create) n=$(cat "$FAKE_DIR/runs" 2>/dev/null || echo 0); echo $((n + 1)) > "$FAKE_DIR/runs" ;;
+  get)
+    case "$*" in
+      *failed*) [ -n "${FAKE_FAIL:-}" ] && echo 1 ;;
+      *succeeded*) echo 3 ;;
+    esac ;;
+  cp) cp "$FAKE_DIR/run-$(cat "$FAKE_DIR/runs")/${2#percentes-fetch:/journals/}" "$3" ;;
+  apply) [ "$3" = - ] && cat > /dev/null ;;
+esac
+exit 0
+"#;
+
+/// deploy/campaign.sh against [`FAKE_KUBECTL`]: for each run it waits for the replicas, starts
+/// the Job on a fresh epoch, waits for it, copies every shard off the volume, empties it and
+/// merges; then `percentes campaign` over the manifests writes the table. A failed Job stops
+/// the campaign naming the run. Not run on a cluster (none here): the commands are the ones a
+/// cluster would get, the journals the golden run split in three.
+#[cfg(unix)]
+#[test]
+fn the_campaign_script_records_collects_merges_and_summarizes() {
+    let _machine = crate::machine();
+    let dir = std::env::temp_dir().join(format!("percentes-campaign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let kubectl = bin.join("kubectl");
+    std::fs::write(&kubectl, FAKE_KUBECTL).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&kubectl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let golden = std::fs::read(root().join("golden/runs/demo-clean-delete-factor10.pj")).unwrap();
+    let shards = percentes_formats::journal::synthetic::split(&golden, 3);
+    for run in 1..=2 {
+        let run_dir = dir.join(format!("run-{run}"));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        for (i, bytes) in shards.iter().enumerate() {
+            std::fs::write(run_dir.join(format!("shard-{i}.pj")), bytes).unwrap();
+        }
+    }
+    let percentes_dir = std::path::Path::new(env!("CARGO_BIN_EXE_percentes"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        percentes_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let campaign = |out: &str, fail: bool| {
+        let mut command = std::process::Command::new("bash");
+        command
+            .args(["deploy/campaign.sh", "2"])
+            .arg(dir.join(out))
+            .current_dir(root())
+            .env("PATH", &path)
+            .env("FAKE_DIR", &dir)
+            .env("PERCENTES_LEAD_S", "1");
+        if fail {
+            command.env("FAKE_FAIL", "1");
+        }
+        command.output().unwrap()
+    };
+    let done = campaign("out", false);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    // Two valid runs: the table, which says the group is short of the five §5 asks for.
+    assert_eq!(done.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("exit 0"), "{stdout}");
+    let table: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out/campaign/campaign.json")).unwrap())
+            .unwrap();
+    assert!(table.is_object(), "{table}");
+    for run in 1..=2 {
+        assert!(dir
+            .join(format!("out/run-{run}/run.manifest.json"))
+            .is_file());
+    }
+    let log = std::fs::read_to_string(dir.join("log")).unwrap();
+    let run_calls: Vec<&str> = log.lines().filter(|l| !l.starts_with("get job")).collect();
+    let one_run = [
+        "wait --for=condition=Ready pod -l app=vllm --timeout=20m",
+        "delete job percentes-recorders --ignore-not-found --wait=true",
+        "delete configmap percentes-start --ignore-not-found",
+        "create configmap percentes-start --from-literal=start_at=",
+        "apply -f deploy/recorder-job.yaml",
+        "apply -f -",
+        "wait --for=condition=Ready pod/percentes-fetch --timeout=5m",
+        "cp percentes-fetch:/journals/shard-0.pj",
+        "cp percentes-fetch:/journals/shard-1.pj",
+        "cp percentes-fetch:/journals/shard-2.pj",
+        "exec percentes-fetch -- sh -c rm -f /journals/shard-*.pj",
+        "delete pod percentes-fetch --wait=true",
+    ];
+    assert_eq!(run_calls.len(), 2 * one_run.len(), "{log}");
+    for (call, expected) in run_calls.iter().zip(one_run.iter().cycle()) {
+        assert!(
+            call.starts_with(expected),
+            "{call:?} where {expected:?} belongs:\n{log}"
+        );
+    }
+    // A failed Job stops the campaign at its run, naming it.
+    std::fs::remove_file(dir.join("runs")).unwrap();
+    let failed = campaign("failed", true);
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("run 1's Job failed"), "{stderr}");
+    assert!(!dir.join("failed/campaign").exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A program that runs its arguments under a seccomp filter refusing `io_uring_setup` with
 /// EPERM, as containerd 2.0's and Docker 25+'s default profiles do.
 #[cfg(target_os = "linux")]

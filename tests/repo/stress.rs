@@ -40,6 +40,19 @@ fn config_text(addr: SocketAddr, factor: u32, rate: f64) -> String {
     )
 }
 
+/// `percentes record CONFIG -o JOURNAL` as a child process (quiet, no host check), its output
+/// piped: a test stops and continues it by its pid.
+fn record_child(config: &Path, journal: &Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["record", config.to_str().unwrap(), "-o"])
+        .arg(journal)
+        .args(["--force", "--quiet", "--no-host-check"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The journal's requests and events, after checking it verifies sealed.
 fn read(
     path: &Path,
@@ -141,14 +154,7 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
     std::fs::write(&config_path, &text).unwrap();
     let journal = scratch("stopped.pj");
     let started = std::time::Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
-        .args(["record", config_path.to_str().unwrap(), "-o"])
-        .arg(&journal)
-        .args(["--force", "--quiet", "--no-host-check"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = record_child(&config_path, &journal);
     let pid = child.id().to_string();
     std::thread::sleep(Duration::from_millis(5_000));
     let signal = |name: &str| {
@@ -247,14 +253,7 @@ fn a_closed_loop_stopped_for_two_seconds_blames_itself_and_its_chain_holds() {
     let config_path = scratch("closed-stopped.toml");
     std::fs::write(&config_path, &text).unwrap();
     let journal = scratch("closed-stopped.pj");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
-        .args(["record", config_path.to_str().unwrap(), "-o"])
-        .arg(&journal)
-        .args(["--force", "--quiet", "--no-host-check"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = record_child(&config_path, &journal);
     let pid = child.id().to_string();
     std::thread::sleep(Duration::from_millis(4_000));
     for (signal, then) in [("-STOP", 2_000), ("-CONT", 0)] {
