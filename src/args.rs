@@ -348,6 +348,36 @@ pub struct EventArgs {
     pub at_realtime_ns: Option<i64>,
 }
 
+/// `percentes watch`: the cluster's timeline, from the API's watch (SPEC §5).
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The recorder's `--events-socket` (waited for, up to --wait seconds).
+    pub socket: PathBuf,
+    /// The pod the fault targets (followed by uid: a StatefulSet's replacement keeps its name).
+    #[arg(long)]
+    pub victim: String,
+    /// The serving pods' label selector.
+    #[arg(long, default_value = "app=vllm")]
+    pub selector: String,
+    /// The serving pods' namespace.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// Watch every node's Ready condition too (needs list and watch on nodes).
+    #[arg(long)]
+    pub nodes: bool,
+    /// kubectl, then each argument it always takes: `--kubectl=kubectl --kubectl=--kubeconfig=F`.
+    #[arg(
+        long,
+        default_value = "kubectl",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
+    pub kubectl: Vec<String>,
+    /// How long to wait for the recorder's socket to appear, seconds.
+    #[arg(long, default_value_t = 900)]
+    pub wait: u64,
+}
+
 /// Where the recorder's workers run: `record` and `doctor`.
 #[derive(Debug, Args)]
 pub struct HostArgs {
@@ -775,6 +805,10 @@ pub(crate) enum Command {
     /// Hand a running recorder a timeline event an orchestrator saw (`record --events-socket
     /// PATH`; SPEC §5): journaled at the time stated, beside the time the recorder read it.
     Event(EventArgs),
+    /// Journal a Kubernetes cluster's timeline for the fault's target: `kubectl get --watch` over
+    /// the serving pods (and nodes), each deletion, scheduling, container start and readiness
+    /// handed to the recorder at `SOCKET` as `percentes event` would (SPEC §5).
+    Watch(WatchArgs),
     /// Print a shell completion script: `percentes completions bash > /etc/bash_completion.d/percentes`
     /// (bash, zsh, fish, elvish, powershell).
     Completions {

@@ -262,8 +262,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(not(target_os = "linux"))]
-        Command::Event(_) => {
-            bail!("`percentes event` talks to a recorder, which runs on Linux only")
+        Command::Event(_) | Command::Watch(_) => {
+            bail!("`percentes event` and `watch` talk to a recorder, which runs on Linux only")
+        }
+        #[cfg(target_os = "linux")]
+        Command::Watch(a) => {
+            percentes_recorder::watch::run(&percentes_recorder::watch::Options {
+                socket: a.socket,
+                namespace: a.namespace,
+                selector: a.selector,
+                victim: a.victim,
+                kubectl: a.kubectl,
+                nodes: a.nodes,
+                wait: std::time::Duration::from_secs(a.wait),
+            })
+            .map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Demo {
             output,

@@ -107,6 +107,7 @@ mod repo {
     pub mod golden;
     pub mod http2;
     pub mod independent;
+    pub mod kube;
     pub mod query;
     pub mod real_servers;
     pub mod record;

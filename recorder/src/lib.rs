@@ -26,3 +26,5 @@ pub mod sse;
 #[cfg(all(test, target_os = "linux"))]
 mod tls_tests;
 pub mod tokens;
+#[cfg(target_os = "linux")]
+pub mod watch;

@@ -23,6 +23,10 @@
 //!   replica's log printed `weights_loaded_line`). Readiness is not reported: the recorder's own
 //!   direct probe measures it (`replica-ready`).
 //!
+//! - **Names** (`[testbed.names]`, [`names`]): optionally, the replicas are found by SRV names
+//!   a dnsmasq of the testbed's serves, and the supervisor restarts the victim on a new port,
+//!   as a replacement pod comes back at a new address behind its headless Service's name.
+//!
 //! Nothing here measures: every figure comes from the journal.
 
 use std::collections::BTreeMap;
@@ -40,6 +44,9 @@ use crate::error::{bail, Context, Result};
 use crate::placement::{Joiner, Placed};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+
+pub mod names;
+pub use names::NamesPlan;
 
 /// The response header HAProxy names the serving replica in.
 pub const UPSTREAM_HEADER: &str = "x-upstream";
@@ -133,6 +140,9 @@ pub fn unavailable(plan: &crate::scenario::TestbedPlan) -> Option<String> {
     if haproxy_program().is_none() {
         missing.push("haproxy is not installed (Debian: apt-get install haproxy)".to_owned());
     }
+    if plan.names.is_some() && names::dnsmasq_program().is_none() {
+        missing.push("dnsmasq is not installed (Debian: apt-get install dnsmasq-base)".to_owned());
+    }
     if let Some(replica) = &plan.replica {
         if let Err(e) = replica.argv("replica-0", 1) {
             missing.push(format!("{e:#}"));
@@ -149,13 +159,18 @@ pub fn unavailable(plan: &crate::scenario::TestbedPlan) -> Option<String> {
     (!missing.is_empty()).then(|| missing.join("; "))
 }
 
-/// HAProxy's executable: on PATH, or where Debian puts it (/usr/sbin is not on every PATH).
+/// HAProxy's executable.
 fn haproxy_program() -> Option<PathBuf> {
+    program("haproxy")
+}
+
+/// A program on PATH, or where Debian puts daemons (/usr/sbin is not on every PATH).
+fn program(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .into_iter()
         .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
         .chain([PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join("haproxy"))
+        .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }
 
@@ -177,6 +192,7 @@ pub struct RealBed {
     proxy: Child,
     proxy_port: u16,
     placed: Option<Placed>,
+    names: Option<names::Names>,
 }
 
 /// A port free on loopback now (the kernel's choice, released for the child to take).
@@ -248,28 +264,62 @@ fn stop_group(child: &mut Child, grace: Duration) {
     let _ = child.wait();
 }
 
-/// HAProxy's configuration for `replicas` (name, port), listening on `port`.
+/// HAProxy's configuration for `replicas` (name, port), listening on `port`; with `resolvers`
+/// (a `resolvers names` section, [`names::Names::haproxy_resolvers`]) each server is found by
+/// its SRV name instead of its port.
 pub fn haproxy_config(
     port: u16,
     replicas: &[(String, u16)],
     ready_path: &str,
     socket: &Path,
+    resolvers: Option<&str>,
 ) -> String {
     let mut text = format!(
         "# Written by the percentes study runner: the layer-7 proxy in front of the replicas.\n\
          global\n    stats socket {} mode 600 level admin\n    maxconn 4096\n\n\
          defaults\n    mode http\n    timeout connect 1s\n    timeout client 300s\n    timeout server 300s\n    \
-         timeout check 2s\n    retries 2\n    option redispatch\n\n\
+         timeout check 2s\n    retries 2\n    option redispatch\n\n{}\
          frontend service\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n\
          backend replicas\n    balance roundrobin\n    option httpchk GET {ready_path}\n    \
          default-server inter 250ms fastinter 250ms downinter 250ms fall 2 rise 1\n    \
          http-response set-header {UPSTREAM_HEADER} %[srv_name]\n",
-        socket.display()
+        socket.display(),
+        resolvers.unwrap_or_default(),
     );
     for (name, port) in replicas {
-        text.push_str(&format!("    server {name} 127.0.0.1:{port} check\n"));
+        text.push_str(&match resolvers {
+            Some(_) => format!(
+                "    server {name} {} resolvers names init-addr none check\n",
+                names::srv_name(name)
+            ),
+            None => format!("    server {name} 127.0.0.1:{port} check\n"),
+        });
     }
     text
+}
+
+/// Writes HAProxy's configuration into `folder` and starts it there, in the placement's target
+/// groups.
+fn start_proxy(config: &str, folder: &Path, placed: Option<&mut Placed>) -> Result<Child> {
+    let path = folder.join("haproxy.cfg");
+    std::fs::write(&path, config)?;
+    let joiner = match placed {
+        Some(p) => Some(Joiner::new(&p.target_procs("proxy")?)?),
+        None => None,
+    };
+    let program =
+        haproxy_program().context("haproxy is not installed (Debian: apt-get install haproxy)")?;
+    spawn(
+        &[
+            program.display().to_string(),
+            "-db".into(),
+            "-f".into(),
+            path.display().to_string(),
+        ],
+        &folder.join("haproxy.log"),
+        joiner,
+    )
+    .context("cannot start HAProxy (Debian: apt-get install haproxy)")
 }
 
 /// HAProxy's view of each server's state (`show stat`'s `status` column: UP, DOWN, ...).
@@ -318,7 +368,7 @@ impl RealBed {
     /// Starts `count` replicas (all at once) and the proxy; returns when every replica answers
     /// its ready path and the proxy counts each up.
     pub fn start(
-        plan: &ReplicaPlan,
+        (plan, names_plan): (&ReplicaPlan, Option<&NamesPlan>),
         count: usize,
         folder: &Path,
         mut placed: Option<Placed>,
@@ -346,29 +396,19 @@ impl RealBed {
         let socket = folder.join("haproxy.sock");
         let _ = std::fs::remove_file(&socket);
         let pairs: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
-        let config = folder.join("haproxy.cfg");
-        std::fs::write(
-            &config,
-            haproxy_config(proxy_port, &pairs, &plan.ready_path, &socket),
-        )?;
-        let joiner = match placed.as_mut() {
-            Some(p) => Some(Joiner::new(&p.target_procs("proxy")?)?),
+        let names = match names_plan {
+            Some(NamesPlan::Dnsmasq) => Some(names::Names::start(&pairs, folder, placed.as_mut())?),
             None => None,
         };
-        let proxy = spawn(
-            &[
-                haproxy_program()
-                    .context("haproxy is not installed (Debian: apt-get install haproxy)")?
-                    .display()
-                    .to_string(),
-                "-db".into(),
-                "-f".into(),
-                config.display().to_string(),
-            ],
-            &folder.join("haproxy.log"),
-            joiner,
-        )
-        .context("cannot start HAProxy (Debian: apt-get install haproxy)")?;
+        let resolvers = names.as_ref().map(names::Names::haproxy_resolvers);
+        let config = haproxy_config(
+            proxy_port,
+            &pairs,
+            &plan.ready_path,
+            &socket,
+            resolvers.as_deref(),
+        );
+        let proxy = start_proxy(&config, folder, placed.as_mut())?;
         let mut bed = RealBed {
             plan: plan.clone(),
             folder: folder.to_path_buf(),
@@ -376,6 +416,7 @@ impl RealBed {
             proxy,
             proxy_port,
             placed,
+            names,
         };
         if let Some(e) = bed_error {
             return Err(e);
@@ -461,12 +502,24 @@ impl RealBed {
         SocketAddr::from(([127, 0, 0, 1], self.proxy_port))
     }
 
-    /// Each replica's name and own address.
-    pub fn replicas(&self) -> Vec<(String, SocketAddr)> {
+    /// Each replica's name and the address it is found by: its SRV name with
+    /// `[testbed.names]`, else its own `127.0.0.1:port`.
+    pub fn replica_addresses(&self) -> Vec<(String, String)> {
         self.replicas
             .iter()
-            .map(|r| (r.name.clone(), SocketAddr::from(([127, 0, 0, 1], r.port))))
+            .map(|r| {
+                let address = match self.names {
+                    Some(_) => names::srv_name(&r.name),
+                    None => SocketAddr::from(([127, 0, 0, 1], r.port)).to_string(),
+                };
+                (r.name.clone(), address)
+            })
             .collect()
+    }
+
+    /// The DNS server that serves the replicas' names, with `[testbed.names]`.
+    pub fn nameserver(&self) -> Option<SocketAddr> {
+        self.names.as_ref().map(names::Names::address)
     }
 
     /// Each replica's name and pid file.
@@ -485,6 +538,36 @@ impl RealBed {
             .collect()
     }
 
+    /// Starts replica `index` again: on a new port with names (its record moved there), on
+    /// its own port without. Returns the port.
+    fn restart(&mut self, index: usize) -> Result<u16> {
+        let port = match self.names {
+            Some(_) => free_port()?,
+            None => self.replicas[index].port,
+        };
+        let name = self.replicas[index].name.clone();
+        let child = RealBed::launch(&self.plan, &name, port, &self.folder, self.placed.as_mut())?;
+        let replica = &mut self.replicas[index];
+        replica.child = child;
+        replica.port = port;
+        replica.started = Instant::now();
+        self.rename()?;
+        Ok(port)
+    }
+
+    /// Serves the replicas' current ports under their names (nothing without names).
+    fn rename(&mut self) -> Result<()> {
+        let pairs: Vec<(String, u16)> = self
+            .replicas
+            .iter()
+            .map(|r| (r.name.clone(), r.port))
+            .collect();
+        match self.names.as_mut() {
+            Some(names) => names.update(&pairs, self.placed.as_mut()),
+            None => Ok(()),
+        }
+    }
+
     /// The placement's description, if the bed is placed.
     pub fn placement(&self) -> Option<String> {
         self.placed.as_ref().map(|p| p.description.clone())
@@ -497,6 +580,7 @@ impl Drop for RealBed {
             stop_group(&mut r.child, Duration::from_secs(10));
         }
         stop_group(&mut self.proxy, Duration::from_secs(2));
+        self.names.take();
         // The placement's groups go last, once nothing of the target is in them.
         self.placed.take();
     }
@@ -562,32 +646,41 @@ pub fn supervise(
         detection.check(inbox);
         std::thread::sleep(Duration::from_millis(20));
     }
+    let named = bed.names.is_some();
     inbox.report(
         TimelineSubject::Reschedule,
-        &format!("the supervisor saw {victim} exit ({status}) and restarts it on the same port"),
+        &format!(
+            "the supervisor saw {victim} exit ({status}) and restarts it on {}",
+            if named {
+                "a new port, found by its name"
+            } else {
+                "the same port"
+            }
+        ),
         None,
     );
     let log = bed.folder.join(format!("{victim}.log"));
     let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
-    let port = bed.replicas[index].port;
     let plan = bed.plan.clone();
-    let child = match RealBed::launch(&plan, victim, port, &bed.folder, bed.placed.as_mut()) {
-        Ok(child) => child,
+    match bed.restart(index) {
+        Ok(port) => inbox.report(
+            TimelineSubject::ContainerStart,
+            &format!(
+                "{victim}'s replacement started (pid {}, port {port}{})",
+                bed.replicas[index].child.id(),
+                if named {
+                    format!(", its record {} moved to it", names::srv_name(victim))
+                } else {
+                    String::new()
+                }
+            ),
+            None,
+        ),
         Err(e) => {
-            inbox.report(TimelineSubject::RestartFailed, &e.to_string(), None);
+            inbox.report(TimelineSubject::RestartFailed, &format!("{e:#}"), None);
             return;
         }
-    };
-    inbox.report(
-        TimelineSubject::ContainerStart,
-        &format!(
-            "{victim}'s replacement started (pid {}, port {port})",
-            child.id()
-        ),
-        None,
-    );
-    bed.replicas[index].child = child;
-    bed.replicas[index].started = Instant::now();
+    }
     let watch = Watch {
         log,
         offset,
@@ -631,21 +724,28 @@ impl Detection {
         if self.seen {
             return;
         }
-        let down = haproxy_states(&self.socket)
+        let state = haproxy_states(&self.socket)
             .ok()
             .and_then(|s| s.get(&self.victim).cloned())
-            .is_some_and(|s| s.starts_with("DOWN"));
-        if down {
-            self.seen = true;
-            inbox.report(
-                TimelineSubject::Detected,
-                &format!(
-                    "HAProxy marked {} DOWN (its health check failed twice) and stopped routing to it",
-                    self.victim
-                ),
-                None,
-            );
-        }
+            .unwrap_or_default();
+        // DOWN: its health check failed twice. MAINT: its name stopped naming the old port (a
+        // named replica whose replacement was started before the checks took it out).
+        let why = if state.starts_with("DOWN") {
+            "DOWN (its health check failed twice)"
+        } else if state.starts_with("MAINT") {
+            "MAINT (its name's record moved to the replacement)"
+        } else {
+            return;
+        };
+        self.seen = true;
+        inbox.report(
+            TimelineSubject::Detected,
+            &format!(
+                "HAProxy marked {} {why} and stopped routing to it",
+                self.victim
+            ),
+            None,
+        );
     }
 }
 
@@ -746,6 +846,7 @@ mod tests {
             &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
             "/health",
             Path::new("/run/x/haproxy.sock"),
+            None,
         );
         for needed in [
             "bind 127.0.0.1:8100",
@@ -759,6 +860,21 @@ mod tests {
         ] {
             assert!(text.contains(needed), "{needed} missing from\n{text}");
         }
+        // Named replicas: each server found by its SRV record through the resolvers section.
+        let named = haproxy_config(
+            8100,
+            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
+            "/health",
+            Path::new("/run/x/haproxy.sock"),
+            Some("resolvers names\n    nameserver dnsmasq 127.0.0.1:5353\n\n"),
+        );
+        for needed in [
+            "resolvers names\n    nameserver dnsmasq 127.0.0.1:5353",
+            "server replica-1 _replica-1._tcp.percentes.test resolvers names init-addr none check",
+        ] {
+            assert!(named.contains(needed), "{needed} missing from\n{named}");
+        }
+        assert!(!named.contains("127.0.0.1:8102"), "{named}");
     }
 
     /// `show stat` as HAProxy 2.6 answers it (abridged to the columns read, in its order).

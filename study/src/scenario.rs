@@ -66,8 +66,8 @@ pub struct Scenario {
 pub struct RunPlan {
     /// The run configuration without `schema_version`, `profile`, `[dev]` and `[calibration]`
     /// (the runner writes those), with placeholders: `{service}`, `{replica:NAME}`,
-    /// `{pid-file:NAME}`, `{netns:NAME}` and `{partition_s}` (the pinned partition after the
-    /// time factor).
+    /// `{pid-file:NAME}`, `{netns:NAME}`, `{nameserver}` (with `[testbed.names]`) and
+    /// `{partition_s}` (the pinned partition after the time factor).
     pub config: String,
 }
 
@@ -139,6 +139,15 @@ impl Scenario {
         if let Some(plan) = &scenario.testbed {
             plan.check()
                 .with_context(|| format!("{origin}: [testbed]"))?;
+        }
+        let names = scenario.testbed.as_ref().is_some_and(|t| t.names.is_some());
+        if names
+            && !scenario
+                .run
+                .as_ref()
+                .is_some_and(|r| r.config.contains("{nameserver}"))
+        {
+            bail!("{origin}: [testbed.names] serves the replicas' SRV names from a DNS server on a port of its own, which the recorder must ask: set target.nameserver = \"{{nameserver}}\" in [run] config");
         }
         if scenario.scenario.refused.is_none() {
             for (what, missing) in [
@@ -831,6 +840,7 @@ mod tests {
         let mut v = BTreeMap::new();
         v.insert("service".into(), "127.0.0.1:9000".into());
         v.insert("partition_s".into(), "12.000".into());
+        v.insert("nameserver".into(), "127.0.0.1:5353".into());
         for (i, name) in ["replica-0", "replica-1"].iter().enumerate() {
             v.insert(format!("replica:{name}"), format!("127.0.0.1:900{}", i + 1));
             v.insert(format!("pid-file:{name}"), format!("/tmp/{name}.pid"));
@@ -951,6 +961,37 @@ mod tests {
             let e = Scenario::parse(&format!("{base}{testbed}\n"), "x.toml").unwrap_err();
             assert!(format!("{e:#}").contains(says), "{testbed}: {e:#}");
         }
+    }
+
+    /// `[testbed.names]` is for real replicas under a supervisor, and the run's configuration
+    /// must ask the testbed's DNS server, or its SRV names would go to the host's.
+    #[test]
+    fn named_replicas_need_a_supervisor_and_the_nameserver_placeholder() {
+        let head = "[scenario]\nname = \"x\"\nquestion = \"q\"\nexpectation = \"e\"\n";
+        let real = "[testbed]\ncapacity_rps = 2.0\norchestrator = { kind = \"supervise\" }\nproxy = { kind = \"haproxy\" }\n[testbed.names]\nkind = \"dnsmasq\"\n[testbed.replica]\ncommand = [\"serve\", \"{port}\"]\n";
+        let config = |extra: &str| {
+            format!("[run]\nconfig = '''\n[target]\nreplica_addresses = {{ \"replica-0\" = \"{{replica:replica-0}}\" }}\n{extra}'''\n")
+        };
+        let e = Scenario::parse(&format!("{head}{real}{}", config("")), "x.toml").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("target.nameserver = \"{nameserver}\""),
+            "{e:#}"
+        );
+        Scenario::parse(
+            &format!("{head}{real}{}", config("nameserver = \"{nameserver}\"\n")),
+            "x.toml",
+        )
+        .unwrap();
+        let mocks = "[testbed]\ncapacity_rps = 2.0\norchestrator = { kind = \"none\" }\n[testbed.names]\nkind = \"dnsmasq\"\n";
+        let e = Scenario::parse(
+            &format!("{head}{mocks}{}", config("nameserver = \"{nameserver}\"\n")),
+            "x.toml",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("orchestrator \"supervise\""),
+            "{e:#}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -31,6 +31,8 @@ struct Objects {
     service_accounts: Vec<ServiceAccount>,
     roles: Vec<Role>,
     bindings: Vec<RoleBinding>,
+    cluster_roles: Vec<ClusterRole>,
+    cluster_bindings: Vec<ClusterRoleBinding>,
     config_maps: Vec<ConfigMap>,
     claims: Vec<PersistentVolumeClaim>,
     jobs: Vec<Job>,
@@ -50,6 +52,8 @@ fn read(path: &str) -> Objects {
             "ServiceAccount" => objects.service_accounts.push(typed(&value, &what)),
             "Role" => objects.roles.push(typed(&value, &what)),
             "RoleBinding" => objects.bindings.push(typed(&value, &what)),
+            "ClusterRole" => objects.cluster_roles.push(typed(&value, &what)),
+            "ClusterRoleBinding" => objects.cluster_bindings.push(typed(&value, &what)),
             "ConfigMap" => objects.config_maps.push(typed(&value, &what)),
             "PersistentVolumeClaim" => objects.claims.push(typed(&value, &what)),
             "Job" => objects.jobs.push(typed(&value, &what)),
@@ -75,8 +79,39 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         panic!("one container")
     };
     let command = container.args.as_ref().unwrap().join(" ");
-    let words: Vec<&str> = command.split_whitespace().collect();
+    let all: Vec<&str> = command.split_whitespace().collect();
+    // Shard 0's watcher in the background, then the recorder in the shell's place.
+    let exec = all
+        .iter()
+        .position(|w| *w == "exec")
+        .expect("exec percentes record");
+    let words = &all[exec..];
     assert_eq!(&words[..3], ["exec", "percentes", "record"], "{command}");
+    let watch_at = all
+        .iter()
+        .position(|w| *w == "watch")
+        .expect("percentes watch");
+    let watch_end = watch_at + all[watch_at..].iter().position(|w| *w == "&").unwrap();
+    let watch = &all[watch_at + 1..watch_end];
+    assert!(
+        command.contains("if [ \"$JOB_COMPLETION_INDEX\" = 0 ]; then percentes watch"),
+        "the watcher runs beside shard 0, which runs the fault plan: {command}"
+    );
+    let (code, help, _) = percentes(&["watch", "--help"]);
+    assert_eq!(code, 0);
+    for flag in watch.iter().filter(|w| w.starts_with('-')) {
+        assert!(
+            help.contains(&format!("{flag} ")),
+            "watch has no flag {flag}"
+        );
+    }
+    let value_of =
+        |flag: &str| watch[watch.iter().position(|w| *w == flag).unwrap() + 1].to_owned();
+    let socket = watch[0];
+    assert!(
+        words.windows(2).any(|w| w == ["--events-socket", socket]),
+        "the recorder listens where the watcher sends: {command}"
+    );
 
     // N agrees: --shards N, completions and parallelism.
     let shards: i32 = words[words.iter().position(|w| *w == "--shards").unwrap() + 1]
@@ -123,16 +158,20 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         .map(|m| (m.mount_path.clone(), m.name.clone()))
         .collect();
     let volumes = pod.volumes.as_ref().unwrap();
-    for path in words
+    for path in all
         .iter()
         .map(|w| w.trim_matches('"'))
-        .filter(|w| w.starts_with('/'))
+        .filter(|w| w.starts_with('/') && *w != "/bin/sh")
     {
         let (mount, volume) = mounts
             .iter()
             .find(|(mount, _)| path.starts_with(&format!("{mount}/")))
             .unwrap_or_else(|| panic!("{path} is on no mounted volume"));
         let volume = volumes.iter().find(|v| &v.name == volume).unwrap();
+        if volume.empty_dir.is_some() {
+            // The pod's own scratch: the events socket between the watcher and the recorder.
+            continue;
+        }
         if let Some(config) = &volume.config_map {
             // A file the ConfigMap holds, and a configuration that loads.
             let file = &path[mount.len() + 1..];
@@ -193,20 +232,59 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         .iter()
         .find(|r| r.metadata.name.as_deref() == Some(binding.role_ref.name.as_str()))
         .expect("the bound Role is in the file");
+    // And the ClusterRoles bound to it (nodes are cluster-scoped).
+    let cluster_rules: Vec<_> = objects
+        .cluster_bindings
+        .iter()
+        .filter(|b| {
+            b.subjects
+                .iter()
+                .flatten()
+                .any(|s| s.kind == "ServiceAccount" && s.name == account)
+        })
+        .map(|b| {
+            objects
+                .cluster_roles
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(b.role_ref.name.as_str()))
+                .expect("the bound ClusterRole is in the file")
+        })
+        .flat_map(|r| r.rules.iter().flatten())
+        .collect();
+    let rules: Vec<_> = role.rules.iter().flatten().chain(cluster_rules).collect();
     let granted = |resource: &str, verb: &str| {
-        role.rules.iter().flatten().any(|rule| {
+        rules.iter().any(|rule| {
             rule.resources.iter().flatten().any(|r| r == resource)
                 && rule.verbs.iter().any(|v| v == verb)
         })
     };
     let config = run_toml(&objects);
+    assert_eq!(
+        Some(value_of("--victim")),
+        config.fault.victim,
+        "the watcher follows the victim"
+    );
+    // The watcher's commands, as the watcher builds them from its flags.
+    use percentes_recorder::watch::{kubectl_argv, Watched};
+    let kubectl = ["kubectl".to_owned()];
+    let (namespace, selector) = (value_of("--namespace"), value_of("--selector"));
+    let mut watched = vec![kubectl_argv(&kubectl, Watched::Pods, &namespace, &selector)];
+    if watch.contains(&"--nodes") {
+        watched.push(kubectl_argv(
+            &kubectl,
+            Watched::Nodes,
+            &namespace,
+            &selector,
+        ));
+    }
     let commands: Vec<&Vec<String>> = std::iter::once(&config.fault.fire_command)
         .chain(config.target.accelerator_commands.values())
         .filter(|argv| argv.first().map(String::as_str) == Some("kubectl"))
+        .chain(&watched)
         .collect();
     assert!(
-        commands.len() >= 3,
-        "the injector and two collectors: {commands:?}"
+        commands.len() >= 5,
+        "the injector, two collectors and the watcher's two watches: {commands:?}"
     );
     let mut needed = std::collections::BTreeSet::new();
     for argv in commands {
@@ -219,7 +297,7 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         );
     }
     // And nothing beyond them.
-    for rule in role.rules.iter().flatten() {
+    for rule in &rules {
         for resource in rule.resources.iter().flatten() {
             for verb in &rule.verbs {
                 assert!(
@@ -340,6 +418,9 @@ fn kubectl_needs(argv: &[String]) -> Vec<(&'static str, &'static str)> {
         Some(["get", "pod" | "pods"]) if words.contains(&"--watch") => {
             vec![("pods", "list"), ("pods", "watch")]
         }
+        Some(["get", "node" | "nodes"]) if words.contains(&"--watch") => {
+            vec![("nodes", "list"), ("nodes", "watch")]
+        }
         _ => panic!("a kubectl command this test cannot derive verbs for: {words:?}"),
     }
 }
@@ -435,104 +516,8 @@ fn the_layer_7_example_names_the_upstream_and_retries_nothing() {
     );
 }
 
-/// The API discovery a kubectl client needs to map deploy/'s kinds to resources, served from
-/// this test: the legacy (pre-aggregated) discovery documents of the groups the manifests use,
-/// as the API's reference documents them, and 404 for every object (none exists yet).
-fn fake_discovery() -> std::net::SocketAddr {
-    use std::io::{BufRead, BufReader, Write};
-    let resource = |name: &str, kind: &str| {
-        serde_json::json!({"name": name, "singularName": "", "namespaced": true, "kind": kind,
-            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
-    };
-    let list = |group_version: &str, resources: Vec<serde_json::Value>| {
-        serde_json::json!({"kind": "APIResourceList", "apiVersion": "v1",
-            "groupVersion": group_version, "resources": resources})
-    };
-    let group = |name: &str, version: &str| {
-        let gv = format!("{name}/{version}");
-        serde_json::json!({"name": name, "versions": [{"groupVersion": gv, "version": version}],
-            "preferredVersion": {"groupVersion": gv, "version": version}})
-    };
-    let documents: BTreeMap<&str, serde_json::Value> = BTreeMap::from([
-        (
-            "/api",
-            serde_json::json!({"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
-        ),
-        (
-            "/apis",
-            serde_json::json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            group("apps", "v1"), group("batch", "v1"), group("rbac.authorization.k8s.io", "v1")]}),
-        ),
-        (
-            "/api/v1",
-            list(
-                "v1",
-                vec![
-                    resource("serviceaccounts", "ServiceAccount"),
-                    resource("configmaps", "ConfigMap"),
-                    resource("persistentvolumeclaims", "PersistentVolumeClaim"),
-                    resource("services", "Service"),
-                    resource("pods", "Pod"),
-                ],
-            ),
-        ),
-        (
-            "/apis/apps/v1",
-            list("apps/v1", vec![resource("deployments", "Deployment")]),
-        ),
-        (
-            "/apis/batch/v1",
-            list("batch/v1", vec![resource("jobs", "Job")]),
-        ),
-        (
-            "/apis/rbac.authorization.k8s.io/v1",
-            list(
-                "rbac.authorization.k8s.io/v1",
-                vec![
-                    resource("roles", "Role"),
-                    resource("rolebindings", "RoleBinding"),
-                ],
-            ),
-        ),
-    ]);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(&stream);
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            // The request's head, to its end (kubectl sends no body on a GET).
-            let mut header = String::new();
-            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-                header.clear();
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/");
-            let path = path.split('?').next().unwrap_or(path);
-            let (status, body) = match documents.get(path) {
-                Some(doc) => ("200 OK", doc.to_string()),
-                None => (
-                    "404 Not Found",
-                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                        "reason": "NotFound", "code": 404})
-                    .to_string(),
-                ),
-            };
-            let _ = write!(
-                &stream,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    address
-}
-
 /// Every manifest in deploy/ passes `kubectl apply --dry-run=client --validate=false` (the
-/// client maps each kind through the discovery [`fake_discovery`] serves and builds every
+/// client maps each kind through the discovery [`super::kube::fake_api`] serves and builds every
 /// object; nothing is sent to a cluster, none is here).
 #[test]
 fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
@@ -544,7 +529,10 @@ fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
     ) {
         return;
     }
-    let server = format!("http://{}", fake_discovery());
+    let server = format!(
+        "http://{}",
+        super::kube::fake_api(Default::default(), Default::default())
+    );
     let home = std::env::temp_dir().join(format!("percentes-kubectl-{}", std::process::id()));
     for manifest in ["deploy/recorder-job.yaml", "deploy/l7-proxy.yaml"] {
         let out = std::process::Command::new("kubectl")

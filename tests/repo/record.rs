@@ -415,7 +415,7 @@ fn assert_nothing_sent_after(requests: &[RequestRecord], at_ns: u64) {
     );
 }
 
-fn events(path: &Path) -> Vec<percentes_formats::journal::records::EventRecord> {
+pub(super) fn events(path: &Path) -> Vec<percentes_formats::journal::records::EventRecord> {
     let journal = JournalFile::open(path).unwrap();
     let report = journal.verify(&Default::default());
     journal
@@ -427,7 +427,7 @@ fn events(path: &Path) -> Vec<percentes_formats::journal::records::EventRecord> 
         .collect()
 }
 
-fn event_named<'a>(
+pub(super) fn event_named<'a>(
     events: &'a [percentes_formats::journal::records::EventRecord],
     name: &str,
 ) -> Option<&'a percentes_formats::journal::records::EventRecord> {
@@ -1451,23 +1451,19 @@ fn token_aware_lengths_and_a_datasets_own_lengths_are_sent_and_journaled() {
     );
 }
 
-/// Issue 36 item 3: timeline events from an orchestrator outside the recorder. A recording of
-/// a fault run listens on `--events-socket`; after the fire, `percentes event` hands it a
-/// `container-start` stated on the wall clock 50 ms back and a `weight-load` with no time (read
-/// when it arrives), and a subject no timeline has, which is refused to its sender. The journal
-/// carries both accepted events as `timeline` events at the stated time with the time the
-/// recorder read them in the detail (both clocks), the socket is gone after the run, and the
-/// analyzer's recovery decomposition reads them as its container-start and weight-load
-/// boundaries. Deliberate break: without the socket, both boundaries read "N/A".
-#[test]
-fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
-    let _machine = crate::machine();
+/// A fault run of the recorder against a mock (the victim's mock turned to errors at the fire,
+/// about 3.6 s after the epoch at time factor 100), started in the background in a fresh
+/// folder `name` and listening on `--events-socket`: the folder, the journal, the socket (not
+/// there yet) and the recorder's process.
+pub(super) fn fault_run_with_socket(
+    name: &str,
+) -> (PathBuf, PathBuf, PathBuf, std::process::Child) {
     let addr = start_mock(fast_mock(None));
     let config = fault_config(
         &addr.to_string(),
         &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
     );
-    let dir = scratch("events");
+    let dir = scratch(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (toml, journal, socket) = (
@@ -1476,8 +1472,7 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
         dir.join("events.sock"),
     );
     std::fs::write(&toml, config.raw_bytes()).unwrap();
-    let bin = env!("CARGO_BIN_EXE_percentes");
-    let mut child = std::process::Command::new(bin)
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
         .args([
             "record",
             toml.to_str().unwrap(),
@@ -1490,6 +1485,22 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    (dir, journal, socket, child)
+}
+
+/// Issue 36 item 3: timeline events from an orchestrator outside the recorder. A recording of
+/// a fault run listens on `--events-socket`; after the fire, `percentes event` hands it a
+/// `container-start` stated on the wall clock 50 ms back and a `weight-load` with no time (read
+/// when it arrives), and a subject no timeline has, which is refused to its sender. The journal
+/// carries both accepted events as `timeline` events at the stated time with the time the
+/// recorder read them in the detail (both clocks), the socket is gone after the run, and the
+/// analyzer's recovery decomposition reads them as its container-start and weight-load
+/// boundaries. Deliberate break: without the socket, both boundaries read "N/A".
+#[test]
+fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
+    let _machine = crate::machine();
+    let (dir, journal, socket, mut child) = fault_run_with_socket("events");
+    let bin = env!("CARGO_BIN_EXE_percentes");
     let started = std::time::Instant::now();
     while !socket.exists() {
         assert!(started.elapsed() < Duration::from_secs(30), "no socket");

@@ -291,24 +291,30 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
 /// front of two replica processes started from a command (here the mock, so CI needs no model),
 /// each leading a process group of its own, placed on CPU 1 while the recorder runs on CPU 0
 /// with a quota, the victim's group killed by `kill-process-group`, and the supervisor's
-/// timeline. Needs root (control groups), haproxy and two CPUs; `.ci/run` installs haproxy.
+/// timeline; the replicas addressed by SRV names that Debian's dnsmasq serves, and the
+/// replacement started on a new port. Needs root (control groups), haproxy, dnsmasq and two
+/// CPUs; `.ci/run` installs haproxy and dnsmasq-base.
 ///
 /// Breaks this catches: a replica's extra processes surviving the kill (the shell's `sleep`
 /// child below); a supervisor whose boundaries are missing or out of order; HAProxy not naming
 /// the upstream (G1 unobserved); the placement not journaled, or its control groups left behind;
-/// a testbed whose processes outlive the run.
+/// a testbed whose processes outlive the run; a replacement on a new port that the recorder's
+/// probes (asking `target.nameserver`) never find.
 #[test]
 fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
     let _machine = crate::machine();
     let root = runs_as_root();
-    let haproxy = ["/usr/sbin/haproxy", "/usr/bin/haproxy"]
-        .iter()
-        .any(|p| Path::new(p).is_file());
+    let installed = |program: &str| {
+        ["/usr/sbin", "/usr/bin"]
+            .iter()
+            .any(|dir| Path::new(dir).join(program).is_file())
+    };
+    let (haproxy, dnsmasq) = (installed("haproxy"), installed("dnsmasq"));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if !root || !haproxy || cpus < 2 {
+    if !root || !haproxy || !dnsmasq || cpus < 2 {
         crate::prerequisite_missing(
             "the real-parts testbed",
-            &format!("needs root ({root}), haproxy ({haproxy}) and two CPUs ({cpus})"),
+            &format!("needs root ({root}), haproxy ({haproxy}), dnsmasq ({dnsmasq}) and two CPUs ({cpus})"),
         );
         return;
     }
@@ -366,6 +372,26 @@ fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
     );
     assert!(fired.at_ns < reschedule && reschedule <= start && start <= weights);
     assert!(fired.at_ns < detected, "HAProxy's detection after the kill");
+    // The replacement came back on a new port, and the probes found it there by its name.
+    let log = std::fs::read_to_string(out.join("replica-1.log")).unwrap();
+    let ports: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("== percentes study runner: starting replica-1 on port "))
+        .map(|rest| rest.split(':').next().unwrap_or_default())
+        .collect();
+    assert!(
+        ports.len() == 2 && ports[0] != ports[1],
+        "the replacement's port: {ports:?}"
+    );
+    let probed_back = run
+        .events
+        .all(EventKind::Probe)
+        .filter(|e| e.subject == "replica-1" && e.at_ns > start)
+        .any(|e| e.detail.starts_with("ok"));
+    assert!(
+        probed_back,
+        "no probe found the replacement by its name: {stdout}"
+    );
     // G1 read HAProxy's x-upstream: both replicas served.
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
@@ -414,6 +440,9 @@ capacity_rps = 20.0
 orchestrator = { kind = "supervise" }
 proxy = { kind = "haproxy" }
 
+[testbed.names]
+kind = "dnsmasq"
+
 [testbed.replica]
 command = ["sh", "-c", "sleep 600 & exec \"$0\" mock --config \"$1\" --listen 127.0.0.1:{port} --name {name} --slow-reload-ms 1000", "{env:PERCENTES_BIN}", "{env:PERCENTES_MOCK_CONFIG}"]
 ready_path = "/health"
@@ -433,6 +462,7 @@ base_url = "http://{service}"
 model = "mock"
 replicas = ["replica-0", "replica-1"]
 replica_addresses = { "replica-0" = "{replica:replica-0}", "replica-1" = "{replica:replica-1}" }
+nameserver = "{nameserver}"
 replica_header = "x-upstream"
 
 [schedule]

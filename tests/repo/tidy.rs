@@ -503,8 +503,10 @@ const FILE_LINES_MAX: usize = 1000;
 /// (`args::TableArgs`: `--table-memory`, `--spill-dir` with their help, issue 19 item 4); where
 /// the table lives is `analyzer::load::Options` and `analyzer::frame::column`. Raised to 1,800
 /// for `percentes event`'s flags and `record --events-socket` (issue 36 item 3); what an event
-/// is, how it is placed and sent is `recorder::events`.
-const BINARY_LINES_MAX: usize = 1800;
+/// is, how it is placed and sent is `recorder::events`. Raised to 1,850 for `percentes
+/// watch`'s flags and dispatch (issue 38 item 2); what a watch follows and says is
+/// `recorder::watch`.
+const BINARY_LINES_MAX: usize = 1850;
 
 /// Every file of non-test code in the crates' source folders, with its path from the root.
 fn source_files() -> Vec<(PathBuf, String)> {

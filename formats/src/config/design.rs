@@ -8,9 +8,10 @@ use crate::journal::hex;
 /// The keys a testbed fills per run (addresses it was given, files it wrote), `(section, key)`:
 /// blanked before the design is hashed. A replica address table keeps its names and loses its
 /// addresses. Nothing else is: a changed rate, route, seed or fault is a different design.
-pub const TESTBED_LOCAL_KEYS: [(&str, &str); 5] = [
+pub const TESTBED_LOCAL_KEYS: [(&str, &str); 6] = [
     ("target", "base_url"),
     ("target", "replica_addresses"),
+    ("target", "nameserver"),
     ("fault", "pid_file"),
     ("fault", "confirm_address"),
     ("fault", "admin_address"),

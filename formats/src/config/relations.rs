@@ -297,6 +297,14 @@ impl Config {
                 ));
             }
         }
+        if let Some(server) = &self.target.nameserver {
+            if server.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    "target.nameserver",
+                    format!("{server:?} is not ip:port (an IP literal and its port, such as 127.0.0.1:5353: the server is asked before any name resolves)"),
+                ));
+            }
+        }
         for (name, argv) in &self.target.accelerator_commands {
             let key = format!("target.accelerator_commands.{name}");
             declared(&key, name)?;

@@ -177,6 +177,11 @@ pub struct Target {
     /// attributed to that replica.
     #[serde(default)]
     pub replica_addresses: BTreeMap<String, String>,
+    /// The DNS server (`ip:port`) that SRV names among `replica_addresses` and
+    /// `fault.confirm_address` are asked of. Absent: the first `nameserver` of /etc/resolv.conf,
+    /// on port 53 (a cluster's DNS, for a headless Service's SRV records). A testbed that serves
+    /// its replicas' names from a DNS server of its own on another port sets it.
+    pub nameserver: Option<String>,
     /// The response header that names the replica that served a request (a router's, such as
     /// nginx's `add_header x-upstream $upstream_addr`): its value is a replica's name or one of
     /// `replica_addresses`. Without it the recorder reads the testbed's `x-percentes-upstream`

@@ -512,6 +512,30 @@ fn replica_addresses_name_declared_replicas_by_host_and_port() {
     }
 }
 
+/// `target.nameserver`: the DNS server SRV names are asked of, an IP literal with its port
+/// (it is asked before any name resolves); anything else is refused with the key.
+#[test]
+fn a_nameserver_is_an_ip_and_a_port() {
+    for ok in ["\"127.0.0.1:5353\"", "\"[::1]:53\""] {
+        let config = load(&with_key(BASE, "target.nameserver", ok)).unwrap();
+        assert_eq!(
+            config.target.nameserver.as_deref(),
+            Some(ok.trim_matches('"'))
+        );
+    }
+    for bad in [
+        "\"localhost:53\"",
+        "\"127.0.0.1\"",
+        "\"10.0.0.1:0x35\"",
+        "53",
+    ] {
+        let error = load(&with_key(BASE, "target.nameserver", bad))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("target.nameserver"), "{bad}: {error}");
+    }
+}
+
 #[test]
 fn a_replica_header_is_an_http_header_name() {
     let ok = with_key(BASE, "target.replica_header", "\"x-upstream\"");

@@ -1,10 +1,12 @@
 //! SRV lookups for replica addresses given as `_service._proto.name` (RFC 2782): the records
 //! carry the port, so a probe follows a replacement that came back on a new one, which an A
 //! record cannot say. The C library has no SRV call, so this is a small DNS client of its own
-//! (RFC 1035 over UDP): one question to the first `nameserver` of /etc/resolv.conf, read again at
-//! every lookup as the C library would, and the answer's SRV records parsed with name
-//! compression. Nothing else of DNS is implemented; A and AAAA lookups stay with the system
-//! resolver.
+//! (RFC 1035 over UDP): one question to `target.nameserver` or else the first `nameserver` of
+//! /etc/resolv.conf, read again at every lookup as the C library would, and the answer's SRV
+//! records parsed with name compression, with the A and AAAA records the server added for their
+//! targets (CoreDNS does for a headless Service, dnsmasq for its own names), so a target only
+//! that server knows is found. Nothing else of DNS is implemented; a target the answer gives no
+//! address for is resolved by the system resolver.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
@@ -17,11 +19,16 @@ pub(crate) struct Srv {
     pub port: u16,
     /// The host, without the trailing dot.
     pub target: String,
+    /// The target's address, when the answer carried an A or AAAA record for it.
+    pub address: Option<std::net::IpAddr>,
 }
 
 /// The DNS type code of SRV, and of the Internet class.
 const TYPE_SRV: u16 = 33;
 const CLASS_IN: u16 = 1;
+/// The type codes of an IPv4 and an IPv6 address record.
+const TYPE_A: u16 = 1;
+const TYPE_AAAA: u16 = 28;
 
 /// Looks `name` up over UDP at `server`, waiting at most `timeout` for each of two tries.
 pub(crate) fn srv(name: &str, server: SocketAddr, timeout: Duration) -> Result<Vec<Srv>, String> {
@@ -132,20 +139,27 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
         return Err("the answer was truncated (it does not fit a UDP datagram)".into());
     }
     let (questions, answers) = (u16_at(4)?, u16_at(6)?);
+    // Answer, authority and additional records, read alike: SRV is taken from the answers
+    // alone, addresses from any section.
+    let all = usize::from(answers) + usize::from(u16_at(8)?) + usize::from(u16_at(10)?);
     let mut at = 12;
     for _ in 0..questions {
         at = name(bytes, at)?.1 + 4;
     }
     let mut records = Vec::new();
-    for _ in 0..answers {
-        let (_, after) = name(bytes, at)?;
+    let mut addresses: Vec<(String, std::net::IpAddr)> = Vec::new();
+    for index in 0..all {
+        let (owner, after) = name(bytes, at)?;
         let (kind, class, length) = (u16_at(after)?, u16_at(after + 2)?, u16_at(after + 8)?);
         let data = after + 10;
         let end = data + usize::from(length);
         if end > bytes.len() {
             return Err("the answer is cut short".into());
         }
-        if kind == TYPE_SRV && class == CLASS_IN {
+        if let Some(ip) = address_record(kind, class, &bytes[data..end]) {
+            addresses.push((owner, ip));
+        }
+        if kind == TYPE_SRV && class == CLASS_IN && index < usize::from(answers) {
             if length < 7 {
                 return Err("an SRV record is too short".into());
             }
@@ -155,6 +169,7 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
                 weight: u16_at(data + 2)?,
                 port: u16_at(data + 4)?,
                 target,
+                address: None,
             });
         }
         at = end;
@@ -162,7 +177,23 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
     if records.is_empty() {
         return Err("no SRV records".into());
     }
+    for record in &mut records {
+        // The first address the answer gives for the target (names compare without case).
+        record.address = addresses
+            .iter()
+            .find(|(owner, _)| owner.eq_ignore_ascii_case(&record.target))
+            .map(|(_, ip)| *ip);
+    }
     Ok(records)
+}
+
+/// The address an A or AAAA record of the Internet class carries.
+fn address_record(kind: u16, class: u16, rdata: &[u8]) -> Option<std::net::IpAddr> {
+    match (kind, class) {
+        (TYPE_A, CLASS_IN) => <[u8; 4]>::try_from(rdata).ok().map(Into::into),
+        (TYPE_AAAA, CLASS_IN) => <[u8; 16]>::try_from(rdata).ok().map(Into::into),
+        _ => None,
+    }
 }
 
 /// The name at `at` (following compression pointers, each only backwards, so it ends) and the
@@ -228,6 +259,16 @@ mod tests {
         r
     }
 
+    /// [`response`] with one additional record: b.r.test's address, 127.0.0.1, its owner a
+    /// pointer to the second answer's target.
+    fn response_with_address(id: u16) -> Vec<u8> {
+        let mut r = response(id);
+        r[11] = 1; // ARCOUNT
+        let b = r.len() - 4;
+        r.extend_from_slice(&[0xc0, b as u8, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1]);
+        r
+    }
+
     #[test]
     fn an_answer_with_compressed_names_reads_and_the_lowest_priority_is_chosen() {
         let records = match parse(&response(7), 7) {
@@ -241,17 +282,27 @@ mod tests {
                     priority: 10,
                     weight: 5,
                     port: 8001,
-                    target: "a.r.test".into()
+                    target: "a.r.test".into(),
+                    address: None,
                 },
                 Srv {
                     priority: 0,
                     weight: 1,
                     port: 9002,
-                    target: "b.r.test".into()
+                    target: "b.r.test".into(),
+                    address: None,
                 },
             ]
         );
         assert_eq!(choose(&records).unwrap().port, 9002);
+        let Ok(Ok(with)) = parse(&response_with_address(7), 7) else {
+            panic!("the answer with an additional record does not read");
+        };
+        assert_eq!(with[1].address, Some([127, 0, 0, 1].into()), "{with:?}");
+        assert_eq!(
+            with[0].address, None,
+            "a.r.test has no address in the answer"
+        );
         assert_eq!(
             parse(&response(7), 8),
             Err(Mismatch),
@@ -280,6 +331,26 @@ mod tests {
         looped[at + 1] = target as u8; // points at itself
         assert!(matches!(parse(&looped, 7), Ok(Err(_))));
         assert!(query("a..b", 1).is_err());
+    }
+
+    /// `target.nameserver`: an SRV name is asked of the configured server (here a UDP socket
+    /// on loopback that answers with the records above), not of /etc/resolv.conf's, and the
+    /// chosen record's target, b.r.test, which no system resolver knows, is found at the
+    /// address the answer gave for it.
+    #[test]
+    fn an_srv_name_is_asked_of_the_configured_nameserver() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let address = server.local_addr().unwrap();
+        let answering = std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            let (n, from) = server.recv_from(&mut buf).unwrap();
+            assert!(n > 12);
+            let id = u16::from_be_bytes([buf[0], buf[1]]);
+            server.send_to(&response_with_address(id), from).unwrap();
+        });
+        let found = super::super::probes::resolve("_http._tcp.r.test", Some(address));
+        answering.join().unwrap();
+        assert_eq!(found, Ok(SocketAddr::from(([127, 0, 0, 1], 9002))));
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub(super) fn fault_thread(
     let resolved_before = fault
         .confirm_address
         .as_deref()
-        .is_some_and(|a| super::probes::resolve(a).is_ok());
+        .is_some_and(|a| super::probes::resolve(a, plan.nameserver).is_ok());
     if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
         return;
     }
@@ -130,7 +130,7 @@ pub(super) fn fault_thread(
         let mut last = String::new();
         let mut gone = false;
         while Instant::now() < deadline {
-            let target = super::probes::resolve(address);
+            let target = super::probes::resolve(address, plan.nameserver);
             let impact = match (target, expected) {
                 (Ok(a), Some((path, status))) => match answer_of(a, method, path) {
                     Ok((got, body)) => {

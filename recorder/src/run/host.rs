@@ -7,7 +7,7 @@ use crate::run::doctor;
 use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
-pub(super) fn monotonic_now_ns() -> u64 {
+pub(crate) fn monotonic_now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

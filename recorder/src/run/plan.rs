@@ -71,6 +71,8 @@ pub struct RunPlan {
     /// A shard ready this long after the agreed epoch refuses to record (§2,
     /// `shards.start_late_max_ms`).
     pub start_late_max: Duration,
+    /// The DNS server SRV names are asked of (`target.nameserver`); `None`: /etc/resolv.conf's.
+    pub nameserver: Option<std::net::SocketAddr>,
     /// A replay's trace, as read (its times are also [`RunPlan::params`]'s).
     pub trace: Option<percentes_formats::config::workload::Trace>,
     /// What the live view warns at: G2.3's CPU share and its window (ns, never divided by the
@@ -139,6 +141,12 @@ impl RunPlan {
                 Duration::from_secs_f64(config.number(&pins::GATES_SEND_SKEW_MAX_MS) / 1000.0),
             ),
             trace,
+            // Checked at load (`target.nameserver` is ip:port), so a failed parse cannot happen.
+            nameserver: config
+                .target
+                .nameserver
+                .as_deref()
+                .and_then(|s| s.parse().ok()),
             telemetry_gap: inject_at_ns
                 .map(|_| Duration::from_secs(pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64)),
             params,

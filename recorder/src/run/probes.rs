@@ -20,7 +20,12 @@ pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
 pub(super) fn probe_thread(
     name: &str,
     address: &str,
-    (period, gauge_period, watch): (Duration, Duration, Option<(Duration, u64)>),
+    (period, gauge_period, watch, nameserver): (
+        Duration,
+        Duration,
+        Option<(Duration, u64)>,
+        Option<std::net::SocketAddr>,
+    ),
     epoch: Instant,
     sender: &Sender,
     shared: &Shared,
@@ -35,7 +40,7 @@ pub(super) fn probe_thread(
         if gauge {
             gauge_due = (gauge_due + gauge_period).max(Instant::now());
         }
-        let found = match resolve(address) {
+        let found = match resolve(address, nameserver) {
             Ok(resolved) => {
                 crate::probe::probe(resolved, period.min(Duration::from_millis(500)), gauge)
             }
@@ -90,6 +95,7 @@ pub(super) fn observers(
             plan.probe_period,
             plan.gauge_period,
             plan.telemetry_gap.zip(plan.inject_at_ns),
+            plan.nameserver,
         );
         threads.push(
             std::thread::Builder::new()
@@ -160,20 +166,33 @@ fn telemetry_missing(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns:
 
 /// `host:port` as one socket address: an IP as it is, a DNS name by the system resolver (its
 /// first address). An SRV name (`_service._proto.name`, the only form without a port the
-/// configuration accepts) is asked of the nameserver of /etc/resolv.conf for its host and port
-/// ([`super::dns`]), then the host resolved as a name.
-pub(super) fn resolve(address: &str) -> Result<std::net::SocketAddr, String> {
+/// configuration accepts) is asked of `nameserver` (`target.nameserver`), or else of the
+/// nameserver of /etc/resolv.conf, for its host and port ([`super::dns`]), the host at the
+/// address the answer gave for it, or else resolved as a name.
+pub(super) fn resolve(
+    address: &str,
+    nameserver: Option<std::net::SocketAddr>,
+) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs;
     if let Ok(ip) = address.parse() {
         return Ok(ip);
     }
     if !address.contains(':') {
-        let conf = std::fs::read_to_string("/etc/resolv.conf")
-            .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
-        let server = super::dns::nameserver(&conf)
-            .ok_or_else(|| format!("/etc/resolv.conf names no nameserver to ask for {address}"))?;
+        let server = match nameserver {
+            Some(server) => server,
+            None => {
+                let conf = std::fs::read_to_string("/etc/resolv.conf")
+                    .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
+                super::dns::nameserver(&conf).ok_or_else(|| {
+                    format!("/etc/resolv.conf names no nameserver to ask for {address}")
+                })?
+            }
+        };
         let records = super::dns::srv(address, server, Duration::from_millis(500))?;
         let chosen = super::dns::choose(&records).ok_or("no SRV records")?;
+        if let Some(ip) = chosen.address {
+            return Ok(std::net::SocketAddr::new(ip, chosen.port));
+        }
         return (chosen.target.as_str(), chosen.port)
             .to_socket_addrs()
             .map_err(|e| format!("cannot resolve {} (SRV {address}): {e}", chosen.target))?
@@ -222,10 +241,10 @@ mod tests {
 
     #[test]
     fn an_address_is_an_ip_or_a_name_resolved_at_each_probe() {
-        assert_eq!(resolve("127.0.0.1:8001").unwrap().port(), 8001);
-        let named = resolve("localhost:8002").unwrap();
+        assert_eq!(resolve("127.0.0.1:8001", None).unwrap().port(), 8001);
+        let named = resolve("localhost:8002", None).unwrap();
         assert!(named.ip().is_loopback() && named.port() == 8002, "{named}");
-        let e = resolve("no-such-host.invalid:8000").unwrap_err();
+        let e = resolve("no-such-host.invalid:8000", None).unwrap_err();
         assert!(e.contains("no-such-host.invalid"), "{e}");
     }
 }

@@ -27,6 +27,8 @@ pub(super) struct Source {
     pub(super) address: String,
     /// The request path.
     pub(super) path: String,
+    /// The DNS server an SRV address is asked of (`target.nameserver`).
+    pub(super) nameserver: Option<std::net::SocketAddr>,
 }
 
 /// What the configuration asks to scrape: nothing when `server_metrics.scrape` is off.
@@ -35,6 +37,11 @@ pub(super) fn sources(config: &Config) -> Vec<Source> {
     if !section.scrape {
         return Vec::new();
     }
+    let nameserver = config
+        .target
+        .nameserver
+        .as_deref()
+        .and_then(|s| s.parse().ok());
     let replicas = config
         .target
         .replica_addresses
@@ -43,6 +50,7 @@ pub(super) fn sources(config: &Config) -> Vec<Source> {
             name: name.clone(),
             address: address.clone(),
             path: section.path().to_owned(),
+            nameserver,
         });
     let extra = section.extra.iter().filter_map(|(name, url)| {
         let rest = url.strip_prefix("http://")?;
@@ -51,6 +59,7 @@ pub(super) fn sources(config: &Config) -> Vec<Source> {
             name: name.clone(),
             address: rest[..split].to_owned(),
             path: rest[split..].to_owned(),
+            nameserver,
         })
     });
     replicas.chain(extra).collect()
@@ -140,7 +149,7 @@ fn scrape_once(
     };
     let sent_ns = now_ns(epoch);
     let bytes_max = pins::value::SERVER_SCRAPE_BYTES_MAX as usize;
-    let answer = resolve(&source.address)
+    let answer = resolve(&source.address, source.nameserver)
         .and_then(|address| crate::probe::scrape(address, &source.path, period, bytes_max));
     let received_ns = now_ns(epoch);
     let body = match answer {
@@ -230,6 +239,7 @@ mod tests {
             name: "replica-0".into(),
             address,
             path: "/metrics".into(),
+            nameserver: None,
         };
         let mut scraper = Scraper::default();
         let mut said = None;

@@ -40,6 +40,10 @@ pub struct TestbedPlan {
     /// The target's processes and the recorder on separate CPUs ([`crate::placement`]).
     #[serde(default)]
     pub placement: Option<crate::placement::PlacementPlan>,
+    /// Real replicas addressed by name: a DNS server of the testbed's serves each one's SRV
+    /// record, and a replacement comes back on a new port ([`crate::realbed::NamesPlan`]).
+    #[serde(default)]
+    pub names: Option<crate::realbed::NamesPlan>,
 }
 
 fn two() -> usize {
@@ -115,6 +119,9 @@ impl TestbedPlan {
             if !(restart_delay_s.is_finite() && (0.0..=3600.0).contains(&restart_delay_s)) {
                 bail!("orchestrator.restart_delay_s = {restart_delay_s} must lie in 0..=3600");
             }
+        }
+        if self.names.is_some() && !supervised {
+            bail!("[testbed.names] addresses real replicas by name so that a replacement on a new port is found: it needs [testbed.replica] and orchestrator \"supervise\"");
         }
         match &self.placement {
             Some(_) if !real => bail!("[testbed.placement] places real replica processes and their proxy; the mock testbed is not placed"),
@@ -202,6 +209,51 @@ impl Bed {
     }
 }
 
+/// Starts the testbed on real parts, placed where the plan asks, with its placeholders.
+fn start_real(
+    plan: &TestbedPlan,
+    replica: &crate::realbed::ReplicaPlan,
+    output: &Path,
+    stop: &AtomicBool,
+) -> Result<(Bed, BTreeMap<String, String>)> {
+    let placed = match &plan.placement {
+        Some(p) => Some(crate::placement::Placed::apply(
+            p,
+            Path::new("/"),
+            &format!("percentes-study-{}", std::process::id()),
+        )?),
+        None => None,
+    };
+    let folder = std::fs::canonicalize(output)?;
+    out!(
+        "starting {} replicas and HAProxy; a real engine may take minutes to load",
+        plan.replicas
+    );
+    let bed = crate::realbed::RealBed::start(
+        (replica, plan.names.as_ref()),
+        plan.replicas,
+        &folder,
+        placed,
+        stop,
+    )
+    .context("cannot start the real-parts testbed")?;
+    for (name, took) in bed.start_times() {
+        out!("{name} ready after {:.1} s", took.as_secs_f64());
+    }
+    let mut values = BTreeMap::new();
+    values.insert("service".to_owned(), bed.service().to_string());
+    for (name, address) in bed.replica_addresses() {
+        values.insert(format!("replica:{name}"), address);
+    }
+    if let Some(server) = bed.nameserver() {
+        values.insert("nameserver".to_owned(), server.to_string());
+    }
+    for (name, file) in bed.pid_files() {
+        values.insert(format!("pid-file:{name}"), file.display().to_string());
+    }
+    Ok((Bed::Real(Box::new(bed)), values))
+}
+
 /// Starts the scenario's testbed and returns it with the placeholders it defines.
 pub(super) fn start_bed(
     plan: &TestbedPlan,
@@ -209,35 +261,10 @@ pub(super) fn start_bed(
     factor: u32,
     stop: &AtomicBool,
 ) -> Result<(Bed, BTreeMap<String, String>)> {
-    let mut values = BTreeMap::new();
     if let Some(replica) = &plan.replica {
-        let placed = match &plan.placement {
-            Some(p) => Some(crate::placement::Placed::apply(
-                p,
-                Path::new("/"),
-                &format!("percentes-study-{}", std::process::id()),
-            )?),
-            None => None,
-        };
-        let folder = std::fs::canonicalize(output)?;
-        out!(
-            "starting {} replicas and HAProxy; a real engine may take minutes to load",
-            plan.replicas
-        );
-        let bed = crate::realbed::RealBed::start(replica, plan.replicas, &folder, placed, stop)
-            .context("cannot start the real-parts testbed")?;
-        for (name, took) in bed.start_times() {
-            out!("{name} ready after {:.1} s", took.as_secs_f64());
-        }
-        values.insert("service".to_owned(), bed.service().to_string());
-        for (name, address) in bed.replicas() {
-            values.insert(format!("replica:{name}"), address.to_string());
-        }
-        for (name, file) in bed.pid_files() {
-            values.insert(format!("pid-file:{name}"), file.display().to_string());
-        }
-        return Ok((Bed::Real(Box::new(bed)), values));
+        return start_real(plan, replica, output, stop);
     }
+    let mut values = BTreeMap::new();
     let binary =
         std::env::current_exe().context("cannot find this executable to start the mocks")?;
     let mock_path = output.join("mock.toml");
