@@ -48,6 +48,7 @@ mod events;
 mod fault;
 mod h2io;
 mod host;
+pub mod netpol;
 pub(crate) use host::monotonic_now_ns;
 mod http2;
 mod live;

@@ -15,7 +15,7 @@ use super::golden::{percentes, root};
 
 /// `value` read as `T`, then written back: equal to what was read only if every field the file
 /// sets is one `T` has (the types skip unknown fields when reading).
-fn typed<T: DeserializeOwned + Serialize>(value: &serde_json::Value, what: &str) -> T {
+pub(super) fn typed<T: DeserializeOwned + Serialize>(value: &serde_json::Value, what: &str) -> T {
     let parsed: T = serde_json::from_value(value.clone())
         .unwrap_or_else(|e| panic!("{what} is not a valid Kubernetes object: {e}"));
     let back = serde_json::to_value(&parsed).unwrap();
@@ -425,6 +425,93 @@ fn kubectl_needs(argv: &[String]) -> Vec<(&'static str, &'static str)> {
     }
 }
 
+/// Issue 38 item 3: deploy/partition.yaml grants the recorder's account every verb the
+/// network-policy injector's commands (and its expiry Job's) need, derived from the commands
+/// the injector itself builds, each in the namespace it runs in (the CNI check in kube-system),
+/// and nothing beyond them; the objects are the API's RBAC types.
+#[test]
+fn the_partition_rbac_grants_what_the_injector_runs_and_nothing_more() {
+    let objects = read("deploy/partition.yaml");
+    let np = percentes_formats::config::NetworkPolicy {
+        namespace: "default".into(),
+        pod_labels: [(
+            "statefulset.kubernetes.io/pod-name".to_owned(),
+            "replica-1".to_owned(),
+        )]
+        .into(),
+        expiry_image: "percentes:latest".into(),
+        service_account: "percentes-recorder".into(),
+        kubectl: vec!["kubectl".into()],
+        enforced: false,
+    };
+    let mut needed = std::collections::BTreeSet::new();
+    for (argv, input) in percentes_recorder::run::netpol::commands("replica-1", &np) {
+        let flag = argv.iter().position(|a| a == "--namespace");
+        let namespace = flag.map(|i| argv[i + 1].clone()).unwrap_or_default();
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        if let Some(["create", ..]) = words.get(1..) {
+            // `create -f -`: each object of the document, in the namespace it names.
+            for item in input.unwrap()["items"].as_array().unwrap() {
+                let resource = match item["kind"].as_str().unwrap() {
+                    "NetworkPolicy" => "networkpolicies",
+                    "Job" => "jobs",
+                    other => {
+                        panic!("the injector creates a {other}, which this test does not know")
+                    }
+                };
+                let namespace = item["metadata"]["namespace"].as_str().unwrap().to_owned();
+                needed.insert((namespace, resource.to_owned(), "create".to_owned()));
+            }
+            continue;
+        }
+        let pairs: Vec<(String, &str)> = match words.get(1..3) {
+            Some(["get", "daemonsets"]) => vec![("daemonsets".into(), "list")],
+            Some(["get", "networkpolicy"]) => vec![("networkpolicies".into(), "get")],
+            Some(["delete", "networkpolicy"]) => vec![("networkpolicies".into(), "delete")],
+            Some(["delete", "job"]) => vec![("jobs".into(), "delete")],
+            _ => panic!("a kubectl command this test cannot derive verbs for: {words:?}"),
+        };
+        for (resource, verb) in pairs {
+            needed.insert((namespace.clone(), resource, verb.to_owned()));
+        }
+    }
+    // Each Role bound to the account, with the namespace it lives in.
+    let mut granted = std::collections::BTreeSet::new();
+    for binding in &objects.bindings {
+        assert!(binding
+            .subjects
+            .iter()
+            .flatten()
+            .any(|s| s.kind == "ServiceAccount" && s.name == "percentes-recorder"));
+        let role = objects
+            .roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(binding.role_ref.name.as_str()))
+            .expect("the bound Role is in the file");
+        let namespace = role
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        assert_eq!(
+            binding
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            namespace
+        );
+        for rule in role.rules.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    granted.insert((namespace.clone(), resource.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    assert_eq!(granted, needed, "granted (left) against needed (right)");
+}
+
 /// Issue 38: the layer-7 example names the replica in a response header, retries nothing and
 /// reaches the replicas by the headless Service's names; the Job's run.toml switched to it
 /// (base_url, routing, replica_header) loads with no warning, its replicas' addresses the
@@ -534,9 +621,15 @@ fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
         super::kube::fake_api(Default::default(), Default::default())
     );
     let home = std::env::temp_dir().join(format!("percentes-kubectl-{}", std::process::id()));
-    for manifest in ["deploy/recorder-job.yaml", "deploy/l7-proxy.yaml"] {
+    for manifest in [
+        "deploy/recorder-job.yaml",
+        "deploy/l7-proxy.yaml",
+        "deploy/partition.yaml",
+    ] {
         let out = std::process::Command::new("kubectl")
-            .args(["--server", &server, "--namespace", "default"])
+            // No --namespace: an object that names its own (partition.yaml's kube-system Role)
+            // would conflict with it; the others land in the empty configuration's "default".
+            .args(["--server", &server])
             .args([
                 "apply",
                 "--dry-run=client",

@@ -42,7 +42,8 @@ pub(crate) fn discovery() -> BTreeMap<&'static str, Value> {
         (
             "/apis",
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            group("apps", "v1"), group("batch", "v1"), group("rbac.authorization.k8s.io", "v1")]}),
+            group("apps", "v1"), group("batch", "v1"), group("rbac.authorization.k8s.io", "v1"),
+            group("networking.k8s.io", "v1")]}),
         ),
         (
             "/api/v1",
@@ -60,11 +61,24 @@ pub(crate) fn discovery() -> BTreeMap<&'static str, Value> {
         ),
         (
             "/apis/apps/v1",
-            list("apps/v1", vec![resource("deployments", "Deployment", true)]),
+            list(
+                "apps/v1",
+                vec![
+                    resource("deployments", "Deployment", true),
+                    resource("daemonsets", "DaemonSet", true),
+                ],
+            ),
         ),
         (
             "/apis/batch/v1",
             list("batch/v1", vec![resource("jobs", "Job", true)]),
+        ),
+        (
+            "/apis/networking.k8s.io/v1",
+            list(
+                "networking.k8s.io/v1",
+                vec![resource("networkpolicies", "NetworkPolicy", true)],
+            ),
         ),
         (
             "/apis/rbac.authorization.k8s.io/v1",
@@ -92,12 +106,15 @@ pub(crate) struct Collections {
 
 /// The fake API's switches: `go` opens the first watch streams (a test holds them until the
 /// recorder's run is where it wants the events); `over` ends every stream; `watches` counts the
-/// watch requests served.
+/// watch requests served. `store` holds what clients created (POST to a collection), by the
+/// object's path, until they delete it; `created` keeps every object ever created, in order.
 #[derive(Default)]
 pub(crate) struct Controls {
     pub(crate) go: AtomicBool,
     pub(crate) over: AtomicBool,
     pub(crate) watches: AtomicUsize,
+    pub(crate) store: std::sync::Mutex<BTreeMap<String, Value>>,
+    pub(crate) created: std::sync::Mutex<Vec<Value>>,
 }
 
 /// Starts the fake API on loopback.
@@ -135,11 +152,22 @@ fn serve(
     if reader.read_line(&mut line).is_err() {
         return;
     }
-    // The request's head, to its end (kubectl sends no body on a GET).
+    // The request's head, to its end, and its body (a POST's object).
     let mut header = String::new();
+    let mut length = 0usize;
     while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
         header.clear();
     }
+    let mut body = vec![0u8; length];
+    if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
+        return;
+    }
+    let method = line.split_whitespace().next().unwrap_or("GET");
     let target = line.split_whitespace().nth(1).unwrap_or("/");
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let watch = query
@@ -154,6 +182,9 @@ fn serve(
     };
     if let Some(doc) = documents.get(path) {
         return answer("200 OK", doc.to_string());
+    }
+    if let Some((status, body)) = stored(method, path, &body, controls) {
+        return answer(status, body.to_string());
     }
     let Some((first_list, events, later_list)) = collections.served.get(path) else {
         return answer(
@@ -193,6 +224,45 @@ fn serve(
         }
     }
     let _ = write!(&stream, "0\r\n\r\n");
+}
+
+/// A create, read or delete of an object clients made (`POST` to its collection, `GET` or
+/// `DELETE` of its path), as the API answers it; `None` for what the store does not hold (a
+/// list, a watch, an object never created: served from the collections, or 404).
+fn stored(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    controls: &Controls,
+) -> Option<(&'static str, Value)> {
+    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "reason": "NotFound", "code": 404});
+    let mut store = controls.store.lock().unwrap();
+    match method {
+        "POST" => {
+            let object: Value = serde_json::from_slice(body).ok()?;
+            let name = object["metadata"]["name"].as_str()?.to_owned();
+            controls.created.lock().unwrap().push(object.clone());
+            store.insert(format!("{path}/{name}"), object.clone());
+            Some(("201 Created", object))
+        }
+        "DELETE" => Some(match store.remove(path) {
+            Some(_) => (
+                "200 OK",
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+            ),
+            None => ("404 Not Found", not_found),
+        }),
+        // An object's path: a namespaced collection's (core /api/v1/namespaces/N/R, a group's
+        // /apis/G/V/namespaces/N/R) and a name.
+        "GET" if path.matches('/').count() == if path.starts_with("/apis/") { 7 } else { 6 } => {
+            Some(match store.get(path) {
+                Some(object) => ("200 OK", object.clone()),
+                None => ("404 Not Found", not_found),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// A fixture of tests/data/kube/.
@@ -396,5 +466,193 @@ fn the_watcher_journals_a_pod_replacement_from_the_api_s_watch() {
             "{b}"
         );
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// kube-system's DaemonSets as a cluster with Calico lists them (a fixture's worth, inline):
+/// kube-proxy and calico-node; or, with `flannel`, a cluster whose CNI enforces no policy.
+fn daemonsets(flannel: bool) -> Value {
+    let ds = |name: &str| {
+        json!({"kind": "DaemonSet", "apiVersion": "apps/v1",
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {"template": {"spec": {"containers": [{"name": name, "image": format!("{name}:v1")}]}}}})
+    };
+    let agent = if flannel {
+        "kube-flannel-ds"
+    } else {
+        "calico-node"
+    };
+    json!({"kind": "DaemonSetList", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "7"},
+        "items": [ds("kube-proxy"), ds(agent)]})
+}
+
+/// A black-hole fault run whose injector is `network-policy`, its kubectl pointed at the fake
+/// API (`home` keeps the user's kubeconfig out), against a mock; the fault's confirmation looks
+/// at a port nothing listens on (the fake cluster isolates nothing: the confirmation is the
+/// fire's independent check, tested with the testbed's partition, not here).
+fn partition_run(api: SocketAddr, dir: &Path) -> std::process::Output {
+    let mock = percentes_scenarios::mock::spawn_background(
+        percentes_scenarios::config::MockConfig::constant(2.0, 0.0, 16),
+        1,
+    )
+    .unwrap()
+    .0;
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{mock}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nreplica_header = \"x-sent-by-no-one\"\n\
+         [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n[fault]\nvariant = \"black-hole\"\nvictim = \"replica-1\"\ninjector = \"network-policy\"\nconfirm_address = \"{dead}\"\n\
+         [fault.network_policy]\nnamespace = \"serving\"\npod_labels = {{ \"statefulset.kubernetes.io/pod-name\" = \"replica-1\" }}\nexpiry_image = \"percentes:latest\"\nkubectl = [\"kubectl\", \"--server=http://{api}\"]\n\
+         [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
+    );
+    let toml = dir.join("run.toml");
+    std::fs::write(&toml, config).unwrap();
+    let home = dir.join("home");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"));
+    command
+        .args(["record", toml.to_str().unwrap(), "--quiet", "-o"])
+        .arg(dir.join("run.pj"));
+    kubectl_env(&mut command, &home);
+    command.output().unwrap()
+}
+
+/// Issue 38 item 3: the black-hole on Kubernetes as a NetworkPolicy, against the fake API with
+/// Debian's kubectl. Before the run the recorder finds the CNI (Calico's DaemonSet) and no
+/// leftover policy, and says so in the `fault-check` host fact; at T_inject it creates the
+/// policy (read as the API's NetworkPolicy type: the victim's pod selected, ingress and egress
+/// named, no rule) and an expiry Job (the API's Job type) that deletes it at the wall-clock
+/// deadline the pinned partition sets; at the pinned end it deletes both and confirms the
+/// policy gone. A cluster whose CNI enforces no policy (flannel alone) is refused before the
+/// journal exists, naming what it found; so is a policy left over from an earlier run.
+///
+/// Deliberate breaks: a policy with an `ingress` rule, or without Egress, would let traffic
+/// through (the typed checks below); a removal that did not delete would leave the store
+/// holding the policy; a start check that passed flannel would record.
+#[test]
+fn a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed() {
+    let _machine = crate::machine();
+    if crate::lacks(
+        "a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed",
+        "kubectl",
+        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-netpol-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let serve = |flannel: bool| {
+        let mut collections = Collections::default();
+        let list = daemonsets(flannel);
+        collections.served.insert(
+            "/apis/apps/v1/namespaces/kube-system/daemonsets".to_owned(),
+            (list.clone(), Vec::new(), list),
+        );
+        let controls = Arc::new(Controls::default());
+        (fake_api(collections, Arc::clone(&controls)), controls)
+    };
+    let (api, controls) = serve(false);
+    let out = partition_run(api, &dir);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(matches!(out.status.code(), Some(0 | 2)), "{said}");
+    let file = percentes_analyzer::JournalFile::open(&dir.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let check = run
+        .header
+        .fact(percentes_formats::journal::header::HostFact::FaultCheck)
+        .expect("the fault-check fact");
+    assert!(
+        check.starts_with("Calico enforces NetworkPolicy (DaemonSet or container calico-node")
+            && check.contains("no NetworkPolicy percentes-partition-replica-1 in namespace serving before the run"),
+        "{check}"
+    );
+    use percentes_formats::journal::records::EventKind;
+    let fired = run.events.first(EventKind::FaultFired).unwrap_or_else(|| {
+        let all: Vec<_> = [
+            EventKind::FaultArmed,
+            EventKind::FaultFailed,
+            EventKind::Escape,
+        ]
+        .into_iter()
+        .flat_map(|k| run.events.all(k))
+        .map(|e| e.detail.clone())
+        .collect();
+        panic!("not fired: {all:#?}\n{said}")
+    });
+    assert!(
+        fired.detail.contains("NetworkPolicy percentes-partition-replica-1 isolates the pods statefulset.kubernetes.io/pod-name=replica-1 in namespace serving")
+            && fired.detail.contains("networkpolicy.networking.k8s.io/percentes-partition-replica-1 created")
+            && fired.detail.contains("job.batch/percentes-partition-replica-1-expiry created"),
+        "{}",
+        fired.detail
+    );
+    let removed = run.events.first(EventKind::FaultRemoved).expect("removed");
+    assert!(
+        removed.detail.contains("deleted and confirmed gone"),
+        "{}",
+        removed.detail
+    );
+    assert!(removed.at_ns > fired.at_ns);
+    let created = controls.created.lock().unwrap().clone();
+    let [policy, job] = created.as_slice() else {
+        panic!("the policy and its expiry Job, in that order: {created:#?}")
+    };
+    let policy: k8s_openapi::api::networking::v1::NetworkPolicy =
+        super::deploy::typed(policy, "the partition's NetworkPolicy");
+    let spec = policy.spec.unwrap();
+    assert_eq!(
+        spec.pod_selector.unwrap().match_labels.unwrap()["statefulset.kubernetes.io/pod-name"],
+        "replica-1"
+    );
+    assert_eq!(spec.policy_types.unwrap(), ["Ingress", "Egress"]);
+    assert!(
+        spec.ingress.is_none() && spec.egress.is_none(),
+        "nothing allowed"
+    );
+    let job: k8s_openapi::api::batch::v1::Job = super::deploy::typed(job, "the expiry Job");
+    let script = job.spec.unwrap().template.spec.unwrap().containers[0]
+        .command
+        .clone()
+        .unwrap()
+        .join(" ");
+    assert!(
+        script.contains(
+            "kubectl delete networkpolicy percentes-partition-replica-1 --namespace serving"
+        ),
+        "{script}"
+    );
+    assert!(
+        controls.store.lock().unwrap().is_empty(),
+        "the policy and the Job are gone: {:?}",
+        controls.store.lock().unwrap().keys()
+    );
+
+    // Refused before the journal exists: a CNI that enforces nothing, a leftover policy.
+    let (api, _) = serve(true);
+    let _ = std::fs::remove_file(dir.join("run.pj"));
+    let out = partition_run(api, &dir);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("no CNI known to enforce NetworkPolicy runs in kube-system (its DaemonSets: kube-proxy, kube-flannel-ds"),
+        "{said}"
+    );
+    assert!(!dir.join("run.pj").exists(), "refused before the journal");
+    let (api, controls) = serve(false);
+    controls.store.lock().unwrap().insert(
+        "/apis/networking.k8s.io/v1/namespaces/serving/networkpolicies/percentes-partition-replica-1".to_owned(),
+        json!({"kind": "NetworkPolicy", "apiVersion": "networking.k8s.io/v1",
+            "metadata": {"name": "percentes-partition-replica-1", "namespace": "serving"}}),
+    );
+    let out = partition_run(api, &dir);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        said.contains(
+            "the NetworkPolicy percentes-partition-replica-1 is already in namespace serving"
+        ),
+        "{said}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

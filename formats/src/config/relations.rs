@@ -483,10 +483,13 @@ impl Config {
             message: what.into(),
             at: None,
         };
+        if f.injector == Some(Injector::NetworkPolicy) {
+            self.check_network_policy()?;
+        }
         match f.injector {
             None => {
                 return Err(missing(
-                    "a fault run needs an injector: exec, kill-pid-file, kill-process-group or mock-admin",
+                    "a fault run needs an injector: exec, kill-pid-file, kill-process-group, mock-admin or network-policy",
                 ))
             }
             Some(Injector::Exec) if f.fire_command.is_empty() => {
@@ -543,6 +546,70 @@ impl Config {
                 ))
             }
             _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// `injector = "network-policy"`: a partition, `[fault.network_policy]` present and whole.
+    fn check_network_policy(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: key.into(),
+            message,
+            at: None,
+        };
+        if self.fault.variant != FaultVariant::BlackHole {
+            return Err(invalid(
+                "fault.injector",
+                "a NetworkPolicy partitions a pod: injector \"network-policy\" is for variant \"black-hole\"".into(),
+            ));
+        }
+        let Some(policy) = &self.fault.network_policy else {
+            return Err(invalid(
+                "fault.network_policy",
+                "injector \"network-policy\" needs [fault.network_policy] with pod_labels and expiry_image".into(),
+            ));
+        };
+        if policy.pod_labels.is_empty() {
+            return Err(invalid(
+                "fault.network_policy.pod_labels",
+                "must select the victim pod, e.g. { \"statefulset.kubernetes.io/pod-name\" = \"replica-1\" }".into(),
+            ));
+        }
+        let label = |text: &str| {
+            !text.is_empty()
+                && text.len() <= 253
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        };
+        for (key, value) in &policy.pod_labels {
+            if !label(key) || !(value.is_empty() || label(value) && value.len() <= 63) {
+                return Err(invalid(
+                    "fault.network_policy.pod_labels",
+                    format!("{key:?} = {value:?} is not a Kubernetes label"),
+                ));
+            }
+        }
+        for (key, value) in [
+            ("namespace", &policy.namespace),
+            ("service_account", &policy.service_account),
+        ] {
+            if !dns_name(value) || value.contains('.') || value.len() > 63 {
+                return Err(invalid(
+                    &format!("fault.network_policy.{key}"),
+                    format!("{value:?} is not a Kubernetes name (a DNS label)"),
+                ));
+            }
+        }
+        if policy.expiry_image.trim().is_empty()
+            || policy.kubectl.first().is_none_or(|p| p.is_empty())
+        {
+            return Err(invalid(
+                "fault.network_policy",
+                "expiry_image and kubectl must name an image and a program".into(),
+            ));
         }
         Ok(())
     }

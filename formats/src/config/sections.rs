@@ -431,6 +431,45 @@ pub struct Fault {
     pub confirm_method: Option<String>,
     /// Text the confirmation's body must contain, when set.
     pub confirm_contains: Option<String>,
+    /// `network-policy`: the partition as a Kubernetes NetworkPolicy.
+    pub network_policy: Option<NetworkPolicy>,
+}
+
+/// `[fault.network_policy]`: the black-hole on Kubernetes (SPEC §1 "The partition on
+/// Kubernetes"): a NetworkPolicy that selects the victim pod and allows nothing in or out,
+/// created at T_inject with an expiry Job that deletes it after the pinned partition even if the
+/// recorder is gone, deleted by the recorder at the pinned end and its absence confirmed.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkPolicy {
+    /// The victim pod's namespace.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// Labels that select the victim pod and no other (a StatefulSet's
+    /// `statefulset.kubernetes.io/pod-name`).
+    pub pod_labels: BTreeMap<String, String>,
+    /// The image the expiry Job runs: one with kubectl (the recorder's own).
+    pub expiry_image: String,
+    /// The service account the expiry Job runs as: it must be allowed to delete the policy.
+    #[serde(default = "default_service_account")]
+    pub service_account: String,
+    /// The kubectl program and the arguments it always takes.
+    #[serde(default = "default_kubectl")]
+    pub kubectl: Vec<String>,
+    /// The operator's word that the cluster's CNI enforces NetworkPolicy, where the check
+    /// before the run does not recognise it (the fire's confirmation still tests it).
+    #[serde(default)]
+    pub enforced: bool,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+fn default_service_account() -> String {
+    "percentes-recorder".into()
+}
+fn default_kubectl() -> Vec<String> {
+    vec!["kubectl".into()]
 }
 
 /// The recorder's fault injectors (SPEC §1; the armed, fired, confirmed and expiry events go in
@@ -448,6 +487,8 @@ pub enum Injector {
     KillProcessGroup,
     /// Arms `fault.mock_mode` through the victim mock's admin API.
     MockAdmin,
+    /// A Kubernetes NetworkPolicy that isolates the victim pod (`[fault.network_policy]`).
+    NetworkPolicy,
 }
 
 impl Injector {
@@ -464,6 +505,7 @@ impl Injector {
             Injector::KillPidFile => "kill-pid-file",
             Injector::KillProcessGroup => "kill-process-group",
             Injector::MockAdmin => "mock-admin",
+            Injector::NetworkPolicy => "network-policy",
         }
     }
 }

@@ -1554,3 +1554,62 @@ fn a_confirmation_address_may_be_a_name_and_must_be_host_and_port() {
         assert!(error.contains("fault.confirm_address"), "{bad}: {error}");
     }
 }
+
+/// `injector = "network-policy"` (issue 38 item 3): a black-hole only, with
+/// `[fault.network_policy]` selecting the victim by labels and naming the expiry Job's image;
+/// each missing or malformed part refused with its key.
+#[test]
+fn a_network_policy_partition_is_a_black_hole_with_its_section() {
+    let fault = |variant: &str, section: &str| {
+        BASE.replace(
+            "variant = \"clean-delete\"\nvictim = \"replica-1\"\ninjector = \"kill-pid-file\"\npid_file = \"/run/replica-1.pid\"\n",
+            &format!("variant = \"{variant}\"\nvictim = \"replica-1\"\ninjector = \"network-policy\"\n{section}"),
+        )
+    };
+    let section = "[fault.network_policy]\npod_labels = { \"statefulset.kubernetes.io/pod-name\" = \"replica-1\" }\nexpiry_image = \"percentes:latest\"\n";
+    let config = load(&fault("black-hole", section)).unwrap();
+    let np = config.fault.network_policy.unwrap();
+    assert_eq!(
+        (np.namespace.as_str(), np.service_account.as_str()),
+        ("default", "percentes-recorder")
+    );
+    assert_eq!(np.kubectl, ["kubectl"]);
+    for (text, says) in [
+        (
+            fault("clean-delete", section),
+            "is for variant \"black-hole\"",
+        ),
+        (fault("black-hole", ""), "needs [fault.network_policy]"),
+        (
+            fault(
+                "black-hole",
+                &section.replace(
+                    "{ \"statefulset.kubernetes.io/pod-name\" = \"replica-1\" }",
+                    "{}",
+                ),
+            ),
+            "fault.network_policy.pod_labels",
+        ),
+        (
+            fault(
+                "black-hole",
+                &section.replace("= \"replica-1\" }", "= \"replica 1\" }"),
+            ),
+            "is not a Kubernetes label",
+        ),
+        (
+            fault(
+                "black-hole",
+                &format!("{section}namespace = \"Serving.ns\"\n"),
+            ),
+            "fault.network_policy.namespace",
+        ),
+        (
+            fault("black-hole", &format!("{section}kubectl = []\n")),
+            "expiry_image and kubectl",
+        ),
+    ] {
+        let error = load(&text).unwrap_err().to_string();
+        assert!(error.contains(says), "{says}: {error}");
+    }
+}

@@ -631,11 +631,14 @@ pub enum HostFact {
     /// A replay's trace: its requests within the schedule, those past its end, whether its own
     /// requests were sent, its BLAKE3.
     Trace,
+    /// What the fault's injector checked before the run (`network-policy`: the CNI found to
+    /// enforce NetworkPolicy, and no policy of the partition's name left over).
+    FaultCheck,
 }
 
 impl HostFact {
     /// Every key, in the order a recorder writes them.
-    pub const ALL: [HostFact; 26] = [
+    pub const ALL: [HostFact; 27] = [
         HostFact::Hostname,
         HostFact::Kernel,
         HostFact::Cpu,
@@ -662,6 +665,7 @@ impl HostFact {
         HostFact::StartAtNs,
         HostFact::StartLateNs,
         HostFact::Trace,
+        HostFact::FaultCheck,
     ];
 
     /// Its key in the header (a key never changes spelling).
@@ -693,6 +697,7 @@ impl HostFact {
             HostFact::StartAtNs => "shard-start-at-ns",
             HostFact::StartLateNs => "shard-start-late-ns",
             HostFact::Trace => "trace",
+            HostFact::FaultCheck => "fault-check",
         }
     }
 

@@ -209,9 +209,9 @@ pub(super) fn fault_thread(
         if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {
             // The run stops early (a signal, or an escape): no further injection, and the
             // cleanup runs now rather than at the pinned expiry, recorded either way.
-            if !fault.remove_command.is_empty() {
+            if let Some(removed) = removal(fault) {
                 let at = now_ns(epoch);
-                match run_command(&fault.remove_command) {
+                match removed {
                     Ok(detail) => sender.send(event(
                         EventKind::FaultRemoved,
                         at,
@@ -229,15 +229,8 @@ pub(super) fn fault_thread(
             return;
         }
         let at = now_ns(epoch);
-        if fault.remove_command.is_empty() {
-            sender.send(event(
-                EventKind::FaultExpired,
-                at,
-                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
-                None,
-            ));
-        } else {
-            match run_command(&fault.remove_command) {
+        if let Some(removed) = removal(fault) {
+            match removed {
                 Ok(detail) => sender.send(event(EventKind::FaultRemoved, at, detail, None)),
                 Err(why) => sender.send(event(
                     EventKind::FaultFailed,
@@ -246,7 +239,27 @@ pub(super) fn fault_thread(
                     None,
                 )),
             }
+        } else {
+            sender.send(event(
+                EventKind::FaultExpired,
+                at,
+                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
+                None,
+            ));
         }
+    }
+}
+
+/// The recorder's own removal of the fault, if the injector has one: `remove_command`, or the
+/// NetworkPolicy deleted and confirmed gone.
+fn removal(fault: &percentes_formats::config::Fault) -> Option<Result<String, String>> {
+    match (&fault.network_policy, fault.injector) {
+        (Some(np), Some(Injector::NetworkPolicy)) => Some(super::netpol::remove(
+            fault.victim.as_deref().unwrap_or_default(),
+            np,
+        )),
+        _ if !fault.remove_command.is_empty() => Some(run_command(&fault.remove_command)),
+        _ => None,
     }
 }
 
@@ -376,42 +389,15 @@ pub(super) fn apply(
 ) -> Result<String, String> {
     match injector {
         Injector::Exec => run_command(&fault.fire_command),
-        Injector::KillPidFile | Injector::KillProcessGroup => {
-            let path = fault.pid_file.as_deref().unwrap_or_default();
-            let mut text = String::new();
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(
-                    percentes_formats::files::open_regular(path.as_ref())
-                        .map_err(|e| format!("cannot read pid file {path}: {e}"))?,
-                    PID_FILE_BYTES_MAX,
-                ),
-                &mut text,
-            )
-            .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
-            let pid = victim_pid(&text, std::process::id())
-                .map_err(|why| format!("pid file {path}: {why}"))?;
-            let (target, what) = if injector == Injector::KillProcessGroup {
-                // SAFETY: getpgid(2) reads two process group ids; no memory is involved.
-                #[allow(unsafe_code)]
-                let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
-                victim_group(pid, theirs, ours).map_err(|why| format!("pid file {path}: {why}"))?;
-                (-pid, format!("the process group {pid} leads"))
-            } else {
-                (pid, format!("pid {pid}"))
-            };
-            // SAFETY: kill(2) with a pid (or, negated, a group the checks above allowed) read
-            // from the operator's pid file; no memory is involved.
-            #[allow(unsafe_code)]
-            let rc = unsafe { libc::kill(target, libc::SIGKILL) };
-            if rc == 0 {
-                Ok(format!("SIGKILL to {what} from {path}"))
-            } else {
-                Err(format!(
-                    "kill({target}, SIGKILL) failed: {}",
-                    std::io::Error::last_os_error()
-                ))
-            }
+        Injector::NetworkPolicy => {
+            let np = fault
+                .network_policy
+                .as_ref()
+                .ok_or("injector network-policy without [fault.network_policy]")?;
+            let seconds = partition_ns.map_or(0, |p| p.div_ceil(1_000_000_000));
+            super::netpol::fire(fault.victim.as_deref().unwrap_or_default(), np, seconds)
         }
+        Injector::KillPidFile | Injector::KillProcessGroup => kill(injector, fault),
         Injector::MockAdmin => {
             let address = fault.admin_address.as_deref().unwrap_or_default();
             let mode = fault.mock_mode.as_deref().unwrap_or_default();
@@ -435,6 +421,45 @@ pub(super) fn apply(
                 ))
             }
         }
+    }
+}
+
+/// `kill-pid-file` and `kill-process-group`: SIGKILL to the process (or the group it leads)
+/// that `fault.pid_file` names, once the pid is one that may be killed.
+fn kill(injector: Injector, fault: &percentes_formats::config::Fault) -> Result<String, String> {
+    let path = fault.pid_file.as_deref().unwrap_or_default();
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(
+            percentes_formats::files::open_regular(path.as_ref())
+                .map_err(|e| format!("cannot read pid file {path}: {e}"))?,
+            PID_FILE_BYTES_MAX,
+        ),
+        &mut text,
+    )
+    .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
+    let pid =
+        victim_pid(&text, std::process::id()).map_err(|why| format!("pid file {path}: {why}"))?;
+    let (target, what) = if injector == Injector::KillProcessGroup {
+        // SAFETY: getpgid(2) reads two process group ids; no memory is involved.
+        #[allow(unsafe_code)]
+        let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
+        victim_group(pid, theirs, ours).map_err(|why| format!("pid file {path}: {why}"))?;
+        (-pid, format!("the process group {pid} leads"))
+    } else {
+        (pid, format!("pid {pid}"))
+    };
+    // SAFETY: kill(2) with a pid (or, negated, a group the checks above allowed) read
+    // from the operator's pid file; no memory is involved.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(target, libc::SIGKILL) };
+    if rc == 0 {
+        Ok(format!("SIGKILL to {what} from {path}"))
+    } else {
+        Err(format!(
+            "kill({target}, SIGKILL) failed: {}",
+            std::io::Error::last_os_error()
+        ))
     }
 }
 
@@ -556,6 +581,7 @@ mod tests {
             confirm_status: None,
             confirm_method: None,
             confirm_contains: None,
+            network_policy: None,
         };
         let said = apply(Injector::KillProcessGroup, &fault, None).unwrap();
         assert!(

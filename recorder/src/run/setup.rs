@@ -157,6 +157,15 @@ pub(super) fn setup_facts(
     }
     facts.extend(prompt_facts);
     facts.extend(accelerator::collect(config)?);
+    if let (Some(np), Some(percentes_formats::config::Injector::NetworkPolicy)) =
+        (&config.fault.network_policy, config.fault.injector)
+    {
+        let victim = config.fault.victim.as_deref().unwrap_or_default();
+        let found = super::netpol::check(victim, np).map_err(|why| {
+            RecordError::Refused(format!("fault.injector = \"network-policy\": {why}"))
+        })?;
+        facts.push(HostFact::FaultCheck.entry(found));
+    }
     Ok(facts)
 }
 
