@@ -3,16 +3,16 @@
 //! pod and allows nothing in or out, as the testbed's iptables rules drop everything in the
 //! victim's network namespace.
 //!
-//! - **Before the run** ([`check`]): the cluster's CNI must enforce NetworkPolicy, or the API
+//! - **Before the run** (`check`): the cluster's CNI must enforce NetworkPolicy, or the API
 //!   accepts the policy and nothing happens. The check reads kube-system's DaemonSets and
-//!   recognises the agents of the CNIs that enforce it ([`ENFORCING`]); where it finds none, the
+//!   recognises the agents of the CNIs that enforce it (`ENFORCING`); where it finds none, the
 //!   run is refused unless the operator states `enforced = true`. No policy of the partition's
 //!   name may be left over from an earlier run. What it found is the `fault-check` host fact.
-//! - **At T_inject** ([`fire`]): the policy and an expiry Job, created together (`kubectl create
+//! - **At T_inject** (`fire`): the policy and an expiry Job, created together (`kubectl create
 //!   -f -`, a List). The Job runs in the cluster, so the partition ends at its pinned length even
 //!   if the recorder is gone: it waits until the wall-clock deadline (a restarted pod does not
 //!   wait longer) and deletes the policy.
-//! - **At the pinned end** ([`remove`]): the recorder deletes the policy and the Job, and
+//! - **At the pinned end** (`remove`): the recorder deletes the policy and the Job, and
 //!   confirms that the policy is gone.
 //!
 //! Its limits, which SPEC states: a CNI may let connections opened before the policy go on (it
