@@ -39,6 +39,7 @@ mod accelerator;
 mod baseline;
 mod behind;
 mod cgroup;
+mod child;
 mod client;
 mod dispatch;
 mod dns;

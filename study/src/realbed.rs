@@ -378,9 +378,12 @@ impl RealBed {
         let mut bed_error = None;
         for i in 0..count {
             let name = format!("replica-{i}");
-            let port = free_port()?;
-            match Self::launch(plan, &name, port, folder, placed.as_mut()) {
-                Ok(child) => replicas.push(Replica {
+            let launched = free_port().and_then(|port| {
+                let child = Self::launch(plan, &name, port, folder, placed.as_mut())?;
+                Ok((port, child))
+            });
+            match launched {
+                Ok((port, child)) => replicas.push(Replica {
                     name,
                     port,
                     child,
@@ -392,23 +395,18 @@ impl RealBed {
                 }
             }
         }
-        let proxy_port = free_port()?;
-        let socket = folder.join("haproxy.sock");
-        let _ = std::fs::remove_file(&socket);
-        let pairs: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
-        let names = match names_plan {
-            Some(NamesPlan::Dnsmasq) => Some(names::Names::start(&pairs, folder, placed.as_mut())?),
-            None => None,
-        };
-        let resolvers = names.as_ref().map(names::Names::haproxy_resolvers);
-        let config = haproxy_config(
-            proxy_port,
-            &pairs,
-            &plan.ready_path,
-            &socket,
-            resolvers.as_deref(),
-        );
-        let proxy = start_proxy(&config, folder, placed.as_mut())?;
+        let (proxy, proxy_port, names) =
+            match Self::front(plan, names_plan, &replicas, folder, placed.as_mut()) {
+                Ok(front) => front,
+                Err(e) => {
+                    // Nothing of the testbed outlives a failed start: the replicas launched
+                    // are stopped before their placement's groups are removed.
+                    for r in &mut replicas {
+                        stop_group(&mut r.child, Duration::from_secs(10));
+                    }
+                    return Err(e);
+                }
+            };
         let mut bed = RealBed {
             plan: plan.clone(),
             folder: folder.to_path_buf(),
@@ -423,6 +421,37 @@ impl RealBed {
         }
         bed.await_ready(count, stop)?;
         Ok(bed)
+    }
+
+    /// What stands in front of the replicas: the names (with `[testbed.names]`) and HAProxy,
+    /// with the port it listens on.
+    fn front(
+        plan: &ReplicaPlan,
+        names_plan: Option<&NamesPlan>,
+        replicas: &[Replica],
+        folder: &Path,
+        mut placed: Option<&mut Placed>,
+    ) -> Result<(Child, u16, Option<names::Names>)> {
+        let proxy_port = free_port()?;
+        let socket = folder.join("haproxy.sock");
+        let _ = std::fs::remove_file(&socket);
+        let pairs: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
+        let names = match names_plan {
+            Some(NamesPlan::Dnsmasq) => {
+                Some(names::Names::start(&pairs, folder, placed.as_deref_mut())?)
+            }
+            None => None,
+        };
+        let resolvers = names.as_ref().map(names::Names::haproxy_resolvers);
+        let config = haproxy_config(
+            proxy_port,
+            &pairs,
+            &plan.ready_path,
+            &socket,
+            resolvers.as_deref(),
+        );
+        let proxy = start_proxy(&config, folder, placed)?;
+        Ok((proxy, proxy_port, names))
     }
 
     fn launch(

@@ -432,18 +432,9 @@ fn kubectl_needs(argv: &[String]) -> Vec<(&'static str, &'static str)> {
 #[test]
 fn the_partition_rbac_grants_what_the_injector_runs_and_nothing_more() {
     let objects = read("deploy/partition.yaml");
-    let np = percentes_formats::config::NetworkPolicy {
-        namespace: "default".into(),
-        pod_labels: [(
-            "statefulset.kubernetes.io/pod-name".to_owned(),
-            "replica-1".to_owned(),
-        )]
-        .into(),
-        expiry_image: "percentes:latest".into(),
-        service_account: "percentes-recorder".into(),
-        kubectl: vec!["kubectl".into()],
-        enforced: false,
-    };
+    let labels = [("statefulset.kubernetes.io/pod-name", "replica-1")]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let np = percentes_formats::config::NetworkPolicy::new(labels.into(), "percentes:latest");
     let mut needed = std::collections::BTreeSet::new();
     for (argv, input) in percentes_recorder::run::netpol::commands("replica-1", &np) {
         let flag = argv.iter().position(|a| a == "--namespace");
@@ -609,11 +600,7 @@ fn the_layer_7_example_names_the_upstream_and_retries_nothing() {
 #[test]
 fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
     let _beside = crate::beside();
-    if crate::lacks(
-        "kubectl_accepts_every_manifest_in_a_client_dry_run",
-        "kubectl",
-        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
-    ) {
+    if super::kube::lacks_kubectl("kubectl_accepts_every_manifest_in_a_client_dry_run") {
         return;
     }
     let server = format!(

@@ -298,6 +298,15 @@ pub(crate) fn replacement_collections() -> Collections {
     }
 }
 
+/// Whether kubectl is missing (then `test` is reported, and fails under PERCENTES_CI).
+pub(crate) fn lacks_kubectl(test: &str) -> bool {
+    crate::lacks(
+        test,
+        "kubectl",
+        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
+    )
+}
+
 /// A kubectl that talks to `server` only: no user's kubeconfig, no cached discovery.
 pub(crate) fn kubectl_env(command: &mut std::process::Command, home: &Path) {
     command
@@ -323,11 +332,7 @@ pub(crate) fn kubectl_env(command: &mut std::process::Command, home: &Path) {
 #[test]
 fn the_watcher_journals_a_pod_replacement_from_the_api_s_watch() {
     let _machine = crate::machine();
-    if crate::lacks(
-        "the_watcher_journals_a_pod_replacement_from_the_api_s_watch",
-        "kubectl",
-        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
-    ) {
+    if lacks_kubectl("the_watcher_journals_a_pod_replacement_from_the_api_s_watch") {
         return;
     }
     let controls = Arc::new(Controls::default());
@@ -533,11 +538,7 @@ fn partition_run(api: SocketAddr, dir: &Path) -> std::process::Output {
 #[test]
 fn a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed() {
     let _machine = crate::machine();
-    if crate::lacks(
-        "a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed",
-        "kubectl",
-        "kubectl is not installed (apt-get install kubernetes-client; .ci/run does)",
-    ) {
+    if lacks_kubectl("a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("percentes-netpol-{}", std::process::id()));

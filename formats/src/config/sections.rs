@@ -462,6 +462,21 @@ pub struct NetworkPolicy {
     pub enforced: bool,
 }
 
+impl NetworkPolicy {
+    /// A partition of the pods `pod_labels` selects, its expiry Job on `expiry_image`, every
+    /// other key at its default.
+    pub fn new(pod_labels: BTreeMap<String, String>, expiry_image: &str) -> NetworkPolicy {
+        NetworkPolicy {
+            namespace: default_namespace(),
+            pod_labels,
+            expiry_image: expiry_image.to_owned(),
+            service_account: default_service_account(),
+            kubectl: default_kubectl(),
+            enforced: false,
+        }
+    }
+}
+
 fn default_namespace() -> String {
     "default".into()
 }

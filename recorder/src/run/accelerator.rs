@@ -3,11 +3,8 @@
 //! journaled as the host fact `accelerator.NAME`, the fingerprint `percentes campaign` compares
 //! across a campaign's runs.
 
+use super::{Config, Duration, RecordError};
 use percentes_formats::journal::header::HostFact;
-use std::io::Read;
-use std::process::{Command, Stdio};
-
-use super::{Config, Duration, Instant, RecordError};
 
 /// The longest a collector may take (a `kubectl exec` to a busy node included).
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -31,58 +28,9 @@ pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordEr
     Ok(facts)
 }
 
-/// Runs `argv`, returning its trimmed standard output.
+/// Runs `argv`, returning its trimmed standard output; printing nothing is a failure.
 fn run(argv: &[String], timeout: Duration) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("names no program")?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start: {e}"))?;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| format!("cannot wait: {e}"))? {
-            break status;
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("did not finish within {} s", timeout.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!(
-            "exited with {status}: {}",
-            crate::exchange::cut(String::from_utf8_lossy(&stderr).trim(), OUTPUT_BYTES_MAX)
-        ));
-    }
-    let text = String::from_utf8_lossy(&stdout);
+    let text = super::child::run(argv, None, timeout, OUTPUT_BYTES_MAX)?;
     let text = crate::exchange::cut(text.trim(), OUTPUT_BYTES_MAX);
     if text.is_empty() {
         return Err("printed nothing".into());

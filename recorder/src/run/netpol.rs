@@ -22,8 +22,6 @@
 
 use percentes_formats::config::NetworkPolicy;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
 
 /// The DaemonSets (or containers of one) whose presence in kube-system says the CNI enforces
 /// NetworkPolicy, and the CNI's name.
@@ -119,39 +117,13 @@ pub(crate) fn kubectl(np: &NetworkPolicy, args: &[&str]) -> Vec<String> {
     argv
 }
 
+/// How long one kubectl call may take (an API server under load included).
+const KUBECTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs `argv` with `input` on its standard input; its standard output, or why it failed.
 fn run(argv: &[String], input: Option<&str>) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("empty command")?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("{program}: cannot write its input: {e}"))?;
-    }
-    let mut out = String::new();
-    if let Some(stdout) = child.stdout.take() {
-        let _ = stdout.take(OUTPUT_BYTES_MAX).read_to_string(&mut out);
-    }
-    let mut err = String::new();
-    if let Some(stderr) = child.stderr.take() {
-        let _ = stderr.take(64 << 10).read_to_string(&mut err);
-    }
-    let status = child.wait().map_err(|e| format!("{program}: {e}"))?;
-    if status.success() {
-        Ok(out)
-    } else {
-        Err(format!("`{}` {status}: {}", argv.join(" "), err.trim()))
-    }
+    super::child::run(argv, input, KUBECTL_TIMEOUT, OUTPUT_BYTES_MAX as usize)
+        .map_err(|why| format!("`{}` {why}", argv.join(" ")))
 }
 
 /// Before the run: the CNI enforces NetworkPolicy (or the operator says so) and no policy of
@@ -305,17 +277,11 @@ mod tests {
     use super::*;
 
     fn np() -> NetworkPolicy {
+        let labels = [("statefulset.kubernetes.io/pod-name", "replica-1")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()));
         NetworkPolicy {
             namespace: "serving".into(),
-            pod_labels: [(
-                "statefulset.kubernetes.io/pod-name".to_owned(),
-                "replica-1".to_owned(),
-            )]
-            .into(),
-            expiry_image: "percentes:latest".into(),
-            service_account: "percentes-recorder".into(),
-            kubectl: vec!["kubectl".into()],
-            enforced: false,
+            ..NetworkPolicy::new(labels.into(), "percentes:latest")
         }
     }
 

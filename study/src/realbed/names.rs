@@ -72,10 +72,17 @@ pub struct Names {
     folder: PathBuf,
 }
 
-/// A UDP port free on loopback now.
-fn free_udp_port() -> Result<u16> {
-    let socket = UdpSocket::bind("127.0.0.1:0").context("cannot find a free UDP port")?;
-    Ok(socket.local_addr()?.port())
+/// A port free on loopback now for both UDP and TCP (dnsmasq listens on both): the kernel's
+/// choice of a UDP port, kept only if TCP's same port is free too.
+fn free_port() -> Result<u16> {
+    for _ in 0..64 {
+        let socket = UdpSocket::bind("127.0.0.1:0").context("cannot find a free UDP port")?;
+        let port = socket.local_addr()?.port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("found no loopback port free for both UDP and TCP in 64 tries")
 }
 
 impl Names {
@@ -86,15 +93,24 @@ impl Names {
         folder: &Path,
         placed: Option<&mut Placed>,
     ) -> Result<Names> {
-        let port = free_udp_port()?;
-        let child = Self::spawn(port, replicas, folder, placed)?;
-        let mut names = Names {
-            child,
-            port,
-            folder: folder.to_path_buf(),
-        };
-        names.await_bound()?;
-        Ok(names)
+        // A port is free when chosen and may be taken before dnsmasq binds it (a replica, a
+        // test beside this one): then dnsmasq exits, and another port is tried.
+        let mut placed = placed;
+        let mut last = None;
+        for _ in 0..3 {
+            let port = free_port()?;
+            let child = Self::spawn(port, replicas, folder, placed.as_deref_mut())?;
+            let mut names = Names {
+                child,
+                port,
+                folder: folder.to_path_buf(),
+            };
+            match names.await_bound() {
+                Ok(()) => return Ok(names),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| crate::error::StudyError::refused("dnsmasq did not start")))
     }
 
     fn spawn(
