@@ -443,17 +443,7 @@ fn the_watcher_journals_a_pod_replacement_from_the_api_s_watch() {
     let fired = super::record::event_named(&events, "fault-fired").expect("fired");
     assert!(fired.at_ns < detected.2 && detected.2 < reschedule.2 && reschedule.2 < start.2);
     // The decomposition reads the watcher's boundaries.
-    let report = dir.join("report");
-    let (code, _, stderr) = super::golden::percentes(&[
-        "analyze",
-        journal.to_str().unwrap(),
-        "--diagnose",
-        "-o",
-        report.to_str().unwrap(),
-    ]);
-    assert!(code == 0 || code == 2, "{stderr}");
-    let json: Value =
-        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
+    let json = super::record::diagnosed_report(&journal, &dir);
     for (boundary, at) in [("reschedule", reschedule.2), ("container start", start.2)] {
         let b = json["recovery"]["decomposition"]
             .as_array()

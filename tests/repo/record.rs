@@ -1451,6 +1451,21 @@ fn token_aware_lengths_and_a_datasets_own_lengths_are_sent_and_journaled() {
     );
 }
 
+/// `analyze --diagnose` of `journal` into `dir/report` (exit 0, or 2 for an invalid run), and
+/// its report.json.
+pub(super) fn diagnosed_report(journal: &Path, dir: &Path) -> serde_json::Value {
+    let report = dir.join("report");
+    let (code, _, stderr) = super::golden::percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--diagnose",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "{stderr}");
+    serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap()
+}
+
 /// A fault run of the recorder against a mock (the victim's mock turned to errors at the fire,
 /// about 3.6 s after the epoch at time factor 100), started in the background in a fresh
 /// folder `name` and listening on `--events-socket`: the folder, the journal, the socket (not
@@ -1581,17 +1596,7 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
     assert!(load.detail.contains("stated no time"), "{}", load.detail);
     let fired = event_named(&events, "fault-fired").expect("fired");
     assert!(start.at_ns > fired.at_ns && load.at_ns > start.at_ns);
-    let report = dir.join("report");
-    let (code, _, stderr) = super::golden::percentes(&[
-        "analyze",
-        journal.to_str().unwrap(),
-        "--diagnose",
-        "-o",
-        report.to_str().unwrap(),
-    ]);
-    assert!(code == 0 || code == 2, "{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
+    let json = diagnosed_report(&journal, &dir);
     for (boundary, at) in [
         ("container start", start.at_ns),
         ("weight load", load.at_ns),
