@@ -445,12 +445,7 @@ fn the_watcher_journals_a_pod_replacement_from_the_api_s_watch() {
     // The decomposition reads the watcher's boundaries.
     let json = super::record::diagnosed_report(&journal, &dir);
     for (boundary, at) in [("reschedule", reschedule.2), ("container start", start.2)] {
-        let b = json["recovery"]["decomposition"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["boundary"] == boundary)
-            .unwrap();
+        let b = super::record::decomposed(&json, boundary);
         assert_eq!(b["at_s"].as_f64(), Some(at as f64 / 1e9), "{b}");
         assert!(
             b["evidence"]

@@ -1466,6 +1466,14 @@ pub(super) fn diagnosed_report(journal: &Path, dir: &Path) -> serde_json::Value 
     serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap()
 }
 
+/// The report's decomposition boundary named `name`.
+pub(super) fn decomposed<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["recovery"]["decomposition"]
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["boundary"] == name))
+        .unwrap_or_else(|| panic!("no {name} boundary in the decomposition"))
+}
+
 /// A fault run of the recorder against a mock (the victim's mock turned to errors at the fire,
 /// about 3.6 s after the epoch at time factor 100), started in the background in a fresh
 /// folder `name` and listening on `--events-socket`: the folder, the journal, the socket (not
@@ -1601,12 +1609,7 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
         ("container start", start.at_ns),
         ("weight load", load.at_ns),
     ] {
-        let b = json["recovery"]["decomposition"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["boundary"] == boundary)
-            .unwrap();
+        let b = decomposed(&json, boundary);
         assert_eq!(b["at_s"].as_f64(), Some(at as f64 / 1e9), "{b}");
         assert!(b["evidence"].as_str().unwrap().contains("external"), "{b}");
     }
