@@ -20,7 +20,6 @@
 
 use percentes_formats::config::{Config, Lengths, Profile, PromptFormat, Route};
 use percentes_formats::files::{read_bounded, PROMPT_FILE_BYTES_MAX};
-use percentes_formats::pins;
 
 use crate::tokens::ModelTokenizer;
 
@@ -125,11 +124,13 @@ impl PromptSet {
 
 /// Loads a route's prompt set. A per-prompt `max_tokens` other than the pinned one is refused
 /// outside the dev profile (§6: `target.max_tokens` is pinned on every request), and a
-/// conversation is refused on a route that is not a chat route.
+/// conversation is refused on a route that is not a chat route. `pinned_max_tokens` is the plan's
+/// `target.max_tokens`.
 pub fn load_prompts(
     route: &Route,
     config: &Config,
     tokenizer: Option<&ModelTokenizer>,
+    pinned_max_tokens: u32,
 ) -> Result<PromptSet, String> {
     let path = route.prompt_file.as_deref().unwrap_or_default();
     let bytes = read_bounded(path.as_ref(), PROMPT_FILE_BYTES_MAX, "a prompt file")
@@ -155,7 +156,7 @@ pub fn load_prompts(
                 .collect(),
             0,
         ),
-        PromptFormat::Jsonl => (jsonl(path, text, config, dataset)?, 0),
+        PromptFormat::Jsonl => (jsonl(path, text, config, dataset, pinned_max_tokens)?, 0),
         PromptFormat::Sharegpt => {
             let replies = dataset.then_some(tokenizer).map(|t| {
                 t.ok_or_else(|| {
@@ -210,8 +211,13 @@ pub fn load_prompts(
     })
 }
 
-fn jsonl(path: &str, text: &str, config: &Config, dataset: bool) -> Result<Vec<Prompt>, String> {
-    let pinned = config.number(&pins::TARGET_MAX_TOKENS) as u32;
+fn jsonl(
+    path: &str,
+    text: &str,
+    config: &Config,
+    dataset: bool,
+    pinned: u32,
+) -> Result<Vec<Prompt>, String> {
     let mut prompts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -412,6 +418,10 @@ fn conversation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use percentes_formats::pins;
+
+    /// The pinned `target.max_tokens` (§6), as a run's plan gives it.
+    const PINNED: u32 = pins::value::TARGET_MAX_TOKENS as u32;
 
     fn config(route_extra: &str, path: &str) -> Config {
         Config::parse(
@@ -439,7 +449,7 @@ mod tests {
             extra.push_str(&format!("prompt_format = \"{f}\"\n"));
         }
         let config = config(&extra, path);
-        load_prompts(&config.routes[0], &config, None)
+        load_prompts(&config.routes[0], &config, None, PINNED)
     }
 
     /// A semi-open run of 2 turns: each conversation with two human turns is two prompts in a
@@ -467,7 +477,7 @@ mod tests {
                 .as_bytes(),
         )
         .unwrap();
-        let set = load_prompts(&semi.routes[0], &semi, None).unwrap();
+        let set = load_prompts(&semi.routes[0], &semi, None, PINNED).unwrap();
         let m = |pairs: &[(&str, &str)]| {
             PromptContent::Messages(
                 pairs
@@ -497,7 +507,7 @@ mod tests {
         );
         // The same file read for an open run: each conversation's first human turn.
         assert_eq!(
-            load_prompts(&config.routes[0], &config, None)
+            load_prompts(&config.routes[0], &config, None, PINNED)
                 .unwrap()
                 .prompts
                 .len(),

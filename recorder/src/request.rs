@@ -6,7 +6,6 @@ pub use crate::prompts::{load_prompts, Prompt, PromptContent, PromptSet};
 use crate::tokens::Filler;
 use percentes_formats::config::{Config, Lengths, Route, TokenSide};
 use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
-use percentes_formats::pins;
 
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,15 +260,17 @@ fn json_string_inner(text: &str) -> String {
 
 impl Template {
     /// `prompts` is the route's prompt set, if it has one; `extra` the configured headers and
-    /// the API key.
+    /// the API key; `pinned_max_tokens` the plan's `target.max_tokens` (§6, [`RunPlan`]).
+    ///
+    /// [`RunPlan`]: crate::run::RunPlan
     pub fn new(
         config: &Config,
         target: &Target,
         route: &Route,
         prompts: Option<&PromptSet>,
         extra: &ExtraHeaders,
+        pinned_max_tokens: u32,
     ) -> Template {
-        let pinned_max_tokens = config.number(&pins::TARGET_MAX_TOKENS) as u32;
         // §6: mock and self-hosted requests ignore EOS (fixed output lengths); hosted ones do not,
         // and send the field only when configured (third-party APIs refuse fields they do not
         // know, and not ignoring EOS is their default).
@@ -523,6 +524,9 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
 mod tests {
     use super::*;
 
+    /// The pinned `target.max_tokens` (§6), as a run's plan gives it.
+    const PINNED: u32 = percentes_formats::pins::value::TARGET_MAX_TOKENS as u32;
+
     #[test]
     fn targets() {
         assert_eq!(
@@ -589,7 +593,7 @@ mod tests {
         .unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
         let none = ExtraHeaders::default();
-        let template = Template::new(&config, &target, &config.routes[0], None, &none);
+        let template = Template::new(&config, &target, &config.routes[0], None, &none, PINNED);
         let (head, json) = body(&template, 7);
         assert_ne!(template.bytes(7), template.bytes(8));
         let set = PromptSet {
@@ -600,7 +604,14 @@ mod tests {
             skipped_no_reply: 0,
             session_turns: 1,
         };
-        let with_set = Template::new(&config, &target, &config.routes[0], Some(&set), &none);
+        let with_set = Template::new(
+            &config,
+            &target,
+            &config.routes[0],
+            Some(&set),
+            &none,
+            PINNED,
+        );
         let (_, c) = body(&with_set, 4);
         assert_eq!(
             c["messages"][0]["content"],
@@ -639,7 +650,7 @@ mod tests {
         })
         .unwrap();
         let target = Target::parse(&hosted.target.base_url).unwrap();
-        let template = Template::new(&hosted, &target, &hosted.routes[0], None, &extra);
+        let template = Template::new(&hosted, &target, &hosted.routes[0], None, &extra, PINNED);
         let (head, json) = body(&template, 1);
         assert!(
             head.contains("\r\nauthorization: Bearer sk-secret\r\n"),
@@ -669,7 +680,7 @@ mod tests {
             "hosted",
         );
         let extra_own = ExtraHeaders::new(&own.target, |_| None).unwrap();
-        let template_own = Template::new(&own, &target, &own.routes[0], None, &extra_own);
+        let template_own = Template::new(&own, &target, &own.routes[0], None, &extra_own, PINNED);
         let (head_own, _) = body(&template_own, 1);
         assert!(
             head_own.contains("\r\nuser-agent: ci-bot/2\r\n"),
@@ -720,7 +731,7 @@ mod tests {
         let text =
             "{\"prompt\": \"short\", \"max_tokens\": 16, \"id\": 1}\n\n{\"prompt\": \"long\"}\n";
         let dev = with_prompts("set.jsonl", text, "dev", "mock");
-        let set = load_prompts(&dev.routes[0], &dev, None).unwrap();
+        let set = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap();
         assert_eq!(set.prompts.len(), 2);
         let target = Target::parse(&dev.target.base_url).unwrap();
         let template = Template::new(
@@ -729,12 +740,13 @@ mod tests {
             &dev.routes[0],
             Some(&set),
             &ExtraHeaders::default(),
+            PINNED,
         );
         assert_eq!(body(&template, 0).1["max_tokens"], 16);
         assert_eq!(body(&template, 1).1["max_tokens"], 256);
         // Outside the dev profile a per-line length other than the pin is refused.
         let hosted = with_prompts("set.jsonl", text, "hosted", "hosted");
-        let err = load_prompts(&hosted.routes[0], &hosted, None).unwrap_err();
+        let err = load_prompts(&hosted.routes[0], &hosted, None, PINNED).unwrap_err();
         assert!(err.contains("line 1") && err.contains("§6"), "{err}");
         for (text, says) in [
             ("{\"text\": \"x\"}", "\"prompt\""),
@@ -742,7 +754,7 @@ mod tests {
             ("{\"prompt\": \"x\", \"max_tokens\": 0}", "at least 1"),
         ] {
             let dev = with_prompts("bad.jsonl", text, "dev", "mock");
-            let err = load_prompts(&dev.routes[0], &dev, None).unwrap_err();
+            let err = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
     }
@@ -752,7 +764,7 @@ mod tests {
         // Line 0 a plain prompt, line 1 a system + user conversation with quotes to escape.
         let text = "{\"prompt\": \"plain\"}\n{\"messages\": [{\"role\": \"system\", \"content\": \"be \\\"terse\\\"\"}, {\"role\": \"user\", \"content\": \"hi\"}]}\n";
         let dev = with_prompts("chat.jsonl", text, "dev", "mock");
-        let set = load_prompts(&dev.routes[0], &dev, None).unwrap();
+        let set = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap();
         let target = Target::parse(&dev.target.base_url).unwrap();
         let template = Template::new(
             &dev,
@@ -760,6 +772,7 @@ mod tests {
             &dev.routes[0],
             Some(&set),
             &ExtraHeaders::default(),
+            PINNED,
         );
         let (_, plain) = body(&template, 4);
         assert_eq!(
@@ -803,8 +816,15 @@ mod tests {
         let lengths = route.input_tokens.unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
         let tokenizer = fixture_tokenizer();
-        let template = Template::new(&config, &target, route, None, &ExtraHeaders::default())
-            .counted_by(tokenizer.filler(lengths.longest()).unwrap());
+        let template = Template::new(
+            &config,
+            &target,
+            route,
+            None,
+            &ExtraHeaders::default(),
+            PINNED,
+        )
+        .counted_by(tokenizer.filler(lengths.longest()).unwrap());
         for index in [0, 1, 2, 17, 99, 12_345] {
             let (_, json) = body(&template, index);
             let content = json["messages"][0]["content"].as_str().unwrap();
@@ -833,7 +853,14 @@ mod tests {
             );
         }
         // Without a tokenizer the same lengths count words, and the journal claims no tokens.
-        let words = Template::new(&config, &target, route, None, &ExtraHeaders::default());
+        let words = Template::new(
+            &config,
+            &target,
+            route,
+            None,
+            &ExtraHeaders::default(),
+            PINNED,
+        );
         let (_, json) = body(&words, 5);
         let content = json["messages"][0]["content"].as_str().unwrap();
         let drawn = lengths.draw(TokenSide::Input, 1, 5).unwrap() as usize;
@@ -850,6 +877,7 @@ mod tests {
             &plain.routes[0],
             None,
             &ExtraHeaders::default(),
+            PINNED,
         );
         assert_eq!(template.extension(3), None);
     }
@@ -881,7 +909,7 @@ mod tests {
         )
         .unwrap();
         let tokenizer = fixture_tokenizer();
-        let set = load_prompts(&config.routes[0], &config, Some(&tokenizer)).unwrap();
+        let set = load_prompts(&config.routes[0], &config, Some(&tokenizer), PINNED).unwrap();
         // The entry without a reply is left out and counted; the others ask for their replies'
         // lengths (10 tokens for "unanticipated", as Python's tokenizers counts it).
         assert_eq!(set.prompts.len(), 2);
@@ -908,6 +936,7 @@ mod tests {
             &config.routes[0],
             Some(&set),
             &ExtraHeaders::default(),
+            PINNED,
         );
         let (_, json) = body(&template, 3);
         assert_eq!(json["max_tokens"], 10);
@@ -916,7 +945,7 @@ mod tests {
             Some(10)
         );
         // Without the tokenizer there is nothing to measure the replies with.
-        let error = load_prompts(&config.routes[0], &config, None).unwrap_err();
+        let error = load_prompts(&config.routes[0], &config, None, PINNED).unwrap_err();
         assert!(error.contains("target.tokenizer"), "{error}");
     }
 }

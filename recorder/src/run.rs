@@ -525,7 +525,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map(|r| rule(config, r))
         .collect::<Result<_, _>>()
         .map_err(RecordError::Refused)?;
-    let (templates, prompt_facts) = templates(config, &target, &extra, plan.trace.as_ref())?;
+    let (templates, prompt_facts) = templates(config, &target, &extra, &plan)?;
     let preflight = if config.target.preflight {
         let done = preflight(
             config,

@@ -23,6 +23,9 @@ pub struct RunPlan {
     pub digest: [u8; 32],
     /// Worker threads: the requested count, within 1..=[`WORKERS_MAX`].
     pub workers: usize,
+    /// `max_tokens` on every request unless a route's lengths or a prompt's own say otherwise
+    /// (§6, `target.max_tokens`).
+    pub max_tokens: u32,
     /// Each request's deadline after its intended time (§3's censoring horizon).
     pub timeout: Duration,
     /// Connections each worker opens before the epoch: the pinned floor per replica times the
@@ -105,6 +108,7 @@ impl RunPlan {
             digest: params.digest(),
             measured_span_ns,
             workers,
+            max_tokens: config.number(&pins::TARGET_MAX_TOKENS) as u32,
             timeout: Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
             connections_per_worker: (floor * config.target.replicas.len().max(1)).div_ceil(workers),
             probe_period: if inject_at_ns.is_some() {
@@ -126,11 +130,7 @@ impl RunPlan {
             behind_lag: Duration::from_millis(pins::value::CLIENT_BEHIND_LAG_MS as u64),
             behind_span: Duration::from_millis(pins::value::CLIENT_BEHIND_SPAN_MS as u64),
             baseline: BaselineRule::of(config, measured_span_ns),
-            fault_duration_ns: match config.fault.variant {
-                FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
-                FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
-                FaultVariant::None | FaultVariant::CleanDelete => None,
-            },
+            fault_duration_ns: fault_duration_ns(config),
             confirm_within: Duration::from_secs(pins::value::FAULT_CONFIRM_WITHIN_S as u64),
             start_late_max: Duration::from_secs_f64(
                 config.number(&pins::SHARDS_START_LATE_MAX_MS) / 1000.0,
@@ -171,6 +171,16 @@ impl RunPlan {
     pub fn sends(&self, worker: usize, index: u64) -> bool {
         self.shard.holds(index)
             && (index / u64::from(self.shard.count)) % self.workers as u64 == worker as u64
+    }
+}
+
+/// How long the configured fault lasts: the pinned partition of a black-hole (§1), the pinned
+/// duration of a degradation (§10); none for a clean delete, which is not undone.
+fn fault_duration_ns(config: &Config) -> Option<u64> {
+    match config.fault.variant {
+        FaultVariant::BlackHole => Some(config.duration_ns(&pins::FAULT_PARTITION_S)),
+        FaultVariant::Degradation => Some(config.duration_ns(&pins::FAULT_DEGRADATION_S)),
+        FaultVariant::None | FaultVariant::CleanDelete => None,
     }
 }
 

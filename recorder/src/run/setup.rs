@@ -10,7 +10,6 @@ use super::{
 use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
-use percentes_formats::config::workload::Trace;
 use percentes_formats::journal::header::HostFact;
 
 /// Host facts, key and value, as a header keeps them.
@@ -44,7 +43,7 @@ pub(super) fn templates(
     config: &Config,
     target: &Target,
     extra: &ExtraHeaders,
-    trace: Option<&Trace>,
+    plan: &RunPlan,
 ) -> Result<(Vec<Template>, Facts), RecordError> {
     let tokenizer = config
         .target
@@ -59,21 +58,13 @@ pub(super) fn templates(
     }
     // A replay whose trace carries its requests sends them, line i as request i, on every
     // route that names no prompt file of its own (SPEC §1 "Workload models").
-    let from_trace = trace
+    let from_trace = plan
+        .trace
+        .as_ref()
         .filter(|t| t.has_requests)
         .and(config.workload.trace.as_ref());
-    if let Some(trace) = trace {
-        facts.push(HostFact::Trace.entry(format!(
-            "{} requests within the schedule, {} past its end (not sent), {}; BLAKE3 {}",
-            trace.offsets_ns.len(),
-            trace.past_end,
-            if trace.has_requests {
-                "its own requests sent on every route without a prompt_file"
-            } else {
-                "times only (the routes' own prompts sent)"
-            },
-            percentes_formats::journal::hex(&trace.blake3)
-        )));
+    if let Some(trace) = &plan.trace {
+        facts.push(HostFact::Trace.entry(trace_fact(trace)));
     }
     let templates = config
         .routes
@@ -94,12 +85,13 @@ pub(super) fn templates(
             let prompts = r
                 .prompt_file
                 .as_ref()
-                .map(|_| load_prompts(r, config, tokenizer.as_ref()))
+                .map(|_| load_prompts(r, config, tokenizer.as_ref(), plan.max_tokens))
                 .transpose()?;
             if let Some(set) = &prompts {
                 facts.push((HostFact::prompt_set(&r.label), set.fact()));
             }
-            let template = Template::new(config, target, r, prompts.as_ref(), extra);
+            let template =
+                Template::new(config, target, r, prompts.as_ref(), extra, plan.max_tokens);
             Ok(match (&tokenizer, r.input_tokens) {
                 (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
                 _ => template,
@@ -108,6 +100,21 @@ pub(super) fn templates(
         .collect::<Result<_, String>>()
         .map_err(RecordError::Refused)?;
     Ok((templates, facts))
+}
+
+/// The `trace` host fact: what a replay's trace held and what of it is sent.
+fn trace_fact(trace: &percentes_formats::config::workload::Trace) -> String {
+    format!(
+        "{} requests within the schedule, {} past its end (not sent), {}; BLAKE3 {}",
+        trace.offsets_ns.len(),
+        trace.past_end,
+        if trace.has_requests {
+            "its own requests sent on every route without a prompt_file"
+        } else {
+            "times only (the routes' own prompts sent)"
+        },
+        percentes_formats::journal::hex(&trace.blake3)
+    )
 }
 
 /// The host facts a header keeps about how the run was set up: the key and secret headers (by
