@@ -9,6 +9,7 @@
 //! second healthy observation of the target follow it?
 
 use percentes_formats::config::FaultVariant;
+use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{class_code, EventRecord, Outcome, RECORDER_ABORTS};
 
@@ -27,6 +28,34 @@ fn event_line(e: &EventRecord) -> String {
     format!("{:.3} s: {}", seconds(e.at_ns), e.detail)
 }
 
+/// How the fault's end was recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Removal {
+    /// A clean delete is not undone.
+    NotApplicable,
+    /// A removal command confirmed the fault's end.
+    Confirmed,
+    /// A removal command failed.
+    Failed,
+    /// The armed expiry ended the fault.
+    Expired,
+    /// Neither a removal nor an expiry is recorded.
+    NotRecorded,
+}
+
+impl Removal {
+    /// Its name in the report (`cleanup.removal`).
+    fn name(self) -> &'static str {
+        match self {
+            Removal::NotApplicable => "not applicable",
+            Removal::Confirmed => "confirmed",
+            Removal::Failed => "failed",
+            Removal::Expired => "expired",
+            Removal::NotRecorded => "not recorded",
+        }
+    }
+}
+
 /// The cleanup verdict, for a fault run that fired.
 pub fn cleanup(run: &Run) -> Option<CleanupReport> {
     let config = &run.config;
@@ -36,10 +65,10 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
     }
     let fired = run.events.first(EventKind::FaultFired)?.at_ns;
     let target = config.fault.victim.as_deref().unwrap_or_default();
-    let mut attempts: Vec<(u64, &'static str, String)> = Vec::new();
+    let mut attempts: Vec<(u64, Removal, String)> = Vec::new();
     for (kind, what) in [
-        (EventKind::FaultRemoved, "removed"),
-        (EventKind::FaultExpired, "expired"),
+        (EventKind::FaultRemoved, Removal::Confirmed),
+        (EventKind::FaultExpired, Removal::Expired),
     ] {
         for e in run.events.all(kind) {
             attempts.push((e.at_ns, what, event_line(e)));
@@ -48,50 +77,51 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
     for e in run
         .events
         .all(EventKind::FaultFailed)
-        .filter(|e| e.detail.starts_with("removal failed"))
+        .filter(|e| DetailWord::RemovalFailed.opens(&e.detail))
     {
-        attempts.push((e.at_ns, "failed", event_line(e)));
+        attempts.push((e.at_ns, Removal::Failed, event_line(e)));
     }
     attempts.sort_by_key(|a| a.0);
+    // A confirmed removal counts before a failed one, and a failed one before an expiry.
     let (removal, removal_at) = if variant == FaultVariant::CleanDelete {
-        ("not applicable", None)
-    } else if let Some(a) = attempts.iter().find(|a| a.1 == "removed") {
-        ("confirmed", Some(a.0))
-    } else if let Some(a) = attempts.iter().find(|a| a.1 == "failed") {
-        ("failed", Some(a.0))
-    } else if let Some(a) = attempts.iter().find(|a| a.1 == "expired") {
-        ("expired", Some(a.0))
+        (Removal::NotApplicable, None)
     } else {
-        ("not recorded", None)
+        [Removal::Confirmed, Removal::Failed, Removal::Expired]
+            .into_iter()
+            .find_map(|r| attempts.iter().find(|a| a.1 == r).map(|a| (r, Some(a.0))))
+            .unwrap_or((Removal::NotRecorded, None))
     };
     let since = removal_at.unwrap_or(fired);
     let healthy = run
         .events
         .all(EventKind::Probe)
-        .filter(|e| e.subject == target && e.detail == "ok" && e.at_ns >= since)
+        .filter(|e| e.subject == target && DetailWord::ProbeUp.opens(&e.detail) && e.at_ns >= since)
         .count();
     let probed = config.target.replica_addresses.contains_key(target);
-    let removal_ok = matches!(removal, "confirmed" | "expired" | "not applicable");
+    let removal_ok = matches!(
+        removal,
+        Removal::Confirmed | Removal::Expired | Removal::NotApplicable
+    );
     let confirmed = removal_ok && healthy >= HEALTHY_OBSERVATIONS;
     let verdict = match (removal, confirmed) {
-        (_, true) if removal == "not applicable" => format!(
+        (Removal::NotApplicable, true) => format!(
             "cleanup confirmed: a deletion is not undone; {target} answered healthy {healthy} times after the fire (its replacement)"
         ),
-        ("expired", true) => format!(
+        (Removal::Expired, true) => format!(
             "cleanup confirmed by observation: the armed expiry ended the fault (no removal command confirmed it) and {target} answered healthy {healthy} times after"
         ),
         (_, true) => format!(
             "cleanup confirmed: removal confirmed at {:.3} s and {target} answered healthy {healthy} times after",
             seconds(since)
         ),
-        ("failed", false) => "cleanup FAILED: the removal command did not confirm the fault's end".to_owned(),
-        ("not recorded", false) => {
+        (Removal::Failed, false) => "cleanup FAILED: the removal command did not confirm the fault's end".to_owned(),
+        (Removal::NotRecorded, false) => {
             "cleanup NOT confirmed: no removal or expiry is recorded".to_owned()
         }
         (_, false) if !probed => format!(
             "cleanup NOT confirmed: {target} has no direct address (target.replica_addresses), so no healthy observation can follow the removal"
         ),
-        ("not applicable", false) => format!(
+        (Removal::NotApplicable, false) => format!(
             "cleanup NOT confirmed: {target} answered healthy {healthy} times after the fire; {HEALTHY_OBSERVATIONS} are needed (its replacement serving, observed twice)"
         ),
         (_, false) => format!(
@@ -99,7 +129,7 @@ pub fn cleanup(run: &Run) -> Option<CleanupReport> {
         ),
     };
     Some(CleanupReport {
-        removal,
+        removal: removal.name(),
         removal_at_s: removal_at.map(seconds),
         attempts: attempts.into_iter().map(|a| a.2).collect(),
         healthy_observations: healthy as u64,

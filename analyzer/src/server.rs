@@ -8,6 +8,7 @@
 //! the two sides count the same stretch of time. Histogram quantiles are known only to their
 //! bucket; means are exact (the histogram's sum over its count).
 
+use percentes_formats::journal::detail::DetailWord;
 use std::collections::{BTreeMap, BTreeSet};
 
 use percentes_formats::journal::header::HostFact;
@@ -182,10 +183,10 @@ pub fn sources(run: &Run) -> Vec<Source<'_>> {
     }
     for e in run.events.all(EventKind::Scrape) {
         if let Some(source) = out.get_mut(e.subject.as_str()) {
-            if e.detail.starts_with("failed") {
+            if DetailWord::ScrapeFailed.opens(&e.detail) {
                 source.failures.push(e);
             }
-        } else if e.detail.starts_with("failed") {
+        } else if DetailWord::ScrapeFailed.opens(&e.detail) {
             // A source that never answered still has its failures reported.
             let name = e.subject.as_str();
             out.entry(name)

@@ -7,6 +7,7 @@
 //! from these. The probe runs on its own thread with blocking sockets and short timeouts, far from
 //! the dispatch path; each probe is one short connection, a negligible load on the replica.
 
+use percentes_formats::journal::detail::DetailWord;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -34,8 +35,11 @@ impl Probe {
     /// The event's detail and value.
     pub fn detail_and_value(&self) -> (String, Option<i64>) {
         match self {
-            Probe::Up { waiting } => ("ok".into(), waiting.map(|w| (w * 1000.0).round() as i64)),
-            Probe::Down(why) => (format!("down: {why}"), None),
+            Probe::Up { waiting } => (
+                DetailWord::ProbeUp.with(""),
+                waiting.map(|w| (w * 1000.0).round() as i64),
+            ),
+            Probe::Down(why) => (DetailWord::ProbeDown.with(why), None),
         }
     }
 }

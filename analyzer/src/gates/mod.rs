@@ -10,6 +10,7 @@
 //! subject the replica, detail `ok` with the gauge in thousandths as the value, or `down: why`.
 
 use percentes_formats::config::{FaultVariant, TargetKind};
+use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::spec::Claims;
 
@@ -43,7 +44,7 @@ struct Context<'a> {
 pub fn waiting_samples(run: &Run) -> Vec<(u64, &str, f64)> {
     run.events
         .all(EventKind::Probe)
-        .filter(|e| e.detail == "ok")
+        .filter(|e| DetailWord::ProbeUp.opens(&e.detail))
         .filter_map(|e| {
             e.value
                 .map(|v| (e.at_ns, e.subject.as_str(), v as f64 / 1000.0))

@@ -1,5 +1,6 @@
 //! Per-component recovery, backlog drain and the measured decomposition (SPEC §5).
 
+use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
 use percentes_formats::spec::Claims;
 
@@ -297,10 +298,13 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
         .collect();
     let went_down = probes
         .iter()
-        .find(|e| e.at_ns >= anchor_ns && e.detail.starts_with("down"))
+        .find(|e| e.at_ns >= anchor_ns && DetailWord::ProbeDown.opens(&e.detail))
         .map(|e| e.at_ns);
-    let ready =
-        went_down.and_then(|down| probes.iter().find(|e| e.at_ns > down && e.detail == "ok"));
+    let ready = went_down.and_then(|down| {
+        probes
+            .iter()
+            .find(|e| e.at_ns > down && DetailWord::ProbeUp.opens(&e.detail))
+    });
     out.push(match (probes.is_empty(), went_down, ready) {
         (true, _, _) => boundary(
             "replica-ready",

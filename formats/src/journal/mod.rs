@@ -15,6 +15,7 @@
 //! ```
 
 pub mod cgroup;
+pub mod detail;
 pub mod header;
 pub mod keys;
 pub mod manifest;

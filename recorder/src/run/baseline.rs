@@ -10,6 +10,7 @@
 //! (no replica header, no probed gauge) is left to the analyzer, which fails it as unobserved.
 
 use super::{pins, Config, Duration, EventKind, Instant, Outcome, Record, RunPlan, Shared};
+use percentes_formats::journal::detail::DetailWord;
 
 /// How long the fault plan waits at T_inject for the last of the baseline's records to reach
 /// the writer (a request that ran to its deadline ends at T_inject itself, and a worker hands its
@@ -139,7 +140,9 @@ impl BaselineTally {
                 }
             }
             Record::Event(e)
-                if e.is(EventKind::Probe) && e.detail == "ok" && self.rule.holds(e.at_ns) =>
+                if e.is(EventKind::Probe)
+                    && DetailWord::ProbeUp.opens(&e.detail)
+                    && self.rule.holds(e.at_ns) =>
             {
                 let Some(value) = e.value else { return };
                 if let Some(i) = self.rule.replicas.iter().position(|(n, _)| *n == e.subject) {

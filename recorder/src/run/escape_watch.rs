@@ -5,6 +5,7 @@ use super::{
     class_code, Arc, AtomicBool, Config, EventKind, EventRecord, Ordering, Outcome, Record,
     RequestRecord,
 };
+use percentes_formats::journal::detail::DetailWord;
 
 /// The declared abort triggers (seeds/004), watched on the writer thread, which sees every
 /// record in the order it journals them. When one fires the watch journals an `escape` event,
@@ -58,7 +59,7 @@ impl EscapeWatch {
             Record::Event(e)
                 if self.cleanup
                     && e.is(EventKind::FaultFailed)
-                    && e.detail.starts_with("removal failed") =>
+                    && DetailWord::RemovalFailed.opens(&e.detail) =>
             {
                 (
                     "cleanup-failed",

@@ -5,6 +5,7 @@ use super::{
     now_ns, AtomicBool, Duration, EventKind, EventRecord, Injector, Instant, Ordering, Record,
     RunPlan, Sender, Shared,
 };
+use percentes_formats::journal::detail::DetailWord;
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).
 pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
@@ -221,7 +222,10 @@ pub(super) fn fault_thread(
                     Err(why) => sender.send(event(
                         EventKind::FaultFailed,
                         at,
-                        format!("removal failed (early, the run stopping): {why}"),
+                        format!(
+                            "{} (early, the run stopping): {why}",
+                            DetailWord::RemovalFailed.word()
+                        ),
                         None,
                     )),
                 }
@@ -235,7 +239,7 @@ pub(super) fn fault_thread(
                 Err(why) => sender.send(event(
                     EventKind::FaultFailed,
                     at,
-                    format!("removal failed: {why}"),
+                    DetailWord::RemovalFailed.with(&why),
                     None,
                 )),
             }

@@ -5,6 +5,7 @@ use super::{
     io, now_ns, Arc, AtomicBool, Config, Duration, EventKind, EventRecord, Instant, Ordering,
     Record, RecordError, RunPlan, Sender, Shared,
 };
+use percentes_formats::journal::detail::DetailWord;
 
 /// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
 pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
@@ -146,7 +147,11 @@ impl GaugeGap {
             "its waiting-queue gauge, read at {:.3} s, has gone unread for {:.3} s (the last probe: {})",
             last as f64 / 1e9,
             (at_ns - last) as f64 / 1e9,
-            if detail == "ok" { "answered without the gauge" } else { detail }
+            if DetailWord::ProbeUp.opens(detail) {
+                "answered without the gauge"
+            } else {
+                detail
+            }
         ))
     }
 }

@@ -15,6 +15,7 @@ use super::{
     Ordering, Record, RecordError, Sender, Shared, STOP_POLL,
 };
 use percentes_formats::config::ServerMetrics;
+use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::scrape::Scraper;
 use percentes_formats::prometheus;
 
@@ -157,7 +158,8 @@ fn scrape_once(
         Err(why) => {
             return vec![event(
                 sent_ns,
-                format!("failed: GET {} at {}: {why}", source.path, source.address),
+                DetailWord::ScrapeFailed
+                    .with(&format!("GET {} at {}: {why}", source.path, source.address)),
             )]
         }
     };
@@ -185,7 +187,7 @@ fn scrape_once(
     let wrong = (!wrong.is_empty()).then(|| wrong.join("; "));
     if wrong != *said {
         if let Some(text) = &wrong {
-            out.push(event(received_ns, format!("answer: {text}")));
+            out.push(event(received_ns, DetailWord::ScrapeAnswer.with(text)));
         }
         *said = wrong;
     }
