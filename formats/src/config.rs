@@ -24,9 +24,8 @@ use toml::Spanned;
 use crate::pins::{self, Pin, Rule, Side, Value, PINS};
 use crate::schedule::{Grid, Phase, RouteWeight, ScheduleParams};
 
-/// Largest configuration file accepted, in bytes. A config is a page of TOML; a larger file is a
-/// mistake (a journal or a prompt set passed by accident).
-pub const CONFIG_BYTES_MAX: usize = 1 << 20;
+/// Largest configuration file accepted, in bytes ([`crate::files::CONFIG_FILE_BYTES_MAX`]).
+pub const CONFIG_BYTES_MAX: usize = crate::files::CONFIG_FILE_BYTES_MAX as usize;
 /// The dev profile's time factor must lie in 1..=this.
 pub const DEV_TIME_FACTOR_MAX: u32 = 1000;
 /// The dev profile's time factor when `dev.time_factor` is absent.

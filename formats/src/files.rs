@@ -18,8 +18,9 @@ pub const MANIFEST_BYTES_MAX: u64 = 16 << 20;
 pub const PROMPT_FILE_BYTES_MAX: u64 = 2 << 30;
 /// A Hugging Face `tokenizer.json` (256 MiB): the largest common ones are about 35 MB.
 pub const TOKENIZER_BYTES_MAX: u64 = 1 << 28;
-/// A configuration (`config::CONFIG_BYTES_MAX`).
-pub const CONFIG_FILE_BYTES_MAX: u64 = crate::config::CONFIG_BYTES_MAX as u64;
+/// A configuration (1 MiB): a config is a page of TOML; a larger file is a mistake (a journal or
+/// a prompt set passed by accident).
+pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
 
 /// What `path` is when it is not a regular file, in words.
 fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
