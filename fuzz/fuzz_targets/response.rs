@@ -1,9 +1,11 @@
 //! The recorder's response path on arbitrary bytes, fed in arbitrary pieces: the HTTP/1.1
-//! parser, the SSE parser and the exchange's classification must never panic, and every response
-//! ends with exactly one verdict.
+//! parser, the SSE parser and the exchange's classification never panic, and every response
+//! ends with exactly one verdict, whose class is one of the journal's (formats' `CLASSES`) with
+//! that class's outcome.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use percentes_formats::journal::records::CLASSES;
 use percentes_recorder::exchange::Exchange;
 use percentes_recorder::http1::{Event, Parser};
 
@@ -27,6 +29,11 @@ fuzz_target!(|data: &[u8]| {
             ended |= event == Event::End;
             exchange.on_http(event, u64::MAX);
         }
-        let _ = exchange.finish(ended, None, u64::MAX);
+        let verdict = exchange.finish(ended, None, u64::MAX);
+        let (_, _, outcome) = CLASSES
+            .iter()
+            .find(|(_, name, _)| *name == verdict.class)
+            .unwrap_or_else(|| panic!("class {:?} is not the journal's", verdict.class));
+        assert_eq!(*outcome, verdict.outcome, "{verdict:?}");
     }
 });
