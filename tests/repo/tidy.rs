@@ -787,6 +787,41 @@ fn the_binary_is_thin() {
     }
 }
 
+/// Functions of non-test code that return `Result<_, String>`: an error a caller can only print,
+/// not match on. 121 signatures when the rule came (issue 33's review had counted 77 by another
+/// reading); each typed error that replaces one lowers this, and it never rises (new code
+/// returns a typed error).
+const STRING_ERRORS_MAX: usize = 121;
+
+/// How many functions of `files` return `Result<_, String>` (a signature's return type on
+/// the line that opens its body, as rustfmt writes it).
+fn string_errors(files: &[Source]) -> usize {
+    files
+        .iter()
+        .flat_map(|f| non_test_code(&f.text).lines())
+        .filter_map(|line| line.split_once("-> Result<").map(|(_, rest)| rest))
+        .filter(|rest| {
+            let rest = rest.trim_end();
+            let rest = rest.strip_suffix('{').unwrap_or(rest).trim_end();
+            let rest = rest.strip_suffix("where").unwrap_or(rest).trim_end();
+            rest.strip_suffix(';')
+                .unwrap_or(rest)
+                .ends_with(", String>")
+        })
+        .count()
+}
+
+#[test]
+fn functions_returning_a_string_error_do_not_multiply() {
+    if let Some(wrong) = ratchet(
+        "functions returning Result<_, String> (STRING_ERRORS_MAX)",
+        string_errors(&sources()),
+        STRING_ERRORS_MAX,
+    ) {
+        panic!("{wrong}; give new code a typed error that names what, where and what to do");
+    }
+}
+
 /// The recorder's files that derive its `RunPlan`, the one place it reads a configured pin
 /// (issue 33 item 5): the plan itself and the baseline rule it holds.
 const PLAN_FILES: &[&str] = &["recorder/src/run/plan.rs", "recorder/src/run/baseline.rs"];
@@ -1150,6 +1185,12 @@ mod deliberate_breaks {
             .unwrap()
             .contains("lower the budget to 2"));
         assert_eq!(ratchet("b", 2, 2), None);
+    }
+
+    #[test]
+    fn one_more_string_error() {
+        let text = "pub fn a() -> Result<u8, String> {\n}\nfn b(x: u8)\n    -> Result<Vec<u8>, String>\nwhere\n{\n}\nfn c() -> Result<u8, Error> {\n}\n";
+        assert_eq!(string_errors(&one("formats/src/x.rs", text)), 2);
     }
 
     #[test]
