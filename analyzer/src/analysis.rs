@@ -17,7 +17,7 @@ use crate::estimate::recovery::Detection;
 use crate::estimate::slo::Slo;
 use crate::load::Run;
 use crate::model::*;
-use crate::windows::{self, FaultTimes, Kind, Timeline};
+use crate::windows::{self, FaultTimes, Kind, Timeline, Window};
 use crate::Files;
 
 mod artifact;
@@ -51,7 +51,6 @@ pub fn analyze<'a>(
     let requests = &run.requests;
     let config = &run.config;
     let horizon_ns = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
-    let bucket_ns = config.duration_ns(&pins::RECOVERY_BUCKET_S).max(1);
     let timeline = timeline_of(run);
     let slo = Slo::pinned();
 
@@ -65,37 +64,8 @@ pub fn analyze<'a>(
 
     // The recovery boundary: the pinned detector against the baseline's goodput (§5).
     let provisional = windows::cut(&timeline, None);
-    let mut recovered_at_ns = None;
-    let mut recovery_note = String::from("no fault in this run");
-    if timeline.fault.is_some() {
-        let boundary = crate::recovery::boundary(run, &met, &timeline, provisional[1], spec);
-        match boundary {
-            Some((Detection::Recovered { entry_end_s, ttr_s }, Some(removal_ns))) => {
-                recovered_at_ns = Some(entry_end_s * bucket_ns);
-                recovery_note = format!(
-                    "recovered to the pre-fault baseline within R of the fault's removal at {:.3} s, by {:.3} s after the fire anchor: a bound at the detector's resolution, not a measured time (pinned detector, §5, A3)",
-                    seconds(removal_ns),
-                    seconds(ttr_s * bucket_ns)
-                );
-            }
-            Some((Detection::Recovered { entry_end_s, ttr_s }, None)) => {
-                recovered_at_ns = Some(entry_end_s * bucket_ns);
-                recovery_note = format!(
-                    "recovered to the pre-fault baseline {:.3} s after the fire anchor (pinned detector, §5)",
-                    seconds(ttr_s * bucket_ns)
-                );
-            }
-            Some((Detection::NotRecovered, _)) => {
-                recovery_note = "no recovery to the pre-fault baseline within the recovery timeout: the fault window runs to its end and the recovery window is empty".into();
-            }
-            Some((Detection::Unreadable { reason }, _)) => {
-                recovery_note = format!("recovery to the pre-fault baseline not determined ({reason}, §5 A2): the fault window runs to the end of the recovery timeout");
-            }
-            Some((Detection::NoBaseline, _)) | None => {
-                recovery_note = "the baseline has no goodput to recover to: the fault window runs to the end of the recovery timeout".into();
-            }
-        }
-    }
+    let (recovered_at_ns, mut recovery_note) =
+        recovery_boundary(run, &met, &timeline, provisional[1], spec);
     let cut = windows::cut(&timeline, recovered_at_ns);
     requests.release();
 
@@ -296,6 +266,50 @@ pub fn analyze<'a>(
         report.headline = crate::headline::of_run(&report);
     }
     report
+}
+
+/// The recovery boundary (§5): when the run recovered to the pre-fault baseline by the pinned
+/// detector, if it did, and what the timeline says of it either way.
+fn recovery_boundary(
+    run: &Run,
+    met: &[bool],
+    timeline: &Timeline,
+    baseline: Window,
+    spec: Spec,
+) -> (Option<u64>, String) {
+    let bucket_ns = run.config.duration_ns(&pins::RECOVERY_BUCKET_S).max(1);
+    let mut recovered_at_ns = None;
+    let mut recovery_note = String::from("no fault in this run");
+    if timeline.fault.is_some() {
+        let boundary = crate::recovery::boundary(run, met, timeline, baseline, spec);
+        match boundary {
+            Some((Detection::Recovered { entry_end_s, ttr_s }, Some(removal_ns))) => {
+                recovered_at_ns = Some(entry_end_s * bucket_ns);
+                recovery_note = format!(
+                    "recovered to the pre-fault baseline within R of the fault's removal at {:.3} s, by {:.3} s after the fire anchor: a bound at the detector's resolution, not a measured time (pinned detector, §5, A3)",
+                    seconds(removal_ns),
+                    seconds(ttr_s * bucket_ns)
+                );
+            }
+            Some((Detection::Recovered { entry_end_s, ttr_s }, None)) => {
+                recovered_at_ns = Some(entry_end_s * bucket_ns);
+                recovery_note = format!(
+                    "recovered to the pre-fault baseline {:.3} s after the fire anchor (pinned detector, §5)",
+                    seconds(ttr_s * bucket_ns)
+                );
+            }
+            Some((Detection::NotRecovered, _)) => {
+                recovery_note = "no recovery to the pre-fault baseline within the recovery timeout: the fault window runs to its end and the recovery window is empty".into();
+            }
+            Some((Detection::Unreadable { reason }, _)) => {
+                recovery_note = format!("recovery to the pre-fault baseline not determined ({reason}, §5 A2): the fault window runs to the end of the recovery timeout");
+            }
+            Some((Detection::NoBaseline, _)) | None => {
+                recovery_note = "the baseline has no goodput to recover to: the fault window runs to the end of the recovery timeout".into();
+            }
+        }
+    }
+    (recovered_at_ns, recovery_note)
 }
 
 /// A verification fact of the run: one journal's, or, for a merged run, the shards' when they

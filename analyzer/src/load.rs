@@ -221,63 +221,9 @@ pub fn load_verified_with(
     parts: Vec<VerifyReport>,
     options: &Options,
 ) -> Result<Run, LoadError> {
-    for report in &parts {
-        match report.verdict {
-            Verdict::SealedIntact | Verdict::UnsealedPrefix if report.header.is_some() => {}
-            _ => return Err(LoadError::Unverified(Box::new(report.clone()))),
-        }
-    }
-    if parts.len() != files.len() {
-        return Err(LoadError::Schedule(
-            "one verification report per journal file".into(),
-        ));
-    }
-    let Some(report) = parts.first().cloned() else {
-        return Err(LoadError::Schedule("no journal given".into()));
-    };
-    let header = report
-        .header
-        .clone()
-        .ok_or_else(|| LoadError::Unverified(Box::new(report.clone())))?;
-    for other in &parts[1..] {
-        let h = other.header.as_ref().expect("checked above");
-        if h.config_hash != header.config_hash || h.schedule_digest != header.schedule_digest {
-            return Err(LoadError::Schedule(
-                "the shard journals do not share one configuration and schedule".into(),
-            ));
-        }
-    }
-    let config = Config::parse_journaled(&header.config_bytes)
-        .map_err(|e| LoadError::Config(e.to_string()))?;
-
-    // The schedule, regenerated from the header's parameters, must match its recorded digest.
+    let (report, header, config) = verified_header(files, &parts)?;
     let params = &header.schedule;
-    // The header's schedule must be the one its own configuration defines: the analysis sizes
-    // its windows and goodput series from it, and the configuration is what the pins bound.
-    // The schedule rule is the recorder's, named in the header, not the configuration's.
-    let mut expected = ScheduleParams {
-        grid: params.grid,
-        ..config.schedule_params()
-    };
-    // A replay's times are the trace's, which the header carries and the configuration names.
-    if let (Workload::Replay { offsets_ns }, Workload::Replay { .. }) =
-        (&params.workload, &expected.workload)
-    {
-        expected = expected.replaying(offsets_ns.to_vec());
-    }
-    if *params != expected {
-        return Err(LoadError::Schedule(
-            "the header's schedule parameters are not the ones its configuration defines".into(),
-        ));
-    }
-    let digest = params.digest();
-    if digest != header.schedule_digest {
-        return Err(LoadError::Schedule(format!(
-            "the parameters regenerate digest {}, the header recorded {}",
-            hex(&digest),
-            hex(&header.schedule_digest)
-        )));
-    }
+    schedule_of_its_config(&header, &config)?;
     // The rows: one journal holds its own shard's indices; merged shards hold them all.
     let shard = if files.len() == 1 {
         (u64::from(header.shard_index), u64::from(header.shard_count))
@@ -464,25 +410,7 @@ pub fn load_verified_with(
         .map(|row| requests.index[row])
         .collect();
 
-    let mut not_publishable = Vec::new();
-    if let Err(why) = config.publishability() {
-        not_publishable.push(why);
-    }
-    for (part, report) in parts.iter().enumerate() {
-        let named = shard_named(files, part);
-        match (&report.seal, report.verdict) {
-            (_, Verdict::UnsealedPrefix) => not_publishable.push(format!(
-                "NOT PUBLISHABLE: the journal{named} is unsealed ({} records verify; it was cut off or the recorder crashed)",
-                report.records
-            )),
-            (Some(seal), _) if seal.status != SealStatus::Completed.name() => not_publishable
-                .push(format!(
-                    "NOT PUBLISHABLE: the run{named} was {} ({})",
-                    seal.status, seal.reason
-                )),
-            _ => {}
-        }
-    }
+    let mut not_publishable = not_publishable(&config, files, &parts);
     let sealed_completed = parts.iter().all(|report| {
         report
             .seal
@@ -516,6 +444,103 @@ pub fn load_verified_with(
         manifest: None,
         vouched: None,
     })
+}
+
+/// The first journal's verification report, header and configuration, once every journal
+/// verified (sealed-intact or an unsealed prefix, with a header) and all share one
+/// configuration and schedule.
+fn verified_header(
+    files: &[JournalFile],
+    parts: &[VerifyReport],
+) -> Result<(VerifyReport, Header, Config), LoadError> {
+    for report in parts {
+        match report.verdict {
+            Verdict::SealedIntact | Verdict::UnsealedPrefix if report.header.is_some() => {}
+            _ => return Err(LoadError::Unverified(Box::new(report.clone()))),
+        }
+    }
+    if parts.len() != files.len() {
+        return Err(LoadError::Schedule(
+            "one verification report per journal file".into(),
+        ));
+    }
+    let Some(report) = parts.first().cloned() else {
+        return Err(LoadError::Schedule("no journal given".into()));
+    };
+    let header = report
+        .header
+        .clone()
+        .ok_or_else(|| LoadError::Unverified(Box::new(report.clone())))?;
+    for other in &parts[1..] {
+        let h = other.header.as_ref().expect("checked above");
+        if h.config_hash != header.config_hash || h.schedule_digest != header.schedule_digest {
+            return Err(LoadError::Schedule(
+                "the shard journals do not share one configuration and schedule".into(),
+            ));
+        }
+    }
+    let config = Config::parse_journaled(&header.config_bytes)
+        .map_err(|e| LoadError::Config(e.to_string()))?;
+    Ok((report, header, config))
+}
+
+/// The header's schedule, checked against the configuration in the same header and against
+/// its own recorded digest.
+fn schedule_of_its_config(header: &Header, config: &Config) -> Result<(), LoadError> {
+    // The schedule, regenerated from the header's parameters, must match its recorded digest.
+    let params = &header.schedule;
+    // The header's schedule must be the one its own configuration defines: the analysis sizes
+    // its windows and goodput series from it, and the configuration is what the pins bound.
+    // The schedule rule is the recorder's, named in the header, not the configuration's.
+    let mut expected = ScheduleParams {
+        grid: params.grid,
+        ..config.schedule_params()
+    };
+    // A replay's times are the trace's, which the header carries and the configuration names.
+    if let (Workload::Replay { offsets_ns }, Workload::Replay { .. }) =
+        (&params.workload, &expected.workload)
+    {
+        expected = expected.replaying(offsets_ns.to_vec());
+    }
+    if *params != expected {
+        return Err(LoadError::Schedule(
+            "the header's schedule parameters are not the ones its configuration defines".into(),
+        ));
+    }
+    let digest = params.digest();
+    if digest != header.schedule_digest {
+        return Err(LoadError::Schedule(format!(
+            "the parameters regenerate digest {}, the header recorded {}",
+            hex(&digest),
+            hex(&header.schedule_digest)
+        )));
+    }
+    Ok(())
+}
+
+/// Why the run may not be published: its configuration's own reasons, and each journal that is
+/// unsealed or was not sealed completed.
+fn not_publishable(config: &Config, files: &[JournalFile], parts: &[VerifyReport]) -> Vec<String> {
+    let mut not_publishable = Vec::new();
+    if let Err(why) = config.publishability() {
+        not_publishable.push(why);
+    }
+    for (part, report) in parts.iter().enumerate() {
+        let named = shard_named(files, part);
+        match (&report.seal, report.verdict) {
+            (_, Verdict::UnsealedPrefix) => not_publishable.push(format!(
+                "NOT PUBLISHABLE: the journal{named} is unsealed ({} records verify; it was cut off or the recorder crashed)",
+                report.records
+            )),
+            (Some(seal), _) if seal.status != SealStatus::Completed.name() => not_publishable
+                .push(format!(
+                    "NOT PUBLISHABLE: the run{named} was {} ({})",
+                    seal.status, seal.reason
+                )),
+            _ => {}
+        }
+    }
+    not_publishable
 }
 
 /// A replica header that named an address (a router's upstream, `target.replica_header`) reads

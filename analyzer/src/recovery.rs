@@ -262,53 +262,16 @@ pub fn analyze(
         pre,
         detector.window_s as usize,
     );
-    let (equilibrium, mut to_equilibrium) = match plateau {
-        Plateau::Estimable {
-            from_s,
-            to_s,
-            goodput,
-        } => (
-            PlateauReport {
-                estimable: true,
-                from_s: edge(from_s),
-                to_s: edge(to_s),
-                goodput: Some(goodput),
-                note: "estimable: spans at least R with goodput above 0".into(),
-            },
-            match rules.equilibrium(&series, anchor, to_s as usize, goodput, detector) {
-                // A2 looks for the settling inside the plateau only: say so, not "the timeout".
-                Detection::NotRecovered if spec_rules.recovery == RecoveryRules::Amended => Ttr {
-                    status: "not settled".into(),
-                    ttr_s: None,
-                    at_s: None,
-                    text: format!(
-                        "not settled: no counting window stayed within 15 % of the plateau's goodput for H inside the plateau ({:.3}-{:.3} s)",
-                        edge(from_s),
-                        edge(to_s)
-                    ),
-                    flags: Vec::new(),
-            bound_s: None,
-                },
-                found => ttr(found, bucket_ns, anchor_ns, timeout_s),
-            },
-        ),
-        Plateau::NotEstimable {
-            from_s,
-            to_s,
-            reason,
-        } => (
-            PlateauReport {
-                estimable: false,
-                from_s: edge(from_s),
-                to_s: edge(to_s),
-                goodput: None,
-                note: format!("not estimable: {reason}"),
-            },
-            not_applicable(&format!(
-                "the single-replica equilibrium is not estimable ({reason})"
-            )),
-        ),
-    };
+    let (equilibrium, mut to_equilibrium) = Reading {
+        series: &series,
+        anchor,
+        anchor_ns,
+        bucket_ns,
+        timeout_s,
+        rules: &rules,
+        amended: spec_rules.recovery == RecoveryRules::Amended,
+    }
+    .equilibrium(plateau, detector, &edge);
     let mut to_pre_fault = ttr(pre, bucket_ns, anchor_ns, timeout_s);
 
     // The sweep: each cell's own detector, plateau and equilibrium.
@@ -434,27 +397,10 @@ pub fn analyze(
         }
     };
 
-    let black_hole = config.fault.variant == FaultVariant::BlackHole;
-    let node_loss_label = black_hole.then(|| {
-        let passed = |id: GateId| gates.iter().any(|g| g.id == id && g.passed());
-        if passed(GateId::VictimSilence) && passed(GateId::Staleness) {
-            "node-loss-representative (G3 and G4 passed)".to_owned()
-        } else {
-            "not node-loss-representative: G3 or G4 failed or was unobserved; reported as equivalent to the clean variant".to_owned()
-        }
-    });
-    let partition_s = seconds(config.duration_ns(&pins::FAULT_PARTITION_S));
+    let (label, node_loss_label) = labels(run, gates);
     let report = RecoveryReport {
         variant: config.fault.variant.name().into(),
-        label: match config.fault.variant {
-            FaultVariant::BlackHole => format!("partition heal: the same replica returns when the partition expires, so it cannot take less than the {partition_s:.3} s partition; no claim about recovery from node loss"),
-            FaultVariant::Degradation => format!(
-                "recovery from a degradation ({}) that lasted the pinned {:.3} s: a governed scenario, not the §1 replica-loss experiment, so the single-replica equilibrium is only descriptive",
-                config.fault.mock_mode.as_deref().unwrap_or("exec"),
-                seconds(config.duration_ns(&pins::FAULT_DEGRADATION_S))
-            ),
-            _ => "recovery".into(),
-        },
+        label,
         node_loss_label,
         bucket_s,
         window_s: edge(detector.window_s),
@@ -513,6 +459,112 @@ pub fn analyze(
         bounds::to_the_nanosecond(&mut report);
     }
     Some(report)
+}
+
+/// What the reading is of, in words: the fault's label, and a black-hole's node-loss label
+/// (representative only when G3 and G4 passed, §1).
+fn labels(run: &Run, gates: &[Gate]) -> (String, Option<String>) {
+    let config = &run.config;
+    let black_hole = config.fault.variant == FaultVariant::BlackHole;
+    let node_loss_label = black_hole.then(|| {
+        let passed = |id: GateId| gates.iter().any(|g| g.id == id && g.passed());
+        if passed(GateId::VictimSilence) && passed(GateId::Staleness) {
+            "node-loss-representative (G3 and G4 passed)".to_owned()
+        } else {
+            "not node-loss-representative: G3 or G4 failed or was unobserved; reported as equivalent to the clean variant".to_owned()
+        }
+    });
+    let partition_s = seconds(config.duration_ns(&pins::FAULT_PARTITION_S));
+    let label = match config.fault.variant {
+        FaultVariant::BlackHole => format!("partition heal: the same replica returns when the partition expires, so it cannot take less than the {partition_s:.3} s partition; no claim about recovery from node loss"),
+        FaultVariant::Degradation => format!(
+            "recovery from a degradation ({}) that lasted the pinned {:.3} s: a governed scenario, not the §1 replica-loss experiment, so the single-replica equilibrium is only descriptive",
+            config.fault.mock_mode.as_deref().unwrap_or("exec"),
+            seconds(config.duration_ns(&pins::FAULT_DEGRADATION_S))
+        ),
+        _ => "recovery".into(),
+    };
+    (label, node_loss_label)
+}
+
+/// What a plateau reading needs of the analysis around it.
+struct Reading<'a> {
+    series: &'a [Bucket],
+    anchor: usize,
+    anchor_ns: u64,
+    bucket_ns: u64,
+    timeout_s: f64,
+    rules: &'a Rules,
+    /// Amendment A2's wording (v0.3 on).
+    amended: bool,
+}
+
+impl Reading<'_> {
+    /// The single-replica plateau as the report gives it, and the time to reach it: estimable,
+    /// or not and why (§5). `edge` is a bucket edge in seconds.
+    fn equilibrium(
+        &self,
+        plateau: Plateau,
+        detector: Detector,
+        edge: &dyn Fn(u64) -> f64,
+    ) -> (PlateauReport, Ttr) {
+        let Reading {
+            series,
+            anchor,
+            anchor_ns,
+            bucket_ns,
+            timeout_s,
+            rules,
+            amended,
+        } = *self;
+        match plateau {
+            Plateau::Estimable {
+                from_s,
+                to_s,
+                goodput,
+            } => (
+                PlateauReport {
+                    estimable: true,
+                    from_s: edge(from_s),
+                    to_s: edge(to_s),
+                    goodput: Some(goodput),
+                    note: "estimable: spans at least R with goodput above 0".into(),
+                },
+                match rules.equilibrium(series, anchor, to_s as usize, goodput, detector) {
+                    // A2 looks for the settling inside the plateau only: say so, not "the timeout".
+                    Detection::NotRecovered if amended => Ttr {
+                        status: "not settled".into(),
+                        ttr_s: None,
+                        at_s: None,
+                        text: format!(
+                            "not settled: no counting window stayed within 15 % of the plateau's goodput for H inside the plateau ({:.3}-{:.3} s)",
+                            edge(from_s),
+                            edge(to_s)
+                        ),
+                        flags: Vec::new(),
+                bound_s: None,
+                    },
+                    found => ttr(found, bucket_ns, anchor_ns, timeout_s),
+                },
+            ),
+            Plateau::NotEstimable {
+                from_s,
+                to_s,
+                reason,
+            } => (
+                PlateauReport {
+                    estimable: false,
+                    from_s: edge(from_s),
+                    to_s: edge(to_s),
+                    goodput: None,
+                    note: format!("not estimable: {reason}"),
+                },
+                not_applicable(&format!(
+                    "the single-replica equilibrium is not estimable ({reason})"
+                )),
+            ),
+        }
+    }
 }
 
 /// A3: the fault's removal came after the recovery deadline, so the run did not recover within

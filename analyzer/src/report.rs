@@ -16,7 +16,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use crate::frame::Requests;
-use crate::model::{Distribution, Gate, Report, WindowReport};
+use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, WindowReport};
 
 mod recovery;
 use recovery::recovery_section;
@@ -331,7 +331,13 @@ pub fn markdown(report: &Report) -> String {
         server::section(&mut md, s);
     }
 
-    let a = &report.audit;
+    audit_section(&mut md, &report.audit);
+    md
+}
+
+/// The coordinated-omission audit (seeds/003): the decision, the clock, the stages, the skew,
+/// the generator's telemetry, the phases' arrival processes and the artifact, field by field.
+fn audit_section(md: &mut String, a: &Audit) {
     let _ = writeln!(md, "\n## Coordinated-omission audit\n");
     let _ = writeln!(md, "**Decision: {}**\n", a.decision);
     let _ = writeln!(md, "- Workload: {}", a.workload_model);
@@ -378,9 +384,17 @@ pub fn markdown(report: &Report) -> String {
         tm.writer_queue_full_events,
         tm.undispatched_total
     );
+    phases_table(md, &a.phases);
+    if let Some(art) = &a.artifact {
+        artifact_table(md, art);
+    }
+}
+
+/// The audit's phases: each one's rates and its arrival process against the target's.
+fn phases_table(md: &mut String, phases: &[PhaseRate]) {
     let _ = writeln!(md, "\n| phase | s | requested rps | achieved rps | scheduled | dispatched | target gap ms (CV) | scheduled gap ms (CV) | dispatched gap ms (CV) | KS vs target |\n|---|---|---|---|---|---|---|---|---|---|");
     let f3 = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
-    for r in &a.phases {
+    for r in phases {
         let _ = writeln!(
             md,
             "| {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.3} ({:.1}) | {} ({}) | {} ({}) | {} |",
@@ -399,29 +413,30 @@ pub fn markdown(report: &Report) -> String {
             f3(r.dispatched_ks)
         );
     }
-    if let Some(art) = &a.artifact {
-        let _ = writeln!(md, "\n### Audit artifact (seeds/003, field by field)\n");
-        let _ = writeln!(md, "| field | this run |\n|---|---|");
-        for (field, text) in [
-            ("target workload", &art.workload),
-            ("clock model", &art.clock),
-            ("stage counts", &art.stages),
-            ("generator", &art.generator),
-            ("protocol", &art.protocol),
-            ("schedule", &art.schedule),
-            ("results", &art.results),
-        ] {
-            let _ = writeln!(md, "| {field} | {text} |");
-        }
-        if let Some(waits) = &art.connection_waits {
-            let _ = writeln!(md, "| connection waits | {waits} |");
-        }
-        for t in &art.threats {
-            let _ = writeln!(md, "| threat: {} | {} |", t.threat, t.shows);
-        }
-        let _ = writeln!(md, "| decision | {} |", art.decision);
+}
+
+/// The audit artifact (seeds/003), field by field.
+fn artifact_table(md: &mut String, art: &Artifact) {
+    let _ = writeln!(md, "\n### Audit artifact (seeds/003, field by field)\n");
+    let _ = writeln!(md, "| field | this run |\n|---|---|");
+    for (field, text) in [
+        ("target workload", &art.workload),
+        ("clock model", &art.clock),
+        ("stage counts", &art.stages),
+        ("generator", &art.generator),
+        ("protocol", &art.protocol),
+        ("schedule", &art.schedule),
+        ("results", &art.results),
+    ] {
+        let _ = writeln!(md, "| {field} | {text} |");
     }
-    md
+    if let Some(waits) = &art.connection_waits {
+        let _ = writeln!(md, "| connection waits | {waits} |");
+    }
+    for t in &art.threats {
+        let _ = writeln!(md, "| threat: {} | {} |", t.threat, t.shows);
+    }
+    let _ = writeln!(md, "| decision | {} |", art.decision);
 }
 
 fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {

@@ -23,10 +23,9 @@ use percentes_formats::journal::records::{
 };
 use percentes_formats::journal::records::{EventKind, TimelineSubject};
 use percentes_formats::journal::writer::Sealed;
-use percentes_formats::journal::{ClockAnchors, Header, JournalWriter, WriteError, CODEC};
+use percentes_formats::journal::{JournalWriter, WriteError};
 use percentes_formats::pins;
 use percentes_formats::schedule::{Entry, ScheduleParams};
-use percentes_formats::spec::Spec;
 
 use crate::canary::{CanaryServer, LagSummary};
 use crate::exchange::Rule;
@@ -493,7 +492,6 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             .map_err(RecordError::Refused)?,
     );
     let workers = plan.workers;
-    let requests = plan.requests;
     let open_files = raise_open_file_limit();
     check_connection_floor(&plan, open_files)?;
     ignore_file_size_signal();
@@ -597,44 +595,18 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         start.monotonic_epoch_ns,
         start.realtime_epoch_ns,
     );
-    let header = Header {
-        codec: CODEC.into(),
-        spec_version: Spec::CURRENT.name().into(),
-        tool_version: options.tool_version.clone(),
-        tool_commit: options.tool_commit.clone(),
-        profile: config.profile.name().into(),
-        dev_time_factor: config.time_factor,
-        config_hash: config.hash(),
-        config_bytes: config.raw_bytes().to_vec(),
-        schedule_requests: requests,
-        schedule_digest: plan.digest,
-        schedule: plan.params.clone(),
-        clock: ClockAnchors {
-            monotonic_epoch_ns,
-            realtime_epoch_ns,
-            source: "CLOCK_MONOTONIC".into(),
-        },
-        host: {
-            let mut host = host_facts(
-                workers,
-                deferred_task_work,
-                canary_server.is_some(),
-                config,
-                &target,
-            );
-            host.push(HostFact::CgroupCpu.entry(cgroup_fact));
-            host.extend(facts);
-            host.extend(start.facts);
-            host
-        },
-        shard_index: options.shard.index,
-        shard_count: options.shard.count,
-        signing_key: options
-            .signing_key
-            .as_ref()
-            .map(|k| k.verifying_key().to_bytes()),
-        extensions: Vec::new(),
-    };
+    let mut host = host_facts(
+        workers,
+        deferred_task_work,
+        canary_server.is_some(),
+        config,
+        &target,
+    );
+    host.push(HostFact::CgroupCpu.entry(cgroup_fact));
+    host.extend(facts);
+    host.extend(start.facts);
+    let clock = (monotonic_epoch_ns, realtime_epoch_ns);
+    let header = journal_header(config, options, &plan, clock, host);
 
     // The header is written and synced here, before any load: a journal that cannot take its
     // header refuses the run instead of recording nothing.

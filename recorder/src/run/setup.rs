@@ -11,6 +11,8 @@ use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
 use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::{ClockAnchors, Header, CODEC};
+use percentes_formats::spec::Spec;
 
 /// Host facts, key and value, as a header keeps them.
 pub(super) type Facts = Vec<(String, String)>;
@@ -115,6 +117,43 @@ fn trace_fact(trace: &percentes_formats::config::workload::Trace) -> String {
         },
         percentes_formats::journal::hex(&trace.blake3)
     )
+}
+
+/// The journal's header: what was recorded, with what, on what host, from `clock` (the epoch
+/// on CLOCK_MONOTONIC and CLOCK_REALTIME, ns) and with `host`'s facts.
+pub(super) fn journal_header(
+    config: &Config,
+    options: &Options,
+    plan: &RunPlan,
+    clock: (u64, i64),
+    host: Facts,
+) -> Header {
+    Header {
+        codec: CODEC.into(),
+        spec_version: Spec::CURRENT.name().into(),
+        tool_version: options.tool_version.clone(),
+        tool_commit: options.tool_commit.clone(),
+        profile: config.profile.name().into(),
+        dev_time_factor: config.time_factor,
+        config_hash: config.hash(),
+        config_bytes: config.raw_bytes().to_vec(),
+        schedule_requests: plan.requests,
+        schedule_digest: plan.digest,
+        schedule: plan.params.clone(),
+        clock: ClockAnchors {
+            monotonic_epoch_ns: clock.0,
+            realtime_epoch_ns: clock.1,
+            source: "CLOCK_MONOTONIC".into(),
+        },
+        host,
+        shard_index: options.shard.index,
+        shard_count: options.shard.count,
+        signing_key: options
+            .signing_key
+            .as_ref()
+            .map(|k| k.verifying_key().to_bytes()),
+        extensions: Vec::new(),
+    }
 }
 
 /// The host facts a header keeps about how the run was set up: the key and secret headers (by
