@@ -23,15 +23,17 @@ use crate::Files;
 mod artifact;
 mod audit;
 mod client_gate;
+mod columns;
+mod distribution;
 mod rows;
 mod segment;
 mod tokens;
 mod window;
 mod workload;
 
+pub use distribution::{distribution, QUANTILES, TAIL_QUANTILES};
 pub use rows::{latency_samples, LatencySamples};
 use rows::{seconds, slo_input};
-pub use window::{distribution, QUANTILES, TAIL_QUANTILES};
 use window::{in_flight_at, inter_chunk, window_report, INTER_CHUNK};
 
 /// Analyzes `run` under the rules of spec version `spec`.

@@ -362,7 +362,7 @@ pub fn analyze(
         };
         to_pre_fault.flags = flags.pre_fault(pre, relapse_at);
         to_equilibrium.flags = flags.equilibrium(&to_equilibrium);
-        flags.report(valid)
+        flags.report(valid, fidelity::table(run, plan))
     });
     if spec_rules.resolution == DetectorResolution::Bound {
         let r_ns = detector.window_s * bucket_ns;

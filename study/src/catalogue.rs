@@ -118,7 +118,11 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
                         None => "runnable (isolated testbed)".into(),
                     },
                     (None, Some(t)) if t.replica.is_some() => {
-                        match crate::realbed::unavailable(t) {
+                        match crate::realbed::unavailable(
+                            t.replica.as_ref(),
+                            t.names.is_some(),
+                            t.placement.is_some(),
+                        ) {
                             Some(why) => format!("runnable on real parts (not here: {why})"),
                             None => "runnable on real parts".into(),
                         }

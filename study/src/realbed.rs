@@ -135,20 +135,22 @@ impl ReplicaPlan {
 
 /// Why a real-parts testbed cannot start here, if it cannot: HAProxy missing, the replica
 /// command's environment unset, or (with a placement) no permission to make control groups.
-pub fn unavailable(plan: &crate::scenario::TestbedPlan) -> Option<String> {
+/// Its arguments are a testbed plan's `replica`, whether it has `names`, and whether it has a
+/// `placement`.
+pub fn unavailable(replica: Option<&ReplicaPlan>, names: bool, placement: bool) -> Option<String> {
     let mut missing = Vec::new();
     if haproxy_program().is_none() {
         missing.push("haproxy is not installed (Debian: apt-get install haproxy)".to_owned());
     }
-    if plan.names.is_some() && names::dnsmasq_program().is_none() {
+    if names && names::dnsmasq_program().is_none() {
         missing.push("dnsmasq is not installed (Debian: apt-get install dnsmasq-base)".to_owned());
     }
-    if let Some(replica) = &plan.replica {
+    if let Some(replica) = replica {
         if let Err(e) = replica.argv("replica-0", 1) {
             missing.push(format!("{e:#}"));
         }
     }
-    if plan.placement.is_some() {
+    if placement {
         // SAFETY: geteuid reads a number; no memory is involved.
         #[allow(unsafe_code)]
         let root = unsafe { libc::geteuid() } == 0;

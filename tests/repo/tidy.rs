@@ -181,9 +181,14 @@ const LITERAL_ALLOWED: &[(&str, &str, &str)] = &[
         "the p99 of the connection waits",
     ),
     (
-        "analyzer/src/analysis/window.rs",
+        "analyzer/src/analysis/distribution.rs",
         "0.99",
         "the p99 quantile (QUANTILES, TAIL_QUANTILES)",
+    ),
+    (
+        "analyzer/src/analysis/window.rs",
+        "0.99",
+        "the p99 of a route's end-to-end latencies",
     ),
     (
         "recorder/src/run/live.rs",
@@ -440,29 +445,11 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 
 /// The import circles between files that were there when the rule came (issue 33 item 5), each
 /// the files of one strongly connected group. No new circle may form, and a group that shrinks
-/// or goes is taken off this list (the test says so): the list only gets shorter.
-const KNOWN_CIRCLES: &[&[&str]] = &[
-    &[
-        "analyzer/src/analysis/artifact",
-        "analyzer/src/analysis/audit",
-    ],
-    &[
-        "analyzer/src/analysis/rows",
-        "analyzer/src/analysis/segment",
-        "analyzer/src/analysis/tokens",
-        "analyzer/src/analysis/window",
-    ],
-    &[
-        "analyzer/src/recovery/amended",
-        "analyzer/src/recovery/fidelity",
-    ],
-    &[
-        "recorder/src/run/doctor",
-        "recorder/src/run/host",
-        "recorder/src/run/pacer",
-    ],
-    &["study/src/realbed", "study/src/scenario"],
-];
+/// or goes is taken off this list (the test says so): the list only gets shorter. Six were
+/// there (formats' files/config; the analysis' artifact/audit and rows/segment/tokens/window;
+/// recovery's amended/fidelity; the recorder's doctor/host/pacer; study's realbed/scenario),
+/// each broken by moving an item down a level; none is left.
+const KNOWN_CIRCLES: &[&[&str]] = &[];
 
 #[test]
 fn no_new_import_circle_between_files_and_the_known_ones_only_shrink() {

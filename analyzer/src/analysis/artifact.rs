@@ -4,13 +4,27 @@
 
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::hex;
-use percentes_formats::journal::records::{EventKind, Outcome};
+use percentes_formats::journal::records::{EventKind, Outcome, PoolCounts, POOL_SUBJECT};
 use percentes_formats::pins;
 
 use super::rows::seconds;
 use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{Artifact, Audit, Threat};
+
+/// What the recorders' connection pools did (their `pool` events summed, one a shard), or
+/// `None` for a journal whose recorder wrote none.
+pub(super) fn pool_counts(run: &Run) -> Option<PoolCounts> {
+    run.events
+        .all(EventKind::Pool)
+        .filter(|e| e.subject == POOL_SUBJECT)
+        .filter_map(|e| PoolCounts::parse(&e.detail))
+        .reduce(|a, b| PoolCounts {
+            opened_ahead: a.opened_ahead + b.opened_ahead,
+            expired: a.expired + b.expired,
+            found_closed: a.found_closed + b.found_closed,
+        })
+}
 
 /// The largest number of requests in flight at once (dispatched, not yet terminal): an open loop
 /// is free to exceed any fixed population; a closed loop of N users never has more than N.
@@ -262,7 +276,7 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             host(run, HostFact::RecorderWorkers),
             host(run, HostFact::Cores),
             host(run, HostFact::Cpu),
-            match super::audit::pool_counts(run) {
+            match pool_counts(run) {
                 Some(pool) => format!(
                     "{} connections opened: {opened} by the requests that needed them and {} ahead of need by the pool (the warm pool and the spare keeper; {} idle ones retired at their limit, {} found closed by the server); {reused} requests on a connection that had carried one before",
                     opened as u64 + pool.opened_ahead,

@@ -2,7 +2,7 @@
 //! and their reconciliation, send skew, requested against achieved rate per phase, the recorder's
 //! own telemetry, and the decision.
 
-use percentes_formats::journal::records::{EventKind, Outcome, PoolCounts, POOL_SUBJECT};
+use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
 use percentes_formats::spec::{AuditContents, Rules};
 
@@ -14,20 +14,6 @@ use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::Window;
-
-/// What the recorders' connection pools did (their `pool` events summed, one a shard), or
-/// `None` for a journal whose recorder wrote none.
-pub(super) fn pool_counts(run: &Run) -> Option<PoolCounts> {
-    run.events
-        .all(EventKind::Pool)
-        .filter(|e| e.subject == POOL_SUBJECT)
-        .filter_map(|e| PoolCounts::parse(&e.detail))
-        .reduce(|a, b| PoolCounts {
-            opened_ahead: a.opened_ahead + b.opened_ahead,
-            expired: a.expired + b.expired,
-            found_closed: a.found_closed + b.found_closed,
-        })
-}
 
 /// The coordinated-omission audit.
 /// Its contents follow the version's `rules`: [`AuditContents::WithArtifact`] (v0.3, A2) adds
@@ -52,7 +38,7 @@ pub(super) fn audit(
     // A recorder that journals its pool (a `pool` event) marks only a connection's later
     // requests reused: a dispatched request with no connect of its own went out on a connection
     // opened ahead of need. Older journals marked every request on an open connection reused.
-    let pooled = pool_counts(run).is_some();
+    let pooled = super::artifact::pool_counts(run).is_some();
     let connected = (0..requests.len())
         .filter(|&r| {
             requests.connect_end_ns[r] != NONE

@@ -83,7 +83,7 @@ pub fn latency_samples(run: &crate::load::Run, start_ns: u64, end_ns: u64) -> La
         };
         out.ttft_us.push(ns_to_us(ttft));
         out.e2e_us.push(ns_to_us(e2e));
-        let tokens = super::tokens::completion_tokens(requests, row);
+        let tokens = completion_tokens(requests, row);
         if let Some(tokens) = tokens.filter(|&t| t >= 2) {
             if requests.first_content_ns[row] != NONE {
                 out.tpot_us
@@ -95,4 +95,22 @@ pub fn latency_samples(run: &crate::load::Run, start_ns: u64, end_ns: u64) -> La
     out.tpot_us.sort_unstable();
     out.e2e_us.sort_unstable();
     out
+}
+
+/// A request's completion tokens, if its response reported usage.
+pub(super) fn completion_tokens(requests: &Requests, row: usize) -> Option<u64> {
+    let tokens = requests.usage_completion_tokens[row];
+    (tokens != u32::MAX).then_some(u64::from(tokens))
+}
+
+/// A request's tokens per content event, when usage says it carried more than one token per
+/// chunk on average (1 otherwise, or when unknown).
+pub(super) fn tokens_per_event(requests: &Requests, row: usize) -> f64 {
+    let events = requests.content_events[row];
+    match completion_tokens(requests, row) {
+        Some(tokens) if events > 0 && tokens > u64::from(events) => {
+            tokens as f64 / f64::from(events)
+        }
+        _ => 1.0,
+    }
 }

@@ -2,16 +2,12 @@
 //! grouped by the values of the chosen categorical columns, every group analyzed by the same
 //! function as a whole window ([`window_report`]), so a segment's completion curve, readings,
 //! latencies and tail intervals follow every rule a window's do, its refusals included. The
-//! report's per-route segments group their rows with the same [`group`].
+//! report's per-route segments group their rows with the same [`group`] (`analysis::columns`).
 
-use std::collections::BTreeMap;
-
-use percentes_formats::journal::records::{class_name, Outcome};
-
+use super::columns::group;
 use super::window::window_report;
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
-use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{SegmentColumn, SegmentReport};
 use crate::windows::Window;
@@ -19,67 +15,6 @@ use crate::windows::Window;
 /// Most segments one analysis reports, over all windows: a column with more values than this
 /// (a connection id, say) is not a segmentation a reader can take in, and is refused.
 pub const SEGMENTS_MAX: usize = 512;
-
-/// Row `row`'s value of `column`, as a report prints it.
-pub(crate) fn value(run: &Run, column: SegmentColumn, row: usize) -> String {
-    let requests = &run.requests;
-    let recorded = requests.outcome(row).is_some();
-    match column {
-        SegmentColumn::Route => run
-            .config
-            .routes
-            .get(requests.route[row] as usize)
-            .map_or_else(
-                || format!("route-{}", requests.route[row]),
-                |r| r.label.clone(),
-            ),
-        SegmentColumn::Replica => requests
-            .replica_name(row)
-            .unwrap_or("(unattributed)")
-            .to_owned(),
-        SegmentColumn::Class if recorded => class_name(requests.class[row])
-            .map_or_else(|| format!("class-{}", requests.class[row]), str::to_owned),
-        SegmentColumn::Outcome if recorded => requests
-            .outcome(row)
-            .map(Outcome::name)
-            .unwrap_or_default()
-            .to_owned(),
-        SegmentColumn::Class | SegmentColumn::Outcome => "(no record)".to_owned(),
-        SegmentColumn::Phase => run
-            .header
-            .schedule
-            .phases
-            .get(requests.phase[row] as usize)
-            .map_or_else(
-                || format!("phase-{}", requests.phase[row]),
-                |p| p.name.clone(),
-            ),
-        SegmentColumn::Status => match requests.http_status[row] {
-            0 => "(none)".to_owned(),
-            status => status.to_string(),
-        },
-        SegmentColumn::Protocol => match requests.protocol[row] {
-            1 => "HTTP/1.1".to_owned(),
-            2 => "HTTP/2".to_owned(),
-            _ if requests.dispatched_ns[row] == NONE => "(not dispatched)".to_owned(),
-            _ => "(not recorded)".to_owned(),
-        },
-    }
-}
-
-/// `rows` grouped by their values of `columns`, the groups in the order of their keys.
-pub(crate) fn group(
-    run: &Run,
-    rows: &[usize],
-    columns: &[SegmentColumn],
-) -> BTreeMap<Vec<String>, Vec<usize>> {
-    let mut groups: BTreeMap<Vec<String>, Vec<usize>> = BTreeMap::new();
-    for &row in rows {
-        let key = columns.iter().map(|&c| value(run, c, row)).collect();
-        groups.entry(key).or_default().push(row);
-    }
-    groups
-}
 
 /// Every window's segments by `columns`; `Err` when there would be more than
 /// [`SEGMENTS_MAX`].

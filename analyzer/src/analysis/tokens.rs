@@ -4,8 +4,8 @@
 //! usage is counted as such and left out of every token figure, never imputed.
 
 use super::client_gate::nearest_rank;
+use super::distribution::{distribution, distribution_of};
 use super::rows::*;
-use super::window::{distribution, distribution_of};
 use crate::frame::{Requests, NONE};
 use crate::model::*;
 
@@ -13,24 +13,6 @@ use crate::model::*;
 pub(super) const TPOT: &str = "conditional on completion; time per output token, (e2e - TTFT) / (completion tokens - 1), requests with usage and at least two tokens";
 /// What the per-token inter-token distribution is, in words.
 pub(super) const ITL_PER_TOKEN: &str = "conditional on completion; pooled inter-chunk gaps, each divided by its request's tokens per content event (completion tokens / content events)";
-
-/// A request's completion tokens, if its response reported usage.
-pub(super) fn completion_tokens(requests: &Requests, row: usize) -> Option<u64> {
-    let tokens = requests.usage_completion_tokens[row];
-    (tokens != u32::MAX).then_some(u64::from(tokens))
-}
-
-/// A request's tokens per content event, when usage says it carried more than one token per
-/// chunk on average (1 otherwise, or when unknown).
-pub(super) fn tokens_per_event(requests: &Requests, row: usize) -> f64 {
-    let events = requests.content_events[row];
-    match completion_tokens(requests, row) {
-        Some(tokens) if events > 0 && tokens > u64::from(events) => {
-            tokens as f64 / f64::from(events)
-        }
-        _ => 1.0,
-    }
-}
 
 /// The token figures of a window's `rows` over its `duration_s`. The per-token inter-token
 /// distribution is left empty, for the caller's pass over the gaps.

@@ -7,34 +7,29 @@ use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Ou
 use percentes_formats::pins;
 
 use super::client_gate::nearest_rank;
+use super::distribution::{distribution, distribution_of, QUANTILES};
 use super::rows::*;
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
 use crate::estimate::quantile;
 use crate::estimate::quantile::Printing;
 use crate::estimate::slo::{self, Distance, Slo};
-use crate::estimate::tails::{self, TailInterval};
 use crate::frame::{Requests, NONE};
 use crate::load::Run;
 use crate::model::*;
 use crate::windows::{self, Kind, Window};
 use crate::JournalFile;
 
-/// Quantiles read from the completion curve and the completed-only histograms.
-pub const QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
-/// Tail quantiles that get order-statistic intervals (§7).
-pub const TAIL_QUANTILES: [f64; 2] = [0.95, 0.99];
 /// Points at which the report tabulates the completion curve, as fractions of the horizon.
 pub(super) const CURVE_GRID_POINTS: u64 = 100;
 
-pub(super) const CONDITIONAL: &str = "conditional on completion";
 pub(super) const INTER_CHUNK_FLOOR: &str = "pooled inter-chunk gaps at the 1 us floor (events read together; a shorter gap is recorded as 1 us, §3)";
 pub(super) const INTER_CHUNK: &str = "conditional on completion; pooled inter-chunk gaps of the window's completed streams (a per-request p99 is not computed, §3)";
 
 /// The pooled inter-chunk gaps of each window's completed requests, in the pinned histogram:
 /// a second pass over the journal's request records, holding one histogram per window.
 /// Beside each window's gaps, the same gaps per token: each divided by its request's tokens per
-/// content event ([`super::tokens::tokens_per_event`]).
+/// content event ([`tokens_per_event`]).
 pub(super) fn inter_chunk(
     run: &Run,
     files: &[JournalFile],
@@ -71,7 +66,7 @@ pub(super) fn inter_chunk(
                     .map(u64::from_le_bytes);
                 let per_event = index
                     .and_then(|i| run.requests.index.binary_search(&i).ok())
-                    .map(|row| super::tokens::tokens_per_event(&run.requests, row))
+                    .map(|row| tokens_per_event(&run.requests, row))
                     .unwrap_or(1.0);
                 let (gaps_h, per_token) = &mut histograms[w];
                 for gap in gaps {
@@ -288,7 +283,7 @@ pub(super) fn route_segments(run: &Run, rows: &[usize]) -> Vec<RouteSegment> {
     let requests = &run.requests;
     // The same grouping `analyze --by route` uses; every configured route is listed, an idle one
     // with nothing scheduled (labels are unique: the configuration refuses a repeated one).
-    let mut groups = super::segment::group(run, rows, &[crate::model::SegmentColumn::Route]);
+    let mut groups = super::columns::group(run, rows, &[crate::model::SegmentColumn::Route]);
     routes
         .iter()
         .map(|route| {
@@ -446,82 +441,6 @@ pub(super) fn curve_report(
         within_1s: curve.at(1_000_000_000),
         readings,
         grid,
-    }
-}
-
-/// A completed-only distribution: percentiles from the pinned histogram, tails from the exact
-/// order statistics. `us_samples` are already microseconds (the inter-chunk gaps).
-pub fn distribution(ns: &[u64], histogram: Option<LatencyHistogram>) -> Distribution {
-    distribution_of(ns.to_vec(), histogram)
-}
-
-/// [`distribution`] over latencies the caller no longer needs: they become the sorted
-/// microseconds in place, with no second per-request copy.
-pub(super) fn distribution_of(ns: Vec<u64>, histogram: Option<LatencyHistogram>) -> Distribution {
-    let mut sorted_us = ns;
-    for v in &mut sorted_us {
-        *v = crate::estimate::histogram::ns_to_us(*v);
-    }
-    sorted_us.sort_unstable();
-    let histogram = histogram.unwrap_or_else(|| {
-        let mut h = LatencyHistogram::pinned();
-        for &us in &sorted_us {
-            h.record_us(us);
-        }
-        h
-    });
-    let n = histogram.len();
-    let tails = if sorted_us.is_empty() && n > 0 {
-        Vec::new() // pooled gaps: no per-sample order statistics kept
-    } else {
-        TAIL_QUANTILES
-            .iter()
-            .map(|&p| tail(&sorted_us, p))
-            .collect()
-    };
-    Distribution {
-        label: CONDITIONAL,
-        n,
-        percentiles_us: if n == 0 {
-            Vec::new()
-        } else {
-            QUANTILES
-                .iter()
-                .map(|&q| (quantile::name(q), histogram.quantile_us(q)))
-                .collect()
-        },
-        p99_9_us: (n > 0).then(|| histogram.quantile_us(0.999)),
-        max_us: (n > 0).then(|| histogram.max_us()),
-        descriptive_only: "p99.9 and max are descriptive only (§7)",
-        tails,
-        saturated: histogram.saturated,
-        histogram: Some(histogram),
-    }
-}
-
-pub(super) fn tail(sorted_us: &[u64], p: f64) -> Tail {
-    let name = quantile::name(p);
-    let n = sorted_us.len() as u64;
-    let point_rank = (n as f64 * p).ceil() as u64;
-    let point_us = (n > 0).then(|| sorted_us[point_rank.clamp(1, n) as usize - 1]);
-    match tails::interval(sorted_us, p) {
-        TailInterval::Interval { lower_rank, upper_rank, lower, upper } => Tail {
-            text: format!(
-                "{name} = {} us, 95 % CI [{lower}, {upper}] us (ranks {lower_rank} and {upper_rank} of {n}, §7)",
-                point_us.unwrap_or_default()
-            ),
-            quantile: name,
-            point_us,
-            interval_us: Some((lower, upper)),
-            ranks: Some((lower_rank, upper_rank)),
-        },
-        TailInterval::Omitted => Tail {
-            text: tails::omitted_line(&name),
-            quantile: name,
-            point_us,
-            interval_us: None,
-            ranks: None,
-        },
     }
 }
 

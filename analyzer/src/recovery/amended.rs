@@ -346,8 +346,12 @@ impl Flags<'_> {
         }
     }
 
-    /// The A2 section of the report.
-    pub(crate) fn report(&self, valid: bool) -> crate::model::Amended {
+    /// The A2 section of the report, with the fault-fidelity evidence (`fidelity::table`).
+    pub(crate) fn report(
+        &self,
+        valid: bool,
+        fidelity: Vec<crate::model::Evidence>,
+    ) -> crate::model::Amended {
         let min = pins::value::RECOVERY_WINDOW_MIN_REQUESTS as u64;
         let window = self.detector.window_s as usize;
         let (total, thin, empty) = recovery::thin_windows(
@@ -396,7 +400,7 @@ impl Flags<'_> {
             window_min_requests: min,
             windows: [total, thin, empty],
             notes,
-            fidelity: super::fidelity::table(self.run, self.plan),
+            fidelity,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::{
     allowed_cpus, cgroup, deferred_task_work_available, io, io_uring_usable, pins, quantile,
     ring_setup, tick_lateness, Duration, RecordError, STALL_TICK,
 };
-use crate::run::host;
+use crate::run::host::{self, cpu_list};
 use crate::run::pacer;
 
 /// What a look at the host found.
@@ -151,25 +151,6 @@ pub(super) fn check_cpus(cpus: &[usize], allowed: &[usize]) -> Result<(), Record
         )));
     }
     Ok(())
-}
-
-/// CPUs as `0-3,6`.
-pub(super) fn cpu_list(cpus: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    parts.join(",")
 }
 
 /// /proc/stat's per-CPU lines: (cpu, (busy, total)) jiffies.

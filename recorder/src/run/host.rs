@@ -3,7 +3,6 @@
 
 use super::{Config, RecordError, RunPlan, Target, STALL_TICK};
 use crate::canary;
-use crate::run::doctor;
 use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
@@ -17,6 +16,25 @@ pub(crate) fn monotonic_now_ns() -> u64 {
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     debug_assert_eq!(rc, 0, "CLOCK_MONOTONIC is always available on Linux");
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPUs as `0-3,6`.
+pub(super) fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 pub(super) fn clock_ticks_per_second() -> u64 {
@@ -239,7 +257,7 @@ pub(super) fn placement_fact(cpus: Option<&[usize]>, allowed: &[usize], workers:
                 "workers"
             },
             if workers == 1 { "it" } else { "them" },
-            doctor::cpu_list(allowed)
+            cpu_list(allowed)
         ),
     }
 }
