@@ -527,6 +527,18 @@ mod tests {
     /// The pinned `target.max_tokens` (§6), as a run's plan gives it.
     const PINNED: u32 = percentes_formats::pins::value::TARGET_MAX_TOKENS as u32;
 
+    /// `route`'s template with no prompt set and no extra headers.
+    fn bare(config: &Config, target: &Target, route: &Route) -> Template {
+        Template::new(
+            config,
+            target,
+            route,
+            None,
+            &ExtraHeaders::default(),
+            PINNED,
+        )
+    }
+
     #[test]
     fn targets() {
         assert_eq!(
@@ -593,7 +605,7 @@ mod tests {
         .unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
         let none = ExtraHeaders::default();
-        let template = Template::new(&config, &target, &config.routes[0], None, &none, PINNED);
+        let template = bare(&config, &target, &config.routes[0]);
         let (head, json) = body(&template, 7);
         assert_ne!(template.bytes(7), template.bytes(8));
         let set = PromptSet {
@@ -816,15 +828,8 @@ mod tests {
         let lengths = route.input_tokens.unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
         let tokenizer = fixture_tokenizer();
-        let template = Template::new(
-            &config,
-            &target,
-            route,
-            None,
-            &ExtraHeaders::default(),
-            PINNED,
-        )
-        .counted_by(tokenizer.filler(lengths.longest()).unwrap());
+        let template =
+            bare(&config, &target, route).counted_by(tokenizer.filler(lengths.longest()).unwrap());
         for index in [0, 1, 2, 17, 99, 12_345] {
             let (_, json) = body(&template, index);
             let content = json["messages"][0]["content"].as_str().unwrap();
@@ -853,14 +858,7 @@ mod tests {
             );
         }
         // Without a tokenizer the same lengths count words, and the journal claims no tokens.
-        let words = Template::new(
-            &config,
-            &target,
-            route,
-            None,
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let words = bare(&config, &target, route);
         let (_, json) = body(&words, 5);
         let content = json["messages"][0]["content"].as_str().unwrap();
         let drawn = lengths.draw(TokenSide::Input, 1, 5).unwrap() as usize;
@@ -871,14 +869,7 @@ mod tests {
         );
         // A route with neither writes no extension: every request asks for the pin.
         let plain = config_plain();
-        let template = Template::new(
-            &plain,
-            &target,
-            &plain.routes[0],
-            None,
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let template = bare(&plain, &target, &plain.routes[0]);
         assert_eq!(template.extension(3), None);
     }
 
