@@ -16,7 +16,6 @@ use crate::estimate::quantile::Printing;
 use crate::estimate::recovery::Detection;
 use crate::estimate::slo::Slo;
 use crate::load::Run;
-use crate::model::*;
 use crate::windows::{self, FaultTimes, Kind, Timeline, Window};
 use crate::Files;
 
@@ -31,6 +30,10 @@ mod tokens;
 mod window;
 mod workload;
 
+use crate::model::{
+    Analyzer, Gate, Provenance, Report, TimelineReport, Validity, WindowBounds, WindowReport,
+    REPORT_SCHEMA,
+};
 pub use distribution::{distribution, QUANTILES, TAIL_QUANTILES};
 pub use rows::{latency_samples, LatencySamples};
 use rows::{seconds, slo_input};

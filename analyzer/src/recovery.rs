@@ -12,7 +12,6 @@ use percentes_formats::pins;
 use crate::estimate::recovery::{self, Bucket, Detection, Detector, Plateau};
 use crate::frame::Requests;
 use crate::load::Run;
-use crate::model::*;
 use crate::windows::{Kind, Timeline, Window};
 use percentes_formats::spec::{
     Claims, DetectorResolution, JsonSeconds, RecoveryRules, Rules as SpecRules, Spec, SurvivorSpan,
@@ -26,6 +25,9 @@ mod parts;
 mod survivor;
 mod timeline;
 
+use crate::model::{
+    BaselineReport, Gate, GateId, PlateauReport, RecoveryReport, SeriesPoint, SweepRow, Ttr,
+};
 use amended::Rules;
 use parts::{components, decomposition};
 use timeline::injection_timeline;
@@ -706,6 +708,7 @@ fn sweep_claim(orderings: &[Option<std::cmp::Ordering>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Boundary;
     use std::cmp::Ordering::{Greater, Less};
 
     /// A3's sweep sentence over hand-made cells: no claim over none, a claim over the measured

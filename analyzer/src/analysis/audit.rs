@@ -12,7 +12,7 @@ use super::client_gate::{
 use super::rows::{count_outcomes, seconds};
 use crate::frame::NONE;
 use crate::load::Run;
-use crate::model::*;
+use crate::model::{Audit, PhaseRate, SkewSummary, TelemetrySummary, Validity};
 use crate::windows::Window;
 
 /// The coordinated-omission audit.

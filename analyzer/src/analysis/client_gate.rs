@@ -11,7 +11,7 @@ use percentes_formats::spec::{
 
 use crate::frame::{CgroupRow, Requests, NONE};
 use crate::load::Run;
-use crate::model::*;
+use crate::model::{Effect, Gate, GateId, Status, Validity};
 use crate::windows::Window;
 
 /// The client-validity gate (§2) over the measured windows.

@@ -5,7 +5,7 @@ use percentes_formats::journal::records::Outcome;
 
 use crate::estimate::slo::{Completed, SloInput};
 use crate::frame::{Requests, NONE};
-use crate::model::*;
+use crate::model::Outcomes;
 
 /// Nanoseconds as seconds.
 pub(super) fn seconds(ns: u64) -> f64 {

@@ -2,6 +2,7 @@
 //! through load -> analyze -> render exactly as `percentes analyze` does.
 
 use super::*;
+use crate::model::{Analyzer, Distribution, Effect, Gate, GateId, Report, Status, WindowReport};
 use crate::report;
 use crate::JournalFile;
 use percentes_formats::config::Config;

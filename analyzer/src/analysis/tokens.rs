@@ -5,9 +5,9 @@
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of};
-use super::rows::*;
+use super::rows::{completed, completion_tokens, e2e_ns, tokens_per_event, ttft_ns};
 use crate::frame::{Requests, NONE};
-use crate::model::*;
+use crate::model::TokenReport;
 
 /// What the TPOT distribution is, in words.
 pub(super) const TPOT: &str = "conditional on completion; time per output token, (e2e - TTFT) / (completion tokens - 1), requests with usage and at least two tokens";

@@ -8,7 +8,7 @@ use percentes_formats::pins;
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of, QUANTILES};
-use super::rows::*;
+use super::rows::{count_outcomes, e2e_ns, seconds, tokens_per_event, ttft_ns};
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
 use crate::estimate::quantile;
@@ -16,7 +16,10 @@ use crate::estimate::quantile::Printing;
 use crate::estimate::slo::{self, Distance, Slo};
 use crate::frame::{Requests, NONE};
 use crate::load::Run;
-use crate::model::*;
+use crate::model::{
+    CurvePoint, CurveReport, Distribution, InFlight, ModalDistance, Reading, ReceivePath,
+    RouteSegment, Share, SweepCell, WindowReport,
+};
 use crate::windows::{self, Kind, Window};
 use crate::JournalFile;
 

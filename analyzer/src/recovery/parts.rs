@@ -9,7 +9,7 @@ use super::{not_applicable, seconds, series_of, ttr};
 use crate::estimate::recovery::{Detection, Detector};
 use crate::frame::NONE;
 use crate::load::Run;
-use crate::model::*;
+use crate::model::{Boundary, Component, Ttr};
 use crate::windows::Window;
 
 #[allow(clippy::too_many_arguments)]

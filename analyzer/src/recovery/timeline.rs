@@ -9,7 +9,7 @@ use percentes_formats::spec::Claims;
 use super::amended::Plan;
 use super::seconds;
 use crate::load::Run;
-use crate::model::*;
+use crate::model::{Duration, Gate, GateId, State, Status, Ttr};
 use crate::windows::{FaultTimes, Timeline};
 
 /// The failure-injection timeline (seeds/004): states, the three durations, and the abort

@@ -6,6 +6,7 @@
 
 use super::recovery_reports::{event, fault_events, rec, run_under, INJECT};
 use super::*;
+use crate::model::{GateId, Status};
 
 /// The victim (odd indices) refuses from T_inject to 46 s, when the router has moved everything
 /// to the survivor; the victim's probe fails from 37 s and answers again at `ready_s`, its

@@ -6,6 +6,7 @@
 
 use super::recovery_reports::{event, failing_while, fault_events, rec, run_under, INJECT};
 use super::*;
+use crate::model::{GateId, Report};
 
 /// The same scripted journal analyzed under v0.2 and v0.3.
 fn both(
