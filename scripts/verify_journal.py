@@ -6,8 +6,11 @@ enough for an auditor to check a journal without trusting percentes. Standard li
 the optional `cryptography` package for ed25519 signatures (skipped, and said so, without it).
 
     python3 scripts/verify_journal.py JOURNAL [--expect-head HEX] [--json]
+    python3 scripts/verify_journal.py JOURNAL --streams
 
-Exit status 0 only for sealed-intact. BLAKE3 is implemented here in pure Python (slow: about a
+Exit status 0 only for sealed-intact. `--streams` decodes every kind-8 stream record (JOURNAL.md
+"8 stream") and judges it by the document's rules, printing one JSON object a record with its
+verdict (`ok`, or the rule it breaks); verification itself checks only their framing. BLAKE3 is implemented here in pure Python (slow: about a
 megabyte a second), which is fine for audits of small journals and for the test suite.
 """
 
@@ -371,8 +374,11 @@ def verify_signature(key, message, signature):
         return False
 
 
-def verify(data, expect_head=None):
-    report = {"verdict": None, "records": 0, "counts": {}, "chain_head": None, "notes": []}
+def verify(data, expect_head=None, keep=()):
+    """The verdict; with `keep`, the bodies of the record kinds it names, in order, as
+    report["kept"] (kind, body)."""
+    report = {"verdict": None, "records": 0, "counts": {}, "chain_head": None, "notes": [],
+              "kept": []}
     counts = dict(requests=0, completed=0, errored=0, censored=0, undispatched=0,
                   events=0, telemetry=0, checkpoints=0, other=0)
     report["counts"] = counts
@@ -416,6 +422,8 @@ def verify(data, expect_head=None):
                 if body_len > RECORD_MAX or at + 5 + body_len > end:
                     raise Damage("tampered", at, "record length runs past its block", index)
                 body = data[at + 5:at + 5 + body_len]
+                if kind in keep:
+                    report["kept"].append((kind, body))
                 if kind == 1:
                     if body_len <= 8 or body[8] > 3:
                         raise Damage("tampered", at, "undefined request outcome", index)
@@ -516,6 +524,98 @@ def verify(data, expect_head=None):
     return report
 
 
+# ---------------------------------------------------------------- kind 8 (stream records)
+
+DELIVERIES_MAX = 65536
+
+
+def request_times(body):
+    """A request record's index, dispatch and terminal times (JOURNAL.md "1 request")."""
+    r = Reader(body, 0, len(body))
+    index = r.u64("index")
+    r.u8("outcome"), r.u16("class"), r.u32("route"), r.u64("intended")
+    stamps = [r.b_opt("timestamp", lambda: r.u64("timestamp")) for _ in range(7)]
+    return index, stamps[0], r.u64("terminal")
+
+
+def decode_stream(body):
+    r = Reader(body, 0, len(body))
+    index = r.u64("index")
+    kinds = [(r.u8("kind"), r.u64("first"), r.u64("last"), r.u32("deltas"))
+             for _ in range(r.u64("kinds"))]
+    reasoning = r.b_opt("reasoning tokens", lambda: r.u32("reasoning tokens"))
+    deliveries = [(r.u32("gap"), r.u32("deltas")) for _ in range(r.u64("deliveries"))]
+    total = r.u32("deliveries total")
+    if r.pos != len(body):
+        raise Damage("tampered", r.pos, "stream record has extra bytes")
+    return {"index": index, "kinds": kinds, "reasoning_tokens": reasoning,
+            "deliveries": deliveries, "deliveries_total": total}
+
+
+def stream_rule(s, request):
+    """The first of JOURNAL.md's kind-8 rules the record `s` breaks, or None. `request` is its
+    request record's (dispatch, terminal) when the journal holds it."""
+    kinds, deliveries, total = s["kinds"], s["deliveries"], s["deliveries_total"]
+    if not kinds:
+        return "rule 1: no kind of output"
+    codes = [k[0] for k in kinds]
+    if len(set(codes)) != len(codes):
+        return "rule 1: a kind listed twice"
+    for code, first, last, deltas in kinds:
+        if deltas == 0 or first > last or (deltas == 1 and first != last):
+            return "rule 1: kind %d's deltas and times disagree" % code
+    deltas = sum(k[3] for k in kinds)
+    if not deliveries:
+        return "rule 2: no delivery"
+    if deliveries[0][0] != 0 or any(g == 0 for g, _ in deliveries[1:]):
+        return "rule 2: a delivery's gap"
+    if any(d == 0 for _, d in deliveries) or len(deliveries) > DELIVERIES_MAX:
+        return "rule 2: a delivery without a delta, or too many listed"
+    if total < len(deliveries) or total > deltas:
+        return "rule 2: the total of deliveries"
+    carried = sum(d for _, d in deliveries)
+    if total == len(deliveries):
+        if carried != deltas:
+            return "rule 3: the deliveries carry %d deltas, the kinds count %d" % (carried, deltas)
+        span_us = (max(k[2] for k in kinds) - min(k[1] for k in kinds)) // 1000
+        slack = len(deliveries) - 1
+        if abs(sum(g for g, _ in deliveries) - span_us) > slack:
+            return "rule 3: the gaps do not sum to the span"
+    elif carried > deltas:
+        return "rule 3: the listed deliveries carry more deltas than the kinds count"
+    if request is not None:
+        dispatched, terminal = request
+        if dispatched is None:
+            return "rule 4: the request was never dispatched"
+        if min(k[1] for k in kinds) < dispatched or max(k[2] for k in kinds) > terminal:
+            return "rule 4: output outside the request's dispatch and terminal times"
+    return None
+
+
+def streams(data):
+    """Every stream record of a journal that verifies (or an unsealed prefix), judged."""
+    report = verify(data, keep=(1, 8))
+    requests = {}
+    for kind, body in report["kept"]:
+        if kind == 1:
+            index, dispatched, terminal = request_times(body)
+            requests[index] = (dispatched, terminal)
+    out, seen = [], set()
+    for kind, body in report["kept"]:
+        if kind != 8:
+            continue
+        try:
+            s = decode_stream(body)
+        except Damage as damage:
+            out.append({"verdict": "does not decode: %s" % damage.what})
+            continue
+        rule = "rule 5: a second stream record" if s["index"] in seen else None
+        seen.add(s["index"])
+        s["verdict"] = rule or stream_rule(s, requests.get(s["index"])) or "ok"
+        out.append(s)
+    return report["verdict"], out
+
+
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     expect = None
@@ -527,7 +627,13 @@ def main(argv):
         return 1
     with open(args[0], "rb") as f:
         data = f.read()
+    if "--streams" in argv:
+        verdict, records = streams(data)
+        for record in records:
+            print(json.dumps(record, sort_keys=True))
+        return 0 if verdict in ("sealed-intact", "unsealed-prefix") else 1
     report = verify(data, expect)
+    del report["kept"]
     if "--json" in argv:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:

@@ -215,6 +215,21 @@ pub struct QuickArgs {
     /// (and its `prompt`/`messages`, when every line has one); no --rate.
     #[arg(long, value_name = "FILE", requires = "url")]
     pub trace: Option<String>,
+    /// With --url: a JSON file of function tools for every request (journaled in the config).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub tools: Option<String>,
+    /// With --tools: `auto`, `none`, `required`, or a function's name (forces the call).
+    #[arg(long, value_name = "CHOICE", requires = "tools")]
+    pub tool_choice: Option<String>,
+    /// With --url: `json_object`, or a JSON Schema file the answer must follow.
+    #[arg(long, value_name = "json_object|FILE", requires = "url")]
+    pub response_format: Option<String>,
+    /// With --url: an image file (PNG, JPEG, GIF, WebP) attached to every request (repeat it).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub image: Vec<String>,
+    /// With --tools or --response-format: check each answer against its schema (SPEC §1).
+    #[arg(long, requires = "url")]
+    pub check_structured: bool,
 }
 
 fn duration(text: &str) -> Result<f64, String> {
@@ -249,6 +264,13 @@ impl QuickArgs {
                 think_s: self.think_time,
                 think: self.think.clone(),
                 trace: self.trace.clone(),
+            },
+            parts: percentes_formats::config::QuickParts {
+                tools_file: self.tools.clone(),
+                tool_choice: self.tool_choice.clone(),
+                response_format: self.response_format.clone(),
+                images: self.image.clone(),
+                structured: self.check_structured,
             },
         })
     }
@@ -855,7 +877,7 @@ pub(crate) fn version_line() -> &'static str {
         env!("CARGO_PKG_VERSION"),
         " (commit ",
         env!("PERCENTES_COMMIT"),
-        "; journal format v1; spec v0.4)"
+        "; journal format v1; spec v0.5)"
     )
 }
 

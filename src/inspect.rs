@@ -25,6 +25,8 @@ pub enum KindArg {
     RequestExtension,
     /// Kind 7: one scrape of a server's metrics (SPEC §2 server-side evidence).
     Scrape,
+    /// Kind 8: a response's generated output by kind and delivery (SPEC §3, A4).
+    Stream,
     /// Kinds this build does not know.
     Other,
 }

@@ -422,35 +422,15 @@ fn init(
     output: Option<&Path>,
     force: bool,
 ) -> Result<ExitCode> {
-    if quick.as_ref().is_some_and(|q| q.model.is_empty()) {
-        bail!("init --from-flags needs --model (record, not init, can ask the server which it serves)");
-    }
-    let (text, profile) = match quick {
-        Some(quick) => (
-            quick.toml().map_err(anyhow::Error::msg)?,
-            if quick.hosted {
-                Profile::Hosted
-            } else {
-                Profile::Dev
-            },
+    use percentes_study::show::Init;
+    match studied(percentes_study::show::init(profile, quick, output, force))? {
+        Init::Print(text) => print!("{text}"),
+        Init::Wrote(profile, path) => warn!(
+            "wrote a {} configuration to {}; check it with `percentes config check {}`",
+            profile.name(),
+            path.display(),
+            path.display()
         ),
-        None => (config::example(profile).to_owned(), profile),
-    };
-    match output {
-        None => print!("{text}"),
-        Some(path) => {
-            if path.exists() && !force {
-                bail!("{} exists; pass --force to overwrite it", path.display());
-            }
-            std::fs::write(path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            warn!(
-                "wrote a {} configuration to {}; check it with `percentes config check {}`",
-                profile.name(),
-                path.display(),
-                path.display()
-            );
-        }
     }
     Ok(ExitCode::SUCCESS)
 }

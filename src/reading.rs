@@ -58,15 +58,7 @@ pub fn analyze(
     let output = asked.output;
     let mut written = report::write(&result, &run.requests, output)
         .with_context(|| format!("cannot write the report into {}", output.display()))?;
-    let thresholds: Vec<Threshold> = run
-        .config
-        .thresholds
-        .iter()
-        .chain(asked.fail_on)
-        .cloned()
-        .collect();
-    let summary = figures::of(&result, &thresholds);
-    std::fs::write(output.join("summary.json"), figures::json(&summary))
+    let summary = figures::write(&result, (&run.config.thresholds, asked.fail_on), output)
         .with_context(|| format!("cannot write summary.json into {}", output.display()))?;
     written.push("summary.json");
     if asked.json {

@@ -112,6 +112,7 @@ mod repo {
     pub mod real_servers;
     pub mod record;
     pub mod shards;
+    pub mod streams;
     pub mod stress;
     pub mod testbed;
     pub mod tidy;

@@ -9,7 +9,7 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::{Claims, RecoveryRules, Rules, Spec};
+use percentes_formats::spec::{Claims, RecoveryRules, Rules, Spec, StreamReading};
 
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
@@ -17,7 +17,7 @@ use crate::estimate::recovery::Detection;
 use crate::estimate::slo::Slo;
 use crate::load::Run;
 use crate::windows::{self, FaultTimes, Kind, Timeline, Window};
-use crate::Files;
+use crate::{Files, JournalFile};
 
 mod artifact;
 mod audit;
@@ -26,6 +26,7 @@ mod columns;
 mod distribution;
 mod rows;
 mod segment;
+mod streams;
 mod tokens;
 mod window;
 mod workload;
@@ -52,7 +53,6 @@ pub fn analyze<'a>(
     let files = files.into();
     let method = Method::for_spec(spec);
     let rules = Rules::of(spec);
-    let printing = rules.printing;
     let requests = &run.requests;
     let config = &run.config;
     let horizon_ns = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
@@ -61,7 +61,7 @@ pub fn analyze<'a>(
 
     // Per row: whether the SLO was met (for goodput and the recovery boundary).
     let met: Vec<bool> = (0..requests.len())
-        .map(|row| slo.met_by(&slo_input(requests, row)))
+        .map(|row| slo.met_by(&slo_input(requests, row, rules.streams)))
         .collect();
     // A spilled table's pages are handed back after each whole-run pass (`Requests::release`),
     // so that what stays resident is what the running statistic reads.
@@ -130,30 +130,13 @@ pub fn analyze<'a>(
         .map(|i| rows_of[i].as_slice())
         .unwrap_or(&[]);
     let (windows_out, withheld) = if shown {
-        let mut gaps = inter_chunk(run, files.0, &cut).into_iter();
-        let reports = cut
-            .iter()
-            .zip(&rows_of)
-            .map(|(window, rows)| {
-                let mut report = window_report(
-                    run,
-                    window,
-                    rows,
-                    baseline_rows,
-                    method,
-                    horizon_ns,
-                    printing,
-                );
-                let (pooled, per_token) = gaps.next().unzip();
-                report.inter_chunk_at_floor =
-                    (printing == Printing::Honest).then(|| window::floor_share(pooled.as_ref()));
-                report.inter_chunk = distribution(&[], pooled);
-                report.inter_chunk.label = INTER_CHUNK;
-                report.tokens.itl_per_token = distribution(&[], per_token);
-                report.tokens.itl_per_token.label = tokens::ITL_PER_TOKEN;
-                report
-            })
-            .collect();
+        let reports = window_reports(
+            run,
+            files.0,
+            (&cut, &rows_of),
+            baseline_rows,
+            (method, horizon_ns, &rules),
+        );
         (reports, None)
     } else {
         (
@@ -166,12 +149,10 @@ pub fn analyze<'a>(
     };
     let (segments, segments_note) = match (&analyzer.by[..], shown) {
         ([], _) => (Vec::new(), None),
-        (by, true) => {
-            match segment::reports(run, &cut, &rows_of, by, method, horizon_ns, printing) {
-                Ok(segments) => (segments, None),
-                Err(why) => (Vec::new(), Some(why)),
-            }
-        }
+        (by, true) => match segment::reports(run, &cut, &rows_of, by, method, horizon_ns, &rules) {
+            Ok(segments) => (segments, None),
+            Err(why) => (Vec::new(), Some(why)),
+        },
         (_, false) => (
             Vec::new(),
             Some(
@@ -215,7 +196,7 @@ pub fn analyze<'a>(
         })
         .collect();
     let server = crate::server::evidence(
-        run,
+        (run, rules.streams),
         shown.then_some(&spans[..]),
         (!shown).then(|| {
             "withheld with the windows: the run is invalid (§9); --diagnose shows them".into()
@@ -271,6 +252,54 @@ pub fn analyze<'a>(
         report.headline = crate::headline::of_run(&report);
     }
     report
+}
+
+/// Every window's report, its inter-token figures from a second pass over the journal: the
+/// gaps between answer content events (v0.1-v0.4, and per token), or (A4) between deliveries,
+/// with the streams' figures.
+fn window_reports(
+    run: &Run,
+    files: &[JournalFile],
+    (cut, rows_of): (&[Window], &[Vec<usize>]),
+    baseline_rows: &[usize],
+    (method, horizon_ns, rules): (Method, u64, &Rules),
+) -> Vec<WindowReport> {
+    let report = |window: &Window, rows: &[usize]| {
+        window_report(run, window, rows, baseline_rows, method, horizon_ns, rules)
+    };
+    if rules.streams == StreamReading::EveryDelta {
+        let delivered = streams::delivered(run, files, cut);
+        return cut
+            .iter()
+            .zip(rows_of)
+            .zip(delivered)
+            .map(|((window, rows), delivered)| {
+                let mut report = report(window, rows);
+                let (inter, share) = streams::inter_token(delivered.gaps.clone());
+                report.inter_chunk_at_floor = Some(window::floor_share(Some(&delivered.gaps)));
+                report.inter_chunk = inter;
+                report.streams = Some(streams::figures(&run.requests, rows, &delivered, share));
+                report
+            })
+            .collect();
+    }
+    let mut gaps = inter_chunk(run, files, cut, rules.streams).into_iter();
+    cut.iter()
+        .zip(rows_of)
+        .map(|(window, rows)| {
+            let mut report = report(window, rows);
+            let (pooled, per_token) = gaps.next().unzip();
+            report.inter_chunk_at_floor =
+                (rules.printing == Printing::Honest).then(|| window::floor_share(pooled.as_ref()));
+            report.inter_chunk = distribution(&[], pooled);
+            report.inter_chunk.label = INTER_CHUNK;
+            report.tokens.itl_per_token = Some(distribution(&[], per_token));
+            if let Some(d) = report.tokens.itl_per_token.as_mut() {
+                d.label = tokens::ITL_PER_TOKEN;
+            }
+            report
+        })
+        .collect()
 }
 
 /// The recovery boundary (§5): when the run recovered to the pre-fault baseline by the pinned

@@ -243,7 +243,11 @@ fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
         .windows
         .iter()
         .find(|w| w.window == window)?;
-    Some(latency_samples(side.run, bounds.start_ns, bounds.end_ns))
+    Some(latency_samples(
+        side.run,
+        (bounds.start_ns, bounds.end_ns),
+        side.report.rules.streams,
+    ))
 }
 
 /// One run a side: the request-level tests of one window.

@@ -92,6 +92,14 @@ pub fn requests_frame(
     let class = &requests.class[rows.clone()];
     let intended = part(&rows, &requests.intended_ns);
     let first_content = part(&rows, &requests.first_content_ns);
+    // A4: TTFT ends at the first generated delta of any kind, where the journal says.
+    let first_token: Vec<u64> = rows
+        .clone()
+        .map(|row| match &requests.streams {
+            Some(s) => s.first_ns[row].min(requests.first_content_ns[row]),
+            None => requests.first_content_ns[row],
+        })
+        .collect();
     let terminal = part(&rows, &requests.terminal_ns);
     let completed = |row: usize| outcome[row] == Outcome::Completed as u8;
     // A class outside the registry is named by its code; those few names are made once.
@@ -158,7 +166,7 @@ pub fn requests_frame(
         terminal_column
             .with_name("terminal_ns".into())
             .into_column(),
-        latency("ttft_ns", first_content),
+        latency("ttft_ns", &first_token),
         latency("e2e_ns", terminal),
         Column::new(
             "content_events".into(),
@@ -203,7 +211,81 @@ pub fn requests_frame(
             Some(requests.details.get(requests.detail[start + row]))
         }),
     ];
+    let mut columns = columns;
+    columns.extend(stream_columns(requests, rows, latency));
     DataFrame::new(len, columns)
+}
+
+/// A4's columns (JOURNAL.md kind 8): the first delta of each kind, the deltas of each kind, the
+/// usage's reasoning tokens, the deliveries, the kinds as one value, and the time to first
+/// answer token; null for a request without a stream record (every one of a journal recorded
+/// before 2026-12-05), so the schema is the same for every journal.
+fn stream_columns(
+    requests: &Requests,
+    rows: Range<usize>,
+    latency: impl Fn(&str, &[u64]) -> polars::prelude::Column,
+) -> Vec<polars::prelude::Column> {
+    let len = rows.len();
+    let none64 = vec![NONE; len];
+    let none32 = vec![u32::MAX; len];
+    let Some(s) = &requests.streams else {
+        let mut out: Vec<polars::prelude::Column> = [
+            "first_delta_ns",
+            "first_answer_ns",
+            "first_reasoning_ns",
+            "last_reasoning_ns",
+            "first_tool_call_ns",
+        ]
+        .iter()
+        .map(|name| nullable(name, &none64))
+        .collect();
+        for name in [
+            "answer_deltas",
+            "reasoning_deltas",
+            "tool_call_deltas",
+            "other_deltas",
+            "reasoning_tokens",
+            "deliveries",
+        ] {
+            out.push(nullable32(name, &none32));
+        }
+        out.push(strings("output", len, |_| None));
+        out.push(latency("ttfat_ns", &none64));
+        return out;
+    };
+    let recorded = |row: usize| s.kinds[rows.start + row] != 0;
+    let counts = |name: &str, column: &[u32]| {
+        let values: Vec<u32> = (0..len)
+            .map(|row| {
+                if recorded(row) {
+                    column[rows.start + row]
+                } else {
+                    u32::MAX
+                }
+            })
+            .collect();
+        nullable32(name, &values)
+    };
+    vec![
+        nullable("first_delta_ns", part(&rows, &s.first_ns)),
+        nullable("first_answer_ns", part(&rows, &s.first_answer_ns)),
+        nullable("first_reasoning_ns", part(&rows, &s.first_reasoning_ns)),
+        nullable("last_reasoning_ns", part(&rows, &s.last_reasoning_ns)),
+        nullable("first_tool_call_ns", part(&rows, &s.first_tool_call_ns)),
+        counts("answer_deltas", &s.answer_deltas),
+        counts("reasoning_deltas", &s.reasoning_deltas),
+        counts("tool_call_deltas", &s.tool_call_deltas),
+        counts("other_deltas", &s.other_deltas),
+        nullable32("reasoning_tokens", part(&rows, &s.reasoning_tokens)),
+        counts("deliveries", &s.deliveries),
+        {
+            let labels: Vec<Option<String>> = (0..len)
+                .map(|row| recorded(row).then(|| s.kinds_label(rows.start + row)))
+                .collect();
+            strings("output", len, |row| labels[row].as_deref())
+        },
+        latency("ttfat_ns", part(&rows, &s.first_answer_ns)),
+    ]
 }
 
 /// The request frame in batches of `batch_rows` rows, in index order; at least one batch,

@@ -13,13 +13,18 @@ use crate::model::{Distribution, Report, Share, WindowReport};
 /// The schema of `summary.json`.
 pub const SCHEMA: &str = "percentes-summary/1";
 
-/// The latency rows, in the order shown: (metric prefix, row label).
-const LATENCY_ROWS: [(&str, &str); 4] = [
+/// The latency rows, in the order shown: (metric prefix, row label). The A4 rows (time to first
+/// answer token, reasoning span) appear only under v0.5 and where the window has any.
+const LATENCY_ROWS: [(&str, &str); 6] = [
     ("ttft", "TTFT"),
+    ("ttfat", "first answer"),
+    ("reasoning", "reasoning"),
     ("tpot", "TPOT"),
     ("itl", "inter-token"),
     ("e2e", "end to end"),
 ];
+/// The rows shown only where the window has samples of them.
+const STREAM_ROWS: [&str; 2] = ["ttfat", "reasoning"];
 
 /// The quantiles kept per latency (the report's own), and the three a terminal row shows.
 const KEPT: [&str; 4] = ["p50", "p90", "p95", "p99"];
@@ -67,6 +72,10 @@ pub struct WindowFigures {
     pub completion: Vec<String>,
     /// The §3 caveat when errored + censored is above 5 %.
     pub caveat: Option<String>,
+    /// A4 (v0.5): the inter-token gaps at the 1 us floor, the read's resolution, and all gaps:
+    /// stated wherever the inter-token figure appears.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inter_token_floor: Option<(u64, u64)>,
 }
 
 /// One figure, or its refusal.
@@ -131,16 +140,55 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
 
 fn window(w: &WindowReport) -> WindowFigures {
     let mut figures = Vec::new();
-    for (prefix, distribution) in [
+    // Up to v0.4 the inter-token figure is per token; under A4, per delivery (the pooled
+    // inter-chunk distribution, with its refusals at the read's floor).
+    let itl = w.tokens.itl_per_token.as_ref().unwrap_or(&w.inter_chunk);
+    let mut latencies = vec![
         ("ttft", &w.ttft),
         ("tpot", &w.tokens.tpot),
-        ("itl", &w.tokens.itl_per_token),
+        ("itl", itl),
         ("e2e", &w.e2e),
-    ] {
+    ];
+    if let Some(s) = &w.streams {
+        latencies.push(("ttfat", &s.ttfat));
+        latencies.push(("reasoning", &s.reasoning_span));
+    }
+    for (prefix, distribution) in latencies {
         for q in KEPT {
             figures.push(latency(format!("{prefix}_{q}"), q, distribution));
         }
     }
+    if let Some(s) = &w.streams {
+        figures.extend(reasoning_tokens(s));
+    }
+    figures.extend(shares_and_rates(w));
+    WindowFigures {
+        window: w.window.to_owned(),
+        start_s: w.start_s,
+        end_s: w.end_s,
+        scheduled: w.scheduled,
+        completed: w.outcomes.completed,
+        errored: w.outcomes.errored,
+        censored: w.outcomes.censored,
+        figures,
+        completion: w
+            .completion
+            .readings
+            .iter()
+            .map(|r| r.text.clone())
+            .collect(),
+        caveat: w.caveat.clone(),
+        inter_token_floor: w
+            .streams
+            .as_ref()
+            .and(w.inter_chunk_at_floor.as_ref())
+            .map(|f| ((f.value.unwrap_or(0.0) * f.n as f64).round() as u64, f.n)),
+    }
+}
+
+/// The completion curve's readings, the window's shares and its rates.
+fn shares_and_rates(w: &WindowReport) -> Vec<Figure> {
+    let mut figures = Vec::new();
     for reading in &w.completion.readings {
         figures.push(Figure {
             name: format!("completion_{}", reading.quantile),
@@ -171,23 +219,26 @@ fn window(w: &WindowReport) -> WindowFigures {
             .is_none()
             .then(|| w.tokens.text.clone()),
     });
-    WindowFigures {
-        window: w.window.to_owned(),
-        start_s: w.start_s,
-        end_s: w.end_s,
-        scheduled: w.scheduled,
-        completed: w.outcomes.completed,
-        errored: w.outcomes.errored,
-        censored: w.outcomes.censored,
-        figures,
-        completion: w
-            .completion
-            .readings
-            .iter()
-            .map(|r| r.text.clone())
-            .collect(),
-        caveat: w.caveat.clone(),
-    }
+    figures
+}
+
+/// A4: the usage's reasoning tokens by quantile, refused where no request reported them.
+fn reasoning_tokens(s: &crate::model::StreamFigures) -> Vec<Figure> {
+    KEPT.iter()
+        .map(|q| {
+            let value = s.reasoning_tokens.percentiles.iter().find(|(n, _)| n == q);
+            Figure {
+                name: format!("reasoning_tokens_{q}"),
+                unit: "tokens",
+                n: s.reasoning_tokens.n,
+                value: value.map(|(_, v)| *v as f64),
+                interval: None,
+                refused: value.is_none().then(|| {
+                    "no completed request of the window reported reasoning tokens".to_owned()
+                }),
+            }
+        })
+        .collect()
 }
 
 fn of_share(name: &str, unit: &'static str, share: &Share) -> Figure {
@@ -208,6 +259,16 @@ fn of_share(name: &str, unit: &'static str, share: &Share) -> Figure {
 /// its refusal (a tail is never published as a bare point, §7). Pooled inter-token gaps keep no
 /// order statistics and carry no interval; their tails are read as the report prints them.
 fn latency(name: String, q: &str, d: &Distribution) -> Figure {
+    if let Some((_, why)) = d.refused.iter().find(|(r, _)| r == q) {
+        return Figure {
+            name,
+            unit: "s",
+            n: d.n,
+            value: None,
+            interval: None,
+            refused: Some(why.clone()),
+        };
+    }
     let value = d
         .percentiles_us
         .iter()
@@ -278,7 +339,18 @@ fn check(summary: &Summary, t: &Threshold) -> Verdict {
         return fail(&w.window, why);
     }
     let Some(figure) = w.figures.iter().find(|f| f.name == t.metric) else {
-        return fail(&w.window, format!("no figure `{}` in the window", t.metric));
+        let a4 = ["ttfat_", "reasoning_"]
+            .iter()
+            .any(|p| t.metric.starts_with(p));
+        let why = if a4 {
+            format!(
+                "no figure `{}` in the window: it is a reading of spec v0.5 on (A4), and this analysis applied an earlier version",
+                t.metric
+            )
+        } else {
+            format!("no figure `{}` in the window", t.metric)
+        };
+        return fail(&w.window, why);
     };
     let Some(value) = figure.value else {
         let why = figure.refused.clone().unwrap_or_default();
@@ -312,6 +384,7 @@ fn shown(kind: Kind, value: f64) -> String {
         Kind::Latency => latency_text(value, unit_for(value)),
         Kind::Share => format!("{:.2} %", value * 100.0),
         Kind::Rate => format!("{value:.2}/s"),
+        Kind::Count => format!("{value:.0} tokens"),
     }
 }
 
@@ -404,13 +477,7 @@ fn window_text(out: &mut String, w: &WindowFigures) {
         "  {:<12} {:>6}  {:>11}  {:>11}  p99",
         "", "n", "p50", "p90"
     );
-    for (prefix, label) in LATENCY_ROWS {
-        let row: Vec<&Figure> = SHOWN
-            .iter()
-            .filter_map(|q| figure(format!("{prefix}_{q}")))
-            .collect();
-        latency_row(out, label, &row);
-    }
+    latency_rows(out, w);
     let _ = writeln!(
         out,
         "  completion curve, all scheduled (§3): {}",
@@ -440,11 +507,69 @@ fn window_text(out: &mut String, w: &WindowFigures) {
     }
 }
 
+/// The latency rows of a window's text, and (A4) its reasoning tokens.
+fn latency_rows(out: &mut String, w: &WindowFigures) {
+    let figure = |name: String| w.figures.iter().find(|f| f.name == name);
+    for (prefix, label) in LATENCY_ROWS {
+        let row: Vec<&Figure> = SHOWN
+            .iter()
+            .filter_map(|q| figure(format!("{prefix}_{q}")))
+            .collect();
+        // A4's rows only where they say something the TTFT row does not.
+        if row.is_empty() || (STREAM_ROWS.contains(&prefix) && !news(w, prefix)) {
+            continue;
+        }
+        // A4: the gaps at the read's resolution said beside the inter-token figure.
+        let floor = w
+            .inter_token_floor
+            .filter(|(count, _)| *count > 0 && prefix == "itl")
+            .map(|(count, n)| {
+                format!(
+                    "{:.1} % of gaps at the 1 us floor",
+                    count as f64 * 100.0 / n.max(1) as f64
+                )
+            });
+        latency_row(out, label, &row, floor);
+    }
+    let tokens: Vec<String> = SHOWN
+        .iter()
+        .filter_map(|q| figure(format!("reasoning_tokens_{q}")))
+        .filter_map(|f| Some(format!("{:.0}", f.value?)))
+        .collect();
+    if let [p50, p90, p99] = &tokens[..] {
+        let _ = writeln!(
+            out,
+            "  reasoning tokens (usage) p50 {p50}, p90 {p90}, p99 {p99}"
+        );
+    }
+}
+
+/// Whether an A4 row (`ttfat`, `reasoning`) of window `w` says something: samples, and for the
+/// time to first answer token, a figure other than the TTFT row's (a plain stream's first answer
+/// token is its first token).
+fn news(w: &WindowFigures, prefix: &str) -> bool {
+    let of = |name: String| w.figures.iter().find(|f| f.name == name);
+    SHOWN.iter().any(|q| {
+        let this = of(format!("{prefix}_{q}"));
+        let ttft = of(format!("ttft_{q}"));
+        this.is_some_and(|f| f.n > 0)
+            && (prefix != "ttfat" || this.map(|f| (f.n, f.value)) != ttft.map(|f| (f.n, f.value)))
+    })
+}
+
 /// One latency row: n, p50, p90 and the p99 with its interval or its refusal, in one unit.
-fn latency_row(out: &mut String, label: &str, row: &[&Figure]) {
+fn latency_row(out: &mut String, label: &str, row: &[&Figure], note: Option<String>) {
     let n = row.first().map_or(0, |f| f.n);
     if n == 0 {
         let _ = writeln!(out, "  {label:<12} {n:>6}  none completed");
+        return;
+    }
+    // Refused as a whole (A4: gaps mostly at the read's floor): the reason once.
+    if let Some(why) = row.first().and_then(|f| f.refused.as_ref()).filter(|why| {
+        row.iter()
+            .all(|f| f.value.is_none() && f.refused.as_ref() == Some(why))
+    }) {
+        let _ = writeln!(out, "  {label:<12} {n:>6}  {why}");
         return;
     }
     let largest = row
@@ -454,7 +579,8 @@ fn latency_row(out: &mut String, label: &str, row: &[&Figure]) {
     let unit = unit_for(largest);
     let cell = |f: &Figure| match (f.value, &f.refused) {
         (Some(v), _) => latency_text(v, unit),
-        (None, Some(why)) => why.clone(),
+        (None, Some(why)) if f.name.ends_with("_p99") => why.clone(),
+        (None, Some(_)) => "refused".to_owned(),
         (None, None) => "n/a".to_owned(),
     };
     let p99 = row[2];
@@ -466,9 +592,13 @@ fn latency_row(out: &mut String, label: &str, row: &[&Figure]) {
             latency_text(hi, unit)
         ),
         // Pooled inter-token gaps keep no order statistics, so no interval (§7).
-        (Some(v), None) if p99.refused.is_none() => {
-            format!("{} (pooled gaps, no interval)", latency_text(v, unit))
-        }
+        (Some(v), None) if p99.refused.is_none() => match &note {
+            Some(note) => format!(
+                "{} (pooled gaps, no interval; {note})",
+                latency_text(v, unit)
+            ),
+            None => format!("{} (pooled gaps, no interval)", latency_text(v, unit)),
+        },
         _ => cell(p99),
     };
     let _ = writeln!(
@@ -477,6 +607,24 @@ fn latency_row(out: &mut String, label: &str, row: &[&Figure]) {
         cell(row[0]),
         cell(row[1])
     );
+    for f in &row[..2] {
+        if let (None, Some(why)) = (f.value, &f.refused) {
+            let _ = writeln!(out, "  {:<12}         {}: {why}", "", f.name);
+        }
+    }
+}
+
+/// The summary of `report` with the configuration's thresholds and then the user's
+/// (`--fail-on`), written as `summary.json` into `output`.
+pub fn write(
+    report: &Report,
+    (configured, asked): (&[Threshold], &[Threshold]),
+    output: &std::path::Path,
+) -> std::io::Result<Summary> {
+    let thresholds: Vec<Threshold> = configured.iter().chain(asked).cloned().collect();
+    let summary = of(report, &thresholds);
+    std::fs::write(output.join("summary.json"), json(&summary))?;
+    Ok(summary)
 }
 
 /// `summary.json`: the summary, pretty-printed, with a final newline.

@@ -13,7 +13,12 @@ use std::collections::HashMap;
 use std::path::Path;
 
 mod column;
+pub mod streams;
 pub use column::{Column, Place, SpillError};
+pub use streams::Streams;
+
+use percentes_formats::journal::stream::StreamRecord;
+use percentes_formats::spec::StreamReading;
 
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::journal::records::{
@@ -126,6 +131,9 @@ pub struct Requests {
     pub replicas: Interned,
     /// Failure details, interned.
     pub details: Interned,
+    /// Each request's generated output by kind (kind 8), once the journal's first stream record
+    /// is read; `None` for a journal without any.
+    pub streams: Option<Streams>,
     /// Where the record columns are made by [`Requests::reserve_records`].
     place: Place,
 }
@@ -204,6 +212,9 @@ impl Requests {
         }
         self.class.release();
         self.http_status.release();
+        if let Some(streams) = &self.streams {
+            streams.release();
+        }
     }
 
     /// Whether the numeric columns live in spill files.
@@ -309,6 +320,35 @@ impl Requests {
         }
         if let Some(v) = extension.get(ExtensionKey::StreamId) {
             self.stream_id[row] = clamp(v);
+        }
+    }
+
+    /// Writes a kind-8 stream record into row `row`, making the stream columns at the first.
+    pub fn fill_stream(&mut self, row: usize, record: &StreamRecord) -> Result<(), SpillError> {
+        if self.streams.is_none() {
+            self.streams = Some(Streams::empty(self.len(), &self.place)?);
+        }
+        if let Some(streams) = self.streams.as_mut() {
+            streams.fill(row, record);
+        }
+        Ok(())
+    }
+
+    /// When row `row`'s time to first token ends, ns from the epoch, under `reading` (SPEC §3):
+    /// the first answer content event (v0.1-v0.4), or the first generated delta of any kind
+    /// (A4; the first content event where the journal has no stream record for the row, as a
+    /// journal before stream records has none); for a completion with neither (a body with no
+    /// text, an empty stream), its terminal time.
+    pub fn first_token_ns(&self, row: usize, reading: StreamReading) -> u64 {
+        let content = self.first_content_ns[row];
+        let first = match (reading, &self.streams) {
+            (StreamReading::EveryDelta, Some(streams)) => streams.first_ns[row].min(content),
+            _ => content,
+        };
+        if first == NONE {
+            self.terminal_ns[row]
+        } else {
+            first
         }
     }
 

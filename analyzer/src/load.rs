@@ -12,13 +12,14 @@ use percentes_formats::journal::cgroup::CgroupCpu;
 use percentes_formats::journal::manifest::Manifest;
 use percentes_formats::journal::records::{EventKind, Record, SealStatus};
 use percentes_formats::journal::scrape::ScrapeRecord;
+use percentes_formats::journal::stream::StreamRecord;
 use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::{ScheduleParams, Workload};
 
 mod sessions;
 
-use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NO_RECORD};
+use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NONE, NO_RECORD};
 use crate::JournalFile;
 
 /// A journal, checked and decoded.
@@ -270,6 +271,8 @@ pub fn load_verified_with(
     requests.reserve_records().map_err(LoadError::Spill)?;
     // Which rows have had a kind-6 extension (at most one each).
     let mut extended = vec![false; requests.len()];
+    // Each row's kind-8 stream record's sequence number (at most one each).
+    let mut streamed: Vec<Option<u64>> = Vec::new();
     let mut first_sequence = vec![0u64; 0];
     let mut events = Events::default();
     let mut telemetry = Telemetry::default();
@@ -395,11 +398,27 @@ pub fn load_verified_with(
                         turns.note(row, &x);
                     }
                 }
+                Record::Stream(x) => {
+                    let row = placed(x.index, own, shard, requests.len()).ok_or_else(|| {
+                        LoadError::Record {
+                            sequence: framed.sequence,
+                            message: unscheduled(
+                                "stream record for index",
+                                x.index,
+                                own,
+                                header.schedule_requests,
+                                &shard_named(files, part),
+                            ),
+                        }
+                    })?;
+                    stream_into(&mut requests, &mut streamed, row, &x, framed.sequence)?;
+                }
                 Record::Checkpoint(_) | Record::Seal(_) | Record::Unknown { .. } => {}
             }
         }
         telemetry.shards.push(telemetry_start..telemetry.rows.len());
     }
+    streams_agree(&requests, &streamed)?;
     if files.len() > 1 {
         // One timeline: every shard's events by time (stable, so a shard's own order holds).
         events.rows.sort_by_key(|e| e.at_ns);
@@ -444,6 +463,74 @@ pub fn load_verified_with(
         manifest: None,
         vouched: None,
     })
+}
+
+/// A kind-8 stream record into its row, once JOURNAL.md's rules for it hold: at most one a
+/// row, and the record's own rules ([`StreamRecord::check`]).
+fn stream_into(
+    requests: &mut Requests,
+    streamed: &mut Vec<Option<u64>>,
+    row: usize,
+    record: &StreamRecord,
+    sequence: u64,
+) -> Result<(), LoadError> {
+    if streamed.is_empty() {
+        streamed.resize(requests.len(), None);
+    }
+    if let Some(first) = streamed[row].replace(sequence) {
+        return Err(LoadError::Record {
+            sequence,
+            message: format!(
+                "request index {} has a second stream record (the first is record {first}; JOURNAL.md kind 8: at most one per index)",
+                record.index
+            ),
+        });
+    }
+    record.check().map_err(|broken| LoadError::Record {
+        sequence,
+        message: format!(
+            "the stream record of request index {} breaks JOURNAL.md's kind-8 rules: {broken}",
+            record.index
+        ),
+    })?;
+    requests.fill_stream(row, record).map_err(LoadError::Spill)
+}
+
+/// Every stream record against its request (JOURNAL.md kind 8): the request was dispatched, and
+/// its output came between its dispatch and its terminal time.
+fn streams_agree(requests: &Requests, streamed: &[Option<u64>]) -> Result<(), LoadError> {
+    let Some(streams) = &requests.streams else {
+        return Ok(());
+    };
+    for (row, sequence) in streamed.iter().enumerate() {
+        let Some(sequence) = *sequence else {
+            continue;
+        };
+        let dispatched = requests.dispatched_ns[row];
+        let terminal = requests.terminal_ns[row];
+        let (first, last) = (streams.first_ns[row], streams.last_ns[row]);
+        let problem = if requests.outcome[row] == NO_RECORD {
+            None
+        } else if dispatched == NONE {
+            Some("the request was never dispatched".to_owned())
+        } else if first < dispatched || last > terminal {
+            Some(format!(
+                "its output ({first}-{last} ns) is not within the request's dispatch and terminal times ({dispatched}-{terminal} ns)"
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(LoadError::Record {
+                sequence,
+                message: format!(
+                    "the stream record of request index {}: {problem} (JOURNAL.md kind 8)",
+                    requests.index[row]
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The first journal's verification report, header and configuration, once every journal
@@ -777,6 +864,89 @@ mod tests {
             matches!(error, LoadError::Missing { count: 1, first: 5 }),
             "{error}"
         );
+    }
+
+    /// The golden journal with a stream record before each completed request (2 reasoning and
+    /// 4 answer deltas), then `edit`ed.
+    fn streamed(edit: impl FnOnce(&mut Vec<Record>)) -> Vec<u8> {
+        let with = synthetic::with_streams(&synthetic::small_sealed(), (2, 4), 30_000_000);
+        synthetic::with_records(&with, edit)
+    }
+
+    fn first_stream(
+        records: &mut [Record],
+    ) -> &mut percentes_formats::journal::stream::StreamRecord {
+        records
+            .iter_mut()
+            .find_map(|r| match r {
+                Record::Stream(s) => Some(s),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    /// Kind 8 loads into the stream columns, and each of JOURNAL.md's rules for it is a refusal
+    /// naming the record and the rule.
+    #[test]
+    fn a_stream_record_fills_its_row_and_each_broken_rule_is_refused() {
+        let run = load(&file("streamed.pj", &streamed(|_| {}))).unwrap();
+        let streams = run.requests.streams.as_ref().expect("stream columns");
+        let row = (0..run.requests.len())
+            .find(|&r| streams.kinds[r] != 0)
+            .unwrap();
+        assert_eq!(streams.kinds_label(row), "answer+reasoning");
+        assert_eq!(
+            streams.first_answer_ns[row],
+            run.requests.first_content_ns[row]
+        );
+        assert_eq!(
+            streams.first_ns[row] + 30_000_000,
+            streams.first_answer_ns[row]
+        );
+        assert_eq!((streams.reasoning_tokens[row], streams.deltas(row)), (2, 6));
+        type Edit = fn(&mut Vec<Record>);
+        let cases: [(&str, Edit, &str); 5] = [
+            (
+                "twice",
+                |r| first_stream(r).kinds[1].kind = 1,
+                "kind 1 is listed twice",
+            ),
+            (
+                "gaps",
+                |r| first_stream(r).deliveries[1].gap_us += 100_000,
+                "its delivery gaps sum to",
+            ),
+            (
+                "second",
+                |r| {
+                    let copy = first_stream(r).clone();
+                    r.insert(0, Record::Stream(copy));
+                },
+                "has a second stream record",
+            ),
+            (
+                "late",
+                |r| {
+                    // Every delta 40 s later: consistent within itself, after the terminal.
+                    for tally in &mut first_stream(r).kinds {
+                        tally.first_ns += 40_000_000_000;
+                        tally.last_ns += 40_000_000_000;
+                    }
+                },
+                "not within the request's dispatch and terminal times",
+            ),
+            (
+                "stray",
+                |r| first_stream(r).index = 1_000_000,
+                "stream record for index 1000000 is not in the schedule",
+            ),
+        ];
+        for (name, edit, says) in cases {
+            let error = load(&file(&format!("{name}.pj"), &streamed(edit))).unwrap_err();
+            let text = error.to_string();
+            assert!(text.contains(says), "{name}: {text}");
+            assert!(matches!(error, LoadError::Record { .. }), "{name}: {text}");
+        }
     }
 
     #[test]

@@ -331,7 +331,7 @@ pub fn analyze(
         baseline_window,
         timeout_s,
         detector,
-        &rules,
+        (&rules, spec_rules.streams),
         parts::NotBefore {
             claims: spec_rules.claims,
             removal_ns,
@@ -395,7 +395,13 @@ pub fn analyze(
         SurvivorSpan::OutageThenRecovery => {
             let recovered = to_pre_fault.at_s.map(|s| (s * 1e9).round() as u64);
             let end = recovered.unwrap_or(deadline_ns).min(end_ns);
-            survivor::spans(requests, met, anchor_ns, removal_ns, end)
+            survivor::spans(
+                (requests, spec_rules.streams),
+                met,
+                anchor_ns,
+                removal_ns,
+                end,
+            )
         }
     };
 

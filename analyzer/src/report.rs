@@ -76,14 +76,25 @@ pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
     }
     let mut log = builder.begin_log_with(&mut out, &mut serializer)?;
     for window in &report.windows {
+        // A4: the inter-token histogram holds the gaps between deliveries.
+        let inter = if window.streams.is_some() {
+            "inter-delivery"
+        } else {
+            "inter-chunk"
+        };
         for (latency, dist) in [
-            ("ttft", &window.ttft),
-            ("e2e", &window.e2e),
-            ("inter-chunk", &window.inter_chunk),
-            ("tpot", &window.tokens.tpot),
-            ("itl-per-token", &window.tokens.itl_per_token),
+            ("ttft", Some(&window.ttft)),
+            ("e2e", Some(&window.e2e)),
+            (inter, Some(&window.inter_chunk)),
+            ("tpot", Some(&window.tokens.tpot)),
+            ("itl-per-token", window.tokens.itl_per_token.as_ref()),
+            ("ttfat", window.streams.as_ref().map(|s| &s.ttfat)),
+            (
+                "reasoning-span",
+                window.streams.as_ref().map(|s| &s.reasoning_span),
+            ),
         ] {
-            let Some(histogram) = &dist.histogram else {
+            let Some(histogram) = dist.and_then(|d| d.histogram.as_ref()) else {
                 continue;
             };
             let tag_text = format!("{latency}.{}", window.window);
@@ -542,16 +553,57 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
             w.receive_path.text
         );
         let _ = writeln!(md, "| latency ({}) | n | p50 | p90 | p95 | p99 | p99.9 (descriptive) | max (descriptive) |\n|---|---|---|---|---|---|---|---|", w.ttft.label);
-        for (name, d) in [
-            ("TTFT", &w.ttft),
-            ("end-to-end", &w.e2e),
-            ("inter-chunk (pooled)", &w.inter_chunk),
-            ("time per output token", &w.tokens.tpot),
-            ("inter-token, per token (pooled)", &w.tokens.itl_per_token),
-        ] {
-            distribution_row(md, name, d, claims);
+        let a4 = w.streams.as_ref();
+        // A4's rows where they say something: a first answer token other than the first
+        // token, a reasoning span that was read.
+        fn a4_row<'d>(
+            d: Option<&'d Distribution>,
+            ttft: &Distribution,
+            first_answer: bool,
+        ) -> Option<&'d Distribution> {
+            d.filter(|d| d.n > 0 && (!first_answer || d.percentiles_us != ttft.percentiles_us))
         }
-        if let Some((Some(share), n)) = w.inter_chunk_at_floor.as_ref().map(|f| (f.value, f.n)) {
+        for (name, d) in [
+            (
+                if a4.is_some() {
+                    "TTFT (first delta of any kind)"
+                } else {
+                    "TTFT"
+                },
+                Some(&w.ttft),
+            ),
+            (
+                "time to first answer token",
+                a4_row(a4.map(|s| &s.ttfat), &w.ttft, true),
+            ),
+            ("end-to-end", Some(&w.e2e)),
+            (
+                if a4.is_some() {
+                    "inter-token, per delivery (pooled)"
+                } else {
+                    "inter-chunk (pooled)"
+                },
+                Some(&w.inter_chunk),
+            ),
+            ("time per output token", Some(&w.tokens.tpot)),
+            (
+                "inter-token, per token (pooled)",
+                w.tokens.itl_per_token.as_ref(),
+            ),
+            (
+                "reasoning span",
+                a4_row(a4.map(|s| &s.reasoning_span), &w.ttft, false),
+            ),
+        ] {
+            if let Some(d) = d {
+                distribution_row(md, name, d, claims);
+            }
+        }
+        if let Some(streams) = a4 {
+            stream_lines(md, streams, w.inter_chunk_at_floor.as_ref());
+        } else if let Some((Some(share), n)) =
+            w.inter_chunk_at_floor.as_ref().map(|f| (f.value, f.n))
+        {
             let count = (share * n as f64).round() as u64;
             let _ = writeln!(
                 md,
@@ -632,17 +684,26 @@ fn segment_tables(md: &mut String, report: &Report) {
             .find(|t| t.quantile == "p99")
             .map_or_else(|| "no completed samples".to_owned(), |t| t.text.clone())
     };
+    // A4 (v0.5): the time to first answer token beside TTFT.
+    let a4 = report.segments.iter().any(|s| s.ttfat.is_some());
     let mut window = "";
     for s in &report.segments {
         if s.window != window {
             window = s.window;
             let _ = writeln!(
                 md,
-                "\n### {window}\n\n| {} | scheduled | completed | errored | censored | goodput | completion curve | TTFT p50 | TTFT p99 | TPOT p50 | e2e p50 | e2e p99 | e2e p99 interval |\n|{}---|---|---|---|---|---|---|---|---|---|---|---|",
+                "\n### {window}\n\n| {} | scheduled | completed | errored | censored | goodput | completion curve | TTFT p50 | TTFT p99 |{} TPOT p50 | e2e p50 | e2e p99 | e2e p99 interval |\n|{}---|---|---|---|---|---|---|---|---|---|---|---|{}",
                 columns.join(" | "),
-                "---|".repeat(columns.len())
+                if a4 { " first answer p50 |" } else { "" },
+                "---|".repeat(columns.len()),
+                if a4 { "---|" } else { "" },
             );
         }
+        let first_answer = match &s.ttfat {
+            Some(d) if d.n > 0 => format!(" {} |", at(d, "p50")),
+            Some(_) => " no answer token |".to_owned(),
+            None => String::new(),
+        };
         let readings: Vec<&str> = s
             .completion
             .readings
@@ -651,7 +712,7 @@ fn segment_tables(md: &mut String, report: &Report) {
             .collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |{first_answer} {} | {} | {} | {} |",
             s.key
                 .iter()
                 .map(|(_, v)| v.as_str())
@@ -689,10 +750,18 @@ fn distribution_row(md: &mut String, name: &str, d: &Distribution, claims: Claim
         return;
     }
     let p = |q: &str| {
+        if d.refused.iter().any(|(r, _)| r == q) {
+            return "refused (1 us floor)".to_owned();
+        }
         d.percentiles_us
             .iter()
             .find(|(n, _)| n == q)
             .map_or(String::new(), |(_, v)| ms(*v))
+    };
+    let refused = if d.refused.is_empty() {
+        String::new()
+    } else {
+        "refused (1 us floor)".to_owned()
     };
     let _ = writeln!(
         md,
@@ -702,9 +771,43 @@ fn distribution_row(md: &mut String, name: &str, d: &Distribution, claims: Claim
         p("p90"),
         p("p95"),
         p("p99"),
-        d.p99_9_us.map_or(String::new(), ms),
-        d.max_us.map_or(String::new(), ms)
+        d.p99_9_us.map_or(refused.clone(), ms),
+        d.max_us.map_or(refused, ms)
     );
+}
+
+/// A4 (v0.5): what the window's streams carried and how, in report.md's words.
+fn stream_lines(
+    md: &mut String,
+    s: &crate::model::StreamFigures,
+    floor: Option<&crate::model::Share>,
+) {
+    let kinds: Vec<String> = s.output.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(
+        md,
+        "
+Streams (A4): completed requests by the output they carried: {}; {} with a stream record. {}.",
+        kinds.join(", "),
+        s.with_record,
+        s.text
+    );
+    if let Some(reason) = s.reasoning_tokens_line() {
+        let _ = writeln!(
+            md,
+            "
+Reasoning tokens (usage): {reason}; {}.",
+            s.reasoning_reconciled
+        );
+    }
+    if let Some((Some(share), n)) = floor.map(|f| (f.value, f.n)) {
+        let count = (share * n as f64).round() as u64;
+        let _ = writeln!(
+            md,
+            "
+Inter-token gaps at the 1 us floor (the read's resolution): {count} of {n} ({}); a quantile there is refused, and every one where they are the majority (A4).",
+            percent_of(count, n),
+        );
+    }
 }
 
 /// What `analyze` prints: where the files went, the verdicts, and the headline numbers.

@@ -15,6 +15,7 @@ use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
+use percentes_formats::spec::StreamReading;
 
 use crate::frame::NONE;
 use crate::load::Run;
@@ -232,7 +233,7 @@ impl Client {
     /// The requests the client saw `replica` serve: those its replica header named, and, where
     /// the base URL is the replica's own address (a replica addressed directly, with no header
     /// to name it), every request without a name.
-    fn of(run: &Run, replica: &str) -> Client {
+    fn of(run: &Run, replica: &str, reading: StreamReading) -> Client {
         let r = &run.requests;
         let direct = run
             .config
@@ -248,7 +249,13 @@ impl Client {
             .map(|row| {
                 (
                     r.request_written_ns[row],
-                    r.first_content_ns[row],
+                    // A4: the first generated delta of any kind; the first content before it.
+                    match (reading, &r.streams) {
+                        (StreamReading::EveryDelta, Some(s)) => {
+                            s.first_ns[row].min(r.first_content_ns[row])
+                        }
+                        _ => r.first_content_ns[row],
+                    },
                     r.terminal_ns[row],
                     r.outcome(row) == Some(percentes_formats::journal::Outcome::Completed),
                 )
@@ -282,7 +289,7 @@ impl Client {
 
 /// The evidence of `run`, or `None` when it journaled no scrape (nor a failed one).
 pub fn evidence(
-    run: &Run,
+    (run, reading): (&Run, StreamReading),
     windows: Option<&[WindowSpan]>,
     withheld: Option<String>,
     period_ms: f64,
@@ -305,7 +312,7 @@ pub fn evidence(
     };
     for source in &sources {
         out.sources.push(summary(source, fired_ns, victim));
-        let client = Client::of(run, source.name);
+        let client = Client::of(run, source.name, reading);
         if let Some(whole) = (!source.points.is_empty())
             .then(|| (0, source.points.len() - 1))
             .filter(|(a, b)| b > a)

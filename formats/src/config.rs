@@ -165,9 +165,11 @@ mod design;
 mod domains;
 mod lengths;
 mod located;
+pub mod parts;
 mod pinned;
 mod quick;
 mod relations;
+pub mod schema;
 mod secrets;
 mod sections;
 pub mod thresholds;
@@ -178,7 +180,9 @@ pub use design::{design_hash, TESTBED_LOCAL_KEYS};
 pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;
-pub use quick::{parse_duration_s, Quick, QuickWorkload, QUICK_PATH_DEFAULT};
+pub use quick::{
+    parse_duration_s, FlagError, Quick, QuickParts, QuickWorkload, QUICK_PATH_DEFAULT,
+};
 use sections::Typed;
 pub use sections::*;
 pub use timing::{format_s, DevTiming};

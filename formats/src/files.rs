@@ -18,6 +18,9 @@ pub const MANIFEST_BYTES_MAX: u64 = 16 << 20;
 pub const PROMPT_FILE_BYTES_MAX: u64 = 2 << 30;
 /// A Hugging Face `tokenizer.json` (256 MiB): the largest common ones are about 35 MB.
 pub const TOKENIZER_BYTES_MAX: u64 = 1 << 28;
+/// Largest image a route attaches (OpenAI's limit for one image is 20 MB; a data URL is a third
+/// larger again).
+pub const IMAGE_FILE_BYTES_MAX: u64 = 20 << 20;
 /// A configuration (1 MiB): a config is a page of TOML; a larger file is a mistake (a journal or
 /// a prompt set passed by accident).
 pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;

@@ -146,6 +146,7 @@ pins! {
     CLIENT_SSE_EVENT_BYTES_MAX = "client.sse_event_bytes_max", false, "§2", "largest server-sent event (larger: malformed-sse)", Int(1_048_576), "bytes", AtMost, Client, false;
     CLIENT_BODY_KEPT_BYTES_MAX = "client.body_kept_bytes_max", false, "§2", "largest non-streamed body kept for verification (larger: malformed-framing)", Int(4_194_304), "bytes", AtMost, Client, false;
     CLIENT_CONTENT_GAPS_MAX = "client.content_gaps_max", false, "§2", "content gaps recorded per request (the rest are counted in its content events)", Int(131_072), "gaps", AtMost, Client, false;
+    CLIENT_STREAM_DELIVERIES_MAX = "client.stream_deliveries_max", false, "§2", "deliveries (moments the read loop saw new deltas) a stream record lists per request (the rest are counted in its total)", Int(65_536), "deliveries", AtMost, Client, false;
     CLIENT_REPLICA_BYTES_MAX = "client.replica_bytes_max", false, "§2", "longest replica name recorded from a response header (longer: cut at a character boundary)", Int(256), "bytes", AtMost, Client, false;
     SERVER_SCRAPE_PERIOD_MS = "server.scrape_period_ms", false, "§2", "server-side evidence: each replica's metrics endpoint (and each server_metrics.extra) is scraped this often, divided by the dev time factor but never more often than client.gauge_period_floor_ms; a scrape gives up after one period", Int(1_000), "ms", Exactly, Client, false;
     SERVER_SCRAPE_BYTES_MAX = "server.scrape_bytes_max", false, "§2", "server-side evidence: largest metrics answer read (larger: a scrape event, no record, the connection closed)", Int(4_194_304), "bytes", AtMost, Client, false;
@@ -154,6 +155,7 @@ pins! {
     ANALYSIS_CROSSING_TOLERANCE = "analysis.crossing_tolerance", true, "§3", "quantile crossing test, absolute tolerance", Float(1e-9), "", Exactly, Analysis, false;
     ANALYSIS_CONDITIONAL_CAVEAT_FRACTION = "analysis.conditional_caveat_fraction", true, "§3", "errored+censored fraction above which the curve accompanies completed-only percentiles", Float(0.05), "", AtMost, Analysis, false;
     ANALYSIS_INTERTOKEN_FLOOR_US = "analysis.intertoken_floor_us", true, "§3", "smallest recorded inter-chunk gap", Int(1), "us", Exactly, Client, false;
+    ANALYSIS_INTERTOKEN_FLOOR_PERCENT_MAX = "analysis.intertoken_floor_percent_max", false, "§3", "A4 (v0.5): largest share of a window's inter-token gaps at the 1 us floor (the read's resolution) with which its inter-token quantiles are published; above it each is refused, as is any quantile at the floor", Int(50), "%", AtMost, Analysis, false;
     ANALYSIS_HISTOGRAM_LOWEST_US = "analysis.histogram_lowest_us", true, "§3", "histogram lowest discernible value", Int(1), "us", Exactly, Analysis, false;
     ANALYSIS_HISTOGRAM_HIGHEST_US = "analysis.histogram_highest_us", true, "§3", "histogram highest trackable value", Int(600_000_000), "us", Exactly, Analysis, false;
     ANALYSIS_HISTOGRAM_SIGNIFICANT_FIGURES = "analysis.histogram_significant_figures", true, "§3", "histogram significant figures", Int(3), "", Exactly, Analysis, false;

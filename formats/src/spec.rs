@@ -29,6 +29,10 @@ pub enum Spec {
     /// v0.4: amendment A3, a reading says what it measured, over what and of how many, and the
     /// client's rules of issue 32 are read as the send path's (SPEC §11).
     V0_4,
+    /// v0.5: amendment A4, a stream's figures say which tokens they are about: TTFT is the first
+    /// generated delta of any kind, inter-token figures are per delivery, and a figure at the
+    /// read's resolution is refused (SPEC §3, §11).
+    V0_5,
 }
 
 /// How recovery is read (SPEC §5, §10; the rules amendment A2 changed).
@@ -172,6 +176,26 @@ pub enum WideningRate {
     ConfiguredRate,
 }
 
+/// Which tokens a stream's figures are about (SPEC §3 "What a stream's figures are about").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamReading {
+    /// v0.1 to v0.4: the first answer content event ends TTFT (a reasoning phase or a tool
+    /// call's arguments before it are folded in, unnamed; a stream with no answer content ends
+    /// it at completion); inter-token figures are the gaps between answer content events, and
+    /// per token each gap divided by its request's tokens per event; a gap at the 1 us floor is
+    /// published like any other.
+    AnswerContent,
+    /// v0.5 (A4): every kind of generated delta is output (answer, reasoning, tool call,
+    /// refusal: the journal's stream records, kind 8); TTFT ends at the first of any kind, and
+    /// the time to first answer token, the reasoning span and the reasoning tokens are figures
+    /// of their own; TPOT runs from that first delta over every token the usage counts;
+    /// inter-token latency is the pooled gap between deliveries (reads that brought new deltas),
+    /// never a gap divided among the tokens of one read; a quantile at the 1 us floor (the
+    /// read's resolution) is refused, and every inter-token quantile of a window whose gaps are
+    /// mostly at that floor.
+    EveryDelta,
+}
+
 /// How report.json writes a duration in seconds (SPEC §9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JsonSeconds {
@@ -215,6 +239,8 @@ pub struct Rules {
     pub widening: WideningRate,
     /// report.json's seconds (§9, A3).
     pub json_seconds: JsonSeconds,
+    /// Which tokens a stream's figures are about (§3, A4).
+    pub streams: StreamReading,
 }
 
 impl Rules {
@@ -236,6 +262,7 @@ impl Rules {
             claims: Claims::Unguarded,
             widening: WideningRate::ObservedCount,
             json_seconds: JsonSeconds::Float,
+            streams: StreamReading::AnswerContent,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -247,6 +274,17 @@ impl Rules {
             printing: Printing::Honest,
             ..original
         };
+        let a3 = Rules {
+            stall: StallReading::SendPathOnly,
+            lateness: LatenessReading::ClientLate,
+            resolution: DetectorResolution::Bound,
+            survivor: SurvivorSpan::OutageThenRecovery,
+            shares: ShareSupport::Counted,
+            claims: Claims::Supported,
+            widening: WideningRate::ConfiguredRate,
+            json_seconds: JsonSeconds::Nanosecond,
+            ..a2
+        };
         match spec {
             Spec::V0_1 => original,
             Spec::V0_2 => Rules {
@@ -254,16 +292,10 @@ impl Rules {
                 ..original
             },
             Spec::V0_3 => a2,
-            Spec::V0_4 => Rules {
-                stall: StallReading::SendPathOnly,
-                lateness: LatenessReading::ClientLate,
-                resolution: DetectorResolution::Bound,
-                survivor: SurvivorSpan::OutageThenRecovery,
-                shares: ShareSupport::Counted,
-                claims: Claims::Supported,
-                widening: WideningRate::ConfiguredRate,
-                json_seconds: JsonSeconds::Nanosecond,
-                ..a2
+            Spec::V0_4 => a3,
+            Spec::V0_5 => Rules {
+                streams: StreamReading::EveryDelta,
+                ..a3
             },
         }
     }
@@ -282,9 +314,9 @@ pub enum ErrorTreatment {
 
 impl Spec {
     /// Every version this build applies, oldest first.
-    pub const ALL: [Spec; 4] = [Spec::V0_1, Spec::V0_2, Spec::V0_3, Spec::V0_4];
+    pub const ALL: [Spec; 5] = [Spec::V0_1, Spec::V0_2, Spec::V0_3, Spec::V0_4, Spec::V0_5];
     /// The version a new capture is recorded under.
-    pub const CURRENT: Spec = Spec::V0_4;
+    pub const CURRENT: Spec = Spec::V0_5;
 
     /// Its name as journals, reports and `--spec` write it (`v0.2`).
     pub fn name(self) -> &'static str {
@@ -293,6 +325,7 @@ impl Spec {
             Spec::V0_2 => "v0.2",
             Spec::V0_3 => "v0.3",
             Spec::V0_4 => "v0.4",
+            Spec::V0_5 => "v0.5",
         }
     }
 
@@ -325,6 +358,12 @@ impl Spec {
                  recovery apart, a share prints its n and is refused below a pinned minimum, no \
                  claim without a measured cell; G2.4 reads only a ticker on the send path",
             ),
+            Spec::V0_5 => Some(
+                "A4: a stream's figures say which tokens they are about; TTFT is the first generated \
+                 delta of any kind (reasoning, tool call, answer), the time to first answer token and \
+                 the reasoning span beside it, TPOT over every token the usage counts, inter-token \
+                 latency per delivery, and a figure at the read's 1 us resolution refused",
+            ),
         }
     }
 
@@ -353,8 +392,8 @@ mod tests {
         for spec in Spec::ALL {
             assert_eq!(Spec::parse(spec.name()), Some(spec));
         }
-        assert_eq!(Spec::parse("v0.5"), None);
-        assert_eq!(Spec::names(), "v0.1, v0.2, v0.3 and v0.4");
+        assert_eq!(Spec::parse("v0.6"), None);
+        assert_eq!(Spec::names(), "v0.1, v0.2, v0.3, v0.4 and v0.5");
         assert_eq!(Spec::parse("0.2"), None);
     }
 
@@ -362,7 +401,7 @@ mod tests {
     /// the client gate's definitions; A3 the rest, and nothing A2 set.
     #[test]
     fn each_version_changes_the_rules_its_amendment_names() {
-        let [v1, v2, v3, v4] = Spec::ALL.map(Rules::of);
+        let [v1, v2, v3, v4, v5] = Spec::ALL.map(Rules::of);
         assert_eq!(v1.curve, ErrorTreatment::Censored);
         assert_eq!(
             v2,
@@ -400,6 +439,14 @@ mod tests {
                 widening: WideningRate::ConfiguredRate,
                 json_seconds: JsonSeconds::Nanosecond,
                 ..v3
+            }
+        );
+        assert_eq!(v4.streams, StreamReading::AnswerContent);
+        assert_eq!(
+            v5,
+            Rules {
+                streams: StreamReading::EveryDelta,
+                ..v4
             }
         );
     }

@@ -512,7 +512,39 @@ fn arbitrary_record() -> impl Strategy<Value = Record> {
                     })
                 }
             ),
-        (8u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
+        (
+            any::<u64>(),
+            proptest::collection::vec(any::<(u8, u64, u64, u32)>(), 0..5),
+            any::<Option<u32>>(),
+            proptest::collection::vec(any::<(u32, u32)>(), 0..40),
+            any::<u32>(),
+        )
+            .prop_map(
+                |(index, kinds, reasoning_tokens, deliveries, deliveries_total)| {
+                    use percentes_formats::journal::stream::{Delivery, KindTally, StreamRecord};
+                    // Any field values: the framing carries what the writer was given, and only
+                    // `analyze` judges a record by JOURNAL.md's rules.
+                    Record::Stream(StreamRecord {
+                        index,
+                        kinds: kinds
+                            .into_iter()
+                            .map(|(kind, first_ns, last_ns, deltas)| KindTally {
+                                kind,
+                                first_ns,
+                                last_ns,
+                                deltas,
+                            })
+                            .collect(),
+                        reasoning_tokens,
+                        deliveries: deliveries
+                            .into_iter()
+                            .map(|(gap_us, deltas)| Delivery { gap_us, deltas })
+                            .collect(),
+                        deliveries_total,
+                    })
+                }
+            ),
+        (9u8..=255, proptest::collection::vec(any::<u8>(), 0..300))
             .prop_map(|(kind_byte, body)| Record::Unknown { kind_byte, body }),
     ]
 }

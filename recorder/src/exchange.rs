@@ -4,13 +4,21 @@
 use std::borrow::Cow;
 use std::rc::Rc;
 
+use percentes_formats::config::parts::Api;
+use percentes_formats::config::schema::Schema;
 use percentes_formats::journal::records::Outcome;
+use percentes_formats::journal::stream::{OutputKind, StreamRecord};
 use percentes_formats::pins;
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::http1::Event;
 use crate::sse::{SseError, SseEvent, SseParser};
+
+mod output;
+mod wire;
+
+pub use output::Output;
+use wire::{ChunkIn, EventIn, Piece, ResponseIn, UsageIn};
 
 /// The response header that attributes a request to a replica (the mock's; a router's upstream
 /// header is used when present).
@@ -35,60 +43,6 @@ pub fn cut(text: &str, bytes: usize) -> &str {
     &text[..end]
 }
 
-/// What the recorder reads of a chunk (or a non-streamed body): borrowed, so a token costs no
-/// allocation. Other fields are skipped unread.
-#[derive(Deserialize)]
-struct ChunkIn<'a> {
-    #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    choices: Option<Vec<ChoiceIn<'a>>>,
-    #[serde(default)]
-    usage: Option<UsageIn>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct ChoiceIn<'a> {
-    #[serde(borrow, default)]
-    delta: Option<TextIn<'a>>,
-    #[serde(borrow, default)]
-    message: Option<TextIn<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct TextIn<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct UsageIn {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-}
-
-impl ChunkIn<'_> {
-    /// The first choice's text: a delta's content, a message's content, or a completion's text.
-    fn content(&self) -> &str {
-        let Some(choice) = self.choices.as_ref().and_then(|c| c.first()) else {
-            return "";
-        };
-        choice
-            .delta
-            .as_ref()
-            .and_then(|d| d.content.as_deref())
-            .or_else(|| choice.message.as_ref().and_then(|m| m.content.as_deref()))
-            .or(choice.text.as_deref())
-            .unwrap_or_default()
-    }
-}
-
 /// A request's fate, decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
@@ -111,8 +65,18 @@ impl Verdict {
     }
 }
 
+/// The schemas a structured answer is held to (`verify.structured`, SPEC §1 "What a request
+/// carries").
+#[derive(Clone, Debug, Default)]
+pub struct Structured {
+    /// The answer's schema (`response_format`), when the route asks for a format.
+    pub answer: Option<Schema>,
+    /// Each declared function's parameters, by name.
+    pub functions: Vec<(String, Schema)>,
+}
+
 /// A route's verification rule, resolved (see `percentes_formats::config::Verify`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Rule {
     /// The exact HTTP status required (default: any 2xx).
     pub status: Option<u16>,
@@ -125,6 +89,10 @@ pub struct Rule {
     /// The lowercased response header naming the replica (`target.replica_header`); without
     /// it, [`REPLICA_HEADERS`].
     pub replica_header: Option<String>,
+    /// The API the route speaks: what its chunks or events look like, and how a stream ends.
+    pub api: Api,
+    /// The answer's and the tool calls' schemas, when the route asks for the check.
+    pub structured: Option<Structured>,
 }
 
 impl Rule {
@@ -153,20 +121,27 @@ pub struct Exchange {
     pub replica: String,
     /// When the response head arrived, ns from the epoch.
     pub response_head_ns: Option<u64>,
-    /// When the first content arrived, ns from the epoch.
+    /// When the first answer content arrived, ns from the epoch.
     pub first_content_ns: Option<u64>,
     last_content_ns: Option<u64>,
-    /// Gaps between consecutive content events, us, at least 1 (§3).
+    /// Gaps between consecutive answer content events, us, at least 1 (§3).
     pub content_gaps_us: Vec<u32>,
-    /// Content events seen.
+    /// Answer content events seen.
     pub content_events: u32,
     /// `usage.prompt_tokens` as the server reported it.
     pub usage_prompt_tokens: Option<u32>,
     /// `usage.completion_tokens` as the server reported it.
     pub usage_completion_tokens: Option<u32>,
+    /// Every kind of generated output, by delivery: the request's kind-8 record.
+    pub output: Output,
+    /// The answer's text, kept only when the rule checks it against a schema.
+    answer: Option<String>,
+    /// Each tool call's (index, name, arguments), kept only when the rule checks them.
+    calls: Option<Vec<(u32, String, String)>>,
     /// The server asked to close the connection after this response.
     pub close_after: bool,
     sse: SseParser,
+    /// The stream's end was seen: `data: [DONE]`, or the Responses API's `response.completed`.
     done_marker: bool,
     body: Vec<u8>,
     /// Set once the request's fate is known early (an error status, broken framing).
@@ -188,9 +163,16 @@ impl Exchange {
     /// An exchange checked by `rule`.
     pub fn with_rule(streaming: bool, rule: impl Into<Rc<Rule>>) -> Exchange {
         let rule = rule.into();
+        let structured = rule.structured.as_ref();
         Exchange {
             streaming,
             content: rule.content_blake3.map(|_| Box::new(blake3::Hasher::new())),
+            answer: structured
+                .filter(|s| s.answer.is_some())
+                .map(|_| String::new()),
+            calls: structured
+                .filter(|s| !s.functions.is_empty())
+                .map(|_| Vec::new()),
             rule,
             failed_check: None,
             status: None,
@@ -202,6 +184,7 @@ impl Exchange {
             content_events: 0,
             usage_prompt_tokens: None,
             usage_completion_tokens: None,
+            output: Output::until(u64::MAX),
             close_after: false,
             sse: SseParser::default(),
             done_marker: false,
@@ -209,6 +192,13 @@ impl Exchange {
             decided: None,
             waiting_for_window: None,
         }
+    }
+
+    /// The exchange of a request whose deadline is `deadline_ns`: output read after it is not
+    /// counted in its stream record (by then the request was censored, SPEC §3).
+    pub fn until(mut self, deadline_ns: u64) -> Exchange {
+        self.output = Output::until(deadline_ns);
+        self
     }
 
     /// The verdict, once the response has decided it (an error status or broken framing).
@@ -222,40 +212,18 @@ impl Exchange {
         }
     }
 
+    /// The request's kind-8 stream record, when any output arrived.
+    pub fn stream_record(&self, index: u64) -> Option<StreamRecord> {
+        self.output.record(index)
+    }
+
     /// Takes one HTTP event observed at `now_ns`.
     pub fn on_http(&mut self, event: Event, now_ns: u64) {
         if self.decided.is_some() {
             return;
         }
         match event {
-            Event::Head { status, headers } => {
-                self.status = Some(status);
-                self.response_head_ns = Some(now_ns);
-                let found = match &self.rule.replica_header {
-                    Some(name) => headers.iter().find(|(k, _)| k == name),
-                    None => REPLICA_HEADERS
-                        .iter()
-                        .find_map(|name| headers.iter().find(|(k, _)| k == name)),
-                };
-                if let Some((_, v)) = found {
-                    self.replica = cut(v, REPLICA_BYTES_MAX).to_owned();
-                }
-                self.close_after = headers
-                    .iter()
-                    .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
-                self.check_head(status, &headers);
-                match status {
-                    200..=299 => {}
-                    429 | 503 => {
-                        self.decide(Verdict::errored("rejection", format!("HTTP {status}")))
-                    }
-                    502 | 504 => self.decide(Verdict::errored(
-                        "dependency-failure",
-                        format!("HTTP {status}"),
-                    )),
-                    _ => self.decide(Verdict::errored("http-status", format!("HTTP {status}"))),
-                }
-            }
+            Event::Head { status, headers } => self.on_head(status, &headers, now_ns),
             Event::Data(bytes) => {
                 if !self.streaming {
                     if self.body.len() + bytes.len() <= crate::http1::BODY_KEPT_BYTES_MAX {
@@ -289,6 +257,33 @@ impl Exchange {
         }
     }
 
+    fn on_head(&mut self, status: u16, headers: &[(String, String)], now_ns: u64) {
+        self.status = Some(status);
+        self.response_head_ns = Some(now_ns);
+        let found = match &self.rule.replica_header {
+            Some(name) => headers.iter().find(|(k, _)| k == name),
+            None => REPLICA_HEADERS
+                .iter()
+                .find_map(|name| headers.iter().find(|(k, _)| k == name)),
+        };
+        if let Some((_, v)) = found {
+            self.replica = cut(v, REPLICA_BYTES_MAX).to_owned();
+        }
+        self.close_after = headers
+            .iter()
+            .any(|(k, v)| k == "connection" && v.eq_ignore_ascii_case("close"));
+        self.check_head(status, headers);
+        match status {
+            200..=299 => {}
+            429 | 503 => self.decide(Verdict::errored("rejection", format!("HTTP {status}"))),
+            502 | 504 => self.decide(Verdict::errored(
+                "dependency-failure",
+                format!("HTTP {status}"),
+            )),
+            _ => self.decide(Verdict::errored("http-status", format!("HTTP {status}"))),
+        }
+    }
+
     fn on_sse(&mut self, event: SseEvent, now_ns: u64) {
         if self.done_marker {
             return;
@@ -297,32 +292,118 @@ impl Exchange {
             self.done_marker = true;
             return;
         }
-        let chunk: ChunkIn = match serde_json::from_str(&event.data) {
+        match self.rule.api {
+            Api::Responses => self.on_event(&event.data, now_ns),
+            Api::Chat | Api::Completions => self.on_chunk(&event.data, now_ns),
+        }
+    }
+
+    /// A Chat Completions or Completions chunk.
+    fn on_chunk(&mut self, data: &str, now_ns: u64) {
+        let chunk: ChunkIn = match serde_json::from_str(data) {
             Ok(c) => c,
-            Err(_) => {
-                let shown: String = event.data.chars().take(60).collect();
-                return self.decide(Verdict::errored(
-                    "malformed-sse",
-                    format!("data is not a JSON chunk: {shown:?}"),
-                ));
-            }
+            Err(_) => return self.not_json(data),
         };
         if chunk.error.is_some() {
-            let shown: String = event.data.chars().take(120).collect();
+            let shown: String = data.chars().take(120).collect();
             return self.decide(Verdict::errored(
                 "http-status",
                 format!("error event in the stream: {shown}"),
             ));
         }
-        self.check_chunk(&chunk, &event.data);
-        let content = chunk.content();
-        if !content.is_empty() {
-            if let Some(hasher) = self.content.as_mut() {
-                hasher.update(content.as_bytes());
-            }
-            self.content_event(now_ns);
+        self.check_field(chunk.model.as_deref(), data);
+        for piece in chunk.pieces() {
+            self.piece(piece, now_ns, true);
         }
-        self.read_usage(&chunk);
+        self.read_usage(chunk.usage.as_ref());
+    }
+
+    /// A Responses API event: a delta, the response's start or end, or its failure.
+    fn on_event(&mut self, data: &str, now_ns: u64) {
+        let event: EventIn = match serde_json::from_str(data) {
+            Ok(e) => e,
+            Err(_) => return self.not_json(data),
+        };
+        match event.kind.as_deref() {
+            Some("error" | "response.failed") => {
+                let shown: String = data.chars().take(120).collect();
+                self.decide(Verdict::errored(
+                    "http-status",
+                    format!("error event in the stream: {shown}"),
+                ))
+            }
+            // An incomplete response (cut at max_output_tokens) ended whole, as a chat stream
+            // that finished for its length does.
+            Some("response.completed" | "response.incomplete") => {
+                self.done_marker = true;
+                if let Some(response) = &event.response {
+                    self.check_field(response.model.as_deref(), data);
+                    self.read_usage(response.usage.as_ref());
+                }
+            }
+            Some("response.created" | "response.in_progress") => {
+                let model = event.response.as_ref().and_then(|r| r.model.as_deref());
+                self.check_field(model, data);
+            }
+            _ => {
+                if let Some(piece) = event.piece() {
+                    self.piece(piece, now_ns, true);
+                }
+            }
+        }
+    }
+
+    fn not_json(&mut self, data: &str) {
+        let shown: String = data.chars().take(60).collect();
+        self.decide(Verdict::errored(
+            "malformed-sse",
+            format!("data is not a JSON chunk: {shown:?}"),
+        ));
+    }
+
+    /// One piece of generated output read at `now_ns`; `timed` says whether an answer piece is
+    /// a content event of the request record (a non-streamed body has one, set by `finish`).
+    fn piece(&mut self, piece: Piece, now_ns: u64, timed: bool) {
+        self.output.delta(piece.kind(), now_ns);
+        match piece {
+            Piece::Text(OutputKind::Answer, text) => {
+                if let Some(hasher) = self.content.as_mut() {
+                    hasher.update(text.as_bytes());
+                }
+                if let Some(answer) = self.answer.as_mut() {
+                    if answer.len() + text.len() <= crate::http1::BODY_KEPT_BYTES_MAX {
+                        answer.push_str(text);
+                    }
+                }
+                if timed {
+                    self.content_event(now_ns);
+                }
+            }
+            Piece::Tool {
+                index,
+                name,
+                arguments,
+            } => {
+                let Some(calls) = self.calls.as_mut() else {
+                    return;
+                };
+                let at = match calls.iter().position(|(i, _, _)| *i == index) {
+                    Some(at) => at,
+                    None => {
+                        calls.push((index, String::new(), String::new()));
+                        calls.len() - 1
+                    }
+                };
+                let call = &mut calls[at];
+                if let Some(name) = name {
+                    call.1 = name.to_owned();
+                }
+                if call.2.len() + arguments.len() <= crate::http1::BODY_KEPT_BYTES_MAX {
+                    call.2.push_str(arguments);
+                }
+            }
+            Piece::Text(..) => {}
+        }
     }
 
     fn content_event(&mut self, now_ns: u64) {
@@ -372,15 +453,15 @@ impl Exchange {
         }
     }
 
-    /// The JSON-field rule: `model` is read from the typed chunk; any other field (rare) from a
-    /// generic parse of the raw text.
-    fn check_chunk(&mut self, chunk: &ChunkIn, raw: &str) {
+    /// The JSON-field rule: `model` is read from the typed chunk (the Responses API's from its
+    /// response object); any other field (rare) from a generic parse of the raw text.
+    fn check_field(&mut self, model: Option<&str>, raw: &str) {
         let rule = Rc::clone(&self.rule);
         let Some((field, expected)) = &rule.field else {
             return;
         };
         let found: Option<Cow<str>> = if field == "model" {
-            chunk.model.as_deref().map(Cow::Borrowed)
+            model.map(Cow::Borrowed)
         } else {
             match serde_json::from_str::<Value>(raw) {
                 Ok(value) if !value[field.as_str()].is_null() => Some(Cow::Owned(
@@ -400,13 +481,105 @@ impl Exchange {
         }
     }
 
-    fn read_usage(&mut self, chunk: &ChunkIn) {
-        if let Some(usage) = &chunk.usage {
-            if let Some(n) = usage.prompt_tokens {
-                self.usage_prompt_tokens = u32::try_from(n).ok();
+    fn read_usage(&mut self, usage: Option<&UsageIn>) {
+        let Some(usage) = usage else {
+            return;
+        };
+        if let Some(n) = usage.prompt() {
+            self.usage_prompt_tokens = u32::try_from(n).ok();
+        }
+        if let Some(n) = usage.completion() {
+            self.usage_completion_tokens = u32::try_from(n).ok();
+        }
+        if let Some(n) = usage.reasoning() {
+            self.output.reasoning_tokens = u32::try_from(n).ok();
+        }
+    }
+
+    /// A non-streamed body, read whole at `now_ns`: one delivery of everything it generated.
+    fn read_body(&mut self, now_ns: u64) -> Option<Verdict> {
+        let body = std::mem::take(&mut self.body);
+        let text = String::from_utf8_lossy(&body);
+        let not_json = || {
+            let what = match self.rule.api {
+                Api::Responses => "response",
+                Api::Chat | Api::Completions => "completion",
+            };
+            Some(Verdict::errored(
+                "malformed-framing",
+                format!("2xx body is not a JSON {what}"),
+            ))
+        };
+        let answered = match self.rule.api {
+            Api::Responses => {
+                let Ok(response) = serde_json::from_str::<ResponseIn>(&text) else {
+                    return not_json();
+                };
+                if response.error.is_some() || response.status.as_deref() == Some("failed") {
+                    let shown: String = text.chars().take(120).collect();
+                    return Some(Verdict::errored(
+                        "http-status",
+                        format!("the response failed: {shown}"),
+                    ));
+                }
+                self.check_field(response.model.as_deref(), &text);
+                self.read_usage(response.usage.as_ref());
+                self.pieces_at(response.pieces(), now_ns)
             }
-            if let Some(n) = usage.completion_tokens {
-                self.usage_completion_tokens = u32::try_from(n).ok();
+            Api::Chat | Api::Completions => {
+                let Ok(chunk) = serde_json::from_str::<ChunkIn>(&text) else {
+                    return not_json();
+                };
+                self.check_field(chunk.model.as_deref(), &text);
+                self.read_usage(chunk.usage.as_ref());
+                self.pieces_at(chunk.pieces(), now_ns)
+            }
+        };
+        if answered {
+            self.content_events = 1;
+            self.first_content_ns = Some(now_ns);
+        }
+        None
+    }
+
+    /// Takes every piece of a body at `now_ns`; whether any of them was answer text.
+    fn pieces_at(&mut self, pieces: Vec<Piece>, now_ns: u64) -> bool {
+        let mut answered = false;
+        for piece in pieces {
+            answered |= matches!(piece, Piece::Text(OutputKind::Answer, _));
+            self.piece(piece, now_ns, false);
+        }
+        answered
+    }
+
+    /// The structured checks (`verify.structured`): the answer against the format's schema
+    /// (when an answer came, or nothing at all did), each tool call's arguments against its
+    /// function's parameters.
+    fn check_structured(&mut self) {
+        let rule = Rc::clone(&self.rule);
+        let Some(structured) = &rule.structured else {
+            return;
+        };
+        let calls = self.calls.take().unwrap_or_default();
+        if let (Some(schema), Some(answer)) = (&structured.answer, self.answer.take()) {
+            if !answer.is_empty() || calls.is_empty() {
+                if let Err(e) = schema.check_text(&answer) {
+                    self.fail_check(format!("the answer does not match its schema: {e}"));
+                }
+            }
+        }
+        for (index, name, arguments) in calls {
+            match structured.functions.iter().find(|(n, _)| *n == name) {
+                None => self.fail_check(format!(
+                    "tool call {index} names {name:?}, which is not one of the route's tools"
+                )),
+                Some((_, schema)) => {
+                    if let Err(e) = schema.check_text(&arguments) {
+                        self.fail_check(format!(
+                            "tool call {index} ({name}): its arguments do not match the function's parameters: {e}"
+                        ));
+                    }
+                }
             }
         }
     }
@@ -428,30 +601,14 @@ impl Exchange {
         }
         if self.streaming {
             if !self.done_marker {
-                return Verdict::errored("malformed-sse", "stream ended without data: [DONE]");
+                let end = match self.rule.api {
+                    Api::Responses => "response.completed",
+                    Api::Chat | Api::Completions => "data: [DONE]",
+                };
+                return Verdict::errored("malformed-sse", format!("stream ended without {end}"));
             }
-        } else {
-            let body = std::mem::take(&mut self.body);
-            let text = String::from_utf8_lossy(&body);
-            let chunk: ChunkIn = match serde_json::from_str(&text) {
-                Ok(c) => c,
-                Err(_) => {
-                    return Verdict::errored(
-                        "malformed-framing",
-                        "2xx body is not a JSON completion",
-                    )
-                }
-            };
-            self.check_chunk(&chunk, &text);
-            self.read_usage(&chunk);
-            let content = chunk.content();
-            if let Some(hasher) = self.content.as_mut() {
-                hasher.update(content.as_bytes());
-            }
-            if !content.is_empty() {
-                self.content_events = 1;
-                self.first_content_ns = Some(now_ns);
-            }
+        } else if let Some(verdict) = self.read_body(now_ns) {
+            return verdict;
         }
         if let (Some(expected), Some(hasher)) = (self.rule.content_blake3, self.content.as_ref()) {
             let found = hasher.finalize();
@@ -462,6 +619,7 @@ impl Exchange {
                 ));
             }
         }
+        self.check_structured();
         if let Some(why) = self.failed_check.take() {
             return Verdict::errored("incorrect-success", why);
         }
@@ -677,6 +835,238 @@ mod tests {
             10,
         );
         assert_eq!(x.content_gaps_us, [1]);
+    }
+}
+
+/// The streams of today's models (issue 49): every kind of generated output is timed and
+/// counted, each API's way of ending is understood, and a structured answer is checked.
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+    use percentes_formats::config::parts::Api;
+
+    fn head() -> Event {
+        Event::Head {
+            status: 200,
+            headers: vec![("x-percentes-replica".into(), "r0".into())],
+        }
+    }
+
+    fn delta(field: &str, text: &str) -> String {
+        format!("data: {{\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":\"{text}\"}}}}]}}\n\n")
+    }
+
+    /// `events` fed one read each, `ms` apart from 10 ms on; then the end.
+    fn run(rule: Rule, events: &[String], end: &str) -> (Exchange, Verdict) {
+        let mut x = Exchange::with_rule(true, rule);
+        x.on_http(head(), 1_000_000);
+        for (i, e) in events.iter().enumerate() {
+            x.on_http(
+                Event::Data(e.clone().into_bytes()),
+                10_000_000 + i as u64 * 10_000_000,
+            );
+        }
+        x.on_http(Event::Data(end.as_bytes().to_vec()), 900_000_000);
+        x.on_http(Event::End, 900_000_001);
+        let v = x.finish(true, None, 900_000_002);
+        (x, v)
+    }
+
+    fn chat() -> Rule {
+        Rule::model("m")
+    }
+
+    const USAGE_DONE: &str = "data: {\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\ndata: [DONE]\n\n";
+
+    #[test]
+    fn reasoning_then_answer_times_both_and_counts_reasoning_tokens() {
+        let events = [
+            delta("reasoning_content", "a"),
+            delta("reasoning", "b"),
+            delta("content", "c"),
+            delta("content", "d"),
+        ];
+        let (x, v) = run(chat(), &events, USAGE_DONE);
+        assert_eq!(v.class, "correct-success");
+        // The request record keeps its meaning: the first answer content and its gaps.
+        assert_eq!(x.first_content_ns, Some(30_000_000));
+        assert_eq!(
+            (x.content_events, x.content_gaps_us.clone()),
+            (2, vec![10_000])
+        );
+        let r = x.stream_record(7).unwrap();
+        assert_eq!(r.first_ns(), Some(10_000_000));
+        assert_eq!(r.tally(OutputKind::Reasoning).unwrap().deltas, 2);
+        assert_eq!(r.tally(OutputKind::Answer).unwrap().first_ns, 30_000_000);
+        assert_eq!(r.reasoning_tokens, Some(2));
+        assert_eq!(r.deliveries_total, 4);
+        assert_eq!(x.usage_completion_tokens, Some(4));
+    }
+
+    #[test]
+    fn a_tool_call_only_stream_completes_with_its_first_delta_timed() {
+        let first = "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}\n\n".to_owned();
+        let piece = |a: &str| {
+            format!("data: {{\"model\":\"m\",\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{a}\"}}}}]}}}}]}}\n\n")
+        };
+        let events = [first, piece("{\\\"q\\\": "), piece("1}")];
+        let (x, v) = run(chat(), &events, "data: [DONE]\n\n");
+        assert_eq!(v.class, "correct-success");
+        assert_eq!((x.first_content_ns, x.content_events), (None, 0));
+        let r = x.stream_record(0).unwrap();
+        assert_eq!(r.first_ns(), Some(10_000_000));
+        assert_eq!(r.tally(OutputKind::ToolCall).unwrap().deltas, 3);
+        assert!(r.tally(OutputKind::Answer).is_none());
+    }
+
+    fn responses() -> Rule {
+        Rule {
+            api: Api::Responses,
+            ..Rule::model("m")
+        }
+    }
+
+    fn event(kind: &str, rest: &str) -> String {
+        format!("event: {kind}\ndata: {{\"type\":\"{kind}\"{rest}}}\n\n")
+    }
+
+    #[test]
+    fn a_responses_api_stream_ends_at_its_completed_event() {
+        let events = [
+            event(
+                "response.created",
+                ",\"response\":{\"model\":\"m\",\"status\":\"in_progress\"}",
+            ),
+            event(
+                "response.reasoning_text.delta",
+                ",\"delta\":\"hm\",\"output_index\":0",
+            ),
+            event(
+                "response.output_text.delta",
+                ",\"delta\":\"so\",\"output_index\":1",
+            ),
+        ];
+        let completed = event(
+            "response.completed",
+            ",\"response\":{\"model\":\"m\",\"status\":\"incomplete\",\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"output_tokens_details\":{\"reasoning_tokens\":1}}}",
+        );
+        let (x, v) = run(responses(), &events, &completed);
+        assert_eq!(v.class, "correct-success", "{v:?}");
+        assert_eq!(x.first_content_ns, Some(30_000_000));
+        assert_eq!(
+            (x.usage_prompt_tokens, x.usage_completion_tokens),
+            (Some(5), Some(2))
+        );
+        let r = x.stream_record(0).unwrap();
+        assert_eq!(
+            (r.first_ns(), r.reasoning_tokens),
+            (Some(20_000_000), Some(1))
+        );
+        // Without its completed event the stream did not end whole; a failed response errs.
+        let (_, v) = run(responses(), &events, "");
+        assert_eq!(
+            (v.class, v.detail.as_str()),
+            ("malformed-sse", "stream ended without response.completed")
+        );
+        let (_, v) = run(
+            responses(),
+            &events,
+            &event("response.failed", ",\"response\":{\"status\":\"failed\"}"),
+        );
+        assert_eq!(v.class, "http-status");
+        // The model is checked where the Responses API names it.
+        let wrong = [event(
+            "response.created",
+            ",\"response\":{\"model\":\"stale\"}",
+        )];
+        let (_, v) = run(responses(), &wrong, &completed);
+        assert_eq!(v.class, "incorrect-success");
+    }
+
+    fn structured(answer: Option<serde_json::Value>) -> Rule {
+        use percentes_formats::config::schema::Schema;
+        let parameters = serde_json::json!({"type": "object", "properties": {"q": {"type": "integer"}}, "required": ["q"]});
+        Rule {
+            structured: Some(Structured {
+                answer: answer.map(|a| Schema::compile(&a).unwrap()),
+                functions: vec![("f".into(), Schema::compile(&parameters).unwrap())],
+            }),
+            ..Rule::model("m")
+        }
+    }
+
+    #[test]
+    fn a_structured_answer_and_each_call_are_checked_against_their_schemas() {
+        let schema = serde_json::json!({"type": "object", "required": ["answer"]});
+        let answer = |text: &str| vec![delta("content", text)];
+        let (_, v) = run(
+            structured(Some(schema.clone())),
+            &answer("{\\\"answer\\\": 1}"),
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(v.class, "correct-success", "{v:?}");
+        let (_, v) = run(
+            structured(Some(schema.clone())),
+            &answer("{\\\"other\\\": 1}"),
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(v.class, "incorrect-success");
+        assert!(
+            v.detail
+                .contains("the required property \"answer\" is missing"),
+            "{v:?}"
+        );
+        let (_, v) = run(
+            structured(Some(schema)),
+            &answer("not json"),
+            "data: [DONE]\n\n",
+        );
+        assert!(v.detail.contains("not JSON"), "{v:?}");
+        let call = |name: &str, args: &str| {
+            vec![format!("data: {{\"model\":\"m\",\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"name\":\"{name}\",\"arguments\":\"{args}\"}}}}]}}}}]}}\n\n")]
+        };
+        let (_, v) = run(
+            structured(None),
+            &call("f", "{\\\"q\\\": 3}"),
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(v.class, "correct-success", "{v:?}");
+        let (_, v) = run(
+            structured(None),
+            &call("f", "{\\\"q\\\": \\\"x\\\"}"),
+            "data: [DONE]\n\n",
+        );
+        assert!(
+            v.detail
+                .contains("tool call 0 (f): its arguments do not match"),
+            "{v:?}"
+        );
+        let (_, v) = run(structured(None), &call("g", "{}"), "data: [DONE]\n\n");
+        assert!(
+            v.detail
+                .contains("\"g\", which is not one of the route's tools"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_non_streamed_tool_call_is_one_delivery_and_output_after_the_deadline_is_left_out() {
+        let mut x = Exchange::with_rule(false, chat());
+        x.on_http(head(), 1_000);
+        x.on_http(Event::Data(br#"{"model":"m","choices":[{"message":{"content":null,"reasoning_content":"r","tool_calls":[{"index":0,"function":{"name":"f","arguments":"{}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":5}}"#.to_vec()), 2_000);
+        x.on_http(Event::End, 3_000);
+        assert_eq!(x.finish(true, None, 4_000).class, "correct-success");
+        let r = x.stream_record(0).unwrap();
+        assert_eq!(
+            (r.deliveries_total, r.deltas(), r.first_ns()),
+            (1, 2, Some(4_000))
+        );
+        assert_eq!(x.content_events, 0);
+        let mut late = Exchange::with_rule(true, chat()).until(15_000_000);
+        late.on_http(head(), 1_000);
+        late.on_http(Event::Data(delta("content", "a").into_bytes()), 10_000_000);
+        late.on_http(Event::Data(delta("content", "b").into_bytes()), 20_000_000);
+        assert_eq!(late.stream_record(0).unwrap().deltas(), 1);
     }
 }
 

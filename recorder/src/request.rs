@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 pub use crate::prompts::{load_prompts, Prompt, PromptContent, PromptSet};
 use crate::tokens::Filler;
+use percentes_formats::config::parts::{Api, PartError};
 use percentes_formats::config::{Config, Lengths, Route, TokenSide};
 use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
 
@@ -217,6 +218,9 @@ pub struct Template {
     pinned_max_tokens: u32,
     /// A generated prompt's length from `input_tokens`, in place of `body_suffixes`.
     input: Option<GeneratedInput>,
+    /// What precedes the output-length cap's number: `,"max_tokens":`, or the Responses API's
+    /// `,"max_output_tokens":`.
+    max_field: &'static str,
 }
 
 /// `routes[i].input_tokens`: each request's generated prompt cut from one filler to its drawn
@@ -228,8 +232,9 @@ struct GeneratedInput {
     filler: Arc<Filler>,
     /// Whether a unit of the filler is a token of `target.tokenizer` (else a word).
     counted: bool,
-    /// What ends the body after the prompt (the JSON string's and the message's closing).
-    closing: &'static str,
+    /// What ends the body after the prompt (the JSON string's and the message's closing, and
+    /// the images after the text).
+    closing: Arc<str>,
 }
 
 impl GeneratedInput {
@@ -260,7 +265,8 @@ fn json_string_inner(text: &str) -> String {
 
 impl Template {
     /// `prompts` is the route's prompt set, if it has one; `extra` the configured headers and
-    /// the API key; `pinned_max_tokens` the plan's `target.max_tokens` (§6, [`RunPlan`]).
+    /// the API key; `pinned_max_tokens` the plan's `target.max_tokens` (§6, [`RunPlan`]). No
+    /// image is attached ([`Template::with_images`] attaches the route's).
     ///
     /// [`RunPlan`]: crate::run::RunPlan
     pub fn new(
@@ -271,6 +277,27 @@ impl Template {
         extra: &ExtraHeaders,
         pinned_max_tokens: u32,
     ) -> Template {
+        Template::with_images(
+            config,
+            target,
+            route,
+            (prompts, extra),
+            pinned_max_tokens,
+            &[],
+        )
+    }
+
+    /// [`Template::new`] with `images` attached to each request's user message (SPEC §1 "What a
+    /// request carries"): the route's own, read by [`load_images`]. The route's tools, tool
+    /// choice and response format are in the body, in its API's shape (`Route::parts_fields`).
+    pub fn with_images(
+        config: &Config,
+        target: &Target,
+        route: &Route,
+        (prompts, extra): (Option<&PromptSet>, &ExtraHeaders),
+        pinned_max_tokens: u32,
+        images: &[Image],
+    ) -> Template {
         // §6: mock and self-hosted requests ignore EOS (fixed output lengths); hosted ones do not,
         // and send the field only when configured (third-party APIs refuse fields they do not
         // know, and not ignoring EOS is their default).
@@ -280,11 +307,12 @@ impl Template {
             (None, _) => Some(true),
         };
         let stream = route.streams(&config.target);
-        let completions =
-            route.path.ends_with("/completions") && !route.path.ends_with("/chat/completions");
+        let api = route.api();
+        let completions = api == Api::Completions;
         let model = serde_json::to_string(&config.target.model).unwrap_or_default();
         let mut fields = format!("{{\"model\":{model},\"stream\":{stream},");
-        if stream && config.target.include_usage {
+        // The Responses API reports usage in its completed event, unasked.
+        if stream && config.target.include_usage && api != Api::Responses {
             // The final chunk then carries the token counts (OpenAI's and vLLM's usage chunk).
             fields.push_str("\"stream_options\":{\"include_usage\":true},");
         }
@@ -295,15 +323,10 @@ impl Template {
         // A set with conversations sends every prompt as one, its first message carrying the
         // prefix; that message writes its content before its role (JSON keys have no order), so
         // everything after the index digits can differ from prompt to prompt.
+        // The tools, the choice and the format, checked when the configuration loaded.
+        fields.push_str(&route.parts_fields("routes").unwrap_or_default());
         let conversations = !completions && prompts.is_some_and(PromptSet::has_messages);
-        let opening = if completions {
-            "\"prompt\":\""
-        } else if conversations {
-            "\"messages\":[{\"content\":\""
-        } else {
-            "\"messages\":[{\"role\":\"user\",\"content\":\""
-        };
-        let closing: &'static str = if completions { "\"" } else { "\"}]" };
+        let (opening, closing) = envelope(api, conversations, images);
         let body_prefix = format!("{fields}{opening}request ").into_bytes();
         let continuation = |text: &str| format!(" of percentes. {}", json_string_inner(text));
         let continuations: Vec<(String, Option<u32>)> = match prompts {
@@ -377,8 +400,12 @@ impl Template {
                 seed: config.schedule.seed,
                 filler: Filler::words(lengths.longest()),
                 counted: false,
-                closing,
+                closing: closing.into(),
             }),
+            max_field: match api {
+                Api::Responses => ",\"max_output_tokens\":",
+                Api::Chat | Api::Completions => ",\"max_tokens\":",
+            },
         }
     }
 
@@ -447,7 +474,7 @@ impl Template {
     /// content's; the unique prefix is the index's).
     pub fn bytes_for(&self, index: u64, content: u64) -> Vec<u8> {
         use std::io::Write;
-        const FIELD: &[u8] = b",\"max_tokens\":";
+        let field = self.max_field.as_bytes();
         let digits = index.to_string();
         let generated;
         let suffix: &[u8] = match &self.input {
@@ -455,7 +482,7 @@ impl Template {
                 generated = format!(
                     " of percentes.{}{}",
                     input.filler.first(input.length(content)),
-                    input.closing
+                    &*input.closing
                 );
                 generated.as_bytes()
             }
@@ -463,18 +490,144 @@ impl Template {
         };
         let tokens = self.max_tokens(content).to_string();
         let body_len =
-            self.body_prefix.len() + digits.len() + suffix.len() + FIELD.len() + tokens.len() + 1;
+            self.body_prefix.len() + digits.len() + suffix.len() + field.len() + tokens.len() + 1;
         let mut out = Vec::with_capacity(self.head_prefix.len() + 64 + body_len);
         out.extend_from_slice(&self.head_prefix);
         let _ = write!(out, "{digits}\r\ncontent-length: {body_len}\r\n\r\n");
         out.extend_from_slice(&self.body_prefix);
         out.extend_from_slice(digits.as_bytes());
         out.extend_from_slice(suffix);
-        out.extend_from_slice(FIELD);
+        out.extend_from_slice(field);
         out.extend_from_slice(tokens.as_bytes());
         out.push(b'}');
         out
     }
+}
+
+/// The body's opening before the prompt's text and its closing after it, by API: a
+/// Completions prompt string, a chat message (its content an array of parts when images come
+/// with it), or the Responses API's input item.
+fn envelope(api: Api, conversations: bool, images: &[Image]) -> (&'static str, String) {
+    if api == Api::Completions {
+        return ("\"prompt\":\"", "\"".into());
+    }
+    if conversations {
+        return (
+            if api == Api::Responses {
+                "\"input\":[{\"content\":\""
+            } else {
+                "\"messages\":[{\"content\":\""
+            },
+            "\"}]".into(),
+        );
+    }
+    if images.is_empty() {
+        let opening = if api == Api::Responses {
+            "\"input\":[{\"role\":\"user\",\"content\":\""
+        } else {
+            "\"messages\":[{\"role\":\"user\",\"content\":\""
+        };
+        return (opening, "\"}]".into());
+    }
+    let mut closing = String::from("\"}");
+    for image in images {
+        closing.push_str(&match api {
+            Api::Responses => format!(
+                ",{{\"type\":\"input_image\",\"image_url\":\"{}\"}}",
+                image.data_url
+            ),
+            _ => format!(
+                ",{{\"type\":\"image_url\",\"image_url\":{{\"url\":\"{}\"}}}}",
+                image.data_url
+            ),
+        });
+    }
+    closing.push_str("]}]");
+    let opening = if api == Api::Responses {
+        "\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\""
+    } else {
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\""
+    };
+    (opening, closing)
+}
+
+/// An image a route attaches to every request (`routes.images`), read and encoded once.
+#[derive(Clone)]
+pub struct Image {
+    /// The file, as the configuration names it.
+    pub path: String,
+    /// Its media type, from its extension.
+    pub media_type: &'static str,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its BLAKE3, hex.
+    pub blake3: String,
+    /// `data:MEDIA;base64,...`.
+    pub data_url: String,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Image({}, {} bytes)", self.path, self.bytes)
+    }
+}
+
+/// The images of `route` (the `routes[i]` named `key`), read within their size limit.
+pub fn load_images(route: &Route, key: &str) -> Result<Vec<Image>, PartError> {
+    use percentes_formats::config::parts::image_media_type;
+    use percentes_formats::files::{read_bounded, IMAGE_FILE_BYTES_MAX};
+    let mut out = Vec::new();
+    for (i, path) in route.images.iter().enumerate() {
+        let problem = |why: String| PartError {
+            key: format!("{key}.images[{i}]"),
+            problem: why,
+        };
+        let media_type = image_media_type(path)
+            .ok_or_else(|| problem(format!("{path:?} is not an image type this build sends")))?;
+        let bytes = read_bounded(path.as_ref(), IMAGE_FILE_BYTES_MAX, "an image")
+            .map_err(|e| problem(format!("{path:?} cannot be read: {e}")))?;
+        out.push(Image {
+            path: path.clone(),
+            media_type,
+            bytes: bytes.len() as u64,
+            blake3: blake3::hash(&bytes).to_hex().to_string(),
+            data_url: format!("data:{media_type};base64,{}", base64(&bytes)),
+        });
+    }
+    Ok(out)
+}
+
+/// The `images LABEL` host fact: each image's file, type, size and BLAKE3 (never its bytes).
+pub fn images_fact(images: &[Image]) -> String {
+    let each: Vec<String> = images
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {} {} bytes BLAKE3 {}",
+                i.path, i.media_type, i.bytes, i.blake3
+            )
+        })
+        .collect();
+    format!("{} images: {}", images.len(), each.join("; "))
+}
+
+/// Standard base64 with padding (RFC 4648 §4), for data URLs.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
@@ -507,6 +660,11 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
             )
         })?),
     };
+    let key = format!("routes {:?}", route.label);
+    let structured = route
+        .structured_checks(&key)
+        .map_err(|e| e.to_string())?
+        .map(|(answer, functions)| crate::exchange::Structured { answer, functions });
     Ok(crate::exchange::Rule {
         replica_header: config
             .target
@@ -517,6 +675,8 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
         header,
         field,
         content_blake3,
+        api: route.api(),
+        structured,
     })
 }
 

@@ -124,6 +124,39 @@ pub struct Timing {
     #[serde(default = "default_min_output")]
     /// Fewest output tokens a completion has.
     pub min_output_tokens: u32,
+    /// A reasoning model: the first this many tokens of every Chat Completions or Responses API
+    /// answer are reasoning (`delta.reasoning_content`, `response.reasoning_text.delta`); 0 for
+    /// a model that does not reason.
+    #[serde(default)]
+    pub reasoning_tokens: u32,
+    /// Time between reasoning tokens (default: `token_gap`).
+    #[serde(default)]
+    pub reasoning_gap: Option<Distribution>,
+    /// The chunk field reasoning streams in: `reasoning_content` (DeepSeek, SGLang, vLLM before
+    /// 0.10, the default) or `reasoning` (vLLM since).
+    #[serde(default)]
+    pub reasoning_field: ReasoningField,
+}
+
+/// The Chat Completions field a reasoning delta is written in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningField {
+    /// `delta.reasoning_content`.
+    #[default]
+    ReasoningContent,
+    /// `delta.reasoning`.
+    Reasoning,
+}
+
+impl ReasoningField {
+    /// The field's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReasoningField::ReasoningContent => "reasoning_content",
+            ReasoningField::Reasoning => "reasoning",
+        }
+    }
 }
 
 fn default_min_output() -> u32 {
@@ -142,6 +175,9 @@ impl Default for Timing {
                 sigma: 0.2,
             },
             min_output_tokens: default_min_output(),
+            reasoning_tokens: 0,
+            reasoning_gap: None,
+            reasoning_field: ReasoningField::default(),
         }
     }
 }
@@ -309,6 +345,7 @@ impl MockConfig {
                 ttft: Distribution::Constant { ms: ttft_ms },
                 token_gap: Distribution::Constant { ms: gap_ms },
                 min_output_tokens: 1,
+                ..Timing::default()
             },
             capacity: Capacity {
                 max_num_seqs,

@@ -16,6 +16,9 @@ use crate::config::{FaultMode, FaultPlan, MockConfig};
 use crate::http::{self, ReadError, Request};
 use crate::timing::Rng;
 
+mod output;
+use output::{Api, Encoder, Kind, Shape};
+
 /// Response header that names the replica, sent with the first token.
 pub const REPLICA_HEADER: &str = "x-percentes-replica";
 /// Largest max_tokens a request may ask for.
@@ -429,9 +432,15 @@ async fn handle(stream: &mut TcpStream, mock: &Arc<Mock>, request: Request) -> N
         ("POST" | "GET", "/v1/store/uncached") => lookup(stream, mock, false).await,
         ("POST", "/v1/chat/completions") => complete(stream, mock, &request, Api::Chat).await,
         ("POST", "/v1/completions") => complete(stream, mock, &request, Api::Completions).await,
+        ("POST", "/v1/responses") => complete(stream, mock, &request, Api::Responses).await,
         (
             _,
-            "/health" | "/metrics" | "/admin/faults" | "/v1/chat/completions" | "/v1/completions",
+            "/health"
+            | "/metrics"
+            | "/admin/faults"
+            | "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/responses",
         ) => {
             respond(
                 stream,
@@ -453,12 +462,6 @@ async fn handle(stream: &mut TcpStream, mock: &Arc<Mock>, request: Request) -> N
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Api {
-    Chat,
-    Completions,
-}
-
 /// What a completion request asks for.
 struct Ask {
     max_tokens: u32,
@@ -468,6 +471,22 @@ struct Ask {
     /// `stream_options.include_usage`: a streamed response ends with a usage chunk only when
     /// asked, as OpenAI's and vLLM's servers do.
     include_usage: bool,
+    /// Tools, a forced call, a JSON format.
+    shape: Shape,
+}
+
+/// The text of a message's content: a string, or the text parts of a list (images and other
+/// parts are read past).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
 }
 
 fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
@@ -478,20 +497,34 @@ fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
             .as_array()
             .ok_or("`messages` must be an array")?
             .iter()
-            .map(|m| m["content"].as_str().unwrap_or_default())
+            .map(|m| content_text(&m["content"]))
             .collect::<Vec<_>>()
             .join(" "),
         Api::Completions => value["prompt"]
             .as_str()
             .ok_or("`prompt` must be a string")?
             .to_owned(),
+        Api::Responses => match &value["input"] {
+            Value::String(s) => s.clone(),
+            Value::Array(items) => items
+                .iter()
+                .map(|m| content_text(&m["content"]))
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => return Err("`input` must be a string or an array of items".into()),
+        },
     };
-    let max_tokens = match &value["max_tokens"] {
+    let field = if api == Api::Responses {
+        "max_output_tokens"
+    } else {
+        "max_tokens"
+    };
+    let max_tokens = match &value[field] {
         Value::Null => 16,
         v => v
             .as_u64()
             .filter(|&n| (1..=u64::from(MAX_TOKENS_MAX)).contains(&n))
-            .ok_or(format!("`max_tokens` must be 1..={MAX_TOKENS_MAX}"))? as u32,
+            .ok_or(format!("`{field}` must be 1..={MAX_TOKENS_MAX}"))? as u32,
     };
     Ok(Ask {
         max_tokens,
@@ -501,50 +534,8 @@ fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
         include_usage: value["stream_options"]["include_usage"]
             .as_bool()
             .unwrap_or(false),
+        shape: Shape::of(&value, api),
     })
-}
-
-/// The chunk JSON for one token (or the final usage chunk when `text` is None).
-fn chunk_json(
-    api: Api,
-    id: u64,
-    model: &str,
-    text: Option<&str>,
-    first: bool,
-    finish: Option<&str>,
-    usage: Option<(u32, u32)>,
-) -> Value {
-    let choices = match (api, text, finish) {
-        (_, None, None) => json!([]),
-        (Api::Chat, _, _) => {
-            let mut delta = json!({});
-            if first {
-                delta["role"] = json!("assistant");
-            }
-            if let Some(t) = text {
-                delta["content"] = json!(t);
-            }
-            json!([{"index": 0, "delta": delta, "finish_reason": finish}])
-        }
-        (Api::Completions, _, _) => {
-            json!([{"index": 0, "text": text.unwrap_or(""), "finish_reason": finish}])
-        }
-    };
-    let mut value = json!({
-        "id": format!("cmpl-{id}"),
-        "object": if api == Api::Chat { "chat.completion.chunk" } else { "text_completion" },
-        "created": 0,
-        "model": model,
-        "choices": choices,
-    });
-    if let Some((prompt, completion)) = usage {
-        value["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
-    }
-    value
-}
-
-fn sse(value: &Value) -> Vec<u8> {
-    format!("data: {value}\n\n").into_bytes()
 }
 
 /// How the transport of one stream will fail, decided at arrival.
@@ -763,26 +754,41 @@ async fn generate(
     } else {
         config.model.as_str()
     };
-    // How the request ends when it ends whole: cut at max_tokens, or stopped before it.
-    let finish = if ask.ignore_eos || tokens == ask.max_tokens {
+    // The response's tokens, fixed at arrival: reasoning first, then a forced tool call, a JSON
+    // answer or text (`output::tokens`).
+    let plan = output::tokens(
+        &ask.shape,
+        api,
+        (tokens, config.timing.reasoning_tokens),
+        sabotage == Sabotage::IncorrectSuccess,
+    );
+    let tokens = plan.len() as u32;
+    let reasoning = plan.iter().filter(|t| t.kind == Kind::Reasoning).count() as u32;
+    let usage = (ask.prompt_tokens, tokens, reasoning);
+    // How the request ends when it ends whole: cut at max_tokens, a tool call, or stopped before.
+    let finish = if plan.iter().any(|t| t.kind == Kind::Tool) {
+        "tool_calls"
+    } else if ask.ignore_eos || tokens == ask.max_tokens {
         "length"
     } else {
         "stop"
     };
+    let mut encoder = Encoder::new(api, arrival, model, config.timing.reasoning_field.name());
     let mut abort = mock.abort_epoch.subscribe();
     abort.mark_unchanged();
     let scaled = |ns: u64, mult: f64| Duration::from_nanos((ns as f64 * mult) as u64);
 
     let mut deadline =
         Instant::now() + scaled(config.timing.ttft.sample_ns(&mut rng), mock.multiplier());
-    let mut text = String::new();
     let mut head_sent = false;
-    for i in 0..tokens {
+    for (i, token) in plan.iter().enumerate() {
+        let i = i as u32;
         if i > 0 {
-            deadline += scaled(
-                config.timing.token_gap.sample_ns(&mut rng),
-                mock.multiplier(),
-            );
+            let gap = match (token.kind, &config.timing.reasoning_gap) {
+                (Kind::Reasoning, Some(gap)) => gap,
+                _ => &config.timing.token_gap,
+            };
+            deadline += scaled(gap.sample_ns(&mut rng), mock.multiplier());
         }
         tokio::select! {
             pushed = sleep_through_stalls(mock, deadline, arrival) => { deadline += pushed; }
@@ -818,13 +824,7 @@ async fn generate(
                 .expect("service lock")
                 .first_token(arrived.elapsed());
         }
-        let piece = if sabotage == Sabotage::IncorrectSuccess {
-            "stale ".to_owned()
-        } else {
-            format!("tok{i} ")
-        };
         if !ask.stream {
-            text.push_str(&piece);
             continue;
         }
         let mut bytes = Vec::new();
@@ -837,6 +837,12 @@ async fn generate(
                     ("cache-control", "no-cache"),
                 ],
             ));
+            // An empty chunk would end the body: only an API with events before the first
+            // token writes one here.
+            let prologue = encoder.prologue();
+            if !prologue.is_empty() {
+                bytes.extend(http::chunk(&prologue));
+            }
             head_sent = true;
         }
         let event = match sabotage {
@@ -847,18 +853,7 @@ async fn generate(
                 e.extend_from_slice(b"\"}}]}\n\n");
                 e
             }
-            _ => {
-                let finish = (i + 1 == tokens).then_some(finish);
-                sse(&chunk_json(
-                    api,
-                    arrival,
-                    model,
-                    Some(&piece),
-                    i == 0,
-                    finish,
-                    None,
-                ))
-            }
+            _ => encoder.token(token, (i + 1 == tokens).then_some(finish)),
         };
         bytes.extend(http::chunk(&event));
         if http::send(stream, &bytes).await.is_err() {
@@ -867,20 +862,7 @@ async fn generate(
         }
     }
     if !ask.stream {
-        let choice = match api {
-            Api::Chat => {
-                json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
-            }
-            Api::Completions => json!({"index": 0, "text": text, "finish_reason": finish}),
-        };
-        let body = json!({
-            "id": format!("cmpl-{arrival}"),
-            "object": if api == Api::Chat { "chat.completion" } else { "text_completion" },
-            "created": 0,
-            "model": model,
-            "choices": [choice],
-            "usage": {"prompt_tokens": ask.prompt_tokens, "completion_tokens": tokens, "total_tokens": ask.prompt_tokens + tokens},
-        });
+        let body = encoder.body(&plan, usage, finish);
         let bytes = http::full_response(
             200,
             "application/json",
@@ -905,18 +887,11 @@ async fn generate(
         tail.extend_from_slice(http::LAST_CHUNK);
         mock.count("hostile");
     } else {
-        if ask.include_usage {
-            tail.extend(http::chunk(&sse(&chunk_json(
-                api,
-                arrival,
-                model,
-                None,
-                false,
-                None,
-                Some((ask.prompt_tokens, tokens)),
-            ))));
-        }
-        tail.extend(http::chunk(b"data: [DONE]\n\n"));
+        tail.extend(http::chunk(&encoder.epilogue(
+            usage,
+            ask.include_usage,
+            finish,
+        )));
         tail.extend_from_slice(http::LAST_CHUNK);
         mock.count(if sabotage == Sabotage::None {
             "completed"

@@ -10,6 +10,57 @@ use percentes_formats::pins::{self, Value};
 use percentes_formats::schedule::{ScheduleParams, Workload};
 use serde_json::{json, Value as Json};
 
+/// What `percentes init` did: the configuration to print, or the file it wrote.
+#[derive(Debug)]
+pub enum Init {
+    /// No output file: the configuration's text, to print.
+    Print(String),
+    /// Written to this file, a configuration of this profile.
+    Wrote(percentes_formats::config::Profile, std::path::PathBuf),
+}
+
+/// `percentes init`: a profile's commented example, or the configuration a quick run's flags
+/// stand for (`--from-flags`), printed or written to `output` (never over a file unless
+/// `force`).
+pub fn init(
+    profile: percentes_formats::config::Profile,
+    quick: Option<percentes_formats::config::Quick>,
+    output: Option<&Path>,
+    force: bool,
+) -> crate::Result<Init> {
+    use percentes_formats::config::{example, Profile};
+    if quick.as_ref().is_some_and(|q| q.model.is_empty()) {
+        return Err(crate::StudyError::refused("init --from-flags needs --model (record, not init, can ask the server which it serves)"));
+    }
+    let (text, profile) = match quick {
+        Some(quick) => (
+            quick.toml().map_err(crate::StudyError::refused)?,
+            if quick.hosted {
+                Profile::Hosted
+            } else {
+                Profile::Dev
+            },
+        ),
+        None => (example(profile).to_owned(), profile),
+    };
+    let Some(path) = output else {
+        return Ok(Init::Print(text));
+    };
+    if path.exists() && !force {
+        return Err(crate::StudyError::refused(format!(
+            "{} exists; pass --force to overwrite it",
+            path.display()
+        )));
+    }
+    std::fs::write(path, text).map_err(|e| {
+        crate::StudyError::new(
+            crate::ErrorKind::Io,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    Ok(Init::Wrote(profile, path.to_owned()))
+}
+
 /// Seconds to the millisecond, rounded (half up), from ns: 14.285714 s prints 14.286 s.
 pub fn seconds(ns: u64) -> String {
     percentes_formats::config::format_s(ns)

@@ -368,12 +368,15 @@ fn analyze_writes_deterministic_reports_and_refuses_what_it_cannot_analyze() {
         "analyze",
         golden.to_str().unwrap(),
         "--spec",
-        "v0.5",
+        "v0.6",
         "-o",
         &out("d"),
     ]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("v0.1, v0.2, v0.3 and v0.4"), "{stderr}");
+    assert!(
+        stderr.contains("v0.1, v0.2, v0.3, v0.4 and v0.5"),
+        "{stderr}"
+    );
     // A configuration given where a journal belongs is named for what it is, not as a shard.
     let config = root().join("formats/src/config/examples/dev.toml");
     let (code, _, stderr) = percentes(&["analyze", config.to_str().unwrap(), "-o", &out("e")]);
@@ -458,7 +461,11 @@ fn analyze_exits_2_and_publishes_nothing_when_a_client_gate_fails() {
     ]);
     assert_eq!(code, 0, "{stderr}");
     let bytes = std::fs::read(&parquet).unwrap();
-    let said = b"INVALID under spec v0.4: G2.3";
+    let said = format!(
+        "INVALID under spec {}: G2.3",
+        percentes_formats::spec::Spec::CURRENT
+    );
+    let said = said.as_bytes();
     assert!(
         bytes.windows(said.len()).any(|w| w == said),
         "the failed gate is in the metadata"
@@ -1835,6 +1842,47 @@ fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
     let (code, _, stderr) = percentes(&["analyze", journal, "--fail-on", "ttft_p99 < 5"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("needs its unit"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 49's must-show: on the real-vLLM golden, whose baseline inter-chunk gaps sit 89.8 % at
+/// the 1 us floor (several SSE events in one read), `itl_p50@baseline < 0.01ms` is refused under
+/// v0.5 (A4), naming the floor, where v0.4 passed it on the floor's 0.001 ms.
+#[test]
+fn an_inter_token_threshold_on_the_read_floor_is_refused() {
+    let _beside = crate::beside();
+    let dir = scratch("read-floor");
+    let journal = "golden/runs/replica-loss-vllm-factor5.pj";
+    let threshold = "itl_p50@baseline < 0.01ms";
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal,
+        "-o",
+        dir.join("v0.5").to_str().unwrap(),
+        "--fail-on",
+        threshold,
+    ]);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    let verdict = stdout
+        .lines()
+        .find(|l| l.contains(threshold))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        verdict.starts_with("  FAIL")
+            && verdict.contains("refused: 89.8 % of the window's 82796 gaps are at the 1 us floor"),
+        "{verdict}"
+    );
+    let (code, stdout, _) = percentes(&[
+        "analyze",
+        journal,
+        "--spec",
+        "v0.4",
+        "-o",
+        dir.join("v0.4").to_str().unwrap(),
+        "--fail-on",
+        threshold,
+    ]);
+    assert_eq!(code, 0, "v0.4 published the floor as a gap: {stdout}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -86,10 +86,18 @@ pub fn percentes(args: &[&str]) -> (i32, String, String) {
 /// alone is read as its diagnosis (exit 2, the report's statistics marked NOT PUBLISHABLE), not
 /// recorded again. Any other gate failing, or any exit but 0 or 2, fails the test. Returns the
 /// exit code and standard output.
-/// Whether a recorded golden was made under v0.4 and has that version's reports only: the
-/// recordings of issue 34 (`-factor10`) and of issue 36 (`-factor5`).
+/// Whether a recorded golden was made under v0.4 and has the reports of v0.4 and later only:
+/// the recordings of issue 34 (`-factor10`) and of issue 36 (`-factor5`).
 pub fn v0_4_only(name: &str) -> bool {
     name.ends_with("-factor10") || name.ends_with("-factor5")
+}
+
+/// The spec versions a recorded golden has reports under.
+pub fn versions_of(name: &str) -> Vec<Spec> {
+    Spec::ALL
+        .into_iter()
+        .filter(|&spec| !v0_4_only(name) || spec >= Spec::V0_4)
+        .collect()
 }
 
 pub fn scenario_run(name: &str, factor: u32, out: &Path) -> (i32, String) {
@@ -241,6 +249,65 @@ fn the_writer_still_writes_the_golden_bytes() {
     }
 }
 
+/// The stream golden (issue 49, A4): `golden/streams/reasoning-tools-mock.pj`, recorded against
+/// `percentes mock --config golden/streams/mock.toml` (a reasoning model: 20 reasoning tokens
+/// 20 ms apart, then the rest 10 ms apart) with `percentes record golden/streams/run.toml`:
+/// three routes, a chat answer after reasoning, a forced tool call after reasoning checked
+/// against its function's parameters, and a Responses API JSON answer checked against its
+/// schema. Its report under the current version (segmented by output, `--by output`) follows
+/// the analyzer; its v0.4 report, the earlier reading of the same streams, is frozen.
+#[test]
+fn the_stream_golden_analyzes_to_its_expected_reports() {
+    let _beside = crate::beside();
+    use percentes_analyzer::analysis;
+    use percentes_analyzer::model::{Analyzer, SegmentColumn};
+    use percentes_analyzer::{load, report, JournalFile};
+    let dir = root().join("golden/streams");
+    let name = "reasoning-tools-mock";
+    let file = JournalFile::open(&dir.join(format!("{name}.pj"))).unwrap();
+    let run = load::load(&file).unwrap();
+    let analyzer = Analyzer {
+        version: "golden".into(),
+        commit: "golden".into(),
+        diagnose: false,
+        by: vec![SegmentColumn::Output],
+    };
+    for spec in [Spec::V0_4, Spec::CURRENT] {
+        let result = analysis::analyze(&run, &file, spec, &analyzer);
+        assert!(result.validity.valid, "{name} under {spec}");
+        let stem = if spec == Spec::CURRENT {
+            name.to_owned()
+        } else {
+            format!("{name}.{spec}")
+        };
+        let check = if spec == Spec::CURRENT {
+            compare
+        } else {
+            compare_frozen
+        };
+        check(
+            &dir.join(format!("{stem}.report.json")),
+            &report::json(&result),
+        );
+        check(
+            &dir.join(format!("{stem}.report.md")),
+            &report::markdown(&result),
+        );
+        if spec == Spec::CURRENT {
+            let w = result
+                .windows
+                .iter()
+                .find(|w| w.window == "measurement")
+                .unwrap();
+            let s = w.streams.as_ref().unwrap();
+            let kinds: Vec<&String> = s.output.keys().collect();
+            assert_eq!(kinds, ["answer+reasoning", "reasoning+tool-call"], "{s:?}");
+            assert_eq!(s.with_record, w.outcomes.completed);
+            assert_eq!(w.classes.get("correct-success"), Some(&w.scheduled));
+        }
+    }
+}
+
 /// Every recording in golden/runs, by name without `.pj`, in order: the demo's, and one per
 /// runnable catalogue scenario.
 fn recorded_runs() -> Vec<String> {
@@ -268,7 +335,8 @@ fn every_recorded_host_fact_has_a_typed_key() {
         let (header, _) = file.header().unwrap();
         for (key, _) in &header.host {
             let family = key.starts_with(&HostFact::accelerator(""))
-                || key.starts_with(&HostFact::prompt_set(""));
+                || key.starts_with(&HostFact::prompt_set(""))
+                || key.starts_with(&HostFact::images(""));
             assert!(
                 HostFact::from_key(key).is_some() || family,
                 "{name}: host fact {key:?} has no HostFact"
@@ -338,19 +406,17 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             by: Vec::new(),
         };
         // Under the current version the expected files are NAME.report.*; under each older one,
-        // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1, v0.2 or v0.3
+        // NAME.VERSION.report.*, frozen: an archived journal re-analyzed under v0.1 to v0.4
         // keeps every figure it was published with, so UPDATE_GOLDEN never rewrites those. The
-        // recordings at time factor 10 (issue 34) were made under v0.4 and have its reports only.
+        // recordings at time factor 10 (issue 34) were made under v0.4 and have the reports of
+        // v0.4 and later only.
         let recent = v0_4_only(name);
-        for spec in Spec::ALL {
-            if recent && spec != Spec::CURRENT {
-                continue;
-            }
+        for spec in versions_of(name) {
             let result = analysis::analyze(&run, &file, spec, &analyzer);
-            // Under v0.4 (A3) the recordings made before the workers' own stall tickers leave
+            // From v0.4 (A3) the recordings made before the workers' own stall tickers leave
             // G2.4 unobserved, and nothing else fails them: their ticker did not bound the
             // send path (SPEC §2).
-            let old_ticker = !recent && spec == Spec::CURRENT;
+            let old_ticker = !recent && spec >= Spec::V0_4;
             let failed: Vec<&str> = result
                 .validity
                 .gates
@@ -395,22 +461,23 @@ fn recorded_runs_analyze_to_their_expected_reports() {
                 &dir.join(format!("{stem}.report.md")),
                 &report::markdown(&result),
             );
-            if spec == Spec::V0_3 || recent {
+            if spec == Spec::V0_3 || (recent && spec == Spec::V0_4) {
                 recovery_reads_honestly(
                     name,
                     &result,
                     &analysis::analyze(&run, &file, Spec::V0_2, &analyzer),
                 );
             }
-            if spec == Spec::CURRENT {
+            if spec >= Spec::V0_4 {
                 a3_claims_only_what_it_measured(name, &result, &report::markdown(&result));
-                if result
+            }
+            if spec == Spec::CURRENT
+                && result
                     .recovery
                     .as_ref()
                     .is_some_and(|r| r.to_pre_fault.ttr_s.is_some())
-                {
-                    measured.push(name.clone());
-                }
+            {
+                measured.push(name.clone());
             }
         }
     }

@@ -217,6 +217,132 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Kind 8 (JOURNAL.md "8 stream"), read from the document alone: `verify_journal.py --streams`
+/// decodes every stream record as `percentes inspect --records --kind 8` does, and judges each
+/// by the document's rules exactly where `percentes analyze` accepts or refuses it; one crafted
+/// journal per rule breaks that rule once.
+#[test]
+fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
+    let _machine = crate::machine();
+    if python().is_none() {
+        return;
+    }
+    use percentes_formats::journal::records::Record;
+    use percentes_formats::journal::stream::StreamRecord;
+    use percentes_formats::journal::synthetic;
+    let dir = std::env::temp_dir().join(format!(
+        "percentes-independent-streams-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
+    let streamed = synthetic::with_streams(&sealed, (3, 5), 25_000_000);
+    fn first(records: &mut [Record]) -> &mut StreamRecord {
+        records
+            .iter_mut()
+            .find_map(|r| match r {
+                Record::Stream(s) => Some(s),
+                _ => None,
+            })
+            .unwrap()
+    }
+    type Edit = fn(&mut Vec<Record>);
+    let cases: [(&str, Edit); 8] = [
+        ("ok", |_| {}),
+        ("rule-1-twice", |r| first(r).kinds[1].kind = 1),
+        ("rule-1-one-delta-two-times", |r| {
+            first(r).kinds[0].deltas = 1
+        }),
+        ("rule-2-first-gap", |r| first(r).deliveries[0].gap_us = 3),
+        ("rule-2-total", |r| first(r).deliveries_total = 100),
+        ("rule-3-gaps", |r| first(r).deliveries[2].gap_us += 50_000),
+        ("rule-4-late", |r| {
+            for t in &mut first(r).kinds {
+                t.first_ns += 60_000_000_000;
+                t.last_ns += 60_000_000_000;
+            }
+        }),
+        ("rule-5-second", |r| {
+            let copy = first(r).clone();
+            r.insert(0, Record::Stream(copy));
+        }),
+    ];
+    for (name, edit) in cases {
+        let path = dir.join(format!("{name}.pj"));
+        std::fs::write(&path, synthetic::with_records(&streamed, edit)).unwrap();
+        let path = path.to_str().unwrap();
+        let out = Command::new(python().unwrap())
+            .args(["scripts/verify_journal.py", "--streams", path])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let judged: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            !judged.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let broken: Vec<&serde_json::Value> =
+            judged.iter().filter(|j| j["verdict"] != "ok").collect();
+        let (code, _, stderr) = percentes(&[
+            "analyze",
+            path,
+            "-o",
+            dir.join(name).to_str().unwrap(),
+            "--diagnose",
+        ]);
+        if name == "ok" {
+            assert!(broken.is_empty(), "{name}: {broken:?}");
+            assert_ne!(code, 1, "{name}: {stderr}");
+            // The decode, field by field, against `inspect`'s.
+            let (_, records, _) = percentes(&["inspect", path, "--records", "--kind", "stream"]);
+            let inspected: Vec<serde_json::Value> = records
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(inspected.len(), judged.len());
+            for (rust, python) in inspected.iter().zip(&judged) {
+                assert_eq!(rust["index"], python["index"]);
+                assert_eq!(rust["deliveries_total"], python["deliveries_total"]);
+                assert_eq!(rust["reasoning_tokens"], python["reasoning_tokens"]);
+                let kinds: Vec<serde_json::Value> = rust["kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| {
+                        serde_json::json!([k["kind"], k["first_ns"], k["last_ns"], k["deltas"]])
+                    })
+                    .collect();
+                assert_eq!(serde_json::Value::Array(kinds), python["kinds"]);
+                let deliveries: Vec<serde_json::Value> = rust["deliveries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| serde_json::json!([d["gap_us"], d["deltas"]]))
+                    .collect();
+                assert_eq!(serde_json::Value::Array(deliveries), python["deliveries"]);
+            }
+        } else {
+            assert_eq!(broken.len(), 1, "{name}: {judged:?}");
+            let rule = name.split('-').take(2).collect::<Vec<_>>().join(" ");
+            assert!(
+                broken[0]["verdict"].as_str().unwrap().starts_with(&rule),
+                "{name}: {broken:?}"
+            );
+            assert_eq!(
+                code, 1,
+                "{name}: analyze must refuse it as the document does"
+            );
+            assert!(stderr.contains("stream record"), "{name}: {stderr}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Python's HdrHistogram (PyPI `hdrhistogram`, which `.ci/run` installs) decodes every histogram
 /// of a report's interval log to the counts, max and nearest-rank percentiles report.json prints
 /// (scripts/check_hlog.py), on the sealed golden's three windows.

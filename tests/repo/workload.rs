@@ -265,6 +265,7 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
                 records.retain(|r| match r {
                     Record::Request(q) => q.index != last,
                     Record::RequestExtension(x) => x.index != last,
+                    Record::Stream(x) => x.index != last,
                     _ => true,
                 });
             }),

@@ -1,5 +1,5 @@
 //! A request row's value of a categorical column (route, replica, class, outcome, phase, status,
-//! protocol), as a report prints it, and rows grouped by those values: what `analyze --by`'s
+//! protocol, output), as a report prints it, and rows grouped by those values: what `analyze --by`'s
 //! segments and the per-route table of each window both group by.
 
 use std::collections::BTreeMap;
@@ -53,6 +53,11 @@ pub(crate) fn value(run: &Run, column: SegmentColumn, row: usize) -> String {
             2 => "HTTP/2".to_owned(),
             _ if requests.dispatched_ns[row] == NONE => "(not dispatched)".to_owned(),
             _ => "(not recorded)".to_owned(),
+        },
+        SegmentColumn::Output => match &requests.streams {
+            Some(streams) if streams.kinds[row] != 0 => streams.kinds_label(row),
+            _ if requests.first_content_ns[row] != NONE => "answer".to_owned(),
+            _ => "none".to_owned(),
         },
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn distribution_of(ns: Vec<u64>, histogram: Option<LatencyHistogram>)
         descriptive_only: "p99.9 and max are descriptive only (§7)",
         tails,
         saturated: histogram.saturated,
+        refused: Vec::new(),
         histogram: Some(histogram),
     }
 }

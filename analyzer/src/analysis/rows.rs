@@ -2,6 +2,7 @@
 //! and outcome counts over rows.
 
 use percentes_formats::journal::records::Outcome;
+use percentes_formats::spec::StreamReading;
 
 use crate::estimate::slo::{Completed, SloInput};
 use crate::frame::{Requests, NONE};
@@ -16,16 +17,26 @@ pub(super) fn completed(requests: &Requests, row: usize) -> bool {
     requests.outcome(row) == Some(Outcome::Completed)
 }
 
-/// TTFT from t_i of a completed request (its first content event; for a non-streamed response,
-/// the body).
-pub(super) fn ttft_ns(requests: &Requests, row: usize) -> Option<u64> {
-    let first = requests.first_content_ns[row];
-    let first = if first == NONE {
-        requests.terminal_ns[row]
-    } else {
-        first
-    };
-    completed(requests, row).then(|| first.saturating_sub(requests.intended_ns[row]))
+/// TTFT from t_i of a completed request, ending where `reading` says (SPEC §3): its first
+/// answer content event, or (A4) its first generated delta of any kind; for a non-streamed
+/// response, the body.
+pub(super) fn ttft_ns(requests: &Requests, row: usize, reading: StreamReading) -> Option<u64> {
+    completed(requests, row).then(|| {
+        requests
+            .first_token_ns(row, reading)
+            .saturating_sub(requests.intended_ns[row])
+    })
+}
+
+/// Whether a completed request's first token was seen (rather than its TTFT falling back to its
+/// completion): what TPOT needs.
+pub(super) fn first_token_seen(requests: &Requests, row: usize, reading: StreamReading) -> bool {
+    requests.first_content_ns[row] != NONE
+        || (reading == StreamReading::EveryDelta
+            && requests
+                .streams
+                .as_ref()
+                .is_some_and(|s| s.first_ns[row] != NONE))
 }
 
 pub(super) fn e2e_ns(requests: &Requests, row: usize) -> Option<u64> {
@@ -33,9 +44,9 @@ pub(super) fn e2e_ns(requests: &Requests, row: usize) -> Option<u64> {
         .then(|| requests.terminal_ns[row].saturating_sub(requests.intended_ns[row]))
 }
 
-pub(super) fn slo_input(requests: &Requests, row: usize) -> SloInput {
+pub(super) fn slo_input(requests: &Requests, row: usize, reading: StreamReading) -> SloInput {
     SloInput {
-        completed: ttft_ns(requests, row)
+        completed: ttft_ns(requests, row, reading)
             .zip(e2e_ns(requests, row))
             .map(|(ttft_ns, e2e_ns)| Completed { ttft_ns, e2e_ns }),
     }
@@ -68,8 +79,12 @@ pub struct LatencySamples {
 }
 
 /// [`LatencySamples`] of the requests whose intended time falls in `[start_ns, end_ns)`, by the
-/// same rules as the report's distributions (TPOT as `tokens.rs` computes it).
-pub fn latency_samples(run: &crate::load::Run, start_ns: u64, end_ns: u64) -> LatencySamples {
+/// same rules as the report's distributions (TPOT as `tokens.rs` computes it) under `reading`.
+pub fn latency_samples(
+    run: &crate::load::Run,
+    (start_ns, end_ns): (u64, u64),
+    reading: StreamReading,
+) -> LatencySamples {
     use crate::estimate::histogram::ns_to_us;
     let requests = &run.requests;
     let mut out = LatencySamples::default();
@@ -78,14 +93,15 @@ pub fn latency_samples(run: &crate::load::Run, start_ns: u64, end_ns: u64) -> La
         if t < start_ns || t >= end_ns {
             continue;
         }
-        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row), e2e_ns(requests, row)) else {
+        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row, reading), e2e_ns(requests, row))
+        else {
             continue;
         };
         out.ttft_us.push(ns_to_us(ttft));
         out.e2e_us.push(ns_to_us(e2e));
         let tokens = completion_tokens(requests, row);
         if let Some(tokens) = tokens.filter(|&t| t >= 2) {
-            if requests.first_content_ns[row] != NONE {
+            if first_token_seen(requests, row, reading) {
                 out.tpot_us
                     .push(ns_to_us(e2e.saturating_sub(ttft) / (tokens - 1)));
             }
@@ -104,13 +120,15 @@ pub(super) fn completion_tokens(requests: &Requests, row: usize) -> Option<u64> 
 }
 
 /// A request's tokens per content event, when usage says it carried more than one token per
-/// chunk on average (1 otherwise, or when unknown).
-pub(super) fn tokens_per_event(requests: &Requests, row: usize) -> f64 {
-    let events = requests.content_events[row];
+/// chunk on average (1 otherwise, or when unknown). Under A4 the events are the deltas of every
+/// kind, which the usage's completion tokens count (reasoning included).
+pub(super) fn tokens_per_event(requests: &Requests, row: usize, reading: StreamReading) -> f64 {
+    let events = match (reading, &requests.streams) {
+        (StreamReading::EveryDelta, Some(s)) if s.kinds[row] != 0 => s.deltas(row),
+        _ => u64::from(requests.content_events[row]),
+    };
     match completion_tokens(requests, row) {
-        Some(tokens) if events > 0 && tokens > u64::from(events) => {
-            tokens as f64 / f64::from(events)
-        }
+        Some(tokens) if events > 0 && tokens > events => tokens as f64 / events as f64,
         _ => 1.0,
     }
 }

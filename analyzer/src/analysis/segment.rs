@@ -7,10 +7,10 @@
 use super::columns::group;
 use super::window::window_report;
 use crate::estimate::incidence::Method;
-use crate::estimate::quantile::Printing;
 use crate::load::Run;
 use crate::model::{SegmentColumn, SegmentReport};
 use crate::windows::Window;
+use percentes_formats::spec::Rules;
 
 /// Most segments one analysis reports, over all windows: a column with more values than this
 /// (a connection id, say) is not a segmentation a reader can take in, and is refused.
@@ -25,7 +25,7 @@ pub(super) fn reports(
     columns: &[SegmentColumn],
     method: Method,
     horizon_ns: u64,
-    printing: Printing,
+    rules: &Rules,
 ) -> Result<Vec<SegmentReport>, String> {
     let mut grouped = Vec::new();
     for (window, rows) in cut.iter().zip(rows_of) {
@@ -45,7 +45,7 @@ pub(super) fn reports(
         .map(|(window, key, members)| {
             // A segment is analyzed as a window of its own (no baseline to compare against: the
             // modal distance is a window's, not a segment's).
-            let w = window_report(run, window, &members, &[], method, horizon_ns, printing);
+            let w = window_report(run, window, &members, &[], method, horizon_ns, rules);
             SegmentReport {
                 window: w.window,
                 key: columns.iter().map(|c| c.name()).zip(key).collect(),
@@ -58,6 +58,7 @@ pub(super) fn reports(
                 ttft: w.ttft,
                 tpot: w.tokens.tpot,
                 e2e: w.e2e,
+                ttfat: w.streams.map(|s| s.ttfat),
             }
         })
         .collect())

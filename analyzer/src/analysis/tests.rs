@@ -754,7 +754,7 @@ fn the_interval_log_decodes_to_the_same_histograms() {
             "e2e" => &w.e2e,
             "inter-chunk" => &w.inter_chunk,
             "tpot" => &w.tokens.tpot,
-            "itl-per-token" => &w.tokens.itl_per_token,
+            "itl-per-token" => w.tokens.itl_per_token.as_ref().unwrap(),
             other => panic!("unexpected histogram tag {other}"),
         };
         assert_eq!(
@@ -1963,21 +1963,21 @@ fn token_figures_match_the_hand_computation() {
     let p50 = |d: &Distribution| d.percentiles_us.iter().find(|(q, _)| q == "p50").unwrap().1;
     assert!(close(p50(&t.tpot), 21_052), "{:?}", t.tpot.percentiles_us);
     // Per token: 800 gaps at 25 ms, 2,000 at 50 ms, 400 at 70 ms.
-    assert_eq!(t.itl_per_token.n, 3_200);
+    let per_token = t.itl_per_token.as_ref().unwrap();
+    assert_eq!(per_token.n, 3_200);
     assert!(
-        close(p50(&t.itl_per_token), 50_000),
+        close(p50(per_token), 50_000),
         "{:?}",
-        t.itl_per_token.percentiles_us
+        per_token.percentiles_us
     );
-    let p90 = t
-        .itl_per_token
+    let p90 = per_token
         .percentiles_us
         .iter()
         .find(|(q, _)| q == "p90")
         .unwrap()
         .1;
     assert!(close(p90, 70_000));
-    let quarter = t.itl_per_token.histogram.as_ref().unwrap().quantile_us(0.2);
+    let quarter = per_token.histogram.as_ref().unwrap().quantile_us(0.2);
     assert!(close(quarter, 25_000), "{quarter}");
     // The pooled inter-chunk gaps are unchanged by the division.
     assert_eq!(window(&r, "measurement").inter_chunk.n, 3_200);
@@ -1989,6 +1989,7 @@ fn token_figures_match_the_hand_computation() {
 }
 
 mod a3;
+mod a4;
 mod amended;
 
 #[test]

@@ -5,18 +5,29 @@
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of};
-use super::rows::{completed, completion_tokens, e2e_ns, tokens_per_event, ttft_ns};
-use crate::frame::{Requests, NONE};
+use percentes_formats::spec::StreamReading;
+
+use super::rows::{
+    completed, completion_tokens, e2e_ns, first_token_seen, tokens_per_event, ttft_ns,
+};
+use crate::frame::Requests;
 use crate::model::TokenReport;
 
 /// What the TPOT distribution is, in words.
 pub(super) const TPOT: &str = "conditional on completion; time per output token, (e2e - TTFT) / (completion tokens - 1), requests with usage and at least two tokens";
+/// What the TPOT distribution is under A4, in words.
+pub(super) const TPOT_A4: &str = "conditional on completion; time per output token, (e2e - TTFT) / (completion tokens - 1), TTFT to the first generated delta of any kind and every token the usage counts (reasoning and tool calls included), requests with usage and at least two tokens (A4)";
 /// What the per-token inter-token distribution is, in words.
 pub(super) const ITL_PER_TOKEN: &str = "conditional on completion; pooled inter-chunk gaps, each divided by its request's tokens per content event (completion tokens / content events)";
 
 /// The token figures of a window's `rows` over its `duration_s`. The per-token inter-token
 /// distribution is left empty, for the caller's pass over the gaps.
-pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64) -> TokenReport {
+pub(super) fn token_report(
+    requests: &Requests,
+    rows: &[usize],
+    duration_s: f64,
+    reading: StreamReading,
+) -> TokenReport {
     let mut completed_count = 0u64;
     let mut with_usage = 0u64;
     let (mut prompt_tokens, mut completion_total) = (0u64, 0u64);
@@ -34,13 +45,14 @@ pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64)
         if prompt != u32::MAX {
             prompt_tokens += u64::from(prompt);
         }
-        if tokens_per_event(requests, row) > 1.0 {
+        if tokens_per_event(requests, row, reading) > 1.0 {
             multi += 1;
         }
-        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row), e2e_ns(requests, row)) else {
+        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row, reading), e2e_ns(requests, row))
+        else {
             continue;
         };
-        if tokens >= 2 && requests.first_content_ns[row] != NONE {
+        if tokens >= 2 && first_token_seen(requests, row, reading) {
             tpot_ns.push(e2e.saturating_sub(ttft) / (tokens - 1));
         }
         // Milli-tokens per second, kept whole for the nearest-rank reading (in u128: a
@@ -70,9 +82,16 @@ pub(super) fn token_report(requests: &Requests, rows: &[usize], duration_s: f64)
         format!("usage reported by all {with_usage} completed responses")
     };
     let mut tpot = distribution_of(tpot_ns, None);
-    tpot.label = TPOT;
-    let mut itl_per_token = distribution(&[], None);
-    itl_per_token.label = ITL_PER_TOKEN;
+    tpot.label = match reading {
+        StreamReading::AnswerContent => TPOT,
+        StreamReading::EveryDelta => TPOT_A4,
+    };
+    // A4: no gap is divided among the tokens of one read; the deliveries say what each carried.
+    let itl_per_token = (reading == StreamReading::AnswerContent).then(|| {
+        let mut d = distribution(&[], None);
+        d.label = ITL_PER_TOKEN;
+        d
+    });
     TokenReport {
         completed: completed_count,
         with_usage,

@@ -5,6 +5,7 @@
 
 use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
 use percentes_formats::pins;
+use percentes_formats::spec::{Rules, StreamReading};
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of, QUANTILES};
@@ -37,6 +38,7 @@ pub(super) fn inter_chunk(
     run: &Run,
     files: &[JournalFile],
     cut: &[Window],
+    reading: StreamReading,
 ) -> Vec<(LatencyHistogram, LatencyHistogram)> {
     let mut histograms = vec![(LatencyHistogram::pinned(), LatencyHistogram::pinned()); cut.len()];
     for (file, report) in files.iter().zip(&run.parts) {
@@ -69,7 +71,7 @@ pub(super) fn inter_chunk(
                     .map(u64::from_le_bytes);
                 let per_event = index
                     .and_then(|i| run.requests.index.binary_search(&i).ok())
-                    .map(|row| tokens_per_event(&run.requests, row))
+                    .map(|row| tokens_per_event(&run.requests, row, reading))
                     .unwrap_or(1.0);
                 let (gaps_h, per_token) = &mut histograms[w];
                 for gap in gaps {
@@ -89,8 +91,9 @@ pub(super) fn window_report(
     baseline_rows: &[usize],
     method: Method,
     horizon_ns: u64,
-    printing: Printing,
+    rules: &Rules,
 ) -> WindowReport {
+    let (printing, reading) = (rules.printing, rules.streams);
     let requests = &run.requests;
     let scheduled = rows.len() as u64;
     let outcomes = count_outcomes(requests, rows.iter().copied());
@@ -115,7 +118,10 @@ pub(super) fn window_report(
     requests.release();
     let completion = curve_report(requests, rows, method, horizon_ns, printing);
     requests.release();
-    let ttft: Vec<u64> = rows.iter().filter_map(|&r| ttft_ns(requests, r)).collect();
+    let ttft: Vec<u64> = rows
+        .iter()
+        .filter_map(|&r| ttft_ns(requests, r, reading))
+        .collect();
     let e2e: Vec<u64> = rows.iter().filter_map(|&r| e2e_ns(requests, r)).collect();
     requests.release();
     // Parallel: both are the completed rows, in row order.
@@ -148,7 +154,7 @@ pub(super) fn window_report(
     let modal_distance = if window.kind == Kind::Fault {
         let base_ttft: Vec<u64> = baseline_rows
             .iter()
-            .filter_map(|&r| ttft_ns(requests, r))
+            .filter_map(|&r| ttft_ns(requests, r, reading))
             .collect();
         let base_e2e: Vec<u64> = baseline_rows
             .iter()
@@ -164,7 +170,7 @@ pub(super) fn window_report(
     };
     let ttft = distribution_of(ttft, None);
     let e2e = distribution_of(e2e, None);
-    let tokens = super::tokens::token_report(requests, rows, duration_s);
+    let tokens = super::tokens::token_report(requests, rows, duration_s, reading);
     requests.release();
     let routes = route_segments(run, rows);
     requests.release();
@@ -200,6 +206,10 @@ pub(super) fn window_report(
         receive_path: receive_path(run, window),
         outcomes,
         classes,
+        // A4: what the streams carried; their deliveries come from the caller's second pass.
+        streams: (reading == StreamReading::EveryDelta).then(|| {
+            super::streams::figures(requests, rows, &super::streams::Delivered::default(), 0.0)
+        }),
     }
 }
 

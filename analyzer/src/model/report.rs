@@ -237,6 +237,76 @@ pub struct WindowReport {
     /// The receive-path check (§2): how late the recorder's read loop saw events of known
     /// timing. Reported, never a gate.
     pub receive_path: ReceivePath,
+    /// A4 (v0.5): what the completed requests' streams carried, by kind, and how it arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<StreamFigures>,
+}
+
+/// A4 (v0.5): a window's stream figures (SPEC §3 "What a stream's figures are about"): the
+/// completed requests by the kinds of output they carried, the time to their first answer
+/// token, their reasoning, and how their deltas were delivered.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamFigures {
+    /// Completed requests by the kinds of output they carried (`answer`, `answer+reasoning`,
+    /// `tool-call`, ...; `none` for a response with no generated output).
+    pub output: std::collections::BTreeMap<String, u64>,
+    /// Completed requests the journal holds a stream record for (kind 8); the others' first
+    /// token is their first answer content event (a journal recorded before 2026-12-05).
+    pub with_record: u64,
+    /// Time to first answer token from t_i: completed requests whose answer came.
+    pub ttfat: Distribution,
+    /// The reasoning span, first reasoning delta to last: completed requests that reasoned.
+    pub reasoning_span: Distribution,
+    /// The usage's reasoning tokens: completed requests that reported them.
+    pub reasoning_tokens: Counts,
+    /// The reasoning deltas against the usage's reasoning tokens, over the requests that have
+    /// both, in words.
+    pub reasoning_reconciled: String,
+    /// Deliveries (reads that brought new deltas) of the completed streams.
+    pub deliveries: u64,
+    /// Deltas of every kind those deliveries carried.
+    pub deltas: u64,
+    /// Deltas a delivery carried.
+    pub deltas_per_delivery: Counts,
+    /// Whether each delta carried one token, from the usage: `Some(true)` when every completed
+    /// request with usage counted as many tokens as deltas.
+    pub one_token_per_delta: Option<bool>,
+    /// The figures in words: what the inter-token figure is, and what it could not resolve.
+    pub text: String,
+}
+
+impl StreamFigures {
+    /// The reasoning tokens' reading in words, `None` when no completed request reported any.
+    pub fn reasoning_tokens_line(&self) -> Option<String> {
+        let c = &self.reasoning_tokens;
+        (c.n > 0).then(|| {
+            let ranks: Vec<String> = c
+                .percentiles
+                .iter()
+                .map(|(q, v)| format!("{q} {v}"))
+                .collect();
+            format!(
+                "{} in all over {} requests, {}, max {}",
+                c.total,
+                c.n,
+                ranks.join(", "),
+                c.max.unwrap_or(0)
+            )
+        })
+    }
+}
+
+/// A distribution of counts (tokens, deltas) by nearest rank.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Counts {
+    /// Samples.
+    pub n: u64,
+    /// Their sum.
+    pub total: u64,
+    /// p50, p90, p95 and p99 by nearest rank.
+    pub percentiles: Vec<(String, u64)>,
+    /// The largest.
+    pub max: Option<u64>,
 }
 
 /// The loopback canary's reading over one window (SPEC §2 receive-path caveat): the recorder
@@ -373,6 +443,10 @@ pub struct Distribution {
     pub tails: Vec<Tail>,
     /// Samples above the histogram's highest trackable value, counted at it.
     pub saturated: u64,
+    /// Quantiles refused, each with its reason, and left out of `percentiles_us` (A4: an
+    /// inter-token quantile at the read's resolution). Absent from reports before v0.5.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<(String, String)>,
     #[serde(skip)]
     /// The histogram itself, for the interval log (not serialized).
     pub histogram: Option<LatencyHistogram>,
@@ -594,8 +668,10 @@ pub struct TokenReport {
     pub tpot: Distribution,
     /// Inter-token latency per token: each inter-chunk gap divided by its request's tokens per
     /// content event (completion tokens / content events); the inter-chunk gaps themselves where
-    /// every chunk carries one token. Filled from the journal's gaps.
-    pub itl_per_token: Distribution,
+    /// every chunk carries one token. Filled from the journal's gaps. v0.1-v0.4 only: A4 never
+    /// divides a read's gap among its tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub itl_per_token: Option<Distribution>,
     /// Requests whose chunks carried more than one token on average.
     pub multi_token_chunks: u64,
     /// The reading in words: where usage was missing, what the figures cover.

@@ -24,11 +24,15 @@ pub enum SegmentColumn {
     Status,
     /// The HTTP version that carried it (`(not recorded)` in an HTTP/1.1-only run).
     Protocol,
+    /// The kinds of generated output its response carried, from its stream record (A4):
+    /// `answer`, `answer+reasoning`, `tool-call`, ...; `none` without output, and `answer`
+    /// for a response whose first content was seen in a journal without stream records.
+    Output,
 }
 
 impl SegmentColumn {
     /// Every column, in the order `--by` help lists them.
-    pub const ALL: [SegmentColumn; 7] = [
+    pub const ALL: [SegmentColumn; 8] = [
         SegmentColumn::Route,
         SegmentColumn::Replica,
         SegmentColumn::Class,
@@ -36,6 +40,7 @@ impl SegmentColumn {
         SegmentColumn::Phase,
         SegmentColumn::Status,
         SegmentColumn::Protocol,
+        SegmentColumn::Output,
     ];
 
     /// Its name on the command line and in reports.
@@ -48,6 +53,7 @@ impl SegmentColumn {
             SegmentColumn::Phase => "phase",
             SegmentColumn::Status => "status",
             SegmentColumn::Protocol => "protocol",
+            SegmentColumn::Output => "output",
         }
     }
 
@@ -110,4 +116,7 @@ pub struct SegmentReport {
     pub tpot: Distribution,
     /// End-to-end latency, completed requests only, with its tail intervals or their refusal.
     pub e2e: Distribution,
+    /// A4 (v0.5): time to first answer token, completed requests whose answer came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfat: Option<Distribution>,
 }

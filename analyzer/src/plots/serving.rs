@@ -14,10 +14,11 @@
 use std::fmt::Write as _;
 
 use percentes_formats::journal::records::Outcome;
+use percentes_formats::spec::StreamReading;
 
 use super::{colour, escape, Frame, HEIGHT, LEFT, WIDTH};
 use crate::estimate::histogram::LatencyHistogram;
-use crate::frame::{Requests, NONE};
+use crate::frame::Requests;
 use crate::model::{Distribution, Report};
 
 /// Most points one distribution curve draws (every k-th recorded bucket above it, and the last).
@@ -78,10 +79,15 @@ pub(super) fn distribution(report: &Report, name: &str) -> (&'static str, String
     type Pick = fn(&crate::model::WindowReport) -> &Distribution;
     let (file, title, pick): (&'static str, &str, Pick) = match name {
         "ttft" => ("ttft-distribution.svg", "Time to first token", |w| &w.ttft),
+        "itl" if report.rules.streams == StreamReading::EveryDelta => (
+            "itl-distribution.svg",
+            "Inter-token latency, per delivery (pooled gaps)",
+            |w| &w.inter_chunk,
+        ),
         "itl" => (
             "itl-distribution.svg",
             "Inter-token latency, per token (pooled gaps)",
-            |w| &w.tokens.itl_per_token,
+            |w| w.tokens.itl_per_token.as_ref().unwrap_or(&w.inter_chunk),
         ),
         _ => ("e2e-distribution.svg", "End-to-end latency", |w| &w.e2e),
     };
@@ -186,10 +192,7 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
         if requests.outcome(row) != Some(Outcome::Completed) {
             continue;
         }
-        let first = match requests.first_content_ns[row] {
-            NONE => requests.terminal_ns[row],
-            t => t,
-        };
+        let first = requests.first_token_ns(row, report.rules.streams);
         let t = requests.intended_ns[row] as f64 / 1e9;
         let i = ((t / width) as usize).min(per.len() - 1);
         per[i].push(first.saturating_sub(requests.intended_ns[row]));

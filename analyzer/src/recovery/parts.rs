@@ -11,6 +11,7 @@ use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{Boundary, Component, Ttr};
 use crate::windows::Window;
+use percentes_formats::spec::StreamReading;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn components(
@@ -24,20 +25,13 @@ pub(super) fn components(
     baseline_window: Option<Window>,
     timeout_s: f64,
     detector: Detector,
-    rules: &Rules,
+    (rules, reading): (&Rules, StreamReading),
     not_before: NotBefore,
 ) -> Vec<Component> {
     let requests = &run.requests;
     let slo = crate::estimate::slo::Slo::pinned();
     let completed = |r: usize| requests.outcome(r) == Some(Outcome::Completed);
-    let first = |r: usize| {
-        let f = requests.first_content_ns[r];
-        if f == NONE {
-            requests.terminal_ns[r]
-        } else {
-            f
-        }
-    };
+    let first = |r: usize| requests.first_token_ns(r, reading);
     let ttft_ok =
         |r: usize| completed(r) && first(r).saturating_sub(requests.intended_ns[r]) <= slo.ttft_ns;
     let e2e_ok = |r: usize| {

@@ -13,14 +13,15 @@ use percentes_formats::pins;
 
 use super::seconds;
 use crate::estimate::histogram::LatencyHistogram;
-use crate::frame::{Requests, NONE};
+use crate::frame::Requests;
 use crate::model::SurvivorReading;
+use percentes_formats::spec::StreamReading;
 
 /// The two spans of one run. `removal_ns` is the confirmed removal (None: not confirmed, so
 /// neither span has an end it can be read to); `end_ns` where the recovery span stops (the
 /// recovery to the pre-fault baseline, or the deadline); `met` the SLO verdict per row.
 pub(crate) fn spans(
-    requests: &Requests,
+    (requests, reading): (&Requests, StreamReading),
     met: &[bool],
     anchor_ns: u64,
     removal_ns: Option<u64>,
@@ -34,9 +35,9 @@ pub(crate) fn spans(
         ];
     };
     vec![
-        read(requests, met, "outage", anchor_ns, removal_ns),
+        read((requests, reading), met, "outage", anchor_ns, removal_ns),
         read(
-            requests,
+            (requests, reading),
             met,
             "recovery",
             removal_ns,
@@ -62,7 +63,7 @@ fn unread(span: &'static str, from_ns: u64, to_ns: Option<u64>, why: &str) -> Su
 /// pinned histogram, as every window's), and its goodput, refused over fewer requests than
 /// `statistics.share_min_requests`.
 pub(crate) fn read(
-    requests: &Requests,
+    (requests, reading): (&Requests, StreamReading),
     met: &[bool],
     span: &'static str,
     from_ns: u64,
@@ -80,10 +81,7 @@ pub(crate) fn read(
         good += u64::from(met);
         if requests.outcome(row) == Some(Outcome::Completed) {
             completed += 1;
-            let first = match requests.first_content_ns[row] {
-                NONE => requests.terminal_ns[row],
-                f => f,
-            };
+            let first = requests.first_token_ns(row, reading);
             histogram.record_ns(first.saturating_sub(t));
         }
     }
@@ -160,9 +158,15 @@ mod tests {
         ];
         let requests = requests_of(&rows);
         let met = vec![true, true, true, false, true, true];
-        let [outage, recovery] = spans(&requests, &met, s, Some(3 * s), 6 * s)
-            .try_into()
-            .unwrap();
+        let [outage, recovery] = spans(
+            (&requests, StreamReading::EveryDelta),
+            &met,
+            s,
+            Some(3 * s),
+            6 * s,
+        )
+        .try_into()
+        .unwrap();
         assert_eq!((outage.scheduled, outage.completed), (2, 2));
         assert_eq!(outage.ttft_p50_ms, Some(100.031));
         assert_eq!(outage.goodput, None);
@@ -177,11 +181,17 @@ mod tests {
         let many: Vec<(u64, Option<u64>)> =
             (0..20).map(|i| (i * s / 20, Some(5_000_000))).collect();
         let met: Vec<bool> = (0..20).map(|i| i % 4 != 0).collect();
-        let r = read(&requests_of(&many), &met, "outage", 0, s);
+        let r = read(
+            (&requests_of(&many), StreamReading::EveryDelta),
+            &met,
+            "outage",
+            0,
+            s,
+        );
         assert_eq!((r.scheduled, r.goodput), (20, Some(0.75)));
         assert_eq!(r.note, "");
 
-        let unconfirmed = spans(&requests, &met, s, None, 6 * s);
+        let unconfirmed = spans((&requests, StreamReading::EveryDelta), &met, s, None, 6 * s);
         assert!(unconfirmed
             .iter()
             .all(|r| r.goodput.is_none() && r.to_s.is_none()));

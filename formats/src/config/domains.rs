@@ -155,11 +155,14 @@ impl Config {
         Ok(())
     }
 
-    /// The files the configuration names (`target.tokenizer`, each route's `prompt_file`)
+    /// The files the configuration names (`target.tokenizer`, each route's `prompt_file` and
+    /// `images`)
     /// exist, are regular files and are within their size limits. `config check` and the
     /// recorder ask this; the analysis does not (a journal's files may be long gone).
     pub fn check_files(&self) -> Result<(), ConfigError> {
-        use crate::files::{open_regular, PROMPT_FILE_BYTES_MAX, TOKENIZER_BYTES_MAX};
+        use crate::files::{
+            open_regular, IMAGE_FILE_BYTES_MAX, PROMPT_FILE_BYTES_MAX, TOKENIZER_BYTES_MAX,
+        };
         let named = self
             .target
             .tokenizer
@@ -172,6 +175,15 @@ impl Config {
                     file,
                     PROMPT_FILE_BYTES_MAX,
                 ))
+            }))
+            .chain(self.routes.iter().enumerate().flat_map(|(i, r)| {
+                r.images.iter().enumerate().map(move |(k, image)| {
+                    (
+                        format!("routes[{i}].images[{k}]"),
+                        image,
+                        IMAGE_FILE_BYTES_MAX,
+                    )
+                })
             }));
         for (key, path, limit) in named {
             let size = open_regular(path.as_ref())
@@ -366,6 +378,9 @@ impl Config {
                     "holds a space, CR, LF or #, which a request line cannot carry",
                 ));
             }
+            route
+                .check_parts(&format!("routes[{i}]"))
+                .map_err(|e| invalid(e.key, e.problem))?;
         }
         for (key, value) in [
             ("fault.pid_file", &self.fault.pid_file),

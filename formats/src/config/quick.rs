@@ -16,7 +16,7 @@ use crate::pins;
 /// The route path a URL without one is given: OpenAI's chat completions.
 pub const QUICK_PATH_DEFAULT: &str = "/v1/chat/completions";
 /// The paths a `--url` may end in that are taken as the route rather than the base URL.
-const ROUTE_PATHS: [&str; 2] = ["/v1/chat/completions", "/v1/completions"];
+const ROUTE_PATHS: [&str; 3] = ["/v1/chat/completions", "/v1/completions", "/v1/responses"];
 
 /// What the flags state.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +58,91 @@ pub struct Quick {
     pub tokenizer: Option<String>,
     /// `[workload]`: the generation model, when not open loop.
     pub workload: QuickWorkload,
+    /// What the route's requests carry beyond the prompt (SPEC §1 "What a request carries").
+    pub parts: QuickParts,
+}
+
+/// A quick run's request parts: tools, the answer's format, images, and the structured check.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QuickParts {
+    /// `--tools FILE`: a JSON array of function tools, written into the configuration (so the
+    /// journal holds it).
+    pub tools_file: Option<String>,
+    /// `--tool-choice`: `auto`, `none`, `required` or a function's name.
+    pub tool_choice: Option<String>,
+    /// `--response-format`: `json_object`, or a JSON Schema file written into the configuration.
+    pub response_format: Option<String>,
+    /// `--image FILE`, each attached to every request.
+    pub images: Vec<String>,
+    /// `--check-structured`: `verify.structured`.
+    pub structured: bool,
+}
+
+/// A flag whose file cannot be written into the run: the flag, the file and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlagError {
+    /// The flag (`--tools`).
+    pub flag: &'static str,
+    /// What is wrong, the file named.
+    pub problem: String,
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.flag, self.problem)
+    }
+}
+
+impl QuickParts {
+    /// The route keys these flags set, as `key = value` lines; the error names the flag.
+    fn lines(&self) -> Result<String, FlagError> {
+        let json_file = |flag: &'static str, path: &str| -> Result<toml::Value, FlagError> {
+            let problem = |why: String| FlagError {
+                flag,
+                problem: format!("{path:?} {why}"),
+            };
+            let bytes = crate::files::read_bounded(
+                path.as_ref(),
+                crate::files::CONFIG_FILE_BYTES_MAX,
+                "a configuration",
+            )
+            .map_err(|e| problem(format!("cannot be read: {e}")))?;
+            let value: serde_json::Value =
+                serde_json::from_slice(&bytes).map_err(|e| problem(format!("is not JSON: {e}")))?;
+            Ok(toml::Value::String(value.to_string()))
+        };
+        let mut lines = String::new();
+        if let Some(path) = &self.tools_file {
+            lines.push_str(&format!("tools = {}\n", json_file("--tools", path)?));
+        }
+        if let Some(choice) = &self.tool_choice {
+            lines.push_str(&format!(
+                "tool_choice = {}\n",
+                toml::Value::String(choice.clone())
+            ));
+        }
+        match self.response_format.as_deref() {
+            None => {}
+            Some("json_object") => lines.push_str("response_format = \"json_object\"\n"),
+            Some(path) => lines.push_str(&format!(
+                "response_format = {}\n",
+                json_file("--response-format", path)?
+            )),
+        }
+        if !self.images.is_empty() {
+            let images = toml::Value::Array(
+                self.images
+                    .iter()
+                    .map(|i| toml::Value::String(i.clone()))
+                    .collect(),
+            );
+            lines.push_str(&format!("images = {images}\n"));
+        }
+        if self.structured {
+            lines.push_str("verify = { structured = true }\n");
+        }
+        Ok(lines)
+    }
 }
 
 /// A quick run's workload flags (SPEC §1 "Workload models").
@@ -349,6 +434,7 @@ impl Quick {
             let inline = lengths_inline("--input-tokens", spec, false)?;
             lengths.push_str(&format!("input_tokens = {inline}\n"));
         }
+        lengths.push_str(&self.parts.lines().map_err(|e| e.to_string())?);
         // Sections in the order a person writes them (a table alone would sort its keys).
         let mut sections = Vec::new();
         sections.extend(dev.map(|d| ("[dev]".to_owned(), d)));
@@ -411,6 +497,11 @@ fn blame(error: &ConfigError) -> String {
         ("workload.think_ms", "--think-time"),
         ("workload.think", "--think"),
         ("workload.trace", "--trace"),
+        ("routes[0].tools", "--tools"),
+        ("routes[0].tool_choice", "--tool-choice"),
+        ("routes[0].response_format", "--response-format"),
+        ("routes[0].images", "--image"),
+        ("routes[0].verify.structured", "--check-structured"),
     ];
     // The key the error names (a message may mention other keys, as advice).
     let named = match error {
@@ -427,9 +518,51 @@ fn blame(error: &ConfigError) -> String {
 mod tests {
     use super::*;
 
+    /// `--tools`, `--tool-choice`, `--response-format`, `--image` and `--check-structured`
+    /// become the route's keys, the files' JSON written in so the journal holds it; a file that
+    /// is not JSON names its flag.
+    #[test]
+    fn request_parts_flags_write_the_route_keys() {
+        let dir =
+            std::env::temp_dir().join(format!("percentes-quick-parts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tools = dir.join("tools.json");
+        std::fs::write(&tools, r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]"#).unwrap();
+        let schema = dir.join("schema.json");
+        std::fs::write(&schema, r#"{"type": "object", "required": ["a"]}"#).unwrap();
+        let mut q = quick();
+        q.url = "http://127.0.0.1:8000/v1/responses".into();
+        q.parts = QuickParts {
+            tools_file: Some(tools.to_str().unwrap().into()),
+            tool_choice: Some("f".into()),
+            response_format: Some(schema.to_str().unwrap().into()),
+            images: Vec::new(),
+            structured: true,
+        };
+        let text = q.toml().unwrap();
+        let config = Config::parse(text.as_bytes()).unwrap();
+        let route = &config.routes[0];
+        assert_eq!(route.path, "/v1/responses");
+        assert_eq!(route.tool_choice.as_deref(), Some("f"));
+        assert!(route.verify.structured);
+        assert!(route.structured_checks("r").unwrap().is_some());
+        std::fs::write(&schema, "not json").unwrap();
+        let error = q.toml().unwrap_err();
+        assert!(
+            error.starts_with("--response-format") && error.contains("is not JSON"),
+            "{error}"
+        );
+        q.parts.response_format = Some("json_object".into());
+        q.parts.tools_file = None;
+        q.parts.tool_choice = Some("required".into());
+        let error = q.toml().unwrap_err();
+        assert!(error.starts_with("--tool-choice"), "{error}");
+    }
+
     fn quick() -> Quick {
         Quick {
             workload: QuickWorkload::default(),
+            parts: QuickParts::default(),
             url: "http://127.0.0.1:8000/v1/chat/completions".into(),
             model: "tiny".into(),
             rate_rps: 4.0,

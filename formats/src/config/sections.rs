@@ -562,6 +562,21 @@ pub struct Route {
     /// Whether this route's responses stream (SSE); default `target.stream`. A route that
     /// answers one JSON body (a lookup beside the generation routes) sets `false`.
     pub stream: Option<bool>,
+    /// The tools the model may call, sent as every request's `tools`: OpenAI's function tools
+    /// (`{type = "function", function = {name, description, parameters}}`), as TOML or as one
+    /// string of JSON (SPEC §1 "What a request carries"; [`super::parts`]).
+    pub tools: Option<toml::Value>,
+    /// `tool_choice`: `auto`, `none`, `required`, or the name of one of `tools`' functions
+    /// (the call is then forced: guided decoding makes even a small model call it).
+    pub tool_choice: Option<String>,
+    /// `response_format`: `json_object`, or a JSON Schema (TOML or one string of JSON) the
+    /// answer must follow, sent as a strict `json_schema` format.
+    pub response_format: Option<toml::Value>,
+    /// Image files (PNG, JPEG, GIF, WebP) attached to every request's user message as data
+    /// URLs; their size and BLAKE3 are journaled (the `request-parts` host fact), never their
+    /// bytes.
+    #[serde(default)]
+    pub images: Vec<String>,
 }
 
 impl Route {
@@ -624,6 +639,10 @@ pub struct Verify {
     pub json_value: Option<String>,
     /// BLAKE3 (hex) of the whole generated text.
     pub content_blake3: Option<String>,
+    /// The answer must parse as JSON and match the route's `response_format` schema, and each
+    /// tool call's arguments the `parameters` of the function it names (one of `tools`').
+    #[serde(default)]
+    pub structured: bool,
 }
 
 fn one() -> u32 {

@@ -20,11 +20,24 @@ pub enum Kind {
     Share,
     /// A count per second.
     Rate,
+    /// A count (tokens): a plain number, `tokens` after it optional.
+    Count,
 }
 
 /// The latencies a quantile threshold may name: the completed-only distributions, and the
-/// completion curve over every scheduled request (§3).
-pub const LATENCIES: [&str; 5] = ["ttft", "tpot", "itl", "e2e", "completion"];
+/// completion curve over every scheduled request (§3). From v0.5 (A4) also the time to first
+/// answer token (`ttfat`) and the reasoning span (`reasoning`).
+pub const LATENCIES: [&str; 7] = [
+    "ttft",
+    "tpot",
+    "itl",
+    "e2e",
+    "completion",
+    "ttfat",
+    "reasoning",
+];
+/// The counts a quantile threshold may name (A4): the usage's reasoning tokens.
+pub const COUNTS: [&str; 1] = ["reasoning_tokens"];
 /// The quantiles a latency threshold may name.
 pub const QUANTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
 /// The metrics that are not quantiles, with their kinds.
@@ -103,6 +116,11 @@ pub fn metric_names() -> Vec<String> {
         .iter()
         .flat_map(|l| QUANTILES.iter().map(move |q| format!("{l}_{q}")))
         .collect();
+    names.extend(
+        COUNTS
+            .iter()
+            .flat_map(|c| QUANTILES.iter().map(move |q| format!("{c}_{q}"))),
+    );
     names.extend(SCALARS.iter().map(|(n, _)| (*n).to_owned()));
     names
 }
@@ -112,7 +130,13 @@ fn kind_of(metric: &str) -> Option<Kind> {
         return Some(*kind);
     }
     let (latency, quantile) = metric.rsplit_once('_')?;
-    (LATENCIES.contains(&latency) && QUANTILES.contains(&quantile)).then_some(Kind::Latency)
+    if !QUANTILES.contains(&quantile) {
+        return None;
+    }
+    if COUNTS.contains(&latency) {
+        return Some(Kind::Count);
+    }
+    LATENCIES.contains(&latency).then_some(Kind::Latency)
 }
 
 impl Threshold {
@@ -198,12 +222,27 @@ fn limit(kind: Kind, value: &str) -> Result<f64, String> {
             Ok(fraction)
         }
         Kind::Rate => number(value.strip_suffix("/s").unwrap_or(value)),
+        Kind::Count => number(value.strip_suffix("tokens").unwrap_or(value)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_figures_of_a4_are_metrics() {
+        let t = Threshold::parse("ttfat_p99@baseline < 2s").unwrap();
+        assert_eq!((t.kind, t.limit), (Kind::Latency, 2.0));
+        let t = Threshold::parse("reasoning_tokens_p50 <= 400 tokens").unwrap();
+        assert_eq!((t.kind, t.limit), (Kind::Count, 400.0));
+        assert_eq!(
+            Threshold::parse("reasoning_p90 < 1s").unwrap().kind,
+            Kind::Latency
+        );
+        assert!(Threshold::parse("reasoning_tokens_p50 < 1s").is_err());
+        assert!(metric_names().contains(&"reasoning_tokens_p99".to_owned()));
+    }
 
     #[test]
     fn thresholds_read_their_metric_window_comparison_and_unit() {

@@ -566,8 +566,8 @@ impl<'a> Cursor<'a> {
 /// The keys of the header's host facts (its `host` list of key and value), one type for the
 /// recorder that writes them and every reader (the analyzer, the manifest, `inspect`), so none
 /// matches another's spelling. A journal from before a key existed lacks it; a key a reader does
-/// not know is kept and shown as it is. Two families are keyed by a name: [`HostFact::accelerator`]
-/// and [`HostFact::prompt_set`].
+/// not know is kept and shown as it is. Three families are keyed by a name:
+/// [`HostFact::accelerator`], [`HostFact::prompt_set`] and [`HostFact::images`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HostFact {
@@ -719,5 +719,10 @@ impl HostFact {
     /// The key of route `label`'s prompt set.
     pub fn prompt_set(label: &str) -> String {
         format!("prompt-set {label}")
+    }
+
+    /// The key of route `label`'s attached images (their files, types, sizes and BLAKE3s).
+    pub fn images(label: &str) -> String {
+        format!("images {label}")
     }
 }

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod manifest;
 pub mod records;
 pub mod scrape;
+pub mod stream;
 pub mod synthetic;
 pub mod verify;
 pub mod writer;

@@ -31,6 +31,9 @@ pub enum RecordKind {
     /// One answered scrape of a server's metrics endpoint (SPEC §2 server-side evidence);
     /// counted with `other` in the seal, as kind 6.
     Scrape = 7,
+    /// How a response's generated output arrived, by kind and delivery (SPEC §3, A4); counted
+    /// with `other` in the seal, as kind 6.
+    Stream = 8,
 }
 
 impl RecordKind {
@@ -44,6 +47,7 @@ impl RecordKind {
             5 => RecordKind::Seal,
             6 => RecordKind::RequestExtension,
             7 => RecordKind::Scrape,
+            8 => RecordKind::Stream,
             _ => return None,
         })
     }
@@ -57,6 +61,7 @@ impl RecordKind {
             RecordKind::Seal => "seal",
             RecordKind::RequestExtension => "request-extension",
             RecordKind::Scrape => "scrape",
+            RecordKind::Stream => "stream",
         }
     }
 }
@@ -791,6 +796,8 @@ pub enum Record {
     RequestExtension(RequestExtension),
     /// One scrape of a server's metrics (kind 7).
     Scrape(super::scrape::ScrapeRecord),
+    /// A response's generated output by kind and delivery (kind 8).
+    Stream(super::stream::StreamRecord),
     /// A kind added after v1's first release; carried, not interpreted.
     Unknown {
         /// Its kind byte.
@@ -831,6 +838,7 @@ impl Record {
             Record::Seal(_) => RecordKind::Seal as u8,
             Record::RequestExtension(_) => RecordKind::RequestExtension as u8,
             Record::Scrape(_) => RecordKind::Scrape as u8,
+            Record::Stream(_) => RecordKind::Stream as u8,
             Record::Unknown { kind_byte, .. } => *kind_byte,
         }
     }
@@ -845,6 +853,7 @@ impl Record {
             Record::Seal(r) => bincode::encode_to_vec(r, codec()),
             Record::RequestExtension(r) => bincode::encode_to_vec(r, codec()),
             Record::Scrape(r) => bincode::encode_to_vec(r, codec()),
+            Record::Stream(r) => bincode::encode_to_vec(r, codec()),
             Record::Unknown { body, .. } => Ok(body.clone()),
         };
         // Only the size limit can fail, and the writer checks sizes with a typed error first.
@@ -881,6 +890,7 @@ impl Record {
             Some(RecordKind::Seal) => Record::Seal(all(kind, body)?),
             Some(RecordKind::RequestExtension) => Record::RequestExtension(all(kind, body)?),
             Some(RecordKind::Scrape) => Record::Scrape(all(kind, body)?),
+            Some(RecordKind::Stream) => Record::Stream(all(kind, body)?),
             None => Record::Unknown {
                 kind_byte: kind,
                 body: body.to_vec(),

@@ -557,6 +557,98 @@ pub fn with_records(bytes: &[u8], edit: impl FnOnce(&mut Vec<Record>)) -> Vec<u8
     write_records(&header, &all, (status, reason.as_str(), at_ns))
 }
 
+/// A stream record (kind 8) that agrees with `request`: `reasoning` reasoning deltas and then
+/// `answer` answer deltas, the first `lead_ns` before the request's first content event (which
+/// stays its first answer delta, so the request record keeps its meaning), the last at its
+/// terminal time, evenly spaced, each its own delivery; `None` for a request with no first
+/// content. (Tests and goldens of A4's readings, with hand-computable figures.)
+pub fn stream_for(
+    request: &RequestRecord,
+    (reasoning, answer): (u32, u32),
+    lead_ns: u64,
+) -> Option<super::stream::StreamRecord> {
+    use super::stream::{Delivery, KindTally, OutputKind, StreamRecord};
+    let first_answer = request.first_content_ns?;
+    let start = first_answer.checked_sub(lead_ns)?;
+    let mut kinds = Vec::new();
+    let mut times = Vec::new();
+    if reasoning > 0 {
+        // Reasoning from `start`, its last delta one step before the first answer.
+        let step = lead_ns / u64::from(reasoning);
+        let at: Vec<u64> = (0..u64::from(reasoning))
+            .map(|k| start + k * step)
+            .collect();
+        kinds.push(KindTally {
+            kind: OutputKind::Reasoning as u8,
+            first_ns: at[0],
+            last_ns: *at.last()?,
+            deltas: reasoning,
+        });
+        times.extend(at);
+    }
+    if answer > 0 {
+        let span = request.terminal_ns.checked_sub(first_answer)?;
+        let step = if answer > 1 {
+            span / u64::from(answer - 1)
+        } else {
+            0
+        };
+        let at: Vec<u64> = (0..u64::from(answer))
+            .map(|k| first_answer + k * step)
+            .collect();
+        kinds.push(KindTally {
+            kind: OutputKind::Answer as u8,
+            first_ns: at[0],
+            last_ns: *at.last()?,
+            deltas: answer,
+        });
+        times.extend(at);
+    }
+    let mut deliveries = Vec::new();
+    let mut previous: Option<u64> = None;
+    for &t in &times {
+        match previous {
+            Some(p) if p == t => {
+                if let Some(d) = deliveries.last_mut() {
+                    let d: &mut Delivery = d;
+                    d.deltas += 1;
+                }
+            }
+            _ => {
+                let gap_us =
+                    previous.map_or(0, |p| ((t - p) / 1000).clamp(1, u64::from(u32::MAX)) as u32);
+                deliveries.push(Delivery { gap_us, deltas: 1 });
+            }
+        }
+        previous = Some(t);
+    }
+    let deliveries_total = deliveries.len() as u32;
+    Some(StreamRecord {
+        index: request.index,
+        kinds,
+        reasoning_tokens: (reasoning > 0).then_some(reasoning),
+        deliveries,
+        deliveries_total,
+    })
+}
+
+/// A sealed journal with a stream record from [`stream_for`] written before each of its
+/// completed requests' records.
+pub fn with_streams(bytes: &[u8], counts: (u32, u32), lead_ns: u64) -> Vec<u8> {
+    with_records(bytes, |records| {
+        let mut out = Vec::with_capacity(records.len() * 2);
+        for record in records.drain(..) {
+            if let Record::Request(r) = &record {
+                if r.outcome == Outcome::Completed as u8 {
+                    out.extend(stream_for(r, counts, lead_ns).map(Record::Stream));
+                }
+            }
+            out.push(record);
+        }
+        *records = out;
+    })
+}
+
 /// One sealed journal rewritten as `count` shard journals of the same schedule, as `count`
 /// recorders started at one epoch on one host would have written them: shard k holds the
 /// requests with index mod count = k; shard 0, the coordinator, holds every event and telemetry
@@ -590,6 +682,9 @@ pub fn split(bytes: &[u8], count: u32) -> Vec<Vec<u8>> {
                 .iter()
                 .filter(|r| match r {
                     Record::Request(r) => r.index % u64::from(count) == u64::from(k),
+                    // A request's own records go with it.
+                    Record::RequestExtension(x) => x.index % u64::from(count) == u64::from(k),
+                    Record::Stream(x) => x.index % u64::from(count) == u64::from(k),
                     _ => k == 0,
                 })
                 .collect();
@@ -599,8 +694,8 @@ pub fn split(bytes: &[u8], count: u32) -> Vec<Vec<u8>> {
 }
 
 /// Shard journals rewritten as one journal of the whole schedule holding all their records:
-/// shard 0's header as shard 0 of 1, every request, then every event by time, then each shard's
-/// telemetry in turn; shard 0's seal. (Tests: what one recorder would have written for the same
+/// shard 0's header as shard 0 of 1, every request with its extension and stream records, then
+/// every event by time, then each shard's telemetry and scrapes in turn; shard 0's seal. (Tests: what one recorder would have written for the same
 /// records.) Panics, as [`split`] does, on a shard that is not sealed-intact.
 pub fn join(shards: &[&[u8]]) -> Vec<u8> {
     let read: Vec<_> = shards.iter().map(|b| read_sealed(b)).collect();
@@ -612,7 +707,12 @@ pub fn join(shards: &[&[u8]]) -> Vec<u8> {
             .flat_map(|(_, records, ..)| records.iter().filter(|r| kind(r)))
             .collect()
     };
-    let mut records = of(|r| matches!(r, Record::Request(_)));
+    let mut records = of(|r| {
+        matches!(
+            r,
+            Record::Request(_) | Record::RequestExtension(_) | Record::Stream(_)
+        )
+    });
     let mut events = of(|r| matches!(r, Record::Event(_)));
     events.sort_by_key(|r| match r {
         Record::Event(e) => e.at_ns,
@@ -620,6 +720,7 @@ pub fn join(shards: &[&[u8]]) -> Vec<u8> {
     });
     records.extend(events);
     records.extend(of(|r| matches!(r, Record::Telemetry(_))));
+    records.extend(of(|r| matches!(r, Record::Scrape(_))));
     let (_, _, status, reason, at_ns) = &read[0];
     write_records(&header, &records, (*status, reason, *at_ns))
 }

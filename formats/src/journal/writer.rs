@@ -162,11 +162,12 @@ impl<W: Write> JournalWriter<W> {
             }
             Record::Event(_) => self.counts.events += 1,
             Record::Telemetry(_) => self.counts.telemetry += 1,
-            // Kinds 6 and 7 came after v1's first release: the seal counts them with the kinds a
+            // Kinds 6 to 8 came after v1's first release: the seal counts them with the kinds a
             // reader that predates them does not know, so that reader's count agrees.
-            Record::RequestExtension(_) | Record::Scrape(_) | Record::Unknown { .. } => {
-                self.counts.other += 1
-            }
+            Record::RequestExtension(_)
+            | Record::Scrape(_)
+            | Record::Stream(_)
+            | Record::Unknown { .. } => self.counts.other += 1,
             Record::Checkpoint(_) | Record::Seal(_) => unreachable!("refused above"),
         }
         Ok(())

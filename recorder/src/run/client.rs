@@ -10,6 +10,7 @@ use super::{
     RunPlan, Sender, Shared, Target, TcpStream, Template, TlsConnector, Verdict,
 };
 use crate::run::http2;
+use percentes_formats::journal::stream::StreamRecord;
 
 pub(super) struct WorkerContext {
     pub(super) worker: usize,
@@ -501,7 +502,7 @@ pub(super) async fn execute(
     local: &Local,
     entry: Entry,
     dispatched: u64,
-) -> (RequestRecord, http2::Carried) {
+) -> (RequestRecord, (http2::Carried, Option<StreamRecord>)) {
     let mut record = blank(&entry);
     record.dispatched_ns = Some(dispatched);
     let streams = ctx
@@ -510,7 +511,9 @@ pub(super) async fn execute(
         .get(entry.route as usize)
         .copied()
         .unwrap_or(true);
-    let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]));
+    let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
+    let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]))
+        .until(deadline_ns);
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
     let mut carried = http2::Carried::default();
     let verdict = compio::time::timeout_at(
@@ -553,7 +556,13 @@ pub(super) async fn execute(
     if record.dispatched_ns.is_none() {
         carried = http2::Carried::default();
     }
-    (record, carried)
+    // Output read by the deadline only (`Exchange::until`), and none from a request never
+    // sent: nothing the stream record holds is after the request's terminal time.
+    let stream = record
+        .dispatched_ns
+        .and_then(|_| exchange.stream_record(record.index))
+        .filter(|s| s.last_ns().is_some_and(|t| t <= record.terminal_ns));
+    (record, (carried, stream))
 }
 
 /// Writes `verdict` into `record`, holding the record to its deadline (intended time plus

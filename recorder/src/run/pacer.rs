@@ -9,6 +9,7 @@ use super::{
 };
 use crate::canary;
 use crate::run::http2;
+use percentes_formats::journal::stream::StreamRecord;
 
 /// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
 /// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
@@ -172,12 +173,12 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 // never sent, censored by the end of the run.
                 Step::Late { entry, reached_ns } => {
                     let record = client_late(&ctx, &entry, reached_ns, timeout_ns);
-                    batch.push_request(&ctx, &entry, record, http2::Carried::default());
+                    batch.push_request(&ctx, &entry, record, Default::default());
                     continue;
                 }
                 Step::Stopped { entry, reached_ns } => {
                     let record = stopped(&ctx, &entry, reached_ns);
-                    batch.push_request(&ctx, &entry, record, http2::Carried::default());
+                    batch.push_request(&ctx, &entry, record, Default::default());
                     continue;
                 }
                 Step::Send { entry, reached_ns } => (entry, reached_ns),
@@ -296,7 +297,7 @@ fn finished(
     batch: &Batch,
     entry: &Entry,
     record: RequestRecord,
-    carried: http2::Carried,
+    carried: (http2::Carried, Option<StreamRecord>),
     dispatched: u64,
 ) {
     if record.dispatched_ns.is_some() {
@@ -363,12 +364,12 @@ async fn next_turn(
                 let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
                 let record = client_late(ctx, &entry, reached_ns, timeout_ns);
                 terminal_ns = record.terminal_ns;
-                batch.push_request(ctx, &entry, record, http2::Carried::default());
+                batch.push_request(ctx, &entry, record, Default::default());
                 previous = entry;
             }
             Step::Stopped { entry, reached_ns } => {
                 let record = stopped(ctx, &entry, reached_ns);
-                batch.push_request(ctx, &entry, record, http2::Carried::default());
+                batch.push_request(ctx, &entry, record, Default::default());
                 return None;
             }
             Step::Wait { .. } | Step::Done => return None,
@@ -507,7 +508,7 @@ impl Batch {
         ctx: &WorkerContext,
         entry: &Entry,
         record: RequestRecord,
-        carried: http2::Carried,
+        (carried, stream): (http2::Carried, Option<StreamRecord>),
     ) {
         let template = &ctx.templates[record.route as usize];
         let content = ctx.plan.params.content(entry);
@@ -532,20 +533,25 @@ impl Batch {
         if !extension.fields.is_empty() {
             self.push(ctx, Record::RequestExtension(extension));
         }
+        // As the analyzer reads TTFT (A4): the first generated delta of any kind (the body,
+        // when not streamed) minus the intended time, completed requests only.
+        if record.outcome == Outcome::Completed as u8 {
+            let first = stream
+                .as_ref()
+                .and_then(StreamRecord::first_ns)
+                .or(record.first_content_ns)
+                .unwrap_or(record.terminal_ns);
+            self.ttft_ns
+                .borrow_mut()
+                .push(first.saturating_sub(record.intended_ns));
+        }
+        if let Some(stream) = stream {
+            self.push(ctx, Record::Stream(stream));
+        }
         self.push(ctx, Record::Request(record));
     }
 
     pub(super) fn push(&self, ctx: &WorkerContext, record: Record) {
-        if let Record::Request(r) = &record {
-            // As the analyzer reads TTFT: first content (the body, when not streamed) minus
-            // the intended time, completed requests only.
-            if r.outcome == Outcome::Completed as u8 {
-                let first = r.first_content_ns.unwrap_or(r.terminal_ns);
-                self.ttft_ns
-                    .borrow_mut()
-                    .push(first.saturating_sub(r.intended_ns));
-            }
-        }
         let full = {
             let mut records = self.records.borrow_mut();
             records.push(record);

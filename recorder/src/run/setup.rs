@@ -92,8 +92,15 @@ pub(super) fn templates(
             if let Some(set) = &prompts {
                 facts.push((HostFact::prompt_set(&r.label), set.fact()));
             }
-            let template =
-                Template::new(config, target, r, prompts.as_ref(), extra, plan.max_tokens);
+            let images = images_of(r, &mut facts).map_err(|e| e.to_string())?;
+            let template = Template::with_images(
+                config,
+                target,
+                r,
+                (prompts.as_ref(), extra),
+                plan.max_tokens,
+                &images,
+            );
             Ok(match (&tokenizer, r.input_tokens) {
                 (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
                 _ => template,
@@ -102,6 +109,21 @@ pub(super) fn templates(
         .collect::<Result<_, String>>()
         .map_err(RecordError::Refused)?;
     Ok((templates, facts))
+}
+
+/// Route `r`'s images (SPEC §1 "What a request carries"), read once, and their host fact.
+fn images_of(
+    r: &percentes_formats::config::Route,
+    facts: &mut Vec<(String, String)>,
+) -> Result<Vec<crate::request::Image>, percentes_formats::config::parts::PartError> {
+    let images = crate::request::load_images(r, &format!("routes {:?}", r.label))?;
+    if !images.is_empty() {
+        facts.push((
+            HostFact::images(&r.label),
+            crate::request::images_fact(&images),
+        ));
+    }
+    Ok(images)
 }
 
 /// The `trace` host fact: what a replay's trace held and what of it is sent.
