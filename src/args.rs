@@ -146,8 +146,8 @@ pub struct QuickArgs {
         conflicts_with = "dataset"
     )]
     pub input_tokens: Option<String>,
-    /// With --url: a dataset of prompts, request i using prompt i mod n (a line of text, a
-    /// JSONL `{"prompt"}` or `{"messages"}` line, or ShareGPT JSON).
+    /// With --url: a dataset of prompts, request i using prompt i mod n (text lines, JSONL
+    /// `{"prompt"}`/`{"messages"}` lines with their own tools and images, or ShareGPT JSON).
     #[arg(long, value_name = "FILE", requires = "url")]
     pub dataset: Option<String>,
     /// With --dataset: `text`, `jsonl` or `sharegpt` (default by its extension).
@@ -682,11 +682,11 @@ pub(crate) enum Command {
     Analyze {
         /// The journal file (.pj) to analyze.
         journal: PathBuf,
-        /// The spec version whose rules to apply: v0.4 (a reading says what it measured, over
-        /// what and of how many; amendment A3), v0.3 (recovery read only where the data support
-        /// it; A2), v0.2 (its recovery rules as archived) or v0.1 (Kaplan-Meier with errors
-        /// censored; A1). Older versions reproduce archived reports; a journal recorded before
-        /// 2026-12-03 fails G2.4 under v0.4 (its stall ticker was off the send path).
+        /// The spec version whose rules to apply: v0.5 (stream figures say which tokens they
+        /// are about; A4), v0.4 (a reading says what it measured, over what and of how many;
+        /// A3), v0.3 (recovery read only where the data support it; A2), v0.2 (recovery as
+        /// archived) or v0.1 (Kaplan-Meier, errors censored; A1). Older versions reproduce
+        /// archived reports; a journal from before 2026-12-03 fails G2.4 from v0.4 on.
         #[arg(long, default_value = Spec::CURRENT.name(), value_parser = spec_version)]
         spec: Spec,
         /// The folder the report files go in (created if needed; files in it are replaced).
@@ -796,8 +796,8 @@ pub(crate) enum Command {
     },
     /// Run the mock inference server: OpenAI-compatible, known timing model, fault modes.
     ///
-    /// Serves POST /v1/chat/completions and /v1/completions (streaming SSE or not), GET /health,
-    /// GET /metrics (Prometheus), and GET/POST /admin/faults. Runs until Ctrl-C.
+    /// Serves POST /v1/chat/completions, /v1/completions, /v1/responses (SSE or not; reasoning,
+    /// tool calls, JSON), GET /health, /metrics, GET/POST /admin/faults. Runs until Ctrl-C.
     Mock(MockArgs),
     /// Run the layer-7 round-robin router in front of mock replicas (no retries).
     ///

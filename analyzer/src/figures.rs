@@ -155,7 +155,17 @@ fn window(w: &WindowReport) -> WindowFigures {
     }
     for (prefix, distribution) in latencies {
         for q in KEPT {
-            figures.push(latency(format!("{prefix}_{q}"), q, distribution));
+            let mut figure = latency(format!("{prefix}_{q}"), q, distribution);
+            // A4: completions with no gap between deliveries are not "none completed".
+            if prefix == "itl" && distribution.n == 0 && w.outcomes.completed > 0 {
+                if let Some(s) = &w.streams {
+                    figure.refused = Some(format!(
+                        "no gap to read: each of the {} completed responses came in one delivery ({} deliveries in all)",
+                        w.outcomes.completed, s.deliveries
+                    ));
+                }
+            }
+            figures.push(figure);
         }
     }
     if let Some(s) = &w.streams {
@@ -561,7 +571,12 @@ fn news(w: &WindowFigures, prefix: &str) -> bool {
 fn latency_row(out: &mut String, label: &str, row: &[&Figure], note: Option<String>) {
     let n = row.first().map_or(0, |f| f.n);
     if n == 0 {
-        let _ = writeln!(out, "  {label:<12} {n:>6}  none completed");
+        let why = row
+            .first()
+            .and_then(|f| f.refused.as_deref())
+            .filter(|why| why.starts_with("no gap"))
+            .unwrap_or("none completed");
+        let _ = writeln!(out, "  {label:<12} {n:>6}  {why}");
         return;
     }
     // Refused as a whole (A4: gaps mostly at the read's floor): the reason once.

@@ -21,6 +21,9 @@ pub const TOKENIZER_BYTES_MAX: u64 = 1 << 28;
 /// Largest image a route attaches (OpenAI's limit for one image is 20 MB; a data URL is a third
 /// larger again).
 pub const IMAGE_FILE_BYTES_MAX: u64 = 20 << 20;
+/// The images a prompt file's lines carry, all lines together as sent (each line's data URLs,
+/// base64): every line's body is built once and held for the run.
+pub const LINE_IMAGES_BYTES_MAX: u64 = 1 << 30;
 /// A configuration (1 MiB): a config is a page of TOML; a larger file is a mistake (a journal or
 /// a prompt set passed by accident).
 pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;

@@ -93,6 +93,21 @@ pub struct Rule {
     pub api: Api,
     /// The answer's and the tool calls' schemas, when the route asks for the check.
     pub structured: Option<Structured>,
+    /// Where a prompt file's lines carry their own tools or format: each prompt's schemas (its
+    /// line's parts on the route), by prompt index; request sending prompt c is checked by
+    /// entry c mod n in place of `structured`. Empty otherwise.
+    pub by_prompt: Vec<Option<std::sync::Arc<Structured>>>,
+}
+
+impl Rule {
+    /// The schemas a request sending prompt `slot` (already reduced mod n) is held to.
+    fn structured_at(&self, slot: usize) -> Option<&Structured> {
+        if self.by_prompt.is_empty() {
+            self.structured.as_ref()
+        } else {
+            self.by_prompt.get(slot).and_then(Option::as_deref)
+        }
+    }
 }
 
 impl Rule {
@@ -138,6 +153,8 @@ pub struct Exchange {
     answer: Option<String>,
     /// Each tool call's (index, name, arguments), kept only when the rule checks them.
     calls: Option<Vec<(u32, String, String)>>,
+    /// The prompt this request sends, mod the rule's [`Rule::by_prompt`]: which checks apply.
+    slot: usize,
     /// The server asked to close the connection after this response.
     pub close_after: bool,
     sse: SseParser,
@@ -163,16 +180,12 @@ impl Exchange {
     /// An exchange checked by `rule`.
     pub fn with_rule(streaming: bool, rule: impl Into<Rc<Rule>>) -> Exchange {
         let rule = rule.into();
-        let structured = rule.structured.as_ref();
         Exchange {
             streaming,
             content: rule.content_blake3.map(|_| Box::new(blake3::Hasher::new())),
-            answer: structured
-                .filter(|s| s.answer.is_some())
-                .map(|_| String::new()),
-            calls: structured
-                .filter(|s| !s.functions.is_empty())
-                .map(|_| Vec::new()),
+            answer: None,
+            calls: None,
+            slot: 0,
             rule,
             failed_check: None,
             status: None,
@@ -192,6 +205,22 @@ impl Exchange {
             decided: None,
             waiting_for_window: None,
         }
+        .prompt(0)
+    }
+
+    /// The exchange of a request that sends prompt `content` of its route's prompt set: its
+    /// structured checks are that prompt's ([`Rule::by_prompt`]).
+    pub fn prompt(mut self, content: u64) -> Exchange {
+        let n = self.rule.by_prompt.len().max(1) as u64;
+        self.slot = (content % n) as usize;
+        let structured = self.rule.structured_at(self.slot);
+        self.answer = structured
+            .filter(|s| s.answer.is_some())
+            .map(|_| String::new());
+        self.calls = structured
+            .filter(|s| !s.functions.is_empty())
+            .map(|_| Vec::new());
+        self
     }
 
     /// The exchange of a request whose deadline is `deadline_ns`: output read after it is not
@@ -557,7 +586,7 @@ impl Exchange {
     /// function's parameters.
     fn check_structured(&mut self) {
         let rule = Rc::clone(&self.rule);
-        let Some(structured) = &rule.structured else {
+        let Some(structured) = rule.structured_at(self.slot) else {
             return;
         };
         let calls = self.calls.take().unwrap_or_default();
@@ -1046,6 +1075,38 @@ mod stream_tests {
             v.detail
                 .contains("\"g\", which is not one of the route's tools"),
             "{v:?}"
+        );
+    }
+
+    /// Where a prompt file's lines carry their own parts, the request is checked by its
+    /// prompt's: prompt c by entry c mod n, and an entry of none checks nothing.
+    #[test]
+    fn a_request_is_checked_by_the_parts_of_the_prompt_it_sends() {
+        use std::sync::Arc;
+        let with_format = structured(Some(serde_json::json!({"type": "object"})))
+            .structured
+            .map(Arc::new);
+        let rule = Rc::new(Rule {
+            by_prompt: vec![with_format, None],
+            ..Rule::model("m")
+        });
+        let answer = |prompt: u64| {
+            let mut x = Exchange::with_rule(true, Rc::clone(&rule)).prompt(prompt);
+            x.on_http(head(), 1_000);
+            x.on_http(
+                Event::Data(delta("content", "not json").into_bytes()),
+                2_000,
+            );
+            x.on_http(Event::Data(b"data: [DONE]\n\n".to_vec()), 3_000);
+            x.on_http(Event::End, 3_001);
+            x.finish(true, None, 3_002)
+        };
+        assert_eq!(answer(0).class, "incorrect-success");
+        assert_eq!(answer(1).class, "correct-success");
+        assert_eq!(
+            answer(4).class,
+            "incorrect-success",
+            "4 mod 2 is prompt 0's"
         );
     }
 

@@ -17,6 +17,7 @@ pub mod canary;
 pub mod events;
 pub mod exchange;
 pub mod http1;
+pub mod images;
 pub mod probe;
 pub mod prompts;
 pub mod request;

@@ -3,7 +3,8 @@
 //! - `text`: one prompt per non-empty line.
 //! - `jsonl`: one JSON object a line, either `{"prompt": "..."}` or a chat
 //!   `{"messages": [{"role": "user", "content": "..."}, ...]}`, each with an optional
-//!   `max_tokens`; other fields are ignored.
+//!   `max_tokens` and its own `tools`, `tool_choice`, `response_format` and images
+//!   ([`line`]); other fields are ignored.
 //! - `sharegpt`: the ShareGPT file most LLM benchmarks use, a JSON array of
 //!   `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}, ...]}`: each
 //!   entry's turns up to and including its first human turn are the request (system turns kept),
@@ -18,10 +19,14 @@
 //! first human turn) as `target.tokenizer` counts it, an entry without a reply skipped and
 //! counted. With a tokenizer, each prompt's own length is counted too, for the journal.
 
+use percentes_formats::config::parts::PartError;
 use percentes_formats::config::{Config, Lengths, Profile, PromptFormat, Route};
 use percentes_formats::files::{read_bounded, PROMPT_FILE_BYTES_MAX};
 
 use crate::tokens::ModelTokenizer;
+
+mod line;
+pub use line::LineParts;
 
 /// What a prompt sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +47,8 @@ pub struct Prompt {
     /// Its content's length as the tokenizer counts it (the messages' contents summed, no
     /// template), when there is a tokenizer.
     pub prompt_tokens: Option<u32>,
+    /// What a JSONL line carries beyond its text (tools, choice, format, images), if anything.
+    pub parts: Option<Box<LineParts>>,
 }
 
 impl Prompt {
@@ -51,6 +58,7 @@ impl Prompt {
             content: PromptContent::Text(text.to_owned()),
             max_tokens: None,
             prompt_tokens: None,
+            parts: None,
         }
     }
 
@@ -89,7 +97,59 @@ impl PromptSet {
             .any(|p| matches!(p.content, PromptContent::Messages(_)))
     }
 
-    /// The host fact: `sharegpt, 1000 prompts (3 entries skipped: no human turn), BLAKE3 ...`.
+    /// Whether any prompt carries parts of its own (a JSONL line's tools, choice, format or
+    /// images): each prompt's body then carries its own.
+    pub fn has_parts(&self) -> bool {
+        self.prompts.iter().any(|p| p.parts.is_some())
+    }
+
+    /// Whether any prompt attaches images (its messages' contents are then arrays of parts).
+    pub fn has_images(&self) -> bool {
+        self.prompts
+            .iter()
+            .any(|p| p.parts.as_ref().is_some_and(|x| !x.images.is_empty()))
+    }
+
+    /// What the lines carry beyond their text, for the host fact: `; 12 lines carry their own
+    /// parts (tools 4, tool_choice 4, response_format 8, images 3: 5 images, 123456 bytes,
+    /// BLAKE3 of their BLAKE3s in line order ...)`; empty when none does.
+    fn parts_fact(&self) -> String {
+        let with: Vec<&LineParts> = self
+            .prompts
+            .iter()
+            .filter_map(|p| p.parts.as_deref())
+            .collect();
+        if with.is_empty() {
+            return String::new();
+        }
+        let count = |has: fn(&LineParts) -> bool| with.iter().filter(|p| has(p)).count();
+        let mut hasher = blake3::Hasher::new();
+        let (mut n, mut bytes) = (0usize, 0u64);
+        for (_, image) in with.iter().flat_map(|p| &p.images) {
+            hasher.update(image.blake3.as_bytes());
+            n += 1;
+            bytes += image.bytes;
+        }
+        let images = if n == 0 {
+            String::new()
+        } else {
+            format!(
+                ": {n} images, {bytes} bytes, BLAKE3 of their BLAKE3s in line order {}",
+                hasher.finalize().to_hex()
+            )
+        };
+        format!(
+            "; {} lines carry their own parts (tools {}, tool_choice {}, response_format {}, images {}{images})",
+            with.len(),
+            count(|p| p.tools.is_some()),
+            count(|p| p.tool_choice.is_some()),
+            count(|p| p.response_format.is_some()),
+            count(|p| !p.images.is_empty()),
+        )
+    }
+
+    /// The host fact: `sharegpt, 1000 prompts (3 entries skipped: no human turn), BLAKE3 ...`,
+    /// then what the lines carry beyond their text, where they carry anything.
     pub fn fact(&self) -> String {
         let mut reasons = Vec::new();
         if self.skipped > 0 {
@@ -114,10 +174,11 @@ impl PromptSet {
             format!(" ({})", reasons.join("; "))
         };
         format!(
-            "{}, {} prompts{skipped}, BLAKE3 {}",
+            "{}, {} prompts{skipped}, BLAKE3 {}{}",
             self.format.name(),
             self.prompts.len(),
-            percentes_formats::journal::hex(&self.blake3)
+            percentes_formats::journal::hex(&self.blake3),
+            self.parts_fact()
         )
     }
 }
@@ -156,7 +217,10 @@ pub fn load_prompts(
                 .collect(),
             0,
         ),
-        PromptFormat::Jsonl => (jsonl(path, text, config, dataset, pinned_max_tokens)?, 0),
+        PromptFormat::Jsonl => (
+            jsonl((path, text), route, config, dataset, pinned_max_tokens)?,
+            0,
+        ),
         PromptFormat::Sharegpt => {
             let replies = dataset.then_some(tokenizer).map(|t| {
                 t.ok_or_else(|| {
@@ -179,9 +243,34 @@ pub fn load_prompts(
             prompt.prompt_tokens = Some(tokens);
         }
     }
+    sendable(route, format, &prompts).map_err(|e| e.to_string())?;
+    Ok(PromptSet {
+        prompts,
+        blake3: *blake3::hash(&bytes).as_bytes(),
+        format,
+        skipped,
+        skipped_no_reply,
+        session_turns,
+    })
+}
+
+/// Whether `prompts`, read from `route`'s prompt file in `format`, can be sent and checked: at
+/// least one prompt, conversations only on a chat route, and under `verify.structured`
+/// something to check, on the route or on some line.
+fn sendable(route: &Route, format: PromptFormat, prompts: &[Prompt]) -> Result<(), PartError> {
+    let key = format!(
+        "prompt_file {}",
+        route.prompt_file.as_deref().unwrap_or_default()
+    );
+    let wrong = |problem: String| {
+        Err(PartError {
+            key: key.clone(),
+            problem,
+        })
+    };
     if prompts.is_empty() {
-        return Err(format!(
-            "prompt_file {path} has no prompt (read as {}: {})",
+        return wrong(format!(
+            "has no prompt (read as {}: {})",
             format.name(),
             match format {
                 PromptFormat::Text => "one per line",
@@ -196,29 +285,34 @@ pub fn load_prompts(
             .iter()
             .any(|p| matches!(p.content, PromptContent::Messages(_)))
     {
-        return Err(format!(
-            "prompt_file {path} holds conversations (messages), and route {:?} ({}) is not a chat route: send them to /v1/chat/completions",
+        return wrong(format!(
+            "holds conversations (messages), and route {:?} ({}) is not a chat route: send them to /v1/chat/completions",
             route.label, route.path
         ));
     }
-    Ok(PromptSet {
-        prompts,
-        blake3: *blake3::hash(&bytes).as_bytes(),
-        format,
-        skipped,
-        skipped_no_reply,
-        session_turns,
-    })
+    let asks = |p: &Prompt| p.parts.as_ref().is_some_and(|x| x.has_fields());
+    if route.verify.structured
+        && route.tools.is_none()
+        && route.response_format.is_none()
+        && !prompts.iter().any(asks)
+    {
+        return wrong(format!(
+            "route {:?} has verify.structured, and neither the route nor any line asks for a response_format or tools to check an answer against",
+            route.label
+        ));
+    }
+    Ok(())
 }
 
 fn jsonl(
-    path: &str,
-    text: &str,
+    (path, text): (&str, &str),
+    route: &Route,
     config: &Config,
     dataset: bool,
     pinned: u32,
 ) -> Result<Vec<Prompt>, String> {
     let mut prompts = Vec::new();
+    let mut images = line::LineImages::beside(path);
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -227,10 +321,14 @@ fn jsonl(
         let at = format!("prompt_file {path} line {}", i + 1);
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| format!("{at}: not JSON ({e})"))?;
-        let content = match (value.get("prompt"), value.get("messages")) {
-            (Some(serde_json::Value::String(p)), None) => PromptContent::Text(p.clone()),
+        let (content, in_messages, last) = match (value.get("prompt"), value.get("messages")) {
+            (Some(serde_json::Value::String(p)), None) => {
+                (PromptContent::Text(p.clone()), Vec::new(), 0)
+            }
             (None, Some(serde_json::Value::Array(messages))) => {
-                PromptContent::Messages(chat_messages(&at, messages)?)
+                let (messages, in_messages) = chat_messages(&at, messages, &mut images)?;
+                let last = messages.len() - 1;
+                (PromptContent::Messages(messages), in_messages, last)
             }
             _ => {
                 return Err(format!(
@@ -261,10 +359,13 @@ fn jsonl(
                 ));
             }
         }
+        let parts = line::line_parts(&at, &value, (in_messages, last), &mut images, route)
+            .map_err(|e| e.to_string())?;
         prompts.push(Prompt {
             content,
             max_tokens,
             prompt_tokens: None,
+            parts: parts.map(Box::new),
         });
     }
     Ok(prompts)
@@ -273,19 +374,26 @@ fn jsonl(
 /// The roles a chat message may have.
 const ROLES: [&str; 4] = ["system", "user", "assistant", "developer"];
 
-/// A JSONL line's `messages`: each `{"role": ..., "content": "..."}` with a known role and a
-/// string content, the last one the user's.
+/// A JSONL line's `messages`: each `{"role": ..., "content": ...}` with a known role and a
+/// content ([`line::message_content`]: a string, or parts with one text and images), the last
+/// one the user's. Returns the messages and their images, by message.
 fn chat_messages(
     at: &str,
     messages: &[serde_json::Value],
-) -> Result<Vec<(String, String)>, String> {
+    images: &mut line::LineImages,
+) -> Result<(Vec<(String, String)>, line::Images), String> {
     let mut out = Vec::with_capacity(messages.len());
+    let mut found = Vec::new();
     for (k, m) in messages.iter().enumerate() {
         let role = m.get("role").and_then(|r| r.as_str());
-        let content = m.get("content").and_then(|c| c.as_str());
+        let content = m.get("content");
         match (role, content) {
             (Some(role), Some(content)) if ROLES.contains(&role) => {
-                out.push((role.to_owned(), content.to_owned()))
+                let (text, own) =
+                    line::message_content(&format!("{at}: messages[{k}]"), content, images)
+                        .map_err(|e| e.to_string())?;
+                found.extend(own.into_iter().map(|image| (k, image)));
+                out.push((role.to_owned(), text))
             }
             (Some(role), Some(_)) => {
                 return Err(format!(
@@ -294,13 +402,13 @@ fn chat_messages(
             }
             _ => {
                 return Err(format!(
-                    "{at}: messages[{k}] needs a string \"role\" and a string \"content\" (parts arrays are not sent)"
+                    "{at}: messages[{k}] needs a string \"role\" and a \"content\""
                 ))
             }
         }
     }
     match out.last() {
-        Some((role, _)) if role == "user" => Ok(out),
+        Some((role, _)) if role == "user" => Ok((out, found)),
         Some((role, _)) => Err(format!(
             "{at}: the last message is the {role}'s; the request asks for the reply to a user message"
         )),
@@ -363,6 +471,7 @@ fn sharegpt(
                 content: PromptContent::Messages(messages[..=ask].to_vec()),
                 max_tokens,
                 prompt_tokens: None,
+                parts: None,
             });
         }
         prompts.extend(own);
@@ -575,7 +684,8 @@ mod tests {
         assert_eq!(set.prompts[1].max_tokens, Some(8));
         for (bad, says) in [
             ("{\"messages\": []}", "empty"),
-            ("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\"}]}]}", "string \"content\""),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\"}]}]}", "needs a string \"text\""),
+            ("{\"messages\": [{\"role\": \"user\"}]}", "needs a string \"role\" and a \"content\""),
             ("{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}", "robot"),
             ("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"y\"}]}", "last message"),
             ("{\"prompt\": \"x\", \"messages\": []}", "one of them"),
@@ -603,5 +713,99 @@ mod tests {
             set.prompts[0].content,
             PromptContent::Text("{\"prompt\": \"p\"}".into())
         );
+    }
+
+    /// A JSONL line carries its own tools, choice, format and images, in the API's own shapes
+    /// (a request log's), each checked as a route's are; the host fact counts them and hashes
+    /// the images. Files are named relative to the prompt file and never fetched.
+    #[test]
+    fn a_jsonl_line_carries_its_own_parts_checked_as_a_routes_are() {
+        scratch(
+            "cat.png",
+            "not really a PNG: its bytes are sent as they are",
+        );
+        let lines = [
+            r#"{"prompt": "call it", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "tool_choice": {"type": "function", "function": {"name": "f"}}}"#,
+            r#"{"prompt": "json please", "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}}"#,
+            r#"{"prompt": "look", "images": ["cat.png", "data:image/png;base64,YWJj"]}"#,
+            r#"{"messages": [{"role": "system", "content": "terse"}, {"role": "user", "content": [{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": {"url": "cat.png"}}]}]}"#,
+            r#"{"prompt": "plain"}"#,
+        ];
+        let set = load(
+            "parts.jsonl",
+            &lines.join("\n"),
+            None,
+            "/v1/chat/completions",
+        )
+        .unwrap();
+        assert!(set.has_parts() && set.has_images());
+        let parts = |i: usize| set.prompts[i].parts.as_deref();
+        assert_eq!(parts(0).unwrap().tool_choice.as_deref(), Some("f"));
+        assert!(parts(0)
+            .unwrap()
+            .tools
+            .as_deref()
+            .unwrap()
+            .contains("\"name\":\"f\""));
+        let format = parts(1)
+            .unwrap()
+            .route(&config("", "/v1/chat/completions").routes[0]);
+        assert_eq!(
+            format.response_format_declared("r").unwrap(),
+            Some(percentes_formats::config::parts::ResponseFormat::Schema(
+                serde_json::json!({"type": "object"})
+            )),
+            "the API's json_schema wrapper is read as its schema"
+        );
+        let images = &parts(2).unwrap().images;
+        assert_eq!(
+            images
+                .iter()
+                .map(|(m, i)| (*m, i.path.as_str(), i.bytes))
+                .collect::<Vec<_>>(),
+            [(0, "cat.png", 48), (0, "data URL", 3)]
+        );
+        assert_eq!(
+            set.prompts[3].content,
+            PromptContent::Messages(vec![
+                ("system".into(), "terse".into()),
+                ("user".into(), "what is this".into())
+            ])
+        );
+        assert_eq!(
+            parts(3).unwrap().images[0].0,
+            1,
+            "the image goes with its message"
+        );
+        assert_eq!(parts(4), None);
+        let fact = set.fact();
+        assert!(
+            fact.contains("; 4 lines carry their own parts (tools 1, tool_choice 1, response_format 1, images 2: 3 images, 99 bytes, BLAKE3 of their BLAKE3s in line order "),
+            "{fact}"
+        );
+        let tools = r#""tools": [{"type": "function", "function": {"name": "f"}}]"#;
+        for (bad, path, says) in [
+            (r#"{"prompt": "x", "images": ["https://example.com/cat.png"]}"#.to_owned(), "/v1/chat/completions", "never fetched"),
+            (r#"{"prompt": "x", "images": ["absent.png"]}"#.into(), "/v1/chat/completions", "relative to the prompt file's folder"),
+            (r#"{"prompt": "x", "images": ["data:text/plain;base64,YWJj"]}"#.into(), "/v1/chat/completions", "is not image/png"),
+            (format!(r#"{{"prompt": "x", {tools}, "tool_choice": "g"}}"#), "/v1/chat/completions", "\"g\" is neither auto"),
+            (r#"{"prompt": "x", "tool_choice": "auto"}"#.into(), "/v1/chat/completions", "declares no tools"),
+            (r#"{"prompt": "x", "response_format": "xml"}"#.into(), "/v1/chat/completions", "response_format is"),
+            (r#"{"prompt": "x", "response_format": {"type": "json_schema"}}"#.into(), "/v1/chat/completions", "needs its schema object"),
+            (r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}"#.into(), "/v1/chat/completions", "a second text part"),
+            (r#"{"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}"#.into(), "/v1/chat/completions", "\"input_audio\" is not sent"),
+            (format!(r#"{{"prompt": "x", {tools}}}"#), "/v1/completions", "takes a prompt only"),
+        ] {
+            let err = load("bad-parts.jsonl", &bad, None, path).unwrap_err();
+            assert!(err.contains(says) && err.contains("line 1"), "{bad}: {err}");
+        }
+        // verify.structured on a route whose lines ask for nothing to check.
+        let file = scratch("plain.jsonl", r#"{"prompt": "x"}"#);
+        let c = config(
+            &format!("prompt_file = {file:?}\nverify = {{ structured = true }}\n"),
+            "/v1/chat/completions",
+        );
+        let err = load_prompts(&c.routes[0], &c, None, PINNED).unwrap_err();
+        assert!(err.contains("neither the route nor any line"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+pub use crate::images::{images_fact, load_images, Image};
 pub use crate::prompts::{load_prompts, Prompt, PromptContent, PromptSet};
 use crate::tokens::Filler;
 use percentes_formats::config::parts::{Api, PartError};
@@ -206,8 +207,10 @@ pub struct Template {
     /// The JSON body up to the prompt's index digits.
     body_prefix: Vec<u8>,
     /// JSON-escaped prompt continuations after the digits (one per prompt-set line, or one
-    /// generated filler), each ending the body.
-    body_suffixes: Vec<Vec<u8>>,
+    /// generated filler), each with its line's own fields, up to the output cap that ends the
+    /// body. Shared, not copied, by the workers' clones: a prompt set (and its lines' images)
+    /// can be large.
+    body_suffixes: Arc<Vec<Vec<u8>>>,
     /// Each prompt's own `max_tokens` (a JSONL line's), by the same index as `body_suffixes`.
     own_max_tokens: Vec<Option<u32>>,
     /// Each prompt's own length in tokens, when a tokenizer counted it.
@@ -316,17 +319,19 @@ impl Template {
             // The final chunk then carries the token counts (OpenAI's and vLLM's usage chunk).
             fields.push_str("\"stream_options\":{\"include_usage\":true},");
         }
-        if let Some(value) = ignore_eos {
-            fields.push_str(&format!("\"ignore_eos\":{value},"));
-        }
         // A unique prefix per request (SPEC §1): "request {index} of percentes.", then the prompt.
         // A set with conversations sends every prompt as one, its first message carrying the
         // prefix; that message writes its content before its role (JSON keys have no order), so
-        // everything after the index digits can differ from prompt to prompt.
-        // The tools, the choice and the format, checked when the configuration loaded.
-        fields.push_str(&route.parts_fields("routes").unwrap_or_default());
+        // everything after the index digits can differ from prompt to prompt. Where a prompt
+        // file's lines carry their own tools, choice, format or images, each line's body ends
+        // with its own fields.
+        let own_parts = prompts.is_some_and(PromptSet::has_parts);
+        if !own_parts {
+            fields.push_str(&parts_fields(route, ignore_eos));
+        }
         let conversations = !completions && prompts.is_some_and(PromptSet::has_messages);
-        let (opening, closing) = envelope(api, conversations, images);
+        let arrays = !images.is_empty() || prompts.is_some_and(PromptSet::has_images);
+        let opening = opening(api, conversations, arrays);
         let body_prefix = format!("{fields}{opening}request ").into_bytes();
         let continuation = |text: &str| format!(" of percentes. {}", json_string_inner(text));
         let continuations: Vec<(String, Option<u32>)> = match prompts {
@@ -334,11 +339,26 @@ impl Template {
                 .prompts
                 .iter()
                 .map(|p| {
-                    let max_tokens = p.max_tokens;
-                    let text = match (&p.content, conversations) {
-                        (PromptContent::Text(t), false) => format!("{}{closing}", continuation(t)),
+                    let line = p.parts.as_deref();
+                    let images_of = |k: usize| -> Vec<&Image> {
+                        line.map(|x| {
+                            x.images
+                                .iter()
+                                .filter(|(m, _)| *m == k)
+                                .map(|(_, i)| i)
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                    };
+                    let closes = |k: usize| content_closing(api, arrays, &images_of(k));
+                    let mut text = match (&p.content, conversations) {
+                        (PromptContent::Text(t), false) => format!(
+                            "{}{}",
+                            continuation(t),
+                            prompt_closing(api, arrays, &images_of(0))
+                        ),
                         (PromptContent::Text(t), true) => {
-                            format!("{}\",\"role\":\"user\"}}]", continuation(t))
+                            format!("{}{},\"role\":\"user\"}}]", continuation(t), closes(0))
                         }
                         (PromptContent::Messages(m), _) => {
                             let mut out = String::new();
@@ -346,13 +366,21 @@ impl Template {
                                 let role = json_string_inner(role);
                                 if k == 0 {
                                     out.push_str(&format!(
-                                        "{}\",\"role\":\"{role}\"}}",
-                                        continuation(content)
+                                        "{}{},\"role\":\"{role}\"}}",
+                                        continuation(content),
+                                        closes(0)
                                     ));
-                                } else {
+                                } else if images_of(k).is_empty() {
                                     out.push_str(&format!(
                                         ",{{\"role\":\"{role}\",\"content\":\"{}\"}}",
                                         json_string_inner(content)
+                                    ));
+                                } else {
+                                    out.push_str(&format!(
+                                        ",{{\"role\":\"{role}\",\"content\":{}{}{}}}",
+                                        text_part_opening(api),
+                                        json_string_inner(content),
+                                        closes(k)
                                     ));
                                 }
                             }
@@ -360,7 +388,17 @@ impl Template {
                             out
                         }
                     };
-                    (text, max_tokens)
+                    if own_parts {
+                        let own = match line {
+                            Some(x) => parts_fields(&x.route(route), ignore_eos),
+                            None => parts_fields(route, ignore_eos),
+                        };
+                        if !own.is_empty() {
+                            text.push(',');
+                            text.push_str(own.trim_end_matches(','));
+                        }
+                    }
+                    (text, p.max_tokens)
                 })
                 .collect(),
             None => {
@@ -368,10 +406,15 @@ impl Template {
                 for word in 0..route.prompt_tokens.saturating_sub(4) {
                     filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
                 }
-                vec![(format!("{filler}{closing}"), None)]
+                let images: Vec<&Image> = images.iter().collect();
+                vec![(
+                    format!("{filler}{}", prompt_closing(api, arrays, &images)),
+                    None,
+                )]
             }
         };
-        let (body_suffixes, own_max_tokens) = continuations
+        let closing = prompt_closing(api, arrays, &images.iter().collect::<Vec<_>>());
+        let (body_suffixes, own_max_tokens): (Vec<Vec<u8>>, _) = continuations
             .into_iter()
             .map(|(c, max_tokens)| (c.into_bytes(), max_tokens))
             .unzip();
@@ -390,7 +433,7 @@ impl Template {
         Template {
             head_prefix,
             body_prefix,
-            body_suffixes,
+            body_suffixes: Arc::new(body_suffixes),
             own_max_tokens,
             own_prompt_tokens,
             lengths: route.output_tokens.map(|l| (l, config.schedule.seed)),
@@ -504,30 +547,61 @@ impl Template {
     }
 }
 
-/// The body's opening before the prompt's text and its closing after it, by API: a
-/// Completions prompt string, a chat message (its content an array of parts when images come
-/// with it), or the Responses API's input item.
-fn envelope(api: Api, conversations: bool, images: &[Image]) -> (&'static str, String) {
+/// The body fields a route adds beside its prompt, as JSON text ending in a comma (empty for
+/// none): `ignore_eos` as the target asks (`None`: not sent), never `true` on a route that asks
+/// for a structure (SPEC §2 "What a request carries": a server made to ignore the end of its
+/// grammar generates past it; vLLM writes the JSON, then free text), then the tools, the choice
+/// and the format, checked when the configuration (or the prompt file) loaded.
+fn parts_fields(route: &Route, ignore_eos: Option<bool>) -> String {
+    let ignore_eos = ignore_eos.map(|v| v && !route.asks_structure());
+    let mut out = match ignore_eos {
+        Some(value) => format!("\"ignore_eos\":{value},"),
+        None => String::new(),
+    };
+    out.push_str(&route.parts_fields("routes").unwrap_or_default());
+    out
+}
+
+/// The body's opening before the prompt's text, by API: a Completions prompt string, or the
+/// first message (its content an array of parts when `arrays`: some request attaches images),
+/// in Chat Completions' `messages` or the Responses API's `input`. A conversation's first
+/// message writes its role after its content.
+fn opening(api: Api, conversations: bool, arrays: bool) -> String {
     if api == Api::Completions {
-        return ("\"prompt\":\"", "\"".into());
+        return "\"prompt\":\"".into();
     }
-    if conversations {
-        return (
-            if api == Api::Responses {
-                "\"input\":[{\"content\":\""
-            } else {
-                "\"messages\":[{\"content\":\""
-            },
-            "\"}]".into(),
-        );
-    }
-    if images.is_empty() {
-        let opening = if api == Api::Responses {
-            "\"input\":[{\"role\":\"user\",\"content\":\""
-        } else {
-            "\"messages\":[{\"role\":\"user\",\"content\":\""
-        };
-        return (opening, "\"}]".into());
+    let list = match api {
+        Api::Responses => "\"input\":[{",
+        _ => "\"messages\":[{",
+    };
+    let role = if conversations {
+        ""
+    } else {
+        "\"role\":\"user\","
+    };
+    let content = if arrays {
+        text_part_opening(api)
+    } else {
+        "\"".into()
+    };
+    format!("{list}{role}\"content\":{content}")
+}
+
+/// A content array's opening up to its text: `[{"type":"text","text":"` (the Responses API's
+/// part type is `input_text`).
+fn text_part_opening(api: Api) -> String {
+    let kind = match api {
+        Api::Responses => "input_text",
+        _ => "text",
+    };
+    format!("[{{\"type\":\"{kind}\",\"text\":\"")
+}
+
+/// What closes a message's content after its text: the string's quote, or, as an array of
+/// parts, the text part, then each image as a data URL in the API's part shape.
+fn content_closing(api: Api, arrays: bool, images: &[&Image]) -> String {
+    if !arrays {
+        return "\"".into();
     }
     let mut closing = String::from("\"}");
     for image in images {
@@ -542,92 +616,17 @@ fn envelope(api: Api, conversations: bool, images: &[Image]) -> (&'static str, S
             ),
         });
     }
-    closing.push_str("]}]");
-    let opening = if api == Api::Responses {
-        "\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\""
-    } else {
-        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\""
-    };
-    (opening, closing)
+    closing.push(']');
+    closing
 }
 
-/// An image a route attaches to every request (`routes.images`), read and encoded once.
-#[derive(Clone)]
-pub struct Image {
-    /// The file, as the configuration names it.
-    pub path: String,
-    /// Its media type, from its extension.
-    pub media_type: &'static str,
-    /// Its size in bytes.
-    pub bytes: u64,
-    /// Its BLAKE3, hex.
-    pub blake3: String,
-    /// `data:MEDIA;base64,...`.
-    pub data_url: String,
-}
-
-impl std::fmt::Debug for Image {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Image({}, {} bytes)", self.path, self.bytes)
+/// What ends a single prompt's text: a Completions prompt's quote, or the user message's
+/// content ([`content_closing`]) and the list.
+fn prompt_closing(api: Api, arrays: bool, images: &[&Image]) -> String {
+    match api {
+        Api::Completions => "\"".into(),
+        _ => format!("{}}}]", content_closing(api, arrays, images)),
     }
-}
-
-/// The images of `route` (the `routes[i]` named `key`), read within their size limit.
-pub fn load_images(route: &Route, key: &str) -> Result<Vec<Image>, PartError> {
-    use percentes_formats::config::parts::image_media_type;
-    use percentes_formats::files::{read_bounded, IMAGE_FILE_BYTES_MAX};
-    let mut out = Vec::new();
-    for (i, path) in route.images.iter().enumerate() {
-        let problem = |why: String| PartError {
-            key: format!("{key}.images[{i}]"),
-            problem: why,
-        };
-        let media_type = image_media_type(path)
-            .ok_or_else(|| problem(format!("{path:?} is not an image type this build sends")))?;
-        let bytes = read_bounded(path.as_ref(), IMAGE_FILE_BYTES_MAX, "an image")
-            .map_err(|e| problem(format!("{path:?} cannot be read: {e}")))?;
-        out.push(Image {
-            path: path.clone(),
-            media_type,
-            bytes: bytes.len() as u64,
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
-            data_url: format!("data:{media_type};base64,{}", base64(&bytes)),
-        });
-    }
-    Ok(out)
-}
-
-/// The `images LABEL` host fact: each image's file, type, size and BLAKE3 (never its bytes).
-pub fn images_fact(images: &[Image]) -> String {
-    let each: Vec<String> = images
-        .iter()
-        .map(|i| {
-            format!(
-                "{} {} {} bytes BLAKE3 {}",
-                i.path, i.media_type, i.bytes, i.blake3
-            )
-        })
-        .collect();
-    format!("{} images: {}", images.len(), each.join("; "))
-}
-
-/// Standard base64 with padding (RFC 4648 §4), for data URLs.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * k) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
@@ -677,7 +676,47 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
         content_blake3,
         api: route.api(),
         structured,
+        by_prompt: Vec::new(),
     })
+}
+
+/// Where `set`'s lines carry their own tools or format and `route` checks structured answers:
+/// each prompt's checks (its line's parts on the route, or the route's own), by prompt index,
+/// for [`crate::exchange::Rule::by_prompt`]; empty otherwise.
+pub fn prompt_checks(
+    route: &Route,
+    set: &PromptSet,
+) -> Result<Vec<Option<Arc<crate::exchange::Structured>>>, PartError> {
+    use std::collections::HashMap;
+    if !route.verify.structured || !set.has_parts() {
+        return Ok(Vec::new());
+    }
+    let key = format!("routes {:?}", route.label);
+    // Lines that carry the same parts share one compiled check.
+    type Parts<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>);
+    let mut compiled: HashMap<Parts, Option<Arc<crate::exchange::Structured>>> = HashMap::new();
+    let mut out = Vec::with_capacity(set.prompts.len());
+    for p in &set.prompts {
+        let parts: Parts = match p.parts.as_deref() {
+            Some(x) => (
+                x.tools.as_deref(),
+                x.tool_choice.as_deref(),
+                x.response_format.as_deref(),
+            ),
+            None => (None, None, None),
+        };
+        if let Some(done) = compiled.get(&parts) {
+            out.push(done.clone());
+            continue;
+        }
+        let effective = route.with_own_parts(parts.0, parts.1, parts.2);
+        let checks = effective
+            .structured_checks(&key)?
+            .map(|(answer, functions)| Arc::new(crate::exchange::Structured { answer, functions }));
+        compiled.insert(parts, checks.clone());
+        out.push(checks);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -755,6 +794,68 @@ mod tests {
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("content-length: {}", body.len())));
         (head.to_owned(), serde_json::from_str(body).unwrap())
+    }
+
+    /// A route's parts in each API's shape: the Responses API's input and output cap, tools and a
+    /// forced choice, a strict JSON format, images as a message's parts; a route that asks for
+    /// a structured answer never asks the server to ignore the end of sequence.
+    #[test]
+    fn requests_carry_their_parts_in_the_routes_api_shape() {
+        let with_route = |route: &str, path: &str| {
+            let text = format!(
+                "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\n[schedule]\nseed = 1\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"r\"\npath = \"{path}\"\n{route}\n"
+            );
+            Config::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let target = Target::parse("http://127.0.0.1:8000").unwrap();
+        let schema =
+            r#"response_format = '{"type": "object", "properties": {"a": {"type": "string"}}}'"#;
+        let config = with_route(schema, "/v1/responses");
+        let (_, json) = body(&bare(&config, &target, &config.routes[0]), 3);
+        assert_eq!(
+            json["input"][0]["content"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .take(2)
+                .collect::<Vec<_>>(),
+            ["request", "3"]
+        );
+        assert_eq!(json["max_output_tokens"], PINNED);
+        assert!(json.get("max_tokens").is_none() && json.get("stream_options").is_none());
+        assert_eq!(json["text"]["format"]["type"], "json_schema");
+        assert_eq!(
+            json["ignore_eos"], false,
+            "a structured answer ends where it ends"
+        );
+        let tools = r#"tools = '[{"type": "function", "function": {"name": "f"}}]'
+tool_choice = "f""#;
+        let config = with_route(tools, "/v1/chat/completions");
+        let (_, json) = body(&bare(&config, &target, &config.routes[0]), 3);
+        assert_eq!(json["tool_choice"]["function"]["name"], "f");
+        assert_eq!(json["tools"][0]["function"]["name"], "f");
+        assert_eq!(json["ignore_eos"], false);
+        let plain = with_route("", "/v1/chat/completions");
+        assert_eq!(
+            body(&bare(&plain, &target, &plain.routes[0]), 3).1["ignore_eos"],
+            true
+        );
+        let image = Image::from_data_url("data:image/png;base64,YWJj", "k").unwrap();
+        let template = Template::with_images(
+            &plain,
+            &target,
+            &plain.routes[0],
+            (None, &ExtraHeaders::default()),
+            PINNED,
+            &[image],
+        );
+        let (_, json) = body(&template, 5);
+        let parts = &json["messages"][0]["content"];
+        assert!(parts[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("request 5 of percentes."));
+        assert_eq!(parts[1]["image_url"]["url"], "data:image/png;base64,YWJj");
     }
 
     #[test]
@@ -896,6 +997,91 @@ mod tests {
         let text = std::str::from_utf8(base.raw_bytes()).unwrap().to_owned()
             + &format!("prompt_file = {:?}\n", path.to_str().unwrap());
         Config::parse(text.as_bytes()).unwrap()
+    }
+
+    /// Lines that carry their own parts: each body has its line's tools, choice and format (in
+    /// place of the route's), `ignore_eos` false where the line asks for a structure, and its
+    /// images as content parts of the message they go with; every body is JSON. Under
+    /// `verify.structured`, each prompt has its own checks, lines with the same parts sharing them.
+    #[test]
+    fn each_line_sends_and_is_checked_by_its_own_parts() {
+        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("dot.gif"), b"GIF89a").unwrap();
+        let forced = r#""tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": ["q"]}}}], "tool_choice": "f""#;
+        let text = [
+            format!(r#"{{"prompt": "call", {forced}}}"#),
+            r#"{"prompt": "plain"}"#.into(),
+            r#"{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yes?"}, {"role": "user", "content": [{"type": "text", "text": "this"}, {"type": "image_url", "image_url": {"url": "dot.gif"}}]}], "response_format": "json_object"}"#.into(),
+            format!(r#"{{"prompt": "again", {forced}}}"#),
+        ]
+        .join("\n");
+        let path = dir.join("lines.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let base = config("", "mock", "dev");
+        let route_keys = format!(
+            "prompt_file = {:?}\nresponse_format = '{{\"type\": \"object\", \"required\": [\"a\"]}}'\nverify = {{ structured = true }}\n",
+            path.to_str().unwrap()
+        );
+        let text = std::str::from_utf8(base.raw_bytes()).unwrap().to_owned() + &route_keys;
+        let config = Config::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let route = &config.routes[0];
+        let set = load_prompts(route, &config, None, PINNED).unwrap();
+        let target = Target::parse(&config.target.base_url).unwrap();
+        let template = Template::new(
+            &config,
+            &target,
+            route,
+            Some(&set),
+            &ExtraHeaders::default(),
+            PINNED,
+        );
+        let bodies: Vec<serde_json::Value> = (0..4).map(|i| body(&template, i).1).collect();
+        // The forced call: the line's tools and choice, and the route's format kept.
+        assert_eq!(bodies[0]["tool_choice"]["function"]["name"], "f");
+        assert_eq!(bodies[0]["tools"][0]["function"]["name"], "f");
+        assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
+        assert_eq!(bodies[0]["ignore_eos"], false);
+        assert_eq!(
+            bodies[0]["messages"][0]["content"][0]["type"], "text",
+            "a set with images sends arrays"
+        );
+        // The plain line: the route's parts (a format, so still no ignore_eos).
+        assert!(bodies[1].get("tools").is_none());
+        assert_eq!(bodies[1]["response_format"]["type"], "json_schema");
+        // The conversation: its format, and the image with its own (the last) message.
+        assert_eq!(bodies[2]["response_format"]["type"], "json_object");
+        let messages = bodies[2]["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert!(messages[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("request 2 of percentes. hi"));
+        assert_eq!(messages[1]["content"], "yes?");
+        assert_eq!(messages[2]["content"][0]["text"], "this");
+        assert_eq!(
+            messages[2]["content"][1]["image_url"]["url"],
+            "data:image/gif;base64,R0lGODlh"
+        );
+        assert_eq!(bodies[3]["max_tokens"], PINNED);
+        // The checks, by prompt.
+        let checks = prompt_checks(route, &set).unwrap();
+        assert_eq!(checks.len(), 4);
+        let check = |i: usize| checks[i].as_deref().unwrap();
+        assert_eq!(check(0).functions.len(), 1);
+        assert!(
+            check(0).answer.as_ref().unwrap().check_text("{}").is_err(),
+            "the route's format"
+        );
+        assert!(check(1).functions.is_empty());
+        assert!(
+            check(2).answer.as_ref().unwrap().check_text("{}").is_ok(),
+            "the line's json_object"
+        );
+        assert!(Arc::ptr_eq(
+            checks[0].as_ref().unwrap(),
+            checks[3].as_ref().unwrap()
+        ));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::canary::{CanaryServer, LagSummary};
 use crate::exchange::Rule;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
-use crate::request::{load_prompts, rule, ExtraHeaders, Target, Template};
+use crate::request::{load_prompts, ExtraHeaders, Target, Template};
 use crate::tokens::ModelTokenizer;
 
 mod accelerator;
@@ -517,13 +517,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         None
     };
     let dialer = Dialer::of(config, &target, &plan, tls.clone());
-    let rules: Vec<Rule> = config
-        .routes
-        .iter()
-        .map(|r| rule(config, r))
-        .collect::<Result<_, _>>()
-        .map_err(RecordError::Refused)?;
-    let (templates, prompt_facts) = templates(config, &target, &extra, &plan)?;
+    let (templates, rules, prompt_facts) = templates(config, &target, &extra, &plan)?;
     let preflight = if config.target.preflight {
         let done = preflight(
             config,

@@ -743,7 +743,10 @@ async fn generate(
 ) -> Next {
     let config = &mock.config;
     let mut rng = Rng::new(config.seed, arrival);
-    let tokens = if ask.ignore_eos {
+    // A structured answer (a forced call, a JSON format) is sized to max_tokens: its end is
+    // the structure's, which the mock places there, whether or not EOS is ignored.
+    let structured = ask.shape.tool.is_some() || ask.shape.answer_schema.is_some();
+    let tokens = if ask.ignore_eos || structured {
         ask.max_tokens
     } else {
         let low = config.timing.min_output_tokens.clamp(1, ask.max_tokens);

@@ -293,3 +293,62 @@ verify = { structured = true }"#;
     assert_eq!(s.reasoning_tokens.percentiles[0].1, 20);
     assert_eq!(s.one_token_per_delta, Some(true));
 }
+
+/// A prompt file whose lines carry their own parts, as a request log holds them: a forced tool
+/// call, a JSON format in the API's wrapper, an image as a data URL, and a plain prompt. Each
+/// request goes with its line's parts and is checked by them: every one a correct success, the
+/// tool-call lines' output a tool call, the others' an answer; the journal's prompt-set fact
+/// counts what the lines carried. Deliberate break: sending the route's parts on every line
+/// leaves the tool lines without a call.
+#[test]
+fn each_prompt_file_line_sends_its_own_parts() {
+    let _machine = crate::machine();
+    let lines = [
+        r#"{"prompt": "look it up", "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}], "tool_choice": "required"}"#,
+        r#"{"prompt": "answer in JSON", "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}}"#,
+        r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "what is this"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]}"#,
+        r#"{"prompt": "plain"}"#,
+    ];
+    let file = scratch("parts.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let route = format!(
+        "prompt_file = {:?}\nverify = {{ structured = true }}",
+        file.to_str().unwrap()
+    );
+    let target = || {
+        let addr = mock::spawn_background(MockConfig::constant(10.0, 10.0, 4096), 1)
+            .unwrap()
+            .0;
+        config(&addr.to_string(), "/v1/chat/completions", 6, &route)
+    };
+    let (v5, _) = recorded("line-parts.pj", target, |w| {
+        if w.outcomes.completed != w.scheduled {
+            return Err(format!("{:?}", w.classes));
+        }
+        Ok(())
+    });
+    let w = measurement(&v5);
+    assert_eq!(w.classes.get("correct-success"), Some(&w.scheduled));
+    let s = w.streams.as_ref().unwrap();
+    let tool_calls = s.output.get("tool-call").copied().unwrap_or(0);
+    let answers = s.output.get("answer").copied().unwrap_or(0);
+    assert_eq!(tool_calls + answers, w.scheduled, "{:?}", s.output);
+    // Request i sends line i mod 4: a quarter of them the tool call.
+    assert!(
+        tool_calls.abs_diff(w.scheduled / 4) <= 1,
+        "{tool_calls} tool calls of {}",
+        w.scheduled
+    );
+    let file = JournalFile::open(&scratch("line-parts.pj")).unwrap();
+    let (header, _) = file.header().unwrap();
+    let fact = header
+        .host
+        .iter()
+        .find(|(k, _)| k == "prompt-set r")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert!(
+        fact.contains("3 lines carry their own parts (tools 1, tool_choice 1, response_format 1, images 1: 1 images, 8 bytes"),
+        "{fact}"
+    );
+}

@@ -1083,7 +1083,7 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// exact (a budget above what is used fails too, saying what to lower it to), then to 311 when
 /// `record`'s journal header became `setup::journal_header`. Never raise them: cut the new
 /// function along its own comments instead.
-const FUNCTION_LINES_MAX: usize = 311;
+const FUNCTION_LINES_MAX: usize = 305;
 const FUNCTION_LINES_SOFT: usize = 70;
 const FUNCTIONS_OVER_SOFT_MAX: usize = 72;
 

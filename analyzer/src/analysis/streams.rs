@@ -265,6 +265,11 @@ impl Gathered {
             "no completed request both reasoned and reported its reasoning tokens".to_owned()
         } else if deltas == tokens {
             format!("{of}: one token a delta")
+        } else if tokens < deltas {
+            // Every non-empty delta carries at least one token, so fewer tokens than deltas is
+            // the server's count missing part of what it streamed (vLLM counts only tokens
+            // between the markers it generated, none when the template opens the block).
+            format!("{of}: fewer tokens than deltas, so the server's count does not cover its own reasoning stream; read the deltas, not its reasoning-token figure")
         } else {
             format!(
                 "{of} ({:.2} tokens a delta)",

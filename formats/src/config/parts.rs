@@ -1,4 +1,4 @@
-//! What a route's requests carry beyond their prompt (SPEC §1 "What a request carries"): the API
+//! What a route's requests carry beyond their prompt (SPEC §2 "What a request carries"): the API
 //! the route speaks, the tools a model may call and how it must choose, the answer's format, and
 //! images. The recorder builds each request's body from these; `config check` refuses what
 //! cannot be sent or checked, naming the key.
@@ -164,6 +164,39 @@ impl Route {
         Api::of_path(&self.path)
     }
 
+    /// Whether the route asks for a structured answer: a `response_format`, or a `tool_choice`
+    /// that forces a call (`required` or a function's name). Its requests never ask the server
+    /// to ignore the end of sequence (SPEC §2 "What a request carries").
+    pub fn asks_structure(&self) -> bool {
+        self.response_format.is_some()
+            || self
+                .tool_choice
+                .as_deref()
+                .is_some_and(|c| c != "auto" && c != "none")
+    }
+
+    /// This route with a request's own tools, choice and format in place of its own, each one
+    /// given (JSON text for tools and a format, `json_object` as such; a choice as the key
+    /// holds it): how a prompt file's line that carries its own is sent and checked.
+    pub fn with_own_parts(
+        &self,
+        tools: Option<&str>,
+        tool_choice: Option<&str>,
+        response_format: Option<&str>,
+    ) -> Route {
+        let mut out = self.clone();
+        if let Some(tools) = tools {
+            out.tools = Some(toml::Value::String(tools.to_owned()));
+        }
+        if let Some(choice) = tool_choice {
+            out.tool_choice = Some(choice.to_owned());
+        }
+        if let Some(format) = response_format {
+            out.response_format = Some(toml::Value::String(format.to_owned()));
+        }
+        out
+    }
+
     /// The declared tools, each checked: a function tool with a name and, when given, an object
     /// schema of parameters. `key` names the route in errors (`routes[0]`).
     pub fn tools_declared(&self, key: &str) -> Result<Vec<Value>, PartError> {
@@ -262,6 +295,26 @@ impl Route {
             return Ok(Some(ResponseFormat::JsonObject));
         }
         match as_json(format, &key)? {
+            // The API's own wrapper, as a request log holds it: `{"type": "json_object"}`, or
+            // `{"type": "json_schema", "json_schema": {"schema": ...}}` (Chat Completions) or
+            // `{"type": "json_schema", "schema": ...}` (the Responses API's `text.format`). A
+            // JSON Schema's own `type` is never one of these two.
+            Value::Object(o) if o.get("type").is_some_and(|t| t == "json_object") => {
+                Ok(Some(ResponseFormat::JsonObject))
+            }
+            Value::Object(o) if o.get("type").is_some_and(|t| t == "json_schema") => {
+                match o
+                    .get("json_schema")
+                    .and_then(|j| j.get("schema"))
+                    .or_else(|| o.get("schema"))
+                {
+                    Some(schema @ Value::Object(_)) => Ok(Some(ResponseFormat::Schema(schema.clone()))),
+                    _ => Err(part(
+                        &key,
+                        "a json_schema format needs its schema object (json_schema.schema, or schema)",
+                    )),
+                }
+            }
             schema @ Value::Object(_) => Ok(Some(ResponseFormat::Schema(schema))),
             _ => Err(part(
                 &key,
@@ -326,7 +379,8 @@ impl Route {
     }
 
     /// With `verify.structured`: the schema the answer must match (any JSON for `json_object`),
-    /// `None` when the route asks for no format; each function's parameters by name (any JSON
+    /// `None` when the route asks for no format (a route with a prompt file may ask for nothing
+    /// itself: its lines may); each function's parameters by name (any JSON
     /// object where a function declares none). A schema outside the checked subset refuses here.
     pub fn structured_checks(&self, key: &str) -> Result<Option<StructuredSchemas>, PartError> {
         if !self.verify.structured {
@@ -334,10 +388,12 @@ impl Route {
         }
         let format = self.response_format_declared(key)?;
         let tools = self.tools_declared(key)?;
-        if format.is_none() && tools.is_empty() {
+        // A JSONL prompt file's lines may carry their own (the recorder checks, when it loads
+        // them, that some line does).
+        if format.is_none() && tools.is_empty() && self.prompt_file.is_none() {
             return Err(part(
                 format!("{key}.verify.structured"),
-                "the route has neither response_format nor tools to check an answer against",
+                "the route has neither response_format nor tools to check an answer against (nor a prompt_file whose lines could carry them)",
             ));
         }
         let answer = match format {
@@ -387,7 +443,7 @@ impl Route {
         if !self.images.is_empty() && self.prompt_file.is_some() {
             return Err(part(
                 format!("{key}.images"),
-                "attach images to a generated prompt; a prompt file's lines are sent as they are",
+                "a route's images go with a generated prompt; a prompt file's lines carry their own (a line's \"images\", or image parts in a message's content)",
             ));
         }
         Ok(())

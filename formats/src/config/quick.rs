@@ -58,7 +58,7 @@ pub struct Quick {
     pub tokenizer: Option<String>,
     /// `[workload]`: the generation model, when not open loop.
     pub workload: QuickWorkload,
-    /// What the route's requests carry beyond the prompt (SPEC §1 "What a request carries").
+    /// What the route's requests carry beyond the prompt (SPEC §2 "What a request carries").
     pub parts: QuickParts,
 }
 

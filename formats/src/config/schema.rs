@@ -1,4 +1,4 @@
-//! The JSON Schema checks a structured answer is held to (SPEC §1 "What a request carries"):
+//! The JSON Schema checks a structured answer is held to (SPEC §2 "What a request carries"):
 //! a route's `response_format` schema for its answer, each declared tool's `parameters` for the
 //! arguments of a call to it. A success whose answer does not parse, or does not match, is an
 //! incorrect success (JOURNAL.md's class 8), like a stale model.
@@ -537,7 +537,7 @@ fn bound(node: &mut Node, key: &str, value: &Value, here: &str) -> Result<(), Sc
         other => {
             return Err(error(
                 here,
-                format!("the keyword {other:?} is not among those this build checks (SPEC §1 \"What a request carries\"); send the schema without asking for the check, or leave the keyword out"),
+                format!("the keyword {other:?} is not among those this build checks (SPEC §2 \"What a request carries\"); send the schema without asking for the check, or leave the keyword out"),
             ))
         }
     }

@@ -564,7 +564,7 @@ pub struct Route {
     pub stream: Option<bool>,
     /// The tools the model may call, sent as every request's `tools`: OpenAI's function tools
     /// (`{type = "function", function = {name, description, parameters}}`), as TOML or as one
-    /// string of JSON (SPEC §1 "What a request carries"; [`super::parts`]).
+    /// string of JSON (SPEC §2 "What a request carries"; [`super::parts`]).
     pub tools: Option<toml::Value>,
     /// `tool_choice`: `auto`, `none`, `required`, or the name of one of `tools`' functions
     /// (the call is then forced: guided decoding makes even a small model call it).

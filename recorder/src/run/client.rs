@@ -513,6 +513,7 @@ pub(super) async fn execute(
         .unwrap_or(true);
     let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
     let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]))
+        .prompt(ctx.plan.params.content(&entry))
         .until(deadline_ns);
     let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
     let mut carried = http2::Carried::default();

@@ -7,6 +7,8 @@ use super::{
     Instant, ModelTokenizer, Options, RecordError, RunPlan, SealStatus, Sender, Shared, Target,
     Template, HOST_CHECK,
 };
+use crate::exchange::Rule;
+use crate::request::rule;
 use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
@@ -40,13 +42,15 @@ pub(super) fn host_check(options: &Options) -> Result<Option<String>, RecordErro
 }
 
 /// Each route's request template, with its prompt set and the tokenizer's filler where the
-/// configuration asks for them, and the host facts that say which were loaded.
+/// configuration asks for them; each route's verification rule, with its checks by prompt
+/// where its prompt file's lines carry their own parts ([`crate::request::prompt_checks`]);
+/// and the host facts that say which were loaded.
 pub(super) fn templates(
     config: &Config,
     target: &Target,
     extra: &ExtraHeaders,
     plan: &RunPlan,
-) -> Result<(Vec<Template>, Facts), RecordError> {
+) -> Result<(Vec<Template>, Vec<Rule>, Facts), RecordError> {
     let tokenizer = config
         .target
         .tokenizer
@@ -68,7 +72,7 @@ pub(super) fn templates(
     if let Some(trace) = &plan.trace {
         facts.push(HostFact::Trace.entry(trace_fact(trace)));
     }
-    let templates = config
+    let (templates, rules) = config
         .routes
         .iter()
         .map(|r| {
@@ -84,34 +88,60 @@ pub(super) fn templates(
                 }
                 _ => r,
             };
-            let prompts = r
-                .prompt_file
-                .as_ref()
-                .map(|_| load_prompts(r, config, tokenizer.as_ref(), plan.max_tokens))
-                .transpose()?;
-            if let Some(set) = &prompts {
-                facts.push((HostFact::prompt_set(&r.label), set.fact()));
-            }
-            let images = images_of(r, &mut facts).map_err(|e| e.to_string())?;
-            let template = Template::with_images(
+            route_setup(
                 config,
-                target,
+                (target, extra),
+                plan,
+                tokenizer.as_ref(),
                 r,
-                (prompts.as_ref(), extra),
-                plan.max_tokens,
-                &images,
-            );
-            Ok(match (&tokenizer, r.input_tokens) {
-                (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
-                _ => template,
-            })
+                &mut facts,
+            )
         })
-        .collect::<Result<_, String>>()
-        .map_err(RecordError::Refused)?;
-    Ok((templates, facts))
+        .collect::<Result<(Vec<_>, Vec<_>), RecordError>>()?;
+    Ok((templates, rules, facts))
 }
 
-/// Route `r`'s images (SPEC §1 "What a request carries"), read once, and their host fact.
+/// Route `r`'s template and rule ([`templates`]), and the facts of its prompt set and images.
+fn route_setup(
+    config: &Config,
+    (target, extra): (&Target, &ExtraHeaders),
+    plan: &RunPlan,
+    tokenizer: Option<&ModelTokenizer>,
+    r: &percentes_formats::config::Route,
+    facts: &mut Facts,
+) -> Result<(Template, Rule), RecordError> {
+    let refused = RecordError::Refused;
+    let prompts = r
+        .prompt_file
+        .as_ref()
+        .map(|_| load_prompts(r, config, tokenizer, plan.max_tokens))
+        .transpose()
+        .map_err(refused)?;
+    let mut rule = rule(config, r).map_err(refused)?;
+    if let Some(set) = &prompts {
+        facts.push((HostFact::prompt_set(&r.label), set.fact()));
+        rule.by_prompt =
+            crate::request::prompt_checks(r, set).map_err(|e| refused(e.to_string()))?;
+    }
+    let images = images_of(r, facts).map_err(|e| refused(e.to_string()))?;
+    let template = Template::with_images(
+        config,
+        target,
+        r,
+        (prompts.as_ref(), extra),
+        plan.max_tokens,
+        &images,
+    );
+    let template = match (tokenizer, r.input_tokens) {
+        (Some(t), Some(lengths)) => {
+            template.counted_by(t.filler(lengths.longest()).map_err(refused)?)
+        }
+        _ => template,
+    };
+    Ok((template, rule))
+}
+
+/// Route `r`'s images (SPEC §2 "What a request carries"), read once, and their host fact.
 fn images_of(
     r: &percentes_formats::config::Route,
     facts: &mut Vec<(String, String)>,

@@ -102,6 +102,34 @@ fn a_reasoning_stream_reads_its_first_token_answer_span_tokens_and_deliveries() 
     assert!(ow.streams.is_none() && ow.tokens.itl_per_token.is_some());
 }
 
+/// A server whose usage counts fewer reasoning tokens than it streamed reasoning deltas (vLLM
+/// counts none when the chat template opens the block in the prompt) is said not to cover its
+/// own stream: a non-empty delta carries at least one token.
+#[test]
+fn a_reasoning_count_below_the_deltas_is_said_not_to_cover_the_stream() {
+    use percentes_formats::journal::records::Record;
+    let bytes = synthetic::with_records(&reasoning_journal(380, (20, 10)), |records| {
+        for record in records.iter_mut() {
+            if let Record::Stream(s) = record {
+                s.reasoning_tokens = Some(0);
+            }
+        }
+    });
+    let r = analyze_bytes("undercount.pj", &bytes, Spec::V0_5);
+    let s = window(&r, "measurement").streams.clone().unwrap();
+    assert_eq!(s.reasoning_tokens.percentiles[0], ("p50".to_owned(), 0));
+    assert!(
+        s.reasoning_reconciled.starts_with(&format!(
+            "the {MEASURED} requests that reasoned and reported reasoning tokens: {} reasoning deltas, 0 reasoning tokens",
+            MEASURED * 20
+        )) && s
+            .reasoning_reconciled
+            .contains("does not cover its own reasoning stream"),
+        "{}",
+        s.reasoning_reconciled
+    );
+}
+
 /// Deltas read together are one delivery: with every answer delta at one instant (a proxy that
 /// holds the stream, say) there are no gaps between them, where v0.4 published 1 us gaps.
 /// And where most gaps sit at the 1 us floor (a journal without stream records, its events read
