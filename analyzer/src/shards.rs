@@ -250,15 +250,19 @@ pub fn open_manifest(path: &Path, trusted: Option<[u8; 32]>) -> Result<Opened, S
     // shards recorded without a key are covered by it; a shard's own signatures, where it has
     // them, are checked against its header's key as `verify` always does.
     let checked = check(&paths, None)?;
-    let names: Vec<String> = checked
-        .files
+    // `check` returns the files in index order; the manifest's entries pair with the files they
+    // name, so that a file swapped with another shard's is held to its own entry.
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let shard_files: Vec<ShardFile<'_>> = paths
         .iter()
-        .map(|f| f.path().display().to_string())
-        .collect();
-    let shard_files: Vec<ShardFile<'_>> = names
-        .iter()
-        .zip(&checked.reports)
-        .map(|(name, report)| ShardFile { name, report })
+        .zip(&names)
+        .filter_map(|(path, name)| {
+            let at = checked.files.iter().position(|f| f.path() == path)?;
+            Some(ShardFile {
+                name,
+                report: &checked.reports[at],
+            })
+        })
         .collect();
     check_manifest(&manifest, &shard_files).map_err(ShardError::Refused)?;
     Ok(Opened {

@@ -360,6 +360,22 @@ fn merge_refuses_a_missing_duplicated_foreign_or_tampered_shard_and_verify_a_rep
     std::fs::write(p[1], synthetic::split(&golden, 3).remove(1)).unwrap();
     let (code, stdout, _) = percentes(&["verify", manifest.to_str().unwrap()]);
     assert_eq!(code, 0, "{stdout}");
+    // Two shard files swapped on disk: each intact, each with the head bound for the other.
+    let swap = dir.join("swap.pj");
+    std::fs::rename(p[0], &swap).unwrap();
+    std::fs::rename(p[1], p[0]).unwrap();
+    std::fs::rename(&swap, p[1]).unwrap();
+    let (code, _, stderr) = percentes(&["verify", manifest.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("shard 1: the manifest names run-shard-1.pj for it, and that file holds shard 0: the files were swapped or renamed after merge"),
+        "{stderr}"
+    );
+    std::fs::rename(p[0], &swap).unwrap();
+    std::fs::rename(p[1], p[0]).unwrap();
+    std::fs::rename(&swap, p[1]).unwrap();
+    let (code, stdout, _) = percentes(&["verify", manifest.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
     std::fs::write(
         &manifest,
         text.replace("\"shard_count\": 3", "\"shard_count\": 2"),

@@ -297,7 +297,8 @@ pub struct ManifestShard {
 pub struct ManifestSignature {
     /// The ed25519 public key, hex.
     pub public_key: String,
-    /// ed25519 over [`MANIFEST_SIGNATURE_DOMAIN`] followed by the 32 binding bytes, hex.
+    /// ed25519 over [`MANIFEST_SIGNATURE_DOMAIN`] followed by the binding's 32 raw bytes (the
+    /// hash, not its input), hex.
     pub signature: String,
 }
 
@@ -321,8 +322,16 @@ pub struct Manifest {
     pub shards: Vec<ManifestShard>,
     /// BLAKE3 of [`Manifest::binding_bytes`], hex: what the manifest promises.
     pub binding: String,
-    /// The operator's signature over the binding, when a key was given.
+    /// The operator's signature over the binding, when a key was given. The key is always
+    /// written, `null` when unsigned: a manifest without it does not parse.
+    #[serde(deserialize_with = "written")]
     pub signature: Option<ManifestSignature>,
+}
+
+/// A key that must be present, though its value may be `null` (serde reads a missing `Option`
+/// as `None` unless the field is read by a function of its own, as here).
+fn written<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ManifestSignature>, D::Error> {
+    Option::deserialize(d)
 }
 
 /// What a manifest or a set of shards fails, one reason each.
@@ -366,7 +375,7 @@ impl Manifest {
         Ok(bytes)
     }
 
-    /// BLAKE3 of the binding bytes.
+    /// The binding: BLAKE3 of the binding input ([`Manifest::binding_bytes`]).
     pub fn compute_binding(&self) -> Result<[u8; 32], String> {
         Ok(*blake3::hash(&self.binding_bytes()?).as_bytes())
     }
@@ -707,10 +716,19 @@ pub fn check_shards(files: &[ShardFile<'_>]) -> Result<Manifest, Refused> {
     })
 }
 
-/// Checks a manifest against the shard files it names (already verified, in manifest order):
-/// the cross-shard rules hold, and every file is the one the manifest bound (same head, length,
-/// index), with the manifest's other fields as the files say.
+/// Checks a manifest against the shard files it names (already verified, in manifest order:
+/// `files[i]` is the file `manifest.shards[i]` names): the cross-shard rules hold, and every
+/// named file is the one the manifest bound for its entry (that shard's index, head and length;
+/// a file swapped with another shard's, or renamed, is refused by its name), with the
+/// manifest's other fields as the files say.
 pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<(), Refused> {
+    if files.len() != manifest.shards.len() {
+        return Err(Refused(vec![format!(
+            "the manifest names {} shard files and {} were read",
+            manifest.shards.len(),
+            files.len()
+        )]));
+    }
     let fresh = check_shards(files)?;
     let mut why = Vec::new();
     let fields = |m: &Manifest| {
@@ -728,8 +746,13 @@ pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<()
                 .into(),
         );
     }
-    for listed in &manifest.shards {
-        match fresh.shards.iter().find(|s| s.index == listed.index) {
+    for (listed, file) in manifest.shards.iter().zip(files) {
+        // The file the entry names, not the shard of that index wherever it is.
+        match fresh.shards.iter().find(|s| s.file == file.name) {
+            Some(found) if found.index != listed.index => why.push(format!(
+                "shard {}: the manifest names {} for it, and that file holds shard {}: the files were swapped or renamed after merge",
+                listed.index, listed.file, found.index
+            )),
             Some(found) if found.chain_head != listed.chain_head => why.push(format!(
                 "shard {}: {} has chain head {}, the manifest bound {}: the file was replaced or changed after merge",
                 listed.index, found.file, found.chain_head, listed.chain_head
@@ -764,7 +787,10 @@ pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<()
                 ))
             }
             Some(_) => {}
-            None => why.push(format!("shard {} is not among the files", listed.index)),
+            None => why.push(format!(
+                "shard {}: {} has no readable header",
+                listed.index, listed.file
+            )),
         }
     }
     if why.is_empty() {
@@ -909,6 +935,45 @@ mod tests {
             binding: String::new(),
             signature: None,
         }
+    }
+
+    /// A manifest's keys are exactly the documented ones, each once (JOURNAL.md §Manifest):
+    /// `signature` is written even unsigned, as `null`; a missing, repeated or unknown key, or
+    /// another version, does not parse.
+    #[test]
+    fn a_manifest_has_exactly_its_keys_each_once() {
+        let mut m = manifest();
+        m.seal(None).unwrap();
+        let text = m.to_json();
+        assert!(text.contains("\"signature\": null"), "{text}");
+        assert_eq!(Manifest::parse(&text).unwrap(), m);
+        let without = text.replace(",\n  \"signature\": null", "");
+        assert_ne!(without, text);
+        let e = Manifest::parse(&without).unwrap_err();
+        assert!(e.contains("missing field `signature`"), "{e}");
+        let twice = text.replacen(
+            "\"shard_count\": 2,",
+            "\"shard_count\": 2,\n  \"shard_count\": 3,",
+            1,
+        );
+        let e = Manifest::parse(&twice).unwrap_err();
+        assert!(e.contains("duplicate field `shard_count`"), "{e}");
+        let e = Manifest::parse(&text.replacen(
+            "\"file\": \"s0.pj\"",
+            "\"file\": \"s0.pj\", \"file\": \"s1.pj\"",
+            1,
+        ))
+        .unwrap_err();
+        assert!(e.contains("duplicate field `file`"), "{e}");
+        let e =
+            Manifest::parse(&text.replace("\"binding\"", "\"extra\": 1, \"binding\"")).unwrap_err();
+        assert!(e.contains("unknown field `extra`"), "{e}");
+        let e =
+            Manifest::parse(&text.replace("\"manifest_version\": 1", "\"manifest_version\": 2"))
+                .unwrap_err();
+        assert!(e.contains("manifest version 2"), "{e}");
+        let e = Manifest::parse(&text.replace("\n  \"binding\"", "\n  \"binding_\"")).unwrap_err();
+        assert!(e.contains("binding"), "{e}");
     }
 
     #[test]
