@@ -277,6 +277,7 @@ pub fn load_verified_with(
     let mut events = Events::default();
     let mut telemetry = Telemetry::default();
     let mut scrapes = Vec::new();
+    let mut scrape_rules = percentes_formats::journal::scrape::rules::ScrapeRules::default();
     for (part, (file, report)) in files.iter().zip(&parts).enumerate() {
         let own = report.header.as_ref().expect("checked above");
         let own = (u64::from(own.shard_index), u64::from(own.shard_count));
@@ -367,7 +368,14 @@ pub fn load_verified_with(
                     events.rows.push(e)
                 }
                 Record::Telemetry(t) => telemetry.rows.push(t),
-                Record::Scrape(s) => scrapes.push(s),
+                Record::Scrape(s) => {
+                    // The kind-7 rules a sum over a span needs (JOURNAL.md "7 scrape").
+                    scrape_rules.check(&s).map_err(|broken| LoadError::Record {
+                        sequence: framed.sequence,
+                        message: format!("{broken}{}", shard_named(files, part)),
+                    })?;
+                    scrapes.push(s)
+                }
                 Record::RequestExtension(x) => {
                     // The same placement rules as a request record's: scheduled in this shard,
                     // at most once.
@@ -986,5 +994,81 @@ mod tests {
             load(&file("tampered.pj", &tampered)),
             Err(LoadError::Unverified(_))
         ));
+    }
+
+    /// Chain-valid rewrites of the vLLM golden's scrape records (kind 7): one moved back in time
+    /// (which once made `analyze` panic in the server evidence), or with another rule broken,
+    /// is refused with its record and rule; a rewrite that breaks none is analyzed, never a panic.
+    #[test]
+    fn a_scrape_record_that_breaks_a_rule_is_refused_by_its_number() {
+        use percentes_formats::journal::scrape::{Sample, ScrapeRecord};
+        let golden = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../golden/runs/replica-loss-vllm-factor5.pj"
+        ))
+        .unwrap();
+        let scrapes: Vec<usize> = {
+            let mut at = Vec::new();
+            synthetic::with_records(&golden, |records| {
+                at = records
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| matches!(r, Record::Scrape(_)))
+                    .map(|(i, _)| i)
+                    .collect();
+            });
+            at
+        };
+        assert!(scrapes.len() > 1000, "{}", scrapes.len());
+        let rewrite = |k: usize, edit: &dyn Fn(&mut ScrapeRecord)| {
+            synthetic::with_records(&golden, |records| {
+                if let Record::Scrape(s) = &mut records[scrapes[k]] {
+                    edit(s);
+                }
+            })
+        };
+        let (mut refused, mut analyzed) = (0, 0);
+        for k in (0..scrapes.len()).step_by(scrapes.len() / 24) {
+            let bytes = rewrite(k, &|s| {
+                s.sent_ns = s.sent_ns.saturating_sub(500_000_000);
+                s.received_ns = s.received_ns.saturating_sub(500_000_000);
+            });
+            match load(&file("moved.pj", &bytes)) {
+                Err(LoadError::Record { message, .. }) => {
+                    assert!(message.contains("rule 1)"), "{message}");
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+                Ok(run) => {
+                    let f = file("moved.pj", &bytes);
+                    let _ = crate::analysis::analyze(
+                        &run,
+                        &f,
+                        percentes_formats::spec::Spec::CURRENT,
+                        &Default::default(),
+                    );
+                    analyzed += 1;
+                }
+            }
+        }
+        assert!(refused >= 20, "{refused} refused, {analyzed} analyzed");
+        type Edit = fn(&mut ScrapeRecord);
+        let edits: [(u8, Edit); 3] = [
+            (2, |s| s.first = !s.first),
+            (4, |s| {
+                s.samples.push(Sample {
+                    id: 1_000_000,
+                    value: 1.0,
+                })
+            }),
+            (5, |s| s.gone.push(1_000_000)),
+        ];
+        for (rule, edit) in edits {
+            let error = load(&file("broken.pj", &rewrite(40, &edit))).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("rule {rule})")),
+                "{error}"
+            );
+        }
     }
 }

@@ -10,6 +10,8 @@ use serde::Serialize;
 
 use crate::prometheus::{Exposed, SeriesKind};
 
+pub mod rules;
+
 /// A series, defined in the first scrape record of its source that carries it.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct SeriesDefinition {
