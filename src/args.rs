@@ -52,8 +52,35 @@ pub struct FailOnArgs {
     pub fail_on: Vec<Threshold>,
 }
 
+/// A threshold as `--fail-on` gives it: readable, and on a window a report has (whether this
+/// run has it is known once its journal is read; a threshold on a window it lacks fails there).
 fn threshold(text: &str) -> Result<Threshold, String> {
-    Threshold::parse(text)
+    let t = Threshold::parse(text)?;
+    match t.window_problem(&percentes_formats::config::thresholds::WINDOWS) {
+        Some(why) => Err(why),
+        None => Ok(t),
+    }
+}
+
+/// `--rate`: a number (NaN and the infinities are not rates; a negative or zero one is read as
+/// a value and refused by the configuration's own check, with its key).
+fn finite_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() => Ok(rate),
+        Ok(rate) => Err(format!(
+            "{rate} is not a rate: give requests per second, as 20 or 0.5"
+        )),
+        Err(e) => Err(format!("{text:?} is not a number: {e}")),
+    }
+}
+
+/// `--workers`: 1 to the recorder's most ([`percentes_recorder::run::WORKERS_MAX`]).
+fn workers(text: &str) -> Result<usize, String> {
+    let max = percentes_recorder::run::WORKERS_MAX;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{text:?} is not a worker count: 1 to {max}")),
+    }
 }
 
 /// How a journal's requests are loaded: the flags of every command that reads them
@@ -163,7 +190,8 @@ pub struct QuickArgs {
         long,
         value_name = "RPS",
         requires = "url",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = finite_rate
     )]
     pub rate: Option<f64>,
     /// With --url: how long to measure (30s, 2m, 500ms), after a warm-up of a tenth of it.
@@ -296,8 +324,8 @@ pub struct RecordArgs {
     /// checkpoint and the seal.
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
-    /// Worker threads, each an io_uring runtime pacing its share of the schedule.
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads, each an io_uring runtime pacing its share of the schedule (1 to 64).
+    #[arg(long, default_value_t = 1, value_parser = workers)]
     pub workers: usize,
     /// Leave out the loopback canary, the receive-path check (SPEC §2) that streams one
     /// event each 10 ms to every worker and journals how late the worker saw it.

@@ -380,6 +380,7 @@ impl Config {
         config.check_domains()?;
         config.check_timing()?;
         if secrets {
+            config.check_for_recording()?;
             config.check_secrets(text)?;
         }
         Ok(config)

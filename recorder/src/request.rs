@@ -187,10 +187,23 @@ impl ExtraHeaders {
     /// from, for a message that may quote a server.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for (variable, value) in &self.secrets {
+        for (variable, value) in self.secrets.iter().filter(|(_, v)| !v.is_empty()) {
             out = out.replace(value.as_str(), &format!("[${variable}]"));
         }
         out
+    }
+
+    /// Redacts `text` in place where it holds a secret, cut again to `bytes` (a journal field's
+    /// limit): what a server sent back (a replica header reflecting the request's
+    /// Authorization, an error body quoting it) never carries a secret into the journal.
+    pub fn scrub(&self, text: &mut String, bytes: usize) {
+        let holds = self
+            .secrets
+            .iter()
+            .any(|(_, v)| !v.is_empty() && text.contains(v.as_str()));
+        if holds {
+            *text = crate::exchange::cut(&self.redact(text), bytes).to_owned();
+        }
     }
 }
 

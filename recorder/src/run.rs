@@ -724,6 +724,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             shared: Arc::clone(&shared),
             stop: Arc::clone(&options.stop),
             cpus: options.cpus.clone(),
+            secrets: extra.clone(),
         };
         handles.push(
             std::thread::Builder::new()

@@ -77,12 +77,33 @@ fn start_timeout() -> f64 {
     600.0
 }
 
-/// `[testbed.proxy]`.
+/// A table of one key, `kind`, and nothing else: how `[testbed.proxy]` and `[testbed.names]`
+/// are read (an internally tagged enum of unit variants would take any other key silently).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindOnly {
+    kind: String,
+}
+
+/// `[testbed.proxy]`, read through [`KindOnly`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+#[serde(try_from = "KindOnly")]
 pub enum ProxyPlan {
     /// HAProxy (Debian's `haproxy`), started in the foreground by the runner.
     Haproxy,
+}
+
+impl TryFrom<KindOnly> for ProxyPlan {
+    type Error = String;
+
+    fn try_from(table: KindOnly) -> std::result::Result<ProxyPlan, String> {
+        match table.kind.as_str() {
+            "haproxy" => Ok(ProxyPlan::Haproxy),
+            other => Err(format!(
+                "[testbed.proxy] kind {other:?} is not one this build starts (\"haproxy\")"
+            )),
+        }
+    }
 }
 
 impl ReplicaPlan {
@@ -94,11 +115,20 @@ impl ReplicaPlan {
         if !self.command.iter().any(|a| a.contains("{port}")) {
             bail!("[testbed.replica] command never names {{port}}: each replica needs a port of its own");
         }
-        if !self.ready_path.starts_with('/') {
+        let request_path = self.ready_path.starts_with('/')
+            && self.ready_path.bytes().all(|b| (b'!'..=b'~').contains(&b));
+        if !request_path {
             bail!(
-                "[testbed.replica] ready_path {:?} must start with /",
+                "[testbed.replica] ready_path {:?} must start with / and hold no space, CR, LF or other byte a request line cannot carry",
                 self.ready_path
             );
+        }
+        if self
+            .weights_loaded_line
+            .as_deref()
+            .is_some_and(|line| line.trim().is_empty())
+        {
+            bail!("[testbed.replica] weights_loaded_line is empty: it would match every log line; give a fragment of the line the replica prints when its weights are loaded (vLLM: \"Loading weights took\"), or leave it out");
         }
         if !(self.start_timeout_s.is_finite() && (1.0..=3600.0).contains(&self.start_timeout_s)) {
             bail!(
@@ -870,6 +900,55 @@ mod tests {
     }
 
     /// The configuration names each replica as G1 reads it, checks health, and redispatches.
+    /// Issue 50 item 5: a ready path that would split the health check's request, an empty
+    /// weights line (it matches every log line), and a key the proxy's or names' table does not
+    /// have are refused, each by name.
+    #[test]
+    fn a_testbed_value_out_of_its_domain_is_refused() {
+        let plan = ReplicaPlan {
+            command: vec!["serve".into(), "--port={port}".into()],
+            ready_path: "/health".into(),
+            start_timeout_s: 60.0,
+            weights_loaded_line: Some("Loading weights took".into()),
+        };
+        plan.check().unwrap();
+        for path in [
+            "/health HTTP/1.1\r\nX-Injected: yes\r\nX-Pad: ",
+            "/he alth",
+            "health",
+        ] {
+            let bad = ReplicaPlan {
+                ready_path: path.into(),
+                ..plan.clone()
+            };
+            let why = bad.check().unwrap_err().to_string();
+            assert!(why.contains("ready_path"), "{path:?}: {why}");
+        }
+        let empty = ReplicaPlan {
+            weights_loaded_line: Some(" ".into()),
+            ..plan.clone()
+        };
+        let why = empty.check().unwrap_err().to_string();
+        assert!(why.contains("weights_loaded_line is empty"), "{why}");
+        #[derive(Debug, Deserialize)]
+        struct Bed {
+            #[allow(dead_code)]
+            names: NamesPlan,
+            #[allow(dead_code)]
+            proxy: ProxyPlan,
+        }
+        let read = |text: &str| toml::from_str::<Bed>(text).map_err(|e| e.to_string());
+        read("[names]\nkind = \"dnsmasq\"\n[proxy]\nkind = \"haproxy\"\n").unwrap();
+        let why = read("[names]\nkind = \"dnsmasq\"\nport = 53\n[proxy]\nkind = \"haproxy\"\n")
+            .unwrap_err();
+        assert!(why.contains("unknown field `port`"), "{why}");
+        let why = read("[names]\nkind = \"dnsmasq\"\n[proxy]\nkind = \"haproxy\"\nmaxconn = 1\n")
+            .unwrap_err();
+        assert!(why.contains("unknown field `maxconn`"), "{why}");
+        let why = read("[names]\nkind = \"bind9\"\n[proxy]\nkind = \"haproxy\"\n").unwrap_err();
+        assert!(why.contains("bind9"), "{why}");
+    }
+
     #[test]
     fn haproxy_names_the_upstream_and_checks_health() {
         let text = haproxy_config(

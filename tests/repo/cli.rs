@@ -106,6 +106,64 @@ fn a_config_mistake_names_its_key_line_and_column() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Flags whose values cannot mean anything are refused with the flag named, not clamped or
+/// read as absent (issue 50 item 5): `--rate nan`, `--workers 0` and `100000`, a threshold on
+/// a window no report has, and a credential in the URL's query, which would reach the journal.
+#[test]
+fn a_flag_out_of_its_domain_is_refused_by_name() {
+    let url = "http://127.0.0.1:9/v1/chat/completions";
+    for (flags, says) in [
+        (vec!["--rate", "nan"], "NaN is not a rate"),
+        (
+            vec!["--rate", "inf", "--duration", "2s"],
+            "inf is not a rate",
+        ),
+        (vec!["--rate", "5", "--workers", "0"], "1 to 64"),
+        (vec!["--rate", "5", "--workers", "100000"], "1 to 64"),
+        (
+            vec!["--rate", "5", "--fail-on", "goodput@nowhere >= 1%"],
+            "not a window a report has",
+        ),
+    ] {
+        let mut args = vec!["record", "--url", url, "--model", "m"];
+        args.extend(flags.iter().copied());
+        let (code, stdout, stderr) = percentes(&args);
+        // A bad command line is an error, exit 1 (2 is a gate-invalid run, SPEC §10).
+        assert_eq!(code, 1, "{flags:?}: {stdout}{stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+    for query in ["api_key=SECRET", "sig=SECRET", "access_token=SECRET"] {
+        let with = format!("{url}?{query}");
+        let (code, _, stderr) = percentes(&[
+            "record",
+            "--url",
+            &with,
+            "--model",
+            "m",
+            "--rate",
+            "20",
+            "--duration",
+            "2s",
+            "-o",
+            "/nonexistent/never-written.pj",
+        ]);
+        assert_ne!(code, 0, "{query}");
+        assert!(
+            stderr.contains("routes[0].path") && stderr.contains("looks like a credential"),
+            "{query}: {stderr}"
+        );
+        assert!(!stderr.contains("SECRET"), "{query}: {stderr}");
+    }
+    let (code, _, stderr) = percentes(&[
+        "analyze",
+        root().join("golden/v1/sealed.pj").to_str().unwrap(),
+        "--fail-on",
+        "goodput@nowhere >= 1%",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("the windows are"), "{stderr}");
+}
+
 #[test]
 fn a_weakened_pin_is_refused_naming_key_clause_and_values() {
     let _beside = crate::beside();

@@ -1615,3 +1615,94 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A server that answers every request with its Authorization value reflected in `x-replica`
+/// and quoted in a 401's body, as a misconfigured proxy might: the recorder sends the key it
+/// read from the environment, and the journal must not hold it (issue 50 item 5).
+fn reflecting_server() -> SocketAddr {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut served = 0u64;
+                loop {
+                    let (mut authorization, mut length) = (String::new(), 0usize);
+                    loop {
+                        let mut line = String::new();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {}
+                        }
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("authorization:") {
+                            authorization = line[line.len() - v.trim_start().len()..].to_owned();
+                        }
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    served += 1;
+                    let (status, text) = if served % 2 == 0 {
+                        (
+                            "401 Unauthorized",
+                            format!("{{\"error\": \"key {authorization} is not valid\"}}"),
+                        )
+                    } else {
+                        ("200 OK", "{\"id\":\"x\",\"object\":\"chat.completion\",\"model\":\"mock\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}".to_owned())
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nx-replica: {authorization}\r\ncontent-length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if writer.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+#[test]
+fn a_secret_a_server_reflects_never_reaches_the_journal() {
+    let _machine = crate::machine();
+    let address = reflecting_server();
+    let secret = "reflected-secret-7f3a9c";
+    std::env::set_var("PERCENTES_TEST_REFLECTED_KEY", secret);
+    let text = format!(
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 50\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://{address}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\npreflight = false\napi_key_env = \"PERCENTES_TEST_REFLECTED_KEY\"\nreplica_header = \"x-replica\"\nrouting = \"layer-4\"\n\
+         [schedule]\nseed = 5\narrival = \"poisson\"\nrate_rps = 20.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\nstream = false\n"
+    );
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let path = scratch("reflected.pj");
+    record(&config, &path);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(
+        !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the secret is in the journal"
+    );
+    let requests = requests(&path, &config);
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.replica == "Bearer [$PERCENTES_TEST_REFLECTED_KEY]"),
+        "{:?}",
+        requests.iter().map(|r| &r.replica).collect::<Vec<_>>()
+    );
+    // The 401s' bodies quote the key; a detail names the status, never the body.
+    assert!(requests.iter().any(|r| r.detail == "HTTP 401"));
+}

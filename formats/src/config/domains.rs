@@ -86,7 +86,182 @@ fn port_problem(authority: &str) -> Option<String> {
     }
 }
 
+/// What is wrong with an authority's host, if anything: an IPv6 literal whose bracket never
+/// closes or that is no IPv6 address, or a name that is neither an IPv4 address nor a host name
+/// (labels of letters, digits, `-` and `_`, at most 63 bytes each and 253 in all).
+fn host_problem(authority: &str) -> Option<String> {
+    if let Some(rest) = authority.strip_prefix('[') {
+        let Some((literal, _)) = rest.split_once(']') else {
+            return Some(format!(
+                "{authority:?} opens an IPv6 literal with [ and never closes it"
+            ));
+        };
+        return literal
+            .parse::<std::net::Ipv6Addr>()
+            .is_err()
+            .then(|| format!("[{literal}] is not an IPv6 address"));
+    }
+    let host = match authority.rsplit_once(':') {
+        Some((host, _)) => host,
+        None => authority,
+    };
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return None;
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        let shown: String = host.chars().take(80).collect();
+        return Some(format!(
+            "host {shown:?}{} is neither an IP address nor a host name (labels of letters, digits, - and _, at most 63 bytes each, 253 in all)",
+            if host.chars().count() > 80 { "..." } else { "" }
+        ));
+    }
+    None
+}
+
+/// Whether `path` can go in a request line as it is: it starts with `/` and holds no space,
+/// tab, CR, LF, NUL or other byte a header line cannot carry.
+fn is_request_path(path: &str) -> bool {
+    path.starts_with('/') && is_field_value(path) && !path.contains([' ', '\t'])
+}
+
+/// A port the address names that no server listens on: `host:0`.
+fn port_zero(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port == "0")
+}
+
 impl Config {
+    /// The domains checked when a configuration is loaded to record (issue 50: values that
+    /// parsed and could not mean anything): the URL's host, the TLS name, the pre-flight path,
+    /// the extra scrape endpoints' names and credentials, ports 0, each route's verification
+    /// rule, limits of zero no run meets, and the windows thresholds read. A journal's own
+    /// configuration is read as recorded ([`Config::parse_journaled`]): a value refused here
+    /// since it was recorded does not stop its analysis.
+    pub(super) fn check_for_recording(&self) -> Result<(), ConfigError> {
+        let target = &self.target;
+        let url_host = authority(&target.base_url);
+        if let Some(why) = host_problem(url_host) {
+            return Err(invalid("target.base_url", why));
+        }
+        if let Some(name) = &target.tls.server_name {
+            let ip = name.parse::<std::net::IpAddr>().is_ok();
+            if !ip && !super::relations::dns_name(name) {
+                return Err(invalid(
+                    "target.tls.server_name",
+                    format!("{name:?} is neither a DNS name nor an IP address: it is the name the certificate is checked against (SNI)"),
+                ));
+            }
+        }
+        if let Some(path) = &target.preflight_path {
+            if !is_request_path(path) {
+                return Err(invalid(
+                    "target.preflight_path",
+                    format!(
+                        "{:?} holds a space, CR, LF or another byte a request line cannot carry",
+                        path.escape_debug().to_string()
+                    ),
+                ));
+            }
+        }
+        for (name, address) in &target.replica_addresses {
+            if port_zero(address) {
+                return Err(invalid(
+                    format!("target.replica_addresses.{name}"),
+                    format!("{address:?} names port 0, which no server listens on (1-65535)"),
+                ));
+            }
+        }
+        for (key, address) in [
+            ("target.nameserver", &target.nameserver),
+            ("fault.confirm_address", &self.fault.confirm_address),
+        ] {
+            if address.as_deref().is_some_and(port_zero) {
+                return Err(invalid(
+                    key,
+                    "names port 0, which no server listens on (1-65535)",
+                ));
+            }
+        }
+        for (name, url) in &self.server_metrics.extra {
+            let key = format!("server_metrics.extra.{name}");
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+            if !name_ok {
+                return Err(invalid(
+                    key,
+                    format!("{name:?} cannot name an endpoint in the journal (letters, digits, -, _, . and :)"),
+                ));
+            }
+            if authority(url).contains('@') {
+                return Err(invalid(
+                    key,
+                    "carries credentials (user:password@); the journal copies the configuration, and a scrape sends none",
+                ));
+            }
+            if let Some(why) = host_problem(authority(url)) {
+                return Err(invalid(key, why));
+            }
+        }
+        for (i, route) in self.routes.iter().enumerate() {
+            check_verify(&route.verify, i)?;
+        }
+        // A dev duration under a millisecond is a phase that is not there (1e-12 s rounds to
+        // 0 ns): the warm-up and the cooldown may be 0 (left out), the measured span may not.
+        for (key, ns, zero_allowed) in [
+            ("dev.warmup_s", self.dev.warmup_ns, true),
+            ("dev.measure_s", self.dev.measure_ns, false),
+            ("dev.cooldown_s", self.dev.cooldown_ns, true),
+        ] {
+            let Some(ns) = ns else { continue };
+            if ns < 1_000_000 && !(zero_allowed && ns == 0) {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "{} s is under a millisecond: the phase would not be there{}",
+                        ns as f64 / 1e9,
+                        if zero_allowed {
+                            " (0 leaves it out)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+        }
+        // A limit of zero on a duration no run meets (ticker lateness, a connect, a fault's
+        // confirmation, a telemetry gap are never 0).
+        for (key, value) in &self.configured {
+            let unit = crate::pins::find(key).map(|p| (p.unit, p.rule));
+            if let Some(("us" | "s", crate::pins::Rule::AtMost)) = unit {
+                if value.as_f64() <= 0.0 {
+                    return Err(invalid(
+                        *key,
+                        format!("{value} is a limit of zero, which no run meets"),
+                    ));
+                }
+            }
+        }
+        let windows =
+            super::thresholds::windows_of(self.fault.variant != super::FaultVariant::None);
+        for (i, t) in self.thresholds.iter().enumerate() {
+            if let Some(why) = t.window_problem(windows) {
+                return Err(invalid(format!("thresholds.fail_on[{i}]"), why));
+            }
+        }
+        Ok(())
+    }
+
     /// `[server_metrics]`: names that are metric names, a path that is a path, endpoints that
     /// are plain-HTTP URLs with a host and a port, and no more of either than the recorder
     /// journals.
@@ -422,4 +597,47 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `[routes.verify]`: a status a server can send, a header that is a header, a top-level JSON
+/// field with the value it must have, a hash that is one.
+fn check_verify(verify: &super::Verify, i: usize) -> Result<(), ConfigError> {
+    let key = |leaf: &str| format!("routes[{i}].verify.{leaf}");
+    if let Some(status) = verify.status {
+        if !(100..=599).contains(&status) {
+            return Err(invalid(
+                key("status"),
+                format!("{status} is not an HTTP status (100 to 599)"),
+            ));
+        }
+    }
+    if let Some(header) = &verify.header {
+        let (name, value) = header.split_once(':').unwrap_or((header, ""));
+        if !is_token(name.trim()) || !is_field_value(value) {
+            return Err(invalid(
+                key("header"),
+                format!("{header:?} is not `name` or `name: value` (an HTTP header name, and a value a header line can carry)"),
+            ));
+        }
+    }
+    if let Some(field) = &verify.json_field {
+        if field.trim().is_empty() || field.contains('.') || field.chars().any(char::is_control) {
+            return Err(invalid(
+                key("json_field"),
+                format!("{field:?} is not a top-level field name (no path: `a.b` is not followed)"),
+            ));
+        }
+        if verify.json_value.is_none() {
+            return Err(invalid(
+                key("json_field"),
+                "needs verify.json_value, the value the field must have",
+            ));
+        }
+    }
+    if let Some(hex) = &verify.content_blake3 {
+        if crate::journal::parse_hash(hex).is_none() {
+            return Err(invalid(key("content_blake3"), "must be 64 hex digits"));
+        }
+    }
+    Ok(())
 }

@@ -642,7 +642,7 @@ fn host_and_port(address: &str) -> Result<(), String> {
 
 /// A DNS name: labels of letters, digits and inner hyphens, at most 63 bytes each, 253 in all
 /// (a trailing dot, the root, allowed).
-fn dns_name(host: &str) -> bool {
+pub(super) fn dns_name(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     !host.is_empty()
         && host.len() <= 253

@@ -148,6 +148,29 @@ pub(super) fn is_variable_name(variable: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// Query parameter names that carry a credential though no fragment above is in them: a
+/// signed URL's `sig` (Azure SAS), a function key's `code` (Azure Functions), `pwd`, `pass`,
+/// `jwt`, `hmac`, compared whole and without case.
+const QUERY_NAMES: &[&str] = &["sig", "code", "pwd", "pass", "jwt", "hmac"];
+
+/// The first query parameter of `url` (a URL or a path) that reads as a credential, by its
+/// name or by its value's shape: (its name, why).
+fn query_credential(url: &str) -> Option<(String, String)> {
+    let query = url.split_once('?')?.1;
+    let query = query.split_once('#').map_or(query, |(q, _)| q);
+    query.split(['&', ';']).find_map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let whole = QUERY_NAMES
+            .iter()
+            .find(|n| name.eq_ignore_ascii_case(n))
+            .map(|n| format!("\"{n}\" carries a credential"));
+        credential_value(value)
+            .or_else(|| credential_name(name).map(|f| format!("\"{f}\" in its name")))
+            .or(whole)
+            .map(|why| (name.to_owned(), why))
+    })
+}
+
 const MOVE_IT: &str = "the journal copies the configuration, so a secret belongs in the \
                        environment: `[target.secret_headers]` NAME = \"VARIABLE\" (or \
                        target.api_key_env for the API key)";
@@ -171,21 +194,43 @@ impl Config {
                 ));
             }
         }
-        if let Some((_, query)) = target.base_url.split_once('?') {
-            for pair in query.split('&') {
-                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-                let shaped = credential_value(value)
-                    .or_else(|| credential_name(name).map(|f| format!("\"{f}\" in its name")));
-                if let Some(why) = shaped {
-                    return Err(refused(
-                        "target.base_url",
-                        format!(
-                            "query parameter {name:?} looks like a credential ({why}); the \
-                             journal copies the configuration: send the key in a header from \
-                             the environment (`[target.secret_headers]` or target.api_key_env)"
-                        ),
-                    ));
-                }
+        // Every URL and path the configuration sends or scrapes: a query is copied into the
+        // journal with the configuration, and into every request line.
+        let mut urls: Vec<(String, &str)> = vec![("target.base_url".into(), &target.base_url)];
+        urls.extend(
+            target
+                .preflight_path
+                .as_deref()
+                .map(|p| ("target.preflight_path".to_owned(), p)),
+        );
+        urls.extend(
+            self.routes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("routes[{i}].path"), r.path.as_str())),
+        );
+        urls.extend(
+            self.server_metrics
+                .path
+                .as_deref()
+                .map(|p| ("server_metrics.path".to_owned(), p)),
+        );
+        urls.extend(
+            self.server_metrics
+                .extra
+                .iter()
+                .map(|(name, url)| (format!("server_metrics.extra.{name}"), url.as_str())),
+        );
+        for (key, url) in urls {
+            if let Some((name, why)) = query_credential(url) {
+                return Err(refused(
+                    key,
+                    format!(
+                        "query parameter {name:?} looks like a credential ({why}); the \
+                         journal copies the configuration: send the key in a header from \
+                         the environment (`[target.secret_headers]` or target.api_key_env)"
+                    ),
+                ));
             }
         }
         if let Some((at, prefix)) = key_in_text(text) {

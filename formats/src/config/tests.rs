@@ -1613,3 +1613,5 @@ fn a_network_policy_partition_is_a_black_hole_with_its_section() {
         assert!(error.contains(says), "{says}: {error}");
     }
 }
+
+mod recording;

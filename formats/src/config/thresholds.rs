@@ -49,6 +49,57 @@ pub const SCALARS: [(&str, Kind); 5] = [
     ("output_tokens_per_s", Kind::Rate),
 ];
 
+/// The windows a report has (SPEC §3): a run without a fault `warm-up`, `measurement` and
+/// `cooldown`; a fault run `warm-up`, `baseline`, `guard`, `fault`, `recovery` and `cooldown`.
+/// A threshold may name only these.
+pub const WINDOWS: [&str; 7] = [
+    "warm-up",
+    "measurement",
+    "baseline",
+    "guard",
+    "fault",
+    "recovery",
+    "cooldown",
+];
+
+/// The windows of a run without a fault, and of a fault run ([`WINDOWS`]).
+pub fn windows_of(fault_run: bool) -> &'static [&'static str] {
+    if fault_run {
+        &[
+            "warm-up", "baseline", "guard", "fault", "recovery", "cooldown",
+        ]
+    } else {
+        &["warm-up", "measurement", "cooldown"]
+    }
+}
+
+impl Threshold {
+    /// Why the threshold cannot be read on a run of these windows ([`windows_of`]), if it
+    /// cannot: it names a window no report has, or one such a run lacks. Checked where a
+    /// threshold is given for a new reading (a configuration loaded to record, `--fail-on`); a
+    /// journal's own configuration is read as recorded, and a threshold on a window its run
+    /// lacks fails there with the reason.
+    pub fn window_problem(&self, windows: &[&str]) -> Option<String> {
+        let window = self.window.as_deref()?;
+        if windows.contains(&window) {
+            return None;
+        }
+        Some(if WINDOWS.contains(&window) {
+            format!(
+                "`{}` reads window `{window}`, which this run does not have; its windows are {}",
+                self.text,
+                windows.join(", ")
+            )
+        } else {
+            format!(
+                "`{}`: `@{window}` is not a window a report has; the windows are {}",
+                self.text,
+                WINDOWS.join(", ")
+            )
+        })
+    }
+}
+
 /// The most thresholds a run may carry (config and flags together).
 pub const THRESHOLDS_MAX: usize = 64;
 

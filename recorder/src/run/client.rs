@@ -35,6 +35,9 @@ pub(super) struct WorkerContext {
     /// The CPUs the workers are pinned to (`--cpus`), worker w on the w-th, wrapping around;
     /// `None` leaves them to the kernel.
     pub(super) cpus: Option<Vec<usize>>,
+    /// The secrets the requests carry, scrubbed from what a server sends back before it is
+    /// journaled ([`crate::request::ExtraHeaders::scrub`]).
+    pub(super) secrets: crate::request::ExtraHeaders,
 }
 
 /// An idle keep-alive connection in a worker's pool.

@@ -507,9 +507,13 @@ impl Batch {
         &self,
         ctx: &WorkerContext,
         entry: &Entry,
-        record: RequestRecord,
+        mut record: RequestRecord,
         (carried, stream): (http2::Carried, Option<StreamRecord>),
     ) {
+        // What the server sent back, before it is journaled: no secret the request carried.
+        use crate::exchange::{DETAIL_BYTES_MAX, REPLICA_BYTES_MAX};
+        ctx.secrets.scrub(&mut record.replica, REPLICA_BYTES_MAX);
+        ctx.secrets.scrub(&mut record.detail, DETAIL_BYTES_MAX);
         let template = &ctx.templates[record.route as usize];
         let content = ctx.plan.params.content(entry);
         let mut extension = template.extension_for(record.index, content).unwrap_or(

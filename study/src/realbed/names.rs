@@ -27,12 +27,26 @@ use crate::placement::{Joiner, Placed};
 /// The domain the replicas' names live in: reserved for testing (RFC 2606), never forwarded.
 pub const DOMAIN: &str = "percentes.test";
 
-/// `[testbed.names]`.
+/// `[testbed.names]`. Read through [`super::KindOnly`]: serde's internally tagged unit
+/// variants take any other key silently, and a misspelt key must not be.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+#[serde(try_from = "super::KindOnly")]
 pub enum NamesPlan {
     /// Debian's dnsmasq (package dnsmasq-base), started in the foreground by the runner.
     Dnsmasq,
+}
+
+impl TryFrom<super::KindOnly> for NamesPlan {
+    type Error = String;
+
+    fn try_from(table: super::KindOnly) -> std::result::Result<NamesPlan, String> {
+        match table.kind.as_str() {
+            "dnsmasq" => Ok(NamesPlan::Dnsmasq),
+            other => Err(format!(
+                "[testbed.names] kind {other:?} is not one this build starts (\"dnsmasq\")"
+            )),
+        }
+    }
 }
 
 /// The SRV name replica `name` is found by.
