@@ -7,10 +7,17 @@ the optional `cryptography` package for ed25519 signatures (skipped, and said so
 
     python3 scripts/verify_journal.py JOURNAL [--expect-head HEX] [--json]
     python3 scripts/verify_journal.py JOURNAL --streams
+    python3 scripts/verify_journal.py JOURNAL --scrapes
+    python3 scripts/verify_journal.py JOURNAL --follow-ups
+    python3 scripts/verify_journal.py MANIFEST --manifest [--trusted-key HEX]
 
 Exit status 0 only for sealed-intact. `--streams` decodes every kind-8 stream record (JOURNAL.md
 "8 stream") and judges it by the document's rules, printing one JSON object a record with its
-verdict (`ok`, or the rule it breaks); verification itself checks only their framing. BLAKE3 is implemented here in pure Python (slow: about a
+verdict (`ok`, or the rule it breaks); `--scrapes` does the same for kind-7 scrape records
+(JOURNAL.md "7 scrape", "What a reader refuses"); verification itself checks only their framing.
+`--follow-ups` judges every follow-up of a closed or semi-open journal against the model
+(JOURNAL.md "Schedule" rule 5), one JSON object each. `--manifest` checks a shard manifest and every file it names (JOURNAL.md "Manifest"), printing
+`intact` or `refused` with every reason. BLAKE3 is implemented here in pure Python (slow: about a
 megabyte a second), which is fine for audits of small journals and for the test suite.
 """
 
@@ -194,11 +201,15 @@ def parse_header(data):
     end = 20 + body_len
     if len(data) < end + 32:
         raise Damage("unsealed-prefix", len(data), "the file ends inside the header")
+    # Step 3: the header hash first, so damage anywhere in the body (the codec string
+    # included) reads tampered; step 4 decodes the body.
+    computed = blake3(data[:end])
+    if computed != data[end:end + 32]:
+        raise Damage("tampered", end, "the header hash does not match",
+                     expected=computed.hex(), found=data[end:end + 32].hex())
     r = Reader(data, 20, end)
     h = {}
     h["codec"] = r.h_str("codec")
-    if h["codec"] != CODEC:
-        raise Damage("unsupported-version", 20, "record codec %r" % h["codec"])
     h["spec_version"] = r.h_str("spec version")
     h["tool_version"] = r.h_str("tool version")
     h["tool_commit"] = r.h_str("tool commit")
@@ -236,12 +247,16 @@ def parse_header(data):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
         raise Damage("tampered", 20, "the config bytes do not hash to the config hash")
+    if h["profile"] not in ("experiment", "dev", "hosted"):
+        raise Damage("tampered", 20, "profile %r" % h["profile"])
+    factor = h["dev_time_factor"]
+    if not (1 <= factor <= 1000 if h["profile"] == "dev" else factor == 1):
+        raise Damage("tampered", 20, "dev time factor %d under profile %s" % (factor, h["profile"]))
     if h["shard_count"] == 0 or h["shard_index"] >= h["shard_count"]:
         raise Damage("tampered", end, "shard %d of %d" % (h["shard_index"], h["shard_count"]))
-    computed = blake3(data[:end])
-    if computed != data[end:end + 32]:
-        raise Damage("tampered", end, "the header hash does not match",
-                     expected=computed.hex(), found=data[end:end + 32].hex())
+    # Only a header that decodes whole, written with another codec, is another version.
+    if h["codec"] != CODEC:
+        raise Damage("unsupported-version", 20, "record codec %r" % h["codec"])
     return h, end + 32, computed
 
 
@@ -293,6 +308,17 @@ def _listed_times(h, w):
     phases = h["phases"]
     ramp = phases[0][1] if phases and phases[0][0] == "warmup" else 0
     return [i * ramp // w["count"] for i in range(w["count"])]
+
+
+def regenerable(h):
+    """JOURNAL.md "Schedule" step 2: a phase whose rate is not finite, is 0 or below, is above
+    1,000,000, or whose rate times duration exceeds 2^31 requests names no schedule."""
+    for _, duration, rate in h["phases"]:
+        if not math.isfinite(rate) or rate <= 0 or rate > 1e6:
+            return False
+        if rate * (duration / 1e9) > 2 ** 31:
+            return False
+    return True
 
 
 def schedule_digest(h):
@@ -506,9 +532,12 @@ def verify(data, expect_head=None, keep=()):
         if not sealed:
             raise Damage("unsealed-prefix", pos, "no seal", next_record)
         report["verdict"] = "sealed-intact"
-        requests, digest = schedule_digest(header)
-        report["schedule_digest"] = "matches" if (digest == header["schedule_digest"]
-                                                  and requests == header["schedule_requests"]) else "DIFFERS"
+        if not regenerable(header):
+            report["schedule_digest"] = "not regenerable"
+        else:
+            requests, digest = schedule_digest(header)
+            report["schedule_digest"] = "matches" if (digest == header["schedule_digest"]
+                                                      and requests == header["schedule_requests"]) else "DIFFERS"
     except Damage as damage:
         report["verdict"] = damage.verdict
         report["problem"] = {"record": damage.record, "byte_offset": damage.offset, "what": damage.what,
@@ -616,19 +645,372 @@ def streams(data):
     return report["verdict"], out
 
 
+def _b_str(r, what):
+    raw = r.b_bytes(what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Damage("tampered", r.pos, "%s is not UTF-8" % what)
+
+
+def _b_bool(r, what):
+    flag = r.u8(what)
+    if flag not in (0, 1):
+        raise Damage("tampered", r.pos - 1, "%s is not a bool (%d)" % (what, flag))
+    return flag == 1
+
+
+def decode_scrape(body):
+    """A kind-7 record (JOURNAL.md "7 scrape")."""
+    r = Reader(body, 0, len(body))
+    s = {"source": _b_str(r, "source"), "sent": r.u64("sent"), "received": r.u64("received"),
+         "first": _b_bool(r, "first"), "restarted": _b_bool(r, "restarted")}
+    s["defined"] = [(r.u32("id"), r.u8("kind"), _b_str(r, "family"), _b_str(r, "name"),
+                     [(_b_str(r, "label"), _b_str(r, "value")) for _ in range(r.u64("labels"))])
+                    for _ in range(r.u64("defined"))]
+    s["samples"] = [(r.u32("id"), r.f64("value")) for _ in range(r.u64("samples"))]
+    s["gone"] = [r.u32("id") for _ in range(r.u64("gone"))]
+    if r.pos != len(body):
+        raise Damage("tampered", r.pos, "scrape record has extra bytes")
+    return s
+
+
+SOURCE_SERIES_MAX = 16384
+
+
+def scrape_rule(s, state):
+    """The first of JOURNAL.md's kind-7 rules the record `s` breaks, or None; `state` is its
+    source's, updated when it breaks none."""
+    if s["sent"] > s["received"]:
+        return "rule 1: received before it was sent"
+    if state["records"] and s["sent"] < state["last_received"]:
+        return "rule 1: sent before the previous answer was received"
+    if s["first"] != (state["records"] == 0) or (s["first"] and s["restarted"]):
+        return "rule 2: first"
+    kinds, gone = list(state["kinds"]), list(state["gone"])
+    defined_from = len(kinds)
+    for id_, kind, _, _, _ in s["defined"]:
+        if id_ != len(kinds):
+            return "rule 3: series %d is not the next id (%d)" % (id_, len(kinds))
+        if kind > 3:
+            return "rule 3: kind %d" % kind
+        if len(kinds) >= SOURCE_SERIES_MAX:
+            return "rule 3: too many series"
+        kinds.append(kind)
+        gone.append(False)
+    read = set()
+    for id_, value in s["samples"]:
+        if id_ >= len(kinds):
+            return "rule 4: series %d is not defined" % id_
+        if id_ in read:
+            return "rule 4: series %d read twice" % id_
+        read.add(id_)
+        increase = not s["first"] and not s["restarted"] and id_ < defined_from and not gone[id_]
+        if kinds[id_] in (2, 3) and increase and value < 0:
+            return "rule 6: a negative increase of series %d" % id_
+    if any(d[0] not in read for d in s["defined"]):
+        return "rule 4: a series defined without its reading"
+    said = set()
+    for id_ in s["gone"]:
+        if id_ >= defined_from or id_ in read or id_ in said or gone[id_]:
+            return "rule 5: series %d cannot be gone here" % id_
+        said.add(id_)
+    for id_ in read:
+        gone[id_] = False
+    for id_ in s["gone"]:
+        gone[id_] = True
+    state.update(records=state["records"] + 1, last_received=s["received"], kinds=kinds, gone=gone)
+    return None
+
+
+def scrapes(data):
+    """Every scrape record of a journal that verifies (or an unsealed prefix), judged in order,
+    each source's rules over its own records."""
+    report = verify(data, keep=(7,))
+    out, states = [], {}
+    for _, body in report["kept"]:
+        try:
+            s = decode_scrape(body)
+        except Damage as damage:
+            out.append({"verdict": "does not decode: %s" % damage.what})
+            continue
+        state = states.setdefault(s["source"], {"records": 0, "last_received": 0, "kinds": [],
+                                                "gone": []})
+        verdict = scrape_rule(s, state) or "ok"
+        out.append({"source": s["source"], "sent": s["sent"], "received": s["received"],
+                    "defined": len(s["defined"]), "samples": len(s["samples"]),
+                    "gone": len(s["gone"]), "verdict": verdict})
+    return report["verdict"], out
+
+
+# ---------------------------------------------------------------- follow-ups ("Schedule" rule 5)
+
+U64 = 0xFFFFFFFFFFFFFFFF
+
+
+def think_ns(h, w, session, turn):
+    """A follow-up's think time: the mean under `fixed`; under `exponential`, each step one
+    binary64 operation in the order JOURNAL.md gives."""
+    if w["law"] == 0:
+        return w["mean_ns"]
+    counter = (_mix(session ^ 0x7468696E6B000000) + turn) & U64
+    d = _mix(h["seed"] ^ _mix(counter))
+    u = ((d >> 11) + 1) * (1.0 / (1 << 53))
+    product = -math.log(u) * float(w["mean_ns"])
+    return min(int(product), U64)
+
+
+def _request_entry(body):
+    """A request record's index, route, intended and terminal times."""
+    r = Reader(body, 0, len(body))
+    index = r.u64("index")
+    r.u8("outcome"), r.u16("class")
+    route, intended = r.u32("route"), r.u64("intended")
+    for _ in range(7):
+        r.b_opt("timestamp", lambda: r.u64("timestamp"))
+    return index, route, intended, r.u64("terminal")
+
+
+def _extension(body):
+    """A kind-6 request extension: its index and its (key, value) pairs."""
+    r = Reader(body, 0, len(body))
+    index, count = r.u64("index"), r.u64("fields")
+    return index, dict((r.u16("key"), r.u64("value")) for _ in range(count))
+
+
+def follow_ups(data):
+    """Every follow-up of a closed or semi-open journal, judged against the model: its
+    intended time is the previous turn's terminal time plus the think time, on its session's
+    route, before the schedule's end, and (semi-open) within the session's turns."""
+    report = verify(data, keep=(1, 6))
+    if report["verdict"] not in ("sealed-intact", "unsealed-prefix"):
+        return report["verdict"], []
+    h, _, _ = parse_header(data)
+    w = h.get("workload")
+    if w is None or w["model"] not in ("closed", "semi-open"):
+        return report["verdict"], []
+    entries, turns = {}, {}
+    for kind, body in report["kept"]:
+        if kind == 1:
+            index, route, intended, terminal = _request_entry(body)
+            entries[index] = (route, intended, terminal)
+        else:
+            index, fields = _extension(body)
+            if 5 in fields and 6 in fields:
+                turns[index] = (fields[5], fields[6])
+    by_turn = {st: index for index, st in turns.items()}
+    end = sum(duration for _, duration, _ in h["phases"])
+    out = []
+    for index in sorted(i for i in entries if i >= h["schedule_requests"]):
+        route, intended, _ = entries[index]
+        judged = {"index": index, "intended": intended}
+        if index not in turns:
+            out.append(dict(judged, verdict="no session and turn"))
+            continue
+        session, turn = turns[index]
+        judged.update(session=session, turn=turn)
+        previous = session if turn == 1 else by_turn.get((session, turn - 1))
+        if turn == 0 or session >= h["schedule_requests"] or previous not in entries:
+            out.append(dict(judged, verdict="no previous turn"))
+            continue
+        expected = min(entries[previous][2] + think_ns(h, w, session, turn), U64)
+        if w["model"] == "semi-open" and turn >= w["count"]:
+            verdict = "turn %d of a session of %d" % (turn, w["count"])
+        elif expected >= end:
+            verdict = "the model gives none: %d is at or past the schedule's end" % expected
+        elif intended != expected:
+            verdict = "intended %d, the model says %d" % (intended, expected)
+        elif route != entries[session][0]:
+            verdict = "route %d, its session's is %d" % (route, entries[session][0])
+        else:
+            verdict = "ok"
+        out.append(dict(judged, verdict=verdict))
+    return report["verdict"], out
+
+
+# ---------------------------------------------------------------- manifests (JOURNAL.md "Manifest")
+
+SHARD_KEYS = ("index", "file", "file_bytes", "chain_head", "seal", "requests", "hostname",
+              "boot_id", "clock", "start_late_ms")
+MANIFEST_KEYS = ("manifest_version", "config_hash", "schedule_digest", "schedule_requests",
+                 "shard_count", "epoch_realtime_ns", "shards", "binding", "signature")
+PIN_START_LATE_MAX_MS, PIN_CLOCK_ERROR_MAX_MS = 50.0, 10.0
+
+
+def _once(pairs):
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError("key %s appears twice" % twice[0])
+    return dict(pairs)
+
+
+def _exact(obj, keys, where):
+    if not isinstance(obj, dict) or set(obj) != set(keys):
+        found = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+        raise ValueError("%s's keys are %s, not %s" % (where, found, list(keys)))
+
+
+def _lower_hex(text, digits):
+    return isinstance(text, str) and len(text) == digits and all(c in "0123456789abcdef" for c in text)
+
+
+def _facts(header):
+    return dict(header["host"])
+
+
+def _shard_limits(config_bytes):
+    """The merge limits in force: the shared configuration's own `[shards]` values, which may only
+    be stricter than the pins, or the pins."""
+    late, clock = PIN_START_LATE_MAX_MS, PIN_CLOCK_ERROR_MAX_MS
+    try:
+        import tomllib
+        shards = tomllib.loads(config_bytes.decode("utf-8")).get("shards", {})
+        late = min(late, float(shards.get("start_late_max_ms", late)))
+        clock = min(clock, float(shards.get("clock_error_max_ms", clock)))
+    except (ImportError, ValueError, TypeError, AttributeError, UnicodeDecodeError):
+        pass
+    return int(late * 1e6), int(clock * 1e6)
+
+
+def verify_manifest(path, trusted=None):
+    """Every reason the manifest at `path` fails, or none (JOURNAL.md "Manifest")."""
+    import os
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        m = json.loads(raw.decode("utf-8"), object_pairs_hook=_once)
+        _exact(m, MANIFEST_KEYS, "the manifest")
+        if m["manifest_version"] != 1:
+            raise ValueError("manifest version %r" % m["manifest_version"])
+        if not isinstance(m["shards"], list):
+            raise ValueError("shards is not a list")
+        for k, entry in enumerate(m["shards"]):
+            _exact(entry, SHARD_KEYS, "shard entry %d" % k)
+        if m["signature"] is not None:
+            _exact(m["signature"], ("public_key", "signature"), "the signature")
+    except (UnicodeDecodeError, ValueError) as e:
+        return ["not a shard manifest: %s" % e]
+    why = []
+    hexes = [("config_hash", m["config_hash"], 64), ("schedule_digest", m["schedule_digest"], 64),
+             ("binding", m["binding"], 64)]
+    hexes += [("chain_head", e["chain_head"], 64) for e in m["shards"]]
+    if m["signature"] is not None:
+        hexes += [("signature.public_key", m["signature"]["public_key"], 64),
+                  ("signature.signature", m["signature"]["signature"], 128)]
+    why += ["%s is not %d lowercase hex digits" % (f, d) for f, t, d in hexes if not _lower_hex(t, d)]
+    if why:
+        return why
+    if [e["index"] for e in m["shards"]] != list(range(m["shard_count"])):
+        why.append("the shards are not listed once each as 0..N-1")
+    binding_input = b"percentes shard manifest v1\0" + bytes.fromhex(m["config_hash"])
+    binding_input += bytes.fromhex(m["schedule_digest"])
+    binding_input += struct.pack("<QIq", m["schedule_requests"], m["shard_count"], m["epoch_realtime_ns"])
+    for e in m["shards"]:
+        binding_input += struct.pack("<IQ", e["index"], e["file_bytes"]) + bytes.fromhex(e["chain_head"])
+    binding = blake3(binding_input)
+    if binding.hex() != m["binding"]:
+        why.append("the fields bind to %s, the manifest records %s" % (binding.hex(), m["binding"]))
+    elif m["signature"] is None:
+        if trusted is not None:
+            why.append("not signed, and a trusted key was given")
+    else:
+        key = bytes.fromhex(m["signature"]["public_key"])
+        if trusted is not None and key.hex() != trusted:
+            why.append("signed by another key than the trusted one")
+        message = b"percentes shard manifest v1 signature\0" + binding
+        good = verify_signature(key, message, bytes.fromhex(m["signature"]["signature"]))
+        if good is False:
+            why.append("the signature does not verify over the binding")
+    if why:
+        return why
+    folder = os.path.dirname(os.path.abspath(path))
+    shards = []
+    for e in m["shards"]:
+        name = e["file"]
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read()
+        except OSError as err:
+            why.append("shard %d: %s cannot be read: %s" % (e["index"], name, err))
+            continue
+        report = verify(data)
+        if report["verdict"] != "sealed-intact":
+            why.append("shard %d: %s is %s" % (e["index"], name, report["verdict"]))
+            continue
+        header, _, _ = parse_header(data)
+        shards.append((e, name, data, report, header))
+    if why:
+        return why
+    first = shards[0][4] if shards else None
+    late_max_ns, clock_max_ns = _shard_limits(first["config"]) if first else (0, 0)
+    boot = _facts(first).get("boot-id", "") if first else ""
+    one_clock = boot != "" and all(_facts(h).get("boot-id", "") == boot for *_, h in shards)
+    for e, name, data, report, h in shards:
+        facts = _facts(h)
+        if h["shard_index"] != e["index"]:
+            why.append("shard %d: %s holds shard %d" % (e["index"], name, h["shard_index"]))
+            continue
+        if len(data) != e["file_bytes"] or report["chain_head"] != e["chain_head"]:
+            why.append("shard %d: %s is not the file the manifest bound (length or chain head)" % (e["index"], name))
+        bound = (h["config_hash"].hex(), h["schedule_digest"].hex(), h["schedule_requests"],
+                 h["shard_count"], h["realtime_epoch_ns"])
+        if bound != (m["config_hash"], m["schedule_digest"], m["schedule_requests"], m["shard_count"],
+                     m["epoch_realtime_ns"]):
+            why.append("shard %d: %s records another configuration, schedule, shard count or epoch" % (e["index"], name))
+        late_text = facts.get("shard-start-late-ns", "")
+        late = int(late_text) if late_text.isdigit() else None
+        restated = {
+            "seal": report["seal"]["status"], "requests": report["counts"]["requests"],
+            "hostname": facts.get("hostname", ""), "boot_id": facts.get("boot-id", ""),
+            "clock": "%s; maxerror %s us" % (facts.get("clock-sync", ""), facts.get("clock-maxerror-us", "")),
+            "start_late_ms": late / 1e6 if late is not None else 0.0,
+        }
+        for key, value in restated.items():
+            if e[key] != value:
+                why.append("shard %d: %s is %r in the manifest, %r in %s" % (e["index"], key, e[key], value, name))
+        k, n, total = h["shard_index"], h["shard_count"], h["schedule_requests"]
+        share = (total - k - 1) // n + 1 if k < total else 0
+        if report["seal"]["status"] == "completed" and report["counts"]["requests"] != share:
+            why.append("shard %d: %s holds %d requests, its share is %d" % (k, name, report["counts"]["requests"], share))
+        if late is None:
+            why.append("shard %d: %s has no shard-start-late-ns fact" % (k, name))
+        elif late > late_max_ns:
+            why.append("shard %d: %s started %d ns late" % (k, name, late))
+        if not one_clock:
+            sync, maxerror = facts.get("clock-sync", ""), facts.get("clock-maxerror-us", "")
+            if not sync.startswith("synchronized"):
+                why.append("shard %d: its clock is not synchronized, on another host" % k)
+            elif not maxerror.isdigit():
+                why.append("shard %d: no clock error bound" % k)
+            elif int(maxerror) * 1000 > clock_max_ns:
+                why.append("shard %d: clock error bound %s us over the limit" % (k, maxerror))
+    return why
+
+
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     expect = None
     if "--expect-head" in argv:
         expect = argv[argv.index("--expect-head") + 1].lower()
         args.remove(expect) if expect in args else None
+    trusted = None
+    if "--trusted-key" in argv:
+        trusted = argv[argv.index("--trusted-key") + 1].lower()
+        args.remove(trusted) if trusted in args else None
     if len(args) != 1:
         print(__doc__.strip(), file=sys.stderr)
         return 1
+    if "--manifest" in argv:
+        why = verify_manifest(args[0], trusted)
+        print(json.dumps({"verdict": "refused" if why else "intact", "why": why}, indent=2))
+        return 1 if why else 0
     with open(args[0], "rb") as f:
         data = f.read()
-    if "--streams" in argv:
-        verdict, records = streams(data)
+    modes = {"--streams": streams, "--scrapes": scrapes, "--follow-ups": follow_ups}
+    mode = next((modes[a] for a in argv if a in modes), None)
+    if mode is not None:
+        verdict, records = mode(data)
         for record in records:
             print(json.dumps(record, sort_keys=True))
         return 0 if verdict in ("sealed-intact", "unsealed-prefix") else 1

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::golden::{percentes, root};
 
-fn python() -> Option<&'static str> {
+pub(crate) fn python() -> Option<&'static str> {
     let ok = Command::new("python3")
         .arg("--version")
         .output()
@@ -28,6 +28,27 @@ fn both(path: &str) -> (serde_json::Value, serde_json::Value) {
     let independent: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{path}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
     (serde_json::from_str(&rust).unwrap(), independent)
+}
+
+/// The independent verifier's judgement of every follow-up of a closed or semi-open journal
+/// (`--follow-ups`, JOURNAL.md "Schedule" rule 5): (index, verdict) in index order.
+pub(crate) fn follow_ups(journal: &std::path::Path) -> Vec<(u64, String)> {
+    let out = Command::new(python().expect("python3"))
+        .args(["scripts/verify_journal.py", "--follow-ups"])
+        .arg(journal)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                v["index"].as_u64().unwrap(),
+                v["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -181,12 +202,25 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             ),
         )])
         .collect();
+    let crafted = crafted
+        .into_iter()
+        .map(|(name, bytes)| (name.to_owned(), bytes))
+        .chain(edge_cases(&sealed));
     for (name, bytes) in crafted {
         let path = dir.join(format!("{name}.pj"));
         std::fs::write(&path, bytes).unwrap();
         paths.push(path.to_str().unwrap().to_owned());
     }
     paths.push(path.to_str().unwrap().to_owned());
+    // Every golden journal, as recorded.
+    for folder in ["golden/runs", "golden/streams"] {
+        for entry in std::fs::read_dir(root().join(folder)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "pj") {
+                paths.push(path.to_str().unwrap().to_owned());
+            }
+        }
+    }
 
     for path in &paths {
         let (rust, independent) = both(path);
@@ -195,9 +229,24 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             assert_eq!(rust["verdict"], "tampered", "{path}");
         }
         assert_eq!(rust["records"], independent["records"], "{path}");
+        if let Some(verdict) = expected_verdict(path) {
+            assert_eq!(rust["verdict"], verdict, "{path}");
+        }
         if rust["verdict"] == "sealed-intact" {
             assert_eq!(rust["chain_head"], independent["chain_head"], "{path}");
-            assert_eq!(independent["schedule_digest"], "matches", "{path}");
+            let digest = if path.contains("phase-invalid") {
+                "not regenerable"
+            } else {
+                "matches"
+            };
+            assert_eq!(independent["schedule_digest"], digest, "{path}");
+            if path.contains("phase-invalid") {
+                // No configuration defines such a phase: analyze refuses the journal.
+                let out = format!("{path}.report");
+                let (code, _, stderr) = percentes(&["analyze", path, "-o", &out]);
+                assert_ne!(code, 0, "{path}: {stderr}");
+                assert!(stderr.contains("schedule check failed"), "{path}: {stderr}");
+            }
             for key in [
                 "requests",
                 "completed",
@@ -214,7 +263,146 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             }
         }
     }
+    // A trusted head equal to C_0 (the header hash) is a block boundary: it covers the header
+    // and no record, a prefix, for both verifiers.
+    let body = u32::from_le_bytes(sealed[12..16].try_into().unwrap()) as usize;
+    let c0 = blake3::hash(&sealed[..20 + body]).to_hex().to_string();
+    let golden = root().join("golden/v1/sealed.pj");
+    let golden = golden.to_str().unwrap();
+    let (code, rust, _) = percentes(&["verify", "--json", "--expect-head", &c0, golden]);
+    assert_eq!(code, 1, "{rust}");
+    let rust: serde_json::Value = serde_json::from_str(&rust).unwrap();
+    assert_eq!(rust["head_match"]["match"], "prefix");
+    assert_eq!(rust["head_match"]["records"], 0);
+    let out = Command::new(python().unwrap())
+        .args([
+            "scripts/verify_journal.py",
+            "--json",
+            "--expect-head",
+            &c0,
+            golden,
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let independent: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(independent["trusted_head"], "prefix");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The verdict JOURNAL.md gives each edge case of [`edge_cases`], by its name's opening.
+fn expected_verdict(path: &str) -> Option<&'static str> {
+    let name = std::path::Path::new(path).file_stem()?.to_str()?;
+    [
+        ("codec-other", "unsupported-version"),
+        ("codec-damaged", "tampered"),
+        ("profile-", "tampered"),
+        ("factor-", "tampered"),
+        ("seal-status-3", "tampered"),
+        ("header-length-damaged", "tampered"),
+        ("header-short", "unsealed-prefix"),
+        ("tail-blk1-", "unsealed-prefix"),
+        ("tail-other", "tampered"),
+        ("phase-", "sealed-intact"),
+        ("replay-past-end", "sealed-intact"),
+    ]
+    .iter()
+    .find(|(opening, _)| name.starts_with(opening))
+    .map(|(_, verdict)| *verdict)
+}
+
+/// JOURNAL.md's documented edge cases (issue 50 item 3), one journal each: a codec written by
+/// another build and one changed by damage; a profile and time factors out of their domains; a
+/// seal status of 3; a damaged header length in a file too short for it, and a short file with
+/// an intact one; tails of 1 to 23 bytes after the header that open like `BLK1` and one that
+/// does not; phases of zero length and of rates that name no schedule; a replay whose last
+/// entries fall at or past the schedule's end.
+fn edge_cases(sealed: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use percentes_formats::journal::synthetic::rewritten;
+    use percentes_formats::schedule::Phase;
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    let header = |name: &str, edit: &dyn Fn(&mut percentes_formats::journal::header::Header)| {
+        (name.to_owned(), rewritten(sealed, |h| edit(h), None))
+    };
+    cases.push(header("codec-other", &|h| h.codec = "bincode 9.9.9".into()));
+    cases.push(header("profile-lab", &|h| h.profile = "lab".into()));
+    cases.push(header("factor-experiment-5", &|h| {
+        h.profile = "experiment".into();
+        h.dev_time_factor = 5;
+    }));
+    cases.push(header("factor-dev-0", &|h| {
+        h.profile = "dev".into();
+        h.dev_time_factor = 0;
+    }));
+    cases.push(header("factor-dev-1001", &|h| {
+        h.profile = "dev".into();
+        h.dev_time_factor = 1001;
+    }));
+    // The codec string's third byte (after its u32 length) flipped, the chain left as it was.
+    let mut damaged = sealed.to_vec();
+    damaged[26] ^= 0x01;
+    cases.push(("codec-damaged".into(), damaged));
+    // The seal's status byte set to 3 and its block's chain value computed anew: the seal is
+    // the last block, alone in it; its body opens with `at` (8 bytes) and then the status.
+    let start = sealed.windows(4).rposition(|w| w == b"BLK1").unwrap();
+    let mut seal3 = sealed.to_vec();
+    seal3[start + 24 + 5 + 8] = 3;
+    let end = seal3.len() - 32;
+    let key: [u8; 32] = seal3[start - 32..start].try_into().unwrap();
+    let chain = blake3::keyed_hash(&key, &seal3[start..end]);
+    seal3[end..].copy_from_slice(chain.as_bytes());
+    cases.push(("seal-status-3".into(), seal3));
+    // Step 2: a damaged length check is tampered even where the file ends inside the header.
+    let mut short = sealed[..40].to_vec();
+    cases.push(("header-short".into(), short.clone()));
+    short[16] ^= 0x10;
+    cases.push(("header-length-damaged".into(), short));
+    // Step 5: a tail of fewer than 24 bytes after the header.
+    let body = u32::from_le_bytes(sealed[12..16].try_into().unwrap()) as usize;
+    let first_block = 20 + body + 32;
+    assert_eq!(&sealed[first_block..first_block + 4], b"BLK1");
+    for tail in [1, 3, 4, 5, 23] {
+        let name = format!("tail-blk1-{tail}");
+        cases.push((name, sealed[..first_block + tail].to_vec()));
+    }
+    let mut other = sealed[..first_block + 5].to_vec();
+    other[first_block + 1] = b'X';
+    cases.push(("tail-other".into(), other));
+    // "Schedule" step 2: a phase of zero length holds no arrival (the digest recomputed with
+    // it); a phase whose rate names no schedule is not regenerated (the digest left as it was).
+    cases.push(header("phase-zero-length", &|h| {
+        let mut schedule = h.schedule.clone();
+        schedule.phases.insert(
+            1,
+            Phase {
+                name: "spike".into(),
+                duration_ns: 0,
+                rate_rps: 50.0,
+            },
+        );
+        h.schedule_requests = schedule.iter().count() as u64;
+        h.schedule_digest = schedule.digest();
+        h.schedule = schedule;
+    }));
+    for (name, rate) in [
+        ("phase-invalid-nan", f64::NAN),
+        ("phase-invalid-zero", 0.0),
+        ("phase-invalid-negative", -1.0),
+        ("phase-invalid-fast", 2e6),
+    ] {
+        cases.push(header(name, &|h| h.schedule.phases[0].rate_rps = rate));
+    }
+    // Rule 5, replay: entries at or past the last phase's end are not in the schedule.
+    cases.push(header("replay-past-end", &|h| {
+        let total = h.schedule.total_duration_ns();
+        let times = vec![0, 5, total / 2, total - 1, total, total + 7];
+        let schedule = h.schedule.clone().replaying(times);
+        h.schedule_requests = schedule.iter().count() as u64;
+        assert_eq!(h.schedule_requests, 4);
+        h.schedule_digest = schedule.digest();
+        h.schedule = schedule;
+    }));
+    cases
 }
 
 /// Kind 8 (JOURNAL.md "8 stream"), read from the document alone: `verify_journal.py --streams`
@@ -391,5 +579,305 @@ fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
     );
     // Three windows, five histograms each: TTFT, end-to-end, inter-chunk, TPOT, per-token ITL.
     assert_eq!(text.matches(": agrees").count(), 15, "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Kind 7 (JOURNAL.md "7 scrape", "What a reader refuses"), from the document alone:
+/// `verify_journal.py --scrapes` judges every scrape record of the vLLM golden `ok`, and, on a
+/// small journal with one source's records, each crafted break as the rule `analyze` refuses it
+/// by, and a journal that breaks none as `analyze` accepts it.
+#[test]
+fn the_independent_verifier_judges_scrape_records_as_analyze_does() {
+    let _machine = crate::machine();
+    if python().is_none() {
+        return;
+    }
+    use percentes_formats::journal::records::Record;
+    use percentes_formats::journal::scrape::{Sample, ScrapeRecord, SeriesDefinition};
+    use percentes_formats::journal::synthetic;
+    let judge = |path: &str| -> Vec<serde_json::Value> {
+        let out = Command::new(python().unwrap())
+            .args(["scripts/verify_journal.py", "--scrapes", path])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let golden = root().join("golden/runs/replica-loss-vllm-factor5.pj");
+    let judged = judge(golden.to_str().unwrap());
+    assert_eq!(judged.len(), 1447);
+    assert!(judged.iter().all(|j| j["verdict"] == "ok"));
+
+    let dir = std::env::temp_dir().join(format!(
+        "percentes-independent-scrapes-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
+    let define = |id: u32, kind: u8| SeriesDefinition {
+        id,
+        kind,
+        family: format!("f{id}"),
+        name: format!("f{id}"),
+        labels: vec![("le".into(), "+Inf".into())],
+    };
+    let at = |k: u64| (k * 1_000_000_000, k * 1_000_000_000 + 5_000_000);
+    // A counter (0) and a gauge (1); the gauge gone in the second answer, back in the third.
+    let base = || -> Vec<ScrapeRecord> {
+        (0..4u64)
+            .map(|k| ScrapeRecord {
+                source: "replica-0".into(),
+                sent_ns: at(k).0,
+                received_ns: at(k).1,
+                first: k == 0,
+                restarted: false,
+                defined: if k == 0 {
+                    vec![define(0, 2), define(1, 1)]
+                } else {
+                    Vec::new()
+                },
+                samples: match k {
+                    0 => vec![Sample { id: 0, value: 3.0 }, Sample { id: 1, value: 7.0 }],
+                    2 => vec![Sample { id: 1, value: 2.0 }],
+                    _ => vec![Sample { id: 0, value: 1.0 }],
+                },
+                gone: if k == 1 { vec![1] } else { Vec::new() },
+            })
+            .collect()
+    };
+    type Edit = fn(&mut Vec<ScrapeRecord>);
+    let cases: [(&str, Edit); 9] = [
+        ("ok", |_| {}),
+        ("rule-1-back", |s| {
+            // Sent before the previous answer (received at 1.005 s) was in.
+            s[2].sent_ns = 1_000_000_000;
+            s[2].received_ns = 1_005_000_000;
+        }),
+        ("rule-2-first", |s| s[3].first = true),
+        ("rule-3-again", |s| {
+            let again = s[0].defined[0].clone();
+            s[2].defined.push(again);
+            s[2].samples.push(Sample { id: 0, value: 1.0 });
+        }),
+        ("rule-3-kind", |s| {
+            s[2].defined.push(SeriesDefinition {
+                id: 2,
+                kind: 7,
+                family: "x".into(),
+                name: "x".into(),
+                labels: Vec::new(),
+            });
+            s[2].samples.push(Sample { id: 2, value: 0.0 });
+        }),
+        ("rule-4-undefined", |s| {
+            s[3].samples.push(Sample { id: 9, value: 1.0 })
+        }),
+        ("rule-4-twice", |s| {
+            s[3].samples.push(Sample { id: 0, value: 1.0 })
+        }),
+        ("rule-5-gone-twice", |s| s[2].gone.push(1)),
+        ("rule-6-down", |s| s[3].samples[0].value = -1.0),
+    ];
+    for (name, edit) in cases {
+        let mut scrapes = base();
+        edit(&mut scrapes);
+        let bytes = synthetic::with_records(&sealed, |records| {
+            for (k, s) in scrapes.into_iter().enumerate() {
+                records.insert(k, Record::Scrape(s));
+            }
+        });
+        let path = dir.join(format!("{name}.pj"));
+        std::fs::write(&path, bytes).unwrap();
+        let path = path.to_str().unwrap();
+        let judged = judge(path);
+        assert_eq!(judged.len(), 4, "{name}");
+        let broken: Vec<&serde_json::Value> =
+            judged.iter().filter(|j| j["verdict"] != "ok").collect();
+        let (code, _, stderr) = percentes(&[
+            "analyze",
+            path,
+            "-o",
+            dir.join(name).to_str().unwrap(),
+            "--diagnose",
+        ]);
+        if name == "ok" {
+            assert!(broken.is_empty(), "{name}: {judged:?}");
+            assert_ne!(code, 1, "{name}: {stderr}");
+        } else {
+            let rule = name.split('-').take(2).collect::<Vec<_>>().join(" ");
+            assert!(
+                !broken.is_empty() && broken[0]["verdict"].as_str().unwrap().starts_with(&rule),
+                "{name}: {judged:?}"
+            );
+            assert_eq!(code, 1, "{name}: analyze must refuse it: {stderr}");
+            assert!(
+                stderr.contains(&format!("\"7 scrape\", {rule})")),
+                "{name}: {stderr}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Manifests (JOURNAL.md "Manifest"), read from the document alone: `verify_journal.py
+/// --manifest` accepts exactly what `percentes verify` accepts, on a merged run and on one edit
+/// per sentence (files swapped on disk, a key missing, twice or unknown, another version,
+/// uppercase hex, a bound field or a restated one changed, a signature by another key).
+#[test]
+fn the_independent_verifier_judges_manifests_as_verify_does() {
+    let _machine = crate::machine();
+    let Some(python) = python() else { return };
+    use percentes_formats::journal::synthetic;
+    let dir = std::env::temp_dir().join(format!("percentes-manifests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
+    let shards: Vec<String> = synthetic::split(&sealed, 3)
+        .into_iter()
+        .enumerate()
+        .map(|(k, bytes)| {
+            let path = dir.join(format!("s{k}.pj"));
+            std::fs::write(&path, bytes).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let key = |name: &str| {
+        let (code, _, stderr) = percentes(&["keygen", "--out", dir.join(name).to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        std::fs::read_to_string(dir.join(format!("{name}.pub")))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let (op, other) = (key("op"), key("other"));
+    let merge = |name: &str, sign: bool| {
+        let path = dir.join(name);
+        let mut args = vec!["merge", "-o", path.to_str().unwrap()];
+        let key = dir.join("op.key");
+        if sign {
+            args.extend(["--sign-key", key.to_str().unwrap()]);
+        }
+        args.extend(shards.iter().map(String::as_str));
+        let (code, stdout, stderr) = percentes(&args);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let plain = merge("plain.json", false);
+    let signed = merge("signed.json", true);
+    let judge = |name: &str, text: &str, trusted: Option<&str>| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let mut rust = vec!["verify", path.to_str().unwrap()];
+        let pubkey = dir.join(format!(
+            "{}.pub",
+            if trusted == Some(&op) { "op" } else { "other" }
+        ));
+        let mut py = vec![
+            "scripts/verify_journal.py",
+            path.to_str().unwrap(),
+            "--manifest",
+        ];
+        if let Some(trusted) = trusted {
+            rust.extend(["--pubkey", pubkey.to_str().unwrap()]);
+            py.extend(["--trusted-key", trusted]);
+        }
+        let (code, stdout, stderr) = percentes(&rust);
+        let out = Command::new(python)
+            .args(&py)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let independent: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let intact = independent["verdict"] == "intact";
+        assert_eq!(
+            code == 0,
+            intact,
+            "{name}: verify said {stdout}{stderr}; the independent verifier {independent}"
+        );
+        intact
+    };
+    assert!(judge("plain.json", &plain, None));
+    assert!(judge("signed.json", &signed, Some(&op)));
+    let changed = |from: &str, to: &str, text: &str| {
+        assert!(text.contains(from), "{from}");
+        text.replacen(from, to, 1)
+    };
+    let binding = serde_json::from_str::<serde_json::Value>(&plain).unwrap()["binding"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused: Vec<(&str, String, Option<&str>)> = vec![
+        ("signed-by-another.json", signed.clone(), Some(&other)),
+        ("unsigned-with-key.json", plain.clone(), Some(&op)),
+        (
+            "no-signature-key.json",
+            changed(",\n  \"signature\": null", "", &plain),
+            None,
+        ),
+        (
+            "version-2.json",
+            changed("\"manifest_version\": 1", "\"manifest_version\": 2", &plain),
+            None,
+        ),
+        (
+            "key-twice.json",
+            changed(
+                "\"shard_count\": 3,",
+                "\"shard_count\": 3,\n  \"shard_count\": 3,",
+                &plain,
+            ),
+            None,
+        ),
+        (
+            "shard-key-twice.json",
+            changed(
+                "\"file\": \"s1.pj\",",
+                "\"file\": \"s1.pj\",\n      \"file\": \"s1.pj\",",
+                &plain,
+            ),
+            None,
+        ),
+        (
+            "unknown-key.json",
+            changed("\"binding\"", "\"note\": \"x\",\n  \"binding\"", &plain),
+            None,
+        ),
+        (
+            "shard-unknown-key.json",
+            changed(
+                "\"file\": \"s1.pj\",",
+                "\"file\": \"s1.pj\",\n      \"size\": 1,",
+                &plain,
+            ),
+            None,
+        ),
+        (
+            "uppercase-binding.json",
+            changed(&binding, &binding.to_uppercase(), &plain),
+            None,
+        ),
+        (
+            "bound-field-edited.json",
+            changed("\"shard_count\": 3", "\"shard_count\": 4", &plain),
+            None,
+        ),
+        (
+            "restated-field-edited.json",
+            changed("\"seal\": \"completed\"", "\"seal\": \"aborted\"", &plain),
+            None,
+        ),
+    ];
+    for (name, text, trusted) in &refused {
+        assert!(!judge(name, text, *trusted), "{name} must be refused");
+    }
+    // Two shard files swapped on disk: each intact, each with another shard's head.
+    std::fs::rename(&shards[0], dir.join("t.pj")).unwrap();
+    std::fs::rename(&shards[1], &shards[0]).unwrap();
+    std::fs::rename(dir.join("t.pj"), &shards[1]).unwrap();
+    assert!(!judge("swapped.json", &plain, None));
     std::fs::remove_dir_all(dir).unwrap();
 }
