@@ -108,6 +108,12 @@ fn get_bounded(
                 if answer.len() > bytes_max {
                     return Err(format!("answer over {bytes_max} bytes; stopped reading"));
                 }
+                // A server that keeps the connection open (it ignored `Connection: close`) has
+                // answered once its framing says so.
+                if let Some(end) = answer_end(&answer) {
+                    answer.truncate(end);
+                    return Ok(answer);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // A read timeout is the deadline passing, whatever the OS calls it.
@@ -120,6 +126,52 @@ fn get_bounded(
                 return Err("no complete answer in time".into())
             }
             Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+}
+
+/// The length of the whole answer at the front of `answer`, once it is all there: its head and
+/// the body its `Content-Length` or chunked framing gives (a chunked body ends at its last chunk
+/// and the empty line after any trailers). `None` while more is to come, and for an answer
+/// framed by neither, whose body ends when the connection closes.
+fn answer_end(answer: &[u8]) -> Option<usize> {
+    let head_end = answer.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&answer[..head_end]).to_ascii_lowercase();
+    let field = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    if field("transfer-encoding:").is_some_and(|v| v.contains("chunked")) {
+        return chunked_end(&answer[head_end..]).map(|n| head_end + n);
+    }
+    let length: usize = field("content-length:")?.parse().ok()?;
+    let end = head_end.checked_add(length)?;
+    (answer.len() >= end).then_some(end)
+}
+
+/// The length of a whole chunked body at the front of `body`: its chunks, the last (size 0),
+/// its trailers and the empty line that ends them; `None` while more is to come or when a size
+/// line is not one (the read goes on to its bound, and the parse says what is wrong).
+fn chunked_end(body: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let line_end = at + body[at..].windows(2).position(|w| w == b"\r\n")?;
+        let line = std::str::from_utf8(&body[at..line_end]).ok()?;
+        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+        at = line_end + 2;
+        if size == 0 {
+            // Trailer lines, if any, then an empty line.
+            loop {
+                let end = at + body[at..].windows(2).position(|w| w == b"\r\n")?;
+                if end == at {
+                    return Some(at + 2);
+                }
+                at = end + 2;
+            }
+        }
+        at = at.checked_add(size)?.checked_add(2)?;
+        if body.len() < at {
+            return None;
         }
     }
 }
@@ -258,6 +310,43 @@ mod tests {
         let busy = b"HTTP/1.1 503 Service Unavailable\r\n\r\n";
         assert!(matches!(parse(busy), Probe::Down(why) if why.contains("503")));
         assert!(matches!(parse(b"garbage"), Probe::Down(_)));
+    }
+
+    /// A server that answers and keeps the connection open (it ignored `Connection: close`):
+    /// the scrape ends with the answer its framing gives, Content-Length or chunked, not at
+    /// the deadline. Before issue 50 every such scrape failed "no complete answer in time".
+    #[test]
+    fn an_answer_ends_where_its_framing_says_on_a_connection_kept_open() {
+        let body = "vllm:num_requests_waiting 2\n";
+        for answer in [
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n{body}",
+                body.len()
+            ),
+            format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\nx-trailer: 1\r\n\r\n",
+                body.len()
+            ),
+        ] {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap();
+            std::thread::spawn(move || {
+                let (mut socket, _) = listener.accept().unwrap();
+                let mut request = [0u8; 1024];
+                let _ = socket.read(&mut request);
+                socket.write_all(answer.as_bytes()).unwrap();
+                // Held open well past the scrape's deadline.
+                std::thread::sleep(Duration::from_secs(10));
+            });
+            let started = Instant::now();
+            let got = scrape(address, "/metrics", Duration::from_secs(5), 1 << 20);
+            assert_eq!(got.as_deref(), Ok(body));
+            assert!(started.elapsed() < Duration::from_secs(5), "waited for the deadline");
+        }
+        assert_eq!(answer_end(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nab"), None);
+        assert_eq!(answer_end(b"HTTP/1.1 200 OK\r\n\r\nab"), None);
+        assert_eq!(chunked_end(b"2\r\nab\r\n0\r\n"), None);
+        assert_eq!(chunked_end(b"2\r\nab\r\n0\r\n\r\nextra"), Some(12));
     }
 
     #[test]
