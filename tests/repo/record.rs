@@ -1529,6 +1529,38 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
         assert!(started.elapsed() < Duration::from_secs(30), "no socket");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Issue 50: a sender dripping a byte every 1.5 s holds only its own connection, and is
+    // refused when its line has not ended 2 s after it began; a line that is not UTF-8 is
+    // answered, not dropped. Both run beside the legitimate senders below.
+    let drip = {
+        let socket = socket.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            for byte in b"{\"subject\"" {
+                if stream.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer);
+            answer
+        })
+    };
+    {
+        use std::io::{BufRead, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        stream.write_all(b"{\"subject\": \"\xff\xfe\"}\n").unwrap();
+        let mut answer = String::new();
+        std::io::BufReader::new(stream)
+            .read_line(&mut answer)
+            .unwrap();
+        assert!(
+            answer.starts_with("refused: the line is not UTF-8"),
+            "{answer}"
+        );
+    }
     // The fire is T_inject (about 3.6 s at time factor 100) after the epoch, which is within a
     // second of the socket; the recovery window runs 6 s past it.
     std::thread::sleep(Duration::from_secs(5));
@@ -1561,6 +1593,11 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
     let (code, said) = event(&["ready"]);
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("not a timeline subject"), "{said}");
+    let dripped = drip.join().unwrap();
+    assert!(
+        dripped.starts_with("refused: a line begun and not ended within 2 s"),
+        "{dripped}"
+    );
     assert!(child.wait().unwrap().code().is_some());
     assert!(!socket.exists(), "the socket is removed after the run");
     let events = events(&journal);
