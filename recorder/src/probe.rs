@@ -343,7 +343,10 @@ mod tests {
             assert_eq!(got.as_deref(), Ok(body));
             assert!(started.elapsed() < Duration::from_secs(5), "waited for the deadline");
         }
-        assert_eq!(answer_end(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nab"), None);
+        assert_eq!(
+            answer_end(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nab"),
+            None
+        );
         assert_eq!(answer_end(b"HTTP/1.1 200 OK\r\n\r\nab"), None);
         assert_eq!(chunked_end(b"2\r\nab\r\n0\r\n"), None);
         assert_eq!(chunked_end(b"2\r\nab\r\n0\r\n\r\nextra"), Some(12));
