@@ -9,6 +9,7 @@ the optional `cryptography` package for ed25519 signatures (skipped, and said so
     python3 scripts/verify_journal.py JOURNAL --streams
     python3 scripts/verify_journal.py JOURNAL --scrapes
     python3 scripts/verify_journal.py JOURNAL --follow-ups
+    python3 scripts/verify_journal.py JOURNAL --timeline
     python3 scripts/verify_journal.py MANIFEST --manifest [--trusted-key HEX]
 
 Exit status 0 only for sealed-intact. `--streams` decodes every kind-8 stream record (JOURNAL.md
@@ -16,13 +17,15 @@ Exit status 0 only for sealed-intact. `--streams` decodes every kind-8 stream re
 verdict (`ok`, or the rule it breaks); `--scrapes` does the same for kind-7 scrape records
 (JOURNAL.md "7 scrape", "What a reader refuses"); verification itself checks only their framing.
 `--follow-ups` judges every follow-up of a closed or semi-open journal against the model
-(JOURNAL.md "Schedule" rule 5), one JSON object each. `--manifest` checks a shard manifest and every file it names (JOURNAL.md "Manifest"), printing
+(JOURNAL.md "Schedule" rule 5), one JSON object each; `--timeline` recomputes each external
+timeline event's time from its detail and the header's epochs. `--manifest` checks a shard manifest and every file it names (JOURNAL.md "Manifest"), printing
 `intact` or `refused` with every reason. BLAKE3 is implemented here in pure Python (slow: about a
 megabyte a second), which is fine for audits of small journals and for the test suite.
 """
 
 import json
 import math
+import re
 import struct
 import sys
 
@@ -828,6 +831,45 @@ def follow_ups(data):
     return report["verdict"], out
 
 
+# ---------------------------------------------------------------- external timeline events (kind 2)
+
+EXTERNAL = re.compile(r"\(external: stated (?:at (\d+) ns on (CLOCK_MONOTONIC|CLOCK_REALTIME);|no time:) "
+                      r"read at (\d+) ns from the epoch\)$")
+
+
+def timeline(data):
+    """Every `timeline` event (kind 2, code 21) an orchestrator sent through the events socket,
+    its `at` recomputed from the time its detail states and the header's two epochs: the stated
+    time minus field 16 (CLOCK_MONOTONIC) or field 17 (CLOCK_REALTIME), never negative and at
+    most 1 s after it was read; the read time where none was stated."""
+    report = verify(data, keep=(2,))
+    if report["verdict"] not in ("sealed-intact", "unsealed-prefix"):
+        return report["verdict"], []
+    h, _, _ = parse_header(data)
+    out = []
+    for _, body in report["kept"]:
+        r = Reader(body, 0, len(body))
+        at, kind = r.u64("at"), r.u16("kind")
+        subject, detail = _b_str(r, "subject"), _b_str(r, "detail")
+        match = EXTERNAL.search(detail)
+        if kind != 21 or match is None:
+            continue
+        stated, clock, read = match.group(1), match.group(2), int(match.group(3))
+        if stated is None:
+            expected = read
+        else:
+            epoch = h["monotonic_epoch_ns"] if clock == "CLOCK_MONOTONIC" else h["realtime_epoch_ns"]
+            expected = int(stated) - epoch
+        if expected < 0 or expected > read + 1_000_000_000:
+            verdict = "the stated time is %d ns from the epoch, outside 0 .. read + 1 s" % expected
+        elif at != expected:
+            verdict = "at %d, the detail states %d" % (at, expected)
+        else:
+            verdict = "ok"
+        out.append({"subject": subject, "at": at, "verdict": verdict})
+    return report["verdict"], out
+
+
 # ---------------------------------------------------------------- manifests (JOURNAL.md "Manifest")
 
 SHARD_KEYS = ("index", "file", "file_bytes", "chain_head", "seal", "requests", "hostname",
@@ -1007,7 +1049,8 @@ def main(argv):
         return 1 if why else 0
     with open(args[0], "rb") as f:
         data = f.read()
-    modes = {"--streams": streams, "--scrapes": scrapes, "--follow-ups": follow_ups}
+    modes = {"--streams": streams, "--scrapes": scrapes, "--follow-ups": follow_ups,
+             "--timeline": timeline}
     mode = next((modes[a] for a in argv if a in modes), None)
     if mode is not None:
         verdict, records = mode(data)

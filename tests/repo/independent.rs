@@ -881,3 +881,78 @@ fn the_independent_verifier_judges_manifests_as_verify_does() {
     assert!(!judge("swapped.json", &plain, None));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// External timeline events (JOURNAL.md "2 event", `timeline`), read from the document alone:
+/// `verify_journal.py --timeline` recomputes each one's `at` from the time its detail states and
+/// the header's two epochs, which `analyze` reads as written; a forged `at` is found.
+#[test]
+fn the_independent_verifier_recomputes_external_timeline_times() {
+    let _machine = crate::machine();
+    let Some(python) = python() else { return };
+    use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+    use percentes_formats::journal::synthetic;
+    let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
+    let dir = std::env::temp_dir().join(format!("percentes-timeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = dir.join("probe.pj");
+    std::fs::write(&probe, &sealed).unwrap();
+    let clock = percentes_analyzer::JournalFile::open(&probe)
+        .unwrap()
+        .header()
+        .unwrap()
+        .0
+        .clock;
+    let (mono, real) = (clock.monotonic_epoch_ns, clock.realtime_epoch_ns);
+    let event = |at_ns: u64, detail: String| {
+        Record::Event(EventRecord {
+            at_ns,
+            kind: EventKind::Timeline.code(),
+            subject: "container-start".into(),
+            detail,
+            value: None,
+        })
+    };
+    let read = 2_000_000_000u64;
+    let events = [
+        (1_500_000_000u64, format!("pod up (external: stated at {} ns on CLOCK_MONOTONIC; read at {read} ns from the epoch)", mono + 1_500_000_000)),
+        (2_400_000_000, format!("pod up (external: stated at {} ns on CLOCK_REALTIME; read at {read} ns from the epoch)", real + 2_400_000_000)),
+        (read, format!("pod up (external: stated no time: read at {read} ns from the epoch)")),
+        // Forged: the detail states 1.5 s, the record says 1.7 s.
+        (1_700_000_000, format!("pod up (external: stated at {} ns on CLOCK_MONOTONIC; read at {read} ns from the epoch)", mono + 1_500_000_000)),
+    ];
+    let bytes = synthetic::with_records(&sealed, |records| {
+        let at = records
+            .iter()
+            .position(|r| matches!(r, Record::Checkpoint(_)))
+            .unwrap_or(0);
+        for (i, (at_ns, detail)) in events.iter().enumerate() {
+            records.insert(at + i, event(*at_ns, detail.clone()));
+        }
+    });
+    let path = dir.join("timeline.pj");
+    std::fs::write(&path, bytes).unwrap();
+    let (code, stdout, _) = percentes(&["verify", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    let out = Command::new(python)
+        .args(["scripts/verify_journal.py", "--timeline"])
+        .arg(&path)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let verdicts: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["verdict"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+    assert!(verdicts[..3].iter().all(|v| v == "ok"), "{verdicts:?}");
+    assert!(
+        verdicts[3].starts_with("at 1700000000, the detail states 1500000000"),
+        "{verdicts:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -139,6 +139,15 @@ fn each_workload_model_is_chosen_journaled_and_audited() {
         !turns.is_empty() && turns.iter().all(|t| (1..=2).contains(t)),
         "{turns:?}"
     );
+    // The independent verifier, from JOURNAL.md alone (the exponential think time's binary64
+    // order included), gives every follow-up of both runs the time the recorder sent it at.
+    if super::independent::python().is_some() {
+        for name in ["closed", "semi"] {
+            let judged = super::independent::follow_ups(&dir.join(format!("{name}.pj")));
+            assert!(!judged.is_empty(), "{name}: no follow-ups");
+            assert!(judged.iter().all(|(_, v)| v == "ok"), "{name}: {judged:?}");
+        }
+    }
 
     // A trace whose gaps no arrival law would draw, with its own prompts.
     let trace = dir.join("trace.jsonl");
@@ -283,6 +292,14 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
         ]);
         assert_ne!(code, 0, "{name}: analyzed: {stdout}");
         assert!(stderr.contains(says), "{name}: {stderr}");
+        if name == "early" && super::independent::python().is_some() {
+            let judged = super::independent::follow_ups(&path);
+            let moved = judged.iter().find(|(i, _)| *i == first);
+            assert!(
+                moved.is_some_and(|(_, v)| v.starts_with("intended")),
+                "{judged:?}"
+            );
+        }
     }
 }
 
