@@ -355,8 +355,17 @@ pub fn telemetry_frame(telemetry: &Telemetry) -> PolarsResult<DataFrame> {
         vec![
             u64s("at_ns", &|t| t.at_ns),
             u64s("interval_ns", &|t| t.interval_ns),
-            u64s("host_cpu_busy_ppm", &|t| u64::from(t.host_cpu_busy_ppm)),
-            u64s("recorder_cpu_ns", &|t| t.recorder_cpu_ns),
+            // A reading the recorder could not take is null (JOURNAL.md "3 telemetry").
+            Column::new(
+                "host_cpu_busy_ppm".into(),
+                rows.iter()
+                    .map(|t| t.host_cpu().map(|_| u64::from(t.host_cpu_busy_ppm)))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "recorder_cpu_ns".into(),
+                rows.iter().map(|t| t.recorder_cpu()).collect::<Vec<_>>(),
+            ),
             u64s("stall_p99_ns", &|t| t.stall_p99_ns),
             u64s("stall_max_ns", &|t| t.stall_max_ns),
             u64s("stall_samples", &|t| u64::from(t.stall_samples)),

@@ -861,6 +861,33 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
     assert!(undispatched
         .iter()
         .all(|r| r.dispatched_ns.is_none() && class_name(r.class) == Some("undispatched")));
+    // Issue 50: with every descriptor taken, the telemetry still reads the host's and its own
+    // CPU (the files were opened at the start), and never writes a reading it did not take
+    // as 0 %. Before, the host CPU of these seconds read 0 % and G2.3 passed on them.
+    let file = JournalFile::open(&journal).unwrap();
+    let report = file.verify(&Default::default());
+    let telemetry: Vec<_> = file
+        .records(&report)
+        .filter_map(|(_, r)| match r.unwrap() {
+            Record::Telemetry(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert!(!telemetry.is_empty());
+    let unread: Vec<_> = telemetry
+        .iter()
+        .filter(|t| t.host_cpu().is_none() || t.recorder_cpu().is_none())
+        .map(|t| t.at_ns)
+        .collect();
+    assert!(unread.is_empty(), "seconds not read: {unread:?}");
+    // A second in which the recorder itself ran 200 rps is never an idle host: 0 ppm was the
+    // old recorder's reading not taken.
+    let idle: Vec<_> = telemetry
+        .iter()
+        .filter(|t| t.host_cpu_busy_ppm == 0)
+        .map(|t| t.at_ns)
+        .collect();
+    assert!(idle.is_empty(), "seconds read as an idle host: {idle:?}");
 }
 
 /// A route's prompt set (request i uses line i mod n after its unique prefix) and its

@@ -343,13 +343,21 @@ pub(super) fn cpu_reading(
     let cgroups = run.telemetry.cgroup_by_shard();
     let (mut gated, mut cgroup_worst, mut throttled) = (None::<f64>, None::<f64>, None);
     let (mut by_cgroup, mut recorders) = (0, 0);
+    // Seconds whose host CPU reading the recorder could not take (JOURNAL.md "3 telemetry"):
+    // a reading over them is not observed, never a pass on what was read around them.
+    let mut not_read = 0u64;
+    let mut host_gated = false;
     for (shard, rows) in run.telemetry.by_shard().iter().enumerate() {
         recorders += 1;
-        let host: Vec<(f64, u64)> = rows
+        let measured: Vec<_> = rows
             .iter()
             .filter(|t| inside(t.at_ns, t.interval_ns))
-            .map(|t| (f64::from(t.host_cpu_busy_ppm) / 1e6, t.interval_ns))
             .collect();
+        let host: Vec<(f64, u64)> = measured
+            .iter()
+            .filter_map(|t| Some((t.host_cpu()?, t.interval_ns)))
+            .collect();
+        not_read += (measured.len() - host.len()) as u64;
         let seconds: Vec<&CgroupRow> = cgroups
             .get(shard)
             .into_iter()
@@ -374,9 +382,13 @@ pub(super) fn cpu_reading(
             by_cgroup += 1;
             cgroup
         } else {
+            host_gated = true;
             max_windowed(&host, window_ns)
         };
         gated = max_option(gated, reading);
+    }
+    if host_gated && not_read > 0 {
+        gated = None;
     }
     let how = if by_cgroup == 0 {
         if cgroup_worst.is_some() {
@@ -391,6 +403,11 @@ pub(super) fn cpu_reading(
             format!("for {by_cgroup} of {recorders} recorders their own (the others: /proc/stat's host share)")
         };
         format!("CPU of {which} cgroup against its quota (cgroup-cpu: usage over quota per period), mean over each run of consecutive seconds spanning 5 s; the host's /proc/stat share is in the audit")
+    };
+    let how = if host_gated && not_read > 0 {
+        format!("{how}; {not_read} measured seconds have no host CPU reading (the recorder could not read /proc/stat), so the gate is not observed")
+    } else {
+        how
     };
     CpuReading {
         gated,
@@ -423,7 +440,7 @@ pub(super) fn max_windowed_cpu(
 ) -> Option<f64> {
     let shares: Vec<(f64, u64)> = samples
         .iter()
-        .map(|t| (f64::from(t.host_cpu_busy_ppm) / 1e6, t.interval_ns))
+        .filter_map(|t| Some((t.host_cpu()?, t.interval_ns)))
         .collect();
     max_windowed(&shares, window_ns)
 }

@@ -403,6 +403,20 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
         gate(&r, GateId::HostCpu)
     );
 
+    // Issue 50: seconds whose host CPU the recorder could not read (its file descriptors
+    // exhausted) are not a quiet host. With 26 of 28 seconds unread and the two read ones idle,
+    // the gate once passed at 0 %; it is now not observed, which fails the run (§10).
+    let mut unread = quiet_telemetry(42);
+    for t in &mut unread[8..34] {
+        t.host_cpu_busy_ppm = percentes_formats::journal::records::HOST_CPU_NOT_READ;
+        t.recorder_cpu_ns = percentes_formats::journal::records::RECORDER_CPU_NOT_READ;
+    }
+    let r = steady_with(unread, &fine);
+    let g = gate(&r, GateId::HostCpu);
+    assert_eq!(g.status, Status::Unobserved, "{g:?}");
+    assert!(g.note.contains("26 measured seconds have no host CPU reading"), "{g:?}");
+    assert!(!r.validity.valid);
+
     // G2.4: one second whose ticker p99 is 1 ms exactly (the gate is strict).
     let mut stalled = quiet_telemetry(42);
     stalled[20].stall_p99_ns = 1_000_000;

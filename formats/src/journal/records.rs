@@ -652,6 +652,28 @@ pub struct TelemetryRecord {
     pub writer_queue_max: u32,
 }
 
+/// `host_cpu_busy_ppm` of a second whose host CPU reading was not taken (/proc/stat could not
+/// be read, or the reading before it was not): never a share (at most 1,000,000).
+pub const HOST_CPU_NOT_READ: u32 = u32::MAX;
+/// `recorder_cpu_ns` of a second whose recorder CPU reading was not taken (/proc/self/stat
+/// could not be read then, or the second before it): never a second's CPU time.
+pub const RECORDER_CPU_NOT_READ: u64 = u64::MAX;
+
+impl TelemetryRecord {
+    /// The host's busy share of its cores over the interval, 0..=1; `None` when the reading
+    /// was not taken ([`HOST_CPU_NOT_READ`]).
+    pub fn host_cpu(&self) -> Option<f64> {
+        (self.host_cpu_busy_ppm != HOST_CPU_NOT_READ)
+            .then(|| f64::from(self.host_cpu_busy_ppm) / 1e6)
+    }
+
+    /// The recorder's CPU time over the interval, ns; `None` when the reading was not taken
+    /// ([`RECORDER_CPU_NOT_READ`]).
+    pub fn recorder_cpu(&self) -> Option<u64> {
+        (self.recorder_cpu_ns != RECORDER_CPU_NOT_READ).then_some(self.recorder_cpu_ns)
+    }
+}
+
 /// The signed part of a checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode, Serialize)]
 pub struct CheckpointBody {

@@ -121,9 +121,42 @@ pub(super) fn host_facts(
     ]
 }
 
+/// A /proc file opened once and read again from its start at each look: the telemetry's
+/// readings go on when the process has run out of file descriptors (a run whose load takes
+/// them all is when the readings matter most). It opens the file again if the first open
+/// failed.
+pub(super) struct ProcFile {
+    path: &'static str,
+    file: Option<std::fs::File>,
+}
+
+impl ProcFile {
+    /// Opens `path` now, while descriptors are to be had.
+    pub(super) fn open(path: &'static str) -> ProcFile {
+        ProcFile {
+            path,
+            file: std::fs::File::open(path).ok(),
+        }
+    }
+
+    /// The file's text now; `None` when it cannot be read.
+    pub(super) fn read(&mut self) -> Option<String> {
+        use std::io::{Read, Seek};
+        if self.file.is_none() {
+            self.file = std::fs::File::open(self.path).ok();
+        }
+        let file = self.file.as_mut()?;
+        let mut text = String::new();
+        let read = file
+            .seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut text));
+        read.ok().map(|_| text)
+    }
+}
+
 /// /proc/stat's aggregate cpu line: (busy, total) jiffies.
-pub(super) fn host_cpu() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+pub(super) fn host_cpu(stat: &mut ProcFile) -> Option<(u64, u64)> {
+    let stat = stat.read()?;
     let line = stat.lines().next()?;
     let fields: Vec<u64> = line
         .split_whitespace()
@@ -135,20 +168,17 @@ pub(super) fn host_cpu() -> Option<(u64, u64)> {
     Some((total.saturating_sub(idle), total))
 }
 
-/// This process's CPU time, ns.
-pub(super) fn recorder_cpu_ns(ticks: u64) -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .unwrap_or_default();
+/// This process's CPU time, ns; `None` when /proc/self/stat cannot be read.
+pub(super) fn recorder_cpu_ns(stat: &mut ProcFile, ticks: u64) -> Option<u64> {
+    let stat = stat.read()?;
+    let (_, after) = stat.rsplit_once(')')?;
     let fields: Vec<u64> = after
         .split_whitespace()
         .filter_map(|f| f.parse().ok())
         .collect();
     // After the command name: state is not numeric, so utime and stime are fields 11 and 12 here.
-    let jiffies = fields.get(10).copied().unwrap_or(0) + fields.get(11).copied().unwrap_or(0);
-    jiffies * 1_000_000_000 / ticks
+    let jiffies = fields.get(10)? + fields.get(11)?;
+    Some(jiffies * 1_000_000_000 / ticks.max(1))
 }
 
 /// The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status), ascending.

@@ -71,8 +71,8 @@ pub(crate) struct Second {
     /// any other undispatched, so far.
     pub client_late: u64,
     pub stall_p99_ns: u64,
-    /// The host's busy share over the second (/proc/stat).
-    pub host_cpu: f64,
+    /// The host's busy share over the second (/proc/stat); `None` when it was not read.
+    pub host_cpu: Option<f64>,
     /// The cgroup's share of its quota over the second, when it has one.
     pub cgroup_cpu: Option<f64>,
     pub fault: FaultState,
@@ -202,9 +202,11 @@ impl LiveView {
     /// as a mean over the last window; a warning the first second it passes the limit, again
     /// only after it has come back under.
     fn cpu_warning(&mut self, s: &Second, interval_ns: u64) -> Option<String> {
-        let (share, which) = match s.cgroup_cpu {
-            Some(c) => (c, "the recorder's cgroup CPU (of its quota)"),
-            None => (s.host_cpu, "host CPU"),
+        let (share, which) = match (s.cgroup_cpu, s.host_cpu) {
+            (Some(c), _) => (c, "the recorder's cgroup CPU (of its quota)"),
+            (None, Some(host)) => (host, "host CPU"),
+            // A second not read says nothing of the mean; the journal marks it.
+            (None, None) => return None,
         };
         self.recent.push_back((share, interval_ns.max(1)));
         while self.recent.len() > 1
@@ -278,13 +280,13 @@ impl LiveView {
             ),
             _ => "TTFT last 1 s: none completed".into(),
         };
+        let host = match s.host_cpu {
+            Some(h) => format!("{:.0} %", h * 100.0),
+            None => "not read".into(),
+        };
         let cpu = match s.cgroup_cpu {
-            Some(c) => format!(
-                "cgroup CPU {:.0} % of quota, host {:.0} %",
-                c * 100.0,
-                s.host_cpu * 100.0
-            ),
-            None => format!("host CPU {:.0} %", s.host_cpu * 100.0),
+            Some(c) => format!("cgroup CPU {:.0} % of quota, host {host}", c * 100.0),
+            None => format!("host CPU {host}"),
         };
         let fault = match s.fault {
             FaultState::None => String::new(),
@@ -328,7 +330,7 @@ impl LiveView {
             "skew_p99_ns": s.skew_p99_ns, "skew_max_ns": s.skew_max_ns,
             "behind_ns": s.behind_ns, "client_late": s.client_late,
             "stall_p99_ns": s.stall_p99_ns,
-            "host_cpu_busy_ppm": (s.host_cpu * 1e6).round() as u64,
+            "host_cpu_busy_ppm": s.host_cpu.map(|h| (h * 1e6).round() as u64),
             "cgroup_cpu_of_quota_ppm": s.cgroup_cpu.map(|c| (c * 1e6).round() as u64),
         })
     }
@@ -364,7 +366,7 @@ mod tests {
             at_ns: at * S,
             sent: at * 10,
             scheduled: 100,
-            host_cpu: host,
+            host_cpu: Some(host),
             ttft_ns: vec![200_000_000, 210_000_000, 250_000_000],
             fault: FaultState::Fired,
             ..Second::default()

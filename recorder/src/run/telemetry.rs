@@ -7,7 +7,9 @@ use super::{
     EventKind, EventRecord, Fired, Instant, LagSummary, Ordering, Record, Sender, Shared,
     TelemetryRecord, TELEMETRY_INTERVAL,
 };
-use percentes_formats::journal::records::{PoolCounts, POOL_SUBJECT};
+use percentes_formats::journal::records::{
+    PoolCounts, HOST_CPU_NOT_READ, POOL_SUBJECT, RECORDER_CPU_NOT_READ,
+};
 use std::io::Write;
 
 impl Shared {
@@ -239,8 +241,11 @@ pub(super) fn telemetry_thread(
     let mut last_cgroup = cgroup
         .and_then(|c| c.counters())
         .map(|c| (c, Instant::now()));
-    let mut last_cpu = host_cpu();
-    let mut last_self = recorder_cpu_ns(ticks);
+    // Both files stay open for the run (super::host::ProcFile).
+    let mut proc_stat = super::host::ProcFile::open("/proc/stat");
+    let mut proc_self = super::host::ProcFile::open("/proc/self/stat");
+    let mut last_cpu = host_cpu(&mut proc_stat);
+    let mut last_self = recorder_cpu_ns(&mut proc_self, ticks);
     let mut last_queue_full = 0;
     let mut next = Instant::now() + TELEMETRY_INTERVAL;
     loop {
@@ -260,16 +265,22 @@ pub(super) fn telemetry_thread(
                 shared.fell_behind(sender, stop, at_ns, fired, behind.lag_ns());
             }
         }
-        let cpu = host_cpu();
+        // A reading not taken at either end is written as not taken (JOURNAL.md "3
+        // telemetry"), never as 0: a gate must not pass on it.
+        let cpu = host_cpu(&mut proc_stat);
         let busy_ppm = match (last_cpu, cpu) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
-                ((b1 - b0) as f64 / (t1 - t0) as f64 * 1e6) as u32
+                (b1.saturating_sub(b0) as f64 / (t1 - t0) as f64 * 1e6).min(1e6) as u32
             }
-            _ => 0,
+            (Some(_), Some(_)) => 0,
+            _ => HOST_CPU_NOT_READ,
         };
         last_cpu = cpu;
-        let self_ns = recorder_cpu_ns(ticks);
-        let recorder_cpu = self_ns.saturating_sub(last_self);
+        let self_ns = recorder_cpu_ns(&mut proc_self, ticks);
+        let recorder_cpu = match (last_self, self_ns) {
+            (Some(before), Some(now)) => now.saturating_sub(before),
+            _ => RECORDER_CPU_NOT_READ,
+        };
         last_self = self_ns;
         let mut stall = std::mem::take(&mut *shared.stall_ns.lock().expect("stall lock"));
         stall.sort_unstable();
@@ -360,7 +371,7 @@ pub(super) fn telemetry_thread(
             behind_ns,
             client_late: shared.undispatched.load(Ordering::Relaxed),
             stall_p99_ns: telemetry.stall_p99_ns,
-            host_cpu: f64::from(busy_ppm) / 1e6,
+            host_cpu: telemetry.host_cpu(),
             cgroup_cpu: cgroup_share.take(),
             fault: super::live::FaultState::from_code(shared.fault_state.load(Ordering::Relaxed)),
             ttft_ns: ttft,
