@@ -11,7 +11,7 @@
 //! request of the span before it is at least `lag` late, whatever the worker does next.
 
 /// One worker's judgement, request by request.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Behind {
     lag_ns: u64,
     span_ns: u64,

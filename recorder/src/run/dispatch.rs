@@ -55,6 +55,9 @@ pub(super) enum Step {
 pub(super) struct Judge {
     timeout_ns: u64,
     behind: Behind,
+    /// The same policy over when requests went out (their connect or send began), which a
+    /// starved runtime delays after the pacer reached them on time.
+    went_out: Behind,
     fired: Option<Fired>,
 }
 
@@ -76,6 +79,20 @@ impl Judge {
         } else {
             Step::Send { entry, reached_ns }
         }
+    }
+
+    /// Judges a request that went out (its connect or its send began) at `out_ns`: the pacer
+    /// may reach requests on time while the runtime that should send them is starved, and the
+    /// policy must see the load the target received, not the load the pacer meant (SPEC §2
+    /// "Falling behind"). Returns whether it went out `client.behind_lag_ms` or more late:
+    /// the client's lateness, whatever happened next.
+    pub(super) fn went_out(&mut self, intended_ns: u64, out_ns: u64, stopped: bool) -> bool {
+        if !stopped {
+            if let Some(fired) = self.went_out.reached(intended_ns, out_ns) {
+                self.fired.get_or_insert(fired);
+            }
+        }
+        out_ns.saturating_sub(intended_ns) >= self.went_out.lag_ns()
     }
 
     /// The fall-behind policy's first firing, once.
@@ -102,6 +119,7 @@ impl<I: Iterator<Item = Entry>> Dispatcher<I> {
             poll_ns: poll_ns.max(1),
             judge: Rc::new(RefCell::new(Judge {
                 timeout_ns,
+                went_out: behind.clone(),
                 behind,
                 fired: None,
             })),
@@ -271,6 +289,41 @@ mod tests {
             50 * MS,
             Behind::new(1_000 * MS, 1_000 * MS),
         )
+    }
+
+    /// Issue 50: at 2,000 rps the pacer reached every request on time while the starved
+    /// runtime began their connects seconds late, and the policy, reading only the pacer, never
+    /// fired. Requests reached on time that go out a second or more late, over a second of
+    /// intended time, fire it; each such request is the client's lateness; one that goes out
+    /// in time ends the run of late ones.
+    #[test]
+    fn requests_that_go_out_late_fire_the_policy_though_reached_on_time() {
+        let intended: Vec<u64> = (0..40).map(|i| i * 50).collect();
+        let mut d = dispatcher(&intended);
+        let judge = d.judge();
+        let mut late = 0;
+        for (i, &ms) in intended.iter().enumerate() {
+            // Reached on time.
+            assert!(matches!(d.step(ms * MS, false), Step::Send { .. }));
+            assert!(
+                d.take_fired().is_none(),
+                "the pacer alone sees nothing late"
+            );
+            // Went out 1.5 s late (request 3 in time, which restarts the run).
+            let out = if i == 3 { ms } else { ms + 1_500 };
+            if judge.borrow_mut().went_out(ms * MS, out * MS, false) {
+                late += 1;
+            }
+            if let Some((fired, lag)) = d.take_fired() {
+                assert_eq!(lag, 1_000 * MS);
+                // The run began at request 4 (200 ms) and spanned 1 s by request 24.
+                assert_eq!((fired.since_ns, fired.until_ns), (200 * MS, 1_200 * MS));
+                assert_eq!(i, 24);
+                assert_eq!(late, 24);
+                return;
+            }
+        }
+        panic!("the policy never fired");
     }
 
     /// Never early: before its time a request is waited for (at most a stop poll at a time);

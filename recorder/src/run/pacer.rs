@@ -200,8 +200,18 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                 loop {
                     // Boxed: the exchange's state is several KB, and the task that owns it is
                     // moved into the executor's slot; a box moves once, a large future three times.
-                    let (record, carried) =
+                    let (mut record, carried) =
                         Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
+                    let out_ns = record.connect_start_ns.max(record.dispatched_ns);
+                    if let Some(out_ns) = out_ns {
+                        let stopped = ctx2.stop.load(Ordering::Relaxed);
+                        if judge
+                            .borrow_mut()
+                            .went_out(entry.intended_ns, out_ns, stopped)
+                        {
+                            went_out_late(&mut record, out_ns, timeout_ns);
+                        }
+                    }
                     let terminal_ns = record.terminal_ns;
                     finished(&ctx2, &local2, &batch2, &entry, record, carried, dispatched);
                     let session = (&*batch2, &*judge, &*waiting2);
@@ -398,6 +408,31 @@ pub(super) fn client_late(
     ctx.shared.undispatched.fetch_add(1, Ordering::Relaxed);
     ctx.shared.tally(&record);
     record
+}
+
+/// A request whose connect or send began `client.behind_lag_ms` or more after its intended
+/// time is the client's lateness, whatever happened next (SPEC §2 "The client's lateness is the
+/// client's"): `undispatched`, class `client-late`, its stamps kept as the evidence, its
+/// terminal no later than its deadline (intended time plus the timeout), and its detail saying
+/// how late it went out and what then happened (the class it would have had, and its detail).
+pub(super) fn went_out_late(record: &mut RequestRecord, out_ns: u64, timeout_ns: u64) {
+    let then =
+        percentes_formats::journal::records::class_name(record.class).unwrap_or("unknown class");
+    let detail = format!(
+        "the recorder began this request {:.3} s after its intended time (its connect or send; client.behind_lag_ms): the client's lateness, not the target's (SPEC §2); then: {then}{}",
+        out_ns.saturating_sub(record.intended_ns) as f64 / 1e9,
+        if record.detail.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", record.detail)
+        }
+    );
+    record.outcome = Outcome::Undispatched as u8;
+    record.class = class_code("client-late").expect("defined");
+    record.terminal_ns = record
+        .terminal_ns
+        .min(record.intended_ns.saturating_add(timeout_ns));
+    record.detail = crate::exchange::cut(&detail, crate::exchange::DETAIL_BYTES_MAX).to_owned();
 }
 
 /// The record of a request the run stopped before it was sent: censored, class `run-end`, its
@@ -692,5 +727,49 @@ mod tests {
         assert_eq!(w.earliest(), 700);
         w.note(700, false);
         assert_eq!(w.earliest(), u64::MAX);
+    }
+
+    /// Issue 50: a request whose connect began 4.46 s late and then hit the connect budget was
+    /// journaled `connect`, the target's failure. It is `client-late`, the client's, with the
+    /// evidence kept and what happened next in its detail; its terminal is within its deadline.
+    #[test]
+    fn a_request_that_went_out_late_is_the_clients_whatever_happened_next() {
+        use percentes_formats::journal::records::class_name;
+        let entry = Entry {
+            index: 7,
+            intended_ns: 1_000_000_000,
+            route: 0,
+            phase: 0,
+            session: 7,
+            turn: 0,
+        };
+        let mut record = blank(&entry);
+        record.class = class_code("connect").unwrap();
+        record.dispatched_ns = Some(1_000_100_000);
+        record.connect_start_ns = Some(5_460_000_000);
+        record.terminal_ns = 15_460_000_000;
+        record.detail = "the TCP connect took longer than 10s".into();
+        went_out_late(&mut record, 5_460_000_000, 3_000_000_000);
+        assert_eq!(class_name(record.class), Some("client-late"));
+        assert_eq!(record.outcome, Outcome::Undispatched as u8);
+        assert_eq!(
+            record.terminal_ns, 4_000_000_000,
+            "the deadline: intended plus timeout"
+        );
+        assert_eq!(
+            record.connect_start_ns,
+            Some(5_460_000_000),
+            "the evidence stays"
+        );
+        assert!(
+            record
+                .detail
+                .starts_with("the recorder began this request 4.460 s after its intended time")
+                && record
+                    .detail
+                    .ends_with("then: connect, the TCP connect took longer than 10s"),
+            "{}",
+            record.detail
+        );
     }
 }
