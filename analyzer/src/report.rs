@@ -886,16 +886,29 @@ pub fn client_words(report: &Report, journal: &Path) -> Vec<String> {
     if failed.is_empty() {
         return Vec::new();
     }
-    let mut out = vec![
-        "THE CLIENT FAILED ITS OWN CHECKS (SPEC §2): the recorder, not the target, could not keep the run it was asked for, so nothing from this run may be published. What it suffered:".to_owned(),
-    ];
+    // Where G2.1's late requests spent their time (issue 50): begun on time and waiting for
+    // their connection is the target's (or the network's) wait, not the client's.
+    let connection = report.validity.late_sends.filter(|l| l.mostly_connection());
+    let only_skew = failed
+        .iter()
+        .all(|g| matches!(g.id, GateId::SendSkewP99 | GateId::SendSkewMax));
+    let mut out = vec![match connection {
+        Some(_) if only_skew => "THE RUN FAILED THE CLIENT'S SEND-SKEW CHECK (SPEC §2, G2.1), AND THE WAIT WAS THE TARGET'S: the requests went out on time and waited for their connections, so nothing from this run may be published, and the target (or the network to it) is what made them late. What the check saw:".to_owned(),
+        _ => "THE CLIENT FAILED ITS OWN CHECKS (SPEC §2): the recorder, not the target, could not keep the run it was asked for, so nothing from this run may be published. What it suffered:".to_owned(),
+    }];
     let telemetry = &report.audit.telemetry;
     for g in failed {
         let said = match g.id {
-            GateId::SendSkewP99 | GateId::SendSkewMax => format!(
-                "it sent requests late: {} {} against a limit of {} (G2.1); every late request waited on the client, not on the target",
-                g.id, g.observed, g.limit
-            ),
+            GateId::SendSkewP99 | GateId::SendSkewMax => match report.validity.late_sends {
+                Some(l) => format!(
+                    "requests were ready to send late: {} {} against a limit of {} (G2.1); of the {} ready later than the p99 limit, {} began on time and waited for their connection (a SYN-ACK, a TLS handshake: the target's or the network's answer, not the client's) and {} began late (the client's)",
+                    g.id, g.observed, g.limit, l.late, l.waited_on_connection, l.began_late
+                ),
+                None => format!(
+                    "it sent requests late: {} {} against a limit of {} (G2.1); every late request waited on the client, not on the target",
+                    g.id, g.observed, g.limit
+                ),
+            },
             GateId::Undispatched => format!(
                 "requests scheduled but never sent: {} (G2.2): the recorder reached them only after their deadline (class client-late) or could not open a connection; they are the client's failures, counted against no target",
                 g.observed

@@ -11,7 +11,7 @@ use percentes_formats::spec::{
 
 use crate::frame::{CgroupRow, Requests, NONE};
 use crate::load::Run;
-use crate::model::{Effect, Gate, GateId, Status, Validity};
+use crate::model::{Effect, Gate, GateId, LateSends, Status, Validity};
 use crate::windows::Window;
 
 /// The client-validity gate (§2) over the measured windows.
@@ -45,6 +45,39 @@ pub(super) fn measured_skews(
         .collect();
     skews.sort_unstable();
     skews
+}
+
+/// The measured requests ready to send more than `limit_ns` after their intended time, by where
+/// the time went (issue 50): begun late (the later of dispatch and connect start past the
+/// limit: the client's) or begun in time and waiting for their connect or TLS handshake (the
+/// target's or the network's: a dropped SYN is waited for on time). `None` when none is late.
+pub(super) fn late_sends(run: &Run, cut: &[Window], limit_ns: u64) -> Option<LateSends> {
+    let requests = &run.requests;
+    let mut split = LateSends {
+        late: 0,
+        began_late: 0,
+        waited_on_connection: 0,
+    };
+    for row in (0..requests.len()).filter(|&row| requests.dispatched_ns[row] != NONE) {
+        let intended = requests.intended_ns[row];
+        let measured =
+            crate::windows::locate(cut, intended).is_some_and(|w| cut[w].kind.measured());
+        if !measured || send_ready_ns(requests, row).saturating_sub(intended) <= limit_ns {
+            continue;
+        }
+        split.late += 1;
+        let connect = requests.connect_start_ns[row];
+        let began = match connect {
+            NONE => requests.dispatched_ns[row],
+            at => at.max(requests.dispatched_ns[row]),
+        };
+        if began.saturating_sub(intended) > limit_ns {
+            split.began_late += 1;
+        } else {
+            split.waited_on_connection += 1;
+        }
+    }
+    (split.late > 0).then_some(split)
 }
 
 /// When a dispatched request could first be handed to the kernel: its dispatch, or, when it
@@ -243,9 +276,18 @@ pub(super) fn evaluate(run: &Run, cut: &[Window], skews: &[u64], rules: &Rules) 
             note: "the recorder stopped offered load when it fell behind its schedule: the client was unfit, not the target".into(),
         });
     }
+    let skew_failed = gates
+        .iter()
+        .any(|g| matches!(g.id, GateId::SendSkewP99 | GateId::SendSkewMax) && !g.holds());
+    let late_sends = if skew_failed && rules.skew == SkewDefinition::ReadyToSend {
+        late_sends(run, cut, (limit_p99 * 1e6) as u64).filter(|l| l.waited_on_connection > 0)
+    } else {
+        None
+    };
     Validity {
         valid: gates.iter().all(Gate::passed),
         gates,
+        late_sends,
     }
 }
 

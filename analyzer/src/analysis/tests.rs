@@ -414,7 +414,11 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
     let r = steady_with(unread, &fine);
     let g = gate(&r, GateId::HostCpu);
     assert_eq!(g.status, Status::Unobserved, "{g:?}");
-    assert!(g.note.contains("26 measured seconds have no host CPU reading"), "{g:?}");
+    assert!(
+        g.note
+            .contains("26 measured seconds have no host CPU reading"),
+        "{g:?}"
+    );
     assert!(!r.validity.valid);
 
     // G2.4: one second whose ticker p99 is 1 ms exactly (the gate is strict).
@@ -428,6 +432,78 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
     assert_eq!(gate(&r, GateId::HostCpu).status, Status::Unobserved);
     assert_eq!(gate(&r, GateId::RuntimeStall).status, Status::Unobserved);
     assert!(!r.validity.valid);
+}
+
+/// Issue 50: SYNs to the target dropped for a while. Requests 100-199 go out on time and
+/// wait 1.5 s for their connect (the SYN retransmitted), so G2.1 fails under v0.3 on (its skew
+/// runs to the moment a request could be sent); the report splits the late ones by where the
+/// time went and no longer says every late request waited on the client. A starved client whose
+/// connects began late is still its own.
+#[test]
+fn g2_1_says_whose_wait_it_was() {
+    let syn_dropped = |e: &Entry| {
+        let mut r = completed(e, 100_000, 1_700 * MS, 2_000 * MS, vec![]);
+        if (100..200).contains(&e.index) {
+            r.connect_start_ns = Some(e.intended_ns + 100_000);
+            r.connect_end_ns = Some(e.intended_ns + 1_500 * MS);
+            r.connection_reused = false;
+        }
+        Some(r)
+    };
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &syn_dropped,
+        Vec::new(),
+        quiet_telemetry(42),
+        SealStatus::Completed,
+    );
+    let r = analyze_bytes("syn-drop.pj", &bytes, Spec::V0_5);
+    assert_eq!(gate(&r, GateId::SendSkewP99).status, Status::Fail);
+    let split = r.validity.late_sends.expect("the late ones split");
+    // Requests 100-119 fall in the 6 s warm-up, which G2.1 does not read.
+    assert_eq!(
+        (split.late, split.waited_on_connection, split.began_late),
+        (80, 80, 0)
+    );
+    let words = crate::report::client_words(&r, std::path::Path::new("syn.pj")).join("\n");
+    assert!(words.contains("AND THE WAIT WAS THE TARGET'S"), "{words}");
+    assert!(
+        words.contains("80 began on time and waited for their connection"),
+        "{words}"
+    );
+    assert!(
+        !words.contains("every late request waited on the client"),
+        "{words}"
+    );
+
+    // The same lateness begun late (the connect itself started 1.5 s late): the client's.
+    let starved = |e: &Entry| {
+        let mut r = completed(e, 100_000, 1_700 * MS, 2_000 * MS, vec![]);
+        if (100..200).contains(&e.index) {
+            r.connect_start_ns = Some(e.intended_ns + 1_400 * MS);
+            r.connect_end_ns = Some(e.intended_ns + 1_500 * MS);
+            r.connection_reused = false;
+        }
+        Some(r)
+    };
+    let bytes = synthetic::scripted(
+        &config(STEADY),
+        &starved,
+        Vec::new(),
+        quiet_telemetry(42),
+        SealStatus::Completed,
+    );
+    let r = analyze_bytes("starved.pj", &bytes, Spec::V0_5);
+    assert_eq!(gate(&r, GateId::SendSkewP99).status, Status::Fail);
+    assert_eq!(
+        r.validity.late_sends, None,
+        "nothing waited on a connection"
+    );
+    let words = crate::report::client_words(&r, std::path::Path::new("s.pj")).join("\n");
+    assert!(
+        words.contains("THE CLIENT FAILED ITS OWN CHECKS"),
+        "{words}"
+    );
 }
 
 /// One `cgroup-cpu` second: `busy` of a half-core quota (none when `quota_us` is 0), 10 ms

@@ -126,6 +126,31 @@ pub struct Validity {
     pub valid: bool,
     /// The gates, in report order.
     pub gates: Vec<Gate>,
+    /// Where the requests G2.1 found late spent their lateness, when G2.1 failed and some of
+    /// them began on time and waited for their connection (issue 50): absent otherwise, as in
+    /// every report before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_sends: Option<LateSends>,
+}
+
+/// The requests ready to send later than G2.1's p99 limit, by where the time went: begun late
+/// (their dispatch, or their connect, came late: the client's), or begun on time and waiting for
+/// their connection (a SYN-ACK, a TLS handshake: the target's or the network's answer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LateSends {
+    /// Ready to send later than the limit.
+    pub late: u64,
+    /// Of those, begun later than the limit: the client's lateness.
+    pub began_late: u64,
+    /// Of those, begun in time and waiting for their connect or TLS handshake.
+    pub waited_on_connection: u64,
+}
+
+impl LateSends {
+    /// Whether the lateness is mostly the connection's, not the client's.
+    pub fn mostly_connection(&self) -> bool {
+        self.waited_on_connection > self.began_late
+    }
 }
 
 impl Validity {
