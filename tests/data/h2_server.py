@@ -21,7 +21,11 @@ GOAWAY is sent, so a client that keeps new requests off the stalled connection c
 With "flood" and a count N, a chat completion is answered only after N PING frames on its
 connection (no GOAWAY is sent).
 
-Usage: python3 h2_server.py PORT [stall | stall-one | flood N]
+With "goaway-answered", a chat completion gets its HEADERS (200) and its first event, then a
+GOAWAY whose last stream id is 0, and the connection closes: a server that answered a stream and
+then said it processed none.
+
+Usage: python3 h2_server.py PORT [stall | stall-one | flood N | goaway-answered]
 (prints "ready" once it listens; serves until killed)
 """
 import json
@@ -50,6 +54,7 @@ MODE = sys.argv[2] if len(sys.argv) > 2 else ""
 STALL = MODE == "stall"
 STALL_ONE = MODE == "stall-one"
 FLOOD = int(sys.argv[3]) if MODE == "flood" else 0
+GOAWAY_ANSWERED = MODE == "goaway-answered"
 stalled = {"connection": None}
 stalled_lock = threading.Lock()
 
@@ -91,6 +96,11 @@ def serve(sock):
                     body = json.dumps({"data": [{"id": "mock"}]}).encode()
                     conn.send_headers(stream, [(":status", "200"), ("content-type", "application/json")])
                     conn.send_data(stream, body, end_stream=True)
+                elif GOAWAY_ANSWERED:
+                    conn.send_headers(stream, [(":status", "200"), ("content-type", "text/event-stream")])
+                    conn.send_data(stream, sse().split(b"\n\n")[0] + b"\n\n", end_stream=False)
+                    conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR, last_stream_id=0)
+                    gone = True
                 elif stream > LAST_PROCESSED and not STALL_ONE and not FLOOD:
                     conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR, last_stream_id=LAST_PROCESSED)
                     gone = True

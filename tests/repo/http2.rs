@@ -470,6 +470,42 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
     assert!(goaway >= 1 && completed >= 2, "{goaway} {completed}");
 }
 
+/// Issue 50: a server that sends HEADERS 200 and the first event of each stream, then a GOAWAY
+/// whose last stream id is 0 and closes. Each stream was answered, so none is `refused` ("the
+/// server did not process this stream", as each one read before): what was received decides,
+/// an answer cut short by the connection's end, `premature-close`, with its status and first
+/// content kept.
+#[test]
+fn a_goaway_after_an_answer_is_classed_by_what_was_received() {
+    const TEST: &str = "the GOAWAY-after-an-answer test";
+    let _machine = crate::machine();
+    if !python_has("h2", TEST) {
+        return;
+    }
+    let (_server, port) = h2_server(&["goaway-answered"]);
+    let config = config(
+        &format!("http://127.0.0.1:{port}"),
+        "http = \"2\"",
+        "deterministic",
+        4.0,
+        "[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n",
+    );
+    let requests = record(&config, "h2-goaway-answered").unwrap();
+    assert!(!requests.is_empty());
+    for (r, protocol, _) in &requests {
+        assert_eq!(*protocol, Some(2));
+        assert_eq!(class(r), "premature-close", "{}", r.detail);
+        assert!(
+            r.detail
+                .contains("after it had begun answering this stream"),
+            "{}",
+            r.detail
+        );
+        assert_eq!(r.http_status, 200);
+        assert!(r.first_content_ns.is_some());
+    }
+}
+
 /// `target.http = "auto"` against nginx without `http2`: ALPN settles on HTTP/1.1 for every
 /// connection and every request records it; `"2"` against the same server is refused at the
 /// pre-flight, naming what ALPN chose.

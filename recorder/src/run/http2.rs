@@ -456,6 +456,24 @@ pub(super) fn verdict(e: &h2::Error) -> Verdict {
     }
 }
 
+/// The verdict of a stream that an h2 error ended after its response head came: as
+/// [`verdict`], except that a GOAWAY whose last stream id is below this stream cannot mean the
+/// server did not process it, since it answered (issue 50: a server sending GOAWAY(0) after
+/// HEADERS 200 and DATA had every such stream journaled `refused`). What was received decides:
+/// an answer cut short by the connection's end, `premature-close`.
+pub(super) fn answered_verdict(e: &h2::Error) -> Verdict {
+    if e.is_go_away() && e.get_io().is_none() && !e.is_library() {
+        return Verdict::errored(
+            "premature-close",
+            format!(
+                "{}: the server ended the connection after it had begun answering this stream (a GOAWAY whose last stream id is below it), before the stream's end",
+                describe(e)
+            ),
+        );
+    }
+    verdict(e)
+}
+
 /// One request as one stream of `slot`'s connection. `opened` is whether this request opened
 /// the connection (its connect and TLS times are then in the record).
 pub(super) async fn talk(
@@ -582,7 +600,9 @@ pub(super) async fn talk(
                 record.bytes_received += chunk.len() as u64;
                 exchange.on_http(http1::Event::Data(chunk.to_vec()), now);
             }
-            Some(Err(e)) => break exchange.finish(false, Some(verdict(&e)), now_ns(ctx.epoch)),
+            Some(Err(e)) => {
+                break exchange.finish(false, Some(answered_verdict(&e)), now_ns(ctx.epoch))
+            }
             None => {
                 let now = now_ns(ctx.epoch);
                 exchange.on_http(http1::Event::End, now);
