@@ -102,18 +102,41 @@ fn scrape_thread(
     shared: &Shared,
     stop: &AtomicBool,
 ) {
+    lowest_priority();
     let mut scraper = Scraper::default();
     let mut said: Option<String> = None;
+    let mut spaced = false;
     let mut due = Instant::now();
     loop {
         let last = shared.done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
-        for record in scrape_once(source, period, select, epoch, &mut scraper, &mut said) {
+        let cpu_before = thread_cpu_ns();
+        let mut records = scrape_once(source, period, select, epoch, &mut scraper, &mut said);
+        let cpu_ns = thread_cpu_ns().saturating_sub(cpu_before);
+        let spacing = spacing(period, cpu_ns);
+        // Said once when the spacing begins, and again only after it has ended.
+        if spacing > period && !spaced {
+            records.push(Record::Event(EventRecord {
+                at_ns: now_ns(epoch),
+                kind: EventKind::Scrape.code(),
+                subject: source.name.clone(),
+                detail: DetailWord::ScrapeAnswer.with(&format!(
+                    "reading and parsing one answer took {:.1} ms of CPU, over the {} % of one CPU a source may take (server.scrape_cpu_max_percent): the next scrape waits {:.0} ms, not {:.0} ms, so the endpoint cannot compete with the workers",
+                    cpu_ns as f64 / 1e6,
+                    pins::value::SERVER_SCRAPE_CPU_MAX_PERCENT,
+                    spacing.as_secs_f64() * 1e3,
+                    period.as_secs_f64() * 1e3
+                )),
+                value: None,
+            }));
+        }
+        spaced = spacing > period;
+        for record in records {
             sender.send(record);
         }
         if last {
             return;
         }
-        due += period;
+        due += spacing;
         let now = Instant::now();
         if due < now {
             // A scrape that took its whole period skips the deadlines it missed.
@@ -125,6 +148,44 @@ fn scrape_thread(
             }
             std::thread::sleep(due.saturating_duration_since(Instant::now()).min(STOP_POLL));
         }
+    }
+}
+
+/// The wait from one scrape's start to the next: the period, or longer when the scrape's CPU
+/// (`cpu_ns`, reading and parsing the answer) was more than `server.scrape_cpu_max_percent` of
+/// it, so that a source's scrapes take at most that share of one CPU however large or fast its
+/// answers.
+pub(super) fn spacing(period: Duration, cpu_ns: u64) -> Duration {
+    let share = pins::value::SERVER_SCRAPE_CPU_MAX_PERCENT as f64 / 100.0;
+    let needed = Duration::from_nanos((cpu_ns as f64 / share) as u64);
+    period.max(needed)
+}
+
+/// The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID); 0 where it cannot be read, which
+/// leaves the spacing at the period.
+fn thread_cpu_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `now` is.
+    #[allow(unsafe_code)]
+    let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if read != 0 {
+        return 0;
+    }
+    (now.tv_sec as u64).saturating_mul(1_000_000_000) + now.tv_nsec as u64
+}
+
+/// Runs the calling thread at nice 19, the lowest priority: a scrape waits for the workers,
+/// never the other way. (On Linux a thread's nice value is its own.) A refusal leaves it as it
+/// is; the CPU share still bounds it.
+fn lowest_priority() {
+    // SAFETY: gettid and setpriority take and return integers; no memory is involved.
+    #[allow(unsafe_code)]
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
     }
 }
 
@@ -319,6 +380,41 @@ mod tests {
             panic!("{got:#?}")
         };
         assert_eq!(last.gone, [0], "the garbage answer carries no gauge");
+    }
+
+    /// Issue 50: a hostile endpoint (100,000 series at a 250 ms period) made the scraper's
+    /// parsing compete with the workers. A scrape that took more than 5 % of one CPU over its
+    /// period spaces the next one out until the share holds; a cheap one keeps the period.
+    #[test]
+    fn a_scrape_that_costs_more_than_its_share_spaces_the_next_out() {
+        let period = Duration::from_millis(250);
+        assert_eq!(
+            spacing(period, 2_000_000),
+            period,
+            "2 ms of CPU in 250 ms: 0.8 %"
+        );
+        assert_eq!(spacing(period, 12_500_000), period, "exactly 5 %");
+        assert_eq!(spacing(period, 60_000_000), Duration::from_millis(1_200));
+        // The scraper's own thread: its CPU time is read, and it runs at nice 19.
+        std::thread::spawn(|| {
+            lowest_priority();
+            let before = thread_cpu_ns();
+            let mut x = 0u64;
+            for i in 0..5_000_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+            assert!(x != 1 && thread_cpu_ns() > before);
+            // SAFETY: gettid takes nothing and returns the thread's id.
+            #[allow(unsafe_code)]
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+            let after = stat.rsplit_once(')').unwrap().1;
+            // Fields after the name: state, then 15 more to nice (field 19 of the whole line).
+            let nice: i64 = after.split_whitespace().nth(16).unwrap().parse().unwrap();
+            assert_eq!(nice, 19, "{stat}");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
