@@ -1719,7 +1719,7 @@ fn reflecting_server() -> SocketAddr {
                         return;
                     }
                     served += 1;
-                    let (status, text) = if served % 2 == 0 {
+                    let (status, text) = if served.is_multiple_of(2) {
                         (
                             "401 Unauthorized",
                             format!("{{\"error\": \"key {authorization} is not valid\"}}"),

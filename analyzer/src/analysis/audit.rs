@@ -268,7 +268,10 @@ const LEGACY_QUEUE_CAPACITY: u64 = 1 << 16;
 pub(super) fn telemetry_summary(run: &Run, cut: &[Window], rules: &Rules) -> TelemetrySummary {
     let samples = measured_telemetry(run, cut);
     // Over the seconds whose recorder CPU was read (JOURNAL.md "3 telemetry").
-    let read: Vec<_> = samples.iter().filter(|t| t.recorder_cpu().is_some()).collect();
+    let read: Vec<_> = samples
+        .iter()
+        .filter(|t| t.recorder_cpu().is_some())
+        .collect();
     let cpu_ns: u64 = read.iter().filter_map(|t| t.recorder_cpu()).sum();
     let wall_ns: u64 = read.iter().map(|t| t.interval_ns).sum();
     let gate_window_ns = run.config.number(&pins::GATES_HOST_CPU_WINDOW_S) * 1e9;
