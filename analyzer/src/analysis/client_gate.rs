@@ -378,7 +378,6 @@ pub(super) fn cpu_reading(
     window_ns: u64,
     source: CpuSource,
 ) -> CpuReading {
-    const HOST: &str = "busy share of all host cores (/proc/stat), mean over each run of consecutive samples spanning 5 s";
     let span = measured_span(cut);
     let inside =
         |at_ns: u64, interval_ns: u64| at_ns > span.0 && at_ns.saturating_sub(interval_ns) < span.1;
@@ -429,11 +428,30 @@ pub(super) fn cpu_reading(
         };
         gated = max_option(gated, reading);
     }
-    if host_gated && not_read > 0 {
-        gated = None;
+    let how = cpu_how(
+        cgroup_worst.is_some(),
+        (by_cgroup, recorders),
+        (host_gated, not_read),
+    );
+    CpuReading {
+        gated: gated.filter(|_| !(host_gated && not_read > 0)),
+        cgroup: cgroup_worst,
+        throttled,
+        how,
     }
+}
+
+/// How G2.3 read the CPU: the host's share or the recorders' cgroups (`by_cgroup` of
+/// `recorders`), whether the journal also holds a cgroup reading, and how many measured seconds
+/// had no host reading where the host's share was gated.
+fn cpu_how(
+    has_cgroup: bool,
+    (by_cgroup, recorders): (usize, usize),
+    (host_gated, not_read): (bool, u64),
+) -> String {
+    const HOST: &str = "busy share of all host cores (/proc/stat), mean over each run of consecutive samples spanning 5 s";
     let how = if by_cgroup == 0 {
-        if cgroup_worst.is_some() {
+        if has_cgroup {
             format!("{HOST}; the journal also holds the recorder's cgroup CPU against its quota, which spec v0.3 gates on and v0.1 and v0.2 do not")
         } else {
             HOST.into()
@@ -446,16 +464,10 @@ pub(super) fn cpu_reading(
         };
         format!("CPU of {which} cgroup against its quota (cgroup-cpu: usage over quota per period), mean over each run of consecutive seconds spanning 5 s; the host's /proc/stat share is in the audit")
     };
-    let how = if host_gated && not_read > 0 {
+    if host_gated && not_read > 0 {
         format!("{how}; {not_read} measured seconds have no host CPU reading (the recorder could not read /proc/stat), so the gate is not observed")
     } else {
         how
-    };
-    CpuReading {
-        gated,
-        cgroup: cgroup_worst,
-        throttled,
-        how,
     }
 }
 

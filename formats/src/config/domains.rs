@@ -213,6 +213,13 @@ impl Config {
                 return Err(invalid(key, why));
             }
         }
+        self.check_recording_limits()
+    }
+
+    /// [`Config::check_for_recording`]'s second half: each route's verification rule, limits
+    /// of zero no run meets, dev phases that would not be there, and the windows thresholds
+    /// read.
+    fn check_recording_limits(&self) -> Result<(), ConfigError> {
         for (i, route) in self.routes.iter().enumerate() {
             check_verify(&route.verify, i)?;
         }

@@ -749,44 +749,7 @@ pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<()
     for (listed, file) in manifest.shards.iter().zip(files) {
         // The file the entry names, not the shard of that index wherever it is.
         match fresh.shards.iter().find(|s| s.file == file.name) {
-            Some(found) if found.index != listed.index => why.push(format!(
-                "shard {}: the manifest names {} for it, and that file holds shard {}: the files were swapped or renamed after merge",
-                listed.index, listed.file, found.index
-            )),
-            Some(found) if found.chain_head != listed.chain_head => why.push(format!(
-                "shard {}: {} has chain head {}, the manifest bound {}: the file was replaced or changed after merge",
-                listed.index, found.file, found.chain_head, listed.chain_head
-            )),
-            Some(found) if found.file_bytes != listed.file_bytes => why.push(format!(
-                "shard {}: {} is {} bytes, the manifest bound {}",
-                listed.index, found.file, found.file_bytes, listed.file_bytes
-            )),
-            Some(found) if (found.seal.as_str(), found.requests) != (listed.seal.as_str(), listed.requests) => {
-                why.push(format!(
-                    "shard {}: the manifest says seal {} with {} requests, the file says {} with {}",
-                    listed.index, listed.seal, listed.requests, found.seal, found.requests
-                ))
-            }
-            // Every other restated field, as the file says it.
-            Some(found)
-                if (&found.hostname, &found.boot_id, &found.clock)
-                    != (&listed.hostname, &listed.boot_id, &listed.clock)
-                    || found.start_late_ms.to_bits() != listed.start_late_ms.to_bits() =>
-            {
-                why.push(format!(
-                    "shard {}: the manifest restates host {:?}, boot id {:?}, clock {:?}, {} ms late; the file says {:?}, {:?}, {:?}, {} ms",
-                    listed.index,
-                    listed.hostname,
-                    listed.boot_id,
-                    listed.clock,
-                    listed.start_late_ms,
-                    found.hostname,
-                    found.boot_id,
-                    found.clock,
-                    found.start_late_ms
-                ))
-            }
-            Some(_) => {}
+            Some(found) => why.extend(entry_problem(listed, found)),
             None => why.push(format!(
                 "shard {}: {} has no readable header",
                 listed.index, listed.file
@@ -798,6 +761,54 @@ pub fn check_manifest(manifest: &Manifest, files: &[ShardFile<'_>]) -> Result<()
     } else {
         Err(Refused(why))
     }
+}
+
+/// What the file a manifest entry names (`found`, as `check_shards` read it) says against the
+/// entry (`listed`): another shard's index, another head or length, or another restated field.
+fn entry_problem(listed: &ManifestShard, found: &ManifestShard) -> Option<String> {
+    if found.index != listed.index {
+        return Some(format!(
+            "shard {}: the manifest names {} for it, and that file holds shard {}: the files were swapped or renamed after merge",
+            listed.index, listed.file, found.index
+        ));
+    }
+    if found.chain_head != listed.chain_head {
+        return Some(format!(
+            "shard {}: {} has chain head {}, the manifest bound {}: the file was replaced or changed after merge",
+            listed.index, found.file, found.chain_head, listed.chain_head
+        ));
+    }
+    if found.file_bytes != listed.file_bytes {
+        return Some(format!(
+            "shard {}: {} is {} bytes, the manifest bound {}",
+            listed.index, found.file, found.file_bytes, listed.file_bytes
+        ));
+    }
+    if (found.seal.as_str(), found.requests) != (listed.seal.as_str(), listed.requests) {
+        return Some(format!(
+            "shard {}: the manifest says seal {} with {} requests, the file says {} with {}",
+            listed.index, listed.seal, listed.requests, found.seal, found.requests
+        ));
+    }
+    // Every other restated field, as the file says it.
+    let restated = |s: &ManifestShard| (s.hostname.clone(), s.boot_id.clone(), s.clock.clone());
+    if restated(found) != restated(listed)
+        || found.start_late_ms.to_bits() != listed.start_late_ms.to_bits()
+    {
+        return Some(format!(
+            "shard {}: the manifest restates host {:?}, boot id {:?}, clock {:?}, {} ms late; the file says {:?}, {:?}, {:?}, {} ms",
+            listed.index,
+            listed.hostname,
+            listed.boot_id,
+            listed.clock,
+            listed.start_late_ms,
+            found.hostname,
+            found.boot_id,
+            found.clock,
+            found.start_late_ms
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -73,6 +73,10 @@ fn out_of_domain_values_are_refused_with_key_line_and_column() {
         "target.nameserver",
         "port 0",
     );
+}
+
+#[test]
+fn a_verification_rule_out_of_its_domain_is_refused_with_key_line_and_column() {
     for (line, key, says) in [
         (
             "status = 0",
@@ -108,6 +112,10 @@ fn out_of_domain_values_are_refused_with_key_line_and_column() {
     ] {
         refused(&after_route(&format!("[routes.verify]\n{line}")), key, says);
     }
+}
+
+#[test]
+fn thresholds_extra_endpoints_and_limits_out_of_their_domain_are_refused() {
     refused(
         &after_route("[thresholds]\nfail_on = [\"goodput@nowhere >= 1%\"]"),
         "thresholds.fail_on[0]",

@@ -54,8 +54,30 @@ impl ScrapeRules {
     /// state includes it.
     pub fn check(&mut self, r: &ScrapeRecord) -> Result<(), BrokenScrapeRule> {
         let state = self.sources.entry(r.source.clone()).or_default();
+        state.times_and_flags(r)?;
+        let defined_from = state.kinds.len();
+        state.definitions(r)?;
+        let read = state.samples(r, defined_from)?;
+        state.gone(r, defined_from, &read)?;
+        for (i, was_read) in read.iter().enumerate() {
+            if *was_read {
+                state.gone[i] = false;
+            }
+        }
+        for &id in &r.gone {
+            state.gone[id as usize] = true;
+        }
+        state.records += 1;
+        state.last_received_ns = r.received_ns;
+        Ok(())
+    }
+}
+
+impl SourceState {
+    /// Rules 1 and 2: one answer at a time, in time order; `first` on the source's first record
+    /// only, never with `restarted`.
+    fn times_and_flags(&self, r: &ScrapeRecord) -> Result<(), BrokenScrapeRule> {
         let source = &r.source;
-        // Rule 1: one answer at a time, in time order.
         if r.sent_ns > r.received_ns {
             return broken(
                 1,
@@ -65,22 +87,21 @@ impl ScrapeRules {
                 ),
             );
         }
-        if state.records > 0 && r.sent_ns < state.last_received_ns {
+        if self.records > 0 && r.sent_ns < self.last_received_ns {
             return broken(
                 1,
                 format!(
                     "a scrape of {source:?} sent at {} ns, before its previous answer was received ({} ns)",
-                    r.sent_ns, state.last_received_ns
+                    r.sent_ns, self.last_received_ns
                 ),
             );
         }
-        // Rule 2: `first` on the source's first record only; never `restarted` with it.
-        if r.first != (state.records == 0) {
+        if r.first != (self.records == 0) {
             return broken(
                 2,
                 format!(
                     "record {} of {source:?} {} `first`",
-                    state.records + 1,
+                    self.records + 1,
                     if r.first { "has" } else { "lacks" }
                 ),
             );
@@ -91,17 +112,21 @@ impl ScrapeRules {
                 format!("the first record of {source:?} says `restarted`"),
             );
         }
-        // Rule 3: each definition the source's next id, of a known kind, within the bound.
-        let defined_from = state.kinds.len();
+        Ok(())
+    }
+
+    /// Rule 3: each definition the source's next id, of a known kind, within the bound.
+    fn definitions(&mut self, r: &ScrapeRecord) -> Result<(), BrokenScrapeRule> {
+        let source = &r.source;
         for d in &r.defined {
-            if d.id as usize != state.kinds.len() {
-                let what = if (d.id as usize) < state.kinds.len() {
+            if d.id as usize != self.kinds.len() {
+                let what = if (d.id as usize) < self.kinds.len() {
                     format!("defines series {} of {source:?} again", d.id)
                 } else {
                     format!(
                         "defines series {} of {source:?}, where the next id is {}",
                         d.id,
-                        state.kinds.len()
+                        self.kinds.len()
                     )
                 };
                 return broken(3, what);
@@ -115,55 +140,77 @@ impl ScrapeRules {
                     ),
                 );
             }
-            if state.kinds.len() >= SOURCE_SERIES_MAX {
+            if self.kinds.len() >= SOURCE_SERIES_MAX {
                 return broken(
                     3,
                     format!("defines more than {SOURCE_SERIES_MAX} series of {source:?}"),
                 );
             }
-            state.kinds.push(d.kind);
-            state.gone.push(false);
+            self.kinds.push(d.kind);
+            self.gone.push(false);
         }
-        // Rule 4: samples of defined series, each at most once, every new series read.
-        let mut read = vec![false; state.kinds.len()];
+        Ok(())
+    }
+
+    /// Rules 4 and 6: samples of defined series, each at most once, every new series read; a
+    /// known cumulative series' increase never negative. Which ids the record reads.
+    fn samples(
+        &self,
+        r: &ScrapeRecord,
+        defined_from: usize,
+    ) -> Result<Vec<bool>, BrokenScrapeRule> {
+        let source = &r.source;
+        let mut read = vec![false; self.kinds.len()];
         for s in &r.samples {
-            let Some(kind) = state.kinds.get(s.id as usize).copied() else {
-                return broken(
-                    4,
-                    format!("reads series {} of {source:?}, which is not defined", s.id),
-                );
+            let Some(kind) = self.kinds.get(s.id as usize).copied() else {
+                return Err(BrokenScrapeRule {
+                    rule: 4,
+                    what: format!("reads series {} of {source:?}, which is not defined", s.id),
+                });
             };
             if std::mem::replace(&mut read[s.id as usize], true) {
-                return broken(4, format!("reads series {} of {source:?} twice", s.id));
+                return Err(BrokenScrapeRule {
+                    rule: 4,
+                    what: format!("reads series {} of {source:?} twice", s.id),
+                });
             }
-            // Rule 6: a known cumulative series' increase is never negative.
             let cumulative =
                 kind == SeriesKind::Counter.code() || kind == SeriesKind::Histogram.code();
             let increase = !r.first
                 && !r.restarted
                 && (s.id as usize) < defined_from
-                && !state.gone[s.id as usize];
+                && !self.gone[s.id as usize];
             if cumulative && increase && s.value < 0.0 {
-                return broken(
-                    6,
-                    format!(
+                return Err(BrokenScrapeRule {
+                    rule: 6,
+                    what: format!(
                         "reads cumulative series {} of {source:?} as an increase of {}, in a record that does not say `restarted`",
                         s.id, s.value
                     ),
-                );
+                });
             }
         }
         if let Some(d) = r.defined.iter().find(|d| !read[d.id as usize]) {
-            return broken(
-                4,
-                format!("defines series {} of {source:?} without its reading", d.id),
-            );
+            return Err(BrokenScrapeRule {
+                rule: 4,
+                what: format!("defines series {} of {source:?} without its reading", d.id),
+            });
         }
-        // Rule 5: gone only what was there, not read in the same record, once.
-        let mut gone_here = vec![false; state.kinds.len()];
+        Ok(read)
+    }
+
+    /// Rule 5: gone only what was there, not read in the same record, once.
+    fn gone(
+        &self,
+        r: &ScrapeRecord,
+        defined_from: usize,
+        read: &[bool],
+    ) -> Result<(), BrokenScrapeRule> {
+        let source = &r.source;
+        let mut gone_here = vec![false; self.kinds.len()];
         for &id in &r.gone {
             let i = id as usize;
-            if i >= state.kinds.len() || i >= defined_from {
+            if i >= self.kinds.len() || i >= defined_from {
                 return broken(
                     5,
                     format!(
@@ -171,7 +218,7 @@ impl ScrapeRules {
                     ),
                 );
             }
-            if read[i] || std::mem::replace(&mut gone_here[i], true) || state.gone[i] {
+            if read[i] || std::mem::replace(&mut gone_here[i], true) || self.gone[i] {
                 return broken(
                     5,
                     format!(
@@ -185,16 +232,6 @@ impl ScrapeRules {
                 );
             }
         }
-        for (i, was_read) in read.iter().enumerate() {
-            if *was_read {
-                state.gone[i] = false;
-            }
-        }
-        for &id in &r.gone {
-            state.gone[id as usize] = true;
-        }
-        state.records += 1;
-        state.last_received_ns = r.received_ns;
         Ok(())
     }
 }
