@@ -48,39 +48,8 @@ pub struct FailOnArgs {
     /// censored_rate, goodput, requests_per_s, output_tokens_per_s. Without @WINDOW, the
     /// measurement window (baseline in a fault run). A refused figure fails with its reason;
     /// a gate-invalid run fails every threshold and exits 2. Repeat for more.
-    #[arg(long, value_name = "THRESHOLD", value_parser = threshold)]
+    #[arg(long, value_name = "THRESHOLD", value_parser = Threshold::parse_flag)]
     pub fail_on: Vec<Threshold>,
-}
-
-/// A threshold as `--fail-on` gives it: readable, and on a window a report has (whether this
-/// run has it is known once its journal is read; a threshold on a window it lacks fails there).
-fn threshold(text: &str) -> Result<Threshold, String> {
-    let t = Threshold::parse(text)?;
-    match t.window_problem(&percentes_formats::config::thresholds::WINDOWS) {
-        Some(why) => Err(why),
-        None => Ok(t),
-    }
-}
-
-/// `--rate`: a number (NaN and the infinities are not rates; a negative or zero one is read as
-/// a value and refused by the configuration's own check, with its key).
-fn finite_rate(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(rate) if rate.is_finite() => Ok(rate),
-        Ok(rate) => Err(format!(
-            "{rate} is not a rate: give requests per second, as 20 or 0.5"
-        )),
-        Err(e) => Err(format!("{text:?} is not a number: {e}")),
-    }
-}
-
-/// `--workers`: 1 to the recorder's most ([`percentes_recorder::run::WORKERS_MAX`]).
-fn workers(text: &str) -> Result<usize, String> {
-    let max = percentes_recorder::run::WORKERS_MAX;
-    match text.trim().parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!("{text:?} is not a worker count: 1 to {max}")),
-    }
 }
 
 /// How a journal's requests are loaded: the flags of every command that reads them
@@ -191,7 +160,7 @@ pub struct QuickArgs {
         value_name = "RPS",
         requires = "url",
         allow_negative_numbers = true,
-        value_parser = finite_rate
+        value_parser = percentes_formats::config::rate_flag
     )]
     pub rate: Option<f64>,
     /// With --url: how long to measure (30s, 2m, 500ms), after a warm-up of a tenth of it.
@@ -325,7 +294,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
     /// Worker threads, each an io_uring runtime pacing its share of the schedule (1 to 64).
-    #[arg(long, default_value_t = 1, value_parser = workers)]
+    #[arg(long, default_value_t = 1, value_parser = percentes_recorder::run::workers_flag)]
     pub workers: usize,
     /// Leave out the loopback canary, the receive-path check (SPEC §2) that streams one
     /// event each 10 ms to every worker and journals how late the worker saw it.

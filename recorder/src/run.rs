@@ -78,7 +78,7 @@ use host::*;
 pub use pacer::STOP_POLL;
 use pacer::*;
 pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
-pub use plan::{RunPlan, WORKERS_MAX};
+pub use plan::{workers_flag, RunPlan, WORKERS_MAX};
 pub use preflight::served_models;
 use preflight::*;
 use probes::*;
@@ -539,17 +539,14 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     } else {
         None
     };
-    let mut facts = setup_facts(
+    let facts = setup_facts(
         config,
         open_files,
         &preflight,
-        placement,
+        (placement, options.target_placement.clone()),
         host_check,
         prompt_facts,
     )?;
-    if let Some(target) = &options.target_placement {
-        facts.push(HostFact::TargetPlacement.entry(target.clone()));
-    }
 
     // The epoch: now plus the lead, or the agreed instant for every shard (a refused late start
     // leaves no journal behind).

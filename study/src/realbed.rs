@@ -93,16 +93,47 @@ pub enum ProxyPlan {
     Haproxy,
 }
 
-impl TryFrom<KindOnly> for ProxyPlan {
-    type Error = String;
+/// A `kind` no variant of the table has: the table, the kind given, the kinds there are.
+#[derive(Debug)]
+pub struct UnknownKind {
+    table: &'static str,
+    kind: String,
+    known: &'static str,
+}
 
-    fn try_from(table: KindOnly) -> std::result::Result<ProxyPlan, String> {
-        match table.kind.as_str() {
-            "haproxy" => Ok(ProxyPlan::Haproxy),
-            other => Err(format!(
-                "[testbed.proxy] kind {other:?} is not one this build starts (\"haproxy\")"
-            )),
-        }
+impl std::fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[{}] kind {:?} is not one this build starts ({})",
+            self.table, self.kind, self.known
+        )
+    }
+}
+
+impl KindOnly {
+    /// The table's kind, if it is `known`; else the error that names the table.
+    pub(crate) fn kind<T>(
+        self,
+        table: &'static str,
+        known: &'static str,
+        of: impl FnOnce(&str) -> Option<T>,
+    ) -> std::result::Result<T, UnknownKind> {
+        of(&self.kind).ok_or(UnknownKind {
+            table,
+            kind: self.kind,
+            known,
+        })
+    }
+}
+
+impl TryFrom<KindOnly> for ProxyPlan {
+    type Error = UnknownKind;
+
+    fn try_from(table: KindOnly) -> std::result::Result<ProxyPlan, UnknownKind> {
+        table.kind("testbed.proxy", "\"haproxy\"", |kind| {
+            (kind == "haproxy").then_some(ProxyPlan::Haproxy)
+        })
     }
 }
 

@@ -93,6 +93,23 @@ impl std::fmt::Display for FlagError {
     }
 }
 
+impl std::error::Error for FlagError {}
+
+/// `--rate` as given: a finite number (NaN and the infinities are not rates, and a NaN would
+/// read as no rate at all; a negative or zero rate is read and refused by the configuration's
+/// own check, with its key).
+pub fn rate_flag(text: &str) -> Result<f64, FlagError> {
+    let problem = match text.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() => return Ok(rate),
+        Ok(rate) => format!("{rate} is not a rate: give requests per second, as 20 or 0.5"),
+        Err(e) => format!("{text:?} is not a number: {e}"),
+    };
+    Err(FlagError {
+        flag: "--rate",
+        problem,
+    })
+}
+
 impl QuickParts {
     /// The route keys these flags set, as `key = value` lines; the error names the flag.
     fn lines(&self) -> Result<String, FlagError> {

@@ -74,6 +74,23 @@ pub fn windows_of(fault_run: bool) -> &'static [&'static str] {
 }
 
 impl Threshold {
+    /// A threshold as `--fail-on` gives it: readable, and on a window a report has (whether
+    /// the run has it is known once its journal is read; a threshold on a window it lacks fails
+    /// there, with the reason).
+    pub fn parse_flag(text: &str) -> Result<Threshold, super::quick::FlagError> {
+        let problem = match Threshold::parse(text) {
+            Ok(t) => match t.window_problem(&WINDOWS) {
+                None => return Ok(t),
+                Some(why) => why,
+            },
+            Err(why) => why,
+        };
+        Err(super::quick::FlagError {
+            flag: "--fail-on",
+            problem,
+        })
+    }
+
     /// Why the threshold cannot be read on a run of these windows ([`windows_of`]), if it
     /// cannot: it names a window no report has, or one such a run lacks. Checked where a
     /// threshold is given for a new reading (a configuration loaded to record, `--fail-on`); a

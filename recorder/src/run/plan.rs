@@ -12,6 +12,18 @@ use super::{
 /// Workers a run may have at the most (each is a thread with its own ring).
 pub const WORKERS_MAX: usize = 64;
 
+/// `--workers` as given: 1 to [`WORKERS_MAX`], refused outside (a library caller's count is
+/// clamped by [`RunPlan::new`]; the command line says what it will not do).
+pub fn workers_flag(text: &str) -> Result<usize, percentes_formats::config::FlagError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=WORKERS_MAX).contains(&n) => Ok(n),
+        _ => Err(percentes_formats::config::FlagError {
+            flag: "--workers",
+            problem: format!("{text:?} is not a worker count: 1 to {WORKERS_MAX}"),
+        }),
+    }
+}
+
 /// What a recording does, derived from its configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunPlan {

@@ -209,13 +209,14 @@ pub(super) fn journal_header(
 }
 
 /// The host facts a header keeps about how the run was set up: the key and secret headers (by
-/// name and variable, never their values), the open-file limit, the pre-flight, the placement,
-/// the host check, the prompt sets and the accelerators' fingerprints.
+/// name and variable, never their values), the open-file limit, the pre-flight, the placement
+/// (the workers', and the target's where a study runner placed it), the host check, the prompt
+/// sets and the accelerators' fingerprints.
 pub(super) fn setup_facts(
     config: &Config,
     open_files: u64,
     preflight: &Option<String>,
-    placement: String,
+    (placement, target_placement): (String, Option<String>),
     host_check: Option<String>,
     prompt_facts: Facts,
 ) -> Result<Facts, RecordError> {
@@ -250,6 +251,7 @@ pub(super) fn setup_facts(
         ),
         HostFact::Placement.entry(placement),
     ];
+    facts.extend(target_placement.map(|t| HostFact::TargetPlacement.entry(t)));
     if let Some(look) = host_check {
         facts.push(HostFact::HostCheck.entry(look));
     }

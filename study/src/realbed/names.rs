@@ -37,15 +37,12 @@ pub enum NamesPlan {
 }
 
 impl TryFrom<super::KindOnly> for NamesPlan {
-    type Error = String;
+    type Error = super::UnknownKind;
 
-    fn try_from(table: super::KindOnly) -> std::result::Result<NamesPlan, String> {
-        match table.kind.as_str() {
-            "dnsmasq" => Ok(NamesPlan::Dnsmasq),
-            other => Err(format!(
-                "[testbed.names] kind {other:?} is not one this build starts (\"dnsmasq\")"
-            )),
-        }
+    fn try_from(table: super::KindOnly) -> std::result::Result<NamesPlan, super::UnknownKind> {
+        table.kind("testbed.names", "\"dnsmasq\"", |kind| {
+            (kind == "dnsmasq").then_some(NamesPlan::Dnsmasq)
+        })
     }
 }
 
