@@ -668,7 +668,7 @@ const FILE_LINES_MAX: usize = 1000;
 /// 1,839 when the request-parts flags came (issue 49: `--tools`, `--tool-choice`,
 /// `--response-format`, `--image`, `--check-structured`) and `init` and `summary.json`'s
 /// writing moved into `study::show::init` and `analyzer::figures::write`.
-const BINARY_LINES_MAX: usize = 1839;
+const BINARY_LINES_MAX: usize = 1836;
 
 /// Every file of non-test code in the crates' source folders, with its path from the root.
 fn source_files() -> Vec<(PathBuf, String)> {
@@ -793,7 +793,7 @@ fn the_binary_is_thin() {
 /// not match on. 121 signatures when the rule came (issue 33's review had counted 77 by another
 /// reading); each typed error that replaces one lowers this, and it never rises (new code
 /// returns a typed error).
-const STRING_ERRORS_MAX: usize = 121;
+const STRING_ERRORS_MAX: usize = 120;
 
 /// How many functions of `files` return `Result<_, String>` (a signature's return type on
 /// the line that opens its body, as rustfmt writes it).
@@ -1083,7 +1083,7 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// exact (a budget above what is used fails too, saying what to lower it to), then to 311 when
 /// `record`'s journal header became `setup::journal_header`. Never raise them: cut the new
 /// function along its own comments instead.
-const FUNCTION_LINES_MAX: usize = 305;
+const FUNCTION_LINES_MAX: usize = 303;
 const FUNCTION_LINES_SOFT: usize = 70;
 const FUNCTIONS_OVER_SOFT_MAX: usize = 72;
 

@@ -119,7 +119,7 @@ fn next_line(
 ) -> Next {
     let mut began = (!pending.is_empty()).then(Instant::now);
     let idle_until = Instant::now() + IDLE_MAX;
-    let mut buffer = [0u8; 1024];
+    let mut buffer = [0u8; 512];
     loop {
         if let Some(at) = pending.iter().position(|&b| b == b'\n') {
             let mut line: Vec<u8> = pending.drain(..=at).collect();
