@@ -157,7 +157,9 @@ class Reader:
         return self.take(self.u32(what), what)
 
     def h_str(self, what):
-        raw = self.h_bytes(what)
+        return self.utf8(self.h_bytes(what), what)
+
+    def utf8(self, raw, what):
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -649,11 +651,7 @@ def streams(data):
 
 
 def _b_str(r, what):
-    raw = r.b_bytes(what)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Damage("tampered", r.pos, "%s is not UTF-8" % what)
+    return r.utf8(r.b_bytes(what), what)
 
 
 def _b_bool(r, what):

@@ -441,31 +441,38 @@ fn each_client_gate_passes_fails_and_goes_unobserved() {
 /// connects began late is still its own.
 #[test]
 fn g2_1_says_whose_wait_it_was() {
-    let syn_dropped = |e: &Entry| {
-        let mut r = completed(e, 100_000, 1_700 * MS, 2_000 * MS, vec![]);
-        if (100..200).contains(&e.index) {
-            r.connect_start_ns = Some(e.intended_ns + 100_000);
-            r.connect_end_ns = Some(e.intended_ns + 1_500 * MS);
-            r.connection_reused = false;
-        }
-        Some(r)
+    // Requests 100-199 connect, the connect beginning `began_ms` after the intended time and
+    // ending 1.5 s after it.
+    let late_connects = |began_ms: u64| {
+        let fate = move |e: &Entry| {
+            let mut r = completed(e, 100_000, 1_700 * MS, 2_000 * MS, vec![]);
+            if (100..200).contains(&e.index) {
+                r.connect_start_ns = Some(e.intended_ns + began_ms * MS);
+                r.connect_end_ns = Some(e.intended_ns + 1_500 * MS);
+                r.connection_reused = false;
+            }
+            Some(r)
+        };
+        let bytes = synthetic::scripted(
+            &config(STEADY),
+            &fate,
+            Vec::new(),
+            quiet_telemetry(42),
+            SealStatus::Completed,
+        );
+        let r = analyze_bytes("late-connects.pj", &bytes, Spec::V0_5);
+        assert_eq!(gate(&r, GateId::SendSkewP99).status, Status::Fail);
+        let words = crate::report::client_words(&r, std::path::Path::new("r.pj")).join("\n");
+        (r, words)
     };
-    let bytes = synthetic::scripted(
-        &config(STEADY),
-        &syn_dropped,
-        Vec::new(),
-        quiet_telemetry(42),
-        SealStatus::Completed,
-    );
-    let r = analyze_bytes("syn-drop.pj", &bytes, Spec::V0_5);
-    assert_eq!(gate(&r, GateId::SendSkewP99).status, Status::Fail);
+    // SYNs dropped: each connect began on time and waited for its SYN-ACK.
+    let (r, words) = late_connects(0);
     let split = r.validity.late_sends.expect("the late ones split");
     // Requests 100-119 fall in the 6 s warm-up, which G2.1 does not read.
     assert_eq!(
         (split.late, split.waited_on_connection, split.began_late),
         (80, 80, 0)
     );
-    let words = crate::report::client_words(&r, std::path::Path::new("syn.pj")).join("\n");
     assert!(words.contains("AND THE WAIT WAS THE TARGET'S"), "{words}");
     assert!(
         words.contains("80 began on time and waited for their connection"),
@@ -475,31 +482,12 @@ fn g2_1_says_whose_wait_it_was() {
         !words.contains("every late request waited on the client"),
         "{words}"
     );
-
-    // The same lateness begun late (the connect itself started 1.5 s late): the client's.
-    let starved = |e: &Entry| {
-        let mut r = completed(e, 100_000, 1_700 * MS, 2_000 * MS, vec![]);
-        if (100..200).contains(&e.index) {
-            r.connect_start_ns = Some(e.intended_ns + 1_400 * MS);
-            r.connect_end_ns = Some(e.intended_ns + 1_500 * MS);
-            r.connection_reused = false;
-        }
-        Some(r)
-    };
-    let bytes = synthetic::scripted(
-        &config(STEADY),
-        &starved,
-        Vec::new(),
-        quiet_telemetry(42),
-        SealStatus::Completed,
-    );
-    let r = analyze_bytes("starved.pj", &bytes, Spec::V0_5);
-    assert_eq!(gate(&r, GateId::SendSkewP99).status, Status::Fail);
+    // The same lateness begun late (the connect itself started 1.4 s late): the client's.
+    let (r, words) = late_connects(1_400);
     assert_eq!(
         r.validity.late_sends, None,
         "nothing waited on a connection"
     );
-    let words = crate::report::client_words(&r, std::path::Path::new("s.pj")).join("\n");
     assert!(
         words.contains("THE CLIENT FAILED ITS OWN CHECKS"),
         "{words}"
