@@ -635,3 +635,104 @@ fn after_an_idle_gap_the_next_request_finds_a_spare_not_a_connect() {
         "requests that connected in line after a gap: {connected:?}"
     );
 }
+
+/// Issue 50: SYNs to the target dropped for 2.5 s (an iptables rule on its port; the kernel
+/// retransmits a SYN after 1 s, then 2 s). Every request opens a connection here (the idle limit
+/// is shorter than the gap between requests), so those sent during the drop begin their connects
+/// on time and wait seconds for the SYN-ACK. G2.1 fails, and the report says the wait was the
+/// target's: each late request began on time and waited on its connection. Before, the output
+/// said THE CLIENT FAILED ITS OWN CHECKS and that every late request waited on the client.
+#[test]
+fn syns_the_target_drops_are_the_targets_wait_not_the_clients() {
+    const TEST: &str = "the SYN-drop test";
+    let _machine = crate::machine();
+    // The effective uid, from /proc/self/status's `Uid:` line (real, effective, ...).
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|id| id == "0"))
+        .unwrap_or(false);
+    if !root {
+        crate::prerequisite_missing(TEST, "needs root, for an iptables rule on the mock's port");
+        return;
+    }
+    if crate::lacks(
+        TEST,
+        "iptables",
+        "iptables is not installed (.ci/run installs it)",
+    ) {
+        return;
+    }
+    let addr = start_mock();
+    let port = addr.port().to_string();
+    let text = config_text(addr, 1, 20.0)
+        .replace(
+            "time_factor = 1\n",
+            "warmup_s = 1.0\nmeasure_s = 8.0\ncooldown_s = 0.0\n",
+        )
+        .replace(
+            "replicas = [\"replica-0\"]\n",
+            "replicas = [\"replica-0\"]\nidle_limit_ms = 20\n",
+        );
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let journal = scratch("syn-drop.pj");
+    let rule = move |action: &str| {
+        let status = std::process::Command::new("iptables")
+            .args([
+                action, "INPUT", "-p", "tcp", "--dport", &port, "--syn", "-j", "DROP",
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success(), "iptables {action}");
+    };
+    let dropper = std::thread::spawn({
+        let rule = rule.clone();
+        move || {
+            std::thread::sleep(Duration::from_secs(4));
+            rule("-I");
+            std::thread::sleep(Duration::from_millis(2_500));
+            rule("-D");
+        }
+    });
+    let options = Options {
+        force: true,
+        ..Options::new(journal.clone())
+    };
+    let summary = run::record(&config, &options);
+    dropper.join().unwrap();
+    summary.unwrap();
+    let report = analyze(&journal);
+    let skew = report
+        .validity
+        .gates
+        .iter()
+        .find(|g| g.id == GateId::SendSkewP99)
+        .unwrap();
+    assert_eq!(skew.status, Status::Fail, "{skew:?}");
+    let split = report.validity.late_sends.expect("the late requests split");
+    assert!(
+        split.mostly_connection() && split.waited_on_connection >= 10,
+        "{split:?}"
+    );
+    let words = percentes_analyzer::report::client_words(&report, &journal).join("\n");
+    assert!(
+        words.contains("began on time and waited for their connection"),
+        "{words}"
+    );
+    assert!(
+        !words.contains("every late request waited on the client"),
+        "{words}"
+    );
+    // With G2.1 the only client gate failed, the words open with the target's wait; a busy
+    // host can fail another (G2.4), which is the client's own and says so first.
+    let only_skew = report
+        .validity
+        .gates
+        .iter()
+        .filter(|g| g.id.is_client_gate() && !g.holds())
+        .all(|g| matches!(g.id, GateId::SendSkewP99 | GateId::SendSkewMax));
+    if only_skew {
+        assert!(words.contains("AND THE WAIT WAS THE TARGET'S"), "{words}");
+    }
+}
