@@ -202,16 +202,7 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
                     // moved into the executor's slot; a box moves once, a large future three times.
                     let (mut record, carried) =
                         Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
-                    let out_ns = record.connect_start_ns.max(record.dispatched_ns);
-                    if let Some(out_ns) = out_ns {
-                        let stopped = ctx2.stop.load(Ordering::Relaxed);
-                        if judge
-                            .borrow_mut()
-                            .went_out(entry.intended_ns, out_ns, stopped)
-                        {
-                            went_out_late(&mut record, out_ns, timeout_ns);
-                        }
-                    }
+                    judge_lateness(&ctx2, &judge, &entry, &mut record, timeout_ns);
                     let terminal_ns = record.terminal_ns;
                     finished(&ctx2, &local2, &batch2, &entry, record, carried, dispatched);
                     let session = (&*batch2, &*judge, &*waiting2);
@@ -410,17 +401,53 @@ pub(super) fn client_late(
     record
 }
 
-/// A request whose connect or send began `client.behind_lag_ms` or more after its intended
-/// time is the client's lateness, whatever happened next (SPEC §2 "The client's lateness is the
-/// client's"): `undispatched`, class `client-late`, its stamps kept as the evidence, its
-/// terminal no later than its deadline (intended time plus the timeout), and its detail saying
-/// how late it went out and what then happened (the class it would have had, and its detail).
-pub(super) fn went_out_late(record: &mut RequestRecord, out_ns: u64, timeout_ns: u64) {
+/// What of a finished request's lateness is the client's (SPEC §2 "The client's lateness is the
+/// client's"): a request whose connect or send began `client.behind_lag_ms` or more after its
+/// intended time (the fall-behind policy hears of it too), or a `timeout` whose deadline the
+/// recorder saw pass that long after it (its worker or its whole process was not running), is
+/// the client's, whatever happened next ([`clients_lateness`]).
+fn judge_lateness(
+    ctx: &WorkerContext,
+    judge: &RefCell<Judge>,
+    entry: &Entry,
+    record: &mut RequestRecord,
+    timeout_ns: u64,
+) {
+    let stopped = ctx.stop.load(Ordering::Relaxed);
+    if let Some(out_ns) = record.connect_start_ns.max(record.dispatched_ns) {
+        if judge
+            .borrow_mut()
+            .went_out(entry.intended_ns, out_ns, stopped)
+        {
+            let began = format!(
+                "the recorder began this request {:.3} s after its intended time (its connect or send; client.behind_lag_ms)",
+                out_ns.saturating_sub(entry.intended_ns) as f64 / 1e9
+            );
+            return clients_lateness(record, timeout_ns, &began);
+        }
+    }
+    let deadline = entry.intended_ns.saturating_add(timeout_ns);
+    let seen_late = now_ns(ctx.epoch).saturating_sub(deadline);
+    let timed_out =
+        percentes_formats::journal::records::class_name(record.class) == Some("timeout");
+    if timed_out && seen_late >= ctx.plan.behind_lag.as_nanos() as u64 {
+        let seen = format!(
+            "the recorder saw this request's deadline pass only {:.3} s after it (its worker or its process was not running: starved, throttled or stopped; client.behind_lag_ms)",
+            seen_late as f64 / 1e9
+        );
+        clients_lateness(record, timeout_ns, &seen);
+    }
+}
+
+/// Makes `record` the client's lateness, `why` saying how late the client was: `undispatched`,
+/// class `client-late`, its stamps kept as the evidence, its terminal no later than its deadline
+/// (intended time plus the timeout), and, after `then: `, the class and detail it would
+/// otherwise have had.
+pub(super) fn clients_lateness(record: &mut RequestRecord, timeout_ns: u64, why: &str) {
     let then =
         percentes_formats::journal::records::class_name(record.class).unwrap_or("unknown class");
     let detail = format!(
-        "the recorder began this request {:.3} s after its intended time (its connect or send; client.behind_lag_ms): the client's lateness, not the target's (SPEC §2); then: {then}{}",
-        out_ns.saturating_sub(record.intended_ns) as f64 / 1e9,
+        "{why}: the client's lateness, not the target's (SPEC §2); then: {then}{}",
         if record.detail.is_empty() {
             String::new()
         } else {
@@ -749,7 +776,11 @@ mod tests {
         record.connect_start_ns = Some(5_460_000_000);
         record.terminal_ns = 15_460_000_000;
         record.detail = "the TCP connect took longer than 10s".into();
-        went_out_late(&mut record, 5_460_000_000, 3_000_000_000);
+        clients_lateness(
+            &mut record,
+            3_000_000_000,
+            "the recorder began this request 4.460 s after its intended time (its connect or send; client.behind_lag_ms)",
+        );
         assert_eq!(class_name(record.class), Some("client-late"));
         assert_eq!(record.outcome, Outcome::Undispatched as u8);
         assert_eq!(
