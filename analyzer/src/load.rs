@@ -881,17 +881,7 @@ mod tests {
         synthetic::with_records(&with, edit)
     }
 
-    fn first_stream(
-        records: &mut [Record],
-    ) -> &mut percentes_formats::journal::stream::StreamRecord {
-        records
-            .iter_mut()
-            .find_map(|r| match r {
-                Record::Stream(s) => Some(s),
-                _ => None,
-            })
-            .unwrap()
-    }
+    use synthetic::first_stream;
 
     /// Kind 8 loads into the stream columns, and each of JOURNAL.md's rules for it is a refusal
     /// naming the record and the rule.

@@ -242,6 +242,14 @@ pub fn markdown(report: &Report) -> String {
             by.as_deref().unwrap_or("")
         );
     }
+    // Where G2.1's late requests spent their time (issue 50), only where the journal splits.
+    if let Some(l) = v.late_sends {
+        let _ = writeln!(
+            md,
+            "\nG2.1's late requests by where the time went: of the {} ready later than the p99 limit, {} began on time and waited for their connection (a SYN-ACK, a TLS handshake: the target's or the network's answer, not the client's) and {} began late (the client's).",
+            l.late, l.waited_on_connection, l.began_late
+        );
+    }
 
     if let Some(e) = &report.escape {
         let _ = writeln!(

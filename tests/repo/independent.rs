@@ -416,7 +416,6 @@ fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
         return;
     }
     use percentes_formats::journal::records::Record;
-    use percentes_formats::journal::stream::StreamRecord;
     use percentes_formats::journal::synthetic;
     let dir = std::env::temp_dir().join(format!(
         "percentes-independent-streams-{}",
@@ -425,15 +424,7 @@ fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
     std::fs::create_dir_all(&dir).unwrap();
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let streamed = synthetic::with_streams(&sealed, (3, 5), 25_000_000);
-    fn first(records: &mut [Record]) -> &mut StreamRecord {
-        records
-            .iter_mut()
-            .find_map(|r| match r {
-                Record::Stream(s) => Some(s),
-                _ => None,
-            })
-            .unwrap()
-    }
+    use synthetic::first_stream as first;
     type Edit = fn(&mut Vec<Record>);
     let cases: [(&str, Edit); 8] = [
         ("ok", |_| {}),

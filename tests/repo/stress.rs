@@ -726,6 +726,11 @@ fn syns_the_target_drops_are_the_targets_wait_not_the_clients() {
         split.mostly_connection() && split.waited_on_connection >= 10,
         "{split:?}"
     );
+    let md = percentes_analyzer::report::markdown(&report);
+    assert!(
+        md.contains("G2.1's late requests by where the time went"),
+        "{md}"
+    );
     let words = percentes_analyzer::report::client_words(&report, &journal).join("\n");
     assert!(
         words.contains("began on time and waited for their connection"),

@@ -557,6 +557,18 @@ pub fn with_records(bytes: &[u8], edit: impl FnOnce(&mut Vec<Record>)) -> Vec<u8
     write_records(&header, &all, (status, reason.as_str(), at_ns))
 }
 
+/// The first stream record (kind 8) among `records`, to edit in a test that crafts a rule's
+/// break. Panics when there is none (a fixture's tool).
+pub fn first_stream(records: &mut [Record]) -> &mut super::stream::StreamRecord {
+    records
+        .iter_mut()
+        .find_map(|r| match r {
+            Record::Stream(s) => Some(s),
+            _ => None,
+        })
+        .expect("a stream record")
+}
+
 /// A stream record (kind 8) that agrees with `request`: `reasoning` reasoning deltas and then
 /// `answer` answer deltas, the first `lead_ns` before the request's first content event (which
 /// stays its first answer delta, so the request record keeps its meaning), the last at its
