@@ -816,3 +816,61 @@ fn a_completed_seal_with_a_reason_and_a_key_twice_are_tampering() {
         check_tampered(&rule, "appears twice");
     }
 }
+
+/// Issue 51 item 5: the writer asserts what the decoder checks, before it encodes. A request
+/// record with an outcome byte no version defines, or a known class of another outcome, is not
+/// written (the error names the index and the rule), nothing is counted for it, and the journal
+/// goes on; the decoder refuses the same bytes with the same words.
+#[test]
+fn the_writer_refuses_a_request_record_the_decoder_would_refuse() {
+    let config = synthetic::golden_config();
+    let header = synthetic::header(&config, None);
+    let mut writer = JournalWriter::create(Vec::new(), &header, None).unwrap();
+    let good = synthetic::request(0, 0, 1_000);
+    writer.append(&Record::Request(good.clone())).unwrap();
+    let mut unknown = synthetic::request(1, 0, 2_000);
+    unknown.outcome = 9;
+    let mut mismatched = synthetic::request(2, 0, 3_000);
+    mismatched.outcome = percentes_formats::journal::records::Outcome::Errored as u8;
+    mismatched.class = 0;
+    for (record, rule) in [
+        (&unknown, "outcome code 9 is undefined"),
+        (
+            &mismatched,
+            "class correct-success does not belong to outcome errored",
+        ),
+    ] {
+        let error = writer.append(&Record::Request(record.clone())).unwrap_err();
+        match &error {
+            percentes_formats::journal::WriteError::BrokenRecord {
+                kind,
+                index,
+                rule: r,
+            } => {
+                assert_eq!((*kind, *index, r.as_str()), (1, record.index, rule));
+            }
+            other => panic!("{other}"),
+        }
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("request {}", record.index)),
+            "{error}"
+        );
+        let body = Record::Request(record.clone()).encode_body();
+        let decoded = Record::decode(1, &body).unwrap_err();
+        assert_eq!(
+            decoded.message, rule,
+            "the decoder's words are the writer's"
+        );
+    }
+    writer
+        .append(&Record::Request(synthetic::request(3, 0, 4_000)))
+        .unwrap();
+    let (bytes, sealed) = writer.seal(2, SealStatus::Completed, "").unwrap();
+    assert_eq!(
+        sealed.counts.requests, 2,
+        "only the two records written are counted"
+    );
+    assert_eq!(check(&bytes).verdict, Verdict::SealedIntact);
+}

@@ -352,6 +352,27 @@ pub struct RequestRecord {
     pub detail: String,
 }
 
+impl RequestRecord {
+    /// The record's outcome, once its bytes are held to the rules every writer keeps and every
+    /// reader checks (JOURNAL.md "1 request"): an outcome byte a version defines, and a class
+    /// that, when this build knows it, belongs to that outcome (a class added later is accepted;
+    /// the outcome byte still decides the accounting). The writer asserts them just before it
+    /// encodes a record and the decoder just after it decodes one: a pair, so a record one side
+    /// would refuse never passes the other.
+    pub fn checked_outcome(&self) -> Result<Outcome, super::stream::BrokenRule> {
+        let broken = |rule: String| super::stream::BrokenRule { rule };
+        let outcome = Outcome::from_byte(self.outcome)
+            .ok_or_else(|| broken(format!("outcome code {} is undefined", self.outcome)))?;
+        match CLASSES.iter().find(|(c, _, _)| *c == self.class) {
+            Some((_, name, class_outcome)) if *class_outcome != outcome => Err(broken(format!(
+                "class {name} does not belong to outcome {}",
+                outcome.name()
+            ))),
+            _ => Ok(outcome),
+        }
+    }
+}
+
 /// Kind 6: what a request asked for beyond v1's request record, as (key, value) pairs for the
 /// request of the same index (JOURNAL.md "6 request-extension"). A key this build does not know
 /// is kept and ignored; at most one extension per index.
@@ -919,24 +940,10 @@ impl Record {
             },
         };
         if let Record::Request(r) = &record {
-            let outcome = Outcome::from_byte(r.outcome).ok_or_else(|| DecodeError {
+            r.checked_outcome().map_err(|broken| DecodeError {
                 kind,
-                message: format!("outcome code {} is undefined", r.outcome),
+                message: broken.rule,
             })?;
-            match CLASSES.iter().find(|(c, _, _)| *c == r.class) {
-                Some((_, _, class_outcome)) if *class_outcome == outcome => {}
-                Some((_, name, _)) => {
-                    return Err(DecodeError {
-                        kind,
-                        message: format!(
-                            "class {name} does not belong to outcome {}",
-                            outcome.name()
-                        ),
-                    })
-                }
-                // A class added later: accepted, the outcome byte still decides the accounting.
-                None => {}
-            }
         }
         Ok(record)
     }

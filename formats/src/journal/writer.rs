@@ -35,6 +35,15 @@ pub enum WriteError {
     ControlRecord,
     /// The header names a signing key other than the one given (or none).
     SigningKeyMismatch,
+    /// A record that breaks a rule its readers check (JOURNAL.md): never written.
+    BrokenRecord {
+        /// The record kind.
+        kind: u8,
+        /// The request index it carries.
+        index: u64,
+        /// The rule broken.
+        rule: String,
+    },
 }
 
 impl fmt::Display for WriteError {
@@ -53,6 +62,10 @@ impl fmt::Display for WriteError {
             WriteError::SigningKeyMismatch => {
                 write!(f, "the header's signing key is not the public half of the key given to the writer")
             }
+            WriteError::BrokenRecord { kind, index, rule } => write!(
+                f,
+                "a record of kind {kind} for request {index} breaks a rule its readers check, so it is not written: {rule} (JOURNAL.md)"
+            ),
         }
     }
 }
@@ -137,6 +150,22 @@ impl<W: Write> JournalWriter<W> {
         if matches!(record, Record::Checkpoint(_) | Record::Seal(_)) {
             return Err(WriteError::ControlRecord);
         }
+        // What the decoder checks just after decoding, asserted before the bytes exist: a
+        // record one side refuses never passes the other. (A stream record's rules are the
+        // analyzer's on one side and the recorder's, before it hands one over, on the other.)
+        let outcome = match record {
+            Record::Request(r) => {
+                Some(
+                    r.checked_outcome()
+                        .map_err(|broken| WriteError::BrokenRecord {
+                            kind: record.kind_byte(),
+                            index: r.index,
+                            rule: broken.rule,
+                        })?,
+                )
+            }
+            _ => None,
+        };
         let body = record.encode_body();
         if body.len() > RECORD_BYTES_MAX as usize {
             return Err(WriteError::RecordTooLarge {
@@ -150,14 +179,14 @@ impl<W: Write> JournalWriter<W> {
         }
         self.push_frame(record.kind_byte(), &body);
         match record {
-            Record::Request(r) => {
+            Record::Request(_) => {
                 self.counts.requests += 1;
-                match Outcome::from_byte(r.outcome) {
+                match outcome {
                     Some(Outcome::Completed) => self.counts.completed += 1,
                     Some(Outcome::Errored) => self.counts.errored += 1,
                     Some(Outcome::Censored) => self.counts.censored += 1,
                     Some(Outcome::Undispatched) => self.counts.undispatched += 1,
-                    None => {}
+                    None => unreachable!("a request record's outcome was checked above"),
                 }
             }
             Record::Event(_) => self.counts.events += 1,
