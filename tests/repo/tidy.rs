@@ -1085,7 +1085,7 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// function along its own comments instead.
 const FUNCTION_LINES_MAX: usize = 303;
 const FUNCTION_LINES_SOFT: usize = 70;
-const FUNCTIONS_OVER_SOFT_MAX: usize = 72;
+const FUNCTIONS_OVER_SOFT_MAX: usize = 71;
 
 /// What is wrong with `files`' functions against the ceiling and the soft limit's count, both
 /// budgets that only go down.

@@ -10,7 +10,6 @@ use super::{
     RunPlan, Sender, Shared, Target, TcpStream, Template, TlsConnector, Verdict,
 };
 use crate::run::http2;
-use percentes_formats::journal::stream::StreamRecord;
 
 pub(super) struct WorkerContext {
     pub(super) worker: usize,
@@ -498,75 +497,6 @@ pub(super) fn transport_verdict(e: &std::io::Error) -> Verdict {
         }
         _ => Verdict::errored("premature-close", e.to_string()),
     }
-}
-
-pub(super) async fn execute(
-    ctx: &WorkerContext,
-    local: &Local,
-    entry: Entry,
-    dispatched: u64,
-) -> (RequestRecord, (http2::Carried, Option<StreamRecord>)) {
-    let mut record = blank(&entry);
-    record.dispatched_ns = Some(dispatched);
-    let streams = ctx
-        .plan
-        .streams
-        .get(entry.route as usize)
-        .copied()
-        .unwrap_or(true);
-    let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
-    let mut exchange = Exchange::with_rule(streams, Rc::clone(&local.rules[entry.route as usize]))
-        .prompt(ctx.plan.params.content(&entry))
-        .until(deadline_ns);
-    let deadline = ctx.epoch + Duration::from_nanos(entry.intended_ns) + ctx.plan.timeout;
-    let mut carried = http2::Carried::default();
-    let verdict = compio::time::timeout_at(
-        deadline,
-        talk(ctx, local, &entry, &mut record, &mut exchange, &mut carried),
-    )
-    .await;
-    let verdict = match verdict {
-        Ok(v) => v,
-        Err(_) => {
-            record.terminal_ns = (deadline - ctx.epoch).as_nanos() as u64;
-            let stalled = match exchange.waiting_for_window {
-                Some((total, unsent)) => format!(
-                    "; the request body was still waiting for the server's HTTP/2 flow-control window ({unsent} of its {total} bytes unsent)"
-                ),
-                None => String::new(),
-            };
-            Verdict {
-                outcome: Outcome::Censored,
-                class: "timeout",
-                detail: format!(
-                    "no terminal event by the {:?} timeout{stalled}",
-                    ctx.plan.timeout
-                ),
-            }
-        }
-    };
-    if record.terminal_ns == 0 {
-        record.terminal_ns = now_ns(ctx.epoch);
-    }
-    record.http_status = exchange.status.unwrap_or(0);
-    record.replica = std::mem::take(&mut exchange.replica);
-    record.response_head_ns = exchange.response_head_ns;
-    record.first_content_ns = exchange.first_content_ns;
-    record.content_gaps_us = std::mem::take(&mut exchange.content_gaps_us);
-    record.content_events = exchange.content_events;
-    record.usage_prompt_tokens = exchange.usage_prompt_tokens;
-    record.usage_completion_tokens = exchange.usage_completion_tokens;
-    settle(&mut record, verdict, entry.intended_ns, ctx.plan.timeout);
-    if record.dispatched_ns.is_none() {
-        carried = http2::Carried::default();
-    }
-    // Output read by the deadline only (`Exchange::until`), and none from a request never
-    // sent: nothing the stream record holds is after the request's terminal time.
-    let stream = record
-        .dispatched_ns
-        .and_then(|_| exchange.stream_record(record.index))
-        .filter(|s| s.last_ns().is_some_and(|t| t <= record.terminal_ns));
-    (record, (carried, stream))
 }
 
 /// Writes `verdict` into `record`, holding the record to its deadline (intended time plus

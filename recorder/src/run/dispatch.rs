@@ -2,10 +2,11 @@
 //! worker decides from the time alone lives here as plain state machines that are handed the
 //! time rather than reading it: when to send the next request, whether it was reached too late
 //! to send, whether the worker has fallen behind, what the stall ticker samples, whether an idle
-//! connection is past its limit. The worker (`pacer.rs`) feeds them the monotonic clock and
-//! sleeps on its io_uring as they say; the simulation (`sim.rs`, tests only) feeds them a
-//! virtual clock with scripted stalls and a scripted target, so every case the recorder must get
-//! right under stress runs deterministically, in microseconds, with no sleeping.
+//! connection is past its limit. The worker loop (`pacer::run_worker`) feeds them its
+//! [`Clock`](super::ground::Clock)'s time and sleeps as they say: CLOCK_MONOTONIC and io_uring
+//! in a recording, a virtual clock with scripted stalls and a scripted target in the simulation
+//! (`sim.rs`, tests only), so every case the recorder must get right under stress runs the
+//! production loop deterministically, in milliseconds, with no sleeping.
 
 use std::cell::RefCell;
 use std::rc::Rc;

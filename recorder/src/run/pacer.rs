@@ -2,12 +2,18 @@
 //! intended time and sends it when it wakes (one wake a request, never early, never held:
 //! ARCHITECTURE.md, "Pacing"), then drains; and the batches a worker hands its records over in.
 
+use std::future::Future;
+
+use super::client::talk;
+use super::execute::execute;
+use super::ground::{Clock, Transport};
 use super::{
-    blank, class_code, execute, io, now_ns, Arc, Behind, Cell, Dispatcher, Duration, Entry,
-    Instant, Judge, Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell,
-    RequestRecord, StallTicker, Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
+    blank, class_code, io, now_ns, Arc, Behind, Cell, Dispatcher, Duration, Entry, Instant, Judge,
+    Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell, RequestRecord, StallTicker,
+    Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
 };
 use crate::canary;
+use crate::exchange::{Exchange, Rule, Verdict};
 use crate::run::http2;
 use percentes_formats::journal::stream::StreamRecord;
 
@@ -76,15 +82,6 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
         .map_err(io("cannot start the io_uring runtime"))?;
     let ctx = Rc::new(ctx);
     runtime.block_on(async move {
-        let local = Rc::new(Local::new(&ctx));
-        let batch = Rc::new(Batch::default());
-        let running = Rc::new(Cell::new(true));
-        // The runtime-stall measure (SPEC §2): a 1 ms ticker on this worker's own ring, so
-        // whatever delays the worker's turns (a busy CPU, throttling, a stop) delays it too.
-        let ticker = {
-            let (batch, running) = (Rc::clone(&batch), Rc::clone(&running));
-            compio::runtime::spawn(async move { stall_ticks(&batch, &running).await })
-        };
         if let Some(address) = ctx.canary {
             let (shared, epoch) = (Arc::clone(&ctx.shared), ctx.epoch);
             compio::runtime::spawn(async move {
@@ -96,139 +93,274 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             })
             .detach();
         }
-        // The warm pool (the §1 floor), opened before the epoch: each connect within the connect
-        // budget, none past the epoch, none once the run is stopped. A connection that could not
-        // be opened here is opened by the request that needs it, its connect time recorded.
+        let clock = Rc::new(Ring {
+            epoch: ctx.epoch,
+            monotonic_epoch_ns: ctx.monotonic_epoch_ns,
+        });
+        let wire = Rc::new(Wire {
+            local: Local::new(&ctx),
+        });
+        run_worker(ctx, clock, wire).await;
+    });
+    Ok(())
+}
+
+/// One worker's run, on any [`Clock`] and [`Transport`]: the production loop, which a recording
+/// runs on io_uring ([`worker`]) and the tests on simulated time and a scripted target
+/// (`sim.rs`). It opens the warm pool, waits for the epoch, then reaches each request of its
+/// share at its own intended time, judges it, and sends it in a task of its own (a session's
+/// task, which goes on to its follow-ups), with the stall ticker, the batch flusher and the spare
+/// keeper beside it; then drains, every request ending by its own deadline.
+pub(super) async fn run_worker<C: Clock, T: Transport>(
+    ctx: Rc<WorkerContext>,
+    clock: Rc<C>,
+    net: Rc<T>,
+) {
+    let batch = Rc::new(Batch::default());
+    let running = Rc::new(Cell::new(true));
+    // The runtime-stall measure (SPEC §2): a 1 ms ticker on this worker's own ring, so
+    // whatever delays the worker's turns (a busy CPU, throttling, a stop) delays it too.
+    let ticker = {
+        let (batch, running, clock2) = (Rc::clone(&batch), Rc::clone(&running), Rc::clone(&clock));
+        clock.spawn(async move { stall_ticks(&*clock2, &batch, &running).await })
+    };
+    // The warm pool (the §1 floor), opened before the epoch. A connection that could not be
+    // opened here is opened by the request that needs it, its connect time recorded.
+    net.warm(&ctx).await;
+    let outstanding = Rc::new(Cell::new(0usize));
+    let flusher = {
+        let (ctx, batch, running, clock2) = (
+            Rc::clone(&ctx),
+            Rc::clone(&batch),
+            Rc::clone(&running),
+            Rc::clone(&clock),
+        );
+        clock.spawn(async move {
+            while running.get() {
+                clock2.sleep(BATCH_INTERVAL).await;
+                batch.flush(&ctx);
+            }
+        })
+    };
+    let keeper = {
+        let (ctx, net, outstanding, running) = (
+            Rc::clone(&ctx),
+            Rc::clone(&net),
+            Rc::clone(&outstanding),
+            Rc::clone(&running),
+        );
+        clock.spawn(async move { net.keep_spares(&ctx, &outstanding, &running).await })
+    };
+    let behind = Behind::new(
+        ctx.plan.behind_lag.as_nanos() as u64,
+        ctx.plan.behind_span.as_nanos() as u64,
+    );
+    let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
+    let share = ctx
+        .plan
+        .params
+        .iter()
+        .filter(|e| ctx.plan.sends(ctx.worker, e.index));
+    let mut dispatcher = Dispatcher::new(share, timeout_ns, STOP_POLL.as_nanos() as u64, behind);
+    let waiting = Rc::new(Waiting::default());
+    // The dispatcher's clock starts at the epoch (time from it saturates at 0 before it): a
+    // worker ready early waits for the epoch, or nothing intended at 0 would be sent early.
+    let poll_ns = STOP_POLL.as_nanos() as u64;
+    while clock.monotonic_ns() < clock.monotonic_epoch_ns() && !ctx.stop.load(Ordering::Relaxed) {
+        let until = clock
+            .monotonic_epoch_ns()
+            .min(clock.monotonic_ns() + poll_ns);
+        clock.sleep_until_monotonic(until).await;
+    }
+    loop {
+        // What the telemetry thread judges a starved worker by: the request it waits to send.
+        waiting.schedule(&ctx, dispatcher.waiting_ns());
+        let step = dispatcher.step(clock.now_ns(), ctx.stop.load(Ordering::Relaxed));
+        if let Some((fired, lag_ns)) = dispatcher.take_fired() {
+            let at_ns = clock.now_ns();
+            ctx.shared
+                .fell_behind(&ctx.sender, &ctx.stop, at_ns, fired, lag_ns);
+        }
+        let (entry, reached) = match step {
+            Step::Done => break,
+            // Sleep to the request's own time, waking at least every STOP_POLL to see a
+            // stop: a long gap between arrivals never delays the end of a stopped run.
+            Step::Wait { until_ns } => {
+                clock.sleep_until(until_ns).await;
+                continue;
+            }
+            // Reached at or past its deadline, sending it could only time out at once and
+            // blame the target: the client's failure, its own class (SPEC §2). Stopped:
+            // never sent, censored by the end of the run.
+            Step::Late { entry, reached_ns } => {
+                let record = client_late(&ctx, &entry, reached_ns, timeout_ns);
+                batch.push_request(&ctx, &entry, record, Default::default());
+                continue;
+            }
+            Step::Stopped { entry, reached_ns } => {
+                let record = stopped(&ctx, &entry, reached_ns);
+                batch.push_request(&ctx, &entry, record, Default::default());
+                continue;
+            }
+            Step::Send { entry, reached_ns } => (entry, reached_ns),
+        };
+        sending(&ctx, &batch, &entry, reached);
+        outstanding.set(outstanding.get() + 1);
+        let session = Session {
+            ctx: Rc::clone(&ctx),
+            clock: Rc::clone(&clock),
+            net: Rc::clone(&net),
+            batch: Rc::clone(&batch),
+            judge: dispatcher.judge(),
+            waiting: Rc::clone(&waiting),
+        };
+        let outstanding = Rc::clone(&outstanding);
+        C::detach(clock.spawn(async move {
+            session.run(entry, reached).await;
+            outstanding.set(outstanding.get() - 1);
+        }));
+    }
+    waiting.schedule(&ctx, None);
+    // Drain: every request ends by its own deadline, so this ends within one timeout.
+    while outstanding.get() > 0 {
+        clock.sleep(Duration::from_millis(5)).await;
+    }
+    running.set(false);
+    // Dropped, not awaited: a connect it has under way is cancelled with it (the run must not
+    // wait for a spare it no longer needs, least of all for a handshake that never ends).
+    drop(keeper);
+    let _ = flusher.await;
+    let _ = ticker.await;
+    batch.flush(&ctx);
+}
+
+/// One session's task: an open request's session is itself; a closed or semi-open session's
+/// task sends each follow-up when its time comes (SPEC §1 "Workload models").
+struct Session<C, T> {
+    ctx: Rc<WorkerContext>,
+    clock: Rc<C>,
+    net: Rc<T>,
+    batch: Rc<Batch>,
+    judge: Rc<RefCell<Judge>>,
+    waiting: Rc<Waiting>,
+}
+
+impl<C: Clock, T: Transport> Session<C, T> {
+    async fn run(&self, entry: Entry, dispatched: u64) {
+        let (ctx, clock, net) = (&*self.ctx, &*self.clock, &*self.net);
+        let (mut entry, mut dispatched) = (entry, dispatched);
+        loop {
+            // Boxed: the exchange's state is several KB, and the task that owns it is moved
+            // into the executor's slot; a box moves once, a large future three times.
+            let (mut record, carried) = Box::pin(execute(ctx, clock, net, entry, dispatched)).await;
+            let now = clock.now_ns();
+            judge_lateness(ctx, &self.judge, &entry, &mut record, now);
+            let terminal_ns = record.terminal_ns;
+            if record.dispatched_ns.is_some() {
+                net.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
+            }
+            finished(ctx, &self.batch, &entry, record, carried);
+            let session = (&*self.batch, &*self.judge, &*self.waiting);
+            match next_turn(ctx, clock, session, entry, terminal_ns).await {
+                Some((next, reached)) => (entry, dispatched) = (next, reached),
+                None => break,
+            }
+        }
+    }
+}
+
+/// The production clock: CLOCK_MONOTONIC, with the pacer's sleeps as absolute io_uring
+/// timeouts on the worker's own ring.
+pub(super) struct Ring {
+    pub(super) epoch: Instant,
+    pub(super) monotonic_epoch_ns: u64,
+}
+
+impl Clock for Ring {
+    type Task = compio::runtime::JoinHandle<()>;
+
+    fn monotonic_epoch_ns(&self) -> u64 {
+        self.monotonic_epoch_ns
+    }
+
+    fn monotonic_ns(&self) -> u64 {
+        super::host::monotonic_now_ns()
+    }
+
+    fn now_ns(&self) -> u64 {
+        super::now_ns(self.epoch)
+    }
+
+    fn sleep_until_monotonic(&self, ns: u64) -> impl Future<Output = ()> {
+        sleep_until_monotonic(ns)
+    }
+
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> {
+        compio::time::sleep(duration)
+    }
+
+    async fn within<F: Future>(&self, deadline_ns: u64, work: F) -> Option<F::Output> {
+        let deadline = self.epoch + Duration::from_nanos(deadline_ns);
+        compio::time::timeout_at(deadline, work).await.ok()
+    }
+
+    fn spawn<F: Future<Output = ()> + 'static>(&self, task: F) -> Self::Task {
+        compio::runtime::spawn(task)
+    }
+
+    fn detach(task: Self::Task) {
+        task.detach();
+    }
+}
+
+/// The production transport: the worker's connection pool and the HTTP/1.1 and HTTP/2 client
+/// over compio's sockets.
+pub(super) struct Wire {
+    pub(super) local: Local,
+}
+
+impl Transport for Wire {
+    async fn warm(&self, ctx: &WorkerContext) {
+        use std::sync::atomic::Ordering;
         for _ in 0..ctx.plan.connections_per_worker {
             if ctx.stop.load(Ordering::Relaxed) || Instant::now() >= ctx.epoch {
                 break;
             }
             if let Ok((conn, fd)) = ctx.dialer.open(ctx.epoch, Some(ctx.epoch), None).await {
-                if local.pool_opened(&ctx, conn, fd).await {
+                if self.local.pool_opened(ctx, conn, fd).await {
                     ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        let outstanding = Rc::new(Cell::new(0usize));
-        let flusher = {
-            let (ctx, batch, running) = (Rc::clone(&ctx), Rc::clone(&batch), Rc::clone(&running));
-            compio::runtime::spawn(async move {
-                while running.get() {
-                    compio::time::sleep(BATCH_INTERVAL).await;
-                    batch.flush(&ctx);
-                }
-            })
-        };
-        let keeper = {
-            let (ctx, local, outstanding, running) = (
-                Rc::clone(&ctx),
-                Rc::clone(&local),
-                Rc::clone(&outstanding),
-                Rc::clone(&running),
-            );
-            compio::runtime::spawn(async move {
-                keep_spares(&ctx, &local, &outstanding, &running).await
-            })
-        };
-        let behind = Behind::new(
-            ctx.plan.behind_lag.as_nanos() as u64,
-            ctx.plan.behind_span.as_nanos() as u64,
-        );
-        let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
-        let share = ctx
-            .plan
-            .params
-            .iter()
-            .filter(|e| ctx.plan.sends(ctx.worker, e.index));
-        let mut dispatcher =
-            Dispatcher::new(share, timeout_ns, STOP_POLL.as_nanos() as u64, behind);
-        let waiting = Rc::new(Waiting::default());
-        // The dispatcher's clock starts at the epoch (time from it saturates at 0 before it): a
-        // worker ready early waits for the epoch, or nothing intended at 0 would be sent early.
-        while Instant::now() < ctx.epoch && !ctx.stop.load(Ordering::Relaxed) {
-            let until = ctx.epoch.min(Instant::now() + STOP_POLL);
-            let until_ns = ctx.monotonic_epoch_ns
-                - ctx.epoch.saturating_duration_since(until).as_nanos() as u64;
-            sleep_until_monotonic(until_ns).await;
-        }
-        loop {
-            // What the telemetry thread judges a starved worker by: the request it waits to send.
-            waiting.schedule(&ctx, dispatcher.waiting_ns());
-            let step = dispatcher.step(now_ns(ctx.epoch), ctx.stop.load(Ordering::Relaxed));
-            if let Some((fired, lag_ns)) = dispatcher.take_fired() {
-                let at_ns = now_ns(ctx.epoch);
-                ctx.shared
-                    .fell_behind(&ctx.sender, &ctx.stop, at_ns, fired, lag_ns);
-            }
-            let (entry, reached) = match step {
-                Step::Done => break,
-                // Sleep to the request's own time, waking at least every STOP_POLL to see a
-                // stop: a long gap between arrivals never delays the end of a stopped run.
-                Step::Wait { until_ns } => {
-                    sleep_until_monotonic(ctx.monotonic_epoch_ns + until_ns).await;
-                    continue;
-                }
-                // Reached at or past its deadline, sending it could only time out at once and
-                // blame the target: the client's failure, its own class (SPEC §2). Stopped:
-                // never sent, censored by the end of the run.
-                Step::Late { entry, reached_ns } => {
-                    let record = client_late(&ctx, &entry, reached_ns, timeout_ns);
-                    batch.push_request(&ctx, &entry, record, Default::default());
-                    continue;
-                }
-                Step::Stopped { entry, reached_ns } => {
-                    let record = stopped(&ctx, &entry, reached_ns);
-                    batch.push_request(&ctx, &entry, record, Default::default());
-                    continue;
-                }
-                Step::Send { entry, reached_ns } => (entry, reached_ns),
-            };
-            sending(&ctx, &batch, &entry, reached);
-            outstanding.set(outstanding.get() + 1);
-            let (ctx2, local2, out2, batch2, judge, waiting2) = (
-                Rc::clone(&ctx),
-                Rc::clone(&local),
-                Rc::clone(&outstanding),
-                Rc::clone(&batch),
-                dispatcher.judge(),
-                Rc::clone(&waiting),
-            );
-            compio::runtime::spawn(async move {
-                // One task a session: an open request's session is itself; a closed or
-                // semi-open session's task sends each follow-up when its time comes.
-                let (mut entry, mut dispatched) = (entry, reached);
-                loop {
-                    // Boxed: the exchange's state is several KB, and the task that owns it is
-                    // moved into the executor's slot; a box moves once, a large future three times.
-                    let (mut record, carried) =
-                        Box::pin(execute(&ctx2, &local2, entry, dispatched)).await;
-                    judge_lateness(&ctx2, &judge, &entry, &mut record, timeout_ns);
-                    let terminal_ns = record.terminal_ns;
-                    finished(&ctx2, &local2, &batch2, &entry, record, carried, dispatched);
-                    let session = (&*batch2, &*judge, &*waiting2);
-                    match next_turn(&ctx2, session, entry, terminal_ns).await {
-                        Some((next, reached)) => (entry, dispatched) = (next, reached),
-                        None => break,
-                    }
-                }
-                out2.set(out2.get() - 1);
-            })
-            .detach();
-        }
-        waiting.schedule(&ctx, None);
-        // Drain: every request ends by its own deadline, so this ends within one timeout.
-        while outstanding.get() > 0 {
-            compio::time::sleep(Duration::from_millis(5)).await;
-        }
-        running.set(false);
-        // Dropped, not awaited: a connect it has under way is cancelled with it (the run must not
-        // wait for a spare it no longer needs, least of all for a handshake that never ends).
-        drop(keeper);
-        let _ = flusher.await;
-        let _ = ticker.await;
-        batch.flush(&ctx);
-        Ok(())
-    })
+    }
+
+    fn keep_spares(
+        &self,
+        ctx: &WorkerContext,
+        outstanding: &Cell<usize>,
+        running: &Cell<bool>,
+    ) -> impl Future<Output = ()> {
+        keep_spares(ctx, &self.local, outstanding, running)
+    }
+
+    fn rule(&self, route: u32) -> Rc<Rule> {
+        Rc::clone(&self.local.rules[route as usize])
+    }
+
+    fn talk(
+        &self,
+        ctx: &WorkerContext,
+        entry: &Entry,
+        record: &mut RequestRecord,
+        exchange: &mut Exchange,
+        carried: &mut http2::Carried,
+    ) -> impl Future<Output = Verdict> {
+        talk(ctx, &self.local, entry, record, exchange, carried)
+    }
+
+    fn served(&self, seconds: f64) {
+        self.local.served(seconds);
+    }
 }
 
 /// The intended times a worker waits to send at: the schedule's next request's and every
@@ -290,20 +422,14 @@ fn sending(ctx: &WorkerContext, batch: &Batch, entry: &Entry, reached_ns: u64) {
     ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A sent request's exchange is over: its service time for the spare keeper, its outcome in
-/// the counters, its record in the batch.
+/// A sent request's exchange is over: its outcome in the counters, its record in the batch.
 fn finished(
     ctx: &WorkerContext,
-    local: &Local,
     batch: &Batch,
     entry: &Entry,
     record: RequestRecord,
     carried: (http2::Carried, Option<StreamRecord>),
-    dispatched: u64,
 ) {
-    if record.dispatched_ns.is_some() {
-        local.served(record.terminal_ns.saturating_sub(dispatched) as f64 / 1e9);
-    }
     let counter = match Outcome::from_byte(record.outcome) {
         Some(Outcome::Completed) => &ctx.shared.completed,
         Some(Outcome::Errored) => &ctx.shared.errored,
@@ -324,6 +450,7 @@ fn finished(
 /// more, and records the one it had numbered as stopped. `None`: the session is over.
 async fn next_turn(
     ctx: &WorkerContext,
+    clock: &impl Clock,
     (batch, judge, waiting): (&Batch, &RefCell<Judge>, &Waiting),
     previous: Entry,
     terminal_ns: u64,
@@ -340,19 +467,19 @@ async fn next_turn(
         // What the telemetry thread judges a starved worker by, as the schedule's own requests.
         waiting.follow_up(ctx, next.intended_ns, true);
         loop {
-            let now = now_ns(ctx.epoch);
+            let now = clock.now_ns();
             if now >= next.intended_ns || ctx.stop.load(Ordering::Relaxed) {
                 break;
             }
-            sleep_until_monotonic(ctx.monotonic_epoch_ns + next.intended_ns.min(now + poll)).await;
+            clock.sleep_until(next.intended_ns.min(now + poll)).await;
         }
         waiting.follow_up(ctx, next.intended_ns, false);
         let step =
             judge
                 .borrow_mut()
-                .reached(next, now_ns(ctx.epoch), ctx.stop.load(Ordering::Relaxed));
+                .reached(next, clock.now_ns(), ctx.stop.load(Ordering::Relaxed));
         if let Some((fired, lag_ns)) = judge.borrow_mut().take_fired() {
-            let at_ns = now_ns(ctx.epoch);
+            let at_ns = clock.now_ns();
             ctx.shared
                 .fell_behind(&ctx.sender, &ctx.stop, at_ns, fired, lag_ns);
         }
@@ -405,14 +532,16 @@ pub(super) fn client_late(
 /// client's"): a request whose connect or send began `client.behind_lag_ms` or more after its
 /// intended time (the fall-behind policy hears of it too), or a `timeout` whose deadline the
 /// recorder saw pass that long after it (its worker or its whole process was not running), is
-/// the client's, whatever happened next ([`clients_lateness`]).
+/// the client's, whatever happened next ([`clients_lateness`]). `now_ns` is when the recorder
+/// saw the request end.
 fn judge_lateness(
     ctx: &WorkerContext,
     judge: &RefCell<Judge>,
     entry: &Entry,
     record: &mut RequestRecord,
-    timeout_ns: u64,
+    now_ns: u64,
 ) {
+    let timeout_ns = ctx.plan.timeout.as_nanos() as u64;
     let stopped = ctx.stop.load(Ordering::Relaxed);
     if let Some(out_ns) = record.connect_start_ns.max(record.dispatched_ns) {
         if judge
@@ -427,7 +556,7 @@ fn judge_lateness(
         }
     }
     let deadline = entry.intended_ns.saturating_add(timeout_ns);
-    let seen_late = now_ns(ctx.epoch).saturating_sub(deadline);
+    let seen_late = now_ns.saturating_sub(deadline);
     let timed_out =
         percentes_formats::journal::records::class_name(record.class) == Some("timeout");
     if timed_out && seen_late >= ctx.plan.behind_lag.as_nanos() as u64 {
@@ -484,14 +613,11 @@ fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord
 /// The worker's stall ticker (SPEC §2 "Runtime stall"): sleeps on the worker's own ring to
 /// absolute deadlines [`STALL_TICK`] apart and records each wake's lateness, with the ticks a
 /// late wake stood in for ([`tick_lateness`]), in the worker's batch.
-async fn stall_ticks(batch: &Batch, running: &Cell<bool>) {
-    let mut ticker = StallTicker::new(
-        super::host::monotonic_now_ns(),
-        STALL_TICK.as_nanos() as u64,
-    );
+async fn stall_ticks(clock: &impl Clock, batch: &Batch, running: &Cell<bool>) {
+    let mut ticker = StallTicker::new(clock.monotonic_ns(), STALL_TICK.as_nanos() as u64);
     while running.get() {
-        sleep_until_monotonic(ticker.deadline_ns()).await;
-        let lateness = ticker.woke(super::host::monotonic_now_ns());
+        clock.sleep_until_monotonic(ticker.deadline_ns()).await;
+        let lateness = ticker.woke(clock.monotonic_ns());
         batch.stall_ns.borrow_mut().extend(lateness);
     }
 }
@@ -503,7 +629,7 @@ async fn stall_ticks(batch: &Batch, running: &Cell<bool>) {
 /// has in flight; it opens one connection at a time, each within [`KEEPER_CONNECT_MAX`], and after
 /// a failed connect waits a second before it tries again (the request that needs a connection
 /// then opens its own, and that wait is journaled). Connections it opens count as `opened ahead`.
-async fn keep_spares(
+pub(super) async fn keep_spares(
     ctx: &WorkerContext,
     local: &Local,
     outstanding: &Cell<usize>,

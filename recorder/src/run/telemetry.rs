@@ -257,14 +257,10 @@ pub(super) fn telemetry_thread(
         }
         next += TELEMETRY_INTERVAL;
         let at_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
-        // A worker that reaches no request judges nothing itself: judge it by the one it waits
-        // to send (SPEC §2 "Falling behind").
-        let behind_ns = shared.behind_ns(at_ns);
-        if !done && !stop.load(Ordering::Relaxed) {
-            if let Some(fired) = behind.waiting(at_ns.saturating_sub(behind_ns), at_ns) {
-                shared.fell_behind(sender, stop, at_ns, fired, behind.lag_ns());
-            }
+        if !done {
+            judge_starved(shared, sender, (&behind, stop), at_ns);
         }
+        let behind_ns = shared.behind_ns(at_ns);
         // A reading not taken at either end is written as not taken (JOURNAL.md "3
         // telemetry"), never as 0: a gate must not pass on it.
         let cpu = host_cpu(&mut proc_stat);
@@ -388,6 +384,22 @@ pub(super) fn telemetry_thread(
         sender.send(Record::Telemetry(telemetry));
         if done {
             return;
+        }
+    }
+}
+/// The telemetry thread's look at the workers at `at_ns` (SPEC §2 "Falling behind"): a worker
+/// that reaches no request judges nothing itself, so it is judged by the one it waits to send;
+/// a worker `behind` says has fallen behind ends the run (unless it is already stopping).
+pub(super) fn judge_starved(
+    shared: &Shared,
+    sender: &Sender,
+    (behind, stop): (&Behind, &AtomicBool),
+    at_ns: u64,
+) {
+    let behind_ns = shared.behind_ns(at_ns);
+    if !stop.load(Ordering::Relaxed) {
+        if let Some(fired) = behind.waiting(at_ns.saturating_sub(behind_ns), at_ns) {
+            shared.fell_behind(sender, stop, at_ns, fired, behind.lag_ns());
         }
     }
 }

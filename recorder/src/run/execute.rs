@@ -1,0 +1,87 @@
+//! One request's task from its dispatch to its record (`execute`): the exchange over the
+//! worker's [`Transport`], held to the request's deadline on the worker's [`Clock`], its stamps
+//! gathered and its verdict settled against the deadline ([`settle`]). The same code runs in a
+//! recording and in the simulation.
+
+use percentes_formats::journal::records::{Outcome, RequestRecord};
+use percentes_formats::journal::stream::StreamRecord;
+use percentes_formats::schedule::Entry;
+
+use super::client::{blank, settle, WorkerContext};
+use super::ground::{Clock, Transport};
+use super::http2;
+use crate::exchange::{Exchange, Verdict};
+
+/// Runs the request `entry`, dispatched at `dispatched` (ns from the epoch), to its record and
+/// how it was carried: censored `timeout` at its deadline (intended time plus the client
+/// timeout) if the exchange has not ended by then, and nothing in the record, nor in its
+/// stream record, after its terminal time.
+pub(super) async fn execute(
+    ctx: &WorkerContext,
+    clock: &impl Clock,
+    net: &impl Transport,
+    entry: Entry,
+    dispatched: u64,
+) -> (RequestRecord, (http2::Carried, Option<StreamRecord>)) {
+    let mut record = blank(&entry);
+    record.dispatched_ns = Some(dispatched);
+    let streams = ctx
+        .plan
+        .streams
+        .get(entry.route as usize)
+        .copied()
+        .unwrap_or(true);
+    let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
+    let mut exchange = Exchange::with_rule(streams, net.rule(entry.route))
+        .prompt(ctx.plan.params.content(&entry))
+        .until(deadline_ns);
+    let mut carried = http2::Carried::default();
+    let verdict = clock
+        .within(
+            deadline_ns,
+            net.talk(ctx, &entry, &mut record, &mut exchange, &mut carried),
+        )
+        .await;
+    let verdict = match verdict {
+        Some(v) => v,
+        None => {
+            record.terminal_ns = deadline_ns;
+            let stalled = match exchange.waiting_for_window {
+                Some((total, unsent)) => format!(
+                    "; the request body was still waiting for the server's HTTP/2 flow-control window ({unsent} of its {total} bytes unsent)"
+                ),
+                None => String::new(),
+            };
+            Verdict {
+                outcome: Outcome::Censored,
+                class: "timeout",
+                detail: format!(
+                    "no terminal event by the {:?} timeout{stalled}",
+                    ctx.plan.timeout
+                ),
+            }
+        }
+    };
+    if record.terminal_ns == 0 {
+        record.terminal_ns = clock.now_ns();
+    }
+    record.http_status = exchange.status.unwrap_or(0);
+    record.replica = std::mem::take(&mut exchange.replica);
+    record.response_head_ns = exchange.response_head_ns;
+    record.first_content_ns = exchange.first_content_ns;
+    record.content_gaps_us = std::mem::take(&mut exchange.content_gaps_us);
+    record.content_events = exchange.content_events;
+    record.usage_prompt_tokens = exchange.usage_prompt_tokens;
+    record.usage_completion_tokens = exchange.usage_completion_tokens;
+    settle(&mut record, verdict, entry.intended_ns, ctx.plan.timeout);
+    if record.dispatched_ns.is_none() {
+        carried = http2::Carried::default();
+    }
+    // Output read by the deadline only (`Exchange::until`), and none from a request never
+    // sent: nothing the stream record holds is after the request's terminal time.
+    let stream = record
+        .dispatched_ns
+        .and_then(|_| exchange.stream_record(record.index))
+        .filter(|s| s.last_ns().is_some_and(|t| t <= record.terminal_ns));
+    (record, (carried, stream))
+}
