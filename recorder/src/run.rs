@@ -1,38 +1,22 @@
 //! The recording run (Linux): pacer and client on compio (io_uring), the journal writer thread,
 //! self-check telemetry, progress, drain and seal.
 
-use std::cell::{Cell, RefCell};
-use std::fs::File;
 use std::path::PathBuf;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use compio::io::{AsyncRead, AsyncWriteExt};
-use compio::net::TcpStream;
-use compio::tls::{TlsConnector, TlsStream};
-use compio::BufResult;
 use ed25519_dalek::SigningKey;
-use percentes_formats::config::{Config, FaultVariant, HttpVersion, Injector};
+use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::manifest::Shard;
-use percentes_formats::journal::records::{
-    class_code, Counts, EventRecord, Outcome, Record, RequestRecord, SealStatus, TelemetryRecord,
-};
 use percentes_formats::journal::records::{EventKind, TimelineSubject};
-use percentes_formats::journal::writer::Sealed;
+use percentes_formats::journal::records::{EventRecord, Record};
 use percentes_formats::journal::{JournalWriter, WriteError};
-use percentes_formats::pins;
-use percentes_formats::schedule::{Entry, ScheduleParams};
 
-use crate::canary::{CanaryServer, LagSummary};
-use crate::exchange::Rule;
-use crate::exchange::{Exchange, Verdict};
-use crate::http1;
-use crate::request::{load_prompts, ExtraHeaders, Target, Template};
-use crate::tokens::ModelTokenizer;
+use crate::canary::CanaryServer;
+use crate::request::{ExtraHeaders, Target};
 
 mod accelerator;
 mod baseline;
@@ -40,9 +24,12 @@ mod behind;
 mod cgroup;
 mod child;
 mod client;
+mod connect;
+mod context;
 mod dispatch;
 mod dns;
 pub mod doctor;
+mod error;
 mod escape_watch;
 mod events;
 mod execute;
@@ -64,47 +51,51 @@ mod shard;
 mod signals;
 #[cfg(test)]
 mod sim;
+mod state;
 mod summary;
 mod telemetry;
 mod tls;
 mod writer;
 
-pub use baseline::BaselineRule;
-use baseline::*;
-use behind::*;
-use client::*;
-use dispatch::*;
-use escape_watch::*;
-use fault::*;
-use host::*;
-pub use pacer::STOP_POLL;
-use pacer::*;
+use baseline::BaselineTally;
+use connect::Dialer;
+use context::WorkerContext;
+use escape_watch::EscapeWatch;
+use fault::fault_thread;
+use host::now_ns;
+use host::{
+    allowed_cpus, check_connection_floor, host_facts, ignore_file_size_signal, placement_fact,
+    raise_open_file_limit,
+};
+use pacer::{deferred_task_work_available, io_uring_usable, worker};
+use preflight::preflight;
+use probes::observers;
+use setup::{
+    create_outputs, host_check, journal_header, seal_of, setup_facts, spawn_telemetry, templates,
+};
+use telemetry::journal_after_run;
+use tls::tls_connector;
+use writer::{writer_thread, HeadLog, Journal};
+
+pub use dispatch::STALL_TICK;
+use error::io;
+pub use error::RecordError;
+pub use plan::BaselineRule;
+pub use plan::EPOCH_LEAD;
+pub use setup::HOST_CHECK;
+use state::{Sender, Shared, ToWriter};
+pub use telemetry::TELEMETRY_INTERVAL;
+pub use writer::{CHECKPOINT_INTERVAL, COMMIT_INTERVAL, WRITER_QUEUE_RECORDS_MAX};
+
+pub use dispatch::STOP_POLL;
+
 pub use pacer::{BATCH_INTERVAL, BATCH_RECORDS_MAX};
 pub use plan::{workers_flag, RunPlan, WORKERS_MAX};
 pub use preflight::served_models;
-use preflight::*;
-use probes::*;
-use setup::*;
+
 pub use shard::START_AT_AHEAD_MAX;
 pub use signals::{counts_line, say, stop_on_signals};
 pub use summary::{FailureClass, Summary};
-use telemetry::*;
-use tls::*;
-use writer::*;
-
-/// Messages the writer queue holds before a sender blocks (and a queue-full event is recorded); a
-/// message is one record or a worker's batch of up to [`BATCH_RECORDS_MAX`].
-pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
-/// The writer commits a block at least this often.
-pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
-/// The writer checkpoints (and fdatasyncs) at least this often (SPEC §J.5, §J.6).
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
-/// Telemetry and progress period.
-pub const TELEMETRY_INTERVAL: Duration = Duration::from_secs(1);
-/// The stall ticker's period (SPEC §2's runtime-stall measure).
-pub const STALL_TICK: Duration = Duration::from_millis(1);
-/// Time between writing the header and the epoch, for the workers to start and connect.
-pub const EPOCH_LEAD: Duration = Duration::from_millis(300);
 
 /// How the live progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,9 +153,6 @@ pub struct Options {
     /// `target-placement` host fact (SPEC §2 "Placement").
     pub target_placement: Option<String>,
 }
-
-/// How long the host check before a run looks (`record` without `--no-host-check`).
-pub const HOST_CHECK: Duration = Duration::from_millis(500);
 
 impl Options {
     /// A recording into `output` as a library caller most often wants it: a new file (no
@@ -238,249 +226,6 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
             detail,
             value,
         }));
-    }
-}
-
-/// Why a run could not be done. Failures of the target are outcomes, never errors.
-#[derive(Debug)]
-pub enum RecordError {
-    /// The configuration or the target cannot be run: what and why.
-    Refused(String),
-    /// A file or thread could not be made.
-    Io {
-        /// What the recorder was doing.
-        what: String,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
-    /// The journal writer failed.
-    Journal(WriteError),
-    /// The writer failed and the seal could not be written either: the file holds a verifiable
-    /// prefix (`unsealed-prefix`), nothing more.
-    Unsealed {
-        /// The journal.
-        output: PathBuf,
-        /// The first failure.
-        cause: String,
-        /// Why the seal failed.
-        seal: WriteError,
-    },
-}
-
-impl std::fmt::Display for RecordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordError::Refused(why) => write!(f, "{why}"),
-            RecordError::Io { what, source } => write!(f, "{what}: {source}"),
-            RecordError::Journal(e) => write!(f, "{e}"),
-            RecordError::Unsealed { output, cause, seal } => write!(
-                f,
-                "the journal writer failed ({cause}) and the seal could not be written ({seal}): dispatch was stopped at once; {} holds a verifiable prefix (`percentes verify` says unsealed-prefix) and cannot be published",
-                output.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RecordError {}
-
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RecordError {
-    let what = what.into();
-    move |source| RecordError::Io { what, source }
-}
-
-/// Boxed: the bounded queue preallocates every slot, and records vary from tens of bytes to kilobytes.
-enum ToWriter {
-    Record(Box<Record>),
-    /// A worker's finished records, handed over together: one wake-up of the writer per batch
-    /// rather than per request (a context switch per request dominated the recorder's CPU).
-    Batch(Vec<Record>),
-    Finish(SealStatus, String),
-}
-
-/// Counters shared by workers, telemetry and progress.
-#[derive(Debug, Default)]
-struct Shared {
-    sent: AtomicU64,
-    /// Follow-ups handed an index so far (closed and semi-open workloads): the next one's
-    /// index is the schedule's request count plus this.
-    follow_ups: AtomicU64,
-    in_flight: AtomicU64,
-    completed: AtomicU64,
-    errored: AtomicU64,
-    censored: AtomicU64,
-    undispatched: AtomicU64,
-    queue_depth: AtomicU64,
-    /// The queue's largest depth since the telemetry thread last read it (JOURNAL.md's
-    /// `writer_queue_max`: the interval's peak).
-    queue_peak: AtomicU64,
-    queue_full: AtomicU64,
-    skew_ns: Mutex<Vec<u64>>,
-    /// TTFT of the requests completed since the last telemetry tick (the live view), ns.
-    ttft_ns: Mutex<Vec<u64>>,
-    /// The fault's state as the journal has it ([`live::FaultState::code`]).
-    fault_state: std::sync::atomic::AtomicU8,
-    stall_ns: Mutex<Vec<u64>>,
-    /// The canary's lags (ns) since the last telemetry tick, from every worker.
-    canary_ns: Mutex<Vec<u64>>,
-    /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
-    stall_pool: Mutex<StallPool>,
-    done: AtomicBool,
-    /// Set once, by the writer's escape watch, when a declared abort trigger fires.
-    escaped: Mutex<Option<String>>,
-    /// Idle connections retired for their age.
-    pool_expired: AtomicU64,
-    /// Idle connections found closed (or written to) by the server, retired before a send.
-    pool_found_closed: AtomicU64,
-    /// Connections the spare keeper opened ahead of need.
-    opened_ahead: AtomicU64,
-    /// Set the first time the client runs out of descriptors or ports (said once, loudly).
-    exhausted: AtomicBool,
-    /// Errored and censored requests by class: count, and the first one's detail.
-    failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
-    /// The journal writer's first failure; dispatch stops when it is set.
-    writer_failed: Mutex<Option<String>>,
-    /// Per worker: the intended time (ns from the epoch) of the request it waits to send, or
-    /// `u64::MAX` once it has reached its last; the fall-behind policy judges a starved worker,
-    /// and the live view says how far behind schedule the run is, by it.
-    waiting_ns: Box<[AtomicU64]>,
-    /// The baseline as the writer has journaled it, for the judgement at T_inject (a fault run's
-    /// coordinator only).
-    baseline: Option<Mutex<BaselineTally>>,
-}
-
-impl Shared {
-    /// Counters for `workers` workers, none of them waiting yet, with the baseline's tally when
-    /// this recorder judges one.
-    fn new(workers: usize, baseline: Option<BaselineTally>) -> Shared {
-        Shared {
-            waiting_ns: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
-            baseline: baseline.map(Mutex::new),
-            ..Shared::default()
-        }
-    }
-
-    /// Counts a finished request that did not complete, by class.
-    fn tally(&self, record: &RequestRecord) {
-        if record.outcome == Outcome::Completed as u8 {
-            return;
-        }
-        let Some(class) = percentes_formats::journal::records::class_name(record.class) else {
-            return;
-        };
-        let mut failures = self.failures.lock().expect("failures lock");
-        let entry = failures
-            .entry(class)
-            .or_insert_with(|| (0, record.detail.clone()));
-        entry.0 += 1;
-    }
-
-    /// The client could not open a connection for want of descriptors or ports: say so once,
-    /// now, on stderr (the requests are recorded undispatched, which fails the run's G2).
-    fn note_exhaustion(&self, error: &std::io::Error) {
-        if !self.exhausted.swap(true, Ordering::Relaxed) {
-            say(&format!(
-                "percentes: the client ran out of connections ({error}): requests are recorded undispatched and the run fails G2 (SPEC §2); raise the open-file limit (ulimit -n) or lower the rate"
-            ));
-        }
-    }
-
-    fn failure_classes(&self) -> Vec<FailureClass> {
-        let failures = self.failures.lock().expect("failures lock");
-        let mut out: Vec<FailureClass> = failures
-            .iter()
-            .map(|(class, (count, detail))| FailureClass {
-                class,
-                count: *count,
-                detail: detail.clone(),
-            })
-            .collect();
-        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.class.cmp(b.class)));
-        out
-    }
-}
-
-#[derive(Clone)]
-struct Sender {
-    tx: SyncSender<ToWriter>,
-    shared: Arc<Shared>,
-    /// Raised if the writer is gone: nothing more could be recorded, so nothing more is sent.
-    stop: Arc<AtomicBool>,
-}
-
-impl Sender {
-    /// Hands a record to the writer. A full queue blocks (nothing is dropped) and is counted, so
-    /// telemetry records a writer-queue-full event.
-    fn send(&self, record: Record) {
-        if let Record::Event(e) = &record {
-            let state = match EventKind::from_code(e.kind) {
-                Some(EventKind::FaultArmed) => Some(live::FaultState::Armed),
-                Some(EventKind::FaultFired) => Some(live::FaultState::Fired),
-                Some(EventKind::FaultRemoved | EventKind::FaultExpired) => {
-                    Some(live::FaultState::Removed)
-                }
-                Some(EventKind::FaultFailed) => Some(live::FaultState::Failed),
-                _ => None,
-            };
-            if let Some(state) = state {
-                self.shared
-                    .fault_state
-                    .store(state.code(), Ordering::Relaxed);
-            }
-        }
-        self.send_message(ToWriter::Record(Box::new(record)), 1);
-    }
-
-    fn send_batch(&self, records: Vec<Record>) {
-        if !records.is_empty() {
-            let n = records.len() as u64;
-            self.send_message(ToWriter::Batch(records), n);
-        }
-    }
-
-    fn send_message(&self, message: ToWriter, records: u64) {
-        let depth = self
-            .shared
-            .queue_depth
-            .fetch_add(records, Ordering::Relaxed)
-            + records;
-        self.shared.queue_peak.fetch_max(depth, Ordering::Relaxed);
-        match self.tx.try_send(message) {
-            Ok(()) => {}
-            Err(TrySendError::Full(message)) => {
-                self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
-                let _ = self.tx.send(message);
-            }
-            Err(TrySendError::Disconnected(_)) => self.stop.store(true, Ordering::SeqCst),
-        }
-    }
-}
-
-/// A connection: plain TCP or TLS over TCP.
-enum Conn {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl Conn {
-    async fn read(&mut self, buf: Vec<u8>) -> BufResult<usize, Vec<u8>> {
-        match self {
-            Conn::Plain(s) => s.read(buf).await,
-            Conn::Tls(s) => s.read(buf).await,
-        }
-    }
-    async fn write_all(&mut self, buf: Vec<u8>) -> BufResult<(), Vec<u8>> {
-        match self {
-            Conn::Plain(s) => s.write_all(buf).await,
-            Conn::Tls(s) => {
-                // TLS buffers inside the session: the request leaves only when flushed.
-                let BufResult(written, buf) = s.write_all(buf).await;
-                match written {
-                    Ok(()) => BufResult(compio::io::AsyncWrite::flush(&mut **s).await, buf),
-                    Err(e) => BufResult(Err(e), buf),
-                }
-            }
-        }
     }
 }
 
@@ -791,7 +536,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
 
 #[cfg(test)]
 mod tests {
+    use super::client::blank;
+    use super::dispatch::StallPool;
     use super::*;
+    use percentes_formats::journal::records::class_code;
+    use percentes_formats::journal::records::Outcome;
+    use percentes_formats::schedule::Entry;
 
     const MS: u64 = 1_000_000;
 
@@ -1047,7 +797,7 @@ path = "/v1/chat/completions"
         for _ in 0..600 {
             pool.add(40_000);
         }
-        for late in telemetry::tick_lateness(400_300_000, period) {
+        for late in dispatch::tick_lateness(400_300_000, period) {
             pool.add(late);
         }
         // Rank ceil(0.99 x 1001) = 991 falls among the stall's samples (the 391st in ascending
@@ -1061,14 +811,14 @@ path = "/v1/chat/completions"
         );
         // A wake 400.3 ms late at a 1 ms period: the tick it was due for and the 400 behind it,
         // late by 400.3, 399.3, ..., 0.3 ms.
-        let ticks: Vec<u64> = telemetry::tick_lateness(400_300_000, period).collect();
+        let ticks: Vec<u64> = dispatch::tick_lateness(400_300_000, period).collect();
         assert_eq!(ticks.len(), 401);
         assert_eq!(ticks[0], 400_300_000);
         assert_eq!(ticks[400], 300_000);
         assert!(ticks.windows(2).all(|w| w[0] - w[1] == period));
         // A wake under a period late is one sample, as before.
         assert_eq!(
-            telemetry::tick_lateness(40_000, period).collect::<Vec<_>>(),
+            dispatch::tick_lateness(40_000, period).collect::<Vec<_>>(),
             [40_000]
         );
     }

@@ -3,8 +3,10 @@
 //! journaled as the host fact `accelerator.NAME`, the fingerprint `percentes campaign` compares
 //! across a campaign's runs.
 
-use super::{Config, Duration, RecordError};
+use super::error::RecordError;
+use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
+use std::time::Duration;
 
 /// The longest a collector may take (a `kubectl exec` to a busy node included).
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);

@@ -9,71 +9,17 @@
 //! reaches later on the same journal. It judges evidence only: a gate with nothing to read
 //! (no replica header, no probed gauge) is left to the analyzer, which fails it as unobserved.
 
-use super::{pins, Config, Duration, EventKind, Instant, Outcome, Record, RunPlan, Shared};
+use super::plan::BaselineRule;
+use super::plan::RunPlan;
 use percentes_formats::journal::detail::DetailWord;
+use percentes_formats::journal::records::{EventKind, Outcome, Record};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// How long the fault plan waits at T_inject for the last of the baseline's records to reach
 /// the writer (a request that ran to its deadline ends at T_inject itself, and a worker hands its
 /// records over every [`BATCH_INTERVAL`]). A baseline not whole by then is not judged live.
 pub(super) const JUDGE_WAIT: Duration = Duration::from_millis(100);
-
-/// What the baseline must show, derived once by the plan from the pins in force.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BaselineRule {
-    /// The baseline window by intended time, ns from the epoch: the end of warm-up to one client
-    /// timeout before T_inject (SPEC §3; the fire anchor is T_inject until the fault fires).
-    pub window_ns: (u64, u64),
-    /// The SLO's thresholds from t_i, ns: time to first token and end to end (§4).
-    pub slo_ns: (u64, u64),
-    /// G6's least goodput.
-    pub goodput_min: f64,
-    /// G7's largest mean waiting-queue gauge per replica.
-    pub waiting_max: f64,
-    /// G1's share bounds in percent, for a replica-loss variant.
-    pub share_percent: Option<(f64, f64)>,
-    /// The declared replicas, and the address of each that has one (a replica header naming an
-    /// address reads as that replica, as the analyzer reads it).
-    pub replicas: Vec<(String, Option<String>)>,
-}
-
-impl BaselineRule {
-    /// The rule of a fault run against a target whose health the gates judge (not hosted).
-    pub(super) fn of(config: &Config, measured_span_ns: (u64, u64)) -> Option<BaselineRule> {
-        let inject_ns = config.inject_at_ns()?;
-        if config.fault.injector.is_none()
-            || config.target.kind == percentes_formats::config::TargetKind::Hosted
-        {
-            return None;
-        }
-        let warm_ns = measured_span_ns.0.min(inject_ns);
-        let end_ns = inject_ns
-            .saturating_sub(config.duration_ns(&pins::CLIENT_TIMEOUT_S))
-            .clamp(warm_ns, inject_ns);
-        let ms = |v: i64| v.unsigned_abs() * 1_000_000;
-        Some(BaselineRule {
-            window_ns: (warm_ns, end_ns),
-            slo_ns: (ms(pins::value::SLO_TTFT_MS), ms(pins::value::SLO_E2E_MS)),
-            goodput_min: config.number(&pins::GATES_BASELINE_GOODPUT_MIN),
-            waiting_max: config.number(&pins::GATES_WAITING_QUEUE_MAX),
-            share_percent: config.fault.variant.is_replica_loss().then(|| {
-                (
-                    config.number(&pins::GATES_REPLICA_SHARE_MIN_PERCENT),
-                    config.number(&pins::GATES_REPLICA_SHARE_MAX_PERCENT),
-                )
-            }),
-            replicas: config
-                .target
-                .replicas
-                .iter()
-                .map(|r| (r.clone(), config.target.replica_addresses.get(r).cloned()))
-                .collect(),
-        })
-    }
-
-    fn holds(&self, intended_ns: u64) -> bool {
-        (self.window_ns.0..self.window_ns.1).contains(&intended_ns)
-    }
-}
 
 /// The baseline as journaled so far.
 #[derive(Debug)]
@@ -195,29 +141,28 @@ impl BaselineTally {
     }
 }
 
-impl Shared {
-    /// At T_inject: what the baseline failed, once its last request is journaled (waiting up to
-    /// [`JUDGE_WAIT`] for it). `None` when there is nothing to judge, the baseline is healthy as
-    /// far as its evidence goes, or it was not whole in time (the analyzer judges it then).
-    pub(super) fn baseline_failures(&self) -> Option<String> {
-        let tally = self.baseline.as_ref()?;
-        let deadline = Instant::now() + JUDGE_WAIT;
-        loop {
-            let verdict = tally.lock().expect("baseline lock").verdict();
-            match verdict {
-                Some(failed) if failed.is_empty() => return None,
-                Some(failed) => return Some(failed.join("; ")),
-                None if Instant::now() >= deadline => return None,
-                None => std::thread::sleep(Duration::from_millis(2)),
-            }
+/// At T_inject: what the baseline failed, once its last request is journaled (waiting up to
+/// [`JUDGE_WAIT`] for it). `None` when there is nothing to judge, the baseline is healthy as
+/// far as its evidence goes, or it was not whole in time (the analyzer judges it then).
+pub(super) fn baseline_failures(tally: Option<&Mutex<BaselineTally>>) -> Option<String> {
+    let tally = tally?;
+    let deadline = Instant::now() + JUDGE_WAIT;
+    loop {
+        let verdict = tally.lock().expect("baseline lock").verdict();
+        match verdict {
+            Some(failed) if failed.is_empty() => return None,
+            Some(failed) => return Some(failed.join("; ")),
+            None if Instant::now() >= deadline => return None,
+            None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::plan::BaselineRule;
     use super::*;
-    use crate::run::{EventRecord, RequestRecord};
+    use percentes_formats::journal::records::{EventRecord, RequestRecord};
 
     const MS: u64 = 1_000_000;
 

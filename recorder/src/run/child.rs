@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
-use super::{Duration, Instant};
+use std::time::{Duration, Instant};
 
 /// Runs `argv` with `input` on its standard input, for at most `timeout`; its standard output
 /// (lossily UTF-8, at most `output_max` bytes kept), or why it failed: it could not start, it

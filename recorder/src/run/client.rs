@@ -2,42 +2,24 @@
 //! included), and each request executed to one verdict (`execute`, `talk`). The pacer that
 //! sends them is `pacer.rs`.
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
-use super::{
-    class_code, http1, idle_expired, Arc, AtomicBool, BufResult, Cell, Config, Conn, Duration,
-    Entry, Exchange, HttpVersion, Instant, Ordering, Outcome, Rc, RefCell, RequestRecord, Rule,
-    RunPlan, Sender, Shared, Target, TcpStream, Template, TlsConnector, Verdict,
-};
+use super::connect::{connect_verdict, local_exhaustion, transport_verdict, Conn, OpenError};
+use super::context::WorkerContext;
+use super::dispatch::idle_expired;
+use super::host::now_ns;
+use super::state::Shared;
+use crate::exchange::{Exchange, Rule, Verdict};
+use crate::http1;
 use crate::run::http2;
-
-pub(super) struct WorkerContext {
-    pub(super) worker: usize,
-    /// The run's plan, shared by every worker (the schedule, the timeout, the pool floor, which
-    /// routes stream); no worker holds the configuration.
-    pub(super) plan: Arc<RunPlan>,
-    /// How connections to the target are opened.
-    pub(super) dialer: Dialer,
-    pub(super) epoch: Instant,
-    /// `epoch` on CLOCK_MONOTONIC, in ns (the journal's clock anchor): the pacer's kernel
-    /// deadlines are absolute on that clock.
-    pub(super) monotonic_epoch_ns: u64,
-    /// The loopback canary's address, when it runs.
-    pub(super) canary: Option<std::net::SocketAddr>,
-    /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.
-    pub(super) deferred_task_work: bool,
-    pub(super) rules: Vec<Rule>,
-    pub(super) templates: Vec<Template>,
-    pub(super) sender: Sender,
-    pub(super) shared: Arc<Shared>,
-    pub(super) stop: Arc<AtomicBool>,
-    /// The CPUs the workers are pinned to (`--cpus`), worker w on the w-th, wrapping around;
-    /// `None` leaves them to the kernel.
-    pub(super) cpus: Option<Vec<usize>>,
-    /// The secrets the requests carry, scrubbed from what a server sends back before it is
-    /// journaled ([`crate::request::ExtraHeaders::scrub`]).
-    pub(super) secrets: crate::request::ExtraHeaders,
-}
+use compio::BufResult;
+use percentes_formats::config::HttpVersion;
+use percentes_formats::journal::records::{class_code, Outcome, RequestRecord};
+use percentes_formats::schedule::Entry;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// An idle keep-alive connection in a worker's pool.
 pub(super) struct Pooled {
@@ -97,51 +79,6 @@ pub(super) fn idle_state(fd: RawFd, tls: bool) -> Idle {
     }
 }
 
-#[cfg(test)]
-mod idle_tests {
-    use super::*;
-    use std::io::Write;
-    use std::net::{TcpListener, TcpStream};
-
-    #[test]
-    fn the_liveness_check_sees_a_close_behind_unread_bytes() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        let fd = client.as_raw_fd();
-        assert_eq!(idle_state(fd, false), Idle::Alive);
-        server
-            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(idle_state(fd, false), Idle::Unsolicited);
-        // Under TLS unread bytes alone are tickets, not a fault.
-        assert_eq!(idle_state(fd, true), Idle::Alive);
-        // The close behind those bytes is seen all the same, plain or TLS.
-        drop(server);
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(idle_state(fd, false), Idle::Closed);
-        assert_eq!(idle_state(fd, true), Idle::Closed);
-    }
-
-    #[test]
-    fn the_spare_keeper_sizes_the_pool_by_littles_law_and_what_is_in_flight() {
-        // 500 rps a worker at 200 ms: 100 busy by Little's law; 150 + 1 in all.
-        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 0, 10_000), 51);
-        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 51, 10_000), 0);
-        // The target slows: 320 in flight before any slow request has finished, so the pool
-        // follows what is in flight (481 in all), not the stale mean.
-        assert_eq!(spare_wanted(500.0, Some(0.2), 320, 20, 10_000), 481 - 340);
-        // Before anything finished there is no mean: size by what is in flight (the warm pool
-        // covers the start).
-        assert_eq!(spare_wanted(10.0, None, 0, 4, 100), 0);
-        assert_eq!(spare_wanted(10.0, None, 2, 0, 100), 2);
-        // Never past the most a worker can have in flight.
-        assert_eq!(spare_wanted(500.0, Some(20.0), 0, 0, 301), 301);
-        assert_eq!(spare_wanted(0.0, Some(1.0), 0, 0, 1), 1);
-    }
-}
-
 /// A worker's own state, shared by the request tasks of its one thread.
 pub(super) struct Local {
     /// Idle keep-alive connections, most recently used last.
@@ -160,31 +97,8 @@ pub(super) struct Local {
     pub(super) h2: http2::H2Pool,
 }
 
-/// How often the spare keeper looks at the pool.
-pub(super) const KEEPER_INTERVAL: Duration = Duration::from_millis(5);
-/// The pool is sized for this many times the connections Little's law says are busy.
-pub(super) const KEEPER_HEADROOM: f64 = 1.5;
 /// The weight of each finished request in the service-time mean.
 const SERVICE_WEIGHT: f64 = 0.1;
-
-/// How many connections the spare keeper should open now (issue 20, SPEC §2): enough that busy
-/// plus idle reach `KEEPER_HEADROOM` times the connections in use, plus one. In use is the larger
-/// of Little's law (this worker's scheduled rate times its mean service time) and the requests
-/// it has in flight now, which rises at once when the target slows, before any slow request has
-/// finished. Never more than `cap` in all (the most a worker can have in flight: its rate times
-/// the timeout).
-pub(super) fn spare_wanted(
-    rate_per_worker: f64,
-    service_s: Option<f64>,
-    in_flight: usize,
-    idle: usize,
-    cap: usize,
-) -> usize {
-    let little = service_s.map_or(0.0, |w| rate_per_worker * w).ceil();
-    let busy = little.max(in_flight as f64);
-    let target = ((busy * KEEPER_HEADROOM).ceil() as usize + 1).min(cap.max(1));
-    target.saturating_sub(in_flight + idle)
-}
 
 /// The size of one read buffer: one read takes whatever the socket holds, up to this.
 pub(super) const READ_BUFFER: usize = 64 << 10;
@@ -269,7 +183,9 @@ impl Local {
     pub(super) async fn pool_opened(&self, ctx: &WorkerContext, conn: Conn, fd: RawFd) -> bool {
         let id = self.connection_id();
         match http2::speaks_h2(&conn, ctx.plan.http) {
-            Ok(true) => Box::pin(http2::adopt(self, id, conn, false)).await.is_ok(),
+            Ok(true) => Box::pin(http2::adopt(&self.h2, id, conn, false))
+                .await
+                .is_ok(),
             Ok(false) => {
                 self.keep(id, conn, fd, ctx.plan.idle_limit, false);
                 true
@@ -320,125 +236,6 @@ impl Local {
     }
 }
 
-/// How to reach the target: the address, and TLS when the URL is https.
-#[derive(Clone)]
-pub(super) struct Dialer {
-    pub(super) address: String,
-    pub(super) tls: Option<TlsConnector>,
-    pub(super) server_name: String,
-    /// The pinned connect budget (SPEC §2, `client.connect_budget_s`).
-    pub(super) budget: Duration,
-    /// The HTTP version its connections speak (`target.http`).
-    pub(super) http: HttpVersion,
-}
-
-impl Dialer {
-    /// The dialer of `config`'s target: its address, TLS (`tls`, made by the caller once) and
-    /// server name, the plan's connect budget and HTTP version.
-    pub(super) fn of(
-        config: &Config,
-        target: &Target,
-        plan: &RunPlan,
-        tls: Option<TlsConnector>,
-    ) -> Dialer {
-        Dialer {
-            address: target.address.clone(),
-            tls,
-            server_name: config
-                .target
-                .tls
-                .server_name
-                .clone()
-                .unwrap_or_else(|| target.host.clone()),
-            budget: plan.connect_budget,
-            http: plan.http,
-        }
-    }
-}
-
-/// Why a connection could not be opened.
-pub(super) struct OpenError {
-    pub(super) error: std::io::Error,
-    /// The TCP connect succeeded; the TLS handshake failed.
-    pub(super) in_tls: bool,
-    /// It was cut short by the request's own deadline, not by the connect budget: the request
-    /// timed out (censored), the connect did not fail (one cause, one class: SPEC §3).
-    pub(super) at_deadline: bool,
-}
-
-impl Dialer {
-    /// Opens a connection (and its TLS session for https), recording connect and TLS times,
-    /// within the connect budget (and within `deadline`, if sooner). A server that accepts and
-    /// then never answers the handshake (an https URL to a plain-HTTP port) costs at most that.
-    pub(super) async fn open(
-        &self,
-        epoch: Instant,
-        deadline: Option<Instant>,
-        mut record: Option<&mut RequestRecord>,
-    ) -> Result<(Conn, RawFd), OpenError> {
-        let start = Instant::now();
-        let budget_end = start + self.budget;
-        let until = deadline.map_or(budget_end, |d| d.min(budget_end));
-        let at_deadline = until < budget_end;
-        let allowed = until.saturating_duration_since(start);
-        let tcp_done = Cell::new(false);
-        let attempt =
-            async {
-                if let Some(r) = record.as_deref_mut() {
-                    r.connect_start_ns = Some(now_ns(epoch));
-                }
-                let stream = TcpStream::connect(self.address.as_str())
-                    .await
-                    .map_err(|error| OpenError {
-                        error,
-                        in_tls: false,
-                        at_deadline: false,
-                    })?;
-                let _ = stream.set_nodelay(true);
-                let fd = stream.as_raw_fd();
-                tcp_done.set(true);
-                if let Some(r) = record.as_deref_mut() {
-                    r.connect_end_ns = Some(now_ns(epoch));
-                }
-                match &self.tls {
-                    None => Ok((Conn::Plain(stream), fd)),
-                    Some(connector) => {
-                        let tls = connector.connect(&self.server_name, stream).await.map_err(
-                            |error| OpenError {
-                                error,
-                                in_tls: true,
-                                at_deadline: false,
-                            },
-                        )?;
-                        if let Some(r) = record.as_deref_mut() {
-                            r.tls_done_ns = Some(now_ns(epoch));
-                        }
-                        Ok((Conn::Tls(Box::new(tls)), fd))
-                    }
-                }
-            };
-        match compio::time::timeout_at(until, attempt).await {
-            Ok(result) => result,
-            Err(_) => Err(OpenError {
-                in_tls: tcp_done.get(),
-                at_deadline,
-                error: std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "{} took longer than {:?} (the connect budget, SPEC §2, or the request's deadline)",
-                        if tcp_done.get() { "the TLS handshake" } else { "the TCP connect" },
-                        allowed
-                    ),
-                ),
-            }),
-        }
-    }
-}
-
-pub(super) fn now_ns(epoch: Instant) -> u64 {
-    Instant::now().saturating_duration_since(epoch).as_nanos() as u64
-}
-
 pub(super) fn blank(entry: &Entry) -> RequestRecord {
     RequestRecord {
         index: entry.index,
@@ -465,37 +262,6 @@ pub(super) fn blank(entry: &Entry) -> RequestRecord {
         connection_id: 0,
         connection_reused: false,
         detail: String::new(),
-    }
-}
-
-/// A connect failure that never reached the target (the client ran out of something): the
-/// request was not dispatched.
-pub(super) fn local_exhaustion(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EADDRNOTAVAIL)
-    )
-}
-
-pub(super) fn connect_verdict(e: &std::io::Error) -> Verdict {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        ConnectionRefused => Verdict::errored("refused", e.to_string()),
-        ConnectionReset | ConnectionAborted => Verdict::errored("reset", e.to_string()),
-        _ if e.to_string().contains("lookup") || e.kind() == NotFound => {
-            Verdict::errored("dns", e.to_string())
-        }
-        _ => Verdict::errored("connect", e.to_string()),
-    }
-}
-
-pub(super) fn transport_verdict(e: &std::io::Error) -> Verdict {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        ConnectionReset | ConnectionAborted | BrokenPipe => {
-            Verdict::errored("reset", e.to_string())
-        }
-        _ => Verdict::errored("premature-close", e.to_string()),
     }
 }
 
@@ -586,7 +352,7 @@ pub(super) async fn talk(
                     Ok(true) => {
                         // This request opened it: its connect and TLS times are in its record.
                         record.connection_id = id;
-                        return match Box::pin(http2::adopt(local, id, conn, true)).await {
+                        return match Box::pin(http2::adopt(&local.h2, id, conn, true)).await {
                             Ok((_, Some(slot))) => {
                                 Box::pin(http2::talk(
                                     ctx, slot, true, entry, record, exchange, carried,
@@ -713,4 +479,51 @@ pub(super) async fn talk(
     // operation, and the next request takes a fresh one.
     local.give_back(buf);
     verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dispatch::spare_wanted;
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn the_liveness_check_sees_a_close_behind_unread_bytes() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let fd = client.as_raw_fd();
+        assert_eq!(idle_state(fd, false), Idle::Alive);
+        server
+            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle_state(fd, false), Idle::Unsolicited);
+        // Under TLS unread bytes alone are tickets, not a fault.
+        assert_eq!(idle_state(fd, true), Idle::Alive);
+        // The close behind those bytes is seen all the same, plain or TLS.
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(idle_state(fd, false), Idle::Closed);
+        assert_eq!(idle_state(fd, true), Idle::Closed);
+    }
+
+    #[test]
+    fn the_spare_keeper_sizes_the_pool_by_littles_law_and_what_is_in_flight() {
+        // 500 rps a worker at 200 ms: 100 busy by Little's law; 150 + 1 in all.
+        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 0, 10_000), 51);
+        assert_eq!(spare_wanted(500.0, Some(0.2), 100, 51, 10_000), 0);
+        // The target slows: 320 in flight before any slow request has finished, so the pool
+        // follows what is in flight (481 in all), not the stale mean.
+        assert_eq!(spare_wanted(500.0, Some(0.2), 320, 20, 10_000), 481 - 340);
+        // Before anything finished there is no mean: size by what is in flight (the warm pool
+        // covers the start).
+        assert_eq!(spare_wanted(10.0, None, 0, 4, 100), 0);
+        assert_eq!(spare_wanted(10.0, None, 2, 0, 100), 2);
+        // Never past the most a worker can have in flight.
+        assert_eq!(spare_wanted(500.0, Some(20.0), 0, 0, 301), 301);
+        assert_eq!(spare_wanted(0.0, Some(1.0), 0, 0, 1), 1);
+    }
 }

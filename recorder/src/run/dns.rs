@@ -230,6 +230,48 @@ fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), String> {
     }
 }
 
+/// `host:port` as one socket address: an IP as it is, a DNS name by the system resolver (its
+/// first address). An SRV name (`_service._proto.name`, the only form without a port the
+/// configuration accepts) is asked of `nameserver` (`target.nameserver`), or else of the
+/// nameserver of /etc/resolv.conf, for its host and port ([`super::dns`]), the host at the
+/// address the answer gave for it, or else resolved as a name.
+pub(super) fn resolve(
+    address: &str,
+    nameserver: Option<std::net::SocketAddr>,
+) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = address.parse() {
+        return Ok(ip);
+    }
+    if !address.contains(':') {
+        let server = match nameserver {
+            Some(server) => server,
+            None => {
+                let conf = std::fs::read_to_string("/etc/resolv.conf")
+                    .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
+                super::dns::nameserver(&conf).ok_or_else(|| {
+                    format!("/etc/resolv.conf names no nameserver to ask for {address}")
+                })?
+            }
+        };
+        let records = super::dns::srv(address, server, Duration::from_millis(500))?;
+        let chosen = super::dns::choose(&records).ok_or("no SRV records")?;
+        if let Some(ip) = chosen.address {
+            return Ok(std::net::SocketAddr::new(ip, chosen.port));
+        }
+        return (chosen.target.as_str(), chosen.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {} (SRV {address}): {e}", chosen.target))?
+            .next()
+            .ok_or_else(|| format!("{} (SRV {address}) resolves to no address", chosen.target));
+    }
+    address
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {address}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{address} resolves to no address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,7 +390,7 @@ mod tests {
             let id = u16::from_be_bytes([buf[0], buf[1]]);
             server.send_to(&response_with_address(id), from).unwrap();
         });
-        let found = super::super::probes::resolve("_http._tcp.r.test", Some(address));
+        let found = super::super::dns::resolve("_http._tcp.r.test", Some(address));
         answering.join().unwrap();
         assert_eq!(found, Ok(SocketAddr::from(([127, 0, 0, 1], 9002))));
     }

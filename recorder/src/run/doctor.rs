@@ -8,12 +8,17 @@
 //! It predicts; it does not gate. A host that passes here can still be loaded during the run
 //! (the run's own gate reads the run), and one that fails here can be quiet later.
 
-use super::{
-    allowed_cpus, cgroup, deferred_task_work_available, io, io_uring_usable, pins, quantile,
-    ring_setup, tick_lateness, Duration, RecordError, STALL_TICK,
-};
+use super::cgroup;
+use super::dispatch::tick_lateness;
+use super::dispatch::STALL_TICK;
+use super::error::{io, RecordError};
+use super::host::allowed_cpus;
+use super::pacer::{deferred_task_work_available, io_uring_usable, ring_setup};
+use super::telemetry::quantile;
 use crate::run::host::{self, cpu_list};
 use crate::run::pacer;
+use percentes_formats::pins;
+use std::time::Duration;
 
 /// What a look at the host found.
 #[derive(Clone, Debug)]

@@ -7,7 +7,8 @@ use percentes_formats::journal::records::{Outcome, RequestRecord};
 use percentes_formats::journal::stream::StreamRecord;
 use percentes_formats::schedule::Entry;
 
-use super::client::{blank, settle, WorkerContext};
+use super::client::{blank, settle};
+use super::context::WorkerContext;
 use super::ground::{Clock, Transport};
 use super::http2;
 use crate::exchange::{Exchange, Verdict};

@@ -1,11 +1,15 @@
 //! The fault plan (SPEC §1): arm, fire at T_inject, confirm the impact independently, remove or
 //! expire, each step journaled as an event.
 
-use super::{
-    now_ns, AtomicBool, Duration, EventKind, EventRecord, Injector, Instant, Ordering, Record,
-    RunPlan, Sender, Shared,
-};
+use super::baseline::baseline_failures;
+use super::host::now_ns;
+use super::plan::RunPlan;
+use super::state::{Sender, Shared};
+use percentes_formats::config::Injector;
 use percentes_formats::journal::detail::DetailWord;
+use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).
 pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
@@ -89,11 +93,11 @@ pub(super) fn fault_thread(
     let resolved_before = fault
         .confirm_address
         .as_deref()
-        .is_some_and(|a| super::probes::resolve(a, plan.nameserver).is_ok());
+        .is_some_and(|a| super::dns::resolve(a, plan.nameserver).is_ok());
     if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
         return;
     }
-    if let Some(failed) = shared.baseline_failures() {
+    if let Some(failed) = baseline_failures(shared.baseline.as_ref()) {
         baseline_unhealthy(shared, sender, stop, now_ns(epoch), &failed);
         return;
     }
@@ -131,7 +135,7 @@ pub(super) fn fault_thread(
         let mut last = String::new();
         let mut gone = false;
         while Instant::now() < deadline {
-            let target = super::probes::resolve(address, plan.nameserver);
+            let target = super::dns::resolve(address, plan.nameserver);
             let impact = match (target, expected) {
                 (Ok(a), Some((path, status))) => match answer_of(a, method, path) {
                     Ok((got, body)) => {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use percentes_formats::journal::records::RequestRecord;
 use percentes_formats::schedule::Entry;
 
-use super::client::WorkerContext;
+use super::context::WorkerContext;
 use super::http2::Carried;
 use crate::exchange::{Exchange, Rule, Verdict};
 

@@ -1,8 +1,14 @@
 //! Facts about the recording host and its clocks: the monotonic clock, CPU accounting from
 //! /proc, the CPUs this process may use, and the host facts the journal header carries.
 
-use super::{Config, RecordError, RunPlan, Target, STALL_TICK};
+use std::time::Instant;
+
+use super::dispatch::STALL_TICK;
+use super::error::RecordError;
+use super::plan::RunPlan;
 use crate::canary;
+use crate::request::Target;
+use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
@@ -290,4 +296,8 @@ pub(super) fn placement_fact(cpus: Option<&[usize]>, allowed: &[usize], workers:
             cpu_list(allowed)
         ),
     }
+}
+
+pub(super) fn now_ns(epoch: Instant) -> u64 {
+    Instant::now().saturating_duration_since(epoch).as_nanos() as u64
 }

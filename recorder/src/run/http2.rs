@@ -16,12 +16,21 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::Reason;
 
+use super::connect::transport_verdict;
+use super::connect::Conn;
+use super::context::WorkerContext;
 use super::h2io::{TokioIo, Transport, FLOOD_WORDS};
-use super::{
-    now_ns, transport_verdict, Cell, Conn, Duration, Entry, Exchange, HttpVersion, Instant, Local,
-    Ordering, Rc, RefCell, RequestRecord, Shared, Verdict, WorkerContext,
-};
+use super::host::now_ns;
+use super::state::Shared;
+use crate::exchange::{Exchange, Verdict};
 use crate::http1;
+use percentes_formats::config::HttpVersion;
+use percentes_formats::journal::records::RequestRecord;
+use percentes_formats::schedule::Entry;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// Each stream's receive window, and the connection's, in octets: HTTP/2's largest (2^31 - 1).
 pub(super) const WINDOW_BYTES: u32 = (1 << 31) - 1;
@@ -278,16 +287,16 @@ pub(super) async fn handshake(
     Ok((send, ended))
 }
 
-/// Makes `conn` (just opened, speaking HTTP/2) a pooled connection; `slot` for the opener's own
-/// request.
+/// Makes `conn` (just opened, speaking HTTP/2) a connection of the worker's `pool`; `slot` for
+/// the opener's own request.
 pub(super) async fn adopt(
-    local: &Local,
+    pool: &H2Pool,
     id: u64,
     conn: Conn,
     slot: bool,
 ) -> Result<(Rc<H2Conn>, Option<Slot>), String> {
     let (send, ended) = handshake(conn).await?;
-    let conn = local.h2.add(H2Conn {
+    let conn = pool.add(H2Conn {
         id,
         send,
         in_flight: Cell::new(0),

@@ -4,18 +4,29 @@
 
 use std::future::Future;
 
+use super::behind::Behind;
 use super::client::talk;
+use super::client::{blank, Local};
+use super::context::WorkerContext;
+use super::dispatch::KEEPER_INTERVAL;
+use super::dispatch::STALL_TICK;
+use super::dispatch::STOP_POLL;
+use super::dispatch::{Dispatcher, Judge, Keeper, StallTicker, Step, KEEPER_AHEAD};
+use super::error::{io, RecordError};
 use super::execute::execute;
 use super::ground::{Clock, Transport};
-use super::{
-    blank, class_code, io, now_ns, Arc, Behind, Cell, Dispatcher, Duration, Entry, Instant, Judge,
-    Keeper, Local, Ordering, Outcome, Rc, Record, RecordError, RefCell, RequestRecord, StallTicker,
-    Step, WorkerContext, KEEPER_AHEAD, KEEPER_INTERVAL, STALL_TICK,
-};
+use super::host::now_ns;
 use crate::canary;
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::run::http2;
+use percentes_formats::journal::records::{class_code, Outcome, Record, RequestRecord};
 use percentes_formats::journal::stream::StreamRecord;
+use percentes_formats::schedule::Entry;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
 /// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
@@ -288,7 +299,7 @@ impl Clock for Ring {
     }
 
     fn now_ns(&self) -> u64 {
-        super::now_ns(self.epoch)
+        super::host::now_ns(self.epoch)
     }
 
     fn sleep_until_monotonic(&self, ns: u64) -> impl Future<Output = ()> {
@@ -668,9 +679,6 @@ pub(super) async fn keep_spares(
 /// The longest the spare keeper waits for one connect (a request's own connect keeps the pinned
 /// budget; a spare that takes longer is not worth holding the keeper for).
 pub const KEEPER_CONNECT_MAX: Duration = Duration::from_secs(1);
-
-/// The longest a worker sleeps without looking at the stop flag.
-pub const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// How often a worker hands its finished records and skew samples over.
 pub const BATCH_INTERVAL: Duration = Duration::from_millis(5);

@@ -4,10 +4,11 @@
 
 use percentes_formats::schedule::Workload;
 
-use super::{
-    pins, BaselineRule, Config, Duration, FaultVariant, HttpVersion, ScheduleParams, Shard,
-    PROBE_PERIOD_MAX, PROBE_PERIOD_MIN,
-};
+use percentes_formats::config::{Config, FaultVariant, HttpVersion};
+use percentes_formats::journal::manifest::Shard;
+use percentes_formats::pins;
+use percentes_formats::schedule::ScheduleParams;
+use std::time::Duration;
 
 /// Workers a run may have at the most (each is a thread with its own ring).
 pub const WORKERS_MAX: usize = 64;
@@ -195,6 +196,72 @@ fn fault_duration_ns(config: &Config) -> Option<u64> {
         FaultVariant::None | FaultVariant::CleanDelete => None,
     }
 }
+
+/// Time between writing the header and the epoch, for the workers to start and connect.
+pub const EPOCH_LEAD: Duration = Duration::from_millis(300);
+
+/// What the baseline must show, derived once by the plan from the pins in force.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaselineRule {
+    /// The baseline window by intended time, ns from the epoch: the end of warm-up to one client
+    /// timeout before T_inject (SPEC §3; the fire anchor is T_inject until the fault fires).
+    pub window_ns: (u64, u64),
+    /// The SLO's thresholds from t_i, ns: time to first token and end to end (§4).
+    pub slo_ns: (u64, u64),
+    /// G6's least goodput.
+    pub goodput_min: f64,
+    /// G7's largest mean waiting-queue gauge per replica.
+    pub waiting_max: f64,
+    /// G1's share bounds in percent, for a replica-loss variant.
+    pub share_percent: Option<(f64, f64)>,
+    /// The declared replicas, and the address of each that has one (a replica header naming an
+    /// address reads as that replica, as the analyzer reads it).
+    pub replicas: Vec<(String, Option<String>)>,
+}
+
+impl BaselineRule {
+    /// The rule of a fault run against a target whose health the gates judge (not hosted).
+    pub(super) fn of(config: &Config, measured_span_ns: (u64, u64)) -> Option<BaselineRule> {
+        let inject_ns = config.inject_at_ns()?;
+        if config.fault.injector.is_none()
+            || config.target.kind == percentes_formats::config::TargetKind::Hosted
+        {
+            return None;
+        }
+        let warm_ns = measured_span_ns.0.min(inject_ns);
+        let end_ns = inject_ns
+            .saturating_sub(config.duration_ns(&pins::CLIENT_TIMEOUT_S))
+            .clamp(warm_ns, inject_ns);
+        let ms = |v: i64| v.unsigned_abs() * 1_000_000;
+        Some(BaselineRule {
+            window_ns: (warm_ns, end_ns),
+            slo_ns: (ms(pins::value::SLO_TTFT_MS), ms(pins::value::SLO_E2E_MS)),
+            goodput_min: config.number(&pins::GATES_BASELINE_GOODPUT_MIN),
+            waiting_max: config.number(&pins::GATES_WAITING_QUEUE_MAX),
+            share_percent: config.fault.variant.is_replica_loss().then(|| {
+                (
+                    config.number(&pins::GATES_REPLICA_SHARE_MIN_PERCENT),
+                    config.number(&pins::GATES_REPLICA_SHARE_MAX_PERCENT),
+                )
+            }),
+            replicas: config
+                .target
+                .replicas
+                .iter()
+                .map(|r| (r.clone(), config.target.replica_addresses.get(r).cloned()))
+                .collect(),
+        })
+    }
+
+    pub(super) fn holds(&self, intended_ns: u64) -> bool {
+        (self.window_ns.0..self.window_ns.1).contains(&intended_ns)
+    }
+}
+
+/// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
+pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
+
+pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -10,11 +10,19 @@
 //! timeout, or an error status, is a warning at start (issue 18 item 2), and the time is in the
 //! `preflight` host fact.
 
-use super::{
-    http1, ring_setup, tls_connector, AtomicBool, BufResult, Config, Dialer, Duration,
-    ExtraHeaders, Instant, Ordering, RunPlan, Target, Template, READ_BUFFER, STOP_POLL,
-};
+use super::client::READ_BUFFER;
+use super::connect::Dialer;
+use super::dispatch::STOP_POLL;
+use super::pacer::ring_setup;
+use super::plan::RunPlan;
+use super::tls::tls_connector;
+use crate::http1;
+use crate::request::{ExtraHeaders, Target, Template};
 use crate::run::http2;
+use compio::BufResult;
+use percentes_formats::config::Config;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// The most of the pre-flight's body read (a models list is a few KB).
 const PREFLIGHT_BODY_MAX: usize = 1 << 20;

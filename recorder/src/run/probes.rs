@@ -1,15 +1,17 @@
 //! Direct probes of each replica (`target.replica_addresses`) on their own threads, journaled as
 //! `probe` events.
 
-use super::{
-    io, now_ns, Arc, AtomicBool, Config, Duration, EventKind, EventRecord, Instant, Ordering,
-    Record, RecordError, RunPlan, Sender, Shared,
-};
+use super::dns::resolve;
+use super::error::{io, RecordError};
+use super::host::now_ns;
+use super::plan::RunPlan;
+use super::state::{Sender, Shared};
+use percentes_formats::config::Config;
 use percentes_formats::journal::detail::DetailWord;
-
-/// Fastest and slowest replica probing: once per goodput bucket, within these bounds.
-pub(super) const PROBE_PERIOD_MIN: Duration = Duration::from_millis(50);
-pub(super) const PROBE_PERIOD_MAX: Duration = Duration::from_secs(1);
+use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
 /// reading its waiting-queue gauge too at the first probe due after each `gauge_period`, and
@@ -169,50 +171,9 @@ fn telemetry_missing(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns:
     );
 }
 
-/// `host:port` as one socket address: an IP as it is, a DNS name by the system resolver (its
-/// first address). An SRV name (`_service._proto.name`, the only form without a port the
-/// configuration accepts) is asked of `nameserver` (`target.nameserver`), or else of the
-/// nameserver of /etc/resolv.conf, for its host and port ([`super::dns`]), the host at the
-/// address the answer gave for it, or else resolved as a name.
-pub(super) fn resolve(
-    address: &str,
-    nameserver: Option<std::net::SocketAddr>,
-) -> Result<std::net::SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    if let Ok(ip) = address.parse() {
-        return Ok(ip);
-    }
-    if !address.contains(':') {
-        let server = match nameserver {
-            Some(server) => server,
-            None => {
-                let conf = std::fs::read_to_string("/etc/resolv.conf")
-                    .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
-                super::dns::nameserver(&conf).ok_or_else(|| {
-                    format!("/etc/resolv.conf names no nameserver to ask for {address}")
-                })?
-            }
-        };
-        let records = super::dns::srv(address, server, Duration::from_millis(500))?;
-        let chosen = super::dns::choose(&records).ok_or("no SRV records")?;
-        if let Some(ip) = chosen.address {
-            return Ok(std::net::SocketAddr::new(ip, chosen.port));
-        }
-        return (chosen.target.as_str(), chosen.port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {} (SRV {address}): {e}", chosen.target))?
-            .next()
-            .ok_or_else(|| format!("{} (SRV {address}) resolves to no address", chosen.target));
-    }
-    address
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {address}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{address} resolves to no address"))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::dns::resolve;
     use super::*;
 
     const S: u64 = 1_000_000_000;

@@ -2,19 +2,28 @@
 //! own: the host check, the request templates, the host facts a header keeps about the run's
 //! set-up, the output files, the telemetry thread's start, and the seal's status and reason.
 
-use super::{
-    io, live, load_prompts, say, telemetry_thread, Arc, Behind, Config, ExtraHeaders, File,
-    Instant, ModelTokenizer, Options, RecordError, RunPlan, SealStatus, Sender, Shared, Target,
-    Template, HOST_CHECK,
-};
+use super::behind::Behind;
+use super::error::{io, RecordError};
+use super::plan::RunPlan;
+use super::signals::say;
+use super::state::{Sender, Shared};
+use super::telemetry::telemetry_thread;
+use super::{live, Options};
 use crate::exchange::Rule;
 use crate::request::rule;
+use crate::request::{load_prompts, ExtraHeaders, Target, Template};
 use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
+use crate::tokens::ModelTokenizer;
+use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::records::SealStatus;
 use percentes_formats::journal::{ClockAnchors, Header, CODEC};
 use percentes_formats::spec::Spec;
+use std::fs::File;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Host facts, key and value, as a header keeps them.
 pub(super) type Facts = Vec<(String, String)>;
@@ -380,6 +389,9 @@ pub(super) fn seal_of(
         (None, None, false) => (SealStatus::Completed, String::new()),
     }
 }
+
+/// How long the host check before a run looks (`record` without `--no-host-check`).
+pub const HOST_CHECK: Duration = Duration::from_millis(500);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,10 @@
 //! SIGINT and SIGTERM: a run that is told to stop drains and seals as aborted; the progress line.
 
-use super::{Arc, AtomicBool, Counts, Duration, Ordering};
+use percentes_formats::journal::records::Counts;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The counts a sealed journal ended with (for the summary line).
 pub fn counts_line(counts: &Counts) -> String {

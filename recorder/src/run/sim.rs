@@ -8,7 +8,7 @@
 //! [`Target`] with the bytes a server would send, through the production HTTP/1.1 parser and
 //! [`Exchange`], so every class is the one a recording would give.
 //!
-//! A [`Plan`] drawn from a seed ([`Plan::seeded`]) mixes the faults (a starved or stopped worker,
+//! A plan drawn from a seed (`tests.rs`) mixes the faults (a starved or stopped worker,
 //! a CPU the client cannot keep up on, a target with few slots, one that starts late, drops SYNs,
 //! resets, holds its heads, goes silent); a failing seed prints itself and reruns identically
 //! under `PERCENTES_SIM_SEED`.
@@ -26,26 +26,27 @@ use percentes_formats::journal::records::{
 };
 use percentes_formats::schedule::Entry;
 
-use super::client::{connect_verdict, transport_verdict, Dialer, WorkerContext};
+use super::behind::Behind;
+use super::connect::{connect_verdict, transport_verdict, Dialer};
+use super::context::WorkerContext;
+use super::dispatch::StallPool;
 use super::ground::{Clock, Transport};
 use super::http2::Carried;
 use super::pacer::run_worker;
 use super::plan::RunPlan;
+use super::plan::EPOCH_LEAD;
 use super::setup::templates;
-use super::telemetry::{judge_starved, StallPool};
-use super::{Behind, Sender, Shared, ToWriter, EPOCH_LEAD};
+use super::state::{Sender, Shared, ToWriter};
+use super::telemetry::judge_starved;
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::http1;
 use crate::request::{ExtraHeaders, Target as Url};
 
 mod exec;
 mod pool;
-mod seeds;
 
 use exec::{Core, SimClock};
 pub(super) use exec::{Freezes, Stalls};
-
-pub(super) use seeds::Plan;
 
 pub(super) const MS: u64 = 1_000_000;
 pub(super) const S: u64 = 1_000 * MS;
@@ -394,7 +395,7 @@ impl World {
         let (templates, rules, _) = templates(&config, &url, &extra, &plan).expect("templates");
         let shared = Arc::new(Shared::new(1, None));
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = sync_channel(super::WRITER_QUEUE_RECORDS_MAX);
+        let (tx, rx) = sync_channel(super::writer::WRITER_QUEUE_RECORDS_MAX);
         let ctx = WorkerContext {
             worker: 0,
             dialer: Dialer {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use percentes_formats::journal::records::SealStatus;
 use percentes_formats::journal::writer::Sealed;
 
-use super::counts_line;
+use super::signals::counts_line;
 
 /// What a finished run reports.
 #[derive(Clone, Debug)]

@@ -2,186 +2,23 @@
 //! ring: `pacer.rs`), the once-a-second telemetry record, and the fall-behind policy's watch
 //! over workers too starved to judge themselves.
 
-use super::{
-    clock_ticks_per_second, host_cpu, recorder_cpu_ns, say, AtomicBool, Behind, Duration,
-    EventKind, EventRecord, Fired, Instant, LagSummary, Ordering, Record, Sender, Shared,
-    TelemetryRecord, TELEMETRY_INTERVAL,
-};
+use super::behind::Behind;
+use super::host::{clock_ticks_per_second, host_cpu, recorder_cpu_ns};
+use super::state::{Sender, Shared};
+use crate::canary::LagSummary;
+use percentes_formats::journal::records::{EventKind, EventRecord, Record, TelemetryRecord};
 use percentes_formats::journal::records::{
     PoolCounts, HOST_CPU_NOT_READ, POOL_SUBJECT, RECORDER_CPU_NOT_READ,
 };
 use std::io::Write;
-
-impl Shared {
-    /// The fall-behind policy fired (SPEC §2 "Falling behind"): once per run, journal the
-    /// `escape` event (trigger `client-behind`), note the seal's reason, say it, and stop
-    /// offered load. A declared trigger that fired first keeps its place.
-    pub(super) fn fell_behind(
-        &self,
-        sender: &Sender,
-        stop: &AtomicBool,
-        at_ns: u64,
-        fired: Fired,
-        lag_ns: u64,
-    ) {
-        let detail = fired.detail(lag_ns);
-        let subject = percentes_formats::journal::records::CLIENT_BEHIND;
-        let value = i64::try_from(fired.late_ns).ok();
-        self.abort(
-            sender,
-            stop,
-            (at_ns, subject, &detail, value),
-            "Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")",
-        );
-    }
-
-    /// The recorder's own abort, said: [`Shared::escape`], and the first time, `detail` and
-    /// then `consequence` on stderr.
-    pub(super) fn abort(
-        &self,
-        sender: &Sender,
-        stop: &AtomicBool,
-        event: (u64, &str, &str, Option<i64>),
-        consequence: &str,
-    ) {
-        let detail = event.2;
-        if self.escape(sender, stop, event) {
-            say(&format!("percentes: {detail}. {consequence}"));
-        }
-    }
-
-    /// The recorder's own abort (the fall-behind policy, an unconfirmed impact): journal an
-    /// `escape` event (at, subject, detail, value), note the seal's reason and stop offered
-    /// load. `false`, doing nothing, when an escape already fired: the first keeps its place.
-    pub(super) fn escape(
-        &self,
-        sender: &Sender,
-        stop: &AtomicBool,
-        (at_ns, subject, detail, value): (u64, &str, &str, Option<i64>),
-    ) -> bool {
-        {
-            let mut escaped = self.escaped.lock().expect("escape lock");
-            if escaped.is_some() {
-                return false;
-            }
-            *escaped = Some(format!("escaped ({subject}): {detail}"));
-        }
-        sender.send(Record::Event(EventRecord {
-            at_ns,
-            kind: EventKind::Escape.code(),
-            subject: subject.into(),
-            detail: detail.into(),
-            value,
-        }));
-        stop.store(true, Ordering::SeqCst);
-        true
-    }
-
-    /// How far behind schedule the slowest worker is now: the time since the intended time of
-    /// the request it waits to send, when that has passed, ns.
-    pub(super) fn behind_ns(&self, now_ns: u64) -> u64 {
-        self.waiting_ns
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed))
-            .filter(|&w| w != u64::MAX)
-            .map(|w| now_ns.saturating_sub(w))
-            .max()
-            .unwrap_or(0)
-    }
-}
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub(super) fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
     sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
-}
-
-/// SPEC §2's runtime-stall measure: each worker's 1 ms ticker on its own ring (`pacer.rs`), so
-/// whatever delays a worker's turns (preemption, throttling, a stop, its own work) delays it.
-/// The ticks' lateness pooled over the measured span: 10 us buckets up to 100 ms, 1 ms buckets
-/// from there to 60 s, and one bucket beyond, so memory is fixed whatever the run length and the
-/// p99 is exact to 10 us under 100 ms and to 1 ms under 60 s (before issue 32 a p99 past 100 ms
-/// read the maximum).
-#[derive(Debug)]
-pub(super) struct StallPool {
-    pub(super) buckets: Vec<u64>,
-    pub(super) coarse: Vec<u64>,
-    pub(super) beyond: u64,
-    pub(super) count: u64,
-    pub(super) max_ns: u64,
-}
-
-pub(super) const STALL_POOL_BUCKET_NS: u64 = 10_000;
-pub(super) const STALL_POOL_BUCKETS: usize = 10_000;
-/// The coarse tier's bucket width and the lateness where it ends.
-pub(super) const STALL_POOL_COARSE_BUCKET_NS: u64 = 1_000_000;
-pub(super) const STALL_POOL_COARSE_END_NS: u64 = 60_000_000_000;
-const FINE_END_NS: u64 = STALL_POOL_BUCKET_NS * STALL_POOL_BUCKETS as u64;
-const COARSE_BUCKETS: usize =
-    ((STALL_POOL_COARSE_END_NS - FINE_END_NS) / STALL_POOL_COARSE_BUCKET_NS) as usize;
-
-impl Default for StallPool {
-    fn default() -> Self {
-        StallPool {
-            buckets: vec![0; STALL_POOL_BUCKETS],
-            coarse: vec![0; COARSE_BUCKETS],
-            beyond: 0,
-            count: 0,
-            max_ns: 0,
-        }
-    }
-}
-
-impl StallPool {
-    pub(super) fn add(&mut self, late_ns: u64) {
-        let bucket = if late_ns < FINE_END_NS {
-            self.buckets
-                .get_mut((late_ns / STALL_POOL_BUCKET_NS) as usize)
-        } else {
-            self.coarse
-                .get_mut(((late_ns - FINE_END_NS) / STALL_POOL_COARSE_BUCKET_NS) as usize)
-        };
-        match bucket {
-            Some(bucket) => *bucket += 1,
-            None => self.beyond += 1,
-        }
-        self.count += 1;
-        self.max_ns = self.max_ns.max(late_ns);
-    }
-
-    /// The nearest-rank p99, as the upper edge of its bucket, capped at the largest sample (the
-    /// maximum itself only beyond the last bucket, 60 s).
-    pub(super) fn p99_upper_ns(&self) -> Option<u64> {
-        if self.count == 0 {
-            return None;
-        }
-        let rank = (self.count as f64 * 0.99).ceil() as u64;
-        let edges = (1..=STALL_POOL_BUCKETS as u64)
-            .map(|i| i * STALL_POOL_BUCKET_NS)
-            .chain(
-                (1..=COARSE_BUCKETS as u64).map(|i| FINE_END_NS + i * STALL_POOL_COARSE_BUCKET_NS),
-            );
-        let mut seen = 0;
-        for (n, edge) in self.buckets.iter().chain(&self.coarse).zip(edges) {
-            seen += n;
-            if seen >= rank {
-                return Some(edge.min(self.max_ns.max(1)));
-            }
-        }
-        Some(self.max_ns)
-    }
-}
-
-/// The lateness of every tick one wake accounts for (SPEC §2): the tick it was due for, late by
-/// `late_ns`, and each later tick whose deadline passed while the ticker could not run, late by
-/// a period less each. A stall of k periods is k + 1 samples, so a long stall weighs in the p99
-/// as the share of the interval it took, not as one sample among a thousand. (The ticker is a
-/// periodic self-check whose own wakes were suppressed: filling in the ticks it missed is
-/// exactly its schedule, unlike synthesizing samples for open-loop requests.)
-pub(super) fn tick_lateness(late_ns: u64, period_ns: u64) -> impl Iterator<Item = u64> {
-    let period_ns = period_ns.max(1);
-    (0..=late_ns / period_ns).map(move |k| late_ns - k * period_ns)
 }
 
 /// The records a run writes once its workers are done, at `at_ns`: the stall ticker pooled over
@@ -403,3 +240,6 @@ pub(super) fn judge_starved(
         }
     }
 }
+
+/// Telemetry and progress period.
+pub const TELEMETRY_INTERVAL: Duration = Duration::from_secs(1);

@@ -1,7 +1,10 @@
 //! TLS for https targets (rustls through compio-tls): the connector, with verification on by
 //! default and the recorded insecure mode.
 
-use super::{Arc, Config, RecordError, TlsConnector};
+use super::error::RecordError;
+use compio::tls::TlsConnector;
+use percentes_formats::config::Config;
+use std::sync::Arc;
 
 /// Accepts any certificate (target.tls.insecure): the handshake's signatures are still checked,
 /// the certificate chain is not. Recorded in the journal's host facts.

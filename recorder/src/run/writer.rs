@@ -9,12 +9,17 @@
 
 use std::io::{Seek, SeekFrom};
 
-use super::{
-    say, AtomicBool, Duration, EscapeWatch, File, Instant, JournalWriter, Ordering, Receiver,
-    Record, RecvTimeoutError, SealStatus, Sealed, Shared, ToWriter, WriteError,
-    CHECKPOINT_INTERVAL, COMMIT_INTERVAL,
-};
+use super::escape_watch::EscapeWatch;
+use super::signals::say;
+use super::state::{Shared, ToWriter};
+use percentes_formats::journal::records::{Record, SealStatus};
+use percentes_formats::journal::writer::Sealed;
+use percentes_formats::journal::{JournalWriter, WriteError};
+use std::fs::File;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 /// The writer's journal: the file, and a second handle to it that can cut it back after a
 /// failed write (the writer's own handle is consumed by the seal).
@@ -251,3 +256,11 @@ fn finish(
         }
     }
 }
+
+/// Messages the writer queue holds before a sender blocks (and a queue-full event is recorded); a
+/// message is one record or a worker's batch of up to [`BATCH_RECORDS_MAX`].
+pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
+/// The writer commits a block at least this often.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
+/// The writer checkpoints (and fdatasyncs) at least this often (SPEC §J.5, §J.6).
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);

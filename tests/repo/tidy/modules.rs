@@ -233,6 +233,48 @@ impl<'a> Tree<'a> {
         graph
     }
 
+    /// The items each file takes from one of its own ancestors (`use super::Shared;` in
+    /// `run/pacer.rs` names an item of `run`), as `file: item`, leaving out the ancestor's
+    /// declared API (an item it makes `pub`, its face to its callers) and modules (a path through
+    /// the parent to a sibling names the sibling). Such an import is a child leaning on its
+    /// parent's ground floor, which the parent's own imports of its children turn into a circle
+    /// the file graph cannot see (issue 51).
+    pub fn parent_items(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (module, &i) in &self.modules {
+            let code = super::code_only(super::non_test_code(&self.files[i].text));
+            for path in named_paths(&code) {
+                let Some(target) = self.resolve_import(module, &path) else {
+                    continue;
+                };
+                let ancestor = target.1.len() < module.1.len() && module.1.starts_with(&target.1);
+                // The path's segments past the ancestor's: an item of it, unless none is left.
+                let depth = path.iter().filter(|s| *s == "super").count();
+                let skipped = if path[0] == "crate" {
+                    1 + target.1.len()
+                } else {
+                    depth
+                };
+                let Some(item) = path.get(skipped).filter(|_| path.len() == skipped + 1) else {
+                    continue;
+                };
+                if !ancestor || item == "self" || !defines_item(self.text(&target), item) {
+                    continue;
+                }
+                let text = self.text(&target);
+                let public = ["struct", "enum", "trait", "type", "fn", "const"]
+                    .iter()
+                    .any(|kind| has_word(text, &format!("pub {kind} {item}")));
+                if !public {
+                    out.push(format!("{}: {item}", self.files[i].shown));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The deepest module a `crate::` or `super::` path names, from `from`.
     fn resolve_import(&self, from: &Module, path: &[String]) -> Option<Module> {
         let (head, rest) = path.split_first()?;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::super::client::KEEPER_INTERVAL;
+use super::super::dispatch::KEEPER_INTERVAL;
 use super::super::dispatch::{idle_expired, Keeper};
 
 /// The keep-alive pool of one worker under a simulated clock: the spare keeper's turns every

@@ -1,0 +1,260 @@
+//! What the recorder's threads share: the counters workers, telemetry and progress read
+//! ([`Shared`]), and the writer's queue ([`Sender`], [`ToWriter`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use percentes_formats::journal::records::{
+    EventKind, EventRecord, Outcome, Record, RequestRecord, SealStatus,
+};
+
+use super::baseline::BaselineTally;
+use super::behind::Fired;
+use super::dispatch::StallPool;
+use super::live;
+use super::signals::say;
+use super::summary::FailureClass;
+
+/// Boxed: the bounded queue preallocates every slot, and records vary from tens of bytes to kilobytes.
+pub(super) enum ToWriter {
+    Record(Box<Record>),
+    /// A worker's finished records, handed over together: one wake-up of the writer per batch
+    /// rather than per request (a context switch per request dominated the recorder's CPU).
+    Batch(Vec<Record>),
+    Finish(SealStatus, String),
+}
+
+/// Counters shared by workers, telemetry and progress.
+#[derive(Debug, Default)]
+pub(super) struct Shared {
+    pub(super) sent: AtomicU64,
+    /// Follow-ups handed an index so far (closed and semi-open workloads): the next one's
+    /// index is the schedule's request count plus this.
+    pub(super) follow_ups: AtomicU64,
+    pub(super) in_flight: AtomicU64,
+    pub(super) completed: AtomicU64,
+    pub(super) errored: AtomicU64,
+    pub(super) censored: AtomicU64,
+    pub(super) undispatched: AtomicU64,
+    pub(super) queue_depth: AtomicU64,
+    /// The queue's largest depth since the telemetry thread last read it (JOURNAL.md's
+    /// `writer_queue_max`: the interval's peak).
+    pub(super) queue_peak: AtomicU64,
+    pub(super) queue_full: AtomicU64,
+    pub(super) skew_ns: Mutex<Vec<u64>>,
+    /// TTFT of the requests completed since the last telemetry tick (the live view), ns.
+    pub(super) ttft_ns: Mutex<Vec<u64>>,
+    /// The fault's state as the journal has it ([`live::FaultState::code`]).
+    pub(super) fault_state: std::sync::atomic::AtomicU8,
+    pub(super) stall_ns: Mutex<Vec<u64>>,
+    /// The canary's lags (ns) since the last telemetry tick, from every worker.
+    pub(super) canary_ns: Mutex<Vec<u64>>,
+    /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
+    pub(super) stall_pool: Mutex<StallPool>,
+    pub(super) done: AtomicBool,
+    /// Set once, by the writer's escape watch, when a declared abort trigger fires.
+    pub(super) escaped: Mutex<Option<String>>,
+    /// Idle connections retired for their age.
+    pub(super) pool_expired: AtomicU64,
+    /// Idle connections found closed (or written to) by the server, retired before a send.
+    pub(super) pool_found_closed: AtomicU64,
+    /// Connections the spare keeper opened ahead of need.
+    pub(super) opened_ahead: AtomicU64,
+    /// Set the first time the client runs out of descriptors or ports (said once, loudly).
+    pub(super) exhausted: AtomicBool,
+    /// Errored and censored requests by class: count, and the first one's detail.
+    pub(super) failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
+    /// The journal writer's first failure; dispatch stops when it is set.
+    pub(super) writer_failed: Mutex<Option<String>>,
+    /// Per worker: the intended time (ns from the epoch) of the request it waits to send, or
+    /// `u64::MAX` once it has reached its last; the fall-behind policy judges a starved worker,
+    /// and the live view says how far behind schedule the run is, by it.
+    pub(super) waiting_ns: Box<[AtomicU64]>,
+    /// The baseline as the writer has journaled it, for the judgement at T_inject (a fault run's
+    /// coordinator only).
+    pub(super) baseline: Option<Mutex<BaselineTally>>,
+}
+
+impl Shared {
+    /// Counters for `workers` workers, none of them waiting yet, with the baseline's tally when
+    /// this recorder judges one.
+    pub(super) fn new(workers: usize, baseline: Option<BaselineTally>) -> Shared {
+        Shared {
+            waiting_ns: (0..workers).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            baseline: baseline.map(Mutex::new),
+            ..Shared::default()
+        }
+    }
+
+    /// Counts a finished request that did not complete, by class.
+    pub(super) fn tally(&self, record: &RequestRecord) {
+        if record.outcome == Outcome::Completed as u8 {
+            return;
+        }
+        let Some(class) = percentes_formats::journal::records::class_name(record.class) else {
+            return;
+        };
+        let mut failures = self.failures.lock().expect("failures lock");
+        let entry = failures
+            .entry(class)
+            .or_insert_with(|| (0, record.detail.clone()));
+        entry.0 += 1;
+    }
+
+    /// The client could not open a connection for want of descriptors or ports: say so once,
+    /// now, on stderr (the requests are recorded undispatched, which fails the run's G2).
+    pub(super) fn note_exhaustion(&self, error: &std::io::Error) {
+        if !self.exhausted.swap(true, Ordering::Relaxed) {
+            say(&format!(
+                "percentes: the client ran out of connections ({error}): requests are recorded undispatched and the run fails G2 (SPEC §2); raise the open-file limit (ulimit -n) or lower the rate"
+            ));
+        }
+    }
+
+    pub(super) fn failure_classes(&self) -> Vec<FailureClass> {
+        let failures = self.failures.lock().expect("failures lock");
+        let mut out: Vec<FailureClass> = failures
+            .iter()
+            .map(|(class, (count, detail))| FailureClass {
+                class,
+                count: *count,
+                detail: detail.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.class.cmp(b.class)));
+        out
+    }
+
+    /// The fall-behind policy fired (SPEC §2 "Falling behind"): once per run, journal the
+    /// `escape` event (trigger `client-behind`), note the seal's reason, say it, and stop
+    /// offered load. A declared trigger that fired first keeps its place.
+    pub(super) fn fell_behind(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        at_ns: u64,
+        fired: Fired,
+        lag_ns: u64,
+    ) {
+        let detail = fired.detail(lag_ns);
+        let subject = percentes_formats::journal::records::CLIENT_BEHIND;
+        let value = i64::try_from(fired.late_ns).ok();
+        self.abort(
+            sender,
+            stop,
+            (at_ns, subject, &detail, value),
+            "Offered load stopped; the journal is sealed escaped and nothing from it may be published (SPEC §2 \"Falling behind\")",
+        );
+    }
+
+    /// The recorder's own abort, said: [`Shared::escape`], and the first time, `detail` and
+    /// then `consequence` on stderr.
+    pub(super) fn abort(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        event: (u64, &str, &str, Option<i64>),
+        consequence: &str,
+    ) {
+        let detail = event.2;
+        if self.escape(sender, stop, event) {
+            say(&format!("percentes: {detail}. {consequence}"));
+        }
+    }
+
+    /// The recorder's own abort (the fall-behind policy, an unconfirmed impact): journal an
+    /// `escape` event (at, subject, detail, value), note the seal's reason and stop offered
+    /// load. `false`, doing nothing, when an escape already fired: the first keeps its place.
+    pub(super) fn escape(
+        &self,
+        sender: &Sender,
+        stop: &AtomicBool,
+        (at_ns, subject, detail, value): (u64, &str, &str, Option<i64>),
+    ) -> bool {
+        {
+            let mut escaped = self.escaped.lock().expect("escape lock");
+            if escaped.is_some() {
+                return false;
+            }
+            *escaped = Some(format!("escaped ({subject}): {detail}"));
+        }
+        sender.send(Record::Event(EventRecord {
+            at_ns,
+            kind: EventKind::Escape.code(),
+            subject: subject.into(),
+            detail: detail.into(),
+            value,
+        }));
+        stop.store(true, Ordering::SeqCst);
+        true
+    }
+
+    /// How far behind schedule the slowest worker is now: the time since the intended time of
+    /// the request it waits to send, when that has passed, ns.
+    pub(super) fn behind_ns(&self, now_ns: u64) -> u64 {
+        self.waiting_ns
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .filter(|&w| w != u64::MAX)
+            .map(|w| now_ns.saturating_sub(w))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Sender {
+    pub(super) tx: SyncSender<ToWriter>,
+    pub(super) shared: Arc<Shared>,
+    /// Raised if the writer is gone: nothing more could be recorded, so nothing more is sent.
+    pub(super) stop: Arc<AtomicBool>,
+}
+
+impl Sender {
+    /// Hands a record to the writer. A full queue blocks (nothing is dropped) and is counted, so
+    /// telemetry records a writer-queue-full event.
+    pub(super) fn send(&self, record: Record) {
+        if let Record::Event(e) = &record {
+            let state = match EventKind::from_code(e.kind) {
+                Some(EventKind::FaultArmed) => Some(live::FaultState::Armed),
+                Some(EventKind::FaultFired) => Some(live::FaultState::Fired),
+                Some(EventKind::FaultRemoved | EventKind::FaultExpired) => {
+                    Some(live::FaultState::Removed)
+                }
+                Some(EventKind::FaultFailed) => Some(live::FaultState::Failed),
+                _ => None,
+            };
+            if let Some(state) = state {
+                self.shared
+                    .fault_state
+                    .store(state.code(), Ordering::Relaxed);
+            }
+        }
+        self.send_message(ToWriter::Record(Box::new(record)), 1);
+    }
+
+    pub(super) fn send_batch(&self, records: Vec<Record>) {
+        if !records.is_empty() {
+            let n = records.len() as u64;
+            self.send_message(ToWriter::Batch(records), n);
+        }
+    }
+
+    pub(super) fn send_message(&self, message: ToWriter, records: u64) {
+        let depth = self
+            .shared
+            .queue_depth
+            .fetch_add(records, Ordering::Relaxed)
+            + records;
+        self.shared.queue_peak.fetch_max(depth, Ordering::Relaxed);
+        match self.tx.try_send(message) {
+            Ok(()) => {}
+            Err(TrySendError::Full(message)) => {
+                self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
+                let _ = self.tx.send(message);
+            }
+            Err(TrySendError::Disconnected(_)) => self.stop.store(true, Ordering::SeqCst),
+        }
+    }
+}
