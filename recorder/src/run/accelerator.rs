@@ -3,10 +3,12 @@
 //! journaled as the host fact `accelerator.NAME`, the fingerprint `percentes campaign` compares
 //! across a campaign's runs.
 
-use super::error::RecordError;
+use std::time::Duration;
+
 use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
-use std::time::Duration;
+
+use super::error::RecordError;
 
 /// The longest a collector may take (a `kubectl exec` to a busy node included).
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);

@@ -9,16 +9,18 @@
 //! reaches later on the same journal. It judges evidence only: a gate with nothing to read
 //! (no replica header, no probed gauge) is left to the analyzer, which fails it as unobserved.
 
-use super::plan::BaselineRule;
-use super::plan::RunPlan;
-use percentes_formats::journal::detail::DetailWord;
-use percentes_formats::journal::records::{EventKind, Outcome, Record};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use percentes_formats::journal::detail::DetailWord;
+use percentes_formats::journal::records::{EventKind, Outcome, Record};
+
+use super::plan::BaselineRule;
+use super::plan::RunPlan;
+
 /// How long the fault plan waits at T_inject for the last of the baseline's records to reach
 /// the writer (a request that ran to its deadline ends at T_inject itself, and a worker hands its
-/// records over every [`BATCH_INTERVAL`]). A baseline not whole by then is not judged live.
+/// records over every [`BATCH_INTERVAL`](super::pacer::BATCH_INTERVAL)). A baseline not whole by then is not judged live.
 pub(super) const JUDGE_WAIT: Duration = Duration::from_millis(100);
 
 /// The baseline as journaled so far.

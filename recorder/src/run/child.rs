@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-
 use std::time::{Duration, Instant};
 
 /// Runs `argv` with `input` on its standard input, for at most `timeout`; its standard output

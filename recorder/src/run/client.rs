@@ -1,25 +1,27 @@
-//! The client: a worker's context and state, the keep-alive pool, opening connections (TLS
-//! included), and each request executed to one verdict (`execute`, `talk`). The pacer that
-//! sends them is `pacer.rs`.
+//! The client: a worker's own state ([`Local`]) and its keep-alive pool, and one request's
+//! exchange on a real connection ([`talk`]), settled against its deadline ([`settle`]). What a
+//! worker is handed is `context.rs`, how a connection is opened `connect.rs`, the request's task
+//! `execute.rs`, and the loop that sends them `pacer.rs`.
 
+use std::cell::{Cell, RefCell};
 use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use compio::BufResult;
+use percentes_formats::config::HttpVersion;
+use percentes_formats::journal::records::{class_code, Outcome, RequestRecord};
+use percentes_formats::schedule::Entry;
 
 use super::connect::{connect_verdict, local_exhaustion, transport_verdict, Conn, OpenError};
 use super::context::WorkerContext;
 use super::dispatch::idle_expired;
 use super::host::now_ns;
+use super::http2;
 use super::state::Shared;
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::http1;
-use crate::run::http2;
-use compio::BufResult;
-use percentes_formats::config::HttpVersion;
-use percentes_formats::journal::records::{class_code, Outcome, RequestRecord};
-use percentes_formats::schedule::Entry;
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// An idle keep-alive connection in a worker's pool.
 pub(super) struct Pooled {

@@ -24,7 +24,7 @@ pub(super) struct WorkerContext {
     pub(super) monotonic_epoch_ns: u64,
     /// The loopback canary's address, when it runs.
     pub(super) canary: Option<std::net::SocketAddr>,
-    /// Set the ring up for deferred task work ([`ring_setup`]); probed once per run.
+    /// Set the ring up for deferred task work ([`ring_setup`](super::pacer::ring_setup)); probed once per run.
     pub(super) deferred_task_work: bool,
     pub(super) rules: Vec<Rule>,
     pub(super) templates: Vec<Template>,

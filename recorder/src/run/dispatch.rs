@@ -10,12 +10,13 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Duration;
+
+use percentes_formats::config::HttpVersion;
+use percentes_formats::schedule::Entry;
 
 use super::behind::{Behind, Fired};
 use super::plan::RunPlan;
-use percentes_formats::config::HttpVersion;
-use percentes_formats::schedule::Entry;
-use std::time::Duration;
 
 /// What a worker does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

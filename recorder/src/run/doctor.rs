@@ -8,6 +8,10 @@
 //! It predicts; it does not gate. A host that passes here can still be loaded during the run
 //! (the run's own gate reads the run), and one that fails here can be quiet later.
 
+use std::time::Duration;
+
+use percentes_formats::pins;
+
 use super::cgroup;
 use super::dispatch::tick_lateness;
 use super::dispatch::STALL_TICK;
@@ -17,8 +21,6 @@ use super::pacer::{deferred_task_work_available, io_uring_usable, ring_setup};
 use super::telemetry::quantile;
 use crate::run::host::{self, cpu_list};
 use crate::run::pacer;
-use percentes_formats::pins;
-use std::time::Duration;
 
 /// What a look at the host found.
 #[derive(Clone, Debug)]

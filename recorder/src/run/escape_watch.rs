@@ -1,13 +1,14 @@
 //! The escape watch (seeds/004): on the journal writer thread, it sees every record in journal
 //! order and fires a declared abort trigger once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use percentes_formats::config::Config;
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{
     class_code, EventKind, EventRecord, Outcome, Record, RequestRecord,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 /// The declared abort triggers (seeds/004), watched on the writer thread, which sees every
 /// record in the order it journals them. When one fires the watch journals an `escape` event,

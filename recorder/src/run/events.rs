@@ -4,15 +4,17 @@
 //! run's clock, answered, and journaled as a `timeline` event through the same writer as
 //! everything else; a bad line is refused to its sender and never ends the run.
 
-use super::dispatch::STOP_POLL;
-use super::error::{io, RecordError};
-use super::host::now_ns;
-use super::state::{Sender, Shared};
-use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+
+use super::dispatch::STOP_POLL;
+use super::error::{io, RecordError};
+use super::host::now_ns;
+use super::state::{Sender, Shared};
 
 /// The most events one connection may hand over (a supervisor sends a handful a run).
 const EVENTS_PER_CONNECTION_MAX: usize = 200;

@@ -1,15 +1,17 @@
 //! The fault plan (SPEC §1): arm, fire at T_inject, confirm the impact independently, remove or
 //! expire, each step journaled as an event.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use percentes_formats::config::Injector;
+use percentes_formats::journal::detail::DetailWord;
+use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+
 use super::baseline::baseline_failures;
 use super::host::now_ns;
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
-use percentes_formats::config::Injector;
-use percentes_formats::journal::detail::DetailWord;
-use percentes_formats::journal::records::{EventKind, EventRecord, Record};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).
 pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {

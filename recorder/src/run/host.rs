@@ -3,13 +3,14 @@
 
 use std::time::Instant;
 
+use percentes_formats::config::Config;
+use percentes_formats::journal::header::HostFact;
+
 use super::dispatch::STALL_TICK;
 use super::error::RecordError;
 use super::plan::RunPlan;
 use crate::canary;
 use crate::request::Target;
-use percentes_formats::config::Config;
-use percentes_formats::journal::header::HostFact;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
 pub(crate) fn monotonic_now_ns() -> u64 {

@@ -10,11 +10,18 @@
 //! throttles a response; a request body waits for the server's window where it must, and a
 //! request whose timeout finds it waiting says so.
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::Reason;
+use percentes_formats::config::HttpVersion;
+use percentes_formats::journal::records::RequestRecord;
+use percentes_formats::schedule::Entry;
 
 use super::connect::transport_verdict;
 use super::connect::Conn;
@@ -24,13 +31,6 @@ use super::host::now_ns;
 use super::state::Shared;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
-use percentes_formats::config::HttpVersion;
-use percentes_formats::journal::records::RequestRecord;
-use percentes_formats::schedule::Entry;
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// Each stream's receive window, and the connection's, in octets: HTTP/2's largest (2^31 - 1).
 pub(super) const WINDOW_BYTES: u32 = (1 << 31) - 1;

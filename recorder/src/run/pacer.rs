@@ -2,7 +2,16 @@
 //! intended time and sends it when it wakes (one wake a request, never early, never held:
 //! ARCHITECTURE.md, "Pacing"), then drains; and the batches a worker hands its records over in.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percentes_formats::journal::records::{class_code, Outcome, Record, RequestRecord};
+use percentes_formats::journal::stream::StreamRecord;
+use percentes_formats::schedule::Entry;
 
 use super::behind::Behind;
 use super::client::talk;
@@ -19,14 +28,6 @@ use super::host::now_ns;
 use crate::canary;
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::run::http2;
-use percentes_formats::journal::records::{class_code, Outcome, Record, RequestRecord};
-use percentes_formats::journal::stream::StreamRecord;
-use percentes_formats::schedule::Entry;
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
 /// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
@@ -623,7 +624,7 @@ fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord
 
 /// The worker's stall ticker (SPEC §2 "Runtime stall"): sleeps on the worker's own ring to
 /// absolute deadlines [`STALL_TICK`] apart and records each wake's lateness, with the ticks a
-/// late wake stood in for ([`tick_lateness`]), in the worker's batch.
+/// late wake stood in for ([`tick_lateness`](super::dispatch::tick_lateness)), in the worker's batch.
 async fn stall_ticks(clock: &impl Clock, batch: &Batch, running: &Cell<bool>) {
     let mut ticker = StallTicker::new(clock.monotonic_ns(), STALL_TICK.as_nanos() as u64);
     while running.get() {
@@ -636,7 +637,7 @@ async fn stall_ticks(clock: &impl Clock, batch: &Batch, running: &Cell<bool>) {
 /// The spare keeper (issue 20, SPEC §2): from the epoch to the end of the schedule, it opens
 /// connections ahead of need so that a request at a steady rate finds an idle one instead of
 /// waiting for a connect, which would be in its send skew. It sizes the pool by
-/// [`spare_wanted`] from the current phase's rate, the worker's mean service time and what it
+/// [`spare_wanted`](super::dispatch::spare_wanted) from the current phase's rate, the worker's mean service time and what it
 /// has in flight; it opens one connection at a time, each within [`KEEPER_CONNECT_MAX`], and after
 /// a failed connect waits a second before it tries again (the request that needs a connection
 /// then opens its own, and that wait is journaled). Connections it opens count as `opened ahead`.

@@ -2,13 +2,13 @@
 //! trace), computed once, before the first send. The threads read the plan; none of them reads the
 //! configuration for a number again, and none holds a copy of it.
 
-use percentes_formats::schedule::Workload;
+use std::time::Duration;
 
 use percentes_formats::config::{Config, FaultVariant, HttpVersion};
 use percentes_formats::journal::manifest::Shard;
 use percentes_formats::pins;
 use percentes_formats::schedule::ScheduleParams;
-use std::time::Duration;
+use percentes_formats::schedule::Workload;
 
 /// Workers a run may have at the most (each is a thread with its own ring).
 pub const WORKERS_MAX: usize = 64;

@@ -10,6 +10,12 @@
 //! timeout, or an error status, is a warning at start (issue 18 item 2), and the time is in the
 //! `preflight` host fact.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use compio::BufResult;
+use percentes_formats::config::Config;
+
 use super::client::READ_BUFFER;
 use super::connect::Dialer;
 use super::dispatch::STOP_POLL;
@@ -19,10 +25,6 @@ use super::tls::tls_connector;
 use crate::http1;
 use crate::request::{ExtraHeaders, Target, Template};
 use crate::run::http2;
-use compio::BufResult;
-use percentes_formats::config::Config;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// The most of the pre-flight's body read (a models list is a few KB).
 const PREFLIGHT_BODY_MAX: usize = 1 << 20;

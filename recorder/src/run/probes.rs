@@ -1,17 +1,19 @@
 //! Direct probes of each replica (`target.replica_addresses`) on their own threads, journaled as
 //! `probe` events.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percentes_formats::config::Config;
+use percentes_formats::journal::detail::DetailWord;
+use percentes_formats::journal::records::{EventKind, EventRecord, Record};
+
 use super::dns::resolve;
 use super::error::{io, RecordError};
 use super::host::now_ns;
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
-use percentes_formats::config::Config;
-use percentes_formats::journal::detail::DetailWord;
-use percentes_formats::journal::records::{EventKind, EventRecord, Record};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
 /// reading its waiting-queue gauge too at the first probe due after each `gauge_period`, and

@@ -10,11 +10,10 @@
 //! path, with blocking sockets, like the replica probes; after the run's last request they
 //! scrape once more, so the counters' last increases are in the journal.
 
-use super::dispatch::STOP_POLL;
-use super::dns::resolve;
-use super::error::{io, RecordError};
-use super::host::now_ns;
-use super::state::{Sender, Shared};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use percentes_formats::config::Config;
 use percentes_formats::config::ServerMetrics;
 use percentes_formats::journal::detail::DetailWord;
@@ -22,9 +21,12 @@ use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 use percentes_formats::journal::scrape::Scraper;
 use percentes_formats::pins;
 use percentes_formats::prometheus;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+
+use super::dispatch::STOP_POLL;
+use super::dns::resolve;
+use super::error::{io, RecordError};
+use super::host::now_ns;
+use super::state::{Sender, Shared};
 
 /// One endpoint to scrape.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,6 +2,16 @@
 //! own: the host check, the request templates, the host facts a header keeps about the run's
 //! set-up, the output files, the telemetry thread's start, and the seal's status and reason.
 
+use std::fs::File;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use percentes_formats::config::Config;
+use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::records::SealStatus;
+use percentes_formats::journal::{ClockAnchors, Header, CODEC};
+use percentes_formats::spec::Spec;
+
 use super::behind::Behind;
 use super::error::{io, RecordError};
 use super::plan::RunPlan;
@@ -16,14 +26,6 @@ use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
 use crate::tokens::ModelTokenizer;
-use percentes_formats::config::Config;
-use percentes_formats::journal::header::HostFact;
-use percentes_formats::journal::records::SealStatus;
-use percentes_formats::journal::{ClockAnchors, Header, CODEC};
-use percentes_formats::spec::Spec;
-use std::fs::File;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Host facts, key and value, as a header keeps them.
 pub(super) type Facts = Vec<(String, String)>;

@@ -7,14 +7,16 @@
 //! reports it. A recorder that comes to the barrier after the epoch has passed by more than
 //! `shards.start_late_max_ms` refuses to record before its journal exists.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::manifest::Shard;
+
 use super::dispatch::STOP_POLL;
 use super::error::RecordError;
 use super::host::{monotonic_now_ns, read_trimmed};
 use super::plan::EPOCH_LEAD;
-use percentes_formats::journal::header::HostFact;
-use percentes_formats::journal::manifest::Shard;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// The farthest ahead an agreed epoch may be: an epoch a day away is a typing error, not a plan.
 pub const START_AT_AHEAD_MAX: Duration = Duration::from_secs(24 * 3600);

@@ -1,10 +1,11 @@
 //! SIGINT and SIGTERM: a run that is told to stop drains and seals as aborted; the progress line.
 
-use percentes_formats::journal::records::Counts;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use percentes_formats::journal::records::Counts;
 
 /// The counts a sealed journal ended with (for the summary line).
 pub fn counts_line(counts: &Counts) -> String {

@@ -2,17 +2,19 @@
 //! ring: `pacer.rs`), the once-a-second telemetry record, and the fall-behind policy's watch
 //! over workers too starved to judge themselves.
 
-use super::behind::Behind;
-use super::host::{clock_ticks_per_second, host_cpu, recorder_cpu_ns};
-use super::state::{Sender, Shared};
-use crate::canary::LagSummary;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
 use percentes_formats::journal::records::{EventKind, EventRecord, Record, TelemetryRecord};
 use percentes_formats::journal::records::{
     PoolCounts, HOST_CPU_NOT_READ, POOL_SUBJECT, RECORDER_CPU_NOT_READ,
 };
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+
+use super::behind::Behind;
+use super::host::{clock_ticks_per_second, host_cpu, recorder_cpu_ns};
+use super::state::{Sender, Shared};
+use crate::canary::LagSummary;
 
 pub(super) fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {

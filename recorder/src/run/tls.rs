@@ -1,10 +1,12 @@
 //! TLS for https targets (rustls through compio-tls): the connector, with verification on by
 //! default and the recorded insecure mode.
 
-use super::error::RecordError;
+use std::sync::Arc;
+
 use compio::tls::TlsConnector;
 use percentes_formats::config::Config;
-use std::sync::Arc;
+
+use super::error::RecordError;
 
 /// Accepts any certificate (target.tls.insecure): the handshake's signatures are still checked,
 /// the certificate chain is not. Recorded in the journal's host facts.

@@ -7,19 +7,20 @@
 //! the writer tries once more to write them and to seal the journal `aborted` with the cause. If
 //! even that fails, the prefix stays and the run ends with an error that says so.
 
+use std::fs::File;
+use std::io::Write;
 use std::io::{Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use percentes_formats::journal::records::{Record, SealStatus};
+use percentes_formats::journal::writer::Sealed;
+use percentes_formats::journal::{JournalWriter, WriteError};
 
 use super::escape_watch::EscapeWatch;
 use super::signals::say;
 use super::state::{Shared, ToWriter};
-use percentes_formats::journal::records::{Record, SealStatus};
-use percentes_formats::journal::writer::Sealed;
-use percentes_formats::journal::{JournalWriter, WriteError};
-use std::fs::File;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
 
 /// The writer's journal: the file, and a second handle to it that can cut it back after a
 /// failed write (the writer's own handle is consumed by the seal).
@@ -258,7 +259,7 @@ fn finish(
 }
 
 /// Messages the writer queue holds before a sender blocks (and a queue-full event is recorded); a
-/// message is one record or a worker's batch of up to [`BATCH_RECORDS_MAX`].
+/// message is one record or a worker's batch of up to [`BATCH_RECORDS_MAX`](super::pacer::BATCH_RECORDS_MAX).
 pub const WRITER_QUEUE_RECORDS_MAX: usize = 65_536;
 /// The writer commits a block at least this often.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(100);

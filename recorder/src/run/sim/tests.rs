@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::*;
 use percentes_formats::pins;
+
+use super::*;
 
 fn world(rate_rps: f64, timeout_s: u64) -> World {
     World::new(rate_rps, Duration::from_secs(timeout_s))
