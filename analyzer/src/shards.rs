@@ -38,8 +38,8 @@ pub enum ShardError {
     Manifest {
         /// The file.
         path: PathBuf,
-        /// Why.
-        why: String,
+        /// Why, with its kind.
+        why: percentes_formats::journal::manifest::ManifestError,
     },
     /// The shards (or the manifest against them) break the rules, each reason listed.
     Refused(Refused),

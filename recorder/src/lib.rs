@@ -13,6 +13,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod canary;
+pub mod error;
 #[cfg(target_os = "linux")]
 pub mod events;
 pub mod exchange;
@@ -29,3 +30,5 @@ mod tls_tests;
 pub mod tokens;
 #[cfg(target_os = "linux")]
 pub mod watch;
+
+pub use error::{ErrorKind, RecordError};

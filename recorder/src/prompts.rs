@@ -19,6 +19,7 @@
 //! first human turn) as `target.tokenizer` counts it, an entry without a reply skipped and
 //! counted. With a tokenizer, each prompt's own length is counted too, for the journal.
 
+use crate::error::RecordError;
 use percentes_formats::config::parts::PartError;
 use percentes_formats::config::{Config, Lengths, Profile, PromptFormat, Route};
 use percentes_formats::files::{read_bounded, PROMPT_FILE_BYTES_MAX};
@@ -192,12 +193,12 @@ pub fn load_prompts(
     config: &Config,
     tokenizer: Option<&ModelTokenizer>,
     pinned_max_tokens: u32,
-) -> Result<PromptSet, String> {
+) -> Result<PromptSet, RecordError> {
     let path = route.prompt_file.as_deref().unwrap_or_default();
     let bytes = read_bounded(path.as_ref(), PROMPT_FILE_BYTES_MAX, "a prompt file")
-        .map_err(|e| format!("prompt_file {path}: {e}"))?;
-    let text =
-        std::str::from_utf8(&bytes).map_err(|e| format!("prompt_file {path}: not UTF-8 ({e})"))?;
+        .map_err(|e| RecordError::config(format!("prompt_file {path}: {e}")))?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| RecordError::config(format!("prompt_file {path}: not UTF-8 ({e})")))?;
     let format = route.prompt_format_resolved().unwrap_or(PromptFormat::Text);
     let dataset = route.output_tokens == Some(Lengths::Dataset);
     // A semi-open run's sessions are ShareGPT's conversations, a request a human turn.
@@ -224,7 +225,7 @@ pub fn load_prompts(
         PromptFormat::Sharegpt => {
             let replies = dataset.then_some(tokenizer).map(|t| {
                 t.ok_or_else(|| {
-                    format!("prompt_file {path}: output_tokens = dataset measures each reply, and that needs target.tokenizer")
+                    RecordError::config(format!("prompt_file {path}: output_tokens = dataset measures each reply, and that needs target.tokenizer"))
                 })
             });
             let replies = replies.transpose()?;
@@ -243,7 +244,7 @@ pub fn load_prompts(
             prompt.prompt_tokens = Some(tokens);
         }
     }
-    sendable(route, format, &prompts).map_err(|e| e.to_string())?;
+    sendable(route, format, &prompts).map_err(|e| RecordError::config(e.to_string()))?;
     Ok(PromptSet {
         prompts,
         blake3: *blake3::hash(&bytes).as_bytes(),
@@ -310,7 +311,7 @@ fn jsonl(
     config: &Config,
     dataset: bool,
     pinned: u32,
-) -> Result<Vec<Prompt>, String> {
+) -> Result<Vec<Prompt>, RecordError> {
     let mut prompts = Vec::new();
     let mut images = line::LineImages::beside(path);
     for (i, line) in text.lines().enumerate() {
@@ -319,8 +320,8 @@ fn jsonl(
             continue;
         }
         let at = format!("prompt_file {path} line {}", i + 1);
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("{at}: not JSON ({e})"))?;
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| RecordError::config(format!("{at}: not JSON ({e})")))?;
         let (content, in_messages, last) = match (value.get("prompt"), value.get("messages")) {
             (Some(serde_json::Value::String(p)), None) => {
                 (PromptContent::Text(p.clone()), Vec::new(), 0)
@@ -331,9 +332,9 @@ fn jsonl(
                 (PromptContent::Messages(messages), in_messages, last)
             }
             _ => {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "{at}: needs a string field \"prompt\" or an array \"messages\" (one of them)"
-                ))
+                )))
             }
         };
         let max_tokens = match value.get("max_tokens") {
@@ -341,26 +342,26 @@ fn jsonl(
             Some(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
                 Some(n) if n >= 1 => Some(n),
                 _ => {
-                    return Err(format!(
+                    return Err(RecordError::config(format!(
                         "{at}: max_tokens must be a whole number of at least 1"
-                    ))
+                    )))
                 }
             },
         };
         if dataset && max_tokens.is_none() {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "{at}: has no max_tokens, and output_tokens = dataset takes each line's own"
-            ));
+            )));
         }
         if let Some(n) = max_tokens {
             if n != pinned && config.profile != Profile::Dev {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "{at}: max_tokens {n} differs from the pinned {pinned} (SPEC §6, target.max_tokens); per-line lengths run under the dev profile only"
-                ));
+                )));
             }
         }
         let parts = line::line_parts(&at, &value, (in_messages, last), &mut images, route)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| RecordError::config(e.to_string()))?;
         prompts.push(Prompt {
             content,
             max_tokens,
@@ -381,7 +382,7 @@ fn chat_messages(
     at: &str,
     messages: &[serde_json::Value],
     images: &mut line::LineImages,
-) -> Result<(Vec<(String, String)>, line::Images), String> {
+) -> Result<(Vec<(String, String)>, line::Images), RecordError> {
     let mut out = Vec::with_capacity(messages.len());
     let mut found = Vec::new();
     for (k, m) in messages.iter().enumerate() {
@@ -391,28 +392,28 @@ fn chat_messages(
             (Some(role), Some(content)) if ROLES.contains(&role) => {
                 let (text, own) =
                     line::message_content(&format!("{at}: messages[{k}]"), content, images)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| RecordError::config(e.to_string()))?;
                 found.extend(own.into_iter().map(|image| (k, image)));
                 out.push((role.to_owned(), text))
             }
             (Some(role), Some(_)) => {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "{at}: messages[{k}].role {role:?} is not one of {ROLES:?}"
-                ))
+                )))
             }
             _ => {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "{at}: messages[{k}] needs a string \"role\" and a \"content\""
-                ))
+                )))
             }
         }
     }
     match out.last() {
         Some((role, _)) if role == "user" => Ok((out, found)),
-        Some((role, _)) => Err(format!(
+        Some((role, _)) => Err(RecordError::config(format!(
             "{at}: the last message is the {role}'s; the request asks for the reply to a user message"
-        )),
-        None => Err(format!("{at}: messages is empty")),
+        ))),
+        None => Err(RecordError::config(format!("{at}: messages is empty"))),
     }
 }
 
@@ -429,13 +430,16 @@ fn sharegpt(
     text: &str,
     replies: Option<&ModelTokenizer>,
     turns: u32,
-) -> Result<(Vec<Prompt>, usize, usize), String> {
-    let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| format!("prompt_file {path}: not JSON (ShareGPT is one JSON array): {e}"))?;
+) -> Result<(Vec<Prompt>, usize, usize), RecordError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        RecordError::config(format!(
+            "prompt_file {path}: not JSON (ShareGPT is one JSON array): {e}"
+        ))
+    })?;
     let Some(entries) = value.as_array() else {
-        return Err(format!(
+        return Err(RecordError::config(format!(
             "prompt_file {path}: ShareGPT is a JSON array of conversations, and this is not an array"
-        ));
+        )));
     };
     let turns = turns.max(1) as usize;
     let mut prompts = Vec::new();
@@ -486,29 +490,33 @@ fn conversation(
     i: usize,
     entry: &serde_json::Value,
     asks: usize,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, RecordError> {
     let turns = entry
         .get("conversations")
         .or_else(|| entry.get("conversation"))
         .and_then(|c| c.as_array())
-        .ok_or_else(|| format!("prompt_file {path} entry {i}: needs a \"conversations\" array"))?;
+        .ok_or_else(|| {
+            RecordError::config(format!(
+                "prompt_file {path} entry {i}: needs a \"conversations\" array"
+            ))
+        })?;
     let mut messages = Vec::with_capacity(turns.len());
     for (k, turn) in turns.iter().enumerate() {
         let from = turn.get("from").and_then(|f| f.as_str());
         let value = turn.get("value").and_then(|v| v.as_str());
         let (Some(from), Some(value)) = (from, value) else {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "prompt_file {path} entry {i} turn {k}: needs string \"from\" and \"value\""
-            ));
+            )));
         };
         let role = match from {
             "human" | "user" => "user",
             "gpt" | "chatgpt" | "bard" | "bing" | "assistant" => "assistant",
             "system" => "system",
             other => {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "prompt_file {path} entry {i} turn {k}: \"from\" {other:?} is neither human, gpt nor system"
-                ))
+                )))
             }
         };
         let asked = messages.iter().filter(|(r, _)| r == "user").count();
@@ -527,6 +535,13 @@ fn conversation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sentence of a refusal of the configuration (kind `Config`, never another).
+    fn refused<T: std::fmt::Debug>(result: Result<T, crate::error::RecordError>) -> String {
+        let e = result.unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config, "{e}");
+        e.to_string()
+    }
     use percentes_formats::pins;
 
     /// The pinned `target.max_tokens` (§6), as a run's plan gives it.
@@ -552,6 +567,18 @@ mod tests {
     }
 
     fn load(name: &str, text: &str, format: Option<&str>, path: &str) -> Result<PromptSet, String> {
+        load_set(name, text, format, path).map_err(|e| {
+            assert_eq!(e.kind(), crate::error::ErrorKind::Config, "{e}");
+            e.to_string()
+        })
+    }
+
+    fn load_set(
+        name: &str,
+        text: &str,
+        format: Option<&str>,
+        path: &str,
+    ) -> Result<PromptSet, crate::error::RecordError> {
         let file = scratch(name, text);
         let mut extra = format!("prompt_file = {file:?}\n");
         if let Some(f) = format {
@@ -805,7 +832,7 @@ mod tests {
             &format!("prompt_file = {file:?}\nverify = {{ structured = true }}\n"),
             "/v1/chat/completions",
         );
-        let err = load_prompts(&c.routes[0], &c, None, PINNED).unwrap_err();
+        let err = refused(load_prompts(&c.routes[0], &c, None, PINNED));
         assert!(err.contains("neither the route nor any line"), "{err}");
     }
 }

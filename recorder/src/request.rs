@@ -1,5 +1,6 @@
 //! Request templates: the bytes of request i, from the route, the target and the index.
 
+use crate::error::RecordError;
 use std::sync::Arc;
 
 pub use crate::images::{images_fact, load_images, Image};
@@ -31,23 +32,25 @@ impl Target {
     /// Parses an `http://` or `https://` base URL (ports default to 80 and 443). The path and
     /// query are kept; credentials in the URL are refused (the configuration loader refuses
     /// them first, since the journal copies the configuration).
-    pub fn parse(base_url: &str) -> Result<Target, String> {
+    pub fn parse(base_url: &str) -> Result<Target, RecordError> {
         let (rest, tls) = if let Some(rest) = base_url.strip_prefix("http://") {
             (rest, false)
         } else if let Some(rest) = base_url.strip_prefix("https://") {
             (rest, true)
         } else {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "target.base_url {base_url:?} must start with http:// or https://"
-            ));
+            )));
         };
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, after) = rest.split_at(end);
         if authority.is_empty() {
-            return Err(format!("target.base_url {base_url:?} has no host"));
+            return Err(RecordError::config(format!(
+                "target.base_url {base_url:?} has no host"
+            )));
         }
         if authority.contains('@') {
-            return Err("target.base_url carries credentials; name an environment variable in target.api_key_env instead".into());
+            return Err(RecordError::config("target.base_url carries credentials; name an environment variable in target.api_key_env instead"));
         }
         let (path, query) = match after.split_once('?') {
             Some((p, q)) => (p, Some(q.to_owned()).filter(|q| !q.is_empty())),
@@ -57,7 +60,11 @@ impl Target {
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || p.is_empty() => match p.parse::<u16>() {
                 Ok(port) => (h.to_owned(), port),
-                Err(_) => return Err(format!("target.base_url {base_url:?}: bad port {p:?}")),
+                Err(_) => {
+                    return Err(RecordError::config(format!(
+                        "target.base_url {base_url:?}: bad port {p:?}"
+                    )))
+                }
             },
             _ => (authority.to_owned(), default_port),
         };
@@ -123,27 +130,27 @@ impl ExtraHeaders {
     pub fn new(
         target: &percentes_formats::config::Target,
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<ExtraHeaders, String> {
+    ) -> Result<ExtraHeaders, RecordError> {
         let mut lines = String::new();
         for (name, value) in &target.headers {
             lines.push_str(&format!("{}: {value}\r\n", name.to_ascii_lowercase()));
         }
         let mut secrets = Vec::new();
-        let mut read = |variable: &str, what: &str| -> Result<String, String> {
+        let mut read = |variable: &str, what: &str| -> Result<String, RecordError> {
             let value = lookup(variable).unwrap_or_default();
             let value = value.trim();
             if value.is_empty() {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "{what} names {variable}, which is not set (or empty) in this environment; export the value as {variable}"
-                ));
+                )));
             }
             if !value
                 .bytes()
                 .all(|b| b == b' ' || (b'!'..=b'~').contains(&b))
             {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "the value in {variable} holds a character a header cannot carry (CR, LF, tab, NUL or non-ASCII)"
-                ));
+                )));
             }
             secrets.push((variable.to_owned(), value.to_owned()));
             Ok(value.to_owned())
@@ -155,9 +162,9 @@ impl ExtraHeaders {
         if let Some(variable) = &target.api_key_env {
             let value = read(variable, "target.api_key_env")?;
             if value.contains(' ') {
-                return Err(format!(
+                return Err(RecordError::config(format!(
                     "the key in {variable} holds a space, which a key never does"
-                ));
+                )));
             }
             let header = target.api_key_header();
             if header == "authorization" {
@@ -643,7 +650,7 @@ fn prompt_closing(api: Api, arrays: bool, images: &[&Image]) -> String {
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
-pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, String> {
+pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, RecordError> {
     let v = &route.verify;
     let header = v.header.as_deref().map(|h| match h.split_once(':') {
         Some((name, value)) => (
@@ -657,25 +664,25 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Str
         (Some(f), Some(value)) => Some((f.clone(), value.clone())),
         (None, Some(value)) => Some(("model".to_owned(), value.clone())),
         (Some(f), None) => {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "routes {:?}: verify.json_field {f:?} needs verify.json_value",
                 route.label
-            ))
+            )))
         }
     };
     let content_blake3 = match &v.content_blake3 {
         None => None,
         Some(hex) => Some(percentes_formats::journal::parse_hash(hex).ok_or_else(|| {
-            format!(
+            RecordError::config(format!(
                 "routes {:?}: verify.content_blake3 must be 64 hex digits",
                 route.label
-            )
+            ))
         })?),
     };
     let key = format!("routes {:?}", route.label);
     let structured = route
         .structured_checks(&key)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| RecordError::config(e.to_string()))?
         .map(|(answer, functions)| crate::exchange::Structured { answer, functions });
     Ok(crate::exchange::Rule {
         replica_header: config
@@ -735,6 +742,13 @@ pub fn prompt_checks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sentence of a refusal of the configuration (kind `Config`, never another).
+    fn refused<T: std::fmt::Debug>(result: Result<T, crate::error::RecordError>) -> String {
+        let e = result.unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config, "{e}");
+        e.to_string()
+    }
 
     /// The pinned `target.max_tokens` (§6), as a run's plan gives it.
     const PINNED: u32 = percentes_formats::pins::value::TARGET_MAX_TOKENS as u32;
@@ -981,12 +995,13 @@ tool_choice = "f""#;
             "echo: Bearer [$PCT_KEY], [$PCT_GOOG]"
         );
         // A missing variable refuses, naming it.
-        let err = ExtraHeaders::new(&hosted.target, |v| {
+        let err = refused(ExtraHeaders::new(&hosted.target, |v| {
             (v == "PCT_KEY").then(|| "sk-secret".into())
-        })
-        .unwrap_err();
+        }));
         assert!(err.contains("PCT_GOOG") && err.contains("not set"), "{err}");
-        let err = ExtraHeaders::new(&hosted.target, |_| Some("a\u{7f}b".into())).unwrap_err();
+        let err = refused(ExtraHeaders::new(&hosted.target, |_| {
+            Some("a\u{7f}b".into())
+        }));
         assert!(err.contains("cannot carry"), "{err}");
         let azure = config(
             "api_key_env = \"K\"\napi_key_header = \"api-key\"",
@@ -1117,7 +1132,7 @@ tool_choice = "f""#;
         assert_eq!(body(&template, 1).1["max_tokens"], 256);
         // Outside the dev profile a per-line length other than the pin is refused.
         let hosted = with_prompts("set.jsonl", text, "hosted", "hosted");
-        let err = load_prompts(&hosted.routes[0], &hosted, None, PINNED).unwrap_err();
+        let err = refused(load_prompts(&hosted.routes[0], &hosted, None, PINNED));
         assert!(err.contains("line 1") && err.contains("§6"), "{err}");
         for (text, says) in [
             ("{\"text\": \"x\"}", "\"prompt\""),
@@ -1125,7 +1140,7 @@ tool_choice = "f""#;
             ("{\"prompt\": \"x\", \"max_tokens\": 0}", "at least 1"),
         ] {
             let dev = with_prompts("bad.jsonl", text, "dev", "mock");
-            let err = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap_err();
+            let err = refused(load_prompts(&dev.routes[0], &dev, None, PINNED));
             assert!(err.contains(says), "{text}: {err}");
         }
     }
@@ -1295,7 +1310,7 @@ tool_choice = "f""#;
             Some(10)
         );
         // Without the tokenizer there is nothing to measure the replies with.
-        let error = load_prompts(&config.routes[0], &config, None, PINNED).unwrap_err();
+        let error = refused(load_prompts(&config.routes[0], &config, None, PINNED));
         assert!(error.contains("target.tokenizer"), "{error}");
     }
 }

@@ -29,7 +29,6 @@ mod context;
 mod dispatch;
 mod dns;
 pub mod doctor;
-mod error;
 mod escape_watch;
 mod events;
 mod execute;
@@ -77,9 +76,9 @@ use telemetry::journal_after_run;
 use tls::tls_connector;
 use writer::{writer_thread, HeadLog, Journal};
 
+use crate::error::io;
+pub use crate::error::{ErrorKind, RecordError};
 pub use dispatch::STALL_TICK;
-use error::io;
-pub use error::RecordError;
 pub use plan::BaselineRule;
 pub use plan::EPOCH_LEAD;
 pub use setup::HOST_CHECK;
@@ -231,12 +230,13 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
 
 /// Records a run. Blocks until the journal is sealed.
 pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError> {
-    let target = Target::parse(&config.target.base_url).map_err(RecordError::Refused)?;
-    options.shard.check().map_err(RecordError::Refused)?;
+    let target = Target::parse(&config.target.base_url)?;
+    options
+        .shard
+        .check()
+        .map_err(|e| RecordError::caused(ErrorKind::Config, e.to_string(), e))?;
     let plan = Arc::new(
-        RunPlan::new(config, options.workers)
-            .and_then(|plan| plan.for_shard(options.shard))
-            .map_err(RecordError::Refused)?,
+        RunPlan::new(config, options.workers).and_then(|plan| plan.for_shard(options.shard))?,
     );
     let workers = plan.workers;
     let open_files = raise_open_file_limit();
@@ -256,8 +256,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     }
     let placement = placement_fact(options.cpus.as_deref(), &allowed, workers);
     let host_check = host_check(options)?;
-    let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())
-        .map_err(RecordError::Refused)?;
+    let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())?;
     let tls = if target.tls {
         Some(tls_connector(config)?)
     } else {
@@ -274,8 +273,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             plan.timeout,
             Some((&templates[0], config.routes[0].path.as_str())),
             &options.stop,
-        )
-        .map_err(RecordError::Refused)?;
+        )?;
         if options.progress != Progress::Quiet {
             say(&format!("pre-flight: {}", done.summary));
         }
@@ -352,11 +350,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .try_clone()
         .map_err(io("cannot open a second handle to the journal"))?;
     let mut journal_writer = JournalWriter::create(file, &header, options.signing_key.clone())
-        .map_err(RecordError::Journal)?;
+        .map_err(RecordError::journal)?;
     journal_writer
         .get_mut()
         .sync_data()
-        .map_err(|e| RecordError::Journal(WriteError::Io(e)))?;
+        .map_err(|e| RecordError::journal(WriteError::Io(e)))?;
     let mut heads = HeadLog::new(heads_file, options.progress == Progress::Json);
     heads.emit(
         "header",
@@ -482,7 +480,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         match h.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => worker_error = Some(e),
-            Err(_) => worker_error = Some(RecordError::Refused("a worker thread panicked".into())),
+            Err(_) => {
+                worker_error = Some(RecordError::new(
+                    ErrorKind::Internal,
+                    "a worker thread panicked",
+                ))
+            }
         }
     }
     shared.done.store(true, Ordering::Relaxed);
@@ -508,15 +511,11 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     drop(sender);
     let sealed = writer
         .join()
-        .map_err(|_| RecordError::Refused("the journal writer thread panicked".into()))?
+        .map_err(|_| RecordError::new(ErrorKind::Internal, "the journal writer thread panicked"))?
         .map_err(
             |seal| match shared.writer_failed.lock().expect("writer lock").clone() {
-                Some(cause) => RecordError::Unsealed {
-                    output: options.output.clone(),
-                    cause,
-                    seal,
-                },
-                None => RecordError::Journal(seal),
+                Some(cause) => RecordError::unsealed(&options.output, &cause, seal),
+                None => RecordError::journal(seal),
             },
         )?;
     Ok(Summary {

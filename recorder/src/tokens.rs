@@ -13,6 +13,7 @@
 //! `usage.prompt_tokens`, journaled with every response, adds the unique prefix and whatever
 //! its template wraps around the message.
 
+use crate::error::RecordError;
 use std::sync::Arc;
 
 use percentes_formats::files::{read_bounded, TOKENIZER_BYTES_MAX};
@@ -49,13 +50,13 @@ impl std::fmt::Debug for ModelTokenizer {
 
 impl ModelTokenizer {
     /// Reads and parses `path`; the error names the key, the file and what went wrong.
-    pub fn load(path: &str) -> Result<ModelTokenizer, String> {
+    pub fn load(path: &str) -> Result<ModelTokenizer, RecordError> {
         let bytes = read_bounded(path.as_ref(), TOKENIZER_BYTES_MAX, "a tokenizer")
-            .map_err(|e| format!("target.tokenizer {path}: {e}"))?;
+            .map_err(|e| RecordError::config(format!("target.tokenizer {path}: {e}")))?;
         let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
-            format!(
+            RecordError::config(format!(
                 "target.tokenizer {path}: not a tokenizer.json the tokenizers library reads ({e})"
-            )
+            ))
         })?;
         Ok(ModelTokenizer {
             tokenizer,
@@ -65,11 +66,11 @@ impl ModelTokenizer {
     }
 
     /// The tokens of `text` alone: no special tokens, no template.
-    pub fn count(&self, text: &str) -> Result<u32, String> {
+    pub fn count(&self, text: &str) -> Result<u32, RecordError> {
         self.tokenizer
             .encode(text, false)
             .map(|e| e.len() as u32)
-            .map_err(|e| format!("target.tokenizer {}: {e}", self.path))
+            .map_err(|e| RecordError::config(format!("target.tokenizer {}: {e}", self.path)))
     }
 
     /// The `tokenizer` host fact: `BLAKE3 <hex>, vocabulary N, PATH`.
@@ -84,7 +85,7 @@ impl ModelTokenizer {
 
     /// Up to [`WORDS`]'s length of the vocabulary's own words, in token id order: tokens that
     /// decode to a space and 2 to 12 lower-case ASCII letters and encode back to themselves.
-    fn vocabulary_words(&self) -> Result<Vec<String>, String> {
+    fn vocabulary_words(&self) -> Result<Vec<String>, RecordError> {
         let mut ids: Vec<u32> = self.tokenizer.get_vocab(false).into_values().collect();
         ids.sort_unstable();
         let mut words = Vec::new();
@@ -112,7 +113,7 @@ impl ModelTokenizer {
     /// reads as one token, or, where fewer than eight are, its own vocabulary's. Refused, with the reason, when too few of
     /// the words are single tokens or when the tokenizer does not split the filler at its words
     /// (then a slice would not be the length it says).
-    pub fn filler(&self, longest: u32) -> Result<Arc<Filler>, String> {
+    pub fn filler(&self, longest: u32) -> Result<Arc<Filler>, RecordError> {
         let mut words: Vec<String> = Vec::new();
         for word in WORDS {
             if self.count(&format!(" {word}"))? == 1 {
@@ -124,24 +125,24 @@ impl ModelTokenizer {
             words = self.vocabulary_words()?;
         }
         if words.len() < FILLER_WORDS_MIN {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "target.tokenizer {}: fewer than {FILLER_WORDS_MIN} words (a space and lower-case letters) are one token each in it, so a prompt cannot be built to a length in tokens with it (is it a byte-level BPE tokenizer, as Llama 3's, Qwen's and GPT's are?)",
                 self.path,
-            ));
+            )));
         }
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         let filler = Filler::from_words(&words, longest);
         let encoding = self
             .tokenizer
             .encode(filler.text.as_str(), false)
-            .map_err(|e| format!("target.tokenizer {}: {e}", self.path))?;
+            .map_err(|e| RecordError::config(format!("target.tokenizer {}: {e}", self.path)))?;
         let ends: Vec<usize> = encoding.get_offsets().iter().map(|(_, end)| *end).collect();
         if ends != filler.ends {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "target.tokenizer {}: a filler of {longest} words reads as {} tokens that do not fall on its words, so a prompt cannot be cut to a length in tokens",
                 self.path,
                 ends.len()
-            ));
+            )));
         }
         Ok(Arc::new(filler))
     }
@@ -195,6 +196,13 @@ impl Filler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sentence of a refusal of the configuration (kind `Config`, never another).
+    fn refused<T: std::fmt::Debug>(result: Result<T, crate::error::RecordError>) -> String {
+        let e = result.unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Config, "{e}");
+        e.to_string()
+    }
 
     /// tests/data/tokenizer.json: a byte-level BPE (561 tokens) made by
     /// scripts/make-test-tokenizer.py with Python's tokenizers 0.23.3.
@@ -261,10 +269,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let bad = dir.join("tokenizer.json");
         std::fs::write(&bad, "{\"not\": \"a tokenizer\"}").unwrap();
-        let error = ModelTokenizer::load(bad.to_str().unwrap()).unwrap_err();
+        let error = refused(ModelTokenizer::load(bad.to_str().unwrap()));
         assert!(error.starts_with("target.tokenizer "), "{error}");
         assert!(error.contains("not a tokenizer.json"), "{error}");
-        let error = ModelTokenizer::load("/nonexistent/tokenizer.json").unwrap_err();
+        let error = refused(ModelTokenizer::load("/nonexistent/tokenizer.json"));
         assert!(error.contains("/nonexistent/tokenizer.json"), "{error}");
     }
 

@@ -542,8 +542,8 @@ fn auto_falls_back_to_http1_where_the_server_declines_http2_and_2_is_refused() {
         route,
     );
     match record(&two, "two") {
-        Err(RecordError::Refused(why)) => {
-            assert!(why.contains("did not agree to HTTP/2"), "{why}")
+        Err(why) if why.kind() == run::ErrorKind::Target => {
+            assert!(why.to_string().contains("did not agree to HTTP/2"), "{why}")
         }
         other => panic!("{:?}", other.map(|r| r.len())),
     }

@@ -27,6 +27,61 @@ pub const MANIFEST_SIGNATURE_DOMAIN: &[u8] = b"percentes shard manifest v1 signa
 /// Most shards one schedule may be split into.
 pub const SHARDS_MAX: u32 = 1024;
 
+/// What a shard flag, an agreed instant or a manifest got wrong (issue 51 item 4): its kind, for
+/// a caller or a test to act on, and a sentence that names the input and what to give instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestError {
+    kind: ManifestErrorKind,
+    message: String,
+}
+
+/// Which rule an input broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ManifestErrorKind {
+    /// `K/N` names no shard (`--shard`, `--shards` with `JOB_COMPLETION_INDEX`).
+    Shard,
+    /// A shard of several was given no agreed epoch (`--start-at`, SPEC §2 "Sharded capture").
+    NoEpoch,
+    /// An agreed epoch is not an instant this build reads.
+    Instant,
+    /// A manifest field that must be 64 hex digits is not.
+    Hex,
+    /// The text is not a manifest's JSON: syntax, a key missing, twice or unknown, a type.
+    Format,
+    /// A manifest of a layout this build does not read.
+    Version,
+    /// The signature is malformed, by another key than the trusted one, or does not verify.
+    Signature,
+}
+
+impl ManifestError {
+    fn new(kind: ManifestErrorKind, message: impl Into<String>) -> ManifestError {
+        ManifestError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Which rule was broken.
+    pub fn kind(&self) -> ManifestErrorKind {
+        self.kind
+    }
+
+    /// The same error, its sentence led by `context` (the flag or file it came from).
+    fn within(self, context: impl fmt::Display) -> ManifestError {
+        ManifestError::new(self.kind, format!("{context}: {}", self.message))
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
 /// Shard `index` of `count`: the journal of the indices `i` with `i mod count == index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
@@ -41,14 +96,17 @@ impl Shard {
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
 
     /// Reads `K/N` (k from 0, k < N, N at most [`SHARDS_MAX`]).
-    pub fn parse(text: &str) -> Result<Shard, String> {
+    pub fn parse(text: &str) -> Result<Shard, ManifestError> {
+        let shard_error = |why: String| ManifestError::new(ManifestErrorKind::Shard, why);
         let (k, n) = text
             .split_once('/')
-            .ok_or_else(|| format!("shard `{text}` is not K/N (e.g. 0/3)"))?;
+            .ok_or_else(|| shard_error(format!("shard `{text}` is not K/N (e.g. 0/3)")))?;
         let number = |part: &str, what: &str| {
-            part.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("shard `{text}`: {what} `{part}` is not a whole number"))
+            part.trim().parse::<u32>().map_err(|_| {
+                shard_error(format!(
+                    "shard `{text}`: {what} `{part}` is not a whole number"
+                ))
+            })
         };
         let shard = Shard {
             index: number(k, "K")?,
@@ -59,17 +117,23 @@ impl Shard {
     }
 
     /// Refuses a shard that does not exist.
-    pub fn check(self) -> Result<(), String> {
+    pub fn check(self) -> Result<(), ManifestError> {
         if self.count == 0 || self.count > SHARDS_MAX {
-            return Err(format!(
-                "a schedule is split into 1 to {SHARDS_MAX} shards, not {}",
-                self.count
+            return Err(ManifestError::new(
+                ManifestErrorKind::Shard,
+                format!(
+                    "a schedule is split into 1 to {SHARDS_MAX} shards, not {}",
+                    self.count
+                ),
             ));
         }
         if self.index >= self.count {
-            return Err(format!(
-                "shard {} of {} does not exist: K counts from 0 and stays below N",
-                self.index, self.count
+            return Err(ManifestError::new(
+                ManifestErrorKind::Shard,
+                format!(
+                    "shard {} of {} does not exist: K counts from 0 and stays below N",
+                    self.index, self.count
+                ),
             ));
         }
         Ok(())
@@ -97,12 +161,12 @@ impl Shard {
         flag: Option<&str>,
         count: Option<u32>,
         job_index: Option<&str>,
-    ) -> Result<Shard, String> {
+    ) -> Result<Shard, ManifestError> {
         match (flag, count, job_index) {
             (Some(text), _, _) => Shard::parse(text),
             (None, Some(count), Some(index)) => Shard::parse(&format!("{index}/{count}"))
-                .map_err(|e| format!("JOB_COMPLETION_INDEX={index} with --shards {count}: {e}")),
-            (None, Some(_), None) => Err("--shards N takes the shard index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it), which is not set; give --shard K/N instead".into()),
+                .map_err(|e| e.within(format_args!("JOB_COMPLETION_INDEX={index} with --shards {count}"))),
+            (None, Some(_), None) => Err(ManifestError::new(ManifestErrorKind::Shard, "--shards N takes the shard index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it), which is not set; give --shard K/N instead")),
             (None, None, _) => Ok(Shard::WHOLE),
         }
     }
@@ -115,13 +179,13 @@ impl Shard {
         count: Option<u32>,
         job_index: Option<&str>,
         start_at: Option<&str>,
-    ) -> Result<(Shard, Option<i64>), String> {
+    ) -> Result<(Shard, Option<i64>), ManifestError> {
         let shard = Shard::from_flags(flag, count, job_index)?;
         let start_at = start_at
-            .map(|t| parse_instant(t).map_err(|e| format!("--start-at: {e}")))
+            .map(|t| parse_instant(t).map_err(|e| e.within("--start-at")))
             .transpose()?;
         if shard.count > 1 && start_at.is_none() {
-            return Err(format!("shard {shard} needs --start-at TIME: every shard of one schedule starts at one agreed instant (SPEC §2 \"Sharded capture\"), e.g. --start-at $(date -u -d '+2 min' +%s)"));
+            return Err(ManifestError::new(ManifestErrorKind::NoEpoch, format!("shard {shard} needs --start-at TIME: every shard of one schedule starts at one agreed instant (SPEC §2 \"Sharded capture\"), e.g. --start-at $(date -u -d '+2 min' +%s)")));
         }
         Ok((shard, start_at))
     }
@@ -144,18 +208,18 @@ impl fmt::Display for Shard {
 /// Reads an agreed epoch: Unix seconds (`1796161200`, fractions allowed) or an RFC 3339 instant
 /// (`2026-12-01T21:40:00Z`, `2026-12-01T22:40:00.5+01:00`). Returns ns since the Unix epoch;
 /// an instant before 1970 or past what i64 ns hold (the year 2262) is refused.
-pub fn parse_instant(text: &str) -> Result<i64, String> {
+pub fn parse_instant(text: &str) -> Result<i64, ManifestError> {
     let text = text.trim();
     let bad = |why: &str| {
-        format!("`{text}` is not an instant: {why} (give Unix seconds, or RFC 3339 such as 2026-12-01T21:40:00Z)")
+        ManifestError::new(ManifestErrorKind::Instant, format!("`{text}` is not an instant: {why} (give Unix seconds, or RFC 3339 such as 2026-12-01T21:40:00Z)"))
     };
-    let number = |part: Option<&str>, what: &str| -> Result<i64, String> {
+    let number = |part: Option<&str>, what: &str| -> Result<i64, ManifestError> {
         part.filter(|p| !p.is_empty() && p.len() <= 18 && p.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|p| p.parse::<i64>().ok())
             .ok_or_else(|| bad(&format!("no {what}")))
     };
     // Nanoseconds of a decimal fraction's digits (exact; digits past the ninth are dropped).
-    let fraction_ns = |digits: &str| -> Result<i64, String> {
+    let fraction_ns = |digits: &str| -> Result<i64, ManifestError> {
         if digits.is_empty() {
             return Ok(0);
         }
@@ -354,9 +418,14 @@ impl Manifest {
     /// The bytes the binding hashes: the domain, the config hash, the schedule digest, the
     /// schedule's size and N, the epoch, then per shard in index order its index, file length and
     /// chain head (little-endian integers, raw 32-byte hashes; JOURNAL.md §Manifest).
-    pub fn binding_bytes(&self) -> Result<Vec<u8>, String> {
+    pub fn binding_bytes(&self) -> Result<Vec<u8>, ManifestError> {
         let hash = |text: &str, what: &str| {
-            parse_hash(text).ok_or_else(|| format!("{what} `{text}` is not 64 hex digits"))
+            parse_hash(text).ok_or_else(|| {
+                ManifestError::new(
+                    ManifestErrorKind::Hex,
+                    format!("{what} `{text}` is not 64 hex digits"),
+                )
+            })
         };
         let mut bytes = MANIFEST_DOMAIN.to_vec();
         bytes.extend_from_slice(&hash(&self.config_hash, "config_hash")?);
@@ -376,12 +445,12 @@ impl Manifest {
     }
 
     /// The binding: BLAKE3 of the binding input ([`Manifest::binding_bytes`]).
-    pub fn compute_binding(&self) -> Result<[u8; 32], String> {
+    pub fn compute_binding(&self) -> Result<[u8; 32], ManifestError> {
         Ok(*blake3::hash(&self.binding_bytes()?).as_bytes())
     }
 
     /// Sets the binding and, with a key, the signature.
-    pub fn seal(&mut self, key: Option<&SigningKey>) -> Result<(), String> {
+    pub fn seal(&mut self, key: Option<&SigningKey>) -> Result<(), ManifestError> {
         let binding = self.compute_binding()?;
         self.binding = hex(&binding);
         self.signature = key.map(|key| ManifestSignature {
@@ -392,13 +461,20 @@ impl Manifest {
     }
 
     /// Reads a manifest's JSON text.
-    pub fn parse(text: &str) -> Result<Manifest, String> {
-        let manifest: Manifest =
-            serde_json::from_str(text).map_err(|e| format!("not a shard manifest: {e}"))?;
+    pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest = serde_json::from_str(text).map_err(|e| {
+            ManifestError::new(
+                ManifestErrorKind::Format,
+                format!("not a shard manifest: {e}"),
+            )
+        })?;
         if manifest.manifest_version != MANIFEST_VERSION {
-            return Err(format!(
-                "manifest version {}; this build reads version {MANIFEST_VERSION}",
-                manifest.manifest_version
+            return Err(ManifestError::new(
+                ManifestErrorKind::Version,
+                format!(
+                    "manifest version {}; this build reads version {MANIFEST_VERSION}",
+                    manifest.manifest_version
+                ),
             ));
         }
         Ok(manifest)
@@ -458,7 +534,7 @@ impl Manifest {
                     (None, None) => {}
                     (Some(signature), trusted) => {
                         if let Err(e) = check_signature(signature, &binding, trusted) {
-                            why.push(e);
+                            why.push(e.to_string());
                         }
                     }
                 }
@@ -468,7 +544,7 @@ impl Manifest {
                 hex(&binding),
                 self.binding
             )),
-            Err(e) => why.push(e),
+            Err(e) => why.push(e.to_string()),
         }
         if why.is_empty() {
             Ok(())
@@ -488,16 +564,17 @@ fn check_signature(
     signature: &ManifestSignature,
     binding: &[u8; 32],
     trusted: Option<[u8; 32]>,
-) -> Result<(), String> {
+) -> Result<(), ManifestError> {
+    let refused = |why: String| ManifestError::new(ManifestErrorKind::Signature, why);
     let key = parse_hash(&signature.public_key)
-        .ok_or("the manifest's public_key is not 64 hex digits")?;
+        .ok_or_else(|| refused("the manifest's public_key is not 64 hex digits".into()))?;
     if let Some(trusted) = trusted {
         if trusted != key {
-            return Err(format!(
+            return Err(refused(format!(
                 "the manifest is signed by key {}, not by the trusted key {}",
                 signature.public_key,
                 hex(&trusted)
-            ));
+            )));
         }
     }
     let bytes: Vec<u8> = (0..signature.signature.len() / 2)
@@ -505,11 +582,11 @@ fn check_signature(
         .collect();
     let bytes: [u8; 64] = bytes
         .try_into()
-        .map_err(|_| "the manifest's signature is not 128 hex digits".to_owned())?;
+        .map_err(|_| refused("the manifest's signature is not 128 hex digits".into()))?;
     let key = VerifyingKey::from_bytes(&key)
-        .map_err(|_| "the manifest's public_key is not an ed25519 key".to_owned())?;
+        .map_err(|_| refused("the manifest's public_key is not an ed25519 key".into()))?;
     key.verify(&signed_message(binding), &Signature::from_bytes(&bytes))
-        .map_err(|_| "the manifest's signature does not verify over its binding".into())
+        .map_err(|_| refused("the manifest's signature does not verify over its binding".into()))
 }
 
 /// One shard file as merge and verify see it.
@@ -861,7 +938,11 @@ mod tests {
             "1969-12-31T23:59:59Z",
             "1970-01-01T00:00:00+01:00",
         ] {
-            assert!(parse_instant(far).is_err(), "{far}");
+            assert_eq!(
+                parse_instant(far).unwrap_err().kind(),
+                ManifestErrorKind::Instant,
+                "{far}"
+            );
         }
         // 2024-02-29 is a leap day: `date -u -d 2024-02-29T12:00:00Z +%s` prints 1709208000.
         assert_eq!(
@@ -887,7 +968,11 @@ mod tests {
             "-5",
             "2026-12-01T21:40Z",
         ] {
-            assert!(parse_instant(bad).is_err(), "{bad}");
+            assert_eq!(
+                parse_instant(bad).unwrap_err().kind(),
+                ManifestErrorKind::Instant,
+                "{bad}"
+            );
         }
     }
 
@@ -908,7 +993,11 @@ mod tests {
     fn a_shard_must_exist() {
         assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
         for bad in ["3/3", "0/0", "1", "a/3", "1/2000", "-1/3"] {
-            assert!(Shard::parse(bad).is_err(), "{bad}");
+            assert_eq!(
+                Shard::parse(bad).unwrap_err().kind(),
+                ManifestErrorKind::Shard,
+                "{bad}"
+            );
         }
         assert_eq!(Shard::WHOLE.to_string(), "0/1");
         let three = |k| Ok(Shard { index: k, count: 3 });
@@ -916,9 +1005,32 @@ mod tests {
         assert_eq!(Shard::from_flags(None, Some(3), Some("2")), three(2));
         assert!(Shard::from_flags(None, Some(3), None)
             .unwrap_err()
+            .to_string()
             .contains("JOB_COMPLETION_INDEX"));
-        assert!(Shard::from_flags(None, Some(3), Some("3")).is_err());
+        assert_eq!(
+            Shard::from_flags(None, Some(3), Some("3"))
+                .unwrap_err()
+                .kind(),
+            ManifestErrorKind::Shard
+        );
         assert_eq!(Shard::from_flags(None, None, Some("2")), Ok(Shard::WHOLE));
+        // A shard of several needs the agreed epoch; a bad one says which flag it came from.
+        let kind = |start_at| {
+            Shard::with_epoch(Some("1/3"), None, None, start_at)
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(kind(None), ManifestErrorKind::NoEpoch);
+        assert_eq!(kind(Some("tomorrow")), ManifestErrorKind::Instant);
+        let e = Shard::with_epoch(Some("1/3"), None, None, Some("tomorrow")).unwrap_err();
+        assert!(e.to_string().starts_with("--start-at: "), "{e}");
+        assert_eq!(
+            Shard::with_epoch(Some("1/3"), None, None, Some("1796161200")),
+            Ok((
+                Shard { index: 1, count: 3 },
+                Some(1_796_161_200_000_000_000)
+            ))
+        );
     }
 
     fn manifest() -> Manifest {
@@ -961,30 +1073,38 @@ mod tests {
         let without = text.replace(",\n  \"signature\": null", "");
         assert_ne!(without, text);
         let e = Manifest::parse(&without).unwrap_err();
-        assert!(e.contains("missing field `signature`"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Format);
+        assert!(e.to_string().contains("missing field `signature`"), "{e}");
         let twice = text.replacen(
             "\"shard_count\": 2,",
             "\"shard_count\": 2,\n  \"shard_count\": 3,",
             1,
         );
         let e = Manifest::parse(&twice).unwrap_err();
-        assert!(e.contains("duplicate field `shard_count`"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Format);
+        assert!(
+            e.to_string().contains("duplicate field `shard_count`"),
+            "{e}"
+        );
         let e = Manifest::parse(&text.replacen(
             "\"file\": \"s0.pj\"",
             "\"file\": \"s0.pj\", \"file\": \"s1.pj\"",
             1,
         ))
         .unwrap_err();
-        assert!(e.contains("duplicate field `file`"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Format);
+        assert!(e.to_string().contains("duplicate field `file`"), "{e}");
         let e =
             Manifest::parse(&text.replace("\"binding\"", "\"extra\": 1, \"binding\"")).unwrap_err();
-        assert!(e.contains("unknown field `extra`"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Format);
+        assert!(e.to_string().contains("unknown field `extra`"), "{e}");
         let e =
             Manifest::parse(&text.replace("\"manifest_version\": 1", "\"manifest_version\": 2"))
                 .unwrap_err();
-        assert!(e.contains("manifest version 2"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Version, "{e}");
         let e = Manifest::parse(&text.replace("\n  \"binding\"", "\n  \"binding_\"")).unwrap_err();
-        assert!(e.contains("binding"), "{e}");
+        assert_eq!(e.kind(), ManifestErrorKind::Format);
+        assert!(e.to_string().contains("binding"), "{e}");
     }
 
     #[test]
@@ -1043,7 +1163,13 @@ mod tests {
             let e = upper.check_binding(None).unwrap_err().to_string();
             assert!(e.contains("lowercase hex"), "{e}");
         }
-        assert!(Manifest::parse("{\"manifest_version\": 2}").is_err());
+        assert_eq!(
+            Manifest::parse("{\"manifest_version\": 2}")
+                .unwrap_err()
+                .kind(),
+            ManifestErrorKind::Format,
+            "a version-2 manifest of version-1 keys is not read as either"
+        );
         assert!(
             Manifest::parse(&text.replace("\"binding\"", "\"extra\": 1, \"binding\"")).is_err()
         );

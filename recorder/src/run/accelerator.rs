@@ -8,7 +8,7 @@ use std::time::Duration;
 use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
 
-use super::error::RecordError;
+use crate::error::RecordError;
 
 /// The longest a collector may take (a `kubectl exec` to a busy node included).
 pub const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -21,7 +21,7 @@ pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordEr
     let mut facts = Vec::new();
     for (name, argv) in &config.target.accelerator_commands {
         let refused = |why: String| {
-            RecordError::Refused(format!(
+            RecordError::host(format!(
                 "the accelerator collector for {name} ({}) {why}: fix target.accelerator_commands.{name}, or remove it (G5 is then unobserved)",
                 argv.join(" ")
             ))

@@ -15,10 +15,10 @@ use percentes_formats::pins;
 use super::cgroup;
 use super::dispatch::tick_lateness;
 use super::dispatch::STALL_TICK;
-use super::error::{io, RecordError};
 use super::host::allowed_cpus;
 use super::pacer::{deferred_task_work_available, io_uring_usable, ring_setup};
 use super::telemetry::quantile;
+use crate::error::{io, RecordError};
 use crate::run::host::{self, cpu_list};
 use crate::run::pacer;
 
@@ -147,7 +147,7 @@ pub(super) fn check_cpus(cpus: &[usize], allowed: &[usize]) -> Result<(), Record
         .map(ToString::to_string)
         .collect();
     if cpus.is_empty() || !refused.is_empty() {
-        return Err(RecordError::Refused(format!(
+        return Err(RecordError::host(format!(
             "--cpus names CPU {}, which this process may not use; it may use CPUs {}",
             if refused.is_empty() {
                 "(none)".into()

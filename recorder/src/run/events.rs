@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 
 use super::dispatch::STOP_POLL;
-use super::error::{io, RecordError};
 use super::host::now_ns;
 use super::state::{Sender, Shared};
+use crate::error::{io, RecordError};
 
 /// The most events one connection may hand over (a supervisor sends a handful a run).
 const EVENTS_PER_CONNECTION_MAX: usize = 200;
@@ -24,7 +24,7 @@ pub(super) fn bind(path: &std::path::Path) -> Result<UnixListener, RecordError> 
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() || UnixStream::connect(path).is_ok() {
-            return Err(RecordError::Refused(format!(
+            return Err(RecordError::host(format!(
                 "--events-socket {}: {} exists; name a path that does not",
                 path.display(),
                 if meta.file_type().is_socket() {

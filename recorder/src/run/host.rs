@@ -7,9 +7,9 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
 
 use super::dispatch::STALL_TICK;
-use super::error::RecordError;
 use super::plan::RunPlan;
 use crate::canary;
+use crate::error::RecordError;
 use crate::request::Target;
 
 /// The raw CLOCK_MONOTONIC reading, ns.
@@ -250,7 +250,7 @@ pub(super) const DESCRIPTORS_BESIDES_CONNECTIONS: u64 = 16;
 pub(super) fn check_connection_floor(plan: &RunPlan, open_files: u64) -> Result<(), RecordError> {
     let floor = (plan.connections_per_worker * plan.workers) as u64;
     if open_files > 0 && floor + DESCRIPTORS_BESIDES_CONNECTIONS > open_files {
-        return Err(RecordError::Refused(format!(
+        return Err(RecordError::host(format!(
             "config key `client.connections_floor_per_replica`: the pool floor is {floor} connections, and this process may open {open_files} files ({DESCRIPTORS_BESIDES_CONNECTIONS} of them kept for the recorder itself); raise the hard limit (ulimit -Hn) or lower the floor"
         )));
     }

@@ -21,11 +21,11 @@ use super::dispatch::KEEPER_INTERVAL;
 use super::dispatch::STALL_TICK;
 use super::dispatch::STOP_POLL;
 use super::dispatch::{Dispatcher, Judge, Keeper, StallTicker, Step, KEEPER_AHEAD};
-use super::error::{io, RecordError};
 use super::execute::execute;
 use super::ground::{Clock, Transport};
 use super::host::now_ns;
 use crate::canary;
+use crate::error::{io, RecordError};
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::run::http2;
 
@@ -56,7 +56,7 @@ pub(super) fn io_uring_usable() -> Result<(), RecordError> {
     ring_setup(false)
         .build()
         .map(drop)
-        .map_err(|e| RecordError::Refused(io_uring_refusal(&e)))
+        .map_err(|e| RecordError::host(io_uring_refusal(&e)))
 }
 
 /// Why io_uring setup failed, in words an operator can act on.

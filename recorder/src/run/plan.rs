@@ -2,6 +2,7 @@
 //! trace), computed once, before the first send. The threads read the plan; none of them reads the
 //! configuration for a number again, and none holds a copy of it.
 
+use crate::error::RecordError;
 use std::time::Duration;
 
 use percentes_formats::config::{Config, FaultVariant, HttpVersion};
@@ -98,15 +99,15 @@ pub struct RunPlan {
 
 impl RunPlan {
     /// The plan of `config` with `workers` requested. Refuses a schedule that cannot run.
-    pub fn new(config: &Config, workers: usize) -> Result<RunPlan, String> {
+    pub fn new(config: &Config, workers: usize) -> Result<RunPlan, RecordError> {
         let mut params = config.schedule_params();
         let mut trace = None;
         if matches!(params.workload, Workload::Replay { .. }) {
-            let read = config.read_trace()?;
+            let read = config.read_trace().map_err(RecordError::config)?;
             params = params.replaying(read.offsets_ns.clone());
             trace = Some(read);
         }
-        params.validate()?;
+        params.validate().map_err(RecordError::config)?;
         let workers = workers.clamp(1, WORKERS_MAX);
         let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
         let bucket = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
@@ -169,12 +170,12 @@ impl RunPlan {
     /// The same plan for one shard of the schedule. A closed or semi-open run is one
     /// recorder's: its follow-ups take their indices as they come, which shards could not share
     /// out without talking to each other.
-    pub fn for_shard(self, shard: Shard) -> Result<RunPlan, String> {
+    pub fn for_shard(self, shard: Shard) -> Result<RunPlan, RecordError> {
         if shard != Shard::WHOLE && self.params.workload.follows() {
-            return Err(format!(
+            return Err(RecordError::config(format!(
                 "a {} workload runs on one recorder: its follow-up requests are numbered as they are sent, and shards cannot share that out (SPEC §1 \"Workload models\"); record it unsharded",
                 self.params.workload.name()
-            ));
+            )));
         }
         Ok(RunPlan { shard, ..self })
     }

@@ -10,6 +10,7 @@
 //! timeout, or an error status, is a warning at start (issue 18 item 2), and the time is in the
 //! `preflight` host fact.
 
+use crate::error::RecordError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -117,19 +118,19 @@ fn exchange(
 /// The models the target lists at its pre-flight path (OpenAI's `{"data": [{"id": ...}]}`),
 /// asked through the run's own connection path (TLS, headers, key) within the client timeout:
 /// what a quick run without `--model` takes its model from.
-pub fn served_models(config: &Config) -> Result<Vec<String>, String> {
+pub fn served_models(config: &Config) -> Result<Vec<String>, RecordError> {
     let target = Target::parse(&config.target.base_url)?;
     let plan = RunPlan::new(config, 1)?;
     let extra = ExtraHeaders::new(&config.target, |v| std::env::var(v).ok())?;
     let tls = match target.tls {
-        true => Some(tls_connector(config).map_err(|e| e.to_string())?),
+        true => Some(tls_connector(config)?),
         false => None,
     };
     let dialer = Dialer::of(config, &target, &plan, tls);
     let runtime = compio::runtime::Runtime::builder()
         .with_proactor(ring_setup(false))
         .build()
-        .map_err(|e| format!("cannot start an io_uring runtime: {e}"))?;
+        .map_err(|e| RecordError::target(format!("cannot start an io_uring runtime: {e}")))?;
     let path = target.request_target(config.target.preflight_path());
     let request = format!(
         "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
@@ -140,16 +141,37 @@ pub fn served_models(config: &Config) -> Result<Vec<String>, String> {
     let deadline = Instant::now() + plan.timeout;
     let body = match exchange(&runtime, &dialer, request.into_bytes(), deadline, &stop) {
         Some(Ok((status, body))) if (200..300).contains(&status) => body,
-        Some(Ok((status, _))) => return Err(format!("GET {path} answered HTTP {status}")),
-        Some(Err(why)) => return Err(format!("GET {path}: {}", extra.redact(&why))),
-        None => return Err(format!("GET {path}: no answer within {:?}", plan.timeout)),
+        Some(Ok((status, _))) => {
+            return Err(RecordError::target(format!(
+                "GET {path} answered HTTP {status}"
+            )))
+        }
+        Some(Err(why)) => {
+            return Err(RecordError::target(format!(
+                "GET {path}: {}",
+                extra.redact(&why)
+            )))
+        }
+        None => {
+            return Err(RecordError::target(format!(
+                "GET {path}: no answer within {:?}",
+                plan.timeout
+            )))
+        }
     };
-    let value: serde_json::Value = serde_json::from_slice(&body)
-        .map_err(|_| format!("GET {path} answered something other than a JSON models list"))?;
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|_| {
+        RecordError::target(format!(
+            "GET {path} answered something other than a JSON models list"
+        ))
+    })?;
     let ids = value
         .get("data")
         .and_then(|d| d.as_array())
-        .ok_or_else(|| format!("GET {path} answered JSON without a `data` list of models"))?
+        .ok_or_else(|| {
+            RecordError::target(format!(
+                "GET {path} answered JSON without a `data` list of models"
+            ))
+        })?
         .iter()
         .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned))
         .collect();
@@ -166,7 +188,7 @@ pub(super) fn preflight(
     timeout: Duration,
     sample: Option<(&Template, &str)>,
     stop: &AtomicBool,
-) -> Result<Preflight, String> {
+) -> Result<Preflight, RecordError> {
     let path = target.request_target(config.target.preflight_path());
     let url = format!(
         "{}://{}{path}",
@@ -177,7 +199,9 @@ pub(super) fn preflight(
     let runtime = compio::runtime::Runtime::builder()
         .with_proactor(ring_setup(false))
         .build()
-        .map_err(|e| format!("pre-flight: cannot start an io_uring runtime: {e}"))?;
+        .map_err(|e| {
+            RecordError::target(format!("pre-flight: cannot start an io_uring runtime: {e}"))
+        })?;
     let started = Instant::now();
     let request = format!(
         "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\n{}connection: close\r\n\r\n",
@@ -195,18 +219,20 @@ pub(super) fn preflight(
     let (status, body) = match answer {
         Some(Ok(answer)) => answer,
         Some(Err(why)) => {
-            return Err(format!(
+            return Err(RecordError::target(format!(
                 "pre-flight GET {url}: {}; is the server up and the URL right? {skip}",
                 extra.redact(&why)
-            ))
+            )))
         }
         None if stop.load(Ordering::Relaxed) => {
-            return Err("stopped by signal during the pre-flight".into())
+            return Err(RecordError::target(
+                "stopped by signal during the pre-flight",
+            ))
         }
         None => {
-            return Err(format!(
+            return Err(RecordError::target(format!(
                 "pre-flight GET {url}: no response within {timeout:?} (the client timeout) {skip}"
-            ))
+            )))
         }
     };
     let shown = || {
@@ -219,10 +245,10 @@ pub(super) fn preflight(
             404 => " (the path: target.base_url's path, target.preflight_path)",
             _ => "",
         };
-        return Err(format!(
+        return Err(RecordError::target(format!(
             "pre-flight GET {url} answered HTTP {status}{hint}: {} {skip}",
             shown()
-        ));
+        )));
     }
     let mut checked = format!("HTTP {status}");
     // A models list (OpenAI's shape: {"data": [{"id": ...}]}) must list the configured model.
@@ -233,10 +259,10 @@ pub(super) fn preflight(
                 .filter_map(|m| m.get("id").and_then(|i| i.as_str()))
                 .collect();
             if !ids.iter().any(|id| *id == config.target.model) {
-                return Err(format!(
+                return Err(RecordError::target(format!(
                     "pre-flight GET {url}: the server serves {ids:?}, not {:?} (target.model) {skip}",
                     config.target.model
-                ));
+                )));
             }
             checked.push_str(&format!(", serves {:?}", config.target.model));
         }

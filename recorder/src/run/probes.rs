@@ -10,10 +10,10 @@ use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 
 use super::dns::resolve;
-use super::error::{io, RecordError};
 use super::host::now_ns;
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
+use crate::error::{io, RecordError};
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
 /// reading its waiting-queue gauge too at the first probe due after each `gauge_period`, and

@@ -24,9 +24,9 @@ use percentes_formats::prometheus;
 
 use super::dispatch::STOP_POLL;
 use super::dns::resolve;
-use super::error::{io, RecordError};
 use super::host::now_ns;
 use super::state::{Sender, Shared};
+use crate::error::{io, RecordError};
 
 /// One endpoint to scrape.
 #[derive(Clone, Debug, PartialEq)]

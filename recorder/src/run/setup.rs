@@ -13,12 +13,12 @@ use percentes_formats::journal::{ClockAnchors, Header, CODEC};
 use percentes_formats::spec::Spec;
 
 use super::behind::Behind;
-use super::error::{io, RecordError};
 use super::plan::RunPlan;
 use super::signals::say;
 use super::state::{Sender, Shared};
 use super::telemetry::telemetry_thread;
 use super::{live, Options};
+use crate::error::{io, RecordError};
 use crate::exchange::Rule;
 use crate::request::rule;
 use crate::request::{load_prompts, ExtraHeaders, Target, Template};
@@ -67,8 +67,7 @@ pub(super) fn templates(
         .tokenizer
         .as_deref()
         .map(ModelTokenizer::load)
-        .transpose()
-        .map_err(RecordError::Refused)?;
+        .transpose()?;
     let mut facts = Vec::new();
     if let Some(t) = &tokenizer {
         facts.push(HostFact::Tokenizer.entry(t.fact()));
@@ -121,14 +120,13 @@ fn route_setup(
     r: &percentes_formats::config::Route,
     facts: &mut Facts,
 ) -> Result<(Template, Rule), RecordError> {
-    let refused = RecordError::Refused;
+    let refused = RecordError::config;
     let prompts = r
         .prompt_file
         .as_ref()
         .map(|_| load_prompts(r, config, tokenizer, plan.max_tokens))
-        .transpose()
-        .map_err(refused)?;
-    let mut rule = rule(config, r).map_err(refused)?;
+        .transpose()?;
+    let mut rule = rule(config, r)?;
     if let Some(set) = &prompts {
         facts.push((HostFact::prompt_set(&r.label), set.fact()));
         rule.by_prompt =
@@ -144,9 +142,7 @@ fn route_setup(
         &images,
     );
     let template = match (tokenizer, r.input_tokens) {
-        (Some(t), Some(lengths)) => {
-            template.counted_by(t.filler(lengths.longest()).map_err(refused)?)
-        }
+        (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
         _ => template,
     };
     Ok((template, rule))
@@ -273,7 +269,7 @@ pub(super) fn setup_facts(
     {
         let victim = config.fault.victim.as_deref().unwrap_or_default();
         let found = super::netpol::check(victim, np).map_err(|why| {
-            RecordError::Refused(format!("fault.injector = \"network-policy\": {why}"))
+            RecordError::config(format!("fault.injector = \"network-policy\": {why}"))
         })?;
         facts.push(HostFact::FaultCheck.entry(found));
     }
@@ -403,7 +399,7 @@ mod tests {
     /// signal when stopped; completed only when nothing stopped the run.
     #[test]
     fn the_seal_names_the_first_thing_that_ended_the_run() {
-        let error = RecordError::Refused("boom".into());
+        let error = RecordError::config("boom");
         let (status, reason) = seal_of(Some(&error), Some("disk".into()), None, true);
         assert_eq!(
             (status, reason.as_str()),

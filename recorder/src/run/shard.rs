@@ -14,9 +14,9 @@ use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::manifest::Shard;
 
 use super::dispatch::STOP_POLL;
-use super::error::RecordError;
 use super::host::{monotonic_now_ns, read_trimmed};
 use super::plan::EPOCH_LEAD;
+use crate::error::{ErrorKind, RecordError};
 
 /// The farthest ahead an agreed epoch may be: an epoch a day away is a typing error, not a plan.
 pub const START_AT_AHEAD_MAX: Duration = Duration::from_secs(24 * 3600);
@@ -50,7 +50,7 @@ pub(super) fn start(
     stop: &AtomicBool,
 ) -> Result<Start, RecordError> {
     if shard.count > 1 && start_at_ns.is_none() {
-        return Err(RecordError::Refused(format!(
+        return Err(RecordError::new(ErrorKind::Start, format!(
             "shard {shard} needs --start-at: every shard of a schedule starts at one agreed instant (SPEC §2)"
         )));
     }
@@ -73,17 +73,21 @@ pub(super) fn start(
     };
     let ahead = start_at - realtime_now_ns();
     if ahead > START_AT_AHEAD_MAX.as_nanos() as i64 {
-        return Err(RecordError::Refused(format!(
-            "--start-at is {:.1} h away; an agreed epoch is at most {} h ahead",
-            ahead as f64 / 3.6e12,
-            START_AT_AHEAD_MAX.as_secs() / 3600
-        )));
+        return Err(RecordError::new(
+            ErrorKind::Start,
+            format!(
+                "--start-at is {:.1} h away; an agreed epoch is at most {} h ahead",
+                ahead as f64 / 3.6e12,
+                START_AT_AHEAD_MAX.as_secs() / 3600
+            ),
+        ));
     }
     // Wait until the lead before the epoch, never past it, seeing a stop within STOP_POLL.
     loop {
         if stop.load(Ordering::Relaxed) {
-            return Err(RecordError::Refused(
-                "stopped by signal while waiting for --start-at; no journal was written".into(),
+            return Err(RecordError::new(
+                ErrorKind::Start,
+                "stopped by signal while waiting for --start-at; no journal was written",
             ));
         }
         let left = start_at - lead_ns - realtime_now_ns();
@@ -98,7 +102,7 @@ pub(super) fn start(
     let until = start_at - realtime;
     let late_ns = (-until).max(0) as u64;
     if late_ns > late_max.as_nanos() as u64 {
-        return Err(RecordError::Refused(format!(
+        return Err(RecordError::new(ErrorKind::Start, format!(
             "this shard reached the start barrier {:.1} ms after the agreed epoch (--start-at); shards.start_late_max_ms is {} (SPEC §2): no journal was written. Start every shard earlier, or agree on a later epoch",
             late_ns as f64 / 1e6,
             late_max.as_millis()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use compio::tls::TlsConnector;
 use percentes_formats::config::Config;
 
-use super::error::RecordError;
+use crate::error::RecordError;
 
 /// Accepts any certificate (target.tls.insecure): the handshake's signatures are still checked,
 /// the certificate chain is not. Recorded in the journal's host facts.
@@ -65,18 +65,18 @@ pub(super) fn tls_connector(config: &Config) -> Result<TlsConnector, RecordError
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = &config.target.tls.ca_file {
         let certificates = rustls::pki_types::CertificateDer::pem_file_iter(path)
-            .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+            .map_err(|e| RecordError::config(format!("target.tls.ca_file {path}: {e}")))?;
         for certificate in certificates {
             let certificate = certificate
-                .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+                .map_err(|e| RecordError::config(format!("target.tls.ca_file {path}: {e}")))?;
             roots
                 .add(certificate)
-                .map_err(|e| RecordError::Refused(format!("target.tls.ca_file {path}: {e}")))?;
+                .map_err(|e| RecordError::config(format!("target.tls.ca_file {path}: {e}")))?;
         }
     }
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|e| RecordError::Refused(format!("TLS setup: {e}")))?;
+        .map_err(|e| RecordError::config(format!("TLS setup: {e}")))?;
     let mut tls = if config.target.tls.insecure {
         builder
             .dangerous()
