@@ -339,6 +339,9 @@ pub(super) struct World {
     pub(super) stalls: Stalls,
     /// The target.
     pub(super) target: Target,
+    /// A closed loop of this many users, each sending its next request when its last one ends
+    /// (no think time), instead of the open schedule at `rate_rps`.
+    pub(super) closed_users: Option<u32>,
 }
 
 /// What a simulated run produced: what the recorder would journal and what its gates read.
@@ -358,6 +361,8 @@ pub(super) struct Run {
     pub(super) end_ns: u64,
     /// The run's plan (the timeout, the fall-behind policy's lag and span).
     pub(super) plan: Option<Arc<RunPlan>>,
+    /// Each follow-up's (index, session, turn), from its kind-6 extension.
+    pub(super) turns: Vec<(u64, u64, u64)>,
 }
 
 const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = [\"a\"]\n\
@@ -374,6 +379,7 @@ impl World {
                 ..Stalls::default()
             },
             target: Target::default(),
+            closed_users: None,
         }
     }
 
@@ -381,12 +387,16 @@ impl World {
     /// configuration with this world's rate and timeout), its route rules, and what the writer
     /// would receive.
     fn context(&self, epoch_ns: u64) -> (Rc<WorkerContext>, Vec<Rule>, Receiver<ToWriter>) {
-        let config = Config::parse(
-            CONFIG
-                .replace("RATE", &self.rate_rps.to_string())
-                .as_bytes(),
-        )
-        .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"));
+        let text = match self.closed_users {
+            // A closed loop's rate is what its users achieve: the schedule names none.
+            Some(users) => CONFIG.replace("rate_rps = RATE\n", "").replace(
+                "[fault]",
+                &format!("[workload]\nmodel = \"closed\"\nusers = {users}\n[fault]"),
+            ),
+            None => CONFIG.replace("RATE", &self.rate_rps.to_string()),
+        };
+        let config = Config::parse(text.as_bytes())
+            .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"));
         let mut plan = RunPlan::new(&config, 1).expect("a plan");
         plan.timeout = self.timeout;
         let plan = Arc::new(plan);
@@ -495,6 +505,14 @@ fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
         for record in records {
             match record {
                 Record::Request(r) => run.records.push(r),
+                Record::RequestExtension(x) => {
+                    use percentes_formats::journal::records::ExtensionKey;
+                    if let (Some(session), Some(turn)) =
+                        (x.get(ExtensionKey::Session), x.get(ExtensionKey::Turn))
+                    {
+                        run.turns.push((x.index, session, turn));
+                    }
+                }
                 Record::Event(e)
                     if e.kind == EventKind::Escape.code() && e.subject == CLIENT_BEHIND =>
                 {

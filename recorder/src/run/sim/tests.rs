@@ -337,6 +337,55 @@ fn resets_are_the_targets_errors() {
     assert_eq!(c["reset"] * 10, run.records.len());
 }
 
+/// Issue 37's closed loop under a 2 s stop, on the production loop's session tasks: 12 users,
+/// no think time. Every follow-up is intended at its predecessor's terminal time (the chain the
+/// analyzer checks), none is sent early, the ones the stop held are the client's, and nothing is
+/// the target's timeout.
+#[test]
+fn a_closed_loop_stopped_for_two_seconds_chains_each_turn_from_the_last_ones_end() {
+    let mut w = world(1.0, 3);
+    w.closed_users = Some(12);
+    w.stalls.process = Freezes::new(vec![(4 * S, 6 * S)]);
+    let run = w.run();
+    assert_accounted(&run);
+    assert!(
+        run.turns.len() > 120,
+        "the users went on: {}",
+        run.turns.len()
+    );
+    let by_index: BTreeMap<u64, &RequestRecord> =
+        run.records.iter().map(|r| (r.index, r)).collect();
+    // Each session's turns in order: turn 0 is the user's first (a schedule request, by its
+    // session number), each later one a follow-up.
+    let mut sessions: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for r in run.records.iter().filter(|r| r.index < 12) {
+        sessions.entry(r.index).or_default().push((0, r.index));
+    }
+    for &(index, session, turn) in &run.turns {
+        sessions.entry(session).or_default().push((turn, index));
+    }
+    let mut held = 0;
+    for turns in sessions.values_mut() {
+        turns.sort_unstable();
+        for pair in turns.windows(2) {
+            let (before, after) = (by_index[&pair[0].1], by_index[&pair[1].1]);
+            assert_eq!(pair[1].0, pair[0].0 + 1, "turns in a row");
+            assert_eq!(
+                after.intended_ns, before.terminal_ns,
+                "{before:?} -> {after:?}"
+            );
+            if let Some(sent) = after.dispatched_ns {
+                assert!(sent >= after.intended_ns);
+                held += usize::from(sent - after.intended_ns >= S);
+            }
+        }
+    }
+    let c = classes(&run);
+    assert_eq!(c.get("timeout"), None, "{c:?}");
+    assert!(c["client-late"] > 0 || held > 0, "{c:?}");
+    assert!(stall_p99_fails(&run) || run.stall.max_ns >= 2 * S);
+}
+
 /// Every seeded plan runs the production loop to an account that holds (`assert_accounted`),
 /// and the same seed gives the same journal twice. A failing seed is named; rerun it alone with
 /// `PERCENTES_SIM_SEED=N`.
@@ -476,6 +525,8 @@ impl Plan {
             reset_every: d.one_in(5).then(|| d.within(2, 20)),
             keep_alive: !d.one_in(4),
         };
+        // Drawn last, so the draws before it stay what they were.
+        let closed_users = d.one_in(5).then(|| d.within(1, 24) as u32);
         Plan {
             seed,
             world: World {
@@ -483,6 +534,7 @@ impl Plan {
                 timeout,
                 stalls,
                 target,
+                closed_users,
             },
         }
     }
