@@ -514,7 +514,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         .map_err(|_| RecordError::new(ErrorKind::Internal, "the journal writer thread panicked"))?
         .map_err(
             |seal| match shared.writer_failed.lock().expect("writer lock").clone() {
-                Some(cause) => RecordError::unsealed(&options.output, &cause, seal),
+                Some(cause) => RecordError::unsealed(&options.output, &cause.to_string(), seal),
                 None => RecordError::journal(seal),
             },
         )?;

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use percentes_formats::config::Config;
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::SealStatus;
-use percentes_formats::journal::{ClockAnchors, Header, CODEC};
+use percentes_formats::journal::{ClockAnchors, Header, WriteError, CODEC};
 use percentes_formats::spec::Spec;
 
 use super::behind::Behind;
 use super::plan::RunPlan;
 use super::signals::say;
-use super::state::{Sender, Shared};
+use super::state::{Escape, Sender, Shared};
 use super::telemetry::telemetry_thread;
 use super::{live, Options};
 use crate::error::{io, RecordError};
@@ -359,8 +359,8 @@ pub(super) fn spawn_telemetry(
 /// completed.
 pub(super) fn seal_of(
     worker_error: Option<&RecordError>,
-    writer_failed: Option<String>,
-    escaped: Option<String>,
+    writer_failed: Option<Arc<WriteError>>,
+    escaped: Option<Escape>,
     stopped: bool,
 ) -> (SealStatus, String) {
     match (worker_error, writer_failed, stopped) {
@@ -375,7 +375,8 @@ pub(super) fn seal_of(
             Some(escaped) => (
                 SealStatus::Escaped,
                 format!(
-                    "{escaped}; offered load stopped, in-flight requests drained, the clock kept"
+                    "{}; offered load stopped, in-flight requests drained, the clock kept",
+                    escaped.seal_reason()
                 ),
             ),
             None => (
@@ -400,23 +401,27 @@ mod tests {
     #[test]
     fn the_seal_names_the_first_thing_that_ended_the_run() {
         let error = RecordError::config("boom");
-        let (status, reason) = seal_of(Some(&error), Some("disk".into()), None, true);
+        let disk = |what: &str| {
+            Some(std::sync::Arc::new(WriteError::Io(std::io::Error::other(
+                what.to_owned(),
+            ))))
+        };
+        let (status, reason) = seal_of(Some(&error), disk("disk"), None, true);
         assert_eq!(
             (status, reason.as_str()),
             (SealStatus::Aborted, "recorder error: boom")
         );
-        let (status, reason) = seal_of(None, Some("disk full".into()), Some("x".into()), true);
+        let late = Escape {
+            subject: "client-behind".into(),
+            detail: "late".into(),
+        };
+        let (status, reason) = seal_of(None, disk("disk full"), Some(late.clone()), true);
         assert_eq!(status, SealStatus::Aborted);
         assert!(
-            reason.starts_with("the journal writer failed (disk full)"),
+            reason.starts_with("the journal writer failed (journal write failed: disk full)"),
             "{reason}"
         );
-        let (status, reason) = seal_of(
-            None,
-            None,
-            Some("escaped (client-behind): late".into()),
-            true,
-        );
+        let (status, reason) = seal_of(None, None, Some(late), true);
         assert_eq!(status, SealStatus::Escaped);
         assert!(reason.starts_with("escaped (client-behind): late; offered load stopped"));
         let (status, reason) = seal_of(None, None, None, true);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use percentes_formats::journal::records::{
     EventKind, EventRecord, Outcome, Record, RequestRecord, SealStatus,
 };
+use percentes_formats::journal::WriteError;
 
 use super::baseline::BaselineTally;
 use super::behind::Fired;
@@ -53,8 +54,9 @@ pub(super) struct Shared {
     /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
     pub(super) stall_pool: Mutex<StallPool>,
     pub(super) done: AtomicBool,
-    /// Set once, by the writer's escape watch, when a declared abort trigger fires.
-    pub(super) escaped: Mutex<Option<String>>,
+    /// The first escape (the fall-behind policy, an unconfirmed fault, a declared abort
+    /// trigger): it names the seal; set once ([`Shared::note_escape`]).
+    pub(super) escaped: Mutex<Option<Escape>>,
     /// Idle connections retired for their age.
     pub(super) pool_expired: AtomicU64,
     /// Idle connections found closed (or written to) by the server, retired before a send.
@@ -66,7 +68,7 @@ pub(super) struct Shared {
     /// Errored and censored requests by class: count, and the first one's detail.
     pub(super) failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
     /// The journal writer's first failure; dispatch stops when it is set.
-    pub(super) writer_failed: Mutex<Option<String>>,
+    pub(super) writer_failed: Mutex<Option<Arc<WriteError>>>,
     /// Per worker: the intended time (ns from the epoch) of the request it waits to send, or
     /// `u64::MAX` once it has reached its last; the fall-behind policy judges a starved worker,
     /// and the live view says how far behind schedule the run is, by it.
@@ -172,12 +174,12 @@ impl Shared {
         stop: &AtomicBool,
         (at_ns, subject, detail, value): (u64, &str, &str, Option<i64>),
     ) -> bool {
-        {
-            let mut escaped = self.escaped.lock().expect("escape lock");
-            if escaped.is_some() {
-                return false;
-            }
-            *escaped = Some(format!("escaped ({subject}): {detail}"));
+        let escape = Escape {
+            subject: subject.into(),
+            detail: detail.into(),
+        };
+        if !self.note_escape(escape) {
+            return false;
         }
         sender.send(Record::Event(EventRecord {
             at_ns,
@@ -187,6 +189,17 @@ impl Shared {
             value,
         }));
         stop.store(true, Ordering::SeqCst);
+        true
+    }
+
+    /// Notes `escape` as the run's, unless one was noted before (the first names the seal):
+    /// whether it was.
+    pub(super) fn note_escape(&self, escape: Escape) -> bool {
+        let mut escaped = self.escaped.lock().expect("escape lock");
+        if escaped.is_some() {
+            return false;
+        }
+        *escaped = Some(escape);
         true
     }
 
@@ -256,5 +269,23 @@ impl Sender {
             }
             Err(TrySendError::Disconnected(_)) => self.stop.store(true, Ordering::SeqCst),
         }
+    }
+}
+
+/// Why the recorder ended a run itself, as its `escape` event says it: the trigger (`subject`:
+/// `client-behind`, `impact-unconfirmed`, a declared abort trigger's name...) and its words. The
+/// seal's reason opens with it ([`Escape::seal_reason`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Escape {
+    /// The trigger, as the escape event's subject.
+    pub(super) subject: String,
+    /// What fired it, as the escape event's detail.
+    pub(super) detail: String,
+}
+
+impl Escape {
+    /// The seal's reason for an escaped run, before what the recorder did next.
+    pub(super) fn seal_reason(&self) -> String {
+        format!("escaped ({}): {}", self.subject, self.detail)
     }
 }

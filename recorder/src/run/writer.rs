@@ -12,6 +12,7 @@ use std::io::Write;
 use std::io::{Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use percentes_formats::journal::records::{Record, SealStatus};
@@ -20,7 +21,7 @@ use percentes_formats::journal::{JournalWriter, WriteError};
 
 use super::escape_watch::EscapeWatch;
 use super::signals::say;
-use super::state::{Shared, ToWriter};
+use super::state::{Escape, Shared, ToWriter};
 
 /// The writer's journal: the file, and a second handle to it that can cut it back after a
 /// failed write (the writer's own handle is consumed by the seal).
@@ -109,11 +110,10 @@ pub(super) fn writer_thread(
     let mut escape = |record: &Record, shared: &Shared| -> Option<Record> {
         let event = watch.as_mut()?.observe(record)?;
         // The first escape names the seal (the fall-behind policy may have fired first).
-        shared
-            .escaped
-            .lock()
-            .expect("escape lock")
-            .get_or_insert_with(|| format!("escaped ({}): {}", event.subject, event.detail));
+        shared.note_escape(Escape {
+            subject: event.subject.clone(),
+            detail: event.detail.clone(),
+        });
         Some(Record::Event(event))
     };
     let now_ns = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
@@ -125,13 +125,13 @@ pub(super) fn writer_thread(
     let fail = |e: WriteError, journal: &mut Journal, failed: &mut bool| {
         if !*failed {
             *failed = true;
-            *shared.writer_failed.lock().expect("writer lock") = Some(e.to_string());
-            stop.store(true, Ordering::SeqCst);
-            journal.cut_back();
             say(&format!(
                 "journal writer failed ({e}): dispatch stopped; draining in-flight requests, then \
                  sealing the journal as aborted if the file takes it"
             ));
+            *shared.writer_failed.lock().expect("writer lock") = Some(Arc::new(e));
+            stop.store(true, Ordering::SeqCst);
+            journal.cut_back();
         }
     };
     loop {
