@@ -657,7 +657,9 @@ fn no_gate_or_event_is_looked_up_by_its_text() {
 }
 
 /// The most lines of non-test code one file may have: past it, a file holds more than one room.
-const FILE_LINES_MAX: usize = 1000;
+/// Set at 1,000; since issue 51 the longest file's own count (`formats/src/journal/records.rs`),
+/// lowered with every cut.
+const FILE_LINES_MAX: usize = 962;
 /// The most lines of non-test code the binary crate may have: flags, dispatch, exit codes and
 /// terminal rendering; anything more belongs in a library. Raised from 1,500 for the quick
 /// run's flags (`args::QuickArgs`, issue 18 item 1), which are flags and nothing else; what
@@ -715,14 +717,31 @@ fn long_files(files: &[Source]) -> Vec<String> {
         .collect()
 }
 
+/// The lines of non-test code of the longest file of `files`, and which it is.
+fn longest_file(files: &[Source]) -> (usize, String) {
+    files
+        .iter()
+        .map(|f| (non_test_code(&f.text).lines().count(), f.shown.clone()))
+        .max()
+        .unwrap_or_default()
+}
+
+/// No file is over [`FILE_LINES_MAX`], and the budget is exact, like the others (issue 51 item
+/// 6): when the longest file shrinks, the budget comes down to it, so the room a split freed is
+/// not spent again unseen.
 #[test]
 fn no_file_of_non_test_code_is_over_the_limit() {
-    let over = long_files(&sources());
+    let files = sources();
+    let over = long_files(&files);
     assert!(
         over.is_empty(),
         "split these (at most {FILE_LINES_MAX} lines of non-test code a file):\n{}",
         over.join("\n")
     );
+    let (lines, longest) = longest_file(&files);
+    if let Some(wrong) = ratchet("FILE_LINES_MAX", lines, FILE_LINES_MAX) {
+        panic!("the longest file is {longest}; {wrong}");
+    }
 }
 
 /// A module names what it takes from its parent (issue 33 item 5): 22 of the recorder's run
