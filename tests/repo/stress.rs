@@ -46,7 +46,7 @@ fn record_child(config: &Path, journal: &Path) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
         .args(["record", config.to_str().unwrap(), "-o"])
         .arg(journal)
-        .args(["--force", "--quiet", "--no-host-check"])
+        .args(["--force", "--quiet"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -751,4 +751,97 @@ fn syns_the_target_drops_are_the_targets_wait_not_the_clients() {
     if only_skew {
         assert!(words.contains("AND THE WAIT WAS THE TARGET'S"), "{words}");
     }
+}
+
+/// Issue 50's "descriptors exhausted beside a CPU hog": the recorder under `prlimit` runs out of
+/// descriptors against a slow target (400 ms, 200 rps) while four hogs hold every CPU. Before,
+/// `/proc/stat` could not be opened once the descriptors were gone, the host CPU of those
+/// seconds was written as 0 % and G2.3 passed on readings never taken. Now every telemetry
+/// second is read (the files stay open from the start), G2.3 fails on what the hogs did to the
+/// host, the requests the client could not open a connection for are `undispatched`, and no
+/// request the starved client began late is classed as the target's.
+#[test]
+fn descriptors_exhausted_beside_a_cpu_hog_fail_on_readings_taken() {
+    let _machine = crate::machine();
+    for (program, why) in [
+        (
+            "prlimit",
+            "prlimit (util-linux) is not installed; .ci/run installs it",
+        ),
+        (
+            "stress-ng",
+            "stress-ng is not installed (apt-get install stress-ng; .ci/run does)",
+        ),
+    ] {
+        if crate::lacks("the descriptors-beside-a-hog test", program, why) {
+            return;
+        }
+    }
+    let slow = mock::spawn_background(MockConfig::constant(400.0, 0.0, 1000), 1)
+        .unwrap()
+        .0;
+    // Factor 100: 8.4 s of schedule and a 0.3 s timeout, so about 60 connections are open at
+    // once at 200 rps, past the 40 descriptors.
+    let text = config_text(slow, 100, 200.0);
+    let config_path = scratch("fd-hog.toml");
+    std::fs::write(&config_path, &text).unwrap();
+    let journal = scratch("fd-hog.pj");
+    let mut hog = std::process::Command::new("stress-ng")
+        .args([
+            "--cpu",
+            "4",
+            "--cpu-load",
+            "100",
+            "--timeout",
+            "60s",
+            "--quiet",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let output = std::process::Command::new("prlimit")
+        .args(["--nofile=40:40", env!("CARGO_BIN_EXE_percentes"), "record"])
+        .arg(&config_path)
+        .arg("-o")
+        .arg(&journal)
+        .args(["--force", "--quiet"])
+        .output()
+        .unwrap();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ran out of connections"), "{stderr}");
+    let config = Config::parse(text.as_bytes()).unwrap();
+    let timeout_ns = config.duration_ns(&percentes_formats::pins::CLIENT_TIMEOUT_S);
+    let (requests, _) = read(&journal);
+    assert_the_client_blames_itself(&requests, timeout_ns);
+    assert!(
+        count_class(&requests, "undispatched") > 0,
+        "the descriptors ran out"
+    );
+    let file = JournalFile::open(&journal).unwrap();
+    let verified = file.verify(&Default::default());
+    let unread: Vec<u64> = file
+        .records(&verified)
+        .filter_map(|(_, r)| match r.unwrap() {
+            Record::Telemetry(t) if t.host_cpu().is_none() || t.recorder_cpu().is_none() => {
+                Some(t.at_ns)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(unread.is_empty(), "seconds not read: {unread:?}");
+    let report = analyze(&journal);
+    let host_cpu = report
+        .validity
+        .gates
+        .iter()
+        .find(|g| g.id == GateId::HostCpu)
+        .expect("G2.3");
+    assert_eq!(
+        host_cpu.status,
+        Status::Fail,
+        "the hogs held every CPU: {host_cpu:?}"
+    );
 }
