@@ -75,6 +75,40 @@ fn await_calm(test: &str) -> String {
     }
 }
 
+/// `count` CPU hogs at full load, for a minute at the most (`stress-ng`, which `.ci/run`
+/// installs), pinned to CPU `on` when given; stopped and reaped with [`Hogs::stop`] or when
+/// dropped, so a failing test does not leave them running.
+fn hogs(count: usize, on: Option<usize>) -> Hogs {
+    let mut command = std::process::Command::new("stress-ng");
+    command.args(["--cpu", &count.to_string(), "--cpu-load", "100"]);
+    if let Some(cpu) = on {
+        command.args(["--taskset", &cpu.to_string()]);
+    }
+    command.args(["--timeout", "60s", "--quiet"]);
+    Hogs(command.spawn().expect("stress-ng starts"))
+}
+
+/// Running CPU hogs ([`hogs`]).
+struct Hogs(std::process::Child);
+
+impl Hogs {
+    /// Stops them now.
+    fn stop(mut self) {
+        self.end();
+    }
+
+    fn end(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// A test whose prerequisite is missing: under `PERCENTES_CI` (set by `.ci/run`, which installs
 /// every prerequisite) it fails with the reason; elsewhere it says it skipped, on stderr.
 fn prerequisite_missing(test: &str, why: &str) {

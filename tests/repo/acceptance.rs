@@ -239,26 +239,14 @@ fn ac2d_cpu_pressure_fires_the_client_gate() {
     }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let workers = ((cores as f64) * 0.8).ceil() as usize;
-    let mut stress = std::process::Command::new("stress-ng")
-        .args([
-            "--cpu",
-            &workers.to_string(),
-            "--cpu-load",
-            "100",
-            "--timeout",
-            "60s",
-            "--quiet",
-        ])
-        .spawn()
-        .unwrap();
+    let stress = crate::hogs(workers, None);
     std::thread::sleep(std::time::Duration::from_millis(500));
     let addr = mock::spawn_background(MockConfig::constant(2.0, 0.0, 4096), 1)
         .unwrap()
         .0;
     // Factor 20: 15 s of measurement, three 5 s CPU windows.
     let report = record_once(&config(&addr.to_string(), 20, 20.0, "poisson"), "ac2d.pj");
-    let _ = stress.kill();
-    let _ = stress.wait();
+    stress.stop();
     let cpu = report
         .validity
         .gates

@@ -335,12 +335,7 @@ fn a_cpu_hog_on_the_workers_cpu_fails_the_client_gate_not_the_target() {
     let allowed = allowed_cpus();
     let cpu = *allowed.last().unwrap();
     // Four hogs on one CPU: the worker gets a fifth of it at most, in slices it waits for.
-    let mut hog = std::process::Command::new("stress-ng")
-        .args(["--cpu", "4", "--cpu-load", "100", "--taskset"])
-        .arg(cpu.to_string())
-        .args(["--timeout", "60s", "--quiet"])
-        .spawn()
-        .unwrap();
+    let hog = crate::hogs(4, Some(cpu));
     std::thread::sleep(Duration::from_millis(300));
     let addr = start_mock();
     let text = config_text(addr, 100, 40.0);
@@ -352,8 +347,7 @@ fn a_cpu_hog_on_the_workers_cpu_fails_the_client_gate_not_the_target() {
         ..Options::new(journal.clone())
     };
     let summary = run::record(&config, &options);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    hog.stop();
     summary.unwrap();
     let timeout_ns = config.duration_ns(&percentes_formats::pins::CLIENT_TIMEOUT_S);
     let (requests, _) = read(&journal);
@@ -786,18 +780,7 @@ fn descriptors_exhausted_beside_a_cpu_hog_fail_on_readings_taken() {
     let config_path = scratch("fd-hog.toml");
     std::fs::write(&config_path, &text).unwrap();
     let journal = scratch("fd-hog.pj");
-    let mut hog = std::process::Command::new("stress-ng")
-        .args([
-            "--cpu",
-            "4",
-            "--cpu-load",
-            "100",
-            "--timeout",
-            "60s",
-            "--quiet",
-        ])
-        .spawn()
-        .unwrap();
+    let hog = crate::hogs(4, None);
     std::thread::sleep(Duration::from_millis(300));
     let output = std::process::Command::new("prlimit")
         .args(["--nofile=40:40", env!("CARGO_BIN_EXE_percentes"), "record"])
@@ -807,8 +790,7 @@ fn descriptors_exhausted_beside_a_cpu_hog_fail_on_readings_taken() {
         .args(["--force", "--quiet"])
         .output()
         .unwrap();
-    let _ = hog.kill();
-    let _ = hog.wait();
+    hog.stop();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("ran out of connections"), "{stderr}");
