@@ -523,12 +523,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         status,
         reason,
         sealed,
-        undispatched: shared.undispatched.load(Ordering::Relaxed),
-        queue_full_events: shared.queue_full.load(Ordering::Relaxed),
+        undispatched: shared.requests.undispatched.load(Ordering::Relaxed),
+        queue_full_events: shared.queue.full.load(Ordering::Relaxed),
         failures: shared.failure_classes(),
-        pool_expired: shared.pool_expired.load(Ordering::Relaxed),
-        pool_found_closed: shared.pool_found_closed.load(Ordering::Relaxed),
-        opened_ahead: shared.opened_ahead.load(Ordering::Relaxed),
+        pool_expired: shared.pool.expired.load(Ordering::Relaxed),
+        pool_found_closed: shared.pool.found_closed.load(Ordering::Relaxed),
+        opened_ahead: shared.pool.opened_ahead.load(Ordering::Relaxed),
         preflight,
     })
 }

@@ -145,7 +145,7 @@ impl Local {
             match idle_state(pooled.fd, matches!(pooled.conn, Conn::Tls(_))) {
                 Idle::Alive => return Some(pooled),
                 Idle::Closed | Idle::Unsolicited => {
-                    shared.pool_found_closed.fetch_add(1, Ordering::Relaxed);
+                    shared.pool.found_closed.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -173,7 +173,8 @@ impl Local {
         let expired = before - pool.len();
         if expired > 0 {
             shared
-                .pool_expired
+                .pool
+                .expired
                 .fetch_add(expired as u64, Ordering::Relaxed);
         }
     }

@@ -194,8 +194,8 @@ impl H2Pool {
                 true
             }
         });
-        shared.pool_found_closed.fetch_add(ended, Ordering::Relaxed);
-        shared.pool_expired.fetch_add(expired, Ordering::Relaxed);
+        shared.pool.found_closed.fetch_add(ended, Ordering::Relaxed);
+        shared.pool.expired.fetch_add(expired, Ordering::Relaxed);
         // The most recently opened first: older connections drain and retire.
         pool.iter().rev().find(|c| c.ready_now()).map(Slot::take)
     }

@@ -99,7 +99,12 @@ pub(super) fn worker(ctx: WorkerContext) -> Result<(), RecordError> {
             compio::runtime::spawn(async move {
                 // Ends with the stream, or when the runtime is dropped at the end of the run.
                 canary::watch(address, epoch, |lag| {
-                    shared.canary_ns.lock().expect("canary lock").push(lag)
+                    shared
+                        .samples
+                        .canary_ns
+                        .lock()
+                        .expect("canary lock")
+                        .push(lag)
                 })
                 .await
             })
@@ -340,7 +345,7 @@ impl Transport for Wire {
             }
             if let Ok((conn, fd)) = ctx.dialer.open(ctx.epoch, Some(ctx.epoch), None).await {
                 if self.local.pool_opened(ctx, conn, fd).await {
-                    ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                    ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -430,8 +435,11 @@ fn sending(ctx: &WorkerContext, batch: &Batch, entry: &Entry, reached_ns: u64) {
         .skew_ns
         .borrow_mut()
         .push(reached_ns.saturating_sub(entry.intended_ns));
-    ctx.shared.sent.fetch_add(1, Ordering::Relaxed);
-    ctx.shared.in_flight.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.requests.sent.fetch_add(1, Ordering::Relaxed);
+    ctx.shared
+        .requests
+        .in_flight
+        .fetch_add(1, Ordering::Relaxed);
 }
 
 /// A sent request's exchange is over: its outcome in the counters, its record in the batch.
@@ -443,14 +451,17 @@ fn finished(
     carried: (http2::Carried, Option<StreamRecord>),
 ) {
     let counter = match Outcome::from_byte(record.outcome) {
-        Some(Outcome::Completed) => &ctx.shared.completed,
-        Some(Outcome::Errored) => &ctx.shared.errored,
-        Some(Outcome::Censored) => &ctx.shared.censored,
-        _ => &ctx.shared.undispatched,
+        Some(Outcome::Completed) => &ctx.shared.requests.completed,
+        Some(Outcome::Errored) => &ctx.shared.requests.errored,
+        Some(Outcome::Censored) => &ctx.shared.requests.censored,
+        _ => &ctx.shared.requests.undispatched,
     };
     counter.fetch_add(1, Ordering::Relaxed);
     ctx.shared.tally(&record);
-    ctx.shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+    ctx.shared
+        .requests
+        .in_flight
+        .fetch_sub(1, Ordering::Relaxed);
     batch.push_request(ctx, entry, record, carried);
 }
 
@@ -473,7 +484,12 @@ async fn next_turn(
             return None;
         }
         let next = ctx.plan.params.follow_up(&previous, terminal_ns, || {
-            ctx.plan.requests + ctx.shared.follow_ups.fetch_add(1, Ordering::Relaxed)
+            ctx.plan.requests
+                + ctx
+                    .shared
+                    .requests
+                    .follow_ups
+                    .fetch_add(1, Ordering::Relaxed)
         })?;
         let poll = STOP_POLL.as_nanos() as u64;
         // What the telemetry thread judges a starved worker by, as the schedule's own requests.
@@ -535,7 +551,10 @@ pub(super) fn client_late(
         reached_ns.saturating_sub(entry.intended_ns) as f64 / 1e9,
         timeout_ns as f64 / 1e9
     );
-    ctx.shared.undispatched.fetch_add(1, Ordering::Relaxed);
+    ctx.shared
+        .requests
+        .undispatched
+        .fetch_add(1, Ordering::Relaxed);
     ctx.shared.tally(&record);
     record
 }
@@ -618,7 +637,7 @@ fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord
     } else {
         "the run was stopped before this request's intended time".into()
     };
-    ctx.shared.censored.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.requests.censored.fetch_add(1, Ordering::Relaxed);
     record
 }
 
@@ -664,7 +683,7 @@ pub(super) async fn keep_spares(
             match ctx.dialer.open(ctx.epoch, Some(deadline), None).await {
                 Ok((conn, fd)) => {
                     if local.pool_opened(ctx, conn, fd).await {
-                        ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+                        ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
                     }
                     wanted -= 1;
                 }
@@ -768,11 +787,17 @@ impl Batch {
         ctx.sender.send_batch(records);
         let skews = std::mem::take(&mut *self.skew_ns.borrow_mut());
         if !skews.is_empty() {
-            ctx.shared.skew_ns.lock().expect("skew lock").extend(skews);
+            ctx.shared
+                .samples
+                .skew_ns
+                .lock()
+                .expect("skew lock")
+                .extend(skews);
         }
         let stall = std::mem::take(&mut *self.stall_ns.borrow_mut());
         if !stall.is_empty() {
             ctx.shared
+                .samples
                 .stall_ns
                 .lock()
                 .expect("stall lock")
@@ -780,7 +805,12 @@ impl Batch {
         }
         let ttft = std::mem::take(&mut *self.ttft_ns.borrow_mut());
         if !ttft.is_empty() {
-            ctx.shared.ttft_ns.lock().expect("ttft lock").extend(ttft);
+            ctx.shared
+                .samples
+                .ttft_ns
+                .lock()
+                .expect("ttft lock")
+                .extend(ttft);
         }
     }
 }

@@ -257,7 +257,7 @@ impl Transport for Net {
             };
             self.clock.sleep(Duration::from_nanos(done)).await;
             self.idle.set(self.idle.get() + 1);
-            ctx.shared.opened_ahead.fetch_add(1, Ordering::Relaxed);
+            ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -484,10 +484,10 @@ impl World {
         if let Some(escape) = run.escape.as_mut() {
             escape.1 = if by_telemetry { "telemetry" } else { "worker" };
         }
-        for late in std::mem::take(&mut *shared.stall_ns.lock().expect("stall lock")) {
+        for late in std::mem::take(&mut *shared.samples.stall_ns.lock().expect("stall lock")) {
             run.stall.add(late);
         }
-        run.skew_ns = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
+        run.skew_ns = std::mem::take(&mut *shared.samples.skew_ns.lock().expect("skew lock"));
         run.records.sort_by_key(|r| r.index);
         run.end_ns = run.records.iter().map(|r| r.terminal_ns).max().unwrap_or(0);
         run

@@ -26,47 +26,29 @@ pub(super) enum ToWriter {
     Finish(SealStatus, String),
 }
 
-/// Counters shared by workers, telemetry and progress.
+/// What the recorder's threads share, in parts by the thread that writes each: the workers'
+/// request counts and samples, the writer queue's depth (written by every [`Sender`]), the
+/// connection pools' counts, and the run's state (its escape, the writer's failure, where each
+/// worker waits). Readers are the telemetry thread, the live view and `record`'s summary.
 #[derive(Debug, Default)]
 pub(super) struct Shared {
-    pub(super) sent: AtomicU64,
-    /// Follow-ups handed an index so far (closed and semi-open workloads): the next one's
-    /// index is the schedule's request count plus this.
-    pub(super) follow_ups: AtomicU64,
-    pub(super) in_flight: AtomicU64,
-    pub(super) completed: AtomicU64,
-    pub(super) errored: AtomicU64,
-    pub(super) censored: AtomicU64,
-    pub(super) undispatched: AtomicU64,
-    pub(super) queue_depth: AtomicU64,
-    /// The queue's largest depth since the telemetry thread last read it (JOURNAL.md's
-    /// `writer_queue_max`: the interval's peak).
-    pub(super) queue_peak: AtomicU64,
-    pub(super) queue_full: AtomicU64,
-    pub(super) skew_ns: Mutex<Vec<u64>>,
-    /// TTFT of the requests completed since the last telemetry tick (the live view), ns.
-    pub(super) ttft_ns: Mutex<Vec<u64>>,
-    /// The fault's state as the journal has it ([`live::FaultState::code`]).
+    /// Written by the workers as requests go out and end.
+    pub(super) requests: RequestCounts,
+    /// Written by the workers (skew, TTFT, stall ticks, canary lags) and taken by the
+    /// telemetry thread each second.
+    pub(super) samples: Samples,
+    /// Written by every sender to the writer's queue.
+    pub(super) queue: QueueCounts,
+    /// Written by the workers' connection pools.
+    pub(super) pool: PoolCounts,
+    /// The fault's state as the journal has it ([`live::FaultState::code`]), written by the
+    /// senders of fault events.
     pub(super) fault_state: std::sync::atomic::AtomicU8,
-    pub(super) stall_ns: Mutex<Vec<u64>>,
-    /// The canary's lags (ns) since the last telemetry tick, from every worker.
-    pub(super) canary_ns: Mutex<Vec<u64>>,
-    /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2).
-    pub(super) stall_pool: Mutex<StallPool>,
+    /// Set by `record` once the workers are done.
     pub(super) done: AtomicBool,
     /// The first escape (the fall-behind policy, an unconfirmed fault, a declared abort
     /// trigger): it names the seal; set once ([`Shared::note_escape`]).
     pub(super) escaped: Mutex<Option<Escape>>,
-    /// Idle connections retired for their age.
-    pub(super) pool_expired: AtomicU64,
-    /// Idle connections found closed (or written to) by the server, retired before a send.
-    pub(super) pool_found_closed: AtomicU64,
-    /// Connections the spare keeper opened ahead of need.
-    pub(super) opened_ahead: AtomicU64,
-    /// Set the first time the client runs out of descriptors or ports (said once, loudly).
-    pub(super) exhausted: AtomicBool,
-    /// Errored and censored requests by class: count, and the first one's detail.
-    pub(super) failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
     /// The journal writer's first failure; dispatch stops when it is set.
     pub(super) writer_failed: Mutex<Option<Arc<WriteError>>>,
     /// Per worker: the intended time (ns from the epoch) of the request it waits to send, or
@@ -76,6 +58,62 @@ pub(super) struct Shared {
     /// The baseline as the writer has journaled it, for the judgement at T_inject (a fault run's
     /// coordinator only).
     pub(super) baseline: Option<Mutex<BaselineTally>>,
+}
+
+/// The requests' counts, written by the workers.
+#[derive(Debug, Default)]
+pub(super) struct RequestCounts {
+    pub(super) sent: AtomicU64,
+    /// Follow-ups handed an index so far (closed and semi-open workloads): the next one's
+    /// index is the schedule's request count plus this.
+    pub(super) follow_ups: AtomicU64,
+    pub(super) in_flight: AtomicU64,
+    pub(super) completed: AtomicU64,
+    pub(super) errored: AtomicU64,
+    pub(super) censored: AtomicU64,
+    pub(super) undispatched: AtomicU64,
+    /// Errored and censored requests by class: count, and the first one's detail.
+    pub(super) failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
+    /// Set the first time the client runs out of descriptors or ports (said once, loudly).
+    pub(super) exhausted: AtomicBool,
+}
+
+/// What the workers measure between two telemetry seconds, taken by the telemetry thread.
+#[derive(Debug, Default)]
+pub(super) struct Samples {
+    /// Send skew, ns.
+    pub(super) skew_ns: Mutex<Vec<u64>>,
+    /// TTFT of the requests completed since the last telemetry tick (the live view), ns.
+    pub(super) ttft_ns: Mutex<Vec<u64>>,
+    /// The stall ticks' lateness, ns.
+    pub(super) stall_ns: Mutex<Vec<u64>>,
+    /// The canary's lags (ns) since the last telemetry tick, from every worker.
+    pub(super) canary_ns: Mutex<Vec<u64>>,
+    /// The stall ticker pooled over the measured span, for the gate's exact p99 (SPEC §2),
+    /// written by the telemetry thread.
+    pub(super) stall_pool: Mutex<StallPool>,
+}
+
+/// The writer queue's depth, written by every [`Sender`].
+#[derive(Debug, Default)]
+pub(super) struct QueueCounts {
+    pub(super) depth: AtomicU64,
+    /// The queue's largest depth since the telemetry thread last read it (JOURNAL.md's
+    /// `writer_queue_max`: the interval's peak).
+    pub(super) peak: AtomicU64,
+    /// Sends that found the queue full and waited.
+    pub(super) full: AtomicU64,
+}
+
+/// What the workers' connection pools did.
+#[derive(Debug, Default)]
+pub(super) struct PoolCounts {
+    /// Idle connections retired for their age.
+    pub(super) expired: AtomicU64,
+    /// Idle connections found closed (or written to) by the server, retired before a send.
+    pub(super) found_closed: AtomicU64,
+    /// Connections the spare keeper opened ahead of need.
+    pub(super) opened_ahead: AtomicU64,
 }
 
 impl Shared {
@@ -97,7 +135,7 @@ impl Shared {
         let Some(class) = percentes_formats::journal::records::class_name(record.class) else {
             return;
         };
-        let mut failures = self.failures.lock().expect("failures lock");
+        let mut failures = self.requests.failures.lock().expect("failures lock");
         let entry = failures
             .entry(class)
             .or_insert_with(|| (0, record.detail.clone()));
@@ -107,7 +145,7 @@ impl Shared {
     /// The client could not open a connection for want of descriptors or ports: say so once,
     /// now, on stderr (the requests are recorded undispatched, which fails the run's G2).
     pub(super) fn note_exhaustion(&self, error: &std::io::Error) {
-        if !self.exhausted.swap(true, Ordering::Relaxed) {
+        if !self.requests.exhausted.swap(true, Ordering::Relaxed) {
             say(&format!(
                 "percentes: the client ran out of connections ({error}): requests are recorded undispatched and the run fails G2 (SPEC §2); raise the open-file limit (ulimit -n) or lower the rate"
             ));
@@ -115,7 +153,7 @@ impl Shared {
     }
 
     pub(super) fn failure_classes(&self) -> Vec<FailureClass> {
-        let failures = self.failures.lock().expect("failures lock");
+        let failures = self.requests.failures.lock().expect("failures lock");
         let mut out: Vec<FailureClass> = failures
             .iter()
             .map(|(class, (count, detail))| FailureClass {
@@ -257,14 +295,15 @@ impl Sender {
     pub(super) fn send_message(&self, message: ToWriter, records: u64) {
         let depth = self
             .shared
-            .queue_depth
+            .queue
+            .depth
             .fetch_add(records, Ordering::Relaxed)
             + records;
-        self.shared.queue_peak.fetch_max(depth, Ordering::Relaxed);
+        self.shared.queue.peak.fetch_max(depth, Ordering::Relaxed);
         match self.tx.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(message)) => {
-                self.shared.queue_full.fetch_add(1, Ordering::Relaxed);
+                self.shared.queue.full.fetch_add(1, Ordering::Relaxed);
                 let _ = self.tx.send(message);
             }
             Err(TrySendError::Disconnected(_)) => self.stop.store(true, Ordering::SeqCst),

@@ -33,7 +33,7 @@ pub(super) fn journal_after_run(
     measured: (u64, u64),
     sender: &Sender,
 ) {
-    let pool = shared.stall_pool.lock().expect("stall pool lock");
+    let pool = shared.samples.stall_pool.lock().expect("stall pool lock");
     if let Some(p99) = pool.p99_upper_ns() {
         sender.send(Record::Event(EventRecord {
             at_ns,
@@ -50,9 +50,9 @@ pub(super) fn journal_after_run(
         }));
     }
     let counts = PoolCounts {
-        opened_ahead: shared.opened_ahead.load(Ordering::Relaxed),
-        expired: shared.pool_expired.load(Ordering::Relaxed),
-        found_closed: shared.pool_found_closed.load(Ordering::Relaxed),
+        opened_ahead: shared.pool.opened_ahead.load(Ordering::Relaxed),
+        expired: shared.pool.expired.load(Ordering::Relaxed),
+        found_closed: shared.pool.found_closed.load(Ordering::Relaxed),
     };
     sender.send(Record::Event(EventRecord {
         at_ns,
@@ -117,11 +117,11 @@ pub(super) fn telemetry_thread(
             _ => RECORDER_CPU_NOT_READ,
         };
         last_self = self_ns;
-        let mut stall = std::mem::take(&mut *shared.stall_ns.lock().expect("stall lock"));
+        let mut stall = std::mem::take(&mut *shared.samples.stall_ns.lock().expect("stall lock"));
         stall.sort_unstable();
         let interval_ns = TELEMETRY_INTERVAL.as_nanos() as u64;
         if at_ns > measured.0 && at_ns.saturating_sub(interval_ns) < measured.1 {
-            let mut pool = shared.stall_pool.lock().expect("stall pool lock");
+            let mut pool = shared.samples.stall_pool.lock().expect("stall pool lock");
             for &late in &stall {
                 pool.add(late);
             }
@@ -144,7 +144,7 @@ pub(super) fn telemetry_thread(
             }
             last_cgroup = now;
         }
-        let mut lags = std::mem::take(&mut *shared.canary_ns.lock().expect("canary lock"));
+        let mut lags = std::mem::take(&mut *shared.samples.canary_ns.lock().expect("canary lock"));
         if let Some(summary) = LagSummary::of(&mut lags) {
             sender.send(Record::Event(EventRecord {
                 at_ns,
@@ -154,11 +154,11 @@ pub(super) fn telemetry_thread(
                 value: Some(summary.p99_ns as i64),
             }));
         }
-        let mut skew = std::mem::take(&mut *shared.skew_ns.lock().expect("skew lock"));
+        let mut skew = std::mem::take(&mut *shared.samples.skew_ns.lock().expect("skew lock"));
         skew.sort_unstable();
-        let depth = shared.queue_depth.load(Ordering::Relaxed);
+        let depth = shared.queue.depth.load(Ordering::Relaxed);
         // The interval's peak, then start the next interval's from the depth now.
-        let peak = shared.queue_peak.swap(depth, Ordering::Relaxed).max(depth);
+        let peak = shared.queue.peak.swap(depth, Ordering::Relaxed).max(depth);
         let telemetry = TelemetryRecord {
             at_ns,
             interval_ns: TELEMETRY_INTERVAL.as_nanos() as u64,
@@ -171,12 +171,12 @@ pub(super) fn telemetry_thread(
             skew_p50_ns: quantile(&skew, 0.5),
             skew_p99_ns: quantile(&skew, 0.99),
             skew_max_ns: skew.last().copied().unwrap_or(0),
-            undispatched_total: shared.undispatched.load(Ordering::Relaxed),
-            in_flight: shared.in_flight.load(Ordering::Relaxed) as u32,
+            undispatched_total: shared.requests.undispatched.load(Ordering::Relaxed),
+            in_flight: shared.requests.in_flight.load(Ordering::Relaxed) as u32,
             writer_queue_depth: depth as u32,
             writer_queue_max: u32::try_from(peak).unwrap_or(u32::MAX),
         };
-        let queue_full = shared.queue_full.load(Ordering::Relaxed);
+        let queue_full = shared.queue.full.load(Ordering::Relaxed);
         if queue_full > last_queue_full {
             sender.send(Record::Event(EventRecord {
                 at_ns,
@@ -190,21 +190,21 @@ pub(super) fn telemetry_thread(
             }));
             last_queue_full = queue_full;
         }
-        let mut ttft = std::mem::take(&mut *shared.ttft_ns.lock().expect("ttft lock"));
+        let mut ttft = std::mem::take(&mut *shared.samples.ttft_ns.lock().expect("ttft lock"));
         ttft.sort_unstable();
         let second = super::live::Second {
             at_ns,
-            sent: shared.sent.load(Ordering::Relaxed),
+            sent: shared.requests.sent.load(Ordering::Relaxed),
             // A closed or semi-open run's follow-ups join the schedule as they are created.
-            scheduled: total + shared.follow_ups.load(Ordering::Relaxed),
+            scheduled: total + shared.requests.follow_ups.load(Ordering::Relaxed),
             in_flight: u64::from(telemetry.in_flight),
-            completed: shared.completed.load(Ordering::Relaxed),
-            errored: shared.errored.load(Ordering::Relaxed),
-            censored: shared.censored.load(Ordering::Relaxed),
+            completed: shared.requests.completed.load(Ordering::Relaxed),
+            errored: shared.requests.errored.load(Ordering::Relaxed),
+            censored: shared.requests.censored.load(Ordering::Relaxed),
             skew_p99_ns: telemetry.skew_p99_ns,
             skew_max_ns: telemetry.skew_max_ns,
             behind_ns,
-            client_late: shared.undispatched.load(Ordering::Relaxed),
+            client_late: shared.requests.undispatched.load(Ordering::Relaxed),
             stall_p99_ns: telemetry.stall_p99_ns,
             host_cpu: telemetry.host_cpu(),
             cgroup_cpu: cgroup_share.take(),

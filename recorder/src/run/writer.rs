@@ -152,7 +152,8 @@ pub(super) fn writer_thread(
             None => Vec::new(),
         };
         shared
-            .queue_depth
+            .queue
+            .depth
             .fetch_sub(records.len() as u64, Ordering::Relaxed);
         let mut baseline = shared
             .baseline
