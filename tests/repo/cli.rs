@@ -1151,7 +1151,7 @@ path = "/v1/chat/completions"
     drop(bed);
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(
-        stdout.contains("seal: escaped (escaped (protected-budget)"),
+        stdout.contains("seal: escaped (protected-budget)"),
         "{stdout}"
     );
     assert!(stderr.contains("EXPERIMENT ESCAPED"), "{stderr}");

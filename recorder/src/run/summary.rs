@@ -55,6 +55,9 @@ impl Summary {
             format!("journal: {}", self.output.display()),
             if self.reason.is_empty() {
                 format!("seal: {}", self.status.name())
+            } else if self.reason.starts_with(self.status.name()) {
+                // An escape's reason opens with its status (`escaped (trigger): ...`): once.
+                format!("seal: {}", self.reason)
             } else {
                 format!("seal: {} ({})", self.status.name(), self.reason)
             },
