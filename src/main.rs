@@ -257,7 +257,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let wait = std::time::Duration::from_secs(5);
             let at = (a.at_monotonic_ns, a.at_realtime_ns);
             let event = events::ExternalEvent::stated(&a.subject, &a.detail, a.value, at);
-            let answer = events::send(&a.socket, &event, wait).map_err(anyhow::Error::msg)?;
+            let answer = events::send(&a.socket, &event, wait)?;
             println!("{answer}");
             Ok(ExitCode::SUCCESS)
         }
@@ -275,8 +275,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 kubectl: a.kubectl,
                 nodes: a.nodes,
                 wait: std::time::Duration::from_secs(a.wait),
-            })
-            .map_err(anyhow::Error::msg)?;
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo {

@@ -36,6 +36,32 @@ pub enum ErrorKind {
     Unsealed,
     /// A thread of the recorder failed (a panic): the recorder's defect, never the run's.
     Internal,
+    /// A name the recorder looks up itself (a replica's SRV or host name) gave no address: the
+    /// nameserver unreachable or silent, no such name, an answer cut short or malformed. A
+    /// probe or a scrape journals it as what it found; the run goes on.
+    Lookup,
+    /// A server's answer to one of the recorder's own side requests (a health probe, a metrics
+    /// scrape, a fault's confirmation) could not be had or read: no connection, no complete
+    /// answer in time, a status other than 200, a malformed head or body. Journaled as what the
+    /// probe or scrape found, never a request's outcome.
+    Answer,
+    /// The protocol could not carry what was asked: a response head that is not HTTP/1.1, or
+    /// HTTP/2 declined in ALPN where `target.http = "2"` asked for it, its handshake or an
+    /// exchange failed, a request's bytes that cannot be carried as HTTP/2, a connection flooded
+    /// with control frames. In a request it becomes that request's error class; before the
+    /// journal, the pre-flight's refusal.
+    Protocol,
+    /// A timeline event from outside (`percentes event`, `--events-socket`) was refused or not
+    /// delivered: not an event, a subject no timeline has, a time outside the run, no recorder
+    /// listening, the recorder's refusal. Said to the sender; nothing is journaled.
+    Event,
+    /// The fault could not be fired or removed as planned: its pid file names no process that
+    /// may be killed, the signal failed, the mock's admin endpoint refused. Journaled as a
+    /// `fault-failed` event; the run ends escaped when the impact goes unconfirmed.
+    Fault,
+    /// A helper program (kubectl, a fault's command, an accelerator collector) could not be
+    /// started, ran past its time or exited with a failure; the sentence quotes what it said.
+    Command,
 }
 
 /// Why a run could not be done. Failures of the target are outcomes, never errors.
@@ -99,6 +125,43 @@ impl RecordError {
             ),
             seal,
         )
+    }
+
+    /// A name the recorder looks up itself gave no address ([`ErrorKind::Lookup`]).
+    pub(crate) fn lookup(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Lookup, message)
+    }
+
+    /// A side request's answer could not be had or read ([`ErrorKind::Answer`]).
+    pub(crate) fn answer(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Answer, message)
+    }
+
+    /// The protocol could not carry what was asked ([`ErrorKind::Protocol`]).
+    pub(crate) fn protocol(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Protocol, message)
+    }
+
+    /// A timeline event from outside was refused or not delivered ([`ErrorKind::Event`]).
+    pub(crate) fn event(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Event, message)
+    }
+
+    /// The fault could not be fired or removed as planned ([`ErrorKind::Fault`]).
+    pub(crate) fn fault(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Fault, message)
+    }
+
+    /// A helper program failed ([`ErrorKind::Command`]).
+    pub(crate) fn command(message: impl Into<String>) -> RecordError {
+        RecordError::new(ErrorKind::Command, message)
+    }
+
+    /// The same error, its sentence opened by where it happened (`health`, `SRV NAME`):
+    /// `"{place}: {sentence}"`.
+    pub(crate) fn at(mut self, place: impl std::fmt::Display) -> RecordError {
+        self.message = format!("{place}: {}", self.message);
+        self
     }
 
     /// Which part failed.

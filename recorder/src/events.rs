@@ -24,6 +24,8 @@ use std::time::Duration;
 use percentes_formats::journal::records::TimelineSubject;
 use serde::{Deserialize, Serialize};
 
+use crate::error::RecordError;
+
 /// The clock an event's time is stated on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -99,24 +101,28 @@ pub struct Anchors {
 }
 
 /// A line read: the event's time from the epoch, its subject, the journaled detail (with both
-/// clocks) and value; or why it is refused.
+/// clocks) and value; or why it is refused (of kind [`crate::ErrorKind::Event`]).
 pub fn place(
     line: &str,
     anchors: Anchors,
-) -> Result<(u64, TimelineSubject, String, Option<i64>), String> {
+) -> Result<(u64, TimelineSubject, String, Option<i64>), RecordError> {
     let event: ExternalEvent = serde_json::from_str(line.trim()).map_err(|e| {
-        format!("not an event: {e} (one JSON object a line: subject, detail, value, clock, at_ns)")
+        RecordError::event(format!(
+            "not an event: {e} (one JSON object a line: subject, detail, value, clock, at_ns)"
+        ))
     })?;
     let subject = TimelineSubject::parse(&event.subject).ok_or_else(|| {
         let known: Vec<&str> = TimelineSubject::ALL.iter().map(|s| s.name()).collect();
-        format!(
+        RecordError::event(format!(
             "{:?} is not a timeline subject ({})",
             event.subject,
             known.join(", ")
-        )
+        ))
     })?;
     if event.detail.len() > DETAIL_BYTES_MAX {
-        return Err(format!("the detail is over {DETAIL_BYTES_MAX} bytes"));
+        return Err(RecordError::event(format!(
+            "the detail is over {DETAIL_BYTES_MAX} bytes"
+        )));
     }
     let received = anchors.received_ns as i128;
     let (at, stated) = match (event.clock, event.at_ns) {
@@ -132,19 +138,19 @@ pub fn place(
             };
             (from_epoch, format!("stated at {at} ns on {name}; read"))
         }
-        _ => return Err("`clock` and `at_ns` go together".into()),
+        _ => return Err(RecordError::event("`clock` and `at_ns` go together")),
     };
     if at < 0 {
-        return Err(format!(
+        return Err(RecordError::event(format!(
             "stated {:.3} s before the run's epoch: the recorder journals only what happens during the run",
             -at as f64 / 1e9
-        ));
+        )));
     }
     if at > received + FUTURE_MAX.as_nanos() as i128 {
-        return Err(format!(
+        return Err(RecordError::event(format!(
             "stated {:.3} s after the recorder read it: the sender's clock and the recorder's disagree",
             (at - received) as f64 / 1e9
-        ));
+        )));
     }
     let mut detail = event.detail;
     if !detail.is_empty() {
@@ -158,32 +164,41 @@ pub fn place(
 }
 
 /// Sends `event` to the recorder listening on `socket` and returns its answer (`ok at_ns=N`),
-/// or why it was not delivered or was refused.
-pub fn send(socket: &Path, event: &ExternalEvent, timeout: Duration) -> Result<String, String> {
-    let mut stream = UnixStream::connect(socket).map_err(|e| {
-        format!(
-            "cannot connect to {}: {e} (is a recorder running with --events-socket {}?)",
-            socket.display(),
-            socket.display()
-        )
-    })?;
+/// or why it was not delivered or was refused: no recorder takes connections on the socket
+/// ([`crate::ErrorKind::Io`]), or the event was not delivered or was refused
+/// ([`crate::ErrorKind::Event`]).
+pub fn send(
+    socket: &Path,
+    event: &ExternalEvent,
+    timeout: Duration,
+) -> Result<String, RecordError> {
+    let mut stream = UnixStream::connect(socket).map_err(crate::error::io(format!(
+        "cannot connect to {} (is a recorder running with --events-socket {}?)",
+        socket.display(),
+        socket.display()
+    )))?;
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
-    let mut line = serde_json::to_string(event).map_err(|e| e.to_string())?;
+    let mut line = serde_json::to_string(event)
+        .map_err(|e| RecordError::event(format!("the event cannot be written as JSON: {e}")))?;
     line.push('\n');
     stream
         .write_all(line.as_bytes())
-        .map_err(|e| format!("cannot send to {}: {e}", socket.display()))?;
+        .map_err(|e| RecordError::event(format!("cannot send to {}: {e}", socket.display())))?;
     let mut answer = String::new();
     BufReader::new(stream)
         .take(LINE_BYTES_MAX as u64)
         .read_line(&mut answer)
-        .map_err(|e| format!("no answer from {}: {e}", socket.display()))?;
+        .map_err(|e| RecordError::event(format!("no answer from {}: {e}", socket.display())))?;
     let answer = answer.trim().to_owned();
     match answer.strip_prefix("refused: ") {
-        Some(why) => Err(format!("the recorder refused the event: {why}")),
+        Some(why) => Err(RecordError::event(format!(
+            "the recorder refused the event: {why}"
+        ))),
         None if answer.starts_with("ok") => Ok(answer),
-        None => Err(format!("the recorder answered {answer:?}")),
+        None => Err(RecordError::event(format!(
+            "the recorder answered {answer:?}"
+        ))),
     }
 }
 
@@ -248,7 +263,8 @@ mod tests {
             (r#"{"subject": "detected", "when": 3}"#, "unknown field"),
         ] {
             let why = place(line, ANCHORS).unwrap_err();
-            assert!(why.contains(says), "{line}: {why}");
+            assert_eq!(why.kind(), crate::ErrorKind::Event, "{line}: {why}");
+            assert!(why.to_string().contains(says), "{line}: {why}");
         }
         let long = format!(
             r#"{{"subject": "detected", "detail": "{}"}}"#,
@@ -256,6 +272,7 @@ mod tests {
         );
         assert!(place(&long, ANCHORS)
             .unwrap_err()
+            .to_string()
             .contains(&format!("over {DETAIL_BYTES_MAX} bytes")));
     }
 }

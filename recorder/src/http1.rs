@@ -2,6 +2,7 @@
 //! on hostile input; every limit has a name, and malformed framing is an event, not an error the
 //! caller has to guess at.
 
+use crate::error::RecordError;
 use percentes_formats::pins;
 
 /// Largest response head accepted, and largest trailer section; larger is `malformed-framing`
@@ -139,7 +140,7 @@ impl Parser {
                     }
                     let head: Vec<u8> = self.buf.drain(..end + 4).collect();
                     match parse_head(&head[..end]) {
-                        Err(why) => return self.fail(out, why),
+                        Err(why) => return self.fail(out, why.to_string()),
                         Ok((101, _, _)) => {
                             return self.fail(
                                 out,
@@ -325,8 +326,11 @@ impl Parser {
 /// Status, whether the version is HTTP/1.0, and the headers (names lowercased).
 type Head = (u16, bool, Vec<(String, String)>);
 
-fn parse_head(head: &[u8]) -> Result<Head, String> {
-    let text = std::str::from_utf8(head).map_err(|_| "response head is not UTF-8".to_owned())?;
+/// A response head read, or what is malformed in it (of kind [`crate::ErrorKind::Protocol`];
+/// the parser's `Malformed` event carries its words).
+fn parse_head(head: &[u8]) -> Result<Head, RecordError> {
+    let text = std::str::from_utf8(head)
+        .map_err(|_| RecordError::protocol("response head is not UTF-8"))?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let mut parts = status_line.splitn(3, ' ');
@@ -336,24 +340,26 @@ fn parse_head(head: &[u8]) -> Result<Head, String> {
         || code.len() != 3
         || !code.bytes().all(|b| b.is_ascii_digit())
     {
-        return Err(format!(
+        return Err(RecordError::protocol(format!(
             "malformed status line {:?}",
             status_line.chars().take(80).collect::<String>()
-        ));
+        )));
     }
     let status: u16 = code
         .parse()
-        .map_err(|_| format!("malformed status code {code:?}"))?;
+        .map_err(|_| RecordError::protocol(format!("malformed status code {code:?}")))?;
     let mut headers = Vec::new();
     for line in lines {
         let (name, value) = line.split_once(':').ok_or_else(|| {
-            format!(
+            RecordError::protocol(format!(
                 "malformed header line {:?}",
                 line.chars().take(80).collect::<String>()
-            )
+            ))
         })?;
         if name.is_empty() || name.bytes().any(|b| b == b' ' || b == b'\t') {
-            return Err(format!("malformed header name {name:?}"));
+            return Err(RecordError::protocol(format!(
+                "malformed header name {name:?}"
+            )));
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
     }

@@ -12,6 +12,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::error::RecordError;
+
 /// The waiting-queue gauges the probe reads, summed over their label sets: vLLM's name first
 /// (the mock exports it too).
 pub const WAITING_METRICS: [&str; 1] = ["vllm:num_requests_waiting"];
@@ -50,10 +52,10 @@ impl Probe {
 pub fn probe(address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
     let deadline = Instant::now() + timeout;
     match get(address, "/health", deadline) {
-        Err(why) => return Probe::Down(why),
+        Err(why) => return Probe::Down(why.to_string()),
         Ok(answer) => {
             if let Err(why) = status_ok(&answer) {
-                return Probe::Down(format!("health: {why}"));
+                return Probe::Down(why.at("health").to_string());
             }
         }
     }
@@ -61,13 +63,13 @@ pub fn probe(address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
         return Probe::Up { waiting: None };
     }
     match get(address, "/metrics", deadline) {
-        Err(why) => Probe::Down(format!("metrics: {why}")),
+        Err(why) => Probe::Down(why.at("metrics").to_string()),
         Ok(answer) => parse(&answer),
     }
 }
 
 /// One `Connection: close` GET, read to its end or the deadline, at most 1 MiB.
-fn get(address: SocketAddr, path: &str, deadline: Instant) -> Result<Vec<u8>, String> {
+fn get(address: SocketAddr, path: &str, deadline: Instant) -> Result<Vec<u8>, RecordError> {
     get_bounded(address, path, deadline, ANSWER_BYTES_MAX)
 }
 
@@ -78,35 +80,37 @@ fn get_bounded(
     path: &str,
     deadline: Instant,
     bytes_max: usize,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, RecordError> {
     let left = || {
         deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1))
     };
-    let mut stream =
-        TcpStream::connect_timeout(&address, left()).map_err(|e| format!("connect: {e}"))?;
+    let mut stream = TcpStream::connect_timeout(&address, left())
+        .map_err(|e| RecordError::answer(format!("connect: {e}")))?;
     let _ = stream.set_nodelay(true);
     let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream
         .set_write_timeout(Some(left()))
         .and_then(|_| stream.write_all(request.as_bytes()))
-        .map_err(|e| format!("write: {e}"))?;
+        .map_err(|e| RecordError::answer(format!("write: {e}")))?;
     let mut answer = Vec::new();
     let mut buffer = [0u8; 16 * 1024];
     loop {
         if Instant::now() >= deadline {
-            return Err("no complete answer in time".into());
+            return Err(too_late());
         }
         stream
             .set_read_timeout(Some(left()))
-            .map_err(|e| format!("read: {e}"))?;
+            .map_err(|e| RecordError::answer(format!("read: {e}")))?;
         match stream.read(&mut buffer) {
             Ok(0) => return Ok(answer),
             Ok(n) => {
                 answer.extend_from_slice(&buffer[..n]);
                 if answer.len() > bytes_max {
-                    return Err(format!("answer over {bytes_max} bytes; stopped reading"));
+                    return Err(RecordError::answer(format!(
+                        "answer over {bytes_max} bytes; stopped reading"
+                    )));
                 }
                 // A server that keeps the connection open (it ignored `Connection: close`) has
                 // answered once its framing says so.
@@ -123,11 +127,16 @@ fn get_bounded(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err("no complete answer in time".into())
+                return Err(too_late())
             }
-            Err(e) => return Err(format!("read: {e}")),
+            Err(e) => return Err(RecordError::answer(format!("read: {e}"))),
         }
     }
+}
+
+/// The deadline passed before the answer was whole.
+fn too_late() -> RecordError {
+    RecordError::answer("no complete answer in time")
 }
 
 /// The length of the whole answer at the front of `answer`, once it is all there: its head and
@@ -178,18 +187,18 @@ fn chunked_end(body: &[u8]) -> Option<usize> {
 
 /// Scrapes a metrics endpoint once: `GET path` within `timeout`, at most `bytes_max` bytes of
 /// answer, which must be a 200 with a body of UTF-8 text (chunked or not). The body, or why
-/// there is none.
+/// there is none (of kind [`crate::ErrorKind::Answer`]).
 pub fn scrape(
     address: SocketAddr,
     path: &str,
     timeout: Duration,
     bytes_max: usize,
-) -> Result<String, String> {
+) -> Result<String, RecordError> {
     let answer = get_bounded(address, path, Instant::now() + timeout, bytes_max)?;
     let end = answer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or("malformed answer: no end of head")?;
+        .ok_or_else(|| RecordError::answer("malformed answer: no end of head"))?;
     let (head, body) = (&answer[..end], &answer[end + 4..]);
     status_ok(head)?;
     let head = String::from_utf8_lossy(head).to_ascii_lowercase();
@@ -201,27 +210,30 @@ pub fn scrape(
     } else {
         body.to_vec()
     };
-    String::from_utf8(body).map_err(|e| format!("the body is not UTF-8 text: {e}"))
+    String::from_utf8(body)
+        .map_err(|e| RecordError::answer(format!("the body is not UTF-8 text: {e}")))
 }
 
 /// The payload of a chunked body, whole (a `Connection: close` answer read to its end).
-fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
+fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, RecordError> {
+    let cut_short = || RecordError::answer("chunked body cut short");
     let mut out = Vec::new();
     loop {
         let line_end = body
             .windows(2)
             .position(|w| w == b"\r\n")
-            .ok_or("chunked body cut short")?;
-        let line = std::str::from_utf8(&body[..line_end]).map_err(|_| "chunk size not text")?;
+            .ok_or_else(cut_short)?;
+        let line = std::str::from_utf8(&body[..line_end])
+            .map_err(|_| RecordError::answer("chunk size not text"))?;
         let size = line.split(';').next().unwrap_or_default().trim();
         let size = usize::from_str_radix(size, 16)
-            .map_err(|_| format!("chunk size {:?} is not hexadecimal", size))?;
+            .map_err(|_| RecordError::answer(format!("chunk size {size:?} is not hexadecimal")))?;
         body = &body[line_end + 2..];
         if size == 0 {
             return Ok(out);
         }
         if body.len() < size + 2 {
-            return Err("chunked body cut short".into());
+            return Err(cut_short());
         }
         out.extend_from_slice(&body[..size]);
         body = &body[size + 2..];
@@ -229,13 +241,13 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// `Ok` for a 200 status line, else the line.
-fn status_ok(answer: &[u8]) -> Result<(), String> {
+fn status_ok(answer: &[u8]) -> Result<(), RecordError> {
     let text = String::from_utf8_lossy(answer);
     let status = text.lines().next().unwrap_or_default();
     if status.split_whitespace().nth(1) == Some("200") {
         Ok(())
     } else {
-        Err(format!("status line {status:?}"))
+        Err(RecordError::answer(format!("status line {status:?}")))
     }
 }
 
@@ -246,7 +258,7 @@ pub fn parse(answer: &[u8]) -> Probe {
         return Probe::Down("malformed answer: no end of head".into());
     };
     if let Err(why) = status_ok(head.as_bytes()) {
-        return Probe::Down(why);
+        return Probe::Down(why.to_string());
     }
     Probe::Up {
         waiting: waiting(body),
@@ -340,7 +352,7 @@ mod tests {
             });
             let started = Instant::now();
             let got = scrape(address, "/metrics", Duration::from_secs(5), 1 << 20);
-            assert_eq!(got.as_deref(), Ok(body));
+            assert_eq!(got.unwrap(), body);
             assert!(started.elapsed() < Duration::from_secs(5), "waited for the deadline");
         }
         assert_eq!(

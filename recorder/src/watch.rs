@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::error::RecordError;
 use crate::events::{self, Clock, ExternalEvent};
 
 pub mod cluster;
@@ -111,30 +112,35 @@ impl Watch {
         options: &Options,
         watched: Watched,
         sink: mpsc::Sender<Seen>,
-    ) -> Result<Watch, String> {
+    ) -> Result<Watch, RecordError> {
         let argv = kubectl_argv(
             &options.kubectl,
             watched,
             &options.namespace,
             &options.selector,
         );
-        let (program, args) = argv.split_first().ok_or("no kubectl program given")?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| RecordError::command("no kubectl program given"))?;
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start {program}: {e}"))?;
+            .map_err(|e| RecordError::command(format!("cannot start {program}: {e}")))?;
         let stdout = child
             .stdout
             .take()
-            .ok_or("kubectl has no standard output")?;
-        let stderr = child.stderr.take().ok_or("kubectl has no standard error")?;
+            .ok_or_else(|| RecordError::command("kubectl has no standard output"))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| RecordError::command("kubectl has no standard error"))?;
         std::thread::Builder::new()
             .name("watch-reader".into())
             .spawn(move || read_watch(watched, stdout, stderr, &sink))
-            .map_err(|e| format!("cannot start a watch thread: {e}"))?;
+            .map_err(crate::error::io("cannot start a watch thread"))?;
         Ok(Watch { watched, child })
     }
 
@@ -166,7 +172,7 @@ fn read_watch(
                 }
             }
             Ok(None) => break "the watch ended".to_owned(),
-            Err(why) => break why,
+            Err(why) => break why.to_string(),
         }
     };
     let stderr = said.join().unwrap_or_default();
@@ -183,20 +189,23 @@ fn read_watch(
 
 /// The next JSON object of a stream of them (kubectl prints each event indented over several
 /// lines): its lines gathered until the braces balance outside strings, then parsed. `None` at
-/// the end of the stream.
-fn next_object(reader: &mut impl BufRead) -> Result<Option<Value>, String> {
+/// the end of the stream. What kubectl printed that is not one is of kind
+/// [`crate::ErrorKind::Command`].
+fn next_object(reader: &mut impl BufRead) -> Result<Option<Value>, RecordError> {
     let mut text = String::new();
     let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
     loop {
         let mut line = String::new();
         let n = reader
             .read_line(&mut line)
-            .map_err(|e| format!("cannot read kubectl's output: {e}"))?;
+            .map_err(crate::error::io("cannot read kubectl's output"))?;
         if n == 0 {
             return if text.trim().is_empty() {
                 Ok(None)
             } else {
-                Err("kubectl's output ended inside an object".into())
+                Err(RecordError::command(
+                    "kubectl's output ended inside an object",
+                ))
             };
         }
         for c in line.chars() {
@@ -212,18 +221,22 @@ fn next_object(reader: &mut impl BufRead) -> Result<Option<Value>, String> {
         }
         text.push_str(&line);
         if text.len() as u64 > EVENT_BYTES_MAX {
-            return Err(format!("a watch event over {EVENT_BYTES_MAX} bytes"));
+            return Err(RecordError::command(format!(
+                "a watch event over {EVENT_BYTES_MAX} bytes"
+            )));
         }
         if depth == 0 && !text.trim().is_empty() {
-            return serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| format!("kubectl printed what is not a watch event: {e}"));
+            return serde_json::from_str(&text).map(Some).map_err(|e| {
+                RecordError::command(format!("kubectl printed what is not a watch event: {e}"))
+            });
         }
     }
 }
 
-/// Runs the watcher until the recorder is gone; each boundary delivered is printed.
-pub fn run(options: &Options) -> Result<(), String> {
+/// Runs the watcher until the recorder is gone; each boundary delivered is printed. It fails
+/// when no recorder appears ([`crate::ErrorKind::Event`]), kubectl cannot be started
+/// ([`crate::ErrorKind::Command`]), or every watch stopped.
+pub fn run(options: &Options) -> Result<(), RecordError> {
     await_socket(options)?;
     let (sink, seen) = mpsc::channel();
     let mut kinds = vec![Watched::Pods];
@@ -266,7 +279,9 @@ pub fn run(options: &Options) -> Result<(), String> {
                 restart.push((watched, Instant::now() + RESTART_AFTER));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break Err("every watch stopped".into()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(RecordError::command("every watch stopped"))
+            }
         }
     };
     for watch in watches {
@@ -276,16 +291,16 @@ pub fn run(options: &Options) -> Result<(), String> {
 }
 
 /// Waits for the recorder's socket; an error when it never appears.
-fn await_socket(options: &Options) -> Result<(), String> {
+fn await_socket(options: &Options) -> Result<(), RecordError> {
     let deadline = Instant::now() + options.wait;
     while !options.socket.exists() {
         if Instant::now() > deadline {
-            return Err(format!(
+            return Err(RecordError::event(format!(
                 "no recorder is listening: {} did not appear within {:?} (start `percentes record --events-socket {}`)",
                 options.socket.display(),
                 options.wait,
                 options.socket.display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -317,7 +332,8 @@ fn deliver(
         };
         match events::send(&options.socket, &external, Duration::from_secs(2)) {
             Ok(answer) => println!("{} {answer}: {}", boundary.subject.name(), boundary.detail),
-            Err(why) if !options.socket.exists() || why.starts_with("cannot connect") => {
+            // No recorder takes connections on the socket any more: it is gone.
+            Err(why) if !options.socket.exists() || why.kind() == crate::ErrorKind::Io => {
                 return Delivery::RecorderGone;
             }
             Err(why) => eprintln!("watch: {}: {why}", boundary.subject.name()),
@@ -360,9 +376,14 @@ mod tests {
         );
         assert_eq!(next_object(&mut reader).unwrap(), None);
         let mut cut = BufReader::new("{\n  \"type\": \"ADDED\",\n".as_bytes());
-        assert!(next_object(&mut cut).unwrap_err().contains("ended inside"));
+        let cut = next_object(&mut cut).unwrap_err();
+        assert_eq!(cut.kind(), crate::ErrorKind::Command, "{cut}");
+        assert!(cut.to_string().contains("ended inside"), "{cut}");
         let mut junk =
             BufReader::new("error: the server doesn't have a resource type\n".as_bytes());
-        assert!(next_object(&mut junk).is_err());
+        assert_eq!(
+            next_object(&mut junk).unwrap_err().kind(),
+            crate::ErrorKind::Command
+        );
     }
 }

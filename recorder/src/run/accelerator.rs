@@ -20,7 +20,7 @@ pub const OUTPUT_BYTES_MAX: usize = 4096;
 pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordError> {
     let mut facts = Vec::new();
     for (name, argv) in &config.target.accelerator_commands {
-        let refused = |why: String| {
+        let refused = |why: RecordError| {
             RecordError::host(format!(
                 "the accelerator collector for {name} ({}) {why}: fix target.accelerator_commands.{name}, or remove it (G5 is then unobserved)",
                 argv.join(" ")
@@ -33,11 +33,11 @@ pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordEr
 }
 
 /// Runs `argv`, returning its trimmed standard output; printing nothing is a failure.
-fn run(argv: &[String], timeout: Duration) -> Result<String, String> {
+fn run(argv: &[String], timeout: Duration) -> Result<String, RecordError> {
     let text = super::child::run(argv, None, timeout, OUTPUT_BYTES_MAX)?;
     let text = crate::exchange::cut(text.trim(), OUTPUT_BYTES_MAX);
     if text.is_empty() {
-        return Err("printed nothing".into());
+        return Err(RecordError::command("printed nothing"));
     }
     Ok(text.to_owned())
 }
@@ -56,21 +56,38 @@ mod tests {
             run(
                 &argv(&["echo", "NVIDIA H200, 1980 MHz, 700.00 W\n"]),
                 COLLECT_TIMEOUT
-            ),
-            Ok("NVIDIA H200, 1980 MHz, 700.00 W".into())
+            )
+            .unwrap(),
+            "NVIDIA H200, 1980 MHz, 700.00 W"
         );
         let e = run(
             &argv(&["sh", "-c", "echo no GPU >&2; exit 9"]),
             COLLECT_TIMEOUT,
         )
         .unwrap_err();
-        assert!(e.contains("exit status: 9") && e.contains("no GPU"), "{e}");
-        assert!(run(&argv(&["true"]), COLLECT_TIMEOUT)
-            .unwrap_err()
-            .contains("printed nothing"));
-        let e = run(&argv(&["no-such-program-here"]), COLLECT_TIMEOUT).unwrap_err();
-        assert!(e.contains("cannot start"), "{e}");
-        let e = run(&argv(&["sleep", "5"]), Duration::from_millis(200)).unwrap_err();
-        assert!(e.contains("did not finish"), "{e}");
+        let said = e.to_string();
+        assert!(
+            said.contains("exit status: 9") && said.contains("no GPU"),
+            "{said}"
+        );
+        // Every failure is the helper's, of one kind; the sentence says which.
+        for (argv, timeout, says) in [
+            (argv(&["true"]), COLLECT_TIMEOUT, "printed nothing"),
+            (
+                argv(&["no-such-program-here"]),
+                COLLECT_TIMEOUT,
+                "cannot start",
+            ),
+            (
+                argv(&["sleep", "5"]),
+                Duration::from_millis(200),
+                "did not finish",
+            ),
+        ] {
+            let e = run(&argv, timeout).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Command, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        assert_eq!(e.kind(), crate::ErrorKind::Command);
     }
 }

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use percentes_formats::journal::cgroup::CgroupCpu;
 
+use crate::error::RecordError;
+
 /// Where the recorder's CPU accounting and its binding quota are read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Cgroup {
@@ -44,12 +46,17 @@ type Quota = (u64, u64);
 
 impl Cgroup {
     /// Finds this process's cgroup CPU accounting under `root` (`/` on a live system; a test's
-    /// folder otherwise), or says why there is none to read.
-    pub fn discover(root: &Path) -> Result<Cgroup, String> {
+    /// folder otherwise), or says why there is none to read (of kind
+    /// [`crate::ErrorKind::Host`]; a recording then reads /proc/stat for G2.3).
+    pub fn discover(root: &Path) -> Result<Cgroup, RecordError> {
+        let unread = |what: &str| {
+            let what = what.to_owned();
+            move |e: std::io::Error| RecordError::host(format!("cannot read {what}: {e}"))
+        };
         let cgroups = std::fs::read_to_string(root.join("proc/self/cgroup"))
-            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+            .map_err(unread("/proc/self/cgroup"))?;
         let mountinfo = std::fs::read_to_string(root.join("proc/self/mountinfo"))
-            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+            .map_err(unread("/proc/self/mountinfo"))?;
         let mounts = cgroup_mounts(&mountinfo);
         let under = |mount: &Mount, path: &str| -> Option<PathBuf> {
             let relative = path.strip_prefix(mount.root.as_str())?;
@@ -86,19 +93,21 @@ impl Cgroup {
             .iter()
             .find(|m| m.version == 1 && m.controllers.iter().any(|c| c == "cpuacct"));
         let (Some(cpu), Some(acct)) = (cpu, acct) else {
-            return Err("no cgroup CPU controller is mounted (neither cgroup v2 with cpu nor v1 cpu and cpuacct)".into());
+            return Err(RecordError::host("no cgroup CPU controller is mounted (neither cgroup v2 with cpu nor v1 cpu and cpuacct)"));
         };
         let (Some(cpu_path), Some(acct_path)) = (
             membership(&cgroups, Some("cpu")),
             membership(&cgroups, Some("cpuacct")),
         ) else {
-            return Err("/proc/self/cgroup names no cpu or cpuacct cgroup".into());
+            return Err(RecordError::host(
+                "/proc/self/cgroup names no cpu or cpuacct cgroup",
+            ));
         };
         let (Some(cpu_dir), Some(acct_dir)) = (under(cpu, &cpu_path), under(acct, &acct_path))
         else {
-            return Err(format!(
+            return Err(RecordError::host(format!(
                 "the recorder's cgroup {cpu_path} is not visible under the cpu and cpuacct mounts"
-            ));
+            )));
         };
         let stop = root.join(cpu.point.trim_start_matches('/'));
         let (bind, bind_path) = binding(&cpu_dir, &stop, &cpu_path, read_quota_v1);
@@ -467,7 +476,11 @@ mod tests {
             "1 0 8:1 / / rw - ext4 /dev/root rw\n",
         );
         let why = Cgroup::discover(&root).unwrap_err();
-        assert!(why.contains("no cgroup CPU controller"), "{why}");
+        assert_eq!(why.kind(), crate::ErrorKind::Host, "{why}");
+        assert!(
+            why.to_string().contains("no cgroup CPU controller"),
+            "{why}"
+        );
         assert_eq!(unescape(r"/mnt/with\040space"), "/mnt/with space");
         assert_eq!(unescape(r"/plain\"), r"/plain\");
         assert_eq!(parse_cpu_max("max 100000\n"), Some((0, 100_000)));

@@ -4,19 +4,24 @@
 //! is killed: a hung `kubectl` can neither block a run's start nor its fault plan.
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::error::RecordError;
 
 /// Runs `argv` with `input` on its standard input, for at most `timeout`; its standard output
 /// (lossily UTF-8, at most `output_max` bytes kept), or why it failed: it could not start, it
-/// exited with an error (its standard error quoted, cut to `output_max`), or it ran too long.
+/// exited with an error (its standard error quoted, cut to `output_max`), or it ran too long
+/// (each of kind [`crate::ErrorKind::Command`]).
 pub(crate) fn run(
     argv: &[String],
     input: Option<&str>,
     timeout: Duration,
     output_max: usize,
-) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("names no program")?;
+) -> Result<String, RecordError> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| RecordError::command("names no program"))?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(if input.is_some() {
@@ -27,7 +32,7 @@ pub(crate) fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start: {e}"))?;
+        .map_err(|e| RecordError::command(format!("cannot start: {e}")))?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -56,27 +61,38 @@ pub(crate) fn run(
         // A program that exits without reading its input is judged by its exit status.
         let _ = stdin.write_all(text.as_bytes());
     }
+    let status = wait_within(&mut child, timeout)?;
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        return Err(RecordError::command(format!(
+            "exited with {status}: {}",
+            String::from_utf8_lossy(&stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
+}
+
+/// `child`'s exit status, or the program killed (and reaped) once `timeout` has passed.
+fn wait_within(child: &mut Child, timeout: Duration) -> Result<ExitStatus, RecordError> {
     let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| format!("cannot wait: {e}"))? {
-            break status;
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| RecordError::command(format!("cannot wait: {e}")))?
+        {
+            return Ok(status);
         }
         if started.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("did not finish within {} s", timeout.as_secs()));
+            return Err(RecordError::command(format!(
+                "did not finish within {} s",
+                timeout.as_secs()
+            )));
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!(
-            "exited with {status}: {}",
-            String::from_utf8_lossy(&stderr).trim()
-        ));
     }
-    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 #[cfg(test)]
@@ -91,8 +107,8 @@ mod tests {
     fn a_program_s_output_its_failure_and_its_time_limit() {
         let limit = Duration::from_secs(10);
         assert_eq!(
-            run(&argv(&["cat"]), Some("a document\n"), limit, 1024),
-            Ok("a document\n".into())
+            run(&argv(&["cat"]), Some("a document\n"), limit, 1024).unwrap(),
+            "a document\n"
         );
         assert_eq!(
             run(
@@ -101,8 +117,9 @@ mod tests {
                 limit,
                 10
             )
-            .map(|s| s.len()),
-            Ok(10),
+            .unwrap()
+            .len(),
+            10,
             "at most output_max bytes kept"
         );
         let e = run(
@@ -112,9 +129,15 @@ mod tests {
             1024,
         )
         .unwrap_err();
-        assert!(e.contains("exit status: 9") && e.contains("no GPU"), "{e}");
+        let said = e.to_string();
+        assert!(
+            said.contains("exit status: 9") && said.contains("no GPU"),
+            "{said}"
+        );
+        assert_eq!(e.kind(), crate::ErrorKind::Command);
         let e = run(&argv(&["no-such-program-here"]), None, limit, 1024).unwrap_err();
-        assert!(e.contains("cannot start"), "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Command);
+        assert!(e.to_string().contains("cannot start"), "{e}");
         let e = run(
             &argv(&["sleep", "5"]),
             None,
@@ -122,6 +145,7 @@ mod tests {
             1024,
         )
         .unwrap_err();
-        assert!(e.contains("did not finish"), "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Command);
+        assert!(e.to_string().contains("did not finish"), "{e}");
     }
 }

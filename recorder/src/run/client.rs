@@ -365,14 +365,14 @@ pub(super) async fn talk(
                             Ok((_, None)) => unreachable!("adopt gives the opener its slot"),
                             Err(why) => {
                                 record.terminal_ns = now_ns(ctx.epoch);
-                                Verdict::errored("premature-close", why)
+                                Verdict::errored("premature-close", why.to_string())
                             }
                         };
                     }
                     Err(why) => {
                         record.connection_id = id;
                         record.terminal_ns = now_ns(ctx.epoch);
-                        return Verdict::errored("tls", why);
+                        return Verdict::errored("tls", why.to_string());
                     }
                 }
             }

@@ -11,6 +11,8 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
+use crate::error::RecordError;
+
 /// One SRV record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Srv {
@@ -31,17 +33,22 @@ const TYPE_A: u16 = 1;
 const TYPE_AAAA: u16 = 28;
 
 /// Looks `name` up over UDP at `server`, waiting at most `timeout` for each of two tries.
-pub(crate) fn srv(name: &str, server: SocketAddr, timeout: Duration) -> Result<Vec<Srv>, String> {
+pub(crate) fn srv(
+    name: &str,
+    server: SocketAddr,
+    timeout: Duration,
+) -> Result<Vec<Srv>, RecordError> {
     let bind: SocketAddr = if server.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let socket = UdpSocket::bind(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let socket = UdpSocket::bind(bind)
+        .map_err(|e| RecordError::lookup(format!("cannot open a UDP socket: {e}")))?;
     socket
         .connect(server)
         .and_then(|()| socket.set_read_timeout(Some(timeout)))
-        .map_err(|e| format!("cannot reach the nameserver {server}: {e}"))?;
+        .map_err(|e| RecordError::lookup(format!("cannot reach the nameserver {server}: {e}")))?;
     let id = query_id();
     let question = query(name, id)?;
     let mut buf = [0u8; 4096];
@@ -49,19 +56,19 @@ pub(crate) fn srv(name: &str, server: SocketAddr, timeout: Duration) -> Result<V
     for _ in 0..2 {
         socket
             .send(&question)
-            .map_err(|e| format!("cannot ask the nameserver {server}: {e}"))?;
+            .map_err(|e| RecordError::lookup(format!("cannot ask the nameserver {server}: {e}")))?;
         match socket.recv(&mut buf) {
             // A datagram that is not the answer (another id) is ignored; the try is spent.
             Ok(n) => match parse(&buf[..n], id) {
                 Err(Mismatch) => {
                     last = format!("the nameserver {server} answered another question")
                 }
-                Ok(answer) => return answer.map_err(|why| format!("SRV {name}: {why}")),
+                Ok(answer) => return answer.map_err(|why| why.at(format_args!("SRV {name}"))),
             },
             Err(e) => last = format!("the nameserver {server} did not answer in {timeout:?}: {e}"),
         }
     }
-    Err(last)
+    Err(RecordError::lookup(last))
 }
 
 /// The record a probe uses: the lowest priority, then the highest weight, then the first (a
@@ -93,14 +100,14 @@ fn query_id() -> u16 {
 }
 
 /// A standard query for `name`'s SRV records, recursion desired.
-fn query(name: &str, id: u16) -> Result<Vec<u8>, String> {
+fn query(name: &str, id: u16) -> Result<Vec<u8>, RecordError> {
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(&[0x01, 0x00]); // RD
     out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]); // one question
     for label in name.trim_end_matches('.').split('.') {
         if label.is_empty() || label.len() > 63 {
-            return Err(format!("{name:?} is not a DNS name"));
+            return Err(RecordError::lookup(format!("{name:?} is not a DNS name")));
         }
         out.push(label.len() as u8);
         out.extend_from_slice(label.as_bytes());
@@ -116,27 +123,35 @@ fn query(name: &str, id: u16) -> Result<Vec<u8>, String> {
 struct Mismatch;
 
 /// The SRV records of a response to query `id`, or what the server said instead.
-fn parse(bytes: &[u8], id: u16) -> Result<Result<Vec<Srv>, String>, Mismatch> {
+fn parse(bytes: &[u8], id: u16) -> Result<Result<Vec<Srv>, RecordError>, Mismatch> {
     if bytes.len() < 12 || u16::from_be_bytes([bytes[0], bytes[1]]) != id || bytes[2] & 0x80 == 0 {
         return Err(Mismatch);
     }
     Ok(answer(bytes))
 }
 
-fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
-    let u16_at = |at: usize| -> Result<u16, String> {
+/// The SRV records of an answer, with the addresses it gives for their targets, or what the
+/// answer says instead (every error of kind [`crate::ErrorKind::Lookup`]).
+fn answer(bytes: &[u8]) -> Result<Vec<Srv>, RecordError> {
+    let u16_at = |at: usize| {
         bytes
             .get(at..at + 2)
             .map(|b| u16::from_be_bytes([b[0], b[1]]))
-            .ok_or_else(|| "the answer is cut short".to_owned())
+            .ok_or_else(cut_short)
     };
     match bytes[3] & 0x0f {
         0 => {}
-        3 => return Err("no such name (NXDOMAIN)".into()),
-        code => return Err(format!("the nameserver answered rcode {code}")),
+        3 => return Err(RecordError::lookup("no such name (NXDOMAIN)")),
+        code => {
+            return Err(RecordError::lookup(format!(
+                "the nameserver answered rcode {code}"
+            )))
+        }
     }
     if bytes[2] & 0x02 != 0 {
-        return Err("the answer was truncated (it does not fit a UDP datagram)".into());
+        return Err(RecordError::lookup(
+            "the answer was truncated (it does not fit a UDP datagram)",
+        ));
     }
     let (questions, answers) = (u16_at(4)?, u16_at(6)?);
     // Answer, authority and additional records, read alike: SRV is taken from the answers
@@ -154,14 +169,14 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
         let data = after + 10;
         let end = data + usize::from(length);
         if end > bytes.len() {
-            return Err("the answer is cut short".into());
+            return Err(cut_short());
         }
         if let Some(ip) = address_record(kind, class, &bytes[data..end]) {
             addresses.push((owner, ip));
         }
         if kind == TYPE_SRV && class == CLASS_IN && index < usize::from(answers) {
             if length < 7 {
-                return Err("an SRV record is too short".into());
+                return Err(RecordError::lookup("an SRV record is too short"));
             }
             let (target, _) = name(bytes, data + 6)?;
             records.push(Srv {
@@ -175,7 +190,7 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
         at = end;
     }
     if records.is_empty() {
-        return Err("no SRV records".into());
+        return Err(RecordError::lookup("no SRV records"));
     }
     for record in &mut records {
         // The first address the answer gives for the target (names compare without case).
@@ -185,6 +200,11 @@ fn answer(bytes: &[u8]) -> Result<Vec<Srv>, String> {
             .map(|(_, ip)| *ip);
     }
     Ok(records)
+}
+
+/// An answer that ends before what it says it holds.
+fn cut_short() -> RecordError {
+    RecordError::lookup("the answer is cut short")
 }
 
 /// The address an A or AAAA record of the Internet class carries.
@@ -198,8 +218,8 @@ fn address_record(kind: u16, class: u16, rdata: &[u8]) -> Option<std::net::IpAdd
 
 /// The name at `at` (following compression pointers, each only backwards, so it ends) and the
 /// offset just after it in the message.
-fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), String> {
-    let short = || "the answer is cut short".to_owned();
+fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), RecordError> {
+    let short = cut_short;
     let mut labels: Vec<String> = Vec::new();
     let mut after = None;
     loop {
@@ -209,7 +229,9 @@ fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), String> {
                 let low = *bytes.get(at + 1).ok_or_else(short)?;
                 let target = usize::from(len & 0x3f) << 8 | usize::from(low);
                 if target >= at {
-                    return Err("a name's compression pointer points forward".into());
+                    return Err(RecordError::lookup(
+                        "a name's compression pointer points forward",
+                    ));
                 }
                 after.get_or_insert(at + 2);
                 at = target;
@@ -225,7 +247,11 @@ fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), String> {
                 labels.push(String::from_utf8_lossy(label).into_owned());
                 at += 1 + usize::from(len);
             }
-            _ => return Err("a name has a label type this reader does not know".into()),
+            _ => {
+                return Err(RecordError::lookup(
+                    "a name has a label type this reader does not know",
+                ))
+            }
         }
     }
 }
@@ -238,7 +264,7 @@ fn name(bytes: &[u8], mut at: usize) -> Result<(String, usize), String> {
 pub(super) fn resolve(
     address: &str,
     nameserver: Option<std::net::SocketAddr>,
-) -> Result<std::net::SocketAddr, String> {
+) -> Result<std::net::SocketAddr, RecordError> {
     use std::net::ToSocketAddrs;
     if let Ok(ip) = address.parse() {
         return Ok(ip);
@@ -247,29 +273,43 @@ pub(super) fn resolve(
         let server = match nameserver {
             Some(server) => server,
             None => {
-                let conf = std::fs::read_to_string("/etc/resolv.conf")
-                    .map_err(|e| format!("cannot read /etc/resolv.conf for {address}: {e}"))?;
+                let conf = std::fs::read_to_string("/etc/resolv.conf").map_err(|e| {
+                    RecordError::lookup(format!("cannot read /etc/resolv.conf for {address}: {e}"))
+                })?;
                 super::dns::nameserver(&conf).ok_or_else(|| {
-                    format!("/etc/resolv.conf names no nameserver to ask for {address}")
+                    RecordError::lookup(format!(
+                        "/etc/resolv.conf names no nameserver to ask for {address}"
+                    ))
                 })?
             }
         };
         let records = super::dns::srv(address, server, Duration::from_millis(500))?;
-        let chosen = super::dns::choose(&records).ok_or("no SRV records")?;
+        let chosen =
+            super::dns::choose(&records).ok_or_else(|| RecordError::lookup("no SRV records"))?;
         if let Some(ip) = chosen.address {
             return Ok(std::net::SocketAddr::new(ip, chosen.port));
         }
         return (chosen.target.as_str(), chosen.port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {} (SRV {address}): {e}", chosen.target))?
+            .map_err(|e| {
+                RecordError::lookup(format!(
+                    "cannot resolve {} (SRV {address}): {e}",
+                    chosen.target
+                ))
+            })?
             .next()
-            .ok_or_else(|| format!("{} (SRV {address}) resolves to no address", chosen.target));
+            .ok_or_else(|| {
+                RecordError::lookup(format!(
+                    "{} (SRV {address}) resolves to no address",
+                    chosen.target
+                ))
+            });
     }
     address
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {address}: {e}"))?
+        .map_err(|e| RecordError::lookup(format!("cannot resolve {address}: {e}")))?
         .next()
-        .ok_or_else(|| format!("{address} resolves to no address"))
+        .ok_or_else(|| RecordError::lookup(format!("{address} resolves to no address")))
 }
 
 #[cfg(test)]
@@ -345,9 +385,8 @@ mod tests {
             with[0].address, None,
             "a.r.test has no address in the answer"
         );
-        assert_eq!(
-            parse(&response(7), 8),
-            Err(Mismatch),
+        assert!(
+            matches!(parse(&response(7), 8), Err(Mismatch)),
             "another query's answer"
         );
     }
@@ -361,18 +400,29 @@ mod tests {
         }
         let mut nx = good.clone();
         nx[3] = 0x83;
-        assert_eq!(parse(&nx, 7), Ok(Err("no such name (NXDOMAIN)".into())));
+        let Ok(Err(nxdomain)) = parse(&nx, 7) else {
+            panic!("NXDOMAIN read as records");
+        };
+        assert_eq!(nxdomain.kind(), crate::ErrorKind::Lookup);
+        assert_eq!(
+            nxdomain.to_string(),
+            "no such name (NXDOMAIN)",
+            "journaled as said"
+        );
         let mut forward = good.clone();
         let at = forward.len() - 1;
         forward[at] = 0xff; // the last pointer now points past itself
-        assert!(matches!(parse(&forward, 7), Ok(Err(_))));
+        assert!(matches!(parse(&forward, 7), Ok(Err(e)) if e.kind() == crate::ErrorKind::Lookup));
         let mut looped = good;
         let at = looped.len() - 2;
         looped[at] = 0xc0;
         let target = looped.len() - 2;
         looped[at + 1] = target as u8; // points at itself
-        assert!(matches!(parse(&looped, 7), Ok(Err(_))));
-        assert!(query("a..b", 1).is_err());
+        assert!(matches!(parse(&looped, 7), Ok(Err(e)) if e.kind() == crate::ErrorKind::Lookup));
+        assert_eq!(
+            query("a..b", 1).unwrap_err().kind(),
+            crate::ErrorKind::Lookup
+        );
     }
 
     /// `target.nameserver`: an SRV name is asked of the configured server (here a UDP socket
@@ -392,7 +442,7 @@ mod tests {
         });
         let found = super::super::dns::resolve("_http._tcp.r.test", Some(address));
         answering.join().unwrap();
-        assert_eq!(found, Ok(SocketAddr::from(([127, 0, 0, 1], 9002))));
+        assert_eq!(found.unwrap(), SocketAddr::from(([127, 0, 0, 1], 9002)));
     }
 
     #[test]

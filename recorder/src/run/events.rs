@@ -238,7 +238,7 @@ fn answer(
             }));
             format!("ok at_ns={at_ns}")
         }
-        Err(why) => format!("refused: {}", why.replace('\n', " ")),
+        Err(why) => format!("refused: {}", why.to_string().replace('\n', " ")),
     }
 }
 

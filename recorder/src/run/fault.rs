@@ -12,6 +12,7 @@ use super::baseline::baseline_failures;
 use super::host::now_ns;
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
+use crate::error::RecordError;
 
 /// Sleeps until `due`, waking early when `stop` is set (then returns false).
 pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
@@ -119,6 +120,7 @@ pub(super) fn fault_thread(
             Some(fired_ns as i64 - inject_ns as i64),
         )),
         Err(why) => {
+            let why = why.to_string();
             sender.send(event(EventKind::FaultFailed, fired_ns, why.clone(), None));
             impact_unconfirmed(shared, sender, stop, now_ns(epoch), &why);
             return;
@@ -153,7 +155,7 @@ pub(super) fn fault_thread(
                         got == status && found
                     }
                     Err(why) => {
-                        last = why;
+                        last = why.to_string();
                         false
                     }
                 },
@@ -170,7 +172,7 @@ pub(super) fn fault_thread(
                     }
                 },
                 (Err(why), Some(_)) => {
-                    last = why;
+                    last = why.to_string();
                     false
                 }
             };
@@ -245,7 +247,7 @@ pub(super) fn fault_thread(
                 Err(why) => sender.send(event(
                     EventKind::FaultFailed,
                     at,
-                    DetailWord::RemovalFailed.with(&why),
+                    DetailWord::RemovalFailed.with(&why.to_string()),
                     None,
                 )),
             }
@@ -262,7 +264,7 @@ pub(super) fn fault_thread(
 
 /// The recorder's own removal of the fault, if the injector has one: `remove_command`, or the
 /// NetworkPolicy deleted and confirmed gone.
-fn removal(fault: &percentes_formats::config::Fault) -> Option<Result<String, String>> {
+fn removal(fault: &percentes_formats::config::Fault) -> Option<Result<String, RecordError>> {
     match (&fault.network_policy, fault.injector) {
         (Some(np), Some(Injector::NetworkPolicy)) => Some(super::netpol::remove(
             fault.victim.as_deref().unwrap_or_default(),
@@ -275,14 +277,15 @@ fn removal(fault: &percentes_formats::config::Fault) -> Option<Result<String, St
 
 /// The status and body a `method path` request (a `POST` carries `{}`) gets from `address`,
 /// for confirming a degradation's impact independently of the injector. Reads at most 64 KiB.
+/// What went wrong is of kind [`crate::ErrorKind::Answer`].
 pub(super) fn answer_of(
     address: std::net::SocketAddr,
     method: &str,
     path: &str,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), RecordError> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200))
-        .map_err(|e| format!("{address}: {e}"))?;
+        .map_err(|e| RecordError::answer(format!("{address}: {e}")))?;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     let body = if method == "POST" { "{}" } else { "" };
     let request = format!(
@@ -291,7 +294,7 @@ pub(super) fn answer_of(
     );
     stream
         .write_all(request.as_bytes())
-        .map_err(|e| format!("{address}: {e}"))?;
+        .map_err(|e| RecordError::answer(format!("{address}: {e}")))?;
     // Read to the end of the body its content-length announces (a server may keep the
     // connection open), to the close, or to 64 KiB, whichever comes first.
     let mut response = Vec::new();
@@ -321,10 +324,10 @@ pub(super) fn answer_of(
         .and_then(|rest| rest.get(..3))
         .and_then(|code| code.parse().ok())
         .ok_or_else(|| {
-            format!(
+            RecordError::answer(format!(
                 "{address} answered {:?}, not an HTTP/1.1 status line",
                 text.lines().next().unwrap_or_default()
-            )
+            ))
         })?;
     let body = text
         .split_once("\r\n\r\n")
@@ -332,16 +335,23 @@ pub(super) fn answer_of(
     Ok((status, body))
 }
 
-pub(super) fn run_command(argv: &[String]) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("empty command")?;
+/// Runs a fault's command (`fire_command`, `remove_command`) to its end: what it did, or why
+/// it failed (of kind [`crate::ErrorKind::Command`]).
+pub(super) fn run_command(argv: &[String]) -> Result<String, RecordError> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| RecordError::command("empty command"))?;
     let status = std::process::Command::new(program)
         .args(args)
         .status()
-        .map_err(|e| format!("{program}: {e}"))?;
+        .map_err(|e| RecordError::command(format!("{program}: {e}")))?;
     if status.success() {
         Ok(format!("{} exited 0", argv.join(" ")))
     } else {
-        Err(format!("{} exited {status}", argv.join(" ")))
+        Err(RecordError::command(format!(
+            "{} exited {status}",
+            argv.join(" ")
+        )))
     }
 }
 
@@ -352,21 +362,22 @@ pub(super) const PID_FILE_BYTES_MAX: u64 = 64;
 /// The pid a pid file names, when it may be killed: a positive pid that is neither init nor the
 /// recorder itself. kill(2) reads 0 as the caller's own process group, -1 as every process the
 /// caller may signal and other negatives as process groups, so a damaged or hostile pid file
-/// must never reach it with one of those (issue 32).
-pub(super) fn victim_pid(text: &str, own_pid: u32) -> Result<i32, String> {
+/// must never reach it with one of those (issue 32). A refusal is of kind
+/// [`crate::ErrorKind::Fault`].
+pub(super) fn victim_pid(text: &str, own_pid: u32) -> Result<i32, RecordError> {
     let pid: i32 = text
         .trim()
         .parse()
-        .map_err(|_| format!("holds {:?}, not a pid", text.trim()))?;
+        .map_err(|_| RecordError::fault(format!("holds {:?}, not a pid", text.trim())))?;
     if pid <= 1 {
-        return Err(format!(
+        return Err(RecordError::fault(format!(
             "holds {pid}: not a replica's pid (0 and negative pids name process groups, -1 every process, 1 is init); refusing to signal it"
-        ));
+        )));
     }
     if u32::try_from(pid) == Ok(own_pid) {
-        return Err(format!(
+        return Err(RecordError::fault(format!(
             "holds {pid}, the recorder's own pid; refusing to kill the recorder"
-        ));
+        )));
     }
     Ok(pid)
 }
@@ -374,20 +385,23 @@ pub(super) fn victim_pid(text: &str, own_pid: u32) -> Result<i32, String> {
 /// Whether the process group `pid` names may be killed whole: `pid` must lead it (its group id is
 /// its own pid, as a process started in a group of its own is; a pid file naming a member of
 /// someone else's group would otherwise take the whole group down), and it must not be the
-/// recorder's own group. `theirs` and `ours` are getpgid(2)'s answers (-1: no such process).
-pub(super) fn victim_group(pid: i32, theirs: i32, ours: i32) -> Result<(), String> {
+/// recorder's own group. `theirs` and `ours` are getpgid(2)'s answers (-1: no such process). A
+/// refusal is of kind [`crate::ErrorKind::Fault`].
+pub(super) fn victim_group(pid: i32, theirs: i32, ours: i32) -> Result<(), RecordError> {
     if theirs < 0 {
-        return Err(format!("no process {pid} to read a process group from"));
+        return Err(RecordError::fault(format!(
+            "no process {pid} to read a process group from"
+        )));
     }
     if theirs != pid {
-        return Err(format!(
+        return Err(RecordError::fault(format!(
             "process {pid} is in process group {theirs}, which it does not lead; kill-process-group kills only a group its pid file's process leads (start the replica in a group of its own: setsid, or a supervisor's new process group)"
-        ));
+        )));
     }
     if theirs == ours {
-        return Err(format!(
+        return Err(RecordError::fault(format!(
             "process group {pid} is the recorder's own; refusing to kill the recorder"
-        ));
+        )));
     }
     Ok(())
 }
@@ -396,14 +410,13 @@ pub(super) fn apply(
     injector: Injector,
     fault: &percentes_formats::config::Fault,
     partition_ns: Option<u64>,
-) -> Result<String, String> {
+) -> Result<String, RecordError> {
     match injector {
         Injector::Exec => run_command(&fault.fire_command),
         Injector::NetworkPolicy => {
-            let np = fault
-                .network_policy
-                .as_ref()
-                .ok_or("injector network-policy without [fault.network_policy]")?;
+            let np = fault.network_policy.as_ref().ok_or_else(|| {
+                RecordError::fault("injector network-policy without [fault.network_policy]")
+            })?;
             let seconds = partition_ns.map_or(0, |p| p.div_ceil(1_000_000_000));
             super::netpol::fire(fault.victim.as_deref().unwrap_or_default(), np, seconds)
         }
@@ -416,19 +429,19 @@ pub(super) fn apply(
                 .to_string();
             let request = format!("POST /admin/faults HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
             let mut stream = std::net::TcpStream::connect(address)
-                .map_err(|e| format!("mock admin {address}: {e}"))?;
+                .map_err(|e| RecordError::fault(format!("mock admin {address}: {e}")))?;
             let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
             std::io::Write::write_all(&mut stream, request.as_bytes())
-                .map_err(|e| format!("mock admin {address}: {e}"))?;
+                .map_err(|e| RecordError::fault(format!("mock admin {address}: {e}")))?;
             let mut response = String::new();
             let _ = std::io::Read::read_to_string(&mut stream, &mut response);
             if response.starts_with("HTTP/1.1 200") {
                 Ok(format!("mock {address} armed {mode} for {duration_ms} ms"))
             } else {
-                Err(format!(
+                Err(RecordError::fault(format!(
                     "mock admin {address} answered {:?}",
                     response.lines().next().unwrap_or_default()
-                ))
+                )))
             }
         }
     }
@@ -436,25 +449,29 @@ pub(super) fn apply(
 
 /// `kill-pid-file` and `kill-process-group`: SIGKILL to the process (or the group it leads)
 /// that `fault.pid_file` names, once the pid is one that may be killed.
-fn kill(injector: Injector, fault: &percentes_formats::config::Fault) -> Result<String, String> {
+fn kill(
+    injector: Injector,
+    fault: &percentes_formats::config::Fault,
+) -> Result<String, RecordError> {
     let path = fault.pid_file.as_deref().unwrap_or_default();
+    let unreadable =
+        |e: std::io::Error| RecordError::fault(format!("cannot read pid file {path}: {e}"));
     let mut text = String::new();
     std::io::Read::read_to_string(
         &mut std::io::Read::take(
-            percentes_formats::files::open_regular(path.as_ref())
-                .map_err(|e| format!("cannot read pid file {path}: {e}"))?,
+            percentes_formats::files::open_regular(path.as_ref()).map_err(unreadable)?,
             PID_FILE_BYTES_MAX,
         ),
         &mut text,
     )
-    .map_err(|e| format!("cannot read pid file {path}: {e}"))?;
-    let pid =
-        victim_pid(&text, std::process::id()).map_err(|why| format!("pid file {path}: {why}"))?;
+    .map_err(unreadable)?;
+    let pid = victim_pid(&text, std::process::id())
+        .map_err(|why| why.at(format_args!("pid file {path}")))?;
     let (target, what) = if injector == Injector::KillProcessGroup {
         // SAFETY: getpgid(2) reads two process group ids; no memory is involved.
         #[allow(unsafe_code)]
         let (theirs, ours) = unsafe { (libc::getpgid(pid), libc::getpgid(0)) };
-        victim_group(pid, theirs, ours).map_err(|why| format!("pid file {path}: {why}"))?;
+        victim_group(pid, theirs, ours).map_err(|why| why.at(format_args!("pid file {path}")))?;
         (-pid, format!("the process group {pid} leads"))
     } else {
         (pid, format!("pid {pid}"))
@@ -466,10 +483,10 @@ fn kill(injector: Injector, fault: &percentes_formats::config::Fault) -> Result<
     if rc == 0 {
         Ok(format!("SIGKILL to {what} from {path}"))
     } else {
-        Err(format!(
+        Err(RecordError::fault(format!(
             "kill({target}, SIGKILL) failed: {}",
             std::io::Error::last_os_error()
-        ))
+        )))
     }
 }
 
@@ -490,14 +507,14 @@ enum Look {
 
 /// The look at the address `resolved` (now) gave, the name having resolved before the fire or
 /// not.
-fn look_at(resolved: Result<std::net::SocketAddr, String>, resolved_before: bool) -> Look {
+fn look_at(resolved: Result<std::net::SocketAddr, RecordError>, resolved_before: bool) -> Look {
     match resolved {
         Ok(a) if std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok() => {
             Look::Answers
         }
         Ok(_) => Look::Stopped,
-        Err(why) if resolved_before => Look::Gone(why),
-        Err(why) => Look::Unresolved(why),
+        Err(why) if resolved_before => Look::Gone(why.to_string()),
+        Err(why) => Look::Unresolved(why.to_string()),
     }
 }
 
@@ -509,32 +526,35 @@ mod tests {
     /// file holding either, init, a negative group or the recorder itself is refused.
     #[test]
     fn a_pid_file_never_names_a_group_init_or_the_recorder() {
-        assert_eq!(victim_pid("4242\n", 100), Ok(4242));
-        for text in ["0", "-1", "-4242", "1", " 1 \n"] {
+        assert_eq!(victim_pid("4242\n", 100).unwrap(), 4242);
+        let refused = |text: &str| {
             let why = victim_pid(text, 100).unwrap_err();
+            assert_eq!(why.kind(), crate::ErrorKind::Fault, "{text}: {why}");
+            why.to_string()
+        };
+        for text in ["0", "-1", "-4242", "1", " 1 \n"] {
+            let why = refused(text);
             assert!(why.contains("refusing"), "{text}: {why}");
         }
-        assert!(victim_pid("100", 100)
-            .unwrap_err()
-            .contains("recorder's own pid"));
-        assert!(victim_pid("12ab", 100).unwrap_err().contains("not a pid"));
-        assert!(victim_pid("", 100).is_err());
+        assert!(refused("100").contains("recorder's own pid"));
+        assert!(refused("12ab").contains("not a pid"));
+        refused("");
     }
 
     /// kill-process-group kills only a group its process leads, never the recorder's own, and
     /// says why in words (hand-made getpgid answers).
     #[test]
     fn a_process_group_is_killed_only_where_its_process_leads_it() {
-        assert_eq!(victim_group(4242, 4242, 100), Ok(()));
-        assert!(victim_group(4242, 4000, 100)
-            .unwrap_err()
-            .contains("does not lead"));
-        assert!(victim_group(4242, 4242, 4242)
-            .unwrap_err()
-            .contains("recorder's own"));
-        assert!(victim_group(4242, -1, 100)
-            .unwrap_err()
-            .contains("no process"));
+        assert!(victim_group(4242, 4242, 100).is_ok());
+        for (theirs, ours, says) in [
+            (4000, 100, "does not lead"),
+            (4242, 4242, "recorder's own"),
+            (-1, 100, "no process"),
+        ] {
+            let why = victim_group(4242, theirs, ours).unwrap_err();
+            assert_eq!(why.kind(), crate::ErrorKind::Fault, "{why}");
+            assert!(why.to_string().contains(says), "{why}");
+        }
     }
 
     /// A replica made of several processes (a shell and two children, as vLLM's API server and
@@ -607,7 +627,8 @@ mod tests {
         // A pid that leads no group of its own is refused, and nothing is signalled.
         std::fs::write(&pid_file, format!("{}\n", std::process::id())).unwrap();
         let refused = apply(Injector::KillProcessGroup, &fault, None).unwrap_err();
-        assert!(refused.contains("recorder's own"), "{refused}");
+        assert_eq!(refused.kind(), crate::ErrorKind::Fault, "{refused}");
+        assert!(refused.to_string().contains("recorder's own"), "{refused}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -621,7 +642,11 @@ mod tests {
         assert_eq!(look_at(Ok(address), true), Look::Answers);
         drop(listener);
         assert_eq!(look_at(Ok(address), true), Look::Stopped);
-        let nxdomain = || Err("cannot resolve replica-1.vllm:8000: no such name".to_owned());
+        let nxdomain = || {
+            Err(RecordError::lookup(
+                "cannot resolve replica-1.vllm:8000: no such name",
+            ))
+        };
         assert!(matches!(look_at(nxdomain(), true), Look::Gone(w) if w.contains("no such name")));
         assert!(matches!(look_at(nxdomain(), false), Look::Unresolved(_)));
     }

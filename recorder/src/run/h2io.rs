@@ -19,6 +19,8 @@ use compio::tls::TlsStream;
 use futures_io::{AsyncRead as FuturesRead, AsyncWrite as FuturesWrite};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::error::RecordError;
+
 /// SPEC §2 "HTTP/2": SETTINGS and PING frames a server may send on one connection within a
 /// second; h2 acknowledges each one it reads, without a limit of its own.
 pub(super) const CONTROL_FRAMES_PER_S_MAX: u32 =
@@ -52,7 +54,7 @@ pub(super) struct ControlWatch {
 impl ControlWatch {
     /// Passes `bytes` (the next the server sent), read at `now`. `Err` with what was seen once
     /// the count passes the limit.
-    pub(super) fn scan(&mut self, mut bytes: &[u8], now: Instant) -> Result<(), String> {
+    pub(super) fn scan(&mut self, mut bytes: &[u8], now: Instant) -> Result<(), RecordError> {
         while !bytes.is_empty() {
             if self.skip > 0 {
                 let n = self.skip.min(bytes.len() as u64);
@@ -77,7 +79,7 @@ impl ControlWatch {
         Ok(())
     }
 
-    fn count(&mut self, kind: u8, now: Instant) -> Result<(), String> {
+    fn count(&mut self, kind: u8, now: Instant) -> Result<(), RecordError> {
         match self.since {
             Some(since) if now.saturating_duration_since(since) < Duration::from_secs(1) => {
                 self.count += 1
@@ -86,9 +88,9 @@ impl ControlWatch {
         }
         if self.count > CONTROL_FRAMES_PER_S_MAX {
             let name = if kind == PING { "PING" } else { "SETTINGS" };
-            return Err(format!(
+            return Err(RecordError::protocol(format!(
                 "{FLOOD_WORDS}: the server sent more than {CONTROL_FRAMES_PER_S_MAX} SETTINGS and PING frames within a second (the last a {name}), SPEC §2's limit; the client ended the connection"
-            ));
+            )));
         }
         Ok(())
     }
@@ -304,6 +306,8 @@ mod tests {
         // The limit's frames in one second pass; one more is a flood.
         let later = start + Duration::from_millis(999);
         let why = watch.scan(&ping, later).unwrap_err();
+        assert_eq!(why.kind(), crate::ErrorKind::Protocol);
+        let why = why.to_string();
         assert!(
             why.starts_with(FLOOD_WORDS) && why.contains("PING"),
             "{why}"

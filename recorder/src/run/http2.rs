@@ -29,6 +29,7 @@ use super::context::WorkerContext;
 use super::h2io::{TokioIo, Transport, FLOOD_WORDS};
 use super::host::now_ns;
 use super::state::Shared;
+use crate::error::RecordError;
 use crate::exchange::{Exchange, Verdict};
 use crate::http1;
 
@@ -222,8 +223,8 @@ impl H2Pool {
 
 /// Whether a freshly opened connection speaks HTTP/2 under `target.http`: TLS by what ALPN
 /// settled, cleartext only with prior knowledge (`"2"`). `Err` when `"2"` was asked for and the
-/// server's ALPN chose otherwise.
-pub(super) fn speaks_h2(conn: &Conn, version: HttpVersion) -> Result<bool, String> {
+/// server's ALPN chose otherwise (of kind [`crate::ErrorKind::Protocol`], as every error here).
+pub(super) fn speaks_h2(conn: &Conn, version: HttpVersion) -> Result<bool, RecordError> {
     match (conn, version) {
         (_, HttpVersion::Http1) => Ok(false),
         (Conn::Plain(_), HttpVersion::Http2) => Ok(true),
@@ -231,11 +232,11 @@ pub(super) fn speaks_h2(conn: &Conn, version: HttpVersion) -> Result<bool, Strin
         (Conn::Tls(s), _) => {
             let h2 = s.negotiated_alpn().as_deref() == Some(&b"h2"[..]);
             if !h2 && version == HttpVersion::Http2 {
-                return Err(format!(
+                return Err(RecordError::protocol(format!(
                     "the server did not agree to HTTP/2 in the TLS handshake (ALPN chose {}); target.http = \"auto\" falls back to HTTP/1.1",
                     s.negotiated_alpn()
                         .map_or("nothing".into(), |p| String::from_utf8_lossy(&p).into_owned())
-                ));
+                )));
             }
             Ok(h2)
         }
@@ -258,7 +259,7 @@ pub(super) fn explain_tls(error: &std::io::Error, version: HttpVersion) -> Strin
 /// the server's) and spawns its connection task on this worker's runtime.
 pub(super) async fn handshake(
     conn: Conn,
-) -> Result<(SendRequest<Bytes>, Rc<RefCell<Option<String>>>), String> {
+) -> Result<(SendRequest<Bytes>, Rc<RefCell<Option<String>>>), RecordError> {
     let transport = match conn {
         Conn::Plain(stream) => Transport::plain(stream),
         Conn::Tls(stream) => Transport::Tls(stream),
@@ -273,7 +274,7 @@ pub(super) async fn handshake(
         .enable_push(false)
         .handshake::<_, Bytes>(TokioIo::new(transport))
         .await
-        .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
+        .map_err(|e| RecordError::protocol(format!("HTTP/2 handshake: {e}")))?;
     let ended = Rc::new(RefCell::new(None));
     let seen = Rc::clone(&ended);
     compio::runtime::spawn(async move {
@@ -294,7 +295,7 @@ pub(super) async fn adopt(
     id: u64,
     conn: Conn,
     slot: bool,
-) -> Result<(Rc<H2Conn>, Option<Slot>), String> {
+) -> Result<(Rc<H2Conn>, Option<Slot>), RecordError> {
     let (send, ended) = handshake(conn).await?;
     let conn = pool.add(H2Conn {
         id,
@@ -317,10 +318,12 @@ pub(super) async fn once(
     request: &[u8],
     scheme: &str,
     body_max: usize,
-) -> Result<(u16, Vec<u8>), String> {
+) -> Result<(u16, Vec<u8>), RecordError> {
     let (mut send, _ended) = handshake(conn).await?;
     let (request, mut body, _) = request_from_http1(request, scheme)?;
-    let failed = |e: h2::Error| format!("the HTTP/2 exchange failed: {}", describe(&e));
+    let failed = |e: h2::Error| {
+        RecordError::protocol(format!("the HTTP/2 exchange failed: {}", describe(&e)))
+    };
     let (response, mut stream) = send
         .send_request(request, body.is_empty())
         .map_err(failed)?;
@@ -333,7 +336,11 @@ pub(super) async fn once(
             }
             Some(Ok(_)) => {}
             Some(Err(e)) => return Err(failed(e)),
-            None => return Err("the stream closed before the request was sent".into()),
+            None => {
+                return Err(RecordError::protocol(
+                    "the stream closed before the request was sent",
+                ))
+            }
         }
     }
     let response = response.await.map_err(failed)?;
@@ -356,12 +363,13 @@ pub(super) async fn once(
 pub(super) fn request_from_http1(
     bytes: &[u8],
     scheme: &str,
-) -> Result<(http::Request<()>, Bytes, usize), String> {
+) -> Result<(http::Request<()>, Bytes, usize), RecordError> {
     let split = bytes
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or("a request head without its end")?;
-    let head = std::str::from_utf8(&bytes[..split]).map_err(|_| "a request head not UTF-8")?;
+        .ok_or_else(|| RecordError::protocol("a request head without its end"))?;
+    let head = std::str::from_utf8(&bytes[..split])
+        .map_err(|_| RecordError::protocol("a request head not UTF-8"))?;
     let body = Bytes::copy_from_slice(&bytes[split + 4..]);
     let mut lines = head.split("\r\n");
     let mut request_line = lines.next().unwrap_or_default().split(' ');
@@ -391,7 +399,7 @@ pub(super) fn request_from_http1(
         .uri(format!("{scheme}://{authority}{target}"))
         .version(http::Version::HTTP_2)
         .body(())
-        .map_err(|e| format!("the request is not valid HTTP/2: {e}"))?;
+        .map_err(|e| RecordError::protocol(format!("the request is not valid HTTP/2: {e}")))?;
     let sent = header_bytes + authority.len() + target.len() + body.len();
     Ok((request, body, sent))
 }
@@ -510,7 +518,7 @@ pub(super) async fn talk(
     };
     let (request, mut body, sent) = match request_from_http1(&bytes, scheme) {
         Ok(parts) => parts,
-        Err(why) => return Verdict::errored("malformed-framing", why),
+        Err(why) => return Verdict::errored("malformed-framing", why.to_string()),
     };
     record.bytes_sent = sent as u64;
     let mut send = conn.send.clone();
@@ -639,7 +647,8 @@ mod tests {
         assert_eq!(names, ["content-type", "x-request-id", "content-length"]);
         assert_eq!(&body[..], b"{}");
         assert!(sent > body.len());
-        assert!(request_from_http1(b"GET / HTTP/1.1\r\nhost: h", "http").is_err());
+        let cut = request_from_http1(b"GET / HTTP/1.1\r\nhost: h", "http").unwrap_err();
+        assert_eq!(cut.kind(), crate::ErrorKind::Protocol, "{cut}");
     }
 
     #[test]

@@ -23,6 +23,8 @@
 use percentes_formats::config::NetworkPolicy;
 use serde_json::{json, Value};
 
+use crate::error::RecordError;
+
 /// The DaemonSets (or containers of one) whose presence in kube-system says the CNI enforces
 /// NetworkPolicy, and the CNI's name.
 pub(crate) const ENFORCING: [(&str, &str); 10] = [
@@ -121,17 +123,22 @@ pub(crate) fn kubectl(np: &NetworkPolicy, args: &[&str]) -> Vec<String> {
 const KUBECTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs `argv` with `input` on its standard input; its standard output, or why it failed.
-fn run(argv: &[String], input: Option<&str>) -> Result<String, String> {
+fn run(argv: &[String], input: Option<&str>) -> Result<String, RecordError> {
     super::child::run(argv, input, KUBECTL_TIMEOUT, OUTPUT_BYTES_MAX as usize)
-        .map_err(|why| format!("`{}` {why}", argv.join(" ")))
+        .map_err(|why| why.at(format_args!("`{}`", argv.join(" "))))
 }
 
 /// Before the run: the CNI enforces NetworkPolicy (or the operator says so) and no policy of
-/// the partition's name is there. The `fault-check` fact's text, or why the run is refused.
-pub(crate) fn check(victim: &str, np: &NetworkPolicy) -> Result<String, String> {
+/// the partition's name is there. The `fault-check` fact's text, or why the run is refused: a
+/// kubectl call that failed ([`crate::ErrorKind::Command`]), or a cluster where the partition
+/// would not happen or one is already in place ([`crate::ErrorKind::Config`]).
+pub(crate) fn check(victim: &str, np: &NetworkPolicy) -> Result<String, RecordError> {
     let listed = run(&daemonsets(np), None)?;
-    let list: Value = serde_json::from_str(&listed)
-        .map_err(|e| format!("kubectl's list of kube-system's DaemonSets is not JSON: {e}"))?;
+    let list: Value = serde_json::from_str(&listed).map_err(|e| {
+        RecordError::command(format!(
+            "kubectl's list of kube-system's DaemonSets is not JSON: {e}"
+        ))
+    })?;
     let cni = enforcing_cni(&list);
     let seen: Vec<&str> = list["items"]
         .as_array()
@@ -142,19 +149,19 @@ pub(crate) fn check(victim: &str, np: &NetworkPolicy) -> Result<String, String> 
     let cni = match (cni, np.enforced) {
         (Some((daemonset, name)), _) => format!("{name} enforces NetworkPolicy (DaemonSet or container {daemonset} in kube-system)"),
         (None, true) => format!("the operator states the CNI enforces NetworkPolicy (fault.network_policy.enforced; kube-system's DaemonSets: {})", seen.join(", ")),
-        (None, false) => return Err(format!(
+        (None, false) => return Err(RecordError::config(format!(
             "no CNI known to enforce NetworkPolicy runs in kube-system (its DaemonSets: {}; known: {}): a NetworkPolicy would be accepted and ignored, and the partition would not happen. If your CNI enforces it, set fault.network_policy.enforced = true (the fire's confirmation still tests it)",
             if seen.is_empty() { "none".to_owned() } else { seen.join(", ") },
             ENFORCING.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
-        )),
+        ))),
     };
     let name = policy_name(victim);
     let left = run(&look(&name, np), None)?;
     if !left.trim().is_empty() {
-        return Err(format!(
+        return Err(RecordError::config(format!(
             "the NetworkPolicy {name} is already in namespace {} (left by an earlier run?): the victim may be partitioned now. Delete it (kubectl delete networkpolicy {name} --namespace {}) and record again",
             np.namespace, np.namespace
-        ));
+        )));
     }
     Ok(format!(
         "{cni}; no NetworkPolicy {name} in namespace {} before the run",
@@ -183,11 +190,15 @@ fn enforcing_cni(list: &Value) -> Option<(String, &'static str)> {
 
 /// At T_inject: the policy and its expiry Job created, the Job's deadline `partition_s` after
 /// now on the wall clock.
-pub(crate) fn fire(victim: &str, np: &NetworkPolicy, partition_s: u64) -> Result<String, String> {
+pub(crate) fn fire(
+    victim: &str,
+    np: &NetworkPolicy,
+    partition_s: u64,
+) -> Result<String, RecordError> {
     let name = policy_name(victim);
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|e| format!("the wall clock is before 1970: {e}"))?
+        .map_err(|e| RecordError::fault(format!("the wall clock is before 1970: {e}")))?
         .as_secs();
     let list = json!({"apiVersion": "v1", "kind": "List",
         "items": [policy(&name, np), expiry_job(&name, np, now_s + partition_s)]});
@@ -202,14 +213,14 @@ pub(crate) fn fire(victim: &str, np: &NetworkPolicy, partition_s: u64) -> Result
 
 /// At the pinned end (or early, the run stopping): the policy and the Job deleted, and the
 /// policy confirmed gone.
-pub(crate) fn remove(victim: &str, np: &NetworkPolicy) -> Result<String, String> {
+pub(crate) fn remove(victim: &str, np: &NetworkPolicy) -> Result<String, RecordError> {
     let name = policy_name(victim);
     run(&delete("networkpolicy", &name, np), None)?;
     let left = run(&look(&name, np), None)?;
     if !left.trim().is_empty() {
-        return Err(format!(
+        return Err(RecordError::fault(format!(
             "the NetworkPolicy {name} is still there after its deletion"
-        ));
+        )));
     }
     let job = format!("{name}-expiry");
     run(&delete("job", &job, np), None)?;

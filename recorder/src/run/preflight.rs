@@ -18,7 +18,7 @@ use compio::BufResult;
 use percentes_formats::config::Config;
 
 use super::client::READ_BUFFER;
-use super::connect::Dialer;
+use super::connect::{Conn, Dialer};
 use super::dispatch::STOP_POLL;
 use super::pacer::ring_setup;
 use super::plan::RunPlan;
@@ -44,14 +44,15 @@ pub(super) struct Preflight {
 }
 
 /// One request on a fresh connection, read to the end of its response; `None` when `stop` or
-/// `deadline` came first.
+/// `deadline` came first. What failed is the target's ([`crate::ErrorKind::Target`]), or
+/// HTTP/2's ([`crate::ErrorKind::Protocol`]).
 fn exchange(
     runtime: &compio::runtime::Runtime,
     dialer: &Dialer,
     request: Vec<u8>,
     deadline: Instant,
     stop: &AtomicBool,
-) -> Option<Result<(u16, Vec<u8>), String>> {
+) -> Option<Result<(u16, Vec<u8>), RecordError>> {
     runtime.block_on(async {
         let watch_stop = async {
             while !stop.load(Ordering::Relaxed) {
@@ -63,11 +64,11 @@ fn exchange(
                 .open(Instant::now(), Some(deadline), None)
                 .await
                 .map_err(|e| {
-                    format!(
+                    RecordError::target(format!(
                         "cannot connect to {}: {}",
                         dialer.address,
                         http2::explain_tls(&e.error, dialer.http)
-                    )
+                    ))
                 })?;
             if http2::speaks_h2(&conn, dialer.http)? {
                 let scheme = if dialer.tls.is_some() {
@@ -78,41 +79,48 @@ fn exchange(
                 return http2::once(conn, &request, scheme, PREFLIGHT_BODY_MAX).await;
             }
             let BufResult(written, _) = conn.write_all(request).await;
-            written.map_err(|e| format!("cannot send the request: {e}"))?;
-            let mut parser = http1::Parser::default();
-            let (mut events, mut status, mut body) = (Vec::new(), None, Vec::new());
-            let mut buf = Vec::with_capacity(READ_BUFFER);
-            loop {
-                buf.clear();
-                let BufResult(read, b) = conn.read(buf).await;
-                buf = b;
-                let n = read.map_err(|e| format!("the connection failed: {e}"))?;
-                parser.read(&buf[..n], &mut events);
-                let mut ended = false;
-                for event in events.drain(..) {
-                    match event {
-                        http1::Event::Head { status: s, .. } => status = Some(s),
-                        http1::Event::Data(d) if body.len() < PREFLIGHT_BODY_MAX => {
-                            body.extend_from_slice(&d)
-                        }
-                        http1::Event::Data(_) => {}
-                        http1::Event::End => ended = true,
-                        http1::Event::Malformed(why) => {
-                            return Err(format!("the response is not HTTP/1.1: {why}"))
-                        }
-                    }
-                }
-                if ended || n == 0 {
-                    break;
-                }
-            }
-            match status {
-                Some(s) => Ok((s, body)),
-                None => Err("the connection closed before a response".to_owned()),
-            }
+            written.map_err(|e| RecordError::target(format!("cannot send the request: {e}")))?;
+            read_http1(&mut conn).await
         };
         futures_select(exchange, watch_stop, deadline).await
     })
+}
+
+/// An HTTP/1.1 response read from `conn` to its end: its status and at most
+/// [`PREFLIGHT_BODY_MAX`] bytes of its body, or what failed (the target's).
+async fn read_http1(conn: &mut Conn) -> Result<(u16, Vec<u8>), RecordError> {
+    let mut parser = http1::Parser::default();
+    let (mut events, mut status, mut body) = (Vec::new(), None, Vec::new());
+    let mut buf = Vec::with_capacity(READ_BUFFER);
+    loop {
+        buf.clear();
+        let BufResult(read, b) = conn.read(buf).await;
+        buf = b;
+        let n = read.map_err(|e| RecordError::target(format!("the connection failed: {e}")))?;
+        parser.read(&buf[..n], &mut events);
+        let mut ended = false;
+        for event in events.drain(..) {
+            match event {
+                http1::Event::Head { status: s, .. } => status = Some(s),
+                http1::Event::Data(d) if body.len() < PREFLIGHT_BODY_MAX => {
+                    body.extend_from_slice(&d)
+                }
+                http1::Event::Data(_) => {}
+                http1::Event::End => ended = true,
+                http1::Event::Malformed(why) => {
+                    return Err(RecordError::target(format!(
+                        "the response is not HTTP/1.1: {why}"
+                    )))
+                }
+            }
+        }
+        if ended || n == 0 {
+            break;
+        }
+    }
+    status
+        .map(|s| (s, body))
+        .ok_or_else(|| RecordError::target("the connection closed before a response"))
 }
 
 /// The models the target lists at its pre-flight path (OpenAI's `{"data": [{"id": ...}]}`),
@@ -149,7 +157,7 @@ pub fn served_models(config: &Config) -> Result<Vec<String>, RecordError> {
         Some(Err(why)) => {
             return Err(RecordError::target(format!(
                 "GET {path}: {}",
-                extra.redact(&why)
+                extra.redact(&why.to_string())
             )))
         }
         None => {
@@ -221,7 +229,7 @@ pub(super) fn preflight(
         Some(Err(why)) => {
             return Err(RecordError::target(format!(
                 "pre-flight GET {url}: {}; is the server up and the URL right? {skip}",
-                extra.redact(&why)
+                extra.redact(&why.to_string())
             )))
         }
         None if stop.load(Ordering::Relaxed) => {
@@ -328,7 +336,7 @@ fn sample_request(
             )
         }
         Some(Err(why)) => {
-            let why = extra.redact(&why);
+            let why = extra.redact(&why.to_string());
             (
                 format!("POST {route_path} (one sample request): {why}"),
                 Some(format!("the sample request of {route_path} failed: {why}")),

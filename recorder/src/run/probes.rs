@@ -49,7 +49,7 @@ pub(super) fn probe_thread(
             Ok(resolved) => {
                 crate::probe::probe(resolved, period.min(Duration::from_millis(500)), gauge)
             }
-            Err(why) => crate::probe::Probe::Down(why),
+            Err(why) => crate::probe::Probe::Down(why.to_string()),
         };
         let (detail, value) = found.detail_and_value();
         let gone = gap
@@ -213,6 +213,7 @@ mod tests {
         let named = resolve("localhost:8002", None).unwrap();
         assert!(named.ip().is_loopback() && named.port() == 8002, "{named}");
         let e = resolve("no-such-host.invalid:8000", None).unwrap_err();
-        assert!(e.contains("no-such-host.invalid"), "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Lookup, "{e}");
+        assert!(e.to_string().contains("no-such-host.invalid"), "{e}");
     }
 }

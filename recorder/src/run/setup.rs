@@ -268,9 +268,8 @@ pub(super) fn setup_facts(
         (&config.fault.network_policy, config.fault.injector)
     {
         let victim = config.fault.victim.as_deref().unwrap_or_default();
-        let found = super::netpol::check(victim, np).map_err(|why| {
-            RecordError::config(format!("fault.injector = \"network-policy\": {why}"))
-        })?;
+        let found = super::netpol::check(victim, np)
+            .map_err(|why| why.at("fault.injector = \"network-policy\""))?;
         facts.push(HostFact::FaultCheck.entry(found));
     }
     Ok(facts)

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One source file: its path from the repository root and its text.
+#[derive(Clone)]
 pub struct Source {
     pub shown: String,
     pub text: String,
