@@ -744,6 +744,38 @@ fn no_file_of_non_test_code_is_over_the_limit() {
     }
 }
 
+/// The files of `files` that do not open by saying what they are: a `//!` comment of at least
+/// one sentence before any code. ARCHITECTURE.md maps crates and folders and leaves each file's
+/// detail (what it is, the clauses it serves) to that comment (issue 51 item 6), so a file
+/// without one is a room missing from the map.
+fn files_without_their_own_words(files: &[Source]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| {
+            let opening: String = f
+                .text
+                .lines()
+                .take_while(|line| line.starts_with("//!"))
+                .map(|line| line.trim_start_matches("//!").trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            opening.len() < 40 || !opening.contains(['.', ':'])
+        })
+        .map(|f| f.shown.clone())
+        .collect()
+}
+
+#[test]
+fn every_file_opens_with_what_it_is() {
+    let missing = files_without_their_own_words(&sources());
+    assert!(
+        missing.is_empty(),
+        "open these with a `//!` comment saying what the file is and the clauses it serves \
+         (ARCHITECTURE.md leaves that to the file):\n{}",
+        missing.join("\n")
+    );
+}
+
 /// A module names what it takes from its parent (issue 33 item 5): 22 of the recorder's run
 /// modules took everything by `use super::*;`, so no reader could tell what a module depends
 /// on; later also from a sibling or the report model (two `rows::*` and nine `model::*` globs
@@ -1301,6 +1333,24 @@ mod deliberate_breaks {
         );
         let test_only = "fn a() {}\n#[cfg(test)]\nmod tests {\n    use super::super::Shared;\n}\n";
         assert!(found(test_only).is_empty());
+    }
+
+    #[test]
+    fn a_file_that_does_not_say_what_it_is() {
+        let said =
+            "//! The HTTP/1.1 response parser: status line, headers, bodies (§3).\nfn a() {}\n";
+        assert!(files_without_their_own_words(&one("recorder/src/x.rs", said)).is_empty());
+        for broken in [
+            "fn a() {}\n",
+            "//! Parser.\nfn a() {}\n",
+            "use a::b;\n//! The HTTP/1.1 response parser: status line, headers, bodies.\n",
+        ] {
+            assert_eq!(
+                files_without_their_own_words(&one("recorder/src/x.rs", broken)),
+                ["recorder/src/x.rs"],
+                "{broken:?}"
+            );
+        }
     }
 
     #[test]
