@@ -175,6 +175,8 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(code) => code,
+        // A reader that went (`| head`) is a normal end: nothing failed.
+        Err(error) if percentes_study::show::closed_pipe(&*error) => ExitCode::SUCCESS,
         Err(error) => {
             warn!("percentes: error: {error:#}");
             ExitCode::from(1)
@@ -230,14 +232,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         ),
         Command::Keygen { out, force } => keygen(&out, force),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "percentes", &mut std::io::stdout());
+            let (mut command, mut script) = (<Cli as clap::CommandFactory>::command(), Vec::new());
+            clap_complete::generate(shell, &mut command, "percentes", &mut script); // panics on EPIPE
+            std::io::Write::write_all(&mut std::io::stdout(), &script)
+                .context("cannot write the completion script")?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { command } => {
-            use clap::CommandFactory;
-            let mut page = Cli::command();
+            let mut page = <Cli as clap::CommandFactory>::command();
             if let Some(name) = command {
                 page.build();
                 let Some(sub) = page.find_subcommand(&name).cloned() else {
@@ -481,12 +483,10 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
     let config = match (args.quick.quick(), &args.config) {
         (Some(quick), _) => {
             let text = studied(percentes_study::host::quick_config(quick))?;
-            if args.json {
-                warn!("{text}"); // stdout is the summary's JSON alone
-            } else {
-                out!("{text}");
-            }
-            Config::parse(text.as_bytes())?
+            let config = Config::parse(text.as_bytes())?;
+            let line = percentes_study::host::quick_line(&config, &args.output);
+            warn!("{line}"); // stdout is the run's summary (its JSON alone under --json)
+            config
         }
         (None, Some(path)) => load_config(path)?,
         (None, None) => bail!("give a configuration file, or --url and its flags"),

@@ -32,11 +32,9 @@ impl fmt::Display for OpenError {
     }
 }
 
-impl std::error::Error for OpenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+/// The operating system's words are already in the sentence, so no source is chained: a
+/// caller printing the chain (`{:#}`) would say them twice.
+impl std::error::Error for OpenError {}
 
 /// The journal files a run is read from: one, or a merged run's shards in index order.
 #[derive(Clone, Copy, Debug)]

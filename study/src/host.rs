@@ -134,6 +134,29 @@ pub fn quick_config(mut quick: percentes_formats::config::Quick) -> Result<Strin
     quick.toml().map_err(crate::error::StudyError::refused)
 }
 
+/// What a quick run measures, in one line for the terminal before it starts: the route, the
+/// model, the offered load and the measured span, and where its configuration is (journaled;
+/// `init --from-flags` writes it out). The configuration itself is not echoed: it is in the
+/// journal's header for `inspect` and every later reader.
+pub fn quick_line(config: &Config, journal: &std::path::Path) -> String {
+    let route = config.routes.first().map_or("/", |r| r.path.as_str());
+    let (start_ns, end_ns) = config.schedule_params().measured_span_ns();
+    let load = match (config.workload.users, config.schedule.rate_rps) {
+        (Some(users), _) => format!("{users} closed-loop users"),
+        (None, Some(rate)) => format!("{rate} requests/s open loop"),
+        (None, None) => "the trace's times".to_owned(),
+    };
+    format!(
+        "percentes: measuring {} at {}{route}: {load}, {:.1} s measured after {:.1} s of warm-up{}; the configuration these flags stand for is journaled (`percentes inspect {}` shows it, `percentes init --from-flags` with the same flags writes it out)",
+        config.target.model,
+        config.target.base_url,
+        (end_ns - start_ns) as f64 / 1e9,
+        start_ns as f64 / 1e9,
+        if config.target.stream { ", streamed" } else { "" },
+        journal.display()
+    )
+}
+
 /// A CPU list as the kernel writes one (`0,2-3`), ascending and without repeats; `None` for none.
 pub fn cpus(list: Option<&str>) -> Result<Option<Vec<usize>>> {
     let Some(list) = list else {

@@ -19,6 +19,16 @@ pub enum Init {
     Wrote(percentes_formats::config::Profile, std::path::PathBuf),
 }
 
+/// Whether `error` is, at bottom, a write to a pipe whose reader has gone (EPIPE): for a
+/// command's output (`| head`), a normal end, not a failure to report.
+pub fn closed_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(error), |e| e.source()).any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// `percentes init`: a profile's commented example, or the configuration a quick run's flags
 /// stand for (`--from-flags`), printed or written to `output` (never over a file unless
 /// `force`).

@@ -338,6 +338,43 @@ fn an_https_url_to_a_port_that_never_answers_is_refused_or_bounded() {
     );
 }
 
+/// An https:// URL to a port that answers in plain HTTP: the pre-flight refuses it with what to
+/// do (issue 54 item 6: rustls' "corrupt message of type InvalidContentType" was all it said),
+/// and the refusal is the target's. The port answers a TLS ClientHello as nginx and Python's
+/// http.server do, with a plain `400 Bad Request`.
+#[test]
+fn an_https_url_to_a_plain_http_port_is_refused_saying_to_use_http() {
+    use std::io::{Read, Write};
+    let _beside = crate::beside();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut hello = [0u8; 512];
+            let _ = stream.read(&mut hello);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let text = config_text(&format!("https://{addr}"), 100, "poisson", 4.0, "");
+    let refused = within(Duration::from_secs(20), move || {
+        record(&text, "https-to-http").map(|_| ()).unwrap_err()
+    });
+    assert_eq!(
+        refused.kind(),
+        percentes_recorder::ErrorKind::Target,
+        "{refused}"
+    );
+    let said = refused.to_string();
+    assert!(
+        said.contains("pre-flight")
+            && said.contains("speaks plain HTTP; give the URL as http:// instead of https://"),
+        "{said}"
+    );
+}
+
 fn percentes(args: &[&str]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"));
     command.args(args);

@@ -262,19 +262,39 @@ fn number(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `value` as its number and the unit written after it (`5 parsecs`: `5` and `parsecs`), the
+/// unit trimmed; the number is what a float may be written as.
+fn number_and_unit(value: &str) -> (&str, &str) {
+    let end = value
+        .char_indices()
+        .find(|&(i, c)| {
+            let exponent = matches!(c, 'e' | 'E')
+                && value[..i].ends_with(|d: char| d.is_ascii_digit())
+                && value[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+');
+            !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+') || exponent)
+        })
+        .map_or(value.len(), |(i, _)| i);
+    (value[..end].trim(), value[end..].trim())
+}
+
 fn limit(kind: Kind, value: &str) -> Result<f64, String> {
     match kind {
         Kind::Latency => {
-            let (digits, scale) = if let Some(v) = value.strip_suffix("ms") {
-                (v, 1e3)
-            } else if let Some(v) = value.strip_suffix("us").or(value.strip_suffix("µs")) {
-                (v, 1e6)
-            } else if let Some(v) = value.strip_suffix('s') {
-                (v, 1.0)
-            } else {
-                return Err(format!(
-                    "a latency needs its unit: `{value}us`, `{value}ms` or `{value}s`"
-                ));
+            let (digits, unit) = number_and_unit(value);
+            let scale = match unit {
+                "ms" => 1e3,
+                "us" | "µs" => 1e6,
+                "s" => 1.0,
+                "" => {
+                    return Err(format!(
+                        "a latency needs its unit: `{value}us`, `{value}ms` or `{value}s`"
+                    ))
+                }
+                other => {
+                    return Err(format!(
+                        "`{other}` is not a unit of time: a latency is written `{digits}us`, `{digits}ms` or `{digits}s`"
+                    ))
+                }
             };
             // Divided, so that `800us` is the double nearest 0.0008 s, as `800e-6` is.
             Ok(number(digits)? / scale)
@@ -328,6 +348,19 @@ mod tests {
             Threshold::parse("requests_per_s > 9.5/s").unwrap().limit,
             9.5
         );
+        // A unit that is none names itself, not the number (issue 54 item 6).
+        let parsecs = Threshold::parse("ttft_p99 < 5 parsecs").unwrap_err();
+        assert!(
+            parsecs.contains("`parsecs` is not a unit of time")
+                && parsecs.contains("`5ms`")
+                && !parsecs.contains("not a non-negative number"),
+            "{parsecs}"
+        );
+        assert_eq!(Threshold::parse("ttft_p99 < 5 ms").unwrap().limit, 0.005);
+        assert_eq!(Threshold::parse("e2e_p50 < 1.5e-3s").unwrap().limit, 0.0015);
+        assert!(Threshold::parse("ttft_p99 < 5")
+            .unwrap_err()
+            .contains("needs its unit"));
         assert_eq!(Threshold::parse("e2e_p50 < 2s").unwrap().limit, 2.0);
         assert_eq!(Threshold::parse("itl_p90 < 800us").unwrap().limit, 800e-6);
         assert_eq!(

@@ -245,11 +245,15 @@ pub(super) fn speaks_h2(conn: &Conn, version: HttpVersion) -> Result<bool, Recor
 
 /// A TLS failure in words an operator can act on: a server that speaks none of the protocols
 /// ALPN offered (`h2` alone, under `target.http = "2"`) ends the handshake with the
-/// no_application_protocol alert, which says little by itself.
+/// no_application_protocol alert, which says little by itself; a port that answers in plain
+/// HTTP sends a first byte that is no TLS record type, which rustls calls a "corrupt message
+/// of type InvalidContentType" (issue 54 item 6).
 pub(super) fn explain_tls(error: &std::io::Error, version: HttpVersion) -> String {
     let text = error.to_string();
     if version == HttpVersion::Http2 && text.contains("NoApplicationProtocol") {
         format!("the server did not agree to HTTP/2 in the TLS handshake (ALPN offered h2 alone, and it answered with the no_application_protocol alert: {text}); target.http = \"auto\" falls back to HTTP/1.1")
+    } else if text.contains("InvalidContentType") {
+        format!("the port did not answer in TLS ({text}): it most likely speaks plain HTTP; give the URL as http:// instead of https://")
     } else {
         text
     }
