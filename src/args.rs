@@ -626,8 +626,8 @@ pub(crate) enum Command {
     },
     /// Record a run: send every scheduled request at its intended time and write the journal
     /// (Linux). SIGINT or SIGTERM stops dispatch, drains in-flight requests and seals the journal
-    /// as aborted (exit 1). A declared abort trigger ([declaration.abort]) does the same and
-    /// seals it as escaped (exit 2).
+    /// as aborted (exit 1); an abort trigger ([declaration.abort]) seals it escaped (exit 2), and
+    /// a run that failed a validity gate exits 2, as `analyze` of its journal does.
     Record(Box<RecordArgs>),
     /// Merge the shard journals of one run (SPEC §2 "Sharded capture"): check one configuration,
     /// schedule and epoch, every shard once, sealed-intact, holding exactly its indices, starts

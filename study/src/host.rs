@@ -46,7 +46,9 @@ pub struct End {
 /// recorder's summary and the exit status's reason, then analyzes the sealed journal under the
 /// current spec and prints its figures (unless quiet) and the thresholds' verdicts; when the
 /// client failed its own gate, what it suffered in plain words. The exit status the run owes:
-/// the recorder's; with thresholds, 2 for a gate-invalid run and 3 for a failed threshold.
+/// the recorder's (2 for an escaped run); else 2 for a run that failed a validity gate, as
+/// `analyze` of the same journal exits (issue 54 item 2: a CI job that reads only the exit
+/// code passed an invalid run), and 3 for a failed threshold.
 pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Result<ExitCode> {
     let summary = run::record(config, options)?;
     for line in summary.lines() {
@@ -93,10 +95,24 @@ pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Res
     for line in percentes_analyzer::report::client_words(&report, journal) {
         say(&line);
     }
-    // Without thresholds the exit is the recorder's, as before (an invalid run is `analyze`'s
-    // to judge); with them, a run that cannot be judged passes none.
+    // The exit `analyze` gives the same journal: a gate-invalid run is 2 with or without
+    // thresholds (a run that cannot be judged passes none of them).
     Ok(ExitCode::from(match code {
-        0 if !thresholds.is_empty() && !report.validity.valid => 2,
+        0 if !report.validity.valid => {
+            let failed: Vec<String> = report
+                .validity
+                .gates
+                .iter()
+                .filter(|g| !g.holds())
+                .map(|g| g.id.to_string())
+                .collect();
+            say(&format!(
+                "percentes: the run failed its validity gates ({}): nothing from it may be published; exit 2 (`percentes analyze {} --diagnose` shows its figures, each NOT PUBLISHABLE)",
+                failed.join(", "),
+                journal.display()
+            ));
+            2
+        }
         0 if !figures.thresholds_hold() => 3,
         code => code,
     }))

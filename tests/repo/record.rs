@@ -1216,7 +1216,13 @@ fn the_live_view_shows_phase_fault_state_and_last_second_ttft() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // A fault on one mock with no router: no replica share (G1) or waiting gauge (G7) to
+    // read, so the run fails those gates and `record` exits 2 as `analyze` would, naming them.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the run failed its validity gates (G1 replica share"),
+        "{stderr}"
+    );
     let seconds: Vec<serde_json::Value> = stderr
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

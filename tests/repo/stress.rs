@@ -260,6 +260,75 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
     );
 }
 
+/// A CI job that reads only the exit code (issue 54 item 2): `percentes record ... && publish`
+/// published a run that failed its own gates, because `record` exited 0 where `analyze` of the
+/// same journal exits 2. A 400 ms SIGSTOP, shorter than the fall-behind policy's lag, leaves
+/// the run to go on to its end (no escape) with its client gates failed: `record` exits 2
+/// naming the gates, the job's publish step never runs, and `analyze` agrees. Deliberate
+/// break: the exit of 2 only with thresholds, as before (the script then publishes).
+#[test]
+fn a_run_that_failed_its_gates_fails_records_exit_code_as_analyze_does() {
+    let _machine = crate::machine();
+    let addr = start_mock();
+    // Factor 40: warm-up 1.5 s, baseline 7.5 s, cooldown 1.5 s, a 0.75 s timeout; 40 rps.
+    let text = config_text(addr, 40, 40.0);
+    let config_path = scratch("ci-invalid.toml");
+    std::fs::write(&config_path, &text).unwrap();
+    let journal = scratch("ci-invalid.pj");
+    let published = scratch("ci-invalid.published");
+    let script = format!(
+        "{} record {} -o {} --force --quiet && touch {}",
+        env!("CARGO_BIN_EXE_percentes"),
+        config_path.display(),
+        journal.display(),
+        published.display()
+    );
+    let child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The recorder is the shell's child: stop it by its command line, not the shell.
+    std::thread::sleep(Duration::from_millis(4_000));
+    let signal = |name: &str| {
+        assert!(std::process::Command::new("pkill")
+            .args([name, "-f", &format!("record {}", config_path.display())])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(400));
+    signal("-CONT");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        !published.exists(),
+        "the CI script published an invalid run"
+    );
+    assert!(
+        stderr.contains("the run failed its validity gates (")
+            && stderr.contains("G2.4")
+            && stderr.contains("nothing from it may be published; exit 2"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("fell behind its schedule"),
+        "no escape: {stderr}"
+    );
+    let report = analyze(&journal);
+    assert!(!report.validity.valid);
+    let (code, _, _) = super::golden::percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "-o",
+        scratch("ci-invalid-report").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "analyze agrees with record");
+}
+
 /// The same stop in a closed loop (issue 37 item 3): 12 users, no think time, SIGSTOP for 2 s.
 /// The requests in flight at the stop time out at their own deadlines, their users' next
 /// requests follow from those deadlines and are sent late; nothing is blamed on the healthy
