@@ -466,9 +466,15 @@ pub struct CompareArgs {
     /// The share difference that matters (error, censored, goodput), in percentage points.
     #[arg(long, default_value = "1%", value_parser = percent)]
     pub share_margin: f64,
-    /// Print the comparison as JSON (schema percentes-compare/1).
+    /// Print the comparison as JSON (schema percentes-compare/2).
     #[arg(long)]
     pub json: bool,
+    /// Exit 3 when B is worse than A beyond the margins in any figure (a regression).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Compare invalid runs' figures too, for diagnosis (NOT PUBLISHABLE; the exit stays 2).
+    #[arg(long)]
+    pub diagnose: bool,
     #[command(flatten)]
     pub table: TableArgs,
 }
@@ -710,10 +716,12 @@ pub(crate) enum Command {
     /// Compare two runs, or two groups of runs, window by window: `compare A.pj B.pj`, or
     /// `compare A1.pj A2.pj --vs B1.pj B2.pj`.
     ///
-    /// Each latency quantile and share gets B - A with a 95 % interval, a named test and a
-    /// verdict (differs, equal within the margin, no decision, refused); p-values are
-    /// Holm-adjusted over the whole comparison (SPEC §9 "Comparisons"). One run a side is
-    /// compared request by request, several run by run.
+    /// Each latency quantile, share and throughput gets B - A with a 95 % interval, a named test
+    /// and a verdict (B slower, faster, worse, better, no difference, no decision); p-values are
+    /// Holm-adjusted over the whole comparison (SPEC §9 "Comparisons"), and one line sums it up
+    /// (regression, improvement, no difference, not comparable). One run a side is compared
+    /// request by request, several run by run. Exit 2 when a run is invalid, 3 on a regression
+    /// under --fail-on-regression.
     Compare(CompareArgs),
     /// Summarize the runs of a campaign: per (variant, configuration), every run-level scalar
     /// verbatim with its median, mean, t-interval (N = 5), range and coefficient of variation;

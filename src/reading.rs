@@ -130,7 +130,7 @@ pub fn compare(a: &args::CompareArgs) -> Result<ExitCode> {
         a.spec,
         margins,
         &a.table.options()?,
-        &analyzer(false),
+        &analyzer(a.diagnose),
     )?;
     let text = if a.json {
         compare::json(&result)
@@ -138,10 +138,10 @@ pub fn compare(a: &args::CompareArgs) -> Result<ExitCode> {
         compare::text(&result)
     };
     print!("{text}");
-    Ok(if all_valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
+    Ok(match (all_valid, result.verdict) {
+        (false, _) => ExitCode::from(2),
+        (true, "regression") if a.fail_on_regression => ExitCode::from(3),
+        (true, _) => ExitCode::SUCCESS,
     })
 }
 

@@ -11,7 +11,15 @@
 //! A verdict is one of: `differs` (Holm-adjusted p below 0.05 and a difference larger than the
 //! margin), `equal within the margin` (the whole interval inside it), `no decision` (neither,
 //! with why), `refused` (no figure or no test, with why). The margins say what difference
-//! matters: 5 % of A's value for a latency, one percentage point for a share, by default.
+//! matters: 5 % of A's value for a latency or a throughput, one percentage point for a share, by
+//! default. Each figure's change says it in the reader's terms (B slower, faster, worse, better,
+//! no difference), and the comparison's verdict sums them up (issue 54 item 2): a regression
+//! (B worse than A beyond the margin somewhere), an improvement, no difference, or not
+//! comparable; `compare --fail-on-regression` exits 3 on a regression.
+//!
+//! Throughput (requests and output tokens per second) is compared run by run, by Welch; one run
+//! a side has no test of it here, and its row says so. `--diagnose` compares invalid runs'
+//! figures too, each marked as a diagnosis.
 
 use std::fmt::Write as _;
 
@@ -24,15 +32,16 @@ use crate::figures;
 use crate::load::Run;
 use crate::model::{Report, WindowReport};
 
-/// The schema of `compare --json`.
-pub const SCHEMA: &str = "percentes-compare/1";
+/// The schema of `compare --json`: /2 added each figure's `change`, the comparison's
+/// `verdict` with its `regressions` and `improvements`, the throughput figures and `diagnosis`.
+pub const SCHEMA: &str = "percentes-compare/2";
 /// The significance level after Holm's adjustment.
 pub const ALPHA: f64 = 0.05;
 
 /// What difference matters.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Margins {
-    /// For a latency: this fraction of A's value (0.05: 5 %).
+    /// For a latency or a throughput: this fraction of A's value (0.05: 5 %).
     pub latency_relative: f64,
     /// For a share: this many units of share (0.01: one percentage point).
     pub share_absolute: f64,
@@ -71,6 +80,17 @@ pub struct Comparison {
     pub level: &'static str,
     /// The margins applied.
     pub margins: Margins,
+    /// Whether invalid runs' figures were compared for diagnosis (`--diagnose`): nothing of
+    /// such a comparison may be published.
+    pub diagnosis: bool,
+    /// B against A in one word: `regression` (worse beyond the margin in some figure),
+    /// `improvement` (better in some, worse in none), `no difference` (none differs), `not
+    /// comparable` (no figure could be compared: an invalid side, no common window).
+    pub verdict: &'static str,
+    /// The figures where B is worse than A beyond the margin, `window figure`.
+    pub regressions: Vec<String>,
+    /// The figures where B is better than A beyond the margin.
+    pub improvements: Vec<String>,
     /// Tests counted in Holm's adjustment.
     pub tests: usize,
     /// What the reader must know first: invalid runs, differing designs.
@@ -115,6 +135,10 @@ pub struct FigureComparison {
     pub p_holm: Option<f64>,
     /// `differs`, `equal within the margin`, `no decision` or `refused`.
     pub verdict: &'static str,
+    /// The verdict in the reader's terms: `B slower` or `B faster` (a latency), `B worse` or
+    /// `B better` (a share or a throughput, by which way is better), `no difference`, `no
+    /// decision`, `not comparable`.
+    pub change: &'static str,
     /// Why, in words.
     pub reason: String,
 }
@@ -122,6 +146,7 @@ pub struct FigureComparison {
 const LATENCIES: [&str; 3] = ["ttft", "tpot", "e2e"];
 const QUANTILES: [(&str, f64); 3] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)];
 const SHARES: [&str; 3] = ["error_rate", "censored_rate", "goodput"];
+const RATES: [&str; 2] = ["requests_per_s", "output_tokens_per_s"];
 const MOOD: &str =
     "Mood's quantile test (Fisher's exact); interval from two 97.5 % order-statistic intervals";
 const FISHER: &str = "Fisher's exact test; Newcombe's hybrid score interval";
@@ -139,36 +164,26 @@ fn figure(name: String, unit: &'static str, test: &'static str) -> FigureCompari
         p: None,
         p_holm: None,
         verdict: "refused",
+        change: "not comparable",
         reason: String::new(),
     }
 }
 
-/// Compares side `b` against side `a` (each one run or several).
-pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins) -> Comparison {
+/// Whether a larger value of the figure `name` is better (goodput, throughput) or worse (a
+/// latency, an error or censored share).
+fn higher_is_better(name: &str) -> bool {
+    name == "goodput" || RATES.contains(&name)
+}
+
+/// Compares side `b` against side `a` (each one run or several); with `diagnose`, an invalid
+/// run's figures too (its report analyzed with `--diagnose`), marked as a diagnosis.
+pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins, diagnose: bool) -> Comparison {
     let level = if a.len() == 1 && b.len() == 1 {
         "request-level"
     } else {
         "run-level"
     };
-    let mut notes = Vec::new();
-    for side in a.iter().chain(b) {
-        if !side.report.validity.valid {
-            let failed = figures::of(side.report, &[]).failed_gates.join(", ");
-            notes.push(format!(
-                "{} is invalid ({failed}): it publishes no figure, so none of its figures is compared",
-                side.name
-            ));
-        }
-    }
-    // By design, not by bytes: runs on testbeds that chose their own ports are one design.
-    let designs: std::collections::BTreeSet<Option<String>> = a
-        .iter()
-        .chain(b)
-        .map(|s| percentes_formats::config::design_hash(s.run.config.raw_bytes()))
-        .collect();
-    if designs.len() > 1 {
-        notes.push("the runs were recorded with different designs (rate, routes, fault or another key beyond addresses differ): a difference may be the design's".to_owned());
-    }
+    let (notes, diagnosis) = notes(a, b, diagnose);
     let mut windows = Vec::new();
     let names: Vec<&str> = a[0].report.windows.iter().map(|w| w.window).collect();
     for name in names.into_iter().filter(|n| *n != "warm-up") {
@@ -184,9 +199,9 @@ pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins) -> Comparison {
             continue; // an empty window (a cooldown stated as 0 s): nothing to compare
         }
         let figures = if level == "request-level" {
-            request_level(&a[0], &b[0], wa[0], wb[0])
+            request_level(&a[0], &b[0], (wa[0], wb[0]), diagnose)
         } else {
-            run_level(a, b, name)
+            run_level(a, b, name, diagnose)
         };
         windows.push(WindowComparison {
             window: name.to_owned(),
@@ -196,20 +211,83 @@ pub fn compare(a: &[Side<'_>], b: &[Side<'_>], margins: Margins) -> Comparison {
         });
     }
     let tests = decide(&mut windows, margins);
+    let (verdict, regressions, improvements) = summed(&windows);
     Comparison {
         schema: SCHEMA,
         a: a.iter().map(|s| s.name.clone()).collect(),
         b: b.iter().map(|s| s.name.clone()).collect(),
         level,
         margins,
+        diagnosis,
+        verdict,
+        regressions,
+        improvements,
         tests,
         notes,
         windows,
     }
 }
 
+/// What the reader must know first: each invalid run (compared for diagnosis or not compared),
+/// and runs of different designs; with whether an invalid run was compared (a diagnosis).
+fn notes(a: &[Side<'_>], b: &[Side<'_>], diagnose: bool) -> (Vec<String>, bool) {
+    let mut notes = Vec::new();
+    let mut diagnosis = false;
+    for side in a.iter().chain(b) {
+        if !side.report.validity.valid {
+            let failed = figures::of(side.report, &[]).failed_gates.join(", ");
+            diagnosis |= diagnose;
+            notes.push(if diagnose {
+                format!("{} is invalid ({failed}): its figures are compared for diagnosis only; NOT PUBLISHABLE", side.name)
+            } else {
+                format!("{} is invalid ({failed}): it publishes no figure, so none of its figures is compared (--diagnose compares them, NOT PUBLISHABLE)", side.name)
+            });
+        }
+    }
+    // By design, not by bytes: runs on testbeds that chose their own ports are one design.
+    let designs: std::collections::BTreeSet<Option<String>> = a
+        .iter()
+        .chain(b)
+        .map(|s| percentes_formats::config::design_hash(s.run.config.raw_bytes()))
+        .collect();
+    if designs.len() > 1 {
+        notes.push("the runs were recorded with different designs (rate, routes, fault or another key beyond addresses differ): a difference may be the design's".to_owned());
+    }
+    (notes, diagnosis)
+}
+
+/// The comparison's verdict from its figures' changes, with the figures B is worse in and
+/// those it is better in (`window figure`).
+fn summed(windows: &[WindowComparison]) -> (&'static str, Vec<String>, Vec<String>) {
+    let named = |changes: [&str; 2]| -> Vec<String> {
+        windows
+            .iter()
+            .flat_map(|w| {
+                w.figures
+                    .iter()
+                    .filter(move |f| changes.contains(&f.change))
+                    .map(move |f| format!("{} {}", w.window, f.name))
+            })
+            .collect()
+    };
+    let regressions = named(["B slower", "B worse"]);
+    let improvements = named(["B faster", "B better"]);
+    let compared = windows
+        .iter()
+        .flat_map(|w| &w.figures)
+        .any(|f| f.change != "not comparable");
+    let verdict = match (compared, regressions.is_empty(), improvements.is_empty()) {
+        (false, _, _) => "not comparable",
+        (true, false, _) => "regression",
+        (true, true, false) => "improvement",
+        (true, true, true) => "no difference",
+    };
+    (verdict, regressions, improvements)
+}
+
 /// Loads and verifies each journal (or merged run's manifest) of both sides as `analyze` does,
-/// analyzes each under `spec`, and compares B against A; with whether every run was valid.
+/// analyzes each under `spec` (with `analyzer.diagnose`, an invalid run's figures too, compared
+/// as a diagnosis), and compares B against A; with whether every run was valid.
 pub fn journals(
     (a, b): (&[std::path::PathBuf], &[std::path::PathBuf]),
     spec: percentes_formats::spec::Spec,
@@ -233,7 +311,7 @@ pub fn journals(
         .collect();
     let (sa, sb) = sides.split_at(a.len());
     let valid = loaded.iter().all(|(_, _, r)| r.validity.valid);
-    Ok((compare(sa, sb, margins), valid))
+    Ok((compare(sa, sb, margins, analyzer.diagnose), valid))
 }
 
 fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
@@ -250,15 +328,15 @@ fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
     ))
 }
 
-/// One run a side: the request-level tests of one window.
+/// One run a side: the request-level tests of one window (throughput shown, not tested).
 fn request_level(
     a: &Side<'_>,
     b: &Side<'_>,
-    wa: &WindowReport,
-    wb: &WindowReport,
+    (wa, wb): (&WindowReport, &WindowReport),
+    diagnose: bool,
 ) -> Vec<FigureComparison> {
     let mut out = Vec::new();
-    let valid = a.report.validity.valid && b.report.validity.valid;
+    let valid = diagnose || a.report.validity.valid && b.report.validity.valid;
     let (sa, sb) = match (samples_of(a, wa.window), samples_of(b, wb.window)) {
         (Some(sa), Some(sb)) if valid => (sa, sb),
         _ => Default::default(),
@@ -313,14 +391,50 @@ fn request_level(
         }
         out.push(f);
     }
+    out.extend(
+        RATES
+            .iter()
+            .map(|name| rate_shown(name, (a, b), (wa, wb), valid)),
+    );
     out
 }
 
+/// A throughput of one run a side: both values and their difference, and why no test.
+fn rate_shown(
+    name: &str,
+    (a, b): (&Side<'_>, &Side<'_>),
+    (wa, wb): (&WindowReport, &WindowReport),
+    valid: bool,
+) -> FigureComparison {
+    let mut f = figure(name.to_owned(), "per_s", "none at one run a side");
+    if valid {
+        f.a = window_figure(a.report, wa.window, name);
+        f.b = window_figure(b.report, wb.window, name);
+        f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+        f.reason = "a rate of one run a side has no test here: compare several runs a side (A1 A2 --vs B1 B2), each run's rate by Welch".into();
+    } else {
+        f.reason = "an invalid run publishes no figure".into();
+    }
+    f
+}
+
+/// The value of the figure `name` in `window` as the run's figures give it.
+fn window_figure(report: &Report, window: &str, name: &str) -> Option<f64> {
+    let summary = figures::of(report, &[]);
+    let w = summary.windows.into_iter().find(|w| w.window == window)?;
+    w.figures.into_iter().find(|f| f.name == name)?.value
+}
+
 /// Two or more runs a side: each run's published figure, by Welch.
-fn run_level(a: &[Side<'_>], b: &[Side<'_>], window: &str) -> Vec<FigureComparison> {
+fn run_level(
+    a: &[Side<'_>],
+    b: &[Side<'_>],
+    window: &str,
+    diagnose: bool,
+) -> Vec<FigureComparison> {
     let values = |side: &[Side<'_>], name: &str| -> Vec<f64> {
         side.iter()
-            .filter(|s| s.report.validity.valid)
+            .filter(|s| diagnose || s.report.validity.valid)
             .filter_map(|s| {
                 let summary = figures::of(s.report, &[]);
                 let w = summary.windows.into_iter().find(|w| w.window == window)?;
@@ -335,6 +449,7 @@ fn run_level(a: &[Side<'_>], b: &[Side<'_>], window: &str) -> Vec<FigureComparis
         }
     }
     names.extend(SHARES.iter().map(|n| ((*n).to_owned(), "share")));
+    names.extend(RATES.iter().map(|n| ((*n).to_owned(), "per_s")));
     names
         .into_iter()
         .map(|(name, unit)| {
@@ -378,17 +493,24 @@ fn decide(windows: &mut [WindowComparison], margins: Margins) -> usize {
 fn verdict(f: &mut FigureComparison, margins: Margins) {
     let (Some(p), Some(a), Some(difference)) = (f.p_holm, f.a, f.difference) else {
         f.verdict = "refused";
+        f.change = "not comparable";
         return;
     };
     let margin = match f.unit {
-        "s" => margins.latency_relative * a.abs(),
-        _ => margins.share_absolute,
+        "share" => margins.share_absolute,
+        _ => margins.latency_relative * a.abs(),
     };
     let within = f
         .interval
         .is_some_and(|(lo, hi)| lo >= -margin && hi <= margin);
     if p < ALPHA && difference.abs() > margin {
         f.verdict = "differs";
+        f.change = match (f.unit, (difference > 0.0) == higher_is_better(&f.name)) {
+            ("s", true) => "B faster",
+            ("s", false) => "B slower",
+            (_, true) => "B better",
+            (_, false) => "B worse",
+        };
         f.reason = format!(
             "{} after Holm, and the difference is beyond the margin of {}",
             p_text(p),
@@ -396,12 +518,14 @@ fn verdict(f: &mut FigureComparison, margins: Margins) {
         );
     } else if within {
         f.verdict = "equal within the margin";
+        f.change = "no difference";
         f.reason = format!(
             "the whole interval lies within ±{}",
             value_text(margin, f.unit)
         );
     } else {
         f.verdict = "no decision";
+        f.change = "no decision";
         f.reason = match f.interval {
             None => format!("{} after Holm; no interval (the samples are too small for one), so equality cannot be shown", p_text(p)),
             Some(_) if p < ALPHA => format!("significant ({}), but the difference is within the margin of {} while its interval is not", p_text(p), value_text(margin, f.unit)),
@@ -421,6 +545,7 @@ fn p_text(p: f64) -> String {
 fn value_text(v: f64, unit: &str) -> String {
     match unit {
         "share" => format!("{:.2} pp", v * 100.0),
+        "per_s" => format!("{v:.2}/s"),
         _ if v.abs() >= 1.0 => format!("{v:.3} s"),
         _ if v.abs() >= 1e-3 => format!("{:.2} ms", v * 1e3),
         _ => format!("{:.0} µs", v * 1e6),
@@ -452,6 +577,7 @@ pub fn text(c: &Comparison) -> String {
     for note in &c.notes {
         let _ = writeln!(out, "note: {note}");
     }
+    let _ = writeln!(out, "verdict: {}", verdict_words(c));
     for w in &c.windows {
         let _ = writeln!(
             out,
@@ -472,15 +598,20 @@ pub fn text(c: &Comparison) -> String {
                 || "no interval".to_owned(),
                 |(lo, hi)| format!("[{}, {}]", signed_text(lo, f.unit), signed_text(hi, f.unit)),
             );
+            // The change, and the statistical verdict where it says more (`B slower (differs)`).
+            let said = if f.change == f.verdict {
+                f.change.to_owned()
+            } else {
+                format!("{} ({})", f.change, f.verdict)
+            };
             let _ = writeln!(
                 out,
-                "  {:<14} A {:>10}  B {:>10}  B-A {:>11} {:<26} {}: {}",
+                "  {:<19} A {:>10}  B {:>10}  B-A {:>11} {:<26} {said}: {}",
                 f.name,
                 value(f.a),
                 value(f.b),
                 difference,
                 interval,
-                f.verdict,
                 f.reason
             );
         }
@@ -501,9 +632,169 @@ pub fn text(c: &Comparison) -> String {
     out
 }
 
+/// The comparison's verdict in one line: what changed, where, and whether it may be published.
+fn verdict_words(c: &Comparison) -> String {
+    let diagnosis = if c.diagnosis {
+        " (a diagnosis of invalid runs: NOT PUBLISHABLE)"
+    } else {
+        ""
+    };
+    match c.verdict {
+        "regression" => format!(
+            "REGRESSION{diagnosis}: B is worse than A beyond the margins in {}: {}{}",
+            plural(c.regressions.len(), "figure"),
+            c.regressions.join(", "),
+            if c.improvements.is_empty() {
+                String::new()
+            } else {
+                format!("; better in {}", c.improvements.join(", "))
+            }
+        ),
+        "improvement" => format!(
+            "improvement{diagnosis}: B is better than A beyond the margins in {} ({}), and worse in none",
+            plural(c.improvements.len(), "figure"),
+            c.improvements.join(", ")
+        ),
+        "no difference" => format!(
+            "no difference{diagnosis}: no figure differs beyond its margin ({} equal within it, {} undecided)",
+            count_of(c, "no difference"),
+            count_of(c, "no decision")
+        ),
+        _ => "not comparable: no figure of both sides could be compared (see the notes)".to_owned(),
+    }
+}
+
+fn count_of(c: &Comparison, change: &str) -> usize {
+    c.windows
+        .iter()
+        .flat_map(|w| &w.figures)
+        .filter(|f| f.change == change)
+        .count()
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// The comparison as JSON, pretty-printed, with a final newline.
 pub fn json(c: &Comparison) -> String {
     let mut text = serde_json::to_string_pretty(c).unwrap_or_default();
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A figure with A's value, B - A, its interval and its Holm-adjusted p, as `decide` leaves
+    /// it for `verdict`.
+    fn decided(
+        name: &str,
+        unit: &'static str,
+        a: f64,
+        d: f64,
+        ci: (f64, f64),
+        p: f64,
+    ) -> FigureComparison {
+        let mut f = figure(name.to_owned(), unit, MOOD);
+        (f.a, f.b, f.difference) = (Some(a), Some(a + d), Some(d));
+        (f.interval, f.p, f.p_holm) = (Some(ci), Some(p), Some(p));
+        verdict(&mut f, Margins::default());
+        f
+    }
+
+    /// Hand-worked: a latency margin is 5 % of A, a share's one point, a rate's 5 % of A. Which
+    /// way is worse: up for a latency, an error or censored share; down for goodput and a rate.
+    #[test]
+    fn each_change_is_named_by_which_way_is_worse() {
+        // TTFT 100 ms -> 150 ms, p < 0.05, beyond 5 ms: slower; the reverse: faster.
+        assert_eq!(
+            decided("ttft_p50", "s", 0.100, 0.050, (0.045, 0.055), 0.001).change,
+            "B slower"
+        );
+        assert_eq!(
+            decided("ttft_p50", "s", 0.150, -0.050, (-0.055, -0.045), 0.001).change,
+            "B faster"
+        );
+        // 4 ms more on 100 ms is inside the 5 ms margin: significant but no difference that
+        // matters, and the interval inside ±5 ms makes it equal.
+        let within = decided("ttft_p50", "s", 0.100, 0.004, (0.003, 0.0049), 0.001);
+        assert_eq!(
+            (within.verdict, within.change),
+            ("equal within the margin", "no difference")
+        );
+        // Errors up 3 points: worse; goodput up 3 points: better; goodput down: worse.
+        assert_eq!(
+            decided("error_rate", "share", 0.01, 0.03, (0.02, 0.04), 0.01).change,
+            "B worse"
+        );
+        assert_eq!(
+            decided("goodput", "share", 0.90, 0.03, (0.02, 0.04), 0.01).change,
+            "B better"
+        );
+        assert_eq!(
+            decided("goodput", "share", 0.90, -0.03, (-0.04, -0.02), 0.01).change,
+            "B worse"
+        );
+        // 10 requests/s to 9: down 10 %, beyond 5 % of 10: worse; up: better.
+        assert_eq!(
+            decided("requests_per_s", "per_s", 10.0, -1.0, (-1.5, -0.5), 0.01).change,
+            "B worse"
+        );
+        assert_eq!(
+            decided(
+                "output_tokens_per_s",
+                "per_s",
+                100.0,
+                10.0,
+                (5.0, 15.0),
+                0.01
+            )
+            .change,
+            "B better"
+        );
+        // Not significant with an interval past the margin: no decision.
+        assert_eq!(
+            decided("e2e_p99", "s", 1.0, 0.2, (-0.1, 0.5), 0.3).change,
+            "no decision"
+        );
+        // No test at all: not comparable.
+        let mut none = figure("requests_per_s".into(), "per_s", "none at one run a side");
+        verdict(&mut none, Margins::default());
+        assert_eq!((none.verdict, none.change), ("refused", "not comparable"));
+    }
+
+    #[test]
+    fn the_comparison_is_a_regression_where_any_figure_is_worse() {
+        let window = |figures: Vec<FigureComparison>| WindowComparison {
+            window: "measurement".into(),
+            a_scheduled: vec![10],
+            b_scheduled: vec![10],
+            figures,
+        };
+        let slower = decided("ttft_p50", "s", 0.1, 0.05, (0.045, 0.055), 0.001);
+        let better = decided("goodput", "share", 0.9, 0.03, (0.02, 0.04), 0.01);
+        let same = decided("e2e_p50", "s", 1.0, 0.0, (-0.01, 0.01), 0.9);
+        let refused = figure("requests_per_s".into(), "per_s", "none");
+        let (verdict, worse, improved) =
+            summed(&[window(vec![slower, better.clone(), same.clone()])]);
+        assert_eq!(verdict, "regression");
+        assert_eq!(worse, ["measurement ttft_p50"]);
+        assert_eq!(improved, ["measurement goodput"]);
+        assert_eq!(
+            summed(&[window(vec![better, same.clone()])]).0,
+            "improvement"
+        );
+        assert_eq!(
+            summed(&[window(vec![same, refused.clone()])]).0,
+            "no difference"
+        );
+        assert_eq!(summed(&[window(vec![refused])]).0, "not comparable");
+        assert_eq!(summed(&[]).0, "not comparable");
+    }
 }

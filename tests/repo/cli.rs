@@ -2177,6 +2177,38 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
         assert!(lo <= d && d <= hi && lo > 0.0, "{f}");
     }
     assert_ne!(figure(&ab, "error_rate")["verdict"], "differs");
+    // Issue 54 item 2: each figure's change in words, one verdict for the comparison, and a
+    // CI's exit. A/A: no difference; A/B: a regression, TTFT named in it.
+    assert_eq!(aa["verdict"], "no difference", "{}", aa["regressions"]);
+    assert_eq!(ab["verdict"], "regression");
+    assert_eq!(figure(&ab, "ttft_p50")["change"], "B slower");
+    assert!(
+        ab["regressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "measurement ttft_p50"),
+        "{}",
+        ab["regressions"]
+    );
+    // Throughput shown one run a side, with why it is not tested there.
+    let rate = figure(&ab, "requests_per_s");
+    assert!(rate["a"].as_f64().unwrap() > 0.0, "{rate}");
+    assert_eq!(rate["change"], "not comparable", "{rate}");
+    assert!(rate["reason"]
+        .as_str()
+        .unwrap()
+        .contains("several runs a side"));
+    let (code, text, _) = percentes(&["compare", a1, b, "--fail-on-regression"]);
+    assert_eq!(code, 3, "a planted regression fails the CI's exit: {text}");
+    assert!(
+        text.contains("verdict: REGRESSION: B is worse than A beyond the margins in")
+            && text.contains("measurement ttft_p50"),
+        "{text}"
+    );
+    let (code, text, _) = percentes(&["compare", a1, a2, "--fail-on-regression"]);
+    assert_eq!(code, 0, "an A/A pair is no regression: {text}");
+    assert!(text.contains("verdict: no difference"), "{text}");
     // In words, the same verdicts and the tests named.
     let (_, text, _) = percentes(&["compare", a1, b]);
     assert!(
@@ -2187,10 +2219,15 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
     let groups = compare(&[a1, a2, "--vs", b, b]);
     assert_eq!(groups["level"], "run-level");
     assert_eq!(groups["b"].as_array().unwrap().len(), 2);
-    assert!(figure(&groups, "ttft_p50")["test"]
-        .as_str()
-        .unwrap()
-        .starts_with("Welch"));
+    for name in ["ttft_p50", "requests_per_s", "output_tokens_per_s"] {
+        assert!(
+            figure(&groups, name)["test"]
+                .as_str()
+                .unwrap()
+                .starts_with("Welch"),
+            "{name}"
+        );
+    }
     // The report's medians are read at three significant figures, so two runs of one mock may
     // give one value twice: Welch then has no spread to work with, and says so.
     let median = figure(&groups, "ttft_p50");
@@ -2205,6 +2242,51 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
     assert_eq!(code, 1);
     assert!(stderr.contains("--vs"), "{stderr}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `compare` of a valid golden and an invalid one (issue 54 item 2): without `--diagnose` it
+/// compares nothing, says the verdict is "not comparable" and how to see the figures anyway,
+/// and exits 2; with it, the invalid run's figures are compared and every verdict is marked
+/// NOT PUBLISHABLE, the exit still 2, `diagnosis` true in the JSON.
+#[test]
+fn compare_diagnoses_an_invalid_run_only_when_asked_and_never_publishes_it() {
+    let _beside = crate::beside();
+    let (valid, invalid) = (
+        "golden/runs/demo-clean-delete-factor10.pj",
+        "golden/runs/demo-clean-delete.pj",
+    );
+    let (code, text, stderr) = percentes(&["compare", valid, invalid]);
+    assert_eq!(code, 2, "{text}{stderr}");
+    assert!(
+        text.contains("verdict: not comparable")
+            && text.contains("--diagnose compares them, NOT PUBLISHABLE"),
+        "{text}"
+    );
+    let (code, text, stderr) = percentes(&["compare", valid, invalid, "--diagnose"]);
+    assert_eq!(code, 2, "{text}{stderr}");
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("verdict: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        !verdict.contains("not comparable")
+            && verdict.contains("(a diagnosis of invalid runs: NOT PUBLISHABLE)"),
+        "{verdict}"
+    );
+    let (code, json, _) = percentes(&["compare", valid, invalid, "--diagnose", "--json"]);
+    assert_eq!(code, 2);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["schema"], "percentes-compare/2");
+    assert_eq!(json["diagnosis"], true);
+    // --fail-on-regression never turns an invalid comparison into a pass or a 3.
+    let (code, _, _) = percentes(&[
+        "compare",
+        invalid,
+        valid,
+        "--diagnose",
+        "--fail-on-regression",
+    ]);
+    assert_eq!(code, 2);
 }
 
 /// Issue 37 item 6: the plots an LLM-serving reader looks for, on the vLLM golden (streamed,
