@@ -69,7 +69,7 @@ pub fn analyze(
             report::summary(&result, &summary, path, output, &written)
         );
     }
-    Ok(exit_code(result.validity.valid, &summary))
+    Ok(exit_code(result.may_pass(), &summary))
 }
 
 /// SPEC §10's exit: 2 for a gate-invalid run, else 3 when a user's threshold failed (§9

@@ -26,6 +26,7 @@ mod columns;
 mod distribution;
 mod rows;
 mod segment;
+mod stopped;
 mod streams;
 mod tokens;
 mod window;
@@ -81,6 +82,9 @@ pub fn analyze<'a>(
             rows_of[w].push(row);
         }
     }
+    // A4: the requests a stopped run never sent leave every window; the figures' windows end
+    // at the stop (§3 "A run stopped before its end").
+    let (cut_figures, stop) = stopped::apply(requests, &rules, &cut, &mut rows_of);
 
     let skews = client_gate::measured_skews(run, &cut, &rows_of, rules.skew);
     let mut validity = client_gate::evaluate(run, &cut, &skews, &rules);
@@ -104,6 +108,10 @@ pub fn analyze<'a>(
         ));
     }
     let mut not_publishable = run.not_publishable.clone();
+    let stopped = stop.map(|s| stopped_report(run, s));
+    if let Some(s) = &stopped {
+        not_publishable.insert(0, format!("NOT PUBLISHABLE: {}", s.said));
+    }
     if !validity.valid {
         not_publishable.push(format!(
             "NOT PUBLISHABLE: the run is invalid (§9, §10): {} did not pass",
@@ -133,7 +141,7 @@ pub fn analyze<'a>(
         let reports = window_reports(
             run,
             files.0,
-            (&cut, &rows_of),
+            (&cut_figures, &rows_of),
             baseline_rows,
             (method, horizon_ns, &rules),
         );
@@ -149,10 +157,12 @@ pub fn analyze<'a>(
     };
     let (segments, segments_note) = match (&analyzer.by[..], shown) {
         ([], _) => (Vec::new(), None),
-        (by, true) => match segment::reports(run, &cut, &rows_of, by, method, horizon_ns, &rules) {
-            Ok(segments) => (segments, None),
-            Err(why) => (Vec::new(), Some(why)),
-        },
+        (by, true) => {
+            match segment::reports(run, &cut_figures, &rows_of, by, method, horizon_ns, &rules) {
+                Ok(segments) => (segments, None),
+                Err(why) => (Vec::new(), Some(why)),
+            }
+        }
         (_, false) => (
             Vec::new(),
             Some(
@@ -242,6 +252,7 @@ pub fn analyze<'a>(
         recovery,
         cleanup,
         escape,
+        stopped,
         server,
         headline: String::new(),
         audit,
@@ -252,6 +263,23 @@ pub fn analyze<'a>(
         report.headline = crate::headline::of_run(&report);
     }
     report
+}
+
+/// What a stopped run's report says of its stop: where, how many went unsent, and what the
+/// figures are over.
+fn stopped_report(run: &Run, stop: stopped::Stop) -> crate::model::StoppedReport {
+    let scheduled = run.requests.len() as u64;
+    let before = scheduled.saturating_sub(stop.not_sent);
+    crate::model::StoppedReport {
+        at_s: seconds(stop.at_ns),
+        not_sent: stop.not_sent,
+        scheduled_before: before,
+        said: format!(
+            "the run stopped at {:.3} s, before its schedule's end: {} of its {scheduled} scheduled requests were not sent (the run stopped before their turn; neither censored nor the target's), and every window's figures are over the {before} scheduled before the stop (§3, A4)",
+            seconds(stop.at_ns),
+            stop.not_sent
+        ),
+    }
 }
 
 /// Every window's report, its inter-token figures from a second pass over the journal: the

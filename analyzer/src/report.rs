@@ -832,6 +832,11 @@ pub fn summary(
             let _ = writeln!(text, $($arg)*);
         }};
     }
+    // A stopped run says so first (A4): its figures are over what was scheduled before it.
+    let first = usize::from(report.stopped.is_some()).min(report.not_publishable.len());
+    report.not_publishable[..first]
+        .iter()
+        .for_each(|why| out!("{why}"));
     out!("journal: {}", journal.display());
     out!(
         "spec applied: {} (at capture: {}); chain head {}",
@@ -839,8 +844,11 @@ pub fn summary(
         report.provenance.spec_at_capture,
         report.provenance.chain_head
     );
-    for why in &report.not_publishable {
+    for why in &report.not_publishable[first..] {
         out!("{why}");
+    }
+    if !report.finished() {
+        out!("exit 2: the journal is not sealed completed, so the run did not finish its schedule and nothing from it may be published");
     }
     let failed: Vec<_> = report
         .validity

@@ -518,19 +518,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
                 None => RecordError::journal(seal),
             },
         )?;
-    Ok(Summary {
-        output: options.output.clone(),
-        status,
-        reason,
-        sealed,
-        undispatched: shared.requests.undispatched.load(Ordering::Relaxed),
-        queue_full_events: shared.queue.full.load(Ordering::Relaxed),
-        failures: shared.failure_classes(),
-        pool_expired: shared.pool.expired.load(Ordering::Relaxed),
-        pool_found_closed: shared.pool.found_closed.load(Ordering::Relaxed),
-        opened_ahead: shared.pool.opened_ahead.load(Ordering::Relaxed),
+    Ok(Summary::of(
+        options.output.clone(),
+        (status, reason, sealed),
+        &shared,
         preflight,
-    })
+    ))
 }
 
 #[cfg(test)]

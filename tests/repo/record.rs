@@ -311,7 +311,8 @@ pub(crate) fn spawn_record(config_text: &str, name: &str) -> (std::process::Chil
             "--force",
             "--quiet",
         ])
-        .stdout(std::process::Stdio::null())
+        // The summary (a few lines, never enough to fill the pipe) for a test to read.
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -388,6 +389,75 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
         .iter()
         .filter(|r| class_name(r.class) == Some("run-end"))
         .all(|r| r.dispatched_ns.is_none()));
+
+    // Issue 54 item 3: the requests never sent are said to be that, not "censored"...
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "{run_end} not sent (the run stopped before their turn)"
+        )),
+        "{stdout}"
+    );
+    // ...and under v0.5 (A4) they leave every window: the figures are over the requests
+    // scheduled before the stop, the windows end at it, the audit reconciles with them as a
+    // stage of their own.
+    let run = loaded(&journal);
+    let under = |spec: Spec| {
+        let analyzer = percentes_analyzer::model::Analyzer {
+            diagnose: true,
+            ..Default::default()
+        };
+        percentes_analyzer::analysis::analyze(&run, &file, spec, &analyzer)
+    };
+    let v05 = under(Spec::V0_5);
+    let stopped = v05.stopped.as_ref().expect("a stopped run says so");
+    assert_eq!(stopped.not_sent, run_end as u64);
+    assert_eq!(stopped.scheduled_before, (requests.len() - run_end) as u64);
+    let first_unsent = requests
+        .iter()
+        .filter(|r| class_name(r.class) == Some("run-end"))
+        .map(|r| r.intended_ns)
+        .min()
+        .unwrap();
+    assert_eq!(stopped.at_s, first_unsent as f64 / 1e9);
+    assert!(v05
+        .windows
+        .iter()
+        .all(|w| w.end_s <= stopped.at_s.max(w.start_s)));
+    let censored: u64 = v05.windows.iter().map(|w| w.outcomes.censored).sum();
+    let in_windows: u64 = v05.windows.iter().map(|w| w.scheduled).sum();
+    assert_eq!(censored, 0, "nothing the fast mock held");
+    assert!(
+        in_windows > 0 && in_windows <= stopped.scheduled_before,
+        "{in_windows} of {}",
+        stopped.scheduled_before
+    );
+    assert!(v05.audit.reconciled, "{}", v05.audit.reconciliation);
+    assert!(
+        v05.audit
+            .reconciliation
+            .contains(&format!("+ not sent {run_end} =")),
+        "{}",
+        v05.audit.reconciliation
+    );
+    // v0.4 reads them as it always did: censored, in the windows' figures.
+    let v04 = under(Spec::V0_4);
+    assert!(v04.stopped.is_none());
+    let censored: u64 = v04.windows.iter().map(|w| w.outcomes.censored).sum();
+    assert!(censored > 0);
+    // analyze says so first, and exits 2: an aborted run publishes nothing.
+    let (code, said, stderr) = super::golden::percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "-o",
+        scratch("interrupted-report").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{said}{stderr}");
+    assert!(
+        said.starts_with("NOT PUBLISHABLE: the run stopped at ")
+            && said.contains("exit 2: the journal is not sealed completed"),
+        "{said}"
+    );
 }
 
 /// A clean delete at time factor 100 against `base_url`. One mock answers for both declared

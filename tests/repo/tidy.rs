@@ -1220,9 +1220,9 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// functions over the soft limit once `check_relations` (323) was cut into one function per
 /// group of rules; the ceiling to 338, what `record` had come down to, when the budgets became
 /// exact (a budget above what is used fails too, saying what to lower it to), then to 311 when
-/// `record`'s journal header became `setup::journal_header`. Never raise them: cut the new
-/// function along its own comments instead.
-const FUNCTION_LINES_MAX: usize = 303;
+/// `record`'s journal header became `setup::journal_header`, then to 296 when its summary became
+/// `Summary::of`. Never raise them: cut the new function along its own comments instead.
+const FUNCTION_LINES_MAX: usize = 296;
 const FUNCTION_LINES_SOFT: usize = 70;
 const FUNCTIONS_OVER_SOFT_MAX: usize = 71;
 

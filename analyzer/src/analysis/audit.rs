@@ -4,7 +4,7 @@
 
 use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{AuditContents, Rules};
+use percentes_formats::spec::{AuditContents, Rules, StopReading};
 
 use super::client_gate::{
     cpu_reading, measured_telemetry, nearest_rank, undispatched_by_recorders, worst_windowed_cpu,
@@ -50,8 +50,17 @@ pub(super) fn audit(
         })
         .count() as u64;
     requests.release();
-    let all = count_outcomes(requests, 0..requests.len());
-    let stages = vec![
+    let mut all = count_outcomes(requests, 0..requests.len());
+    // A4: the requests a stopped run never sent are a stage of their own, not censored.
+    let not_sent = if rules.stopped == StopReading::NotSent {
+        (0..requests.len())
+            .filter(|&r| super::stopped::not_sent(requests, r))
+            .count() as u64
+    } else {
+        0
+    };
+    all.censored -= not_sent;
+    let mut stages = vec![
         ("scheduled".to_owned(), n),
         ("dispatched".to_owned(), count(&requests.dispatched_ns)),
         ("connected".to_owned(), connected),
@@ -70,14 +79,22 @@ pub(super) fn audit(
         ("undispatched".to_owned(), all.undispatched),
         ("no record".to_owned(), all.no_record),
     ];
+    if not_sent > 0 {
+        stages.push(("not sent (run stopped)".to_owned(), not_sent));
+    }
     let funnel_ok = stages[..6].windows(2).all(|w| w[1].1 <= w[0].1);
-    let sum = all.completed + all.errored + all.censored + all.undispatched + all.no_record;
-    let dispatched_ok = stages[1].1 + all.undispatched + all.no_record >= n;
+    let sum =
+        all.completed + all.errored + all.censored + all.undispatched + all.no_record + not_sent;
+    let dispatched_ok = stages[1].1 + all.undispatched + all.no_record + not_sent >= n;
     let reconciled = funnel_ok && sum == n && dispatched_ok;
     let reconciliation = format!(
-        "completed {} + errored {} + censored {} + undispatched {} + no record {} = {sum} of {n} scheduled; each stage at most the one before: {}",
+        "completed {} + errored {} + censored {} + undispatched {} + no record {}{} = {sum} of {n} scheduled; each stage at most the one before: {}{}",
         all.completed, all.errored, all.censored, all.undispatched, all.no_record,
-        if funnel_ok { "yes" } else { "NO" }
+        if not_sent > 0 { format!(" + not sent {not_sent}") } else { String::new() },
+        if funnel_ok { "yes" } else { "NO" },
+        // Said when it is what failed, so the line never reads as agreeing with a failed
+        // reconciliation (issue 54 item 3).
+        if dispatched_ok || rules.stopped != StopReading::NotSent { String::new() } else { format!("; dispatched {} + undispatched {} + no record {} is under the {n} scheduled: NO", stages[1].1, all.undispatched, all.no_record) }
     );
 
     let q = |p| nearest_rank(skews_ns, p).unwrap_or(0) / 1000;

@@ -56,6 +56,11 @@ pub struct Report {
     pub cleanup: Option<CleanupReport>,
     /// What an escaped experiment's report keeps (seeds/004): never withheld.
     pub escape: Option<EscapeReport>,
+    /// A4 (v0.5): a run stopped before its schedule's end, and the requests it never sent,
+    /// which every window's figures leave out; absent for a run that sent its whole schedule
+    /// and under v0.1 to v0.4.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedReport>,
     /// The server's own metrics beside the client's (§2 "Server-side evidence"); absent for
     /// a journal without scrapes.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -365,6 +370,35 @@ pub struct Outcomes {
     pub undispatched: u64,
     /// Scheduled but absent from an unsealed or cut-off journal.
     pub no_record: u64,
+}
+
+impl Report {
+    /// Whether the run finished its schedule: every journal of it sealed `completed`. An
+    /// aborted, escaped or unsealed run publishes nothing, whatever its gates say, and
+    /// `analyze` exits 2 for it (SPEC §10 "Exit codes").
+    pub fn finished(&self) -> bool {
+        self.provenance.seal == percentes_formats::journal::records::SealStatus::Completed.name()
+    }
+
+    /// Whether the run can pass at all (exit 0 or 3, never 2): its gates hold and it finished
+    /// its schedule.
+    pub fn may_pass(&self) -> bool {
+        self.validity.valid && self.finished()
+    }
+}
+
+/// A run stopped before its schedule's end (§3 "A run stopped before its end", A4).
+#[derive(Clone, Debug, Serialize)]
+pub struct StoppedReport {
+    /// The stop: the first unsent request's intended time, seconds from the epoch.
+    pub at_s: f64,
+    /// Requests the run stopped before sending: journaled censored, class `run-end`, never
+    /// dispatched; in no window's figures.
+    pub not_sent: u64,
+    /// Requests scheduled before the stop: what the windows' figures are over.
+    pub scheduled_before: u64,
+    /// The sentence every output opens with.
+    pub said: String,
 }
 
 /// One route's share of a window.

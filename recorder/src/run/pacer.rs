@@ -638,6 +638,7 @@ fn stopped(ctx: &WorkerContext, entry: &Entry, reached_ns: u64) -> RequestRecord
         "the run was stopped before this request's intended time".into()
     };
     ctx.shared.requests.censored.fetch_add(1, Ordering::Relaxed);
+    ctx.shared.requests.not_sent.fetch_add(1, Ordering::Relaxed);
     record
 }
 

@@ -15,7 +15,6 @@ use super::behind::Fired;
 use super::dispatch::StallPool;
 use super::live;
 use super::signals::say;
-use super::summary::FailureClass;
 
 /// Boxed: the bounded queue preallocates every slot, and records vary from tens of bytes to kilobytes.
 pub(super) enum ToWriter {
@@ -71,11 +70,25 @@ pub(super) struct RequestCounts {
     pub(super) completed: AtomicU64,
     pub(super) errored: AtomicU64,
     pub(super) censored: AtomicU64,
+    /// Of the censored, those the run stopped before they were sent (class `run-end`, never
+    /// dispatched): not sent, rather than censored, in what `record` prints.
+    pub(super) not_sent: AtomicU64,
     pub(super) undispatched: AtomicU64,
     /// Errored and censored requests by class: count, and the first one's detail.
     pub(super) failures: Mutex<std::collections::BTreeMap<&'static str, (u64, String)>>,
     /// Set the first time the client runs out of descriptors or ports (said once, loudly).
     pub(super) exhausted: AtomicBool,
+}
+
+/// One class of failed requests in a run's summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailureClass {
+    /// The class name (`refused`, `timeout`, ...).
+    pub class: &'static str,
+    /// Requests that ended in it.
+    pub count: u64,
+    /// The first such request's detail.
+    pub detail: String,
 }
 
 /// What the workers measure between two telemetry seconds, taken by the telemetry thread.

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use percentes_formats::journal::records::SealStatus;
 use percentes_formats::journal::writer::Sealed;
 
+use std::sync::atomic::Ordering;
+
 use super::signals::counts_line;
+pub use super::state::FailureClass;
+use super::state::Shared;
 
 /// What a finished run reports.
 #[derive(Clone, Debug)]
@@ -21,6 +25,9 @@ pub struct Summary {
     pub sealed: Sealed,
     /// Requests never dispatched.
     pub undispatched: u64,
+    /// Requests the run stopped before they were sent (SIGINT, SIGTERM, an escape): journaled
+    /// censored, class `run-end`, and counted in the seal's censored; printed apart.
+    pub not_sent: u64,
     /// Times the writer queue was full.
     pub queue_full_events: u64,
     /// The classes requests failed in (errored and censored), most frequent first.
@@ -36,18 +43,31 @@ pub struct Summary {
     pub preflight: Option<String>,
 }
 
-/// One class of failed requests in a run's summary.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FailureClass {
-    /// The class name (`refused`, `timeout`, ...).
-    pub class: &'static str,
-    /// Requests that ended in it.
-    pub count: u64,
-    /// The first such request's detail.
-    pub detail: String,
-}
-
 impl Summary {
+    /// The summary of the run written to `output`: its seal, and what the threads counted in
+    /// `shared`.
+    pub(super) fn of(
+        output: PathBuf,
+        (status, reason, sealed): (SealStatus, String, Sealed),
+        shared: &Shared,
+        preflight: Option<String>,
+    ) -> Summary {
+        Summary {
+            output,
+            status,
+            reason,
+            sealed,
+            undispatched: shared.requests.undispatched.load(Ordering::Relaxed),
+            not_sent: shared.requests.not_sent.load(Ordering::Relaxed),
+            queue_full_events: shared.queue.full.load(Ordering::Relaxed),
+            failures: shared.failure_classes(),
+            pool_expired: shared.pool.expired.load(Ordering::Relaxed),
+            pool_found_closed: shared.pool.found_closed.load(Ordering::Relaxed),
+            opened_ahead: shared.pool.opened_ahead.load(Ordering::Relaxed),
+            preflight,
+        }
+    }
+
     /// What `percentes record` prints at the end: the journal, the seal, the counts, the top
     /// failure classes, what the pool retired, the writer queue, and the chain head.
     pub fn lines(&self) -> Vec<String> {
@@ -61,7 +81,7 @@ impl Summary {
             } else {
                 format!("seal: {} ({})", self.status.name(), self.reason)
             },
-            counts_line(&self.sealed.counts),
+            self.counts(),
         ];
         out.extend(self.failure_lines(5).into_iter().map(|l| format!("  {l}")));
         if self.pool_expired + self.pool_found_closed + self.opened_ahead > 0 {
@@ -81,6 +101,25 @@ impl Summary {
             percentes_formats::journal::hex(&self.sealed.chain_head)
         ));
         out
+    }
+
+    /// The seal's counts in words, the requests the run stopped before they were sent taken out
+    /// of the censored and named for what they are (issue 54 item 3): 70 requests never sent
+    /// read as "70 censored", as if the target had held them.
+    fn counts(&self) -> String {
+        let counts = &self.sealed.counts;
+        if self.not_sent == 0 {
+            return counts_line(counts);
+        }
+        format!(
+            "{} requests: {} completed, {} errored, {} censored, {} undispatched, {} not sent (the run stopped before their turn)",
+            counts.requests,
+            counts.completed,
+            counts.errored,
+            counts.censored.saturating_sub(self.not_sent),
+            counts.undispatched,
+            self.not_sent
+        )
     }
 
     /// The exit status `percentes record` owes this run (SPEC §10) and the warning that says
