@@ -257,6 +257,7 @@ pub fn analyze<'a>(
         headline: String::new(),
         audit,
         rules,
+        workload: run.header.schedule.workload.clone(),
     };
     // The appendix's headline is the §1 experiment's sentence; a degradation scenario has none.
     if report.validity.valid && config.fault.variant.is_replica_loss() {

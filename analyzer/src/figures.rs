@@ -43,6 +43,11 @@ pub struct Summary {
     pub not_publishable: Vec<String>,
     /// Why the windows are withheld (an invalid run without `--diagnose`).
     pub withheld: Option<String>,
+    /// The workload model when it is not open loop, in one line (issue 54 item 6: a closed
+    /// run's summary never said it was one, and its requests per second read like an offered
+    /// rate). Absent for an open-loop run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
     /// The windows, in the report's order.
     pub windows: Vec<WindowFigures>,
     /// The thresholds checked, in the order given.
@@ -131,11 +136,24 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
             .collect(),
         not_publishable: report.not_publishable.clone(),
         withheld: report.windows_withheld.clone(),
+        workload: workload_line(&report.workload),
         windows: report.windows.iter().map(window).collect(),
         thresholds: Vec::new(),
     };
     summary.thresholds = thresholds.iter().map(|t| check(&summary, t)).collect();
     summary
+}
+
+/// A workload model other than open loop, as the summary's first line says it (SPEC §1
+/// "Workload models").
+fn workload_line(workload: &percentes_formats::schedule::Workload) -> Option<String> {
+    use percentes_formats::schedule::Workload;
+    match workload {
+        Workload::Open => None,
+        Workload::Closed { users, .. } => Some(format!("workload: closed loop, {users} users: the requests per second below are an outcome, not an offered rate, and the latency is not latency at a fixed rate (§1 \"Workload models\")")),
+        Workload::SemiOpen { turns, .. } => Some(format!("workload: semi-open, sessions of {turns} requests arriving open loop, each turn after the last one's end (§1 \"Workload models\")")),
+        Workload::Replay { offsets_ns } => Some(format!("workload: a replay of a trace's times, {} requests (§1 \"Workload models\")", offsets_ns.len())),
+    }
 }
 
 fn window(w: &WindowReport) -> WindowFigures {
@@ -424,6 +442,9 @@ fn latency_text(seconds: f64, (unit, scale): (&'static str, f64)) -> String {
 /// rates; then the thresholds.
 pub fn text(summary: &Summary) -> String {
     let mut out = String::new();
+    if let Some(workload) = &summary.workload {
+        let _ = writeln!(out, "{workload}");
+    }
     if let Some(withheld) = &summary.withheld {
         let _ = writeln!(out, "statistics withheld: {withheld}");
     }

@@ -104,6 +104,25 @@ fn each_workload_model_is_chosen_journaled_and_audited() {
         "{workload}"
     );
     assert!(workload.contains("N / (R + Z)"), "{workload}");
+    // The summary says it first (issue 54 item 6), in summary.json and in the terminal's text.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("closed").join("summary.json")).unwrap())
+            .unwrap();
+    let said = summary["workload"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with(
+            "workload: closed loop, 3 users: the requests per second below are an outcome"
+        ),
+        "{summary}"
+    );
+    let (_, text, _) = percentes(&[
+        "analyze",
+        dir.join("closed.pj").to_str().unwrap(),
+        "--diagnose",
+        "-o",
+        dir.join("closed-again").to_str().unwrap(),
+    ]);
+    assert!(text.contains(said), "{text}");
 
     let semi = record(
         &addr,

@@ -74,6 +74,10 @@ pub struct Report {
     /// from this report afterwards (the headline, a campaign's scalars); not written.
     #[serde(skip)]
     pub rules: percentes_formats::spec::Rules,
+    /// The run's workload model (§1), for what is read from this report afterwards (the
+    /// summary's first line); not written: the audit says it in words.
+    #[serde(skip)]
+    pub workload: percentes_formats::schedule::Workload,
 }
 
 /// What the report cites (§9).
