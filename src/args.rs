@@ -187,6 +187,9 @@ pub struct QuickArgs {
     /// --duration; no ignore_eos sent).
     #[arg(long, requires = "url")]
     pub hosted: bool,
+    /// With --url: no pre-flight (the GET of the model list and one timed sample request).
+    #[arg(long, requires = "url")]
+    pub no_preflight: bool,
     /// With --url: the schedule's seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -248,6 +251,7 @@ impl QuickArgs {
             secret_headers: self.secret_header.clone(),
             api_key_env: self.api_key_env.clone(),
             hosted: self.hosted,
+            no_preflight: self.no_preflight,
             seed: self.seed,
             arrival: self.arrival.clone(),
             max_tokens: self.max_tokens.clone(),

@@ -147,7 +147,12 @@ pub fn quick_config(mut quick: percentes_formats::config::Quick) -> Result<Strin
             quick.model
         ));
     }
-    quick.toml().map_err(crate::error::StudyError::refused)
+    let text = quick.toml().map_err(crate::error::StudyError::refused)?;
+    // A file a flag names is checked now, the error naming the flag (a recording's own check
+    // would name the key the flag set).
+    percentes_formats::config::check_quick_files(&text)
+        .map_err(|e| crate::error::StudyError::refused(e.to_string()))?;
+    Ok(text)
 }
 
 /// What a quick run measures, in one line for the terminal before it starts: the route, the

@@ -317,6 +317,65 @@ fn inspect_shows_the_header_and_filters_records() {
     assert!(stderr.contains("unsealed-prefix"), "{stderr}");
 }
 
+/// Messages name what the user typed (issue 54 item 6): a quick run's missing `--dataset` was
+/// refused as `prompt_file`, and the pre-flight's refusal offered only `target.preflight =
+/// false`, a key a quick run has no file for. Now the dataset is refused before the run naming
+/// `--dataset`, the refusal names `--no-preflight`, and that flag writes the key.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_quick_runs_refusals_name_the_flags_typed() {
+    let _beside = crate::beside();
+    let dir = scratch("quick-words");
+    let journal = dir.join("never.pj");
+    let quick = |extra: &[&str]| {
+        let mut args = vec![
+            "record",
+            "--url",
+            "http://127.0.0.1:1/v1/chat/completions",
+            "--model",
+            "m",
+            "--rate",
+            "5",
+            "--duration",
+            "1s",
+            "-o",
+            journal.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        percentes(&args)
+    };
+    let (code, _, stderr) = quick(&["--dataset", "/no/such/prompts.jsonl"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("--dataset (the run's routes[0].prompt_file)")
+            && stderr.contains("/no/such/prompts.jsonl"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = quick(&[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("pre-flight") && stderr.contains("--no-preflight on a quick run"),
+        "{stderr}"
+    );
+    assert!(!journal.exists(), "nothing recorded");
+    let (code, written, stderr) = percentes(&[
+        "init",
+        "--from-flags",
+        "--url",
+        "http://127.0.0.1:1/v1/chat/completions",
+        "--model",
+        "m",
+        "--rate",
+        "5",
+        "--duration",
+        "1s",
+        "--no-preflight",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let config = percentes_formats::config::Config::parse(written.as_bytes()).unwrap();
+    assert!(!config.target.preflight, "{written}");
+}
+
 /// A reader that stops reading is a normal end (issue 54 item 6): `completions zsh | head -1`
 /// panicked (exit 101), `inspect --records | head -1` and `man | head -1` said "error: Broken
 /// pipe" and exited 1. Each now ends quietly with 0 once its reader has gone; and a journal

@@ -42,6 +42,8 @@ pub struct Quick {
     pub api_key_env: Option<String>,
     /// A third-party endpoint: the hosted profile.
     pub hosted: bool,
+    /// `target.preflight = false` (`--no-preflight`): no pre-flight before the run.
+    pub no_preflight: bool,
     /// `schedule.seed`.
     pub seed: u64,
     /// `schedule.arrival`: `poisson` or `deterministic`.
@@ -377,6 +379,9 @@ impl Quick {
         target.insert("base_url".into(), V::String(base_url));
         target.insert("model".into(), V::String(self.model.clone()));
         target.insert("stream".into(), V::Boolean(self.stream));
+        if self.no_preflight {
+            target.insert("preflight".into(), V::Boolean(false));
+        }
         if let Some(variable) = &self.api_key_env {
             target.insert("api_key_env".into(), V::String(variable.clone()));
         }
@@ -489,46 +494,80 @@ impl Quick {
     }
 }
 
-/// A configuration error, with the flag that set the key it names.
-fn blame(error: &ConfigError) -> String {
+/// Each configuration key a quick run's flag sets, with the flag: an error that names the key
+/// names the flag the user typed.
+const FLAGS: [(&str, &str); 27] = [
+    ("target.preflight", "--no-preflight"),
+    ("target.base_url", "--url"),
+    ("target.model", "--model"),
+    ("schedule.rate_rps", "--rate"),
+    ("schedule.seed", "--seed"),
+    ("schedule.arrival", "--arrival"),
+    ("dev.measure_s", "--duration"),
+    ("dev.warmup_s", "--warmup"),
+    ("target.secret_headers", "--secret-header"),
+    ("target.headers", "--header"),
+    ("target.api_key_env", "--api-key-env"),
+    ("routes[0].path", "--url"),
+    ("routes[0].output_tokens", "--max-tokens"),
+    ("routes[0].input_tokens", "--input-tokens"),
+    ("routes[0].prompt_file", "--dataset"),
+    ("routes[0].prompt_format", "--dataset-format"),
+    ("target.tokenizer", "--tokenizer"),
+    ("workload.users", "--concurrency"),
+    ("workload.turns", "--turns"),
+    ("workload.think_ms", "--think-time"),
+    ("workload.think", "--think"),
+    ("workload.trace", "--trace"),
+    ("routes[0].tools", "--tools"),
+    ("routes[0].tool_choice", "--tool-choice"),
+    ("routes[0].response_format", "--response-format"),
+    ("routes[0].images", "--image"),
+    ("routes[0].verify.structured", "--check-structured"),
+];
+
+/// The flag that set the key `error` names, and the key.
+fn flag_of(error: &ConfigError) -> Option<(&'static str, &'static str)> {
     let text = error.to_string();
-    let flags = [
-        ("target.base_url", "--url"),
-        ("target.model", "--model"),
-        ("schedule.rate_rps", "--rate"),
-        ("schedule.seed", "--seed"),
-        ("schedule.arrival", "--arrival"),
-        ("dev.measure_s", "--duration"),
-        ("dev.warmup_s", "--warmup"),
-        ("target.secret_headers", "--secret-header"),
-        ("target.headers", "--header"),
-        ("target.api_key_env", "--api-key-env"),
-        ("routes[0].path", "--url"),
-        ("routes[0].output_tokens", "--max-tokens"),
-        ("routes[0].input_tokens", "--input-tokens"),
-        ("routes[0].prompt_file", "--dataset"),
-        ("routes[0].prompt_format", "--dataset-format"),
-        ("target.tokenizer", "--tokenizer"),
-        ("workload.users", "--concurrency"),
-        ("workload.turns", "--turns"),
-        ("workload.think_ms", "--think-time"),
-        ("workload.think", "--think"),
-        ("workload.trace", "--trace"),
-        ("routes[0].tools", "--tools"),
-        ("routes[0].tool_choice", "--tool-choice"),
-        ("routes[0].response_format", "--response-format"),
-        ("routes[0].images", "--image"),
-        ("routes[0].verify.structured", "--check-structured"),
-    ];
     // The key the error names (a message may mention other keys, as advice).
     let named = match error {
         ConfigError::Invalid { key, .. } => key.as_str(),
         _ => text.as_str(),
     };
-    match flags.iter().find(|(key, _)| named.contains(key)) {
-        Some((key, flag)) => format!("{flag} (the run's {key}): {text}"),
-        None => format!("the run the flags state does not load: {text}"),
+    FLAGS
+        .iter()
+        .find(|(key, _)| named.contains(key))
+        .map(|&(key, flag)| (key, flag))
+}
+
+/// A configuration error, with the flag that set the key it names.
+fn blame(error: &ConfigError) -> String {
+    match flag_of(error) {
+        Some((key, flag)) => format!("{flag} (the run's {key}): {error}"),
+        None => format!("the run the flags state does not load: {error}"),
     }
+}
+
+/// The files a quick run's flags name (`--dataset`, `--tokenizer`, `--image`), checked before
+/// the run as a recording checks them (each a regular file within its kind's limit), the
+/// error naming the flag the user typed rather than the key it set (issue 54 item 6: a missing
+/// `--dataset` said `prompt_file`). `init --from-flags` writes a configuration to edit, and
+/// does not ask.
+pub fn check_quick_files(text: &str) -> Result<(), FlagError> {
+    let refused = |e: ConfigError| match flag_of(&e) {
+        Some((key, flag)) => FlagError {
+            flag,
+            problem: format!("(the run's {key}): {e}"),
+        },
+        None => FlagError {
+            flag: "--url",
+            problem: format!("and the flags beside it state a run that does not load: {e}"),
+        },
+    };
+    Config::parse(text.as_bytes())
+        .map_err(refused)?
+        .check_files()
+        .map_err(refused)
 }
 
 #[cfg(test)]
@@ -589,6 +628,7 @@ mod tests {
             headers: vec!["X-Team: perf".into()],
             secret_headers: vec![],
             api_key_env: None,
+            no_preflight: false,
             hosted: false,
             seed: 1,
             arrival: "poisson".into(),

@@ -203,7 +203,8 @@ pub(super) fn preflight(
         if target.tls { "https" } else { "http" },
         target.host_header()
     );
-    let skip = "(target.preflight = false skips this check)";
+    // Both ways a user states it: a quick run's flag, a configuration's key (issue 54 item 6).
+    let skip = "(--no-preflight on a quick run, target.preflight = false in a configuration, skips this check)";
     let runtime = compio::runtime::Runtime::builder()
         .with_proactor(ring_setup(false))
         .build()
