@@ -712,57 +712,93 @@ mod tests {
     /// way is worse: up for a latency, an error or censored share; down for goodput and a rate.
     #[test]
     fn each_change_is_named_by_which_way_is_worse() {
-        // TTFT 100 ms -> 150 ms, p < 0.05, beyond 5 ms: slower; the reverse: faster.
-        assert_eq!(
-            decided("ttft_p50", "s", 0.100, 0.050, (0.045, 0.055), 0.001).change,
-            "B slower"
-        );
-        assert_eq!(
-            decided("ttft_p50", "s", 0.150, -0.050, (-0.055, -0.045), 0.001).change,
-            "B faster"
-        );
-        // 4 ms more on 100 ms is inside the 5 ms margin: significant but no difference that
-        // matters, and the interval inside ±5 ms makes it equal.
-        let within = decided("ttft_p50", "s", 0.100, 0.004, (0.003, 0.0049), 0.001);
-        assert_eq!(
-            (within.verdict, within.change),
-            ("equal within the margin", "no difference")
-        );
-        // Errors up 3 points: worse; goodput up 3 points: better; goodput down: worse.
-        assert_eq!(
-            decided("error_rate", "share", 0.01, 0.03, (0.02, 0.04), 0.01).change,
-            "B worse"
-        );
-        assert_eq!(
-            decided("goodput", "share", 0.90, 0.03, (0.02, 0.04), 0.01).change,
-            "B better"
-        );
-        assert_eq!(
-            decided("goodput", "share", 0.90, -0.03, (-0.04, -0.02), 0.01).change,
-            "B worse"
-        );
-        // 10 requests/s to 9: down 10 %, beyond 5 % of 10: worse; up: better.
-        assert_eq!(
-            decided("requests_per_s", "per_s", 10.0, -1.0, (-1.5, -0.5), 0.01).change,
-            "B worse"
-        );
-        assert_eq!(
-            decided(
+        // (figure, unit, A, B - A, interval, Holm p, the change).
+        let cases = [
+            // TTFT 100 ms -> 150 ms, p < 0.05, beyond 5 ms: slower; the reverse: faster.
+            (
+                "ttft_p50",
+                "s",
+                0.100,
+                0.050,
+                (0.045, 0.055),
+                0.001,
+                "B slower",
+            ),
+            (
+                "ttft_p50",
+                "s",
+                0.150,
+                -0.050,
+                (-0.055, -0.045),
+                0.001,
+                "B faster",
+            ),
+            // 4 ms more on 100 ms: significant, but inside the 5 ms margin, interval too.
+            (
+                "ttft_p50",
+                "s",
+                0.100,
+                0.004,
+                (0.003, 0.0049),
+                0.001,
+                "no difference",
+            ),
+            // Errors up 3 points: worse; goodput up 3 points: better; goodput down: worse.
+            (
+                "error_rate",
+                "share",
+                0.01,
+                0.03,
+                (0.02, 0.04),
+                0.01,
+                "B worse",
+            ),
+            (
+                "goodput",
+                "share",
+                0.90,
+                0.03,
+                (0.02, 0.04),
+                0.01,
+                "B better",
+            ),
+            (
+                "goodput",
+                "share",
+                0.90,
+                -0.03,
+                (-0.04, -0.02),
+                0.01,
+                "B worse",
+            ),
+            // 10 requests/s to 9: down 10 %, beyond 5 % of 10: worse; tokens/s up: better.
+            (
+                "requests_per_s",
+                "per_s",
+                10.0,
+                -1.0,
+                (-1.5, -0.5),
+                0.01,
+                "B worse",
+            ),
+            (
                 "output_tokens_per_s",
                 "per_s",
                 100.0,
                 10.0,
                 (5.0, 15.0),
-                0.01
-            )
-            .change,
-            "B better"
-        );
-        // Not significant with an interval past the margin: no decision.
-        assert_eq!(
-            decided("e2e_p99", "s", 1.0, 0.2, (-0.1, 0.5), 0.3).change,
-            "no decision"
-        );
+                0.01,
+                "B better",
+            ),
+            // Not significant, the interval past the margin: no decision.
+            ("e2e_p99", "s", 1.0, 0.2, (-0.1, 0.5), 0.3, "no decision"),
+        ];
+        for (name, unit, a, d, ci, p, change) in cases {
+            let f = decided(name, unit, a, d, ci, p);
+            assert_eq!(f.change, change, "{name} {a} {d:+}: {}", f.reason);
+        }
+        let within = decided("ttft_p50", "s", 0.100, 0.004, (0.003, 0.0049), 0.001);
+        assert_eq!(within.verdict, "equal within the margin");
         // No test at all: not comparable.
         let mut none = figure("requests_per_s".into(), "per_s", "none at one run a side");
         verdict(&mut none, Margins::default());

@@ -327,20 +327,19 @@ fn a_quick_runs_refusals_name_the_flags_typed() {
     let _beside = crate::beside();
     let dir = scratch("quick-words");
     let journal = dir.join("never.pj");
+    let flags = [
+        "--url",
+        "http://127.0.0.1:1/v1/chat/completions",
+        "--model",
+        "m",
+        "--rate",
+        "5",
+        "--duration",
+        "1s",
+    ];
     let quick = |extra: &[&str]| {
-        let mut args = vec![
-            "record",
-            "--url",
-            "http://127.0.0.1:1/v1/chat/completions",
-            "--model",
-            "m",
-            "--rate",
-            "5",
-            "--duration",
-            "1s",
-            "-o",
-            journal.to_str().unwrap(),
-        ];
+        let mut args = vec!["record", "-o", journal.to_str().unwrap()];
+        args.extend_from_slice(&flags);
         args.extend_from_slice(extra);
         percentes(&args)
     };
@@ -358,19 +357,9 @@ fn a_quick_runs_refusals_name_the_flags_typed() {
         "{stderr}"
     );
     assert!(!journal.exists(), "nothing recorded");
-    let (code, written, stderr) = percentes(&[
-        "init",
-        "--from-flags",
-        "--url",
-        "http://127.0.0.1:1/v1/chat/completions",
-        "--model",
-        "m",
-        "--rate",
-        "5",
-        "--duration",
-        "1s",
-        "--no-preflight",
-    ]);
+    let mut init = vec!["init", "--from-flags", "--no-preflight"];
+    init.extend_from_slice(&flags);
+    let (code, written, stderr) = percentes(&init);
     assert_eq!(code, 0, "{stderr}");
     let config = percentes_formats::config::Config::parse(written.as_bytes()).unwrap();
     assert!(!config.target.preflight, "{written}");
