@@ -318,8 +318,8 @@ fn window_reports(
         .map(|(window, rows)| {
             let mut report = report(window, rows);
             let (pooled, per_token) = gaps.next().unzip();
-            report.inter_chunk_at_floor =
-                (rules.printing == Printing::Honest).then(|| window::floor_share(pooled.as_ref()));
+            report.inter_chunk_at_floor = (rules.printing != Printing::Archived)
+                .then(|| window::floor_share(pooled.as_ref()));
             report.inter_chunk = distribution(&[], pooled);
             report.inter_chunk.label = INTER_CHUNK;
             report.tokens.itl_per_token = Some(distribution(&[], per_token));
@@ -442,7 +442,9 @@ fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Pro
         spec_at_capture: header.spec_version.clone(),
         curve_method: match Rules::of(spec).printing {
             Printing::Archived => method_name(method).into(),
-            Printing::Honest => method_name(method).replace("(v0.2)", "(A1, since v0.2)"),
+            Printing::Honest | Printing::Resolved => {
+                method_name(method).replace("(v0.2)", "(A1, since v0.2)")
+            }
         },
         analyzer_version: analyzer.version.clone(),
         analyzer_commit: analyzer.commit.clone(),

@@ -100,6 +100,10 @@ pub enum Printing {
     /// the curve's method named by its amendment ("Aalen-Johansen (A1)"); a share of a window
     /// at the histogram's floor printed beside its inter-token quantiles.
     Honest,
+    /// v0.5 (A4): as [`Printing::Honest`], and a curve reading under a millisecond printed in
+    /// microseconds (`p50 = 171 µs`): to the millisecond it read `p50 = 0.000 s` beside a TTFT
+    /// of 171 µs (a server answering a fixed body, issue 54).
+    Resolved,
 }
 
 /// What G2.4 accepts as the runtime stall (SPEC §2).
@@ -313,6 +317,7 @@ impl Rules {
             Spec::V0_5 => Rules {
                 streams: StreamReading::EveryDelta,
                 stopped: StopReading::NotSent,
+                printing: Printing::Resolved,
                 ..a3
             },
         }
@@ -381,7 +386,8 @@ impl Spec {
                  delta of any kind (reasoning, tool call, answer), the time to first answer token and \
                  the reasoning span beside it, TPOT over every token the usage counts, inter-token \
                  latency per delivery, and a figure at the read's 1 us resolution refused; a request \
-                 a stopped run never sent is not sent, not censored, and in no window's figures",
+                 a stopped run never sent is not sent, not censored, and in no window's figures; \
+                 a curve reading under a millisecond printed in microseconds",
             ),
         }
     }
@@ -467,6 +473,7 @@ mod tests {
             Rules {
                 streams: StreamReading::EveryDelta,
                 stopped: StopReading::NotSent,
+                printing: Printing::Resolved,
                 ..v4
             }
         );

@@ -443,7 +443,7 @@ pub(super) fn curve_report(
             (Method::AalenJohansen, Printing::Archived) => "Aalen-Johansen (v0.2)",
             // The same estimator; under v0.3 the label names the amendment that chose it, so a
             // v0.3 report does not appear to cite v0.2.
-            (Method::AalenJohansen, Printing::Honest) => "Aalen-Johansen (A1)",
+            (Method::AalenJohansen, Printing::Honest | Printing::Resolved) => "Aalen-Johansen (A1)",
             (Method::KaplanMeierErrorsCensored, _) => "Kaplan-Meier, errors censored (v0.1)",
         },
         label: "over all scheduled requests of the window (undispatched excluded)",

@@ -105,13 +105,16 @@ pub fn render(q: f64, reading: Reading, horizon_ns: u64) -> String {
 /// [`render`], printed as `printing` says.
 pub fn render_as(q: f64, reading: Reading, horizon_ns: u64, printing: Printing) -> String {
     let name = name(q);
-    let secs = |ns| match printing {
+    let secs = |ns: u64| match printing {
         Printing::Archived => seconds(ns),
         Printing::Honest => seconds_rounded(ns),
+        // Under a millisecond, "0.000 s" says nothing: microseconds, rounded half up.
+        Printing::Resolved if ns < 999_500 => format!("{} µs", (ns + 500) / 1000),
+        Printing::Resolved => seconds_rounded(ns),
     };
     let share = |v: f64| match printing {
         Printing::Archived => format!("{v:.4}"),
-        Printing::Honest => share_beside(v, q),
+        Printing::Honest | Printing::Resolved => share_beside(v, q),
     };
     match reading {
         Reading::At { time_ns } => format!("{name} = {}", secs(time_ns)),
@@ -173,6 +176,27 @@ mod tests {
             render(0.99, reading, 30_000_000_000),
             "p99 unattainable; final incidence 0.9900, ceiling 0.9900"
         );
+    }
+
+    /// v0.5 (A4): a reading under a millisecond in microseconds, rounded half up; from the
+    /// millisecond on, as v0.3 and v0.4 print it. Hand-worked: 171.4 us -> 171 µs, 999.5 us
+    /// rounds to the millisecond (0.001 s, as Honest prints it), 1.2345 s -> 1.235 s.
+    #[test]
+    fn resolved_printing_reads_a_sub_millisecond_reading_in_microseconds() {
+        let at = |ns| Reading::At { time_ns: ns };
+        let printed = |ns, p| render_as(0.5, at(ns), 30_000_000_000, p);
+        assert_eq!(printed(171_400, Printing::Honest), "p50 = 0.000 s");
+        assert_eq!(printed(171_400, Printing::Resolved), "p50 = 171 µs");
+        assert_eq!(printed(171_500, Printing::Resolved), "p50 = 172 µs");
+        assert_eq!(printed(999_499, Printing::Resolved), "p50 = 999 µs");
+        for ns in [999_500, 1_234_500_000] {
+            assert_eq!(
+                printed(ns, Printing::Resolved),
+                printed(ns, Printing::Honest),
+                "{ns}"
+            );
+        }
+        assert_eq!(printed(1_234_500_000, Printing::Resolved), "p50 = 1.235 s");
     }
 
     #[test]
