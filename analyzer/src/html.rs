@@ -89,8 +89,11 @@ fn latency_row(out: &mut String, name: &str, d: &Distribution) {
             .find(|(n, _)| n == q)
             .map(|(_, v)| latency(*v as f64))
     };
-    // In the row's own unit: the interval beside the p99, or the refusal.
-    let tail = d.tails.iter().find(|t| t.quantile == "p99").map_or_else(
+    // In the row's own unit: the interval beside the p99, or the refusal. A refused p99 is
+    // refused here as in the terminal and the thresholds (issue 54 item 1: the card printed
+    // TTFT p99 = 268.0 ms at n = 305 where every other place refused it), never a bare point.
+    let p99 = d.tails.iter().find(|t| t.quantile == "p99");
+    let tail = p99.map_or_else(
         || "no samples".to_owned(),
         |t| match t.interval_us {
             Some((lo, hi)) => format!(
@@ -101,12 +104,16 @@ fn latency_row(out: &mut String, name: &str, d: &Distribution) {
             None => t.text.clone(),
         },
     );
+    let p99_cell = match p99 {
+        Some(t) if t.interval_us.is_none() && d.n > 0 => "refused".to_owned(),
+        _ => at("p99").unwrap_or_else(|| "n/a".into()),
+    };
     let _ = writeln!(
         out,
         "<tr><th>{name}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         d.n,
         at("p50").unwrap_or_else(|| "n/a".into()),
-        at("p99").unwrap_or_else(|| "n/a".into()),
+        p99_cell,
         escape(&tail)
     );
 }
@@ -248,6 +255,36 @@ mod tests {
         assert!(
             !STYLE.contains("strong{color"),
             "bold is not styled as an alarm"
+        );
+    }
+
+    /// The card's p99 is refused where §7 refuses it (no interval from the sample), as the
+    /// terminal and the thresholds refuse it, and shown with its interval where there is one.
+    #[test]
+    fn a_refused_p99_is_refused_on_the_card_too() {
+        use crate::model::Tail;
+        let mut d = crate::analysis::distribution(&[100_000; 305], None);
+        d.percentiles_us = vec![("p50".into(), 100_000), ("p99".into(), 268_000)];
+        d.tails = vec![Tail {
+            quantile: "p99".into(),
+            point_us: Some(268_000),
+            interval_us: None,
+            ranks: None,
+            text: "p99-CI omitted (sample budget insufficient, §7)".into(),
+        }];
+        let mut row = String::new();
+        latency_row(&mut row, "TTFT", &d);
+        assert!(
+            row.contains("<td>refused</td>") && !row.contains("268"),
+            "{row}"
+        );
+        assert!(row.contains("sample budget insufficient"), "{row}");
+        d.tails[0].interval_us = Some((250_000, 290_000));
+        let mut row = String::new();
+        latency_row(&mut row, "TTFT", &d);
+        assert!(
+            row.contains("<td>268.0 ms</td>") && row.contains("95 % CI"),
+            "{row}"
         );
     }
 

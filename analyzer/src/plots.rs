@@ -356,7 +356,8 @@ fn tick(v: f64) -> String {
 }
 
 /// A load sweep's latencies against offered rate (`sweep-latency.svg`): TTFT, TPOT and
-/// end-to-end p50 (solid) and p99 (dashed) of each rate with statistics; a rate whose recording
+/// end-to-end p50 (solid) and p99 (dashed, only where its interval publishes it) of each rate
+/// with statistics; a rate whose recording
 /// failed a gate is marked (and drawn only when the sweep was asked for a diagnosis).
 pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
     let colours = [("ttft", "#1f77b4"), ("tpot", "#2ca02c"), ("e2e", "#d62728")];
@@ -366,7 +367,12 @@ pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
             .iter()
             .filter_map(|p| {
                 let l = p.latency.iter().find(|l| l.metric == metric && l.n > 0)?;
-                let us = if p99 { l.p99_us } else { l.p50_us }?;
+                // A refused p99 (no interval, §7) is not drawn as a point, as it is not printed.
+                let us = if p99 {
+                    l.p99_interval_us.and(l.p99_us)
+                } else {
+                    l.p50_us
+                }?;
                 Some((p.rate_rps, us as f64 / 1e3))
             })
             .collect()

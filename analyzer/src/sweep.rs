@@ -233,7 +233,7 @@ pub fn markdown(sweep: &Sweep) -> String {
     }
     let _ = writeln!(
         md,
-        "Each rate is its own recording, analyzed as `percentes analyze` would: the measurement window, completed requests only for the latencies (p99 with its 95 % order-statistic interval where the sample supports one, `no CI` where it does not, §7), the completion curve over every scheduled request below. A recording that failed a gate publishes nothing for its rate (§9).\n"
+        "Each rate is its own recording, analyzed as `percentes analyze` would: the measurement window, completed requests only for the latencies (p99 with its 95 % order-statistic interval where the sample supports one, refused where it does not, as everywhere else: a tail is never a bare point, §7), the completion curve over every scheduled request below. A recording that failed a gate publishes nothing for its rate (§9).\n"
     );
     let _ = writeln!(
         md,
@@ -242,17 +242,18 @@ pub fn markdown(sweep: &Sweep) -> String {
     let share = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.4}"));
     for p in &sweep.points {
         let cell = |metric: &str| match p.metric(metric) {
-            Some(l) if l.n > 0 => format!(
-                "{} / {} {}",
-                ms(l.p50_us),
-                ms(l.p99_us),
-                l.p99_interval_us
-                    .map_or("(no CI)".to_owned(), |(a, b)| format!(
-                        "[{}, {}]",
-                        ms(Some(a)),
-                        ms(Some(b))
-                    ))
-            ),
+            // A p99 without its interval is refused, as the terminal, the card and the
+            // thresholds refuse it (issue 54 item 1: "900.0 (no CI)" at n = 12).
+            Some(l) if l.n > 0 => match l.p99_interval_us {
+                Some((a, b)) => format!(
+                    "{} / {} [{}, {}]",
+                    ms(l.p50_us),
+                    ms(l.p99_us),
+                    ms(Some(a)),
+                    ms(Some(b))
+                ),
+                None => format!("{} / refused", ms(l.p50_us)),
+            },
             Some(_) => "no samples".into(),
             None => "withheld".into(),
         };
@@ -390,7 +391,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| 4 | 100 | 4.00 | 0.0000 | 0.0100 | 0.9900 | 250.0 / 900.0 (no CI) |"),
+            md.contains("| 4 | 100 | 4.00 | 0.0000 | 0.0100 | 0.9900 | 250.0 / refused |"),
             "{md}"
         );
         assert!(
@@ -404,7 +405,7 @@ mod tests {
         );
         // Asked for a diagnosis, an invalid rate's numbers show, and its row says what they are.
         assert!(
-            md.contains("| 16 | 100 | 16.00 | 0.0000 | 0.0100 | 0.9900 | 260.0 / 300.0 (no CI) |"),
+            md.contains("| 16 | 100 | 16.00 | 0.0000 | 0.0100 | 0.9900 | 260.0 / refused |"),
             "{md}"
         );
         assert!(
