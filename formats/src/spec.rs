@@ -180,6 +180,20 @@ pub enum WideningRate {
     ConfiguredRate,
 }
 
+/// Whether the completion curve's tail readings (p95, p99) keep §7's sample budget (SPEC §3
+/// "Quantile readings", §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurveBudget {
+    /// v0.1 to v0.4: read wherever the curve crosses the quantile, whatever the window's n: a
+    /// p99 at n = 18 printed, and a `completion_p99` threshold passed on it, where `e2e_p99` on
+    /// the same requests was refused (issue 54).
+    Unbounded,
+    /// v0.5 (A4): a tail reading of a window with fewer scheduled requests than §7's interval
+    /// needs at that quantile (73 for p95, 381 for p99) is refused, saying how many it needs,
+    /// as the completed-only tails are.
+    TailBudget,
+}
+
 /// What a request the run stopped before it was sent is (SPEC §3 "A run stopped before its
 /// end"): journaled censored, class `run-end`, never dispatched, whatever the version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +275,8 @@ pub struct Rules {
     pub streams: StreamReading,
     /// What a request the run stopped before sending is (§3, A4).
     pub stopped: StopReading,
+    /// Whether the curve's tail readings keep §7's sample budget (§3, §7, A4).
+    pub curve_budget: CurveBudget,
 }
 
 impl Rules {
@@ -284,6 +300,7 @@ impl Rules {
             json_seconds: JsonSeconds::Float,
             streams: StreamReading::AnswerContent,
             stopped: StopReading::Censored,
+            curve_budget: CurveBudget::Unbounded,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -318,6 +335,7 @@ impl Rules {
                 streams: StreamReading::EveryDelta,
                 stopped: StopReading::NotSent,
                 printing: Printing::Resolved,
+                curve_budget: CurveBudget::TailBudget,
                 ..a3
             },
         }
@@ -474,6 +492,7 @@ mod tests {
                 streams: StreamReading::EveryDelta,
                 stopped: StopReading::NotSent,
                 printing: Printing::Resolved,
+                curve_budget: CurveBudget::TailBudget,
                 ..v4
             }
         );

@@ -2292,6 +2292,55 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A refused p99 fails its threshold in every spelling (issue 54 item 1): on the demo golden's
+/// cooldown (167 scheduled, every one completed), `e2e_p99` was refused while `completion_p99`
+/// passed on the curve's bare point. Under v0.5 (A4) both fail as refused, the curve's naming
+/// the 381 it needs; the p50 passes; v0.4 reads the curve's p99 as it always did.
+#[test]
+fn a_refused_p99_fails_its_threshold_in_every_spelling() {
+    let _beside = crate::beside();
+    let dir = scratch("refused-p99");
+    let journal = "golden/runs/demo-clean-delete-factor10.pj";
+    let check = |threshold: &str, spec: &str| {
+        let out = dir.join(format!("{}-{spec}", threshold.len()));
+        let (code, stdout, stderr) = percentes(&[
+            "analyze",
+            journal,
+            "--spec",
+            spec,
+            "--fail-on",
+            threshold,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let verdict = stdout
+            .lines()
+            .find(|l| l.starts_with("  PASS") || l.starts_with("  FAIL"))
+            .unwrap_or_else(|| panic!("{stdout}{stderr}"))
+            .to_owned();
+        (code, verdict)
+    };
+    for (threshold, says) in [
+        (
+            "completion_p99@cooldown < 2s",
+            "refused: p99 refused (sample budget insufficient, §7): a p99 of the curve needs 381 scheduled requests in the window, it has 167",
+        ),
+        (
+            "e2e_p99@cooldown < 2s",
+            "refused: p99-CI omitted (sample budget insufficient, §7)",
+        ),
+    ] {
+        let (code, verdict) = check(threshold, "v0.5");
+        assert_eq!(code, 3, "{verdict}");
+        assert!(verdict.starts_with("  FAIL") && verdict.ends_with(says), "{verdict}");
+    }
+    let (code, verdict) = check("completion_p50@cooldown < 2s", "v0.5");
+    assert_eq!(code, 0, "{verdict}");
+    let (code, verdict) = check("completion_p99@cooldown < 2s", "v0.4");
+    assert_eq!(code, 0, "{verdict}");
+    assert!(verdict.contains("completion_p99 = 1.206 s"), "{verdict}");
+}
+
 /// `compare` of a valid golden and an invalid one (issue 54 item 2): without `--diagnose` it
 /// compares nothing, says the verdict is "not comparable" and how to see the figures anyway,
 /// and exits 2; with it, the invalid run's figures are compared and every verdict is marked

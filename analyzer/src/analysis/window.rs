@@ -5,10 +5,10 @@
 
 use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{Rules, StreamReading};
+use percentes_formats::spec::{CurveBudget, Rules, StreamReading};
 
 use super::client_gate::nearest_rank;
-use super::distribution::{distribution, distribution_of, QUANTILES};
+use super::distribution::{distribution, distribution_of, QUANTILES, TAIL_QUANTILES};
 use super::rows::{count_outcomes, e2e_ns, seconds, tokens_per_event, ttft_ns};
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
@@ -116,7 +116,12 @@ pub(super) fn window_report(
     // these, not their sum (BENCHMARKS.md, "Where the memory goes"). A spilled table's pages
     // are handed back between them for the same reason (`Requests::release`).
     requests.release();
-    let completion = curve_report(requests, rows, method, horizon_ns, printing);
+    let completion = curve_report(
+        requests,
+        rows,
+        method,
+        (horizon_ns, printing, rules.curve_budget),
+    );
     requests.release();
     let ttft: Vec<u64> = rows
         .iter()
@@ -379,8 +384,7 @@ pub(super) fn curve_report(
     requests: &Requests,
     rows: &[usize],
     method: Method,
-    horizon_ns: u64,
-    printing: Printing,
+    (horizon_ns, printing, budget): (u64, Printing, CurveBudget),
 ) -> CurveReport {
     let observations: Vec<Observation> = rows
         .iter()
@@ -415,8 +419,28 @@ pub(super) fn curve_report(
                 quantile::Reading::AboveHorizon { .. } => ("above-horizon", None),
                 quantile::Reading::Unattainable { .. } => ("unattainable", None),
             };
+            let name = quantile::name(q);
+            let need = crate::estimate::tails::smallest_n(q);
+            // A4: a tail reading keeps §7's sample budget, as the completed-only tails do. Only
+            // a number is refused: "unattainable" and "above the horizon" publish none, and say
+            // more than the budget's refusal would.
+            if budget == CurveBudget::TailBudget
+                && seconds_at.is_some()
+                && TAIL_QUANTILES.contains(&q)
+                && curve.n < need
+            {
+                return Reading {
+                    text: format!(
+                        "{name} refused (sample budget insufficient, §7): a {name} of the curve needs {need} scheduled requests in the window, it has {}",
+                        curve.n
+                    ),
+                    quantile: name,
+                    kind: "refused",
+                    seconds: None,
+                };
+            }
             Reading {
-                quantile: quantile::name(q),
+                quantile: name,
                 kind,
                 seconds: seconds_at,
                 text: quantile::render_as(q, reading, horizon_ns, printing),

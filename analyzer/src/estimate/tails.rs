@@ -25,6 +25,14 @@ pub fn ranks(n: u64, p: f64) -> Option<(u64, u64)> {
     (lower >= 1.0 && upper <= n as f64).then_some((lower as u64, upper as u64))
 }
 
+/// The smallest sample with an interval for quantile `p` (73 for p95, 381 for p99): what a
+/// refusal says the figure needs.
+pub fn smallest_n(p: f64) -> u64 {
+    (1..=1_000_000)
+        .find(|&n| ranks(n, p).is_some())
+        .unwrap_or(u64::MAX)
+}
+
 /// A tail reading: an interval, or the refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailInterval {

@@ -468,7 +468,7 @@ pub struct CurveReport {
 pub struct Reading {
     /// Which quantile (`p50`, `p99`, ...).
     pub quantile: String,
-    /// `at`, `above-horizon` or `unattainable`.
+    /// `at`, `above-horizon`, `unattainable`, or (A4) `refused` below §7's sample budget.
     pub kind: &'static str,
     /// The latency, when the curve crosses the quantile inside the horizon.
     pub seconds: Option<f64>,
