@@ -307,7 +307,13 @@ fn window_reports(
                 let (inter, share) = streams::inter_token(delivered.gaps.clone());
                 report.inter_chunk_at_floor = Some(window::floor_share(Some(&delivered.gaps)));
                 report.inter_chunk = inter;
-                report.streams = Some(streams::figures(&run.requests, rows, &delivered, share));
+                report.streams = Some(streams::figures(
+                    &run.requests,
+                    &rows::in_intended_order(&run.requests, rows),
+                    &delivered,
+                    share,
+                    rules.tails,
+                ));
                 report
             })
             .collect();

@@ -17,6 +17,10 @@
 //! (B worse than A beyond the margin somewhere), an improvement, no difference, or not
 //! comparable; `compare --fail-on-regression` exits 3 on a regression.
 //!
+//! Under v0.5 (A4) the request-by-request tests read each side's samples at their effective
+//! number (SPEC §7; [`crate::estimate::compare`] says how), from its series in intended-time
+//! order.
+//!
 //! Throughput (requests and output tokens per second) is compared run by run, by Welch; one run
 //! a side has no test of it here, and its row says so. `--diagnose` compares invalid runs'
 //! figures too, each marked as a diagnosis.
@@ -26,7 +30,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::analysis::{latency_samples, LatencySamples};
+use percentes_formats::spec::TailSample;
+
 use crate::estimate::compare as stats;
+use crate::estimate::effective::exceedances;
 use crate::estimate::runs::holm_adjusted;
 use crate::figures;
 use crate::load::Run;
@@ -150,6 +157,9 @@ const RATES: [&str; 2] = ["requests_per_s", "output_tokens_per_s"];
 const MOOD: &str =
     "Mood's quantile test (Fisher's exact); interval from two 97.5 % order-statistic intervals";
 const FISHER: &str = "Fisher's exact test; Newcombe's hybrid score interval";
+/// A4 (v0.5): the same tests on what the correlated samples are worth (SPEC §7).
+const MOOD_A4: &str = "Mood's quantile test (Fisher's exact) on counts divided by each side's design effect (Rao and Scott); interval from two 97.5 % order-statistic intervals at each side's effective n";
+const FISHER_A4: &str = "Fisher's exact test and Newcombe's hybrid score interval on counts divided by each side's design effect (Rao and Scott)";
 const WELCH: &str = "Welch's t-test over runs; Welch's interval";
 
 fn figure(name: String, unit: &'static str, test: &'static str) -> FigureComparison {
@@ -314,6 +324,18 @@ pub fn journals(
     Ok((compare(sa, sb, margins, analyzer.diagnose), valid))
 }
 
+/// `statistics.tail_lag_max` (§7, A4).
+const LAG_MAX: usize = percentes_formats::pins::value::STATISTICS_TAIL_LAG_MAX as usize;
+
+/// What a series in intended-time order is worth around `threshold`: the effective n of its
+/// exceedances (§7, A4); `None` where they are correlated past the longest lag.
+fn worth_above(in_order: &[u64], threshold: u64) -> Option<f64> {
+    let above: Vec<usize> = (0..in_order.len())
+        .filter(|&i| in_order[i] > threshold)
+        .collect();
+    exceedances(in_order.len(), &above, LAG_MAX).n_eff
+}
+
 fn samples_of(side: &Side<'_>, window: &str) -> Option<LatencySamples> {
     let bounds = side
         .report
@@ -341,22 +363,51 @@ fn request_level(
         (Some(sa), Some(sb)) if valid => (sa, sb),
         _ => Default::default(),
     };
-    for latency in LATENCIES {
-        let (xa, xb) = match latency {
+    // A4 (v0.5): both sides are analyzed under one version; its rule says what a sample is worth.
+    let correlated = a.report.rules.tails == TailSample::Effective;
+    for (i, latency) in LATENCIES.iter().enumerate() {
+        let (xa, xb) = match *latency {
             "ttft" => (&sa.ttft_us, &sb.ttft_us),
             "tpot" => (&sa.tpot_us, &sb.tpot_us),
             _ => (&sa.e2e_us, &sb.e2e_us),
         };
+        let (oa, ob) = (&sa.in_order[i], &sb.in_order[i]);
         for (qname, q) in QUANTILES {
-            let mut f = figure(format!("{latency}_{qname}"), "s", MOOD);
+            let test = if correlated { MOOD_A4 } else { MOOD };
+            let mut f = figure(format!("{latency}_{qname}"), "s", test);
             let seconds = |us: u64| us as f64 / 1e6;
             f.a = stats::nearest_rank(xa, q).map(seconds);
             f.b = stats::nearest_rank(xb, q).map(seconds);
             f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
-            f.interval = stats::quantile_difference(xa, xb, q).map(|(lo, hi)| (lo / 1e6, hi / 1e6));
-            f.p = stats::quantile_test(xa, xb, q).map(|t| t.p);
+            let mut worth = (xa.len() as f64, xb.len() as f64);
+            let mut split = (xa.len() as f64, xb.len() as f64);
+            let mut unknown = false;
+            if correlated {
+                // Each side's own quantile sizes its interval; Mood's split sizes its table.
+                let own = |o: &[u64], x: &[u64]| {
+                    stats::nearest_rank(x, q).and_then(|v| worth_above(o, v))
+                };
+                let m = stats::pooled_quantile(xa, xb, q);
+                let at_m = |o: &[u64]| m.and_then(|m| worth_above(o, m));
+                match (own(oa, xa), own(ob, xb), at_m(oa), at_m(ob)) {
+                    (Some(wa), Some(wb), Some(ma), Some(mb)) => {
+                        worth = (wa, wb);
+                        split = (ma, mb);
+                    }
+                    _ => unknown = !xa.is_empty() && !xb.is_empty(),
+                }
+            }
+            if !unknown {
+                f.interval = stats::quantile_difference_at(xa, xb, q, worth)
+                    .map(|(lo, hi)| (lo / 1e6, hi / 1e6));
+                f.p = stats::pooled_quantile(xa, xb, q)
+                    .and_then(|m| stats::quantile_test_at(xa, xb, m, split))
+                    .map(|t| t.p);
+            }
             if !valid {
                 f.reason = "an invalid run publishes no figure".into();
+            } else if unknown {
+                f.reason = format!("a side's samples are still correlated {LAG_MAX} requests apart (statistics.tail_lag_max): no effective n, so no test (§7)");
             } else if f.p.is_none() {
                 f.reason = "a side has no completed request with this figure".into();
             }
@@ -364,7 +415,11 @@ fn request_level(
         }
     }
     for name in SHARES {
-        let mut f = figure(name.to_owned(), "share", FISHER);
+        let mut f = figure(
+            name.to_owned(),
+            "share",
+            if correlated { FISHER_A4 } else { FISHER },
+        );
         let count = |w: &WindowReport| match name {
             "error_rate" => w.outcomes.errored,
             "censored_rate" => w.outcomes.censored,
@@ -375,12 +430,36 @@ fn request_level(
                 .map_or(0, |g| (g * w.scheduled as f64).round() as u64),
         };
         let (ka, na, kb, nb) = (count(wa), wa.scheduled, count(wb), wb.scheduled);
+        // A4: each side's count read at its design effect, from its series in intended order.
+        let design = |s: &LatencySamples| -> Option<f64> {
+            let positions = match name {
+                "error_rate" => &s.errored,
+                "censored_rate" => &s.censored,
+                _ => &s.met,
+            };
+            let worth = exceedances(s.scheduled, positions, LAG_MAX).n_eff?;
+            Some(worth / s.scheduled.max(1) as f64)
+        };
+        let scaled = if correlated {
+            design(&sa).zip(design(&sb)).map(|(da, db)| {
+                let (ka, na) = stats::effective_count(ka, na, na as f64 * da);
+                let (kb, nb) = stats::effective_count(kb, nb, nb as f64 * db);
+                (ka, na, kb, nb)
+            })
+        } else {
+            Some((ka, na, kb, nb))
+        };
         if valid && na > 0 && nb > 0 {
             f.a = Some(ka as f64 / na as f64);
             f.b = Some(kb as f64 / nb as f64);
             f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
-            f.interval = stats::share_difference(ka, na, kb, nb);
-            f.p = Some(stats::fisher_exact(ka, na - ka, kb, nb - kb));
+            match scaled {
+                Some((ka, na, kb, nb)) => {
+                    f.interval = stats::share_difference(ka, na, kb, nb);
+                    f.p = Some(stats::fisher_exact(ka, na - ka, kb, nb - kb));
+                }
+                None => f.reason = format!("a side's outcomes are still correlated {LAG_MAX} requests apart (statistics.tail_lag_max): no effective n, so no test (§7)"),
+            }
         } else {
             f.reason = if valid {
                 "a side scheduled nothing in this window"

@@ -98,6 +98,9 @@ pub struct Figure {
     pub interval: Option<(f64, f64)>,
     /// Why there is no value (or, for a tail, no interval), in the report's words.
     pub refused: Option<String>,
+    /// A4 (v0.5): n / n_eff of a tail's interval (§7), printed beside it. Absent before v0.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_per_effective: Option<f64>,
 }
 
 /// One threshold's result.
@@ -225,6 +228,7 @@ fn shares_and_rates(w: &WindowReport) -> Vec<Figure> {
             value: reading.seconds,
             interval: None,
             refused: reading.seconds.is_none().then(|| reading.text.clone()),
+            n_per_effective: None,
         });
     }
     for (name, share) in [
@@ -246,6 +250,7 @@ fn shares_and_rates(w: &WindowReport) -> Vec<Figure> {
             .output_tokens_per_s
             .is_none()
             .then(|| w.tokens.text.clone()),
+        n_per_effective: None,
     });
     figures
 }
@@ -264,6 +269,7 @@ fn reasoning_tokens(s: &crate::model::StreamFigures) -> Vec<Figure> {
                 refused: value.is_none().then(|| {
                     "no completed request of the window reported reasoning tokens".to_owned()
                 }),
+                n_per_effective: None,
             }
         })
         .collect()
@@ -280,6 +286,7 @@ fn of_share(name: &str, unit: &'static str, share: &Share) -> Figure {
             .value
             .is_none()
             .then(|| format!("nothing to divide by ({})", share.label)),
+        n_per_effective: None,
     }
 }
 
@@ -295,6 +302,7 @@ fn latency(name: String, q: &str, d: &Distribution) -> Figure {
             value: None,
             interval: None,
             refused: Some(why.clone()),
+            n_per_effective: None,
         };
     }
     let value = d
@@ -309,8 +317,10 @@ fn latency(name: String, q: &str, d: &Distribution) -> Figure {
         value,
         interval: None,
         refused: (d.n == 0).then(|| "none completed in the window".to_owned()),
+        n_per_effective: None,
     };
     if let Some(tail) = d.tails.iter().find(|t| t.quantile == q) {
+        figure.n_per_effective = tail.effective.as_ref().and_then(|e| e.ratio);
         match tail.interval_us {
             Some((lo, hi)) => figure.interval = Some((lo as f64 / 1e6, hi as f64 / 1e6)),
             None if d.n > 0 => {
@@ -389,9 +399,13 @@ fn check(summary: &Summary, t: &Threshold) -> Verdict {
     if let Some((lo, hi)) = figure.interval {
         let _ = write!(
             reason,
-            " (95 % CI {}-{})",
+            " (95 % CI {}-{}{})",
             shown(t.kind, lo),
-            shown(t.kind, hi)
+            shown(t.kind, hi),
+            figure
+                .n_per_effective
+                .map(|r| format!("; n/n_eff {r:.2}"))
+                .unwrap_or_default()
         );
         if t.op.holds(lo, t.limit) != t.op.holds(hi, t.limit) {
             reason.push_str(", the interval straddles the limit");
@@ -622,10 +636,13 @@ fn latency_row(out: &mut String, label: &str, row: &[&Figure], note: Option<Stri
     let p99 = row[2];
     let tail = match (p99.value, p99.interval) {
         (Some(v), Some((lo, hi))) => format!(
-            "{} (95 % CI {}-{})",
+            "{} (95 % CI {}-{}{})",
             latency_text(v, unit),
             latency_text(lo, unit),
-            latency_text(hi, unit)
+            latency_text(hi, unit),
+            p99.n_per_effective
+                .map(|r| format!("; n/n_eff {r:.2}"))
+                .unwrap_or_default()
         ),
         // Pooled inter-token gaps keep no order statistics, so no interval (§7).
         (Some(v), None) if p99.refused.is_none() => match &note {

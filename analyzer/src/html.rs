@@ -97,9 +97,15 @@ fn latency_row(out: &mut String, name: &str, d: &Distribution) {
         || "no samples".to_owned(),
         |t| match t.interval_us {
             Some((lo, hi)) => format!(
-                "95 % CI {} to {} (order statistics, §7)",
+                "95 % CI {} to {} (order statistics, §7{})",
                 latency(lo as f64),
-                latency(hi as f64)
+                latency(hi as f64),
+                // A4 (v0.5): what the interval rests on.
+                t.effective
+                    .as_ref()
+                    .and_then(|e| e.ratio)
+                    .map(|r| format!("; n/n_eff {r:.2}"))
+                    .unwrap_or_default()
             ),
             None => t.text.clone(),
         },
@@ -271,6 +277,7 @@ mod tests {
             interval_us: None,
             ranks: None,
             text: "p99-CI omitted (sample budget insufficient, §7)".into(),
+            effective: None,
         }];
         let mut row = String::new();
         latency_row(&mut row, "TTFT", &d);

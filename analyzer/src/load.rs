@@ -724,6 +724,8 @@ mod tests {
     use percentes_formats::journal::JournalWriter;
 
     fn file(name: &str, bytes: &[u8]) -> JournalFile {
+        // One name per test: two tests of one process writing one file race (a journal is
+        // mapped while the other rewrites it).
         let dir = std::env::temp_dir().join(format!("percentes-load-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
@@ -1023,14 +1025,14 @@ mod tests {
                 s.sent_ns = s.sent_ns.saturating_sub(500_000_000);
                 s.received_ns = s.received_ns.saturating_sub(500_000_000);
             });
-            match load(&file("moved.pj", &bytes)) {
+            match load(&file("scrape-moved.pj", &bytes)) {
                 Err(LoadError::Record { message, .. }) => {
                     assert!(message.contains("rule 1)"), "{message}");
                     refused += 1;
                 }
                 Err(e) => panic!("{e}"),
                 Ok(run) => {
-                    let f = file("moved.pj", &bytes);
+                    let f = file("scrape-moved.pj", &bytes);
                     let _ = crate::analysis::analyze(
                         &run,
                         &f,

@@ -138,11 +138,12 @@ fn tail_words(t: &crate::model::Tail, n: u64, claims: Claims) -> String {
         (Claims::Supported, Some(point), Some((lo, hi)), Some((rl, ru))) => {
             let bare = |us: u64| format!("{}.{:03}", us / 1000, us % 1000);
             format!(
-                "{} = {}, 95 % CI [{}, {}] ms (ranks {rl} and {ru} of {n}, §7)",
+                "{} = {}, 95 % CI [{}, {}] ms (ranks {rl} and {ru} of {n}{}, §7)",
                 t.quantile,
                 ms(point),
                 bare(lo),
-                bare(hi)
+                bare(hi),
+                t.beside()
             )
         }
         _ => t.text.clone(),

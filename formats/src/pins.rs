@@ -188,6 +188,7 @@ pins! {
     STATISTICS_T_QUANTILE_DF4 = "statistics.t_quantile_df4", false, "§7", "t quantile for run-level intervals (df = 4)", Float(2.776), "", Exactly, Analysis, false;
     STATISTICS_P95_INTERVAL_MIN_N = "statistics.p95_interval_min_n", false, "§7", "smallest completed sample with a p95 interval", Int(73), "requests", Exactly, Analysis, false;
     STATISTICS_P99_INTERVAL_MIN_N = "statistics.p99_interval_min_n", false, "§7", "smallest completed sample with a p99 interval", Int(381), "requests", Exactly, Analysis, false;
+    STATISTICS_TAIL_LAG_MAX = "statistics.tail_lag_max", false, "§7", "A4 (v0.5): longest lag, in requests, at which a tail's exceedances are read for its effective sample size; a correlation still positive there refuses the interval", Int(3000), "requests", AtMost, Analysis, false;
     STATISTICS_SHARE_MIN_REQUESTS = "statistics.share_min_requests", false, "§9", "A3 (v0.4): fewest requests a published share of the recovery reading may rest on (one request moves it 5 points); fewer and it is refused", Int(20), "requests", AtLeast, Analysis, false;
     CALIBRATION_START_RPS = "calibration.start_rps", true, "§10", "calibration coarse ramp start (doubling)", Int(2), "rps", Exactly, Client, false;
     CALIBRATION_FINE_STEP_PERCENT = "calibration.fine_step_percent", true, "§10", "calibration fine step", Int(10), "%", Exactly, Client, false;

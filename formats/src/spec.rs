@@ -194,6 +194,20 @@ pub enum CurveBudget {
     TailBudget,
 }
 
+/// What §7's tail intervals take a window's completed requests to be (SPEC §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailSample {
+    /// v0.1 to v0.4: n independent samples. Under continuous batching requests that share a
+    /// batch share its step times, and on a correlated series (a Gaussian AR(1) at 0.8) the
+    /// p95 interval so computed covered the true quantile 69 % of the time, not 95 % (issue 53).
+    Independent,
+    /// v0.5 (A4): as many as the exceedance series of each quantile, in intended-time order, is
+    /// worth (its effective n, by Geyer's initial positive sequence); the interval is computed
+    /// at that n, refused below §7's budget with that reason, and n / n_eff printed beside it,
+    /// with a check that the window's halves agree.
+    Effective,
+}
+
 /// What a request the run stopped before it was sent is (SPEC §3 "A run stopped before its
 /// end"): journaled censored, class `run-end`, never dispatched, whatever the version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +291,8 @@ pub struct Rules {
     pub stopped: StopReading,
     /// Whether the curve's tail readings keep §7's sample budget (§3, §7, A4).
     pub curve_budget: CurveBudget,
+    /// What the tail intervals take the samples to be worth (§7, A4).
+    pub tails: TailSample,
 }
 
 impl Rules {
@@ -301,6 +317,7 @@ impl Rules {
             streams: StreamReading::AnswerContent,
             stopped: StopReading::Censored,
             curve_budget: CurveBudget::Unbounded,
+            tails: TailSample::Independent,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -336,6 +353,7 @@ impl Rules {
                 stopped: StopReading::NotSent,
                 printing: Printing::Resolved,
                 curve_budget: CurveBudget::TailBudget,
+                tails: TailSample::Effective,
                 ..a3
             },
         }
@@ -486,6 +504,7 @@ mod tests {
         );
         assert_eq!(v4.streams, StreamReading::AnswerContent);
         assert_eq!(v4.stopped, StopReading::Censored);
+        assert_eq!(v4.tails, TailSample::Independent);
         assert_eq!(
             v5,
             Rules {
@@ -493,6 +512,7 @@ mod tests {
                 stopped: StopReading::NotSent,
                 printing: Printing::Resolved,
                 curve_budget: CurveBudget::TailBudget,
+                tails: TailSample::Effective,
                 ..v4
             }
         );

@@ -2011,7 +2011,9 @@ fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
         .take(7)
         .collect();
     assert_eq!(baseline.len(), 7, "{stdout}");
-    assert!(baseline[2].starts_with("  TTFT            719    152.06 ms    152.96 ms  154.88 ms (95 % CI 154.19 ms-158.33 ms)"), "{}", baseline[2]);
+    // v0.5 (A4): the interval at the exceedances' effective n, the ratio beside it (v0.4 read
+    // 154.19-158.33 ms as if the 719 were independent).
+    assert!(baseline[2].starts_with("  TTFT            719    152.06 ms    152.96 ms  154.88 ms (95 % CI 154.14 ms-173.13 ms; n/n_eff 1.52)"), "{}", baseline[2]);
     assert!(
         baseline[5].contains("1.202 s"),
         "one unit per row: {}",
@@ -2020,7 +2022,7 @@ fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
     assert!(baseline[6].contains("p99 = 1.205 s"), "{}", baseline[6]);
     for line in [
         "thresholds: 1 of 5 hold",
-        "  PASS ttft_p99 < 500ms [baseline]: ttft_p99 = 154.88 ms (95 % CI 154.19 ms-158.33 ms), n = 719",
+        "  PASS ttft_p99 < 500ms [baseline]: ttft_p99 = 154.88 ms (95 % CI 154.14 ms-173.13 ms; n/n_eff 1.52), n = 719",
         "  FAIL error_rate@fault < 1% [fault]: error_rate = 1.93 %, n = 414",
         "  FAIL e2e_p99@guard < 10s [guard]: refused: p99-CI omitted (sample budget insufficient, §7)",
         "  FAIL goodput@measurement > 0 [measurement]: this run has no window `measurement` (it has warm-up, baseline, guard, fault, recovery, cooldown)",
@@ -2384,6 +2386,67 @@ fn compare_diagnoses_an_invalid_run_only_when_asked_and_never_publishes_it() {
         "--fail-on-regression",
     ]);
     assert_eq!(code, 2);
+}
+
+/// Issue 53 item 2: `compare` under v0.5 takes each side's requests at what they are worth
+/// (SPEC §9 "Comparisons", §7). Two goldens of one design (the mock's clean delete at time
+/// factor 10, recorded apart): under v0.4 the baseline's TTFT p90 interval excludes zero (B
+/// 72-429 µs slower) as if the 719 requests a side were independent; under v0.5 it is sized at
+/// each side's effective n and spans zero, and the tests say which correction they carry. v0.4's
+/// figures are the ones it always printed.
+#[test]
+fn compare_sizes_its_request_level_tests_at_the_effective_n_under_v0_5() {
+    let _beside = crate::beside();
+    let (a, b) = (
+        "golden/runs/replica-loss-clean-delete-factor10.pj",
+        "golden/runs/demo-clean-delete-factor10.pj",
+    );
+    let figure = |spec: &str, name: &str| -> serde_json::Value {
+        let (code, json, stderr) = percentes(&["compare", a, b, "--spec", spec, "--json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let baseline = json["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["window"] == "baseline")
+            .unwrap()
+            .clone();
+        baseline["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let bounds = |f: &serde_json::Value| {
+        (
+            f["interval"][0].as_f64().unwrap(),
+            f["interval"][1].as_f64().unwrap(),
+        )
+    };
+    let (v4, v5) = (figure("v0.4", "ttft_p90"), figure("v0.5", "ttft_p90"));
+    assert_eq!(v4["difference"], v5["difference"]);
+    let ((lo4, hi4), (lo5, hi5)) = (bounds(&v4), bounds(&v5));
+    assert!(
+        (lo4 - 72e-6).abs() < 1e-9 && (hi4 - 429e-6).abs() < 1e-9,
+        "v0.4 as published: {v4}"
+    );
+    assert!(lo5 < 0.0 && lo5 < lo4 && hi5 > hi4, "v0.5: {v5}");
+    assert!(
+        v5["test"].as_str().unwrap().contains("Rao and Scott"),
+        "{v5}"
+    );
+    assert!(
+        !v4["test"].as_str().unwrap().contains("Rao and Scott"),
+        "{v4}"
+    );
+    let share = figure("v0.5", "goodput");
+    assert!(
+        share["test"].as_str().unwrap().contains("design effect"),
+        "{share}"
+    );
 }
 
 /// Issue 37 item 6: the plots an LLM-serving reader looks for, on the vLLM golden (streamed,

@@ -1,6 +1,8 @@
 //! What one request row says: completed, its TTFT and end-to-end latency from t_i, its SLO input,
 //! and outcome counts over rows.
 
+use std::borrow::Cow;
+
 use percentes_formats::journal::records::Outcome;
 use percentes_formats::spec::StreamReading;
 
@@ -67,7 +69,9 @@ pub(super) fn count_outcomes(requests: &Requests, rows: impl Iterator<Item = usi
 }
 
 /// The completed requests' latencies of one window, each sorted ascending, in µs (the unit of
-/// the report's distributions): what `percentes compare` tests, request by request.
+/// the report's distributions), and the same in intended-time order; with the scheduled
+/// requests' outcomes as positions in that order: what `percentes compare` tests, request by
+/// request (A4: its effective sample sizes read the orders).
 #[derive(Clone, Debug, Default)]
 pub struct LatencySamples {
     /// Time to first token from t_i.
@@ -76,6 +80,17 @@ pub struct LatencySamples {
     pub tpot_us: Vec<u64>,
     /// End to end from t_i.
     pub e2e_us: Vec<u64>,
+    /// The three above in intended-time order, unsorted.
+    pub in_order: [Vec<u64>; 3],
+    /// How many requests were scheduled in the window.
+    pub scheduled: usize,
+    /// Positions, among the scheduled in intended-time order, of those that errored, were
+    /// censored, and met the pinned SLO (§4).
+    pub errored: Vec<usize>,
+    /// See `errored`.
+    pub censored: Vec<usize>,
+    /// See `errored`.
+    pub met: Vec<usize>,
 }
 
 /// [`LatencySamples`] of the requests whose intended time falls in `[start_ns, end_ns)`, by the
@@ -86,17 +101,31 @@ pub fn latency_samples(
     reading: StreamReading,
 ) -> LatencySamples {
     use crate::estimate::histogram::ns_to_us;
+    use crate::estimate::slo::{Completed, Slo};
     let requests = &run.requests;
     let mut out = LatencySamples::default();
-    for row in 0..requests.len() {
-        let t = requests.intended_ns[row];
-        if t < start_ns || t >= end_ns {
-            continue;
+    let rows: Vec<usize> = (0..requests.len())
+        .filter(|&row| (start_ns..end_ns).contains(&requests.intended_ns[row]))
+        .collect();
+    let slo = Slo::pinned();
+    for (at, &row) in in_intended_order(requests, &rows).iter().enumerate() {
+        out.scheduled += 1;
+        match requests.outcome(row) {
+            Some(Outcome::Errored) => out.errored.push(at),
+            Some(Outcome::Censored) => out.censored.push(at),
+            _ => {}
         }
         let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row, reading), e2e_ns(requests, row))
         else {
             continue;
         };
+        let completed = Some(Completed {
+            ttft_ns: ttft,
+            e2e_ns: e2e,
+        });
+        if slo.met_by(&SloInput { completed }) {
+            out.met.push(at);
+        }
         out.ttft_us.push(ns_to_us(ttft));
         out.e2e_us.push(ns_to_us(e2e));
         let tokens = completion_tokens(requests, row);
@@ -107,6 +136,7 @@ pub fn latency_samples(
             }
         }
     }
+    out.in_order = [out.ttft_us.clone(), out.tpot_us.clone(), out.e2e_us.clone()];
     out.ttft_us.sort_unstable();
     out.tpot_us.sort_unstable();
     out.e2e_us.sort_unstable();
@@ -131,4 +161,16 @@ pub(super) fn tokens_per_event(requests: &Requests, row: usize, reading: StreamR
         Some(tokens) if events > 0 && tokens > events => tokens as f64 / events as f64,
         _ => 1.0,
     }
+}
+
+/// `rows` in intended-time order (ties by row), borrowed where they already are: the order
+/// §7's effective sample size reads a window's series in (A4).
+pub(super) fn in_intended_order<'a>(requests: &Requests, rows: &'a [usize]) -> Cow<'a, [usize]> {
+    let at = |r: usize| (requests.intended_ns[r], r);
+    if rows.windows(2).all(|w| at(w[0]) <= at(w[1])) {
+        return Cow::Borrowed(rows);
+    }
+    let mut sorted = rows.to_vec();
+    sorted.sort_unstable_by_key(|&r| at(r));
+    Cow::Owned(sorted)
 }

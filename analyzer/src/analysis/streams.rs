@@ -13,6 +13,7 @@ use percentes_formats::journal::records::{
 };
 use percentes_formats::journal::stream::StreamRecord;
 use percentes_formats::pins;
+use percentes_formats::spec::TailSample;
 
 use super::distribution::{distribution_of, QUANTILES};
 use super::rows::{completed, completion_tokens};
@@ -129,7 +130,7 @@ pub(super) fn inter_token(gaps: LatencyHistogram) -> (Distribution, f64) {
     let n = gaps.len();
     let floor = gaps.at_floor();
     let share = if n > 0 { floor as f64 / n as f64 } else { 0.0 };
-    let mut d = distribution_of(Vec::new(), Some(gaps));
+    let mut d = distribution_of(Vec::new(), Some(gaps), TailSample::Independent);
     d.label = INTER_DELIVERY;
     let limit_percent = pins::value::ANALYSIS_INTERTOKEN_FLOOR_PERCENT_MAX as f64;
     let most = share * 100.0 > limit_percent;
@@ -286,6 +287,7 @@ pub(super) fn figures(
     rows: &[usize],
     delivered: &Delivered,
     floor_share: f64,
+    sample: TailSample,
 ) -> StreamFigures {
     let mut g = Gathered {
         one_each: true,
@@ -297,9 +299,9 @@ pub(super) fn figures(
         g.row(requests, row);
     }
     let deliveries = counts_of(&delivered.deltas);
-    let mut ttfat = distribution_of(std::mem::take(&mut g.ttfat_ns), None);
+    let mut ttfat = distribution_of(std::mem::take(&mut g.ttfat_ns), None, sample);
     ttfat.label = TTFAT;
-    let mut reasoning_span = distribution_of(std::mem::take(&mut g.span_ns), None);
+    let mut reasoning_span = distribution_of(std::mem::take(&mut g.span_ns), None, sample);
     reasoning_span.label = REASONING_SPAN;
     let one_token_per_delta = (g.with_usage > 0).then_some(g.one_each);
     let text = words(

@@ -5,7 +5,7 @@
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of};
-use percentes_formats::spec::StreamReading;
+use percentes_formats::spec::{StreamReading, TailSample};
 
 use super::rows::{
     completed, completion_tokens, e2e_ns, first_token_seen, tokens_per_event, ttft_ns,
@@ -26,7 +26,7 @@ pub(super) fn token_report(
     requests: &Requests,
     rows: &[usize],
     duration_s: f64,
-    reading: StreamReading,
+    (reading, sample): (StreamReading, TailSample),
 ) -> TokenReport {
     let mut completed_count = 0u64;
     let mut with_usage = 0u64;
@@ -81,7 +81,7 @@ pub(super) fn token_report(
     } else {
         format!("usage reported by all {with_usage} completed responses")
     };
-    let mut tpot = distribution_of(tpot_ns, None);
+    let mut tpot = distribution_of(tpot_ns, None, sample);
     tpot.label = match reading {
         StreamReading::AnswerContent => TPOT,
         StreamReading::EveryDelta => TPOT_A4,

@@ -5,11 +5,11 @@
 
 use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{CurveBudget, Rules, StreamReading};
+use percentes_formats::spec::{CurveBudget, Rules, StreamReading, TailSample};
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of, QUANTILES, TAIL_QUANTILES};
-use super::rows::{count_outcomes, e2e_ns, seconds, tokens_per_event, ttft_ns};
+use super::rows::{count_outcomes, e2e_ns, in_intended_order, seconds, tokens_per_event, ttft_ns};
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::incidence::{CompletionCurve, Fate, Method, Observation};
 use crate::estimate::quantile;
@@ -123,6 +123,12 @@ pub(super) fn window_report(
         (horizon_ns, printing, rules.curve_budget),
     );
     requests.release();
+    // A4: the tails read their samples in intended-time order (§7); nothing else needs an order.
+    let ordered = match rules.tails {
+        TailSample::Effective => in_intended_order(requests, rows),
+        TailSample::Independent => std::borrow::Cow::Borrowed(rows),
+    };
+    let rows: &[usize] = &ordered;
     let ttft: Vec<u64> = rows
         .iter()
         .filter_map(|&r| ttft_ns(requests, r, reading))
@@ -173,9 +179,9 @@ pub(super) fn window_report(
     } else {
         Vec::new()
     };
-    let ttft = distribution_of(ttft, None);
-    let e2e = distribution_of(e2e, None);
-    let tokens = super::tokens::token_report(requests, rows, duration_s, reading);
+    let ttft = distribution_of(ttft, None, rules.tails);
+    let e2e = distribution_of(e2e, None, rules.tails);
+    let tokens = super::tokens::token_report(requests, rows, duration_s, (reading, rules.tails));
     requests.release();
     let routes = route_segments(run, rows);
     requests.release();
@@ -213,7 +219,13 @@ pub(super) fn window_report(
         classes,
         // A4: what the streams carried; their deliveries come from the caller's second pass.
         streams: (reading == StreamReading::EveryDelta).then(|| {
-            super::streams::figures(requests, rows, &super::streams::Delivered::default(), 0.0)
+            super::streams::figures(
+                requests,
+                rows,
+                &super::streams::Delivered::default(),
+                0.0,
+                rules.tails,
+            )
         }),
     }
 }

@@ -15,6 +15,14 @@
 //!   difference of means with Welch's 95 % interval (t at the Welch-Satterthwaite degrees of
 //!   freedom), as R's `t.test` computes them.
 //!
+//! - **Under v0.5 (A4)** each side's samples are worth their effective number (SPEC §7, the
+//!   exceedance series in intended-time order, [`super::effective`]): a side's order-statistic
+//!   interval is sized at its effective n, and a count it tests (Mood's table, a share) is read
+//!   by Rao and Scott's correction for clustered binary data (1992, Biometrics 48): the count
+//!   and its n each divided by the side's design effect n / n_eff, then rounded to whole
+//!   requests, before Fisher's test and Newcombe's interval. With n_eff = n every figure is the
+//!   one above.
+//!
 //! Fisher's test is two-sided as R's `fisher.test` computes it: the sum of the probabilities of
 //! every table with the observed margins no more probable than the observed one (with R's
 //! relative tolerance of 1e-7).
@@ -66,9 +74,19 @@ pub fn nearest_rank(sorted: &[u64], q: f64) -> Option<u64> {
 /// The order-statistic interval of the q-quantile at normal quantile `z`, ranks rounded outward
 /// (as §7's, at another level); `None` where a rank falls outside the sample.
 pub fn order_interval(sorted: &[u64], q: f64, z: f64) -> Option<(u64, u64)> {
+    order_interval_at(sorted, q, z, sorted.len() as f64)
+}
+
+/// [`order_interval`] of a sample worth `n_eff` independent ones (A4): the half-width in ranks
+/// `z n sqrt(q (1 - q) / n_eff)`; at `n_eff >= n`, `order_interval` itself.
+pub fn order_interval_at(sorted: &[u64], q: f64, z: f64, n_eff: f64) -> Option<(u64, u64)> {
     let n = sorted.len() as f64;
     let np = n * q;
-    let half = z * (np * (1.0 - q)).sqrt();
+    let half = if n_eff >= n {
+        z * (np * (1.0 - q)).sqrt()
+    } else {
+        z * n * (q * (1.0 - q) / n_eff).sqrt()
+    };
     let (lower, upper) = ((np - half).floor(), (np + half).ceil());
     (lower >= 1.0 && upper <= n).then(|| (sorted[lower as usize - 1], sorted[upper as usize - 1]))
 }
@@ -88,15 +106,34 @@ pub struct QuantileTest {
 
 /// Mood's quantile test; `None` when a sample is empty.
 pub fn quantile_test(a: &[u64], b: &[u64], q: f64) -> Option<QuantileTest> {
+    let m = pooled_quantile(a, b, q)?;
+    quantile_test_at(a, b, m, (a.len() as f64, b.len() as f64))
+}
+
+/// The pooled sample's nearest-rank q-quantile, Mood's split; `None` when a sample is empty.
+pub fn pooled_quantile(a: &[u64], b: &[u64], q: f64) -> Option<u64> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
     let mut pooled: Vec<u64> = a.iter().chain(b).copied().collect();
     pooled.sort_unstable();
-    let m = nearest_rank(&pooled, q)?;
+    nearest_rank(&pooled, q)
+}
+
+/// Mood's test at the split `m` of two samples worth `n_eff` independent ones each (A4): each
+/// side's table row by [`effective_count`]. At `n_eff = n`, [`quantile_test`].
+pub fn quantile_test_at(
+    a: &[u64],
+    b: &[u64],
+    m: u64,
+    (eff_a, eff_b): (f64, f64),
+) -> Option<QuantileTest> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
     let below = |s: &[u64]| s.partition_point(|&v| v <= m) as u64;
-    let (na, nb) = (a.len() as u64, b.len() as u64);
-    let (ka, kb) = (below(a), below(b));
+    let (ka, na) = effective_count(below(a), a.len() as u64, eff_a);
+    let (kb, nb) = effective_count(below(b), b.len() as u64, eff_b);
     Some(QuantileTest {
         pooled: m,
         a_at_or_below: (ka, na),
@@ -105,11 +142,34 @@ pub fn quantile_test(a: &[u64], b: &[u64], q: f64) -> Option<QuantileTest> {
     })
 }
 
+/// Rao and Scott's correction: `k` of `n` samples worth `n_eff` independent ones reads as
+/// `k n_eff / n` of `n_eff`: n_eff rounded to a whole request (at least one), and the count to
+/// the same share of it; unchanged where `n_eff >= n`.
+pub fn effective_count(k: u64, n: u64, n_eff: f64) -> (u64, u64) {
+    if n == 0 || n_eff >= n as f64 {
+        return (k, n);
+    }
+    // The share kept, on the rounded n: 30 of 30 worth 0.2 is 1 of 1, not 0 of 1.
+    let ne = (n_eff.round() as u64).max(1);
+    let ke = ((k as f64 / n as f64 * ne as f64).round() as u64).min(ne);
+    (ke, ne)
+}
+
 /// The simultaneous 95 % interval of the difference of q-quantiles, B - A (signed, in the
 /// samples' unit); `None` where either sample is too small for its 97.5 % interval.
 pub fn quantile_difference(a: &[u64], b: &[u64], q: f64) -> Option<(f64, f64)> {
-    let (lo_a, hi_a) = order_interval(a, q, Z_97_5)?;
-    let (lo_b, hi_b) = order_interval(b, q, Z_97_5)?;
+    quantile_difference_at(a, b, q, (a.len() as f64, b.len() as f64))
+}
+
+/// [`quantile_difference`] of two samples worth `n_eff` independent ones each (A4).
+pub fn quantile_difference_at(
+    a: &[u64],
+    b: &[u64],
+    q: f64,
+    (eff_a, eff_b): (f64, f64),
+) -> Option<(f64, f64)> {
+    let (lo_a, hi_a) = order_interval_at(a, q, Z_97_5, eff_a)?;
+    let (lo_b, hi_b) = order_interval_at(b, q, Z_97_5, eff_b)?;
     Some((lo_b as f64 - hi_a as f64, hi_b as f64 - lo_a as f64))
 }
 
@@ -220,6 +280,43 @@ mod tests {
     /// By hand: [[3, 1], [1, 3]] has margins 4, 4 of 8; P(x) = C(4,x) C(4,4-x) / C(8,4) =
     /// 1, 16, 36, 16, 1 over 70; the observed x = 3 (16/70) and every table no more probable
     /// (x = 0, 1, 3, 4) sum to 34/70.
+    /// By hand: 40 of 100 worth 25 reads as 10 of 25 (design effect 4); rounding takes
+    /// 7 of 30 worth 12.4 to 3 (7/30 x 12 = 2.8) of 12; worth n or more, unchanged.
+    #[test]
+    fn rao_and_scotts_counts_by_hand() {
+        assert_eq!(effective_count(40, 100, 25.0), (10, 25));
+        assert_eq!(effective_count(7, 30, 12.4), (3, 12));
+        assert_eq!(effective_count(7, 30, 30.0), (7, 30));
+        assert_eq!(effective_count(7, 30, 90.0), (7, 30));
+        assert_eq!(effective_count(0, 0, 0.0), (0, 0));
+        assert_eq!(effective_count(30, 30, 0.2), (1, 1));
+    }
+
+    /// Mood's test on samples worth a quarter of their count: the table [[8, 2], [3, 7]] of the
+    /// by-hand test below becomes [[2, 1], [1, 2]] (each n 2.5 -> 3; 8/10 x 3 = 2.4 -> 2,
+    /// 3/10 x 3 = 0.9 -> 1), and the difference interval widens: at n = 1000 worth 250, the p50's
+    /// 97.5 % ranks are 500 -/+ 2.2414 x 1000 x sqrt(0.25 / 250) = 500 -/+ 70.88 -> 429 and 571,
+    /// where independent they are 500 -/+ 35.44 -> 464 and 536.
+    #[test]
+    fn moods_test_and_the_difference_at_an_effective_n() {
+        let a: Vec<u64> = (1..=10).collect();
+        let b: Vec<u64> = (6..=15).collect();
+        let t = quantile_test_at(&a, &b, 8, (2.5, 2.5)).unwrap();
+        assert_eq!((t.a_at_or_below, t.b_at_or_below), ((2, 3), (1, 3)));
+        assert_eq!(t.p, fisher_exact(2, 1, 1, 2));
+        assert_eq!(
+            quantile_test_at(&a, &b, 8, (10.0, 10.0)),
+            quantile_test(&a, &b, 0.5)
+        );
+        let x: Vec<u64> = (1..=1000).collect();
+        assert_eq!(order_interval_at(&x, 0.5, Z_97_5, 250.0), Some((429, 571)));
+        assert_eq!(order_interval(&x, 0.5, Z_97_5), Some((464, 536)));
+        assert_eq!(
+            quantile_difference_at(&x, &x, 0.5, (250.0, 1000.0)),
+            Some((464.0 - 571.0, 536.0 - 429.0))
+        );
+    }
+
     #[test]
     fn fisher_by_hand() {
         assert!((fisher_exact(3, 1, 1, 3) - 34.0 / 70.0).abs() < 1e-14);

@@ -2,6 +2,7 @@
 //! tests check them against hand-computed oracles and against R's survival package.
 
 pub mod compare;
+pub mod effective;
 pub mod histogram;
 pub mod incidence;
 pub mod quantile;

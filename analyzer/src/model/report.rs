@@ -528,6 +528,42 @@ pub struct Tail {
     pub ranks: Option<(u64, u64)>,
     /// The interval or the exact refusal line.
     pub text: String,
+    /// A4 (v0.5): what the interval rests on when the samples are correlated. Absent from
+    /// reports before v0.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective: Option<EffectiveTail>,
+}
+
+impl Tail {
+    /// A4 (v0.5): what the interval rests on, as it follows the ranks (`; n/n_eff 1.84, ...`);
+    /// empty before v0.5.
+    pub fn beside(&self) -> String {
+        self.effective
+            .as_ref()
+            .map(|e| format!("; {}", e.words))
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+/// A4 (v0.5): a tail's effective sample size (§7): the completed requests' exceedances of the
+/// quantile, in intended-time order, read by Geyer's initial positive sequence.
+pub struct EffectiveTail {
+    /// The effective n (at most n); absent where the correlation outlasted the longest lag read
+    /// (`statistics.tail_lag_max`).
+    pub n_eff: Option<f64>,
+    /// n / n_eff: how much wider than §7's independent interval this one is sized, squared.
+    pub ratio: Option<f64>,
+    /// Autocovariance pairs the estimate added (how far the correlation reached).
+    pub pairs: usize,
+    /// The shares above the quantile in the window's first and second halves.
+    pub halves: (f64, f64),
+    /// Their difference over its standard error at the effective n.
+    pub halves_z: Option<f64>,
+    /// Whether the halves differ at 95 %: the window moved, and its quantile describes a mixture.
+    pub halves_differ: bool,
+    /// The words printed after the interval or in the refusal.
+    pub words: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
