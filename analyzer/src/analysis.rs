@@ -52,8 +52,9 @@ pub fn analyze<'a>(
     analyzer: &Analyzer,
 ) -> Report {
     let files = files.into();
-    let method = Method::for_spec(spec);
+    // The one place the version becomes its rules: everything below asks `rules`.
     let rules = Rules::of(spec);
+    let method = Method::of(&rules);
     let requests = &run.requests;
     let config = &run.config;
     let horizon_ns = config.duration_ns(&pins::CLIENT_TIMEOUT_S);
@@ -71,7 +72,7 @@ pub fn analyze<'a>(
     // The recovery boundary: the pinned detector against the baseline's goodput (§5).
     let provisional = windows::cut(&timeline, None);
     let (recovered_at_ns, mut recovery_note) =
-        recovery_boundary(run, &met, &timeline, provisional[1], spec);
+        recovery_boundary(run, &met, &timeline, provisional[1], &rules);
     let cut = windows::cut(&timeline, recovered_at_ns);
     requests.release();
 
@@ -176,7 +177,7 @@ pub fn analyze<'a>(
         .map(|fired| in_flight_at(run, fired));
     requests.release();
     let recovery =
-        crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, spec, shown);
+        crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, &rules, shown);
     requests.release();
     // A2: an invalid run prints no recovery figure, not even as a window bound (§9).
     let a2_withholds = rules.recovery == RecoveryRules::Amended && !shown;
@@ -217,7 +218,7 @@ pub fn analyze<'a>(
     let escape = crate::escape::escape(run, cleanup.as_ref());
     let mut report = Report {
         schema: REPORT_SCHEMA,
-        provenance: provenance(run, spec, method, analyzer),
+        provenance: provenance(run, (spec, &rules), method, analyzer),
         not_publishable,
         validity,
         timeline: TimelineReport {
@@ -344,13 +345,13 @@ fn recovery_boundary(
     met: &[bool],
     timeline: &Timeline,
     baseline: Window,
-    spec: Spec,
+    rules: &Rules,
 ) -> (Option<u64>, String) {
     let bucket_ns = run.config.duration_ns(&pins::RECOVERY_BUCKET_S).max(1);
     let mut recovered_at_ns = None;
     let mut recovery_note = String::from("no fault in this run");
     if timeline.fault.is_some() {
-        let boundary = crate::recovery::boundary(run, met, timeline, baseline, spec);
+        let boundary = crate::recovery::boundary(run, met, timeline, baseline, rules);
         match boundary {
             Some((Detection::Recovered { entry_end_s, ttr_s }, Some(removal_ns))) => {
                 recovered_at_ns = Some(entry_end_s * bucket_ns);
@@ -441,12 +442,17 @@ pub fn timeline_of(run: &Run) -> Timeline {
     }
 }
 
-fn provenance(run: &Run, spec: Spec, method: Method, analyzer: &Analyzer) -> Provenance {
+fn provenance(
+    run: &Run,
+    (spec, rules): (Spec, &Rules),
+    method: Method,
+    analyzer: &Analyzer,
+) -> Provenance {
     let header = &run.header;
     Provenance {
         spec_applied: spec.name().into(),
         spec_at_capture: header.spec_version.clone(),
-        curve_method: match Rules::of(spec).printing {
+        curve_method: match rules.printing {
             Printing::Archived => method_name(method).into(),
             Printing::Honest | Printing::Resolved => {
                 method_name(method).replace("(v0.2)", "(A1, since v0.2)")

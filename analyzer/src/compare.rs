@@ -371,104 +371,26 @@ fn request_level(
             "tpot" => (&sa.tpot_us, &sb.tpot_us),
             _ => (&sa.e2e_us, &sb.e2e_us),
         };
-        let (oa, ob) = (&sa.in_order[i], &sb.in_order[i]);
+        let ordered = (&sa.in_order[i][..], &sb.in_order[i][..]);
         for (qname, q) in QUANTILES {
-            let test = if correlated { MOOD_A4 } else { MOOD };
-            let mut f = figure(format!("{latency}_{qname}"), "s", test);
-            let seconds = |us: u64| us as f64 / 1e6;
-            f.a = stats::nearest_rank(xa, q).map(seconds);
-            f.b = stats::nearest_rank(xb, q).map(seconds);
-            f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
-            let mut worth = (xa.len() as f64, xb.len() as f64);
-            let mut split = (xa.len() as f64, xb.len() as f64);
-            let mut unknown = false;
-            if correlated {
-                // Each side's own quantile sizes its interval; Mood's split sizes its table.
-                let own = |o: &[u64], x: &[u64]| {
-                    stats::nearest_rank(x, q).and_then(|v| worth_above(o, v))
-                };
-                let m = stats::pooled_quantile(xa, xb, q);
-                let at_m = |o: &[u64]| m.and_then(|m| worth_above(o, m));
-                match (own(oa, xa), own(ob, xb), at_m(oa), at_m(ob)) {
-                    (Some(wa), Some(wb), Some(ma), Some(mb)) => {
-                        worth = (wa, wb);
-                        split = (ma, mb);
-                    }
-                    _ => unknown = !xa.is_empty() && !xb.is_empty(),
-                }
-            }
-            if !unknown {
-                f.interval = stats::quantile_difference_at(xa, xb, q, worth)
-                    .map(|(lo, hi)| (lo / 1e6, hi / 1e6));
-                f.p = stats::pooled_quantile(xa, xb, q)
-                    .and_then(|m| stats::quantile_test_at(xa, xb, m, split))
-                    .map(|t| t.p);
-            }
+            let mut f = quantile_figure((xa, xb), ordered, q, correlated);
+            f.name = format!("{latency}_{qname}");
             if !valid {
                 f.reason = "an invalid run publishes no figure".into();
-            } else if unknown {
-                f.reason = format!("a side's samples are still correlated {LAG_MAX} requests apart (statistics.tail_lag_max): no effective n, so no test (§7)");
-            } else if f.p.is_none() {
+            } else if f.p.is_none() && f.reason.is_empty() {
                 f.reason = "a side has no completed request with this figure".into();
             }
             out.push(f);
         }
     }
     for name in SHARES {
-        let mut f = figure(
-            name.to_owned(),
-            "share",
-            if correlated { FISHER_A4 } else { FISHER },
-        );
-        let count = |w: &WindowReport| match name {
-            "error_rate" => w.outcomes.errored,
-            "censored_rate" => w.outcomes.censored,
-            // goodput's value is a count over scheduled: its count back, exactly.
-            _ => w
-                .goodput
-                .value
-                .map_or(0, |g| (g * w.scheduled as f64).round() as u64),
-        };
-        let (ka, na, kb, nb) = (count(wa), wa.scheduled, count(wb), wb.scheduled);
-        // A4: each side's count read at its design effect, from its series in intended order.
-        let design = |s: &LatencySamples| -> Option<f64> {
-            let positions = match name {
-                "error_rate" => &s.errored,
-                "censored_rate" => &s.censored,
-                _ => &s.met,
-            };
-            let worth = exceedances(s.scheduled, positions, LAG_MAX).n_eff?;
-            Some(worth / s.scheduled.max(1) as f64)
-        };
-        let scaled = if correlated {
-            design(&sa).zip(design(&sb)).map(|(da, db)| {
-                let (ka, na) = stats::effective_count(ka, na, na as f64 * da);
-                let (kb, nb) = stats::effective_count(kb, nb, nb as f64 * db);
-                (ka, na, kb, nb)
-            })
+        out.push(if valid {
+            share_figure(name, (wa, wb), (&sa, &sb), correlated)
         } else {
-            Some((ka, na, kb, nb))
-        };
-        if valid && na > 0 && nb > 0 {
-            f.a = Some(ka as f64 / na as f64);
-            f.b = Some(kb as f64 / nb as f64);
-            f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
-            match scaled {
-                Some((ka, na, kb, nb)) => {
-                    f.interval = stats::share_difference(ka, na, kb, nb);
-                    f.p = Some(stats::fisher_exact(ka, na - ka, kb, nb - kb));
-                }
-                None => f.reason = format!("a side's outcomes are still correlated {LAG_MAX} requests apart (statistics.tail_lag_max): no effective n, so no test (§7)"),
-            }
-        } else {
-            f.reason = if valid {
-                "a side scheduled nothing in this window"
-            } else {
-                "an invalid run publishes no figure"
-            }
-            .into();
-        }
-        out.push(f);
+            let mut f = figure(name.to_owned(), "share", FISHER);
+            f.reason = "an invalid run publishes no figure".into();
+            f
+        });
     }
     out.extend(
         RATES
@@ -476,6 +398,108 @@ fn request_level(
             .map(|name| rate_shown(name, (a, b), (wa, wb), valid)),
     );
     out
+}
+
+/// Why a correlated side has no test (A4).
+fn too_correlated(what: &str) -> String {
+    format!("a side's {what} are still correlated {LAG_MAX} requests apart (statistics.tail_lag_max): no effective n, so no test (§7)")
+}
+
+/// The q-quantile of two sorted samples compared (values, difference, interval, Mood's test),
+/// under A4 at each side's effective n from its samples in intended-time order.
+fn quantile_figure(
+    (xa, xb): (&[u64], &[u64]),
+    (oa, ob): (&[u64], &[u64]),
+    q: f64,
+    correlated: bool,
+) -> FigureComparison {
+    let mut f = figure(String::new(), "s", if correlated { MOOD_A4 } else { MOOD });
+    let seconds = |us: u64| us as f64 / 1e6;
+    f.a = stats::nearest_rank(xa, q).map(seconds);
+    f.b = stats::nearest_rank(xb, q).map(seconds);
+    f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+    let m = stats::pooled_quantile(xa, xb, q);
+    let (mut worth, mut split) = (
+        (xa.len() as f64, xb.len() as f64),
+        (xa.len() as f64, xb.len() as f64),
+    );
+    if correlated && m.is_some() {
+        // Each side's own quantile sizes its interval; Mood's split sizes its table.
+        let own = |o: &[u64], x: &[u64]| stats::nearest_rank(x, q).and_then(|v| worth_above(o, v));
+        let at_m = |o: &[u64]| m.and_then(|m| worth_above(o, m));
+        match (own(oa, xa), own(ob, xb), at_m(oa), at_m(ob)) {
+            (Some(wa), Some(wb), Some(ma), Some(mb)) => (worth, split) = ((wa, wb), (ma, mb)),
+            _ => {
+                f.reason = too_correlated("samples");
+                return f;
+            }
+        }
+    }
+    f.interval =
+        stats::quantile_difference_at(xa, xb, q, worth).map(|(lo, hi)| (lo / 1e6, hi / 1e6));
+    f.p = m
+        .and_then(|m| stats::quantile_test_at(xa, xb, m, split))
+        .map(|t| t.p);
+    f
+}
+
+/// A share of two windows compared (Fisher's test, Newcombe's interval), under A4 on counts
+/// divided by each side's design effect from its outcomes in intended-time order.
+fn share_figure(
+    name: &str,
+    (wa, wb): (&WindowReport, &WindowReport),
+    (sa, sb): (&LatencySamples, &LatencySamples),
+    correlated: bool,
+) -> FigureComparison {
+    let mut f = figure(
+        name.to_owned(),
+        "share",
+        if correlated { FISHER_A4 } else { FISHER },
+    );
+    let count = |w: &WindowReport| match name {
+        "error_rate" => w.outcomes.errored,
+        "censored_rate" => w.outcomes.censored,
+        // goodput's value is a count over scheduled: its count back, exactly.
+        _ => w
+            .goodput
+            .value
+            .map_or(0, |g| (g * w.scheduled as f64).round() as u64),
+    };
+    let (ka, na, kb, nb) = (count(wa), wa.scheduled, count(wb), wb.scheduled);
+    if na == 0 || nb == 0 {
+        f.reason = "a side scheduled nothing in this window".into();
+        return f;
+    }
+    f.a = Some(ka as f64 / na as f64);
+    f.b = Some(kb as f64 / nb as f64);
+    f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
+    // A4: each side's count read at its design effect, from its series in intended order.
+    let design = |s: &LatencySamples| -> Option<f64> {
+        let positions = match name {
+            "error_rate" => &s.errored,
+            "censored_rate" => &s.censored,
+            _ => &s.met,
+        };
+        let worth = exceedances(s.scheduled, positions, LAG_MAX).n_eff?;
+        Some(worth / s.scheduled.max(1) as f64)
+    };
+    let scaled = if correlated {
+        design(sa).zip(design(sb)).map(|(da, db)| {
+            let (ka, na) = stats::effective_count(ka, na, na as f64 * da);
+            let (kb, nb) = stats::effective_count(kb, nb, nb as f64 * db);
+            (ka, na, kb, nb)
+        })
+    } else {
+        Some((ka, na, kb, nb))
+    };
+    match scaled {
+        Some((ka, na, kb, nb)) => {
+            f.interval = stats::share_difference(ka, na, kb, nb);
+            f.p = Some(stats::fisher_exact(ka, na - ka, kb, nb - kb));
+        }
+        None => f.reason = too_correlated("outcomes"),
+    }
+    f
 }
 
 /// A throughput of one run a side: both values and their difference, and why no test.

@@ -14,7 +14,7 @@ use crate::frame::Requests;
 use crate::load::Run;
 use crate::windows::{Kind, Timeline, Window};
 use percentes_formats::spec::{
-    Claims, DetectorResolution, JsonSeconds, RecoveryRules, Rules as SpecRules, Spec, SurvivorSpan,
+    Claims, DetectorResolution, JsonSeconds, RecoveryRules, Rules as SpecRules, SurvivorSpan,
     WideningRate,
 };
 
@@ -28,7 +28,7 @@ mod timeline;
 use crate::model::{
     BaselineReport, Gate, GateId, PlateauReport, RecoveryReport, SeriesPoint, SweepRow, Ttr,
 };
-use amended::Rules;
+use amended::RecoveryReading;
 use parts::{components, decomposition};
 use timeline::injection_timeline;
 
@@ -128,7 +128,7 @@ pub fn boundary(
     met: &[bool],
     timeline: &Timeline,
     baseline: Window,
-    spec: Spec,
+    spec_rules: &SpecRules,
 ) -> Option<(Detection, Option<u64>)> {
     let fault = timeline.fault?;
     let requests = &run.requests;
@@ -141,15 +141,14 @@ pub fn boundary(
         .then(|| rows.iter().filter(|&&r| met[r]).count() as f64 / rows.len() as f64)?;
     let anchor_ns = fault.anchor_ns();
     let anchor = usize::try_from(anchor_ns.div_ceil(bucket_ns)).unwrap_or(0);
-    let spec_rules = spec.rules();
     let rules = match spec_rules.recovery {
-        RecoveryRules::Original => Rules::original(),
-        RecoveryRules::Amended => Rules {
+        RecoveryRules::Original => RecoveryReading::original(),
+        RecoveryRules::Amended => RecoveryReading {
             amended: Some(amended::plan(
                 run,
                 per_bucket(
                     run,
-                    &spec_rules,
+                    spec_rules,
                     Some((
                         rows.len() as u64,
                         (baseline.end_ns - baseline.start_ns) / bucket_ns,
@@ -201,10 +200,9 @@ pub fn analyze(
     timeline: &Timeline,
     cut: &[Window],
     gates: &[Gate],
-    spec: Spec,
+    spec_rules: &SpecRules,
     valid: bool,
 ) -> Option<RecoveryReport> {
-    let spec_rules = spec.rules();
     if !valid && spec_rules.recovery == RecoveryRules::Original {
         return None;
     }
@@ -242,12 +240,12 @@ pub fn analyze(
             let scheduled = base
                 .as_ref()
                 .map(|(w, rows, _)| (rows.len() as u64, (w.end_ns - w.start_ns) / bucket_ns));
-            let rate = per_bucket(run, &spec_rules, scheduled, bucket_ns);
-            Rules {
+            let rate = per_bucket(run, spec_rules, scheduled, bucket_ns);
+            RecoveryReading {
                 amended: Some(amended::plan(run, rate, bucket_ns, &decomposition)),
             }
         }
-        RecoveryRules::Original => Rules::original(),
+        RecoveryRules::Original => RecoveryReading::original(),
     };
     let detector = rules.detector();
 
@@ -286,7 +284,7 @@ pub fn analyze(
         timeout_s,
         baseline: baseline_goodput,
         reading: &rules,
-        rules: &spec_rules,
+        rules: spec_rules,
     }
     .sweep();
 
@@ -502,7 +500,7 @@ struct Reading<'a> {
     anchor_ns: u64,
     bucket_ns: u64,
     timeout_s: f64,
-    rules: &'a Rules,
+    rules: &'a RecoveryReading,
     /// Amendment A2's wording (v0.3 on).
     amended: bool,
 }
@@ -601,7 +599,7 @@ struct Cells<'a> {
     timeout_buckets: usize,
     timeout_s: f64,
     baseline: Option<f64>,
-    reading: &'a Rules,
+    reading: &'a RecoveryReading,
     rules: &'a SpecRules,
 }
 

@@ -393,11 +393,6 @@ impl Spec {
         Spec::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// Its rules ([`Rules::of`]).
-    pub fn rules(self) -> Rules {
-        Rules::of(self)
-    }
-
     /// What this version changed from the one before, in SPEC.md's words; `None` for the first.
     pub fn amendment(self) -> Option<&'static str> {
         match self {

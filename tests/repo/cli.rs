@@ -2220,11 +2220,16 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
         assert_eq!(f["verdict"], "differs", "{f}");
         let d = f["difference"].as_f64().unwrap();
         assert!((0.045..0.055).contains(&d), "a 50 ms slowdown: {f}");
-        let (lo, hi) = (
-            f["interval"][0].as_f64().unwrap(),
-            f["interval"][1].as_f64().unwrap(),
-        );
-        assert!(lo <= d && d <= hi && lo > 0.0, "{f}");
+        // Under v0.5 an interval is sized at each side's effective n (issue 53 item 2): 60
+        // requests a side hold a median's, and a p90's only where they are close to
+        // independent; where there is one, it excludes zero.
+        let bounds = f["interval"][0].as_f64().zip(f["interval"][1].as_f64());
+        if name.ends_with("p50") {
+            assert!(bounds.is_some(), "{f}");
+        }
+        if let Some((lo, hi)) = bounds {
+            assert!(lo <= d && d <= hi && lo > 0.0, "{f}");
+        }
     }
     assert_ne!(figure(&ab, "error_rate")["verdict"], "differs");
     // Issue 54 item 2: each figure's change in words, one verdict for the comparison, and a

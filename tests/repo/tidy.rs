@@ -749,6 +749,43 @@ fn no_file_of_non_test_code_is_over_the_limit() {
     }
 }
 
+/// The places outside `formats/src/spec.rs` where a spec version becomes its rules. Issue 53
+/// item 3: the version travelled and `Rules::of` was re-derived at five sites, so a rule could
+/// be read from another version than the one the report names; now `analysis::analyze` derives
+/// them once and hands `&Rules` down.
+fn rules_derivations(files: &[Source]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| f.shown != "formats/src/spec.rs")
+        .filter(|f| {
+            let code = code_only(non_test_code(&f.text));
+            code.contains("Rules::of(") || code.contains(".rules()")
+        })
+        .map(|f| f.shown.clone())
+        .collect()
+}
+
+#[test]
+fn a_version_becomes_its_rules_in_one_place() {
+    assert_eq!(
+        rules_derivations(&sources()),
+        ["analyzer/src/analysis.rs"],
+        "derive the rules in `analysis::analyze` and pass `&Rules` down"
+    );
+    // Deliberate break: a second derivation is found, a mention in a comment is not.
+    let made_up = [
+        Source::new(
+            "analyzer/src/x.rs",
+            "//! x\nfn f(spec: Spec) { let r = Rules::of(spec); }\n",
+        ),
+        Source::new(
+            "analyzer/src/y.rs",
+            "//! y: `Rules::of(spec)` says it\nfn g() {}\n",
+        ),
+    ];
+    assert_eq!(rules_derivations(&made_up), ["analyzer/src/x.rs"]);
+}
+
 /// The files of `files` that do not open by saying what they are: a `//!` comment of at least
 /// one sentence before any code. ARCHITECTURE.md maps crates and folders and leaves each file's
 /// detail (what it is, the clauses it serves) to that comment (issue 51 item 6), so a file

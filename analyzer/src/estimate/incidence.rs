@@ -26,7 +26,7 @@
 //! assert_eq!(CompletionCurve::estimate(&obs, Method::KaplanMeierErrorsCensored).final_incidence(), 1.0);
 //! ```
 
-use percentes_formats::spec::{ErrorTreatment, Rules, Spec};
+use percentes_formats::spec::{ErrorTreatment, Rules};
 
 /// What happened to one scheduled request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,8 +60,8 @@ pub enum Method {
 
 impl Method {
     /// The estimator a spec version's rule for errors prescribes.
-    pub fn for_spec(spec: Spec) -> Method {
-        match Rules::of(spec).curve {
+    pub fn of(rules: &Rules) -> Method {
+        match rules.curve {
             ErrorTreatment::Compete => Method::AalenJohansen,
             ErrorTreatment::Censored => Method::KaplanMeierErrorsCensored,
         }

@@ -1,5 +1,5 @@
 //! How a spec version reads recovery (SPEC §5, §11): v0.1 and v0.2's original rules, or
-//! amendment A2's (v0.3). Every rule that A2 changed is a method of [`Rules`], so the report's
+//! amendment A2's (v0.3). Every rule that A2 changed is a method of [`RecoveryReading`], so the report's
 //! code asks "the pre-fault detection", "the plateau", "a relapse", never the version.
 //!
 //! A2, in short: a window counts only when it holds `recovery.window_min_requests` scheduled
@@ -26,9 +26,10 @@ use super::seconds;
 /// 4 windows in 100 (P(N < 20) for a mean of 30).
 pub(crate) const DEV_TARGET_PERCENT: u64 = 150;
 
-/// The recovery rules one spec version applies to one run.
+/// How one spec version's recovery rules read one run (the version's rules themselves are
+/// `percentes_formats::spec::Rules`, the one table).
 #[derive(Clone, Debug)]
-pub(crate) struct Rules {
+pub(crate) struct RecoveryReading {
     /// `None` under v0.1 and v0.2.
     pub(crate) amended: Option<Plan>,
 }
@@ -46,10 +47,10 @@ pub(crate) struct Plan {
     pub(crate) from: usize,
 }
 
-impl Rules {
+impl RecoveryReading {
     /// v0.1 and v0.2.
-    pub(crate) fn original() -> Rules {
-        Rules { amended: None }
+    pub(crate) fn original() -> RecoveryReading {
+        RecoveryReading { amended: None }
     }
 
     /// The pinned detector under these rules (widened under A2 in the dev profile).
@@ -290,7 +291,7 @@ pub(crate) struct Flags<'a> {
     pub(crate) bucket_ns: u64,
     pub(crate) baseline: Option<f64>,
     pub(crate) detector: Detector,
-    pub(crate) rules: &'a Rules,
+    pub(crate) rules: &'a RecoveryReading,
     pub(crate) plan: &'a Plan,
 }
 

@@ -4,7 +4,7 @@ use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
 use percentes_formats::spec::Claims;
 
-use super::amended::Rules;
+use super::amended::RecoveryReading;
 use super::{not_applicable, seconds, series_of, ttr};
 use crate::estimate::recovery::{Detection, Detector};
 use crate::frame::NONE;
@@ -25,7 +25,7 @@ pub(super) fn components(
     baseline_window: Option<Window>,
     timeout_s: f64,
     detector: Detector,
-    (rules, reading): (&Rules, StreamReading),
+    (rules, reading): (&RecoveryReading, StreamReading),
     not_before: NotBefore,
 ) -> Vec<Component> {
     let requests = &run.requests;
