@@ -8,7 +8,6 @@
 //! could not measure (a TTR that did not happen, an equilibrium not estimable) is dropped from that
 //! scalar and named the same way. There is no bootstrap (§7).
 
-use percentes_formats::spec::SurvivorSpan;
 use std::collections::BTreeMap;
 
 use crate::estimate::runs;
@@ -110,14 +109,14 @@ pub fn build(runs: &[CampaignRun]) -> Campaign {
     let (comparisons, comparison_note) = compare(&groups);
     let ordering = ordering(runs);
     // The headline of the version the runs were analyzed under (one version per campaign).
-    let survivor = runs
-        .first()
-        .map_or(SurvivorSpan::FaultWindow, |r| r.report.rules.survivor);
-    let headline = headline::sentence(
-        &groups,
-        &summaries::clean_delete_recoveries(&refs),
-        survivor,
-    );
+    let headline = match runs.first() {
+        Some(run) => headline::sentence(
+            &groups,
+            &summaries::clean_delete_recoveries(&refs),
+            &run.report.rules,
+        ),
+        None => headline::unmeasured(),
+    };
     Campaign {
         schema: "percentes-campaign/2",
         spec_applied: runs

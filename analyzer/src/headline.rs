@@ -6,7 +6,7 @@
 use crate::estimate::runs;
 use crate::model::{Group, RecoveryReport, Report, Summary};
 use crate::summaries::{self, RunRef};
-use percentes_formats::spec::SurvivorSpan;
+use percentes_formats::spec::{HeadlineSlots, Rules, SurvivorSpan};
 
 /// The headline of one run alone (a report's own line).
 pub fn of_run(report: &Report) -> String {
@@ -19,22 +19,35 @@ pub fn of_run(report: &Report) -> String {
     sentence(
         &summaries::groups(&run),
         &summaries::clean_delete_recoveries(&run),
-        report.rules.survivor,
+        &report.rules,
     )
 }
 
 const EMPTY: &str = "[not measured]";
 
-/// The pre-committed headline (SPEC appendix) of the version whose survivor rule is `survivor`:
-/// v0.1 to v0.3's sentence, or A3's (v0.4), each slot from a measurement or saying why not.
-pub fn sentence(
-    groups: &[Group],
-    clean_delete: &[&RecoveryReport],
-    survivor: SurvivorSpan,
-) -> String {
-    match survivor {
+/// The pre-committed headline (SPEC appendix) under `rules`: v0.1 to v0.3's sentence, or A3's
+/// (v0.4 on), each slot from a measurement or saying why not.
+pub fn sentence(groups: &[Group], clean_delete: &[&RecoveryReport], rules: &Rules) -> String {
+    match rules.survivor {
         SurvivorSpan::FaultWindow => archived(groups, clean_delete),
-        SurvivorSpan::OutageThenRecovery => a3(groups, clean_delete),
+        SurvivorSpan::OutageThenRecovery => a3(groups, clean_delete, rules.headline),
+    }
+}
+
+/// The sentence with no run to fill it: every slot `[not measured]`.
+pub fn unmeasured() -> String {
+    archived(&[], &[])
+}
+
+/// The variant whose runs fill the survivor and recovery slots: clean delete, or under A4
+/// (v0.5) black-hole where the runs hold no clean delete but a black-hole.
+fn lead(groups: &[Group], slots: HeadlineSlots) -> &'static str {
+    let has = |variant: &str| groups.iter().any(|g| g.variant == variant);
+    match slots {
+        HeadlineSlots::PrimaryElseBlackHole if !has("clean-delete") && has("black-hole") => {
+            "black-hole"
+        }
+        _ => "clean-delete",
     }
 }
 
@@ -164,10 +177,16 @@ fn count(n: &Slot) -> String {
     }
 }
 
-/// A3's reading of a clean-delete TTR (`measured`, or its `: bound` scalar): after a measured
-/// time, or within R of `of` (the fire, the removal) at the detector's resolution, or why not.
-fn a3_ttr(groups: &[Group], measured: &str, of: &str, runs: impl Fn(&Summary) -> String) -> String {
-    let cd = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
+/// A3's reading of a TTR of `variant`'s runs (`measured`, or its `: bound` scalar): after a
+/// measured time, or within R of `of` (the fire, the removal) at the detector's resolution, or
+/// why not.
+fn a3_ttr(
+    groups: &[Group],
+    variant: &str,
+    (measured, of): (&str, &str),
+    runs: impl Fn(&Summary) -> String,
+) -> String {
+    let cd = |scalar: &str| Slot::of(groups, variant, scalar);
     match cd(measured) {
         Slot::Measured(s) => format!("after {:.1} s{}", s.median, runs(&s)),
         other => match cd(&format!("{measured}: bound")) {
@@ -216,21 +235,18 @@ fn over_runs(s: &Summary, scale: f64, unit: &str) -> String {
 /// A3's sentence (v0.4, SPEC appendix): the survivor over the outage and the recovery apart,
 /// every share with its n, a recovery at the detector's resolution as a bound, and every slot
 /// that is not a measurement saying whether it does not apply or why it was not measured.
-fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
-    let cd = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
+fn a3(groups: &[Group], clean_delete: &[&RecoveryReport], slots: HeadlineSlots) -> String {
+    let lead = lead(groups, slots);
+    // The survivor's and the recovery's slots read the lead variant's runs.
+    let cd = |scalar: &str| Slot::of(groups, lead, scalar);
+    let clean = |scalar: &str| Slot::of(groups, "clean-delete", scalar);
     let bh = |scalar: &str| Slot::of(groups, "black-hole", scalar);
     let runs = |s: &Summary| over_runs(s, 1.0, "");
     let percent_of = |share: Slot, n: Slot| {
         share.text(|s| format!("{:.1} % of {}{}", s.median, count(&n), runs(s)))
     };
-    let in_flight = |slot: Slot| {
-        let n = Slot::of(
-            groups,
-            "clean-delete",
-            "in flight on the victim at fire: requests",
-        );
-        percent_of(slot, n)
-    };
+    let in_flight =
+        |slot: Slot| percent_of(slot, clean("in flight on the victim at fire: requests"));
     let bh_in_flight = |slot: Slot| {
         let n = bh("in flight on the victim at fire: requests");
         percent_of(slot, n)
@@ -247,13 +263,19 @@ fn a3(groups: &[Group], clean_delete: &[&RecoveryReport]) -> String {
         })
     };
     let ms = |slot: Slot| slot.text(|s| format!("{:.0} ms{}", s.median, runs(s)));
-    let ttr = |measured: &str, of: &str| a3_ttr(groups, measured, of, runs);
+    let ttr = |measured: &str, of: &str| a3_ttr(groups, lead, (measured, of), runs);
     let (segments, dominant) = a3_segments(groups, clean_delete);
+    // A4: a sentence whose survivor slots read black-hole runs says so.
+    let whose = if lead == "clean-delete" {
+        ""
+    } else {
+        "in the black-hole runs, "
+    };
     format!(
         "Under clean delete, {} of the requests in flight on the lost replica failed; under black-hole, {} failed and {} timed out. \
-         While the lost replica was out ({} from the fire to its confirmed removal), the service's time to first token (conditional on completion) was {} against {} over the baseline, and its goodput {}; over the recovery that followed, {} and {}. \
+         While the lost replica was out ({whose}{} from the fire to its confirmed removal), the service's time to first token (conditional on completion) was {} against {} over the baseline, and its goodput {}; over the recovery that followed, {} and {}. \
          The survivor settled into its single-replica equilibrium {}; the two-replica baseline returned {}, of which {} were measured, {} the largest.",
-        in_flight(cd("in flight on the victim at fire: failed")),
+        in_flight(clean("in flight on the victim at fire: failed")),
         bh_in_flight(bh("in flight on the victim at fire: failed")),
         bh_in_flight(bh("in flight on the victim at fire: timed out")),
         cd("outage: duration, fire anchor to confirmed removal")

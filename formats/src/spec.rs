@@ -194,6 +194,19 @@ pub enum CurveBudget {
     TailBudget,
 }
 
+/// Which runs fill the headline's survivor and recovery slots (SPEC appendix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadlineSlots {
+    /// v0.1 to v0.4: the clean-delete runs only, so a black-hole run's own outage, TTFT,
+    /// goodput and recovery bounds, which its report holds, printed "[not applicable: no
+    /// clean-delete run]" in ten slots (issue 53).
+    CleanDeleteOnly,
+    /// v0.5 (A4): the clean-delete runs where there are any (the primary experiment, §7), else
+    /// the black-hole runs, the sentence naming whose they are; the in-flight shares stay with
+    /// their own variant, and the decomposition (a replacement's boundaries) with clean delete.
+    PrimaryElseBlackHole,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -293,6 +306,8 @@ pub struct Rules {
     pub curve_budget: CurveBudget,
     /// What the tail intervals take the samples to be worth (§7, A4).
     pub tails: TailSample,
+    /// Which runs fill the headline's survivor and recovery slots (appendix, A4).
+    pub headline: HeadlineSlots,
 }
 
 impl Rules {
@@ -318,6 +333,7 @@ impl Rules {
             stopped: StopReading::Censored,
             curve_budget: CurveBudget::Unbounded,
             tails: TailSample::Independent,
+            headline: HeadlineSlots::CleanDeleteOnly,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -354,6 +370,7 @@ impl Rules {
                 printing: Printing::Resolved,
                 curve_budget: CurveBudget::TailBudget,
                 tails: TailSample::Effective,
+                headline: HeadlineSlots::PrimaryElseBlackHole,
                 ..a3
             },
         }
@@ -500,6 +517,7 @@ mod tests {
         assert_eq!(v4.streams, StreamReading::AnswerContent);
         assert_eq!(v4.stopped, StopReading::Censored);
         assert_eq!(v4.tails, TailSample::Independent);
+        assert_eq!(v4.headline, HeadlineSlots::CleanDeleteOnly);
         assert_eq!(
             v5,
             Rules {
@@ -508,6 +526,7 @@ mod tests {
                 printing: Printing::Resolved,
                 curve_budget: CurveBudget::TailBudget,
                 tails: TailSample::Effective,
+                headline: HeadlineSlots::PrimaryElseBlackHole,
                 ..v4
             }
         );
