@@ -352,6 +352,17 @@ impl Requests {
         }
     }
 
+    /// Whether row `row`'s first token was seen (a content event, or under A4 a generated delta
+    /// of any kind), rather than its TTFT falling back to its terminal time.
+    pub fn first_token_seen(&self, row: usize, reading: StreamReading) -> bool {
+        self.first_content_ns[row] != NONE
+            || (reading == StreamReading::EveryDelta
+                && self
+                    .streams
+                    .as_ref()
+                    .is_some_and(|s| s.first_ns[row] != NONE))
+    }
+
     /// The outcome of row `row`, `None` when it has no record.
     pub fn outcome(&self, row: usize) -> Option<Outcome> {
         Outcome::from_byte(self.outcome[row])

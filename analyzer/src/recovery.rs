@@ -394,7 +394,7 @@ pub fn analyze(
             let recovered = to_pre_fault.at_s.map(|s| (s * 1e9).round() as u64);
             let end = recovered.unwrap_or(deadline_ns).min(end_ns);
             survivor::spans(
-                (requests, spec_rules.streams),
+                (requests, spec_rules.streams, spec_rules.span_ttft),
                 met,
                 anchor_ns,
                 removal_ns,

@@ -207,6 +207,19 @@ pub enum HeadlineSlots {
     PrimaryElseBlackHole,
 }
 
+/// Which completed requests a survivor span's TTFT p50 is read over (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanTtft {
+    /// v0.4: every completed request, a response without a generated delta (a non-streamed
+    /// route) counted at its completion, so store-outage's recovery span read 42 ms where its
+    /// chat route's TTFT was 152 ms (issue 53).
+    EveryCompleted,
+    /// v0.5 (A4): the completed requests whose first generated delta was seen, where the span has
+    /// any (the others, counted in its note, have no first token); a span with none reads every
+    /// completed request as §3 does.
+    Streamed,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -308,6 +321,8 @@ pub struct Rules {
     pub tails: TailSample,
     /// Which runs fill the headline's survivor and recovery slots (appendix, A4).
     pub headline: HeadlineSlots,
+    /// Which requests a survivor span's TTFT reads (§5, A4).
+    pub span_ttft: SpanTtft,
 }
 
 impl Rules {
@@ -334,6 +349,7 @@ impl Rules {
             curve_budget: CurveBudget::Unbounded,
             tails: TailSample::Independent,
             headline: HeadlineSlots::CleanDeleteOnly,
+            span_ttft: SpanTtft::EveryCompleted,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -371,6 +387,7 @@ impl Rules {
                 curve_budget: CurveBudget::TailBudget,
                 tails: TailSample::Effective,
                 headline: HeadlineSlots::PrimaryElseBlackHole,
+                span_ttft: SpanTtft::Streamed,
                 ..a3
             },
         }
@@ -518,6 +535,7 @@ mod tests {
         assert_eq!(v4.stopped, StopReading::Censored);
         assert_eq!(v4.tails, TailSample::Independent);
         assert_eq!(v4.headline, HeadlineSlots::CleanDeleteOnly);
+        assert_eq!(v4.span_ttft, SpanTtft::EveryCompleted);
         assert_eq!(
             v5,
             Rules {
@@ -527,6 +545,7 @@ mod tests {
                 curve_budget: CurveBudget::TailBudget,
                 tails: TailSample::Effective,
                 headline: HeadlineSlots::PrimaryElseBlackHole,
+                span_ttft: SpanTtft::Streamed,
                 ..v4
             }
         );

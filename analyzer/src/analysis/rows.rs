@@ -7,7 +7,7 @@ use percentes_formats::journal::records::Outcome;
 use percentes_formats::spec::StreamReading;
 
 use crate::estimate::slo::{Completed, SloInput};
-use crate::frame::{Requests, NONE};
+use crate::frame::Requests;
 use crate::model::Outcomes;
 
 /// Nanoseconds as seconds.
@@ -33,12 +33,7 @@ pub(super) fn ttft_ns(requests: &Requests, row: usize, reading: StreamReading) -
 /// Whether a completed request's first token was seen (rather than its TTFT falling back to its
 /// completion): what TPOT needs.
 pub(super) fn first_token_seen(requests: &Requests, row: usize, reading: StreamReading) -> bool {
-    requests.first_content_ns[row] != NONE
-        || (reading == StreamReading::EveryDelta
-            && requests
-                .streams
-                .as_ref()
-                .is_some_and(|s| s.first_ns[row] != NONE))
+    requests.first_token_seen(row, reading)
 }
 
 pub(super) fn e2e_ns(requests: &Requests, row: usize) -> Option<u64> {

@@ -86,6 +86,10 @@ pub struct SurvivorReading {
     pub completed: u64,
     /// TTFT p50 of its completed requests, ms (the pinned histogram).
     pub ttft_p50_ms: Option<f64>,
+    /// A4 (v0.5): how many requests the TTFT rests on where fewer than the completed (those with
+    /// a first token). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_n: Option<u64>,
     /// Its goodput (met the SLO / scheduled), refused over fewer than
     /// `statistics.share_min_requests` requests.
     pub goodput: Option<f64>,

@@ -15,13 +15,13 @@ use super::seconds;
 use crate::estimate::histogram::LatencyHistogram;
 use crate::frame::Requests;
 use crate::model::SurvivorReading;
-use percentes_formats::spec::StreamReading;
+use percentes_formats::spec::{SpanTtft, StreamReading};
 
 /// The two spans of one run. `removal_ns` is the confirmed removal (None: not confirmed, so
 /// neither span has an end it can be read to); `end_ns` where the recovery span stops (the
 /// recovery to the pre-fault baseline, or the deadline); `met` the SLO verdict per row.
 pub(crate) fn spans(
-    (requests, reading): (&Requests, StreamReading),
+    (requests, reading, ttft): (&Requests, StreamReading, SpanTtft),
     met: &[bool],
     anchor_ns: u64,
     removal_ns: Option<u64>,
@@ -35,9 +35,15 @@ pub(crate) fn spans(
         ];
     };
     vec![
-        read((requests, reading), met, "outage", anchor_ns, removal_ns),
         read(
-            (requests, reading),
+            (requests, reading, ttft),
+            met,
+            "outage",
+            anchor_ns,
+            removal_ns,
+        ),
+        read(
+            (requests, reading, ttft),
             met,
             "recovery",
             removal_ns,
@@ -54,16 +60,17 @@ fn unread(span: &'static str, from_ns: u64, to_ns: Option<u64>, why: &str) -> Su
         scheduled: 0,
         completed: 0,
         ttft_p50_ms: None,
+        ttft_n: None,
         goodput: None,
         note: why.to_owned(),
     }
 }
 
 /// One span `[from_ns, to_ns)` by intended time: the TTFT p50 of its completed requests (the
-/// pinned histogram, as every window's), and its goodput, refused over fewer requests than
-/// `statistics.share_min_requests`.
+/// pinned histogram, as every window's; under v0.5 of those whose first token was seen, where
+/// any was), and its goodput, refused over fewer requests than `statistics.share_min_requests`.
 pub(crate) fn read(
-    (requests, reading): (&Requests, StreamReading),
+    (requests, reading, ttft): (&Requests, StreamReading, SpanTtft),
     met: &[bool],
     span: &'static str,
     from_ns: u64,
@@ -71,6 +78,8 @@ pub(crate) fn read(
 ) -> SurvivorReading {
     let min = pins::value::STATISTICS_SHARE_MIN_REQUESTS as u64;
     let mut histogram = LatencyHistogram::pinned();
+    // A4: the completed requests with a first token, apart.
+    let mut streamed = LatencyHistogram::pinned();
     let (mut scheduled, mut completed, mut good) = (0u64, 0u64, 0u64);
     for (row, &met) in met.iter().enumerate().take(requests.len()) {
         let t = requests.intended_ns[row];
@@ -83,9 +92,22 @@ pub(crate) fn read(
             completed += 1;
             let first = requests.first_token_ns(row, reading);
             histogram.record_ns(first.saturating_sub(t));
+            if requests.first_token_seen(row, reading) {
+                streamed.record_ns(first.saturating_sub(t));
+            }
         }
     }
     let mut notes = Vec::new();
+    let without = completed - streamed.len();
+    let mut ttft_n = None;
+    if ttft == SpanTtft::Streamed && !streamed.is_empty() && without > 0 {
+        ttft_n = Some(streamed.len());
+        notes.push(format!(
+            "TTFT over the {} completed requests with a generated delta; {without} responses without one (a route that streams no tokens) left out, their completion not being a first token",
+            streamed.len()
+        ));
+        histogram = streamed;
+    }
     let ttft_p50_ms = if completed == 0 {
         notes.push("no request completed: no TTFT".to_owned());
         None
@@ -107,6 +129,7 @@ pub(crate) fn read(
         scheduled,
         completed,
         ttft_p50_ms,
+        ttft_n,
         goodput,
         note: notes.join("; "),
     }
@@ -159,7 +182,7 @@ mod tests {
         let requests = requests_of(&rows);
         let met = vec![true, true, true, false, true, true];
         let [outage, recovery] = spans(
-            (&requests, StreamReading::EveryDelta),
+            (&requests, StreamReading::EveryDelta, SpanTtft::Streamed),
             &met,
             s,
             Some(3 * s),
@@ -182,7 +205,11 @@ mod tests {
             (0..20).map(|i| (i * s / 20, Some(5_000_000))).collect();
         let met: Vec<bool> = (0..20).map(|i| i % 4 != 0).collect();
         let r = read(
-            (&requests_of(&many), StreamReading::EveryDelta),
+            (
+                &requests_of(&many),
+                StreamReading::EveryDelta,
+                SpanTtft::Streamed,
+            ),
             &met,
             "outage",
             0,
@@ -191,9 +218,67 @@ mod tests {
         assert_eq!((r.scheduled, r.goodput), (20, Some(0.75)));
         assert_eq!(r.note, "");
 
-        let unconfirmed = spans((&requests, StreamReading::EveryDelta), &met, s, None, 6 * s);
+        let unconfirmed = spans(
+            (&requests, StreamReading::EveryDelta, SpanTtft::Streamed),
+            &met,
+            s,
+            None,
+            6 * s,
+        );
         assert!(unconfirmed
             .iter()
             .all(|r| r.goodput.is_none() && r.to_s.is_none()));
+    }
+
+    /// Issue 53: a span of a chat route (TTFT 150 ms) and a route that streams no tokens (its
+    /// responses complete at 5 ms, with no first token). v0.4 read the five completions' TTFT
+    /// p50 as 5 ms, the non-streamed route's completion; v0.5 reads the two chat requests,
+    /// 150 ms, and counts the three it left out.
+    #[test]
+    fn a_span_reads_ttft_over_the_requests_that_have_a_first_token() {
+        let ms = 1_000_000u64;
+        let rows: Vec<(u64, Option<u64>)> = (0..5).map(|i| (i * ms, Some(150 * ms))).collect();
+        let mut requests = requests_of(&rows);
+        for row in 2..5 {
+            requests.first_content_ns[row] = crate::frame::NONE;
+            requests.terminal_ns[row] = requests.intended_ns[row] + 5 * ms;
+        }
+        let met = vec![true; 5];
+        let at = |ttft| {
+            read(
+                (&requests, StreamReading::EveryDelta, ttft),
+                &met,
+                "outage",
+                0,
+                5 * ms,
+            )
+        };
+        let v4 = at(SpanTtft::EveryCompleted);
+        assert_eq!(v4.ttft_p50_ms, Some(5.003));
+        assert_eq!(v4.note, "goodput refused: 5 requests scheduled, fewer than the 20 a share may rest on (statistics.share_min_requests, §9)");
+        let v5 = at(SpanTtft::Streamed);
+        assert_eq!(
+            (v5.ttft_p50_ms, v5.ttft_n, v4.ttft_n),
+            (Some(150.015), Some(2), None)
+        );
+        assert!(
+            v5.note.starts_with("TTFT over the 2 completed requests with a generated delta; 3 responses without one"),
+            "{}",
+            v5.note
+        );
+        // A span with no streamed request reads every completion, as §3 does.
+        let mut none = requests_of(&rows);
+        for row in 0..5 {
+            none.first_content_ns[row] = crate::frame::NONE;
+            none.terminal_ns[row] = none.intended_ns[row] + 5 * ms;
+        }
+        let r = read(
+            (&none, StreamReading::EveryDelta, SpanTtft::Streamed),
+            &met,
+            "outage",
+            0,
+            5 * ms,
+        );
+        assert_eq!(r.ttft_p50_ms, Some(5.003));
     }
 }

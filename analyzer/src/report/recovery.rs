@@ -195,7 +195,7 @@ fn survivor_table(md: &mut String, spans: &[crate::model::SurvivorReading]) {
             s.completed,
             s.ttft_p50_ms.map_or("none".to_owned(), |v| format!(
                 "{v:.1} ms (n {})",
-                s.completed
+                s.ttft_n.unwrap_or(s.completed)
             )),
             s.goodput.map_or("refused".to_owned(), |g| format!(
                 "{:.1} % of {}",
