@@ -174,7 +174,7 @@ pub fn analyze<'a>(
     let in_flight = timeline
         .fault
         .and_then(|f| f.fired_ns)
-        .map(|fired| in_flight_at(run, fired));
+        .map(|fired| in_flight_at(run, fired, rules.lost_in_flight));
     requests.release();
     let recovery =
         crate::recovery::analyze(run, &met, &timeline, &cut, &validity.gates, &rules, shown);

@@ -18,6 +18,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use crate::frame::Requests;
 use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, WindowReport};
 
+mod fire;
 mod recovery;
 use recovery::recovery_section;
 mod server;
@@ -318,27 +319,7 @@ pub fn markdown(report: &Report) -> String {
     segment_tables(&mut md, report);
 
     if let Some(f) = &report.in_flight_at_fire {
-        let _ = writeln!(md, "\n## In flight at fire (§3)\n");
-        let _ = writeln!(
-            md,
-            "Fired at {:.3} s; victim `{}`. {}.\n",
-            f.fired_s, f.victim, f.note
-        );
-        let _ = writeln!(
-            md,
-            "| served by | completed | errored | censored |\n|---|---|---|---|"
-        );
-        for (name, o) in [
-            ("victim", &f.on_victim),
-            ("survivors", &f.on_survivors),
-            ("unattributed", &f.unattributed),
-        ] {
-            let _ = writeln!(
-                md,
-                "| {name} | {} | {} | {} |",
-                o.completed, o.errored, o.censored
-            );
-        }
+        fire::in_flight_section(&mut md, f);
     }
 
     if let Some(r) = &report.recovery {

@@ -173,7 +173,7 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
                 .in_flight_at_fire
                 .as_ref()
                 .ok_or("the fault never fired")?;
-            let o = &f.on_victim;
+            let o = f.on_lost.as_ref().unwrap_or(&f.on_victim);
             Ok((o.completed + o.errored + o.censored) as f64)
         },
     ),
@@ -247,7 +247,8 @@ fn victim_share(r: &Report, count: fn(&crate::model::Outcomes) -> u64) -> Result
         .in_flight_at_fire
         .as_ref()
         .ok_or("the fault never fired")?;
-    let o = &f.on_victim;
+    // A4 (v0.5): the victim's and the never answered, as G3 reads them.
+    let o = f.on_lost.as_ref().unwrap_or(&f.on_victim);
     let n = o.completed + o.errored + o.censored;
     let min = pins::value::STATISTICS_SHARE_MIN_REQUESTS as u64;
     if n > 0 && n < min && r.rules.shares == ShareSupport::Counted {

@@ -220,6 +220,18 @@ pub enum SpanTtft {
     Streamed,
 }
 
+/// Which requests are "in flight on the lost replica" at the fire (SPEC §3, §9's headline).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostInFlight {
+    /// v0.1 to v0.4: those a response head attributed to the victim; the ones never answered
+    /// (reset or held silent before a head) are counted apart, so the black-hole golden's share
+    /// rested on 11 where G3 read 13 (issue 53).
+    Attributed,
+    /// v0.5 (A4): those attributed to the victim and those never answered, as G3 reads them:
+    /// a survivor answers, so an in-flight request no head ever attributed was the victim's.
+    AttributedOrUnanswered,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -323,6 +335,8 @@ pub struct Rules {
     pub headline: HeadlineSlots,
     /// Which requests a survivor span's TTFT reads (§5, A4).
     pub span_ttft: SpanTtft,
+    /// Which requests were in flight on the lost replica (§3, A4).
+    pub lost_in_flight: LostInFlight,
 }
 
 impl Rules {
@@ -350,6 +364,7 @@ impl Rules {
             tails: TailSample::Independent,
             headline: HeadlineSlots::CleanDeleteOnly,
             span_ttft: SpanTtft::EveryCompleted,
+            lost_in_flight: LostInFlight::Attributed,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -388,6 +403,7 @@ impl Rules {
                 tails: TailSample::Effective,
                 headline: HeadlineSlots::PrimaryElseBlackHole,
                 span_ttft: SpanTtft::Streamed,
+                lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 ..a3
             },
         }
@@ -536,6 +552,7 @@ mod tests {
         assert_eq!(v4.tails, TailSample::Independent);
         assert_eq!(v4.headline, HeadlineSlots::CleanDeleteOnly);
         assert_eq!(v4.span_ttft, SpanTtft::EveryCompleted);
+        assert_eq!(v4.lost_in_flight, LostInFlight::Attributed);
         assert_eq!(
             v5,
             Rules {
@@ -546,6 +563,7 @@ mod tests {
                 tails: TailSample::Effective,
                 headline: HeadlineSlots::PrimaryElseBlackHole,
                 span_ttft: SpanTtft::Streamed,
+                lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 ..v4
             }
         );

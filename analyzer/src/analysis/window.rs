@@ -5,7 +5,7 @@
 
 use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{CurveBudget, Rules, StreamReading, TailSample};
+use percentes_formats::spec::{CurveBudget, LostInFlight, Rules, StreamReading, TailSample};
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of, QUANTILES, TAIL_QUANTILES};
@@ -495,7 +495,7 @@ pub(super) fn curve_report(
 
 /// The requests in flight at `fired_ns` (dispatched at or before it, terminal at or after it: a
 /// request reset at the fire instant was in flight when it fired).
-pub(super) fn in_flight_at(run: &Run, fired_ns: u64) -> InFlight {
+pub(super) fn in_flight_at(run: &Run, fired_ns: u64, lost: LostInFlight) -> InFlight {
     let requests = &run.requests;
     let victim = run.config.fault.victim.clone().unwrap_or_default();
     let in_flight: Vec<usize> = (0..requests.len())
@@ -518,6 +518,8 @@ pub(super) fn in_flight_at(run: &Run, fired_ns: u64) -> InFlight {
         on_victim: on(&|r| r == Some(victim.as_str())),
         on_survivors: on(&|r| r.is_some_and(|r| r != victim)),
         unattributed: on(&|r| r.is_none()),
+        on_lost: (lost == LostInFlight::AttributedOrUnanswered)
+            .then(|| on(&|r| r.is_none_or(|r| r == victim))),
         victim,
         note: "requests dispatched at or before the recorded fire and terminal at or after it; a request is attributed to the replica named by its response header".into(),
     }

@@ -595,6 +595,10 @@ pub struct InFlight {
     pub on_survivors: Outcomes,
     /// In flight but never attributed (no response header reached the client).
     pub unattributed: Outcomes,
+    /// A4 (v0.5): in flight on the lost replica as G3 reads it, the victim's and the never
+    /// answered together: what the in-flight shares rest on. Absent before v0.5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_lost: Option<Outcomes>,
     /// What the split means, in words.
     pub note: String,
 }

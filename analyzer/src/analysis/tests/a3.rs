@@ -326,7 +326,6 @@ fn archived_client_late_errors_count_as_never_sent_under_v0_4() {
 #[test]
 fn two_configurations_of_one_variant_are_not_read_as_one() {
     use crate::summaries::{self, RunRef};
-    use percentes_formats::spec::Rules;
     let (fate, events) = replaced_at(60, 46);
     let a = run_under(FAULT, fate, events.clone(), Spec::V0_4);
     let (fate, _) = replaced_at(60, 46);
@@ -355,7 +354,7 @@ fn two_configurations_of_one_variant_are_not_read_as_one() {
     let sentence = crate::headline::sentence(
         &groups,
         &summaries::clean_delete_recoveries(&refs),
-        &Rules::of(Spec::V0_4),
+        &a.rules,
     );
     assert!(
         sentence.contains("[not measured: 2 configurations of clean-delete in this campaign"),
