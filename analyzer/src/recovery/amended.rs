@@ -440,3 +440,61 @@ pub(crate) fn withhold(
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buckets of 10 scheduled requests, `met` of them meeting the SLO, one per value.
+    fn series(goodput_tenths: &[u64]) -> Vec<Bucket> {
+        goodput_tenths
+            .iter()
+            .map(|&met| Bucket { met, scheduled: 10 })
+            .collect()
+    }
+
+    fn amended() -> RecoveryReading {
+        RecoveryReading {
+            amended: Some(Plan {
+                stretch: 1,
+                removal_ns: None,
+                removal_evidence: String::new(),
+                from: 0,
+            }),
+        }
+    }
+
+    /// Issue 53 items 4 and 5 (SPEC §5 "What v0.5 reads"): the equilibrium is read inside the
+    /// plateau, its entering window and its hold both. The fire at bucket 20, the plateau's
+    /// goodput 0.5 to bucket 80, the pinned R 10 and H 30. A survivor that comes into the band
+    /// at bucket 60 cannot hold it for H before the plateau ends: *not determined* (the plateau
+    /// ended first), not *not settled*; one that never comes into it has *not settled*; one
+    /// that comes in at bucket 30 settles with the window of buckets 30-39 (its last bucket,
+    /// 39, is 19 after the anchor's).
+    #[test]
+    fn the_equilibrium_is_read_inside_the_plateau() {
+        let rules = amended();
+        let detector = Detector::pinned();
+        let at = |into_band: usize| {
+            let mut tenths = vec![10u64; 20];
+            tenths.extend((20..120).map(|b| if b >= into_band { 5 } else { 1 }));
+            rules.equilibrium(&series(&tenths), 20, 80, 0.5, detector)
+        };
+        assert!(
+            matches!(at(60), Detection::Unreadable { .. }),
+            "a hold cut by the plateau's end: {:?}",
+            at(60)
+        );
+        assert_eq!(at(200), Detection::NotRecovered);
+        assert_eq!(
+            at(30),
+            Detection::Recovered {
+                ttr_s: 19,
+                entry_end_s: 39
+            }
+        );
+        // An entering window that would end past the plateau's end does not enter: the band
+        // reached at bucket 75 gives no window inside the plateau, and none after it counts.
+        assert!(!matches!(at(75), Detection::Recovered { .. }));
+    }
+}
