@@ -333,6 +333,7 @@ pub fn analyze(
         parts::NotBefore {
             claims: spec_rules.claims,
             removal_ns,
+            drain: spec_rules.drain,
         },
     );
     let (mut timeline_states, mut durations, experiment_invalid) = match &rules.amended {

@@ -232,6 +232,17 @@ pub enum LostInFlight {
     AttributedOrUnanswered,
 }
 
+/// What a backlog drain found at the first sample the removal allows is (SPEC §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainAtRemoval {
+    /// v0.4: a measured drain time, though the sample before it was already drained and the
+    /// drain came at or before it (issue 53).
+    Measured,
+    /// v0.5 (A4): where the sample before it already held the backlog at or under the level, a
+    /// bound ("by x s after the fire"), as a recovery at the detector's resolution is (A3).
+    Bound,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -337,6 +348,8 @@ pub struct Rules {
     pub span_ttft: SpanTtft,
     /// Which requests were in flight on the lost replica (§3, A4).
     pub lost_in_flight: LostInFlight,
+    /// A backlog drain at the removal's first sample (§5, A4).
+    pub drain: DrainAtRemoval,
 }
 
 impl Rules {
@@ -365,6 +378,7 @@ impl Rules {
             headline: HeadlineSlots::CleanDeleteOnly,
             span_ttft: SpanTtft::EveryCompleted,
             lost_in_flight: LostInFlight::Attributed,
+            drain: DrainAtRemoval::Measured,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -404,6 +418,7 @@ impl Rules {
                 headline: HeadlineSlots::PrimaryElseBlackHole,
                 span_ttft: SpanTtft::Streamed,
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
+                drain: DrainAtRemoval::Bound,
                 ..a3
             },
         }
@@ -553,6 +568,7 @@ mod tests {
         assert_eq!(v4.headline, HeadlineSlots::CleanDeleteOnly);
         assert_eq!(v4.span_ttft, SpanTtft::EveryCompleted);
         assert_eq!(v4.lost_in_flight, LostInFlight::Attributed);
+        assert_eq!(v4.drain, DrainAtRemoval::Measured);
         assert_eq!(
             v5,
             Rules {
@@ -564,6 +580,7 @@ mod tests {
                 headline: HeadlineSlots::PrimaryElseBlackHole,
                 span_ttft: SpanTtft::Streamed,
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
+                drain: DrainAtRemoval::Bound,
                 ..v4
             }
         );

@@ -2,7 +2,7 @@
 
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
-use percentes_formats::spec::Claims;
+use percentes_formats::spec::{Claims, DrainAtRemoval};
 
 use super::amended::RecoveryReading;
 use super::{not_applicable, seconds, series_of, ttr};
@@ -84,6 +84,9 @@ pub(super) const BACKLOG: &str = "backlog drain";
 pub(super) struct NotBefore {
     pub(super) claims: Claims,
     pub(super) removal_ns: Option<u64>,
+    /// A4: a drain at the removal's first sample, already drained at the sample before, is a
+    /// bound.
+    pub(super) drain: DrainAtRemoval,
 }
 
 /// Backlog drain: requests in flight (dispatched, not yet terminal) sampled at each bucket start.
@@ -161,6 +164,7 @@ fn backlog(
         NotBefore {
             claims: Claims::Supported,
             removal_ns: None,
+            ..
         } => {
             return Component {
                 component: BACKLOG,
@@ -173,6 +177,7 @@ fn backlog(
         NotBefore {
             claims: Claims::Supported,
             removal_ns: Some(r),
+            ..
         } => peak_at.max(
             usize::try_from(r.div_ceil(bucket_ns))
                 .unwrap_or(usize::MAX)
@@ -196,10 +201,25 @@ fn backlog(
             )),
         };
     }
+    // A4: found at the removal's first sample with the sample before already drained, the drain
+    // came at or before it: a bound, as a recovery at the detector's resolution is.
+    let bounded = not_before.drain == DrainAtRemoval::Bound
+        && drained.is_some_and(|i| i == from && from > peak_at && after[from - 1] <= base_max);
     Component {
         component: "backlog drain",
         baseline: baseline_value,
         ttr: match drained {
+            Some(i) if bounded => {
+                let by = seconds(((anchor + i) as u64 * bucket_ns).saturating_sub(anchor_ns));
+                Ttr {
+                    status: "bounded".into(),
+                    ttr_s: None,
+                    at_s: Some(seconds((anchor + i) as u64 * bucket_ns)),
+                    text: format!("by {by:.3} s after the fire: the first sample after the confirmed removal held the backlog at or under the baseline's largest ({base_max} in flight), as the sample before it did, so it drained at or before then: a bound, not a measured time (peak {peak} in flight, A4)"),
+                    flags: Vec::new(),
+                    bound_s: Some(by),
+                }
+            }
             Some(i) => {
                 let at = (anchor + i) as u64 * bucket_ns;
                 let value = seconds(at.saturating_sub(anchor_ns));

@@ -281,4 +281,28 @@ mod tests {
         );
         assert_eq!(r.ttft_p50_ms, Some(5.003));
     }
+
+    /// Issue 53 (SPEC §5 "What v0.5 reads"): the outage ends at the removal's instant, not at
+    /// its bucket edge. A removal at 2.5 s: the request scheduled at 2.4 s is the outage's, the
+    /// one at 2.6 s the recovery's, though both lie in the bucket [2 s, 3 s).
+    #[test]
+    fn the_outage_ends_at_the_removals_instant() {
+        let ms = 1_000_000u64;
+        let rows: Vec<(u64, Option<u64>)> = [1_000, 2_400, 2_600, 4_000]
+            .iter()
+            .map(|&t| (t * ms, Some(10 * ms)))
+            .collect();
+        let requests = requests_of(&rows);
+        let [outage, recovery] = spans(
+            (&requests, StreamReading::EveryDelta, SpanTtft::Streamed),
+            &[true; 4],
+            1_000 * ms,
+            Some(2_500 * ms),
+            5_000 * ms,
+        )
+        .try_into()
+        .unwrap();
+        assert_eq!((outage.scheduled, outage.to_s), (2, Some(2.5)));
+        assert_eq!((recovery.scheduled, recovery.from_s), (2, 2.5));
+    }
 }

@@ -279,3 +279,27 @@ fn a_relapse_is_read_only_from_windows_that_count() {
         Some(128)
     );
 }
+
+/// Issue 53 (SPEC §5 "What v0.5 reads"): "no stretch longer than R goes unread" is strict: every
+/// bucket of the hold lies in some counting window, so an unread stretch of one bucket leaves
+/// the hold unobserved. Buckets of one request (a window of them is thin), and heavy buckets of
+/// 20 that make every window holding them count: heavy at 10, 29, 39 and 49 read every bucket
+/// of the hold 11-50 (the windows ending at 19 and at 29 meet); moving the second to 30 leaves
+/// bucket 20 unread, and the hold is unobserved, though no stretch longer than R is.
+#[test]
+fn a_hold_reads_every_bucket_or_is_unobserved() {
+    let hold_with = |heavy: &[usize]| {
+        let series: Vec<Bucket> = (0..80)
+            .map(|b| {
+                let n = if heavy.contains(&b) { 20 } else { 1 };
+                Bucket {
+                    met: n,
+                    scheduled: n,
+                }
+            })
+            .collect();
+        Reader::pre_fault().hold(&series, 10, 50, 10, 0.85, 1.0)
+    };
+    assert_eq!(hold_with(&[10, 29, 39, 49]), Hold::Held);
+    assert_eq!(hold_with(&[10, 30, 39, 49]), Hold::Unobserved);
+}
