@@ -155,7 +155,7 @@ pub fn boundary(
                     )),
                     bucket_ns,
                 ),
-                bucket_ns,
+                (bucket_ns, spec_rules.absence),
                 &decomposition(run, anchor_ns),
             )),
         },
@@ -242,7 +242,12 @@ pub fn analyze(
                 .map(|(w, rows, _)| (rows.len() as u64, (w.end_ns - w.start_ns) / bucket_ns));
             let rate = per_bucket(run, spec_rules, scheduled, bucket_ns);
             RecoveryReading {
-                amended: Some(amended::plan(run, rate, bucket_ns, &decomposition)),
+                amended: Some(amended::plan(
+                    run,
+                    rate,
+                    (bucket_ns, spec_rules.absence),
+                    &decomposition,
+                )),
             }
         }
         RecoveryRules::Original => RecoveryReading::original(),

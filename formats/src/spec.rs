@@ -243,6 +243,17 @@ pub enum DrainAtRemoval {
     Bound,
 }
 
+/// When a recovery's absence ("not recovered", "not settled") is claimed (SPEC §5, A2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absence {
+    /// v0.3 and v0.4: wherever some window counted, none entered and no hold went unobserved,
+    /// though a stretch read by no counting window could have held an entry (issue 53).
+    SomeWindowCounted,
+    /// v0.5 (A4): only where the counting windows read every bucket from the search's start to
+    /// the series' end; otherwise the reading is not determined.
+    EveryBucketRead,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -350,6 +361,8 @@ pub struct Rules {
     pub lost_in_flight: LostInFlight,
     /// A backlog drain at the removal's first sample (§5, A4).
     pub drain: DrainAtRemoval,
+    /// When a recovery's absence is claimed (§5, A4).
+    pub absence: Absence,
 }
 
 impl Rules {
@@ -379,6 +392,7 @@ impl Rules {
             span_ttft: SpanTtft::EveryCompleted,
             lost_in_flight: LostInFlight::Attributed,
             drain: DrainAtRemoval::Measured,
+            absence: Absence::SomeWindowCounted,
         };
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
@@ -419,6 +433,7 @@ impl Rules {
                 span_ttft: SpanTtft::Streamed,
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 drain: DrainAtRemoval::Bound,
+                absence: Absence::EveryBucketRead,
                 ..a3
             },
         }
@@ -569,6 +584,7 @@ mod tests {
         assert_eq!(v4.span_ttft, SpanTtft::EveryCompleted);
         assert_eq!(v4.lost_in_flight, LostInFlight::Attributed);
         assert_eq!(v4.drain, DrainAtRemoval::Measured);
+        assert_eq!(v4.absence, Absence::SomeWindowCounted);
         assert_eq!(
             v5,
             Rules {
@@ -581,6 +597,7 @@ mod tests {
                 span_ttft: SpanTtft::Streamed,
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 drain: DrainAtRemoval::Bound,
+                absence: Absence::EveryBucketRead,
                 ..v4
             }
         );

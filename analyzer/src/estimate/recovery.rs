@@ -429,6 +429,24 @@ pub enum Hold {
     Unobserved,
 }
 
+/// Whether the counting windows (read with `reader`, R = `window`) that start at or after bucket
+/// `start` read every bucket from `start` to the series' end: where they do not, a recovery in
+/// the unread stretch could not have been seen, and its absence is not shown (A4).
+pub fn every_bucket_read(series: &[Bucket], start: usize, window: usize, reader: Reader) -> bool {
+    let window = window.max(1);
+    // The first bucket no counting window has read yet.
+    let mut unread_from = start;
+    for end in start + window - 1..series.len() {
+        if reader.read(series, end, window).is_some() {
+            if end + 1 - window > unread_from {
+                return false;
+            }
+            unread_from = end + 1;
+        }
+    }
+    unread_from >= series.len()
+}
+
 /// How many R-windows ending in `[first, until)` (each starting at or after bucket `from_s`) held
 /// fewer requests than `reader` counts, and how many held none: A2 states them.
 pub fn thin_windows(

@@ -13,7 +13,7 @@
 use percentes_formats::config::{FaultVariant, Profile};
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::Claims;
+use percentes_formats::spec::{Absence, Claims};
 
 use crate::estimate::recovery::{self, Bucket, Detection, Detector, Plateau, Reader};
 use crate::load::Run;
@@ -34,6 +34,30 @@ pub(crate) struct RecoveryReading {
     pub(crate) amended: Option<Plan>,
 }
 
+impl Plan {
+    /// `found` as claimed: under A4 an absence ("not recovered", "not settled") only where the
+    /// counting windows read every bucket from `start` on; otherwise not determined.
+    fn shown(
+        &self,
+        found: Detection,
+        series: &[Bucket],
+        start: usize,
+        detector: Detector,
+        reader: Reader,
+    ) -> Detection {
+        let unread =
+            || !recovery::every_bucket_read(series, start, detector.window_s as usize, reader);
+        match found {
+            Detection::NotRecovered if self.absence == Absence::EveryBucketRead && unread() => {
+                Detection::Unreadable {
+                    reason: "no counting window entered, but a stretch after the start is read by no counting window, so a recovery there could not be seen (A4)",
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 /// A2's plan for one run.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
@@ -45,6 +69,8 @@ pub(crate) struct Plan {
     pub(crate) removal_evidence: String,
     /// The first bucket a pre-fault window may start in (after the removal).
     pub(crate) from: usize,
+    /// When an absence is claimed (A4: only where every bucket was read).
+    pub(crate) absence: Absence,
 }
 
 impl RecoveryReading {
@@ -82,7 +108,21 @@ impl RecoveryReading {
             None => recovery::detect(series, anchor, g, detector),
             Some(plan) if plan.removal_ns.is_none() => Detection::NotRecovered,
             Some(plan) => {
-                recovery::detect_from(series, anchor, plan.from, g, detector, Reader::pre_fault())
+                let found = recovery::detect_from(
+                    series,
+                    anchor,
+                    plan.from,
+                    g,
+                    detector,
+                    Reader::pre_fault(),
+                );
+                plan.shown(
+                    found,
+                    series,
+                    anchor.max(plan.from),
+                    detector,
+                    Reader::pre_fault(),
+                )
             }
         }
     }
@@ -146,14 +186,18 @@ impl RecoveryReading {
         match &self.amended {
             None => recovery::detect(series, anchor, goodput, detector),
             // The hold must be seen inside the plateau: past it the second replica is back.
-            Some(_) => recovery::detect_from(
-                &series[..to.min(series.len())],
-                anchor,
-                anchor,
-                goodput,
-                detector,
-                Reader::equilibrium(),
-            ),
+            Some(plan) => {
+                let plateau = &series[..to.min(series.len())];
+                let found = recovery::detect_from(
+                    plateau,
+                    anchor,
+                    anchor,
+                    goodput,
+                    detector,
+                    Reader::equilibrium(),
+                );
+                plan.shown(found, plateau, anchor, detector, Reader::equilibrium())
+            }
         }
     }
 
@@ -186,7 +230,7 @@ impl RecoveryReading {
 pub(crate) fn plan(
     run: &Run,
     per_bucket: Option<f64>,
-    bucket_ns: u64,
+    (bucket_ns, absence): (u64, Absence),
     decomposition: &[Boundary],
 ) -> Plan {
     let config = &run.config;
@@ -212,6 +256,7 @@ pub(crate) fn plan(
         removal_ns,
         removal_evidence,
         from,
+        absence,
     }
 }
 
@@ -460,6 +505,7 @@ mod tests {
                 removal_ns: None,
                 removal_evidence: String::new(),
                 from: 0,
+                absence: Absence::EveryBucketRead,
             }),
         }
     }
@@ -496,5 +542,46 @@ mod tests {
         // An entering window that would end past the plateau's end does not enter: the band
         // reached at bucket 75 gives no window inside the plateau, and none after it counts.
         assert!(!matches!(at(75), Detection::Recovered { .. }));
+    }
+
+    /// Issue 53 (v0.3's not-recovered): under A4 a survivor that never comes into the band is
+    /// *not settled* only where the counting windows read the whole plateau; one whose plateau
+    /// has a stretch of buckets too thin to count is not determined, and under v0.4's rule
+    /// still not settled.
+    #[test]
+    fn an_absence_over_an_unread_stretch_is_not_determined() {
+        let detector = Detector::pinned();
+        let mut tenths: Vec<Bucket> = series(&[10u64; 20]);
+        tenths.extend(series(&[1u64; 100]));
+        // Buckets 40-59 hold nothing: no counting window reads 49 or 50.
+        for b in &mut tenths[40..60] {
+            *b = Bucket {
+                met: 0,
+                scheduled: 0,
+            };
+        }
+        let v5 = amended();
+        assert!(matches!(
+            v5.equilibrium(&tenths, 20, 80, 0.5, detector),
+            Detection::Unreadable { .. }
+        ));
+        let mut v4 = amended();
+        if let Some(plan) = &mut v4.amended {
+            plan.absence = Absence::SomeWindowCounted;
+        }
+        assert_eq!(
+            v4.equilibrium(&tenths, 20, 80, 0.5, detector),
+            Detection::NotRecovered
+        );
+        // Read everywhere, the absence stands under A4.
+        let read = {
+            let mut s = series(&[10u64; 20]);
+            s.extend(series(&[1u64; 100]));
+            s
+        };
+        assert_eq!(
+            v5.equilibrium(&read, 20, 80, 0.5, detector),
+            Detection::NotRecovered
+        );
     }
 }

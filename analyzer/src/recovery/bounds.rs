@@ -158,6 +158,29 @@ mod tests {
     /// edge 3.960 s and ends at 5.360 s, 1.760 s after the fire. 5.360 <= 3.952 + 1.4 + 0.01 =
     /// 5.362: a bound. A window ending one bucket later, at 5.370 s, is past 5.362 s: the
     /// detector read at least one later window first, so that one is a measurement.
+    /// Issue 53 (SPEC §5 "What v0.5 reads"): a relapse after a recovery given as a bound stays
+    /// flagged on the bound; only the remark on a TTR equal to R, which the bound now says,
+    /// goes.
+    #[test]
+    fn a_relapse_stays_flagged_on_a_bound() {
+        let ms = 1_000_000u64;
+        let mut ttr = recovered(5.36, 3.6);
+        ttr.flags
+            .push("relapsed: goodput fell below the exit threshold again".into());
+        assert!(bound(
+            &mut ttr,
+            3_952 * ms,
+            "the removal",
+            3_600 * ms,
+            1_400 * ms,
+            10 * ms
+        ));
+        assert_eq!(
+            ttr.flags,
+            ["relapsed: goodput fell below the exit threshold again"]
+        );
+    }
+
     #[test]
     fn the_first_window_after_the_removal_is_a_bound() {
         let ms = 1_000_000u64;

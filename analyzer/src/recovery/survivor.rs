@@ -304,5 +304,15 @@ mod tests {
         .unwrap();
         assert_eq!((outage.scheduled, outage.to_s), (2, Some(2.5)));
         assert_eq!((recovery.scheduled, recovery.from_s), (2, 2.5));
+        // And it starts at the fire anchor's instant: an anchor at 1.2 s leaves out the request
+        // at 1.0 s, in the anchor's bucket [1 s, 2 s) though it is.
+        let late = read(
+            (&requests, StreamReading::EveryDelta, SpanTtft::Streamed),
+            &[true; 4],
+            "outage",
+            1_200 * ms,
+            2_500 * ms,
+        );
+        assert_eq!((late.scheduled, late.from_s), (1, 1.2));
     }
 }

@@ -303,3 +303,55 @@ fn a_hold_reads_every_bucket_or_is_unobserved() {
     assert_eq!(hold_with(&[10, 29, 39, 49]), Hold::Held);
     assert_eq!(hold_with(&[10, 30, 39, 49]), Hold::Unobserved);
 }
+
+/// Issue 53 (SPEC §5 "What v0.5 reads"): an absence is shown only where the counting windows read
+/// every bucket from the start. Buckets of 10 requests (every R-window counts) read everything;
+/// a stretch of empty buckets longer than R leaves buckets no counting window reads, and a
+/// stretch at the series' end that no counting window reaches is unread too.
+#[test]
+fn an_absence_is_shown_only_where_every_bucket_was_read() {
+    let reader = Reader::pre_fault();
+    let full = script(&[(60, 5, 10)]);
+    assert!(every_bucket_read(&full, 0, 10, reader));
+    assert!(every_bucket_read(&full, 25, 10, reader));
+    // Buckets 20-39 empty: windows ending 20-27 hold two or more full buckets of 11-19 and
+    // count (they read to 27); none ending 28-40 holds 20; the one ending 41 reads 32-41, so
+    // 28-31 are read by none.
+    let gap = script(&[(20, 5, 10), (20, 0, 0), (20, 5, 10)]);
+    assert!(!every_bucket_read(&gap, 0, 10, reader));
+    // A gap of R buckets or less is read by the windows either side of it.
+    let short = script(&[(20, 5, 10), (8, 0, 0), (32, 5, 10)]);
+    assert!(every_bucket_read(&short, 0, 10, reader));
+    // Thin to the end: unread.
+    let tail = script(&[(40, 5, 10), (20, 0, 0)]);
+    assert!(!every_bucket_read(&tail, 0, 10, reader));
+}
+
+/// Issue 53 (SPEC §5 "What v0.5 reads"): the thin count includes the empty windows, which are
+/// also given apart. Of the R-windows (R = 2) ending at buckets 1 to 5 over scheduled counts
+/// [10, 10, 1, 1, 0, 0], the one ending at 1 holds 20 and counts; those ending at 2 to 5 hold
+/// 11, 2, 1 and 0: four thin (under 20), one of them empty.
+#[test]
+fn thin_windows_include_the_empty_ones() {
+    let series = script(&[(2, 10, 10), (2, 1, 1), (2, 0, 0)]);
+    assert_eq!(
+        thin_windows(&series, 0, 6, 2, Reader::pre_fault()),
+        (5, 4, 1)
+    );
+}
+
+/// Issue 53 (SPEC §5 "What v0.5 reads"): the plateau starts on the bucket grid, R after the
+/// anchor's bucket (the first that starts at or after the fire anchor), not R after the anchor's
+/// instant: with the anchor's bucket 20 and R 10, bucket 30.
+#[test]
+fn the_plateau_starts_on_the_grid() {
+    let series = script(&[(120, 5, 10)]);
+    assert_eq!(
+        plateau_until(&series, 20, 80, 10, Reader::pre_fault()),
+        Plateau::Estimable {
+            from_s: 30,
+            to_s: 80,
+            goodput: 0.5
+        }
+    );
+}
