@@ -366,34 +366,37 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// v0.1's rules, from which every later version's are amended.
+    const ORIGINAL: Rules = Rules {
+        curve: ErrorTreatment::Censored,
+        recovery: RecoveryRules::Original,
+        skew: SkewDefinition::Dispatch,
+        undispatched: UndispatchedCount::Recorded,
+        cpu: CpuSource::HostShare,
+        audit: AuditContents::Archived,
+        printing: Printing::Archived,
+        stall: StallReading::AsRecorded,
+        lateness: LatenessReading::AsRecorded,
+        resolution: DetectorResolution::Measured,
+        survivor: SurvivorSpan::FaultWindow,
+        shares: ShareSupport::Bare,
+        claims: Claims::Unguarded,
+        widening: WideningRate::ObservedCount,
+        json_seconds: JsonSeconds::Float,
+        streams: StreamReading::AnswerContent,
+        stopped: StopReading::Censored,
+        curve_budget: CurveBudget::Unbounded,
+        tails: TailSample::Independent,
+        headline: HeadlineSlots::CleanDeleteOnly,
+        span_ttft: SpanTtft::EveryCompleted,
+        lost_in_flight: LostInFlight::Attributed,
+        drain: DrainAtRemoval::Measured,
+        absence: Absence::SomeWindowCounted,
+    };
+
     /// The rules of `spec`. The only place a version is matched on.
     pub fn of(spec: Spec) -> Rules {
-        let original = Rules {
-            curve: ErrorTreatment::Censored,
-            recovery: RecoveryRules::Original,
-            skew: SkewDefinition::Dispatch,
-            undispatched: UndispatchedCount::Recorded,
-            cpu: CpuSource::HostShare,
-            audit: AuditContents::Archived,
-            printing: Printing::Archived,
-            stall: StallReading::AsRecorded,
-            lateness: LatenessReading::AsRecorded,
-            resolution: DetectorResolution::Measured,
-            survivor: SurvivorSpan::FaultWindow,
-            shares: ShareSupport::Bare,
-            claims: Claims::Unguarded,
-            widening: WideningRate::ObservedCount,
-            json_seconds: JsonSeconds::Float,
-            streams: StreamReading::AnswerContent,
-            stopped: StopReading::Censored,
-            curve_budget: CurveBudget::Unbounded,
-            tails: TailSample::Independent,
-            headline: HeadlineSlots::CleanDeleteOnly,
-            span_ttft: SpanTtft::EveryCompleted,
-            lost_in_flight: LostInFlight::Attributed,
-            drain: DrainAtRemoval::Measured,
-            absence: Absence::SomeWindowCounted,
-        };
+        let original = Rules::ORIGINAL;
         let a2 = Rules {
             curve: ErrorTreatment::Compete,
             recovery: RecoveryRules::Amended,
