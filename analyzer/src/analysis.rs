@@ -207,7 +207,7 @@ pub fn analyze<'a>(
         })
         .collect();
     let server = crate::server::evidence(
-        (run, rules.streams),
+        (run, rules.streams, rules.canary),
         shown.then_some(&spans[..]),
         (!shown).then(|| {
             "withheld with the windows: the run is invalid (§9); --diagnose shows them".into()

@@ -15,7 +15,7 @@ use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
-use percentes_formats::spec::StreamReading;
+use percentes_formats::spec::{CanaryOver, StreamReading};
 
 use crate::frame::NONE;
 use crate::load::Run;
@@ -29,7 +29,7 @@ use crate::model::{
 const COMPARED: [f64; 3] = [0.5, 0.9, 0.99];
 
 /// One source's answered scrapes, with its series and failures.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Source<'a> {
     name: &'a str,
     points: Vec<&'a ScrapeRecord>,
@@ -205,7 +205,7 @@ pub fn sources(run: &Run) -> Vec<Source<'_>> {
 }
 
 /// A window as the evidence reads it: name, span, the canary's largest lag (ns).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct WindowSpan {
     /// The window's name.
     pub name: &'static str,
@@ -289,7 +289,7 @@ impl Client {
 
 /// The evidence of `run`, or `None` when it journaled no scrape (nor a failed one).
 pub fn evidence(
-    (run, reading): (&Run, StreamReading),
+    (run, reading, canary): (&Run, StreamReading, CanaryOver),
     windows: Option<&[WindowSpan]>,
     withheld: Option<String>,
     period_ms: f64,
@@ -321,13 +321,58 @@ pub fn evidence(
                 .push(reconcile(source, &client, whole, period_ns));
         }
         for window in windows.unwrap_or_default() {
-            out.windows.push(server_window(source, &client, window));
+            let mut window = window.clone();
+            // A4: the canary's bound over the span the client's times are read over.
+            if canary == CanaryOver::Span {
+                if let Some((a, b)) = source.span(window.start_ns, window.end_ns) {
+                    let (a, b) = (mid(source.points[a]), mid(source.points[b]));
+                    window.canary_max_ns = canary_max(run, (a, b));
+                }
+            }
+            out.windows.push(server_window(source, &client, &window));
         }
         if windows.is_some() {
             out.timeline.extend(timeline(source, &client));
         }
     }
     Some(out)
+}
+
+/// One `canary` event read back: (p99, samples, max, interval), ns; `None` when its detail is
+/// not in the recorder's form (formats/JOURNAL.md), so a damaged or foreign event is skipped.
+pub(crate) fn canary_reading(e: &EventRecord) -> Option<(u64, u64, u64, u64)> {
+    let field = |key: &str| -> Option<u64> {
+        e.detail
+            .split_whitespace()
+            .find_map(|t| t.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+    };
+    Some((
+        u64::try_from(e.value?).ok()?,
+        field("samples")?,
+        field("max_ns")?,
+        field("interval_ns")?,
+    ))
+}
+
+/// The loopback canary's largest lag over the seconds that overlap `(from, to]`, ns.
+fn canary_max(run: &Run, span: (u64, u64)) -> Option<u64> {
+    let readings = run.events.all(EventKind::Canary).filter_map(|e| {
+        let (_, _, max, interval) = canary_reading(e)?;
+        Some((e.at_ns, interval, max))
+    });
+    largest_overlapping(readings, span)
+}
+
+/// The largest `max` of the canary readings `(at, interval, max)` (each over `(at - interval,
+/// at]`) that overlap `(from, to)`.
+fn largest_overlapping(
+    readings: impl Iterator<Item = (u64, u64, u64)>,
+    (from, to): (u64, u64),
+) -> Option<u64> {
+    readings
+        .filter(|&(at, interval, _)| at > from && at.saturating_sub(interval) < to)
+        .map(|(_, _, max)| max)
+        .max()
 }
 
 /// Where the pre-flight's sample request stands in the reconciled counts.
@@ -788,6 +833,14 @@ mod tests {
         );
         assert_eq!(h.bucket_of(0.5), Some((0.0, 0.01)));
         assert_eq!(source.span(0, s / 2), None, "no second scrape inside it");
+        // Issue 53: a window that starts before the first scrape has no scrape at or before its
+        // start; its span starts at the first scrape after it (here the window [0, 2.5 s) read
+        // from the scrapes at 1 s and 2 s once the one at 0 s is gone).
+        let later = Source {
+            points: records[1..].iter().collect(),
+            ..source.clone()
+        };
+        assert_eq!(later.span(s / 2, 5 * s / 2), Some((0, 1)));
         let whole = source.span(0, 3 * s).unwrap();
         assert_eq!(
             source.increase(&source.ids(Role::Requests, ""), whole),
@@ -842,5 +895,76 @@ mod tests {
         let early: Vec<u64> = times.iter().map(|t| t / 4).collect();
         assert_eq!(comparison(&h, early, None).verdict, "client-earlier");
         assert_eq!(comparison(&h, Vec::new(), None).verdict, "not-comparable");
+    }
+
+    /// Issue 53 (SPEC §2, v0.5): the canary's bound is read over the span, not the window. A
+    /// canary second ending at 11 s lagged 9 ms, every other 1 ms: a window [1 s, 10 s) does
+    /// not reach it; its span, the scrapes at 2 s and 11 s, does.
+    #[test]
+    fn the_canary_is_read_over_the_span() {
+        let s = 1_000_000_000u64;
+        let readings =
+            || (1..=12u64).map(|t| (t * s, s, if t == 11 { 9_000_000 } else { 1_000_000 }));
+        assert_eq!(
+            largest_overlapping(readings(), (s, 10 * s)),
+            Some(1_000_000)
+        );
+        assert_eq!(
+            largest_overlapping(readings(), (2 * s, 11 * s)),
+            Some(9_000_000)
+        );
+        assert_eq!(largest_overlapping(std::iter::empty(), (0, s)), None);
+    }
+
+    /// Issue 53 (SPEC §2): each side's quantile is at its own rank, ceil(q n) of its own n (the
+    /// server's 10 against the client's 20 here: ranks 5 and 10); and a window where one client
+    /// quantile lies below its bucket and another above it reads client-earlier, the two sides
+    /// not counting the same requests making the other comparison moot.
+    #[test]
+    fn each_side_reads_its_own_rank_and_a_mixed_window_is_client_earlier() {
+        let h = histogram(
+            &[
+                (0.01, 4.0),
+                (0.02, 9.0),
+                (0.04, 10.0),
+                (f64::INFINITY, 10.0),
+            ],
+            0.15,
+        );
+        let ms = 1_000_000u64;
+        // Twenty client times, 6 to 25 ms: rank 10 of 20 is 15 ms, inside the median's bucket
+        // (10, 20] ms; the server's rank 5 would have read 10 ms.
+        let times: Vec<u64> = (1..=20).map(|t| (t + 5) * ms).collect();
+        let c = comparison(&h, times.clone(), None);
+        let median = c.quantiles.iter().find(|q| q.q == 0.5).unwrap();
+        assert_eq!(median.client_ms, 15.0);
+        // The p90 at rank 18 of 20 (23 ms), the server's at rank 9 of 10.
+        let p90 = c.quantiles.iter().find(|q| q.q == 0.9).unwrap();
+        assert_eq!((p90.client_ms, p90.server_high_ms), (23.0, Some(20.0)));
+        // Mixed: the median below its bucket, the p90 far above it.
+        let mixed: Vec<u64> = [1, 2, 3, 4, 5, 6, 7, 8, 90, 95]
+            .iter()
+            .map(|t| t * ms)
+            .collect();
+        let c = comparison(&h, mixed, None);
+        assert_eq!(c.verdict, "client-earlier", "{}", c.text);
+    }
+
+    /// Issue 53 (SPEC §2): the client's requests in a span are those whose event (the first
+    /// token, or the completion) falls in it, as the server's histogram counts an observation
+    /// when it is made, not those sent or intended in it. Span (1 s, 2 s]: a request written at
+    /// 0.5 s whose first token came at 1.5 s is in it; one written at 1.8 s whose first token
+    /// came at 2.3 s is not.
+    #[test]
+    fn a_spans_client_requests_are_read_by_event_time() {
+        let s = 1_000_000_000u64;
+        let client = Client {
+            rows: vec![
+                (s / 2, 3 * s / 2, 2 * s, true),
+                (9 * s / 5, 23 * s / 10, 5 * s / 2, true),
+            ],
+        };
+        assert_eq!(client.times(true, (s, 2 * s)), [s]);
+        assert_eq!(client.finished((s, 2 * s)), 1);
     }
 }

@@ -254,6 +254,17 @@ pub enum Absence {
     EveryBucketRead,
 }
 
+/// Over what stretch the receive-path check's canary bound is read (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CanaryOver {
+    /// v0.1 to v0.4: the canary seconds that overlap the window, though the client's times are
+    /// taken over the span between the scrapes that bound it (up to a period off at each end).
+    Window,
+    /// v0.5 (A4): the canary seconds that overlap the span, the stretch the client's times and
+    /// the server's increases are read over.
+    Span,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -363,6 +374,8 @@ pub struct Rules {
     pub drain: DrainAtRemoval,
     /// When a recovery's absence is claimed (§5, A4).
     pub absence: Absence,
+    /// Where the receive-path check's canary bound is read (§2, A4).
+    pub canary: CanaryOver,
 }
 
 impl Rules {
@@ -392,6 +405,7 @@ impl Rules {
         lost_in_flight: LostInFlight::Attributed,
         drain: DrainAtRemoval::Measured,
         absence: Absence::SomeWindowCounted,
+        canary: CanaryOver::Window,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -437,6 +451,7 @@ impl Rules {
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 drain: DrainAtRemoval::Bound,
                 absence: Absence::EveryBucketRead,
+                canary: CanaryOver::Span,
                 ..a3
             },
         }
@@ -588,6 +603,7 @@ mod tests {
         assert_eq!(v4.lost_in_flight, LostInFlight::Attributed);
         assert_eq!(v4.drain, DrainAtRemoval::Measured);
         assert_eq!(v4.absence, Absence::SomeWindowCounted);
+        assert_eq!(v4.canary, CanaryOver::Window);
         assert_eq!(
             v5,
             Rules {
@@ -601,6 +617,7 @@ mod tests {
                 lost_in_flight: LostInFlight::AttributedOrUnanswered,
                 drain: DrainAtRemoval::Bound,
                 absence: Absence::EveryBucketRead,
+                canary: CanaryOver::Span,
                 ..v4
             }
         );

@@ -3,7 +3,7 @@
 //! intervals, the modal distance, the per-route segments, the receive path; and the requests in
 //! flight at the fire.
 
-use percentes_formats::journal::records::{class_name, EventKind, EventRecord, Outcome};
+use percentes_formats::journal::records::{class_name, EventKind, Outcome};
 use percentes_formats::pins;
 use percentes_formats::spec::{CurveBudget, LostInFlight, Rules, StreamReading, TailSample};
 
@@ -21,6 +21,7 @@ use crate::model::{
     CurvePoint, CurveReport, Distribution, InFlight, ModalDistance, Reading, ReceivePath,
     RouteSegment, Share, SweepCell, WindowReport,
 };
+use crate::server::canary_reading;
 use crate::windows::{self, Kind, Window};
 use crate::JournalFile;
 
@@ -240,22 +241,6 @@ pub(super) fn floor_share(gaps: Option<&LatencyHistogram>) -> Share {
         n,
         label: INTER_CHUNK_FLOOR,
     }
-}
-
-/// One `canary` event read back: (p99, samples, max, interval), ns; `None` when its detail is
-/// not in the recorder's form (formats/JOURNAL.md), so a damaged or foreign event is skipped.
-pub(super) fn canary_reading(e: &EventRecord) -> Option<(u64, u64, u64, u64)> {
-    let field = |key: &str| -> Option<u64> {
-        e.detail
-            .split_whitespace()
-            .find_map(|t| t.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
-    };
-    Some((
-        u64::try_from(e.value?).ok()?,
-        field("samples")?,
-        field("max_ns")?,
-        field("interval_ns")?,
-    ))
 }
 
 /// The receive-path check over one window: the canary seconds that overlap it.
