@@ -2069,6 +2069,7 @@ fn token_figures_match_the_hand_computation() {
 mod a3;
 mod a4;
 mod amended;
+mod readings;
 
 #[test]
 fn the_inter_chunk_floor_share_counts_gaps_at_one_us_and_only_v0_3_reports_it() {

@@ -1,0 +1,153 @@
+//! Goldens that tell v0.5's readings apart (issue 53 item 4): scripted journals of the cases the
+//! recorded goldens could not tell, each committed in `golden/readings/` with its v0.5 report.
+//! The journals are the scripted generator's bytes (regenerated and compared here, so a change
+//! to the generator shows), and the reports the analyzer's (`UPDATE_GOLDEN=1` rewrites both).
+//!
+//! The cases, on the clean-delete FAULT configuration (time factor 10: buckets 0.1 s, R and H
+//! widened twice to 2 s and 6 s, T_inject 36 s, recovery deadline 96 s):
+//! - `anchor-off-grid`: the fire recorded at 35.95 s, before T_inject, so the fire anchor (the
+//!   earlier of the two) is off the 0.1 s grid; the replacement answers at 60 s. The outage runs
+//!   from the anchor's instant (35.95 s), the detector from its bucket (36.0 s), the plateau
+//!   from that bucket plus R (38.0 s).
+//! - `relapse-after-bound`: the same, the recovery within R of the removal (a bound), then the
+//!   victim refuses again from 70 to 75 s: the relapse is flagged on the bound.
+//! - `removal-after-deadline`: the replacement answers at 97 s, after the deadline: ResidualFailure,
+//!   entered at the deadline and held at the removal.
+
+use super::recovery_reports::{event, fault_events, INJECT};
+use super::*;
+
+/// The scripted journal of a clean-delete run: `fate` decides a request's record, else it
+/// completes in 500 ms on its replica (index parity).
+fn journal(fate: impl Fn(&Entry) -> Option<RequestRecord>, events: Vec<EventRecord>) -> Vec<u8> {
+    let request = |e: &Entry| {
+        Some(fate(e).unwrap_or_else(|| {
+            let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+            r.replica = format!("replica-{}", e.index % 2);
+            r
+        }))
+    };
+    synthetic::scripted(
+        &config(FAULT),
+        &request,
+        events,
+        quiet_telemetry(102),
+        SealStatus::Completed,
+    )
+}
+
+/// The victim (odd indices) refuses from T_inject to 46 s and while `again(t)`; the router sends
+/// everything to the survivor from 46 s until the replacement answers its probe at `ready_s`.
+fn replaced(
+    ready_s: u64,
+    again: impl Fn(u64) -> bool,
+) -> (impl Fn(&Entry) -> Option<RequestRecord>, Vec<EventRecord>) {
+    let fate = move |e: &Entry| {
+        let t = e.intended_ns;
+        if e.index % 2 == 1 && ((INJECT..46 * S).contains(&t) || again(t)) {
+            return Some(ended(e, "refused", MS));
+        }
+        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+        r.replica = if (46 * S..ready_s * S).contains(&t) || e.index.is_multiple_of(2) {
+            "replica-0".into()
+        } else {
+            "replica-1".into()
+        };
+        Some(r)
+    };
+    let mut events: Vec<EventRecord> = fault_events()
+        .into_iter()
+        .filter(|e| {
+            !(e.subject == "replica-1"
+                && e.kind == EventKind::Probe.code()
+                && (37 * S..ready_s * S).contains(&e.at_ns))
+        })
+        .collect();
+    let mut down = event(37 * S, "probe", "replica-1", None);
+    down.detail = "down (connection refused)".into();
+    events.push(down);
+    events.push(event(ready_s * S, "probe", "replica-1", Some(0)));
+    (fate, events)
+}
+
+fn golden_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden/readings")
+}
+
+/// `actual` against the committed file `name`, or written there under `UPDATE_GOLDEN`.
+fn check(name: &str, actual: &[u8]) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(golden_dir()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run UPDATE_GOLDEN=1 cargo test -p percentes-analyzer readings",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{} differs from this build's (review, then UPDATE_GOLDEN=1 cargo test -p percentes-analyzer readings)",
+        path.display()
+    );
+}
+
+/// Each case's journal, and its report under the current version, as committed.
+fn case(name: &str, bytes: &[u8]) -> Report {
+    check(&format!("{name}.pj"), bytes);
+    let report = analyze_bytes(&format!("{name}.pj"), bytes, Spec::CURRENT);
+    check(
+        &format!("{name}.report.json"),
+        crate::report::json(&report).as_bytes(),
+    );
+    check(
+        &format!("{name}.report.md"),
+        crate::report::markdown(&report).as_bytes(),
+    );
+    report
+}
+
+#[test]
+fn an_anchor_off_the_bucket_grid() {
+    let (fate, mut events) = replaced(60, |_| false);
+    // The fire recorded 50 ms before T_inject (a controller that ran early), confirmed 10 ms on.
+    for e in &mut events {
+        if e.kind == EventKind::FaultFired.code() {
+            e.at_ns = INJECT - 50 * MS;
+        } else if e.kind == EventKind::FaultConfirmed.code() {
+            e.at_ns = INJECT - 40 * MS;
+        }
+    }
+    let r = case("anchor-off-grid", &journal(fate, events));
+    let rec = r.recovery.as_ref().unwrap();
+    // The outage from the anchor's instant, not its bucket edge; the plateau from the anchor's
+    // bucket (36.0 s) plus R (2 s, widened).
+    assert_eq!(rec.survivor[0].from_s, 35.95);
+    assert_eq!((rec.window_s, rec.equilibrium.from_s), (2.0, 38.0));
+}
+
+#[test]
+fn a_relapse_after_a_bound() {
+    let (fate, events) = replaced(60, |t| (70 * S..75 * S).contains(&t));
+    let r = case("relapse-after-bound", &journal(fate, events));
+    let pre = &r.recovery.as_ref().unwrap().to_pre_fault;
+    assert_eq!(pre.status, "bounded", "{pre:?}");
+    assert!(
+        pre.flags.iter().any(|f| f.starts_with("relapsed")),
+        "{:?}",
+        pre.flags
+    );
+}
+
+#[test]
+fn a_removal_after_the_deadline() {
+    let (fate, events) = replaced(97, |_| false);
+    let r = case("removal-after-deadline", &journal(fate, events));
+    let rec = r.recovery.as_ref().unwrap();
+    assert_eq!(rec.to_pre_fault.status, "residual failure");
+    let last = rec.timeline.last().unwrap();
+    assert_eq!((last.state, last.from_s), ("ResidualFailure", Some(97.0)));
+}
