@@ -322,8 +322,30 @@ pub fn scripted(
 pub fn scripted_with_host(
     config: &Config,
     request: &dyn Fn(&Entry) -> Option<RequestRecord>,
-    mut events: Vec<EventRecord>,
-    mut telemetry: Vec<TelemetryRecord>,
+    events: Vec<EventRecord>,
+    telemetry: Vec<TelemetryRecord>,
+    status: SealStatus,
+    host: Vec<(String, String)>,
+) -> Vec<u8> {
+    scripted_with_scrapes(
+        config,
+        request,
+        (events, telemetry, Vec::new()),
+        status,
+        host,
+    )
+}
+
+/// [`scripted_with_host`] with scrape records of the caller's making (`scrape::Scraper`), each
+/// journaled at its answer's time.
+pub fn scripted_with_scrapes(
+    config: &Config,
+    request: &dyn Fn(&Entry) -> Option<RequestRecord>,
+    (mut events, mut telemetry, scrapes): (
+        Vec<EventRecord>,
+        Vec<TelemetryRecord>,
+        Vec<super::scrape::ScrapeRecord>,
+    ),
     status: SealStatus,
     host: Vec<(String, String)>,
 ) -> Vec<u8> {
@@ -342,6 +364,11 @@ pub fn scripted_with_host(
             telemetry
                 .into_iter()
                 .map(|t| (t.at_ns, Record::Telemetry(t))),
+        )
+        .chain(
+            scrapes
+                .into_iter()
+                .map(|s| (s.received_ns, Record::Scrape(s))),
         )
         .collect();
     timed.sort_by_key(|(at, _)| *at);

@@ -13,6 +13,11 @@
 //!   victim refuses again from 70 to 75 s: the relapse is flagged on the bound.
 //! - `removal-after-deadline`: the replacement answers at 97 s, after the deadline: ResidualFailure,
 //!   entered at the deadline and held at the removal.
+//! - `empty-windows`: the same at a capacity of 0.04 rps, so that detector windows after the
+//!   anchor hold nothing; the thin count includes them, and they are given apart.
+//! - `span-without-start-scrape`: a steady run (20 rps, measurement 6-36 s) whose server
+//!   (replica-0) is scraped each second from 7 s only, so the measurement window has no scrape
+//!   at or before its start: its span starts at the first scrape after it.
 
 use super::recovery_reports::{event, fault_events, INJECT};
 use super::*;
@@ -20,6 +25,15 @@ use super::*;
 /// The scripted journal of a clean-delete run: `fate` decides a request's record, else it
 /// completes in 500 ms on its replica (index parity).
 fn journal(fate: impl Fn(&Entry) -> Option<RequestRecord>, events: Vec<EventRecord>) -> Vec<u8> {
+    journal_of(FAULT, fate, events)
+}
+
+/// [`journal`] of the configuration `text`.
+fn journal_of(
+    text: &str,
+    fate: impl Fn(&Entry) -> Option<RequestRecord>,
+    events: Vec<EventRecord>,
+) -> Vec<u8> {
     let request = |e: &Entry| {
         Some(fate(e).unwrap_or_else(|| {
             let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
@@ -28,7 +42,7 @@ fn journal(fate: impl Fn(&Entry) -> Option<RequestRecord>, events: Vec<EventReco
         }))
     };
     synthetic::scripted(
-        &config(FAULT),
+        &config(text),
         &request,
         events,
         quiet_telemetry(102),
@@ -150,4 +164,82 @@ fn a_removal_after_the_deadline() {
     assert_eq!(rec.to_pre_fault.status, "residual failure");
     let last = rec.timeline.last().unwrap();
     assert_eq!((last.state, last.from_s), ("ResidualFailure", Some(97.0)));
+}
+
+/// An empty window after the anchor: the FAULT configuration at a capacity of 0.04 rps (0.052
+/// rps offered, one request every 19.2 s), so that even R widened to its limit (10 s) leaves
+/// windows with no request. The thin count holds the empty ones, given apart too.
+#[test]
+fn empty_windows_after_the_anchor() {
+    let sparse = FAULT.replace("lambda_max_rps = 20.0", "lambda_max_rps = 0.04");
+    let (fate, events) = replaced(60, |_| false);
+    let r = case("empty-windows", &journal_of(&sparse, fate, events));
+    let a = r.recovery.as_ref().unwrap().amended.as_ref().unwrap();
+    let [_, thin, empty] = a.windows;
+    assert!(empty > 0 && thin >= empty, "{:?}", a.windows);
+}
+
+/// A steady run scraped from 7 s: the measurement window [6 s, 36 s) has no scrape at or before
+/// its start, and its span starts at the first after it (7 s); the warm-up has no span.
+/// replica-0's first-token histogram gains 10 observations a second, all in (50, 100] ms.
+#[test]
+fn a_span_without_a_start_scrape() {
+    use percentes_formats::journal::scrape::Scraper;
+    use percentes_formats::prometheus::{Exposed, SeriesKind};
+    let family = "vllm:time_to_first_token_seconds";
+    let sample = |suffix: &str, le: Option<&str>, value: f64| Exposed {
+        name: format!("{family}{suffix}"),
+        family: family.into(),
+        labels: le.map_or_else(Vec::new, |le| vec![("le".to_owned(), le.to_owned())]),
+        kind: SeriesKind::Histogram,
+        value,
+    };
+    let mut scraper = Scraper::default();
+    let scrapes = (7..=41u64)
+        .map(|t| {
+            let n = 10.0 * (t - 7) as f64;
+            let samples = [
+                sample("_bucket", Some("0.05"), 0.0),
+                sample("_bucket", Some("0.1"), n),
+                sample("_bucket", Some("+Inf"), n),
+                sample("_count", None, n),
+                sample("_sum", None, 0.099 * n),
+            ];
+            scraper.record("replica-0", (t * S - 5 * MS, t * S + 5 * MS), &samples)
+        })
+        .collect();
+    let request = |e: &Entry| {
+        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+        r.replica = format!("replica-{}", e.index % 2);
+        Some(r)
+    };
+    let bytes = synthetic::scripted_with_scrapes(
+        &config(STEADY),
+        &request,
+        (Vec::new(), quiet_telemetry(42), scrapes),
+        SealStatus::Completed,
+        // The scripted stall readings stand for the workers' own tickers, as `scripted` says.
+        vec![(
+            percentes_formats::journal::header::HostFact::Placement
+                .key()
+                .to_owned(),
+            "synthetic: the scripted stall readings are each worker's own ticker".to_owned(),
+        )],
+    );
+    let r = case("span-without-start-scrape", &bytes);
+    let server = r.server.as_ref().expect("scrapes journaled");
+    let span = |name: &str| {
+        server
+            .windows
+            .iter()
+            .find(|w| w.window == name)
+            .and_then(|w| w.span_s)
+    };
+    assert_eq!(
+        span("measurement"),
+        Some((7.0, 36.0)),
+        "{:?}",
+        server.windows
+    );
+    assert_eq!(span("warm-up"), None);
 }
