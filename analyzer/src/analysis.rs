@@ -9,7 +9,7 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::{Claims, RecoveryRules, Rules, Spec, StreamReading};
+use percentes_formats::spec::{Claims, RecoveryRules, RefusalWords, Rules, Spec, StreamReading};
 
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
@@ -308,13 +308,20 @@ fn window_reports(
                 let (inter, share) = streams::inter_token(delivered.gaps.clone());
                 report.inter_chunk_at_floor = Some(window::floor_share(Some(&delivered.gaps)));
                 report.inter_chunk = inter;
-                report.streams = Some(streams::figures(
+                let mut figures = streams::figures(
                     &run.requests,
                     &rows::in_intended_order(&run.requests, rows),
                     &delivered,
                     share,
                     rules.tails,
-                ));
+                );
+                if rules.refusals == RefusalWords::WhatPublishes {
+                    let duration_s = seconds(window.duration_ns());
+                    for d in [&mut figures.ttfat, &mut figures.reasoning_span] {
+                        distribution::say_what_publishes(d, duration_s);
+                    }
+                }
+                report.streams = Some(figures);
                 report
             })
             .collect();

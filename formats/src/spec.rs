@@ -265,6 +265,17 @@ pub enum CanaryOver {
     Span,
 }
 
+/// What a tail's refusal says (SPEC §7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalWords {
+    /// v0.1 to v0.4: that the sample budget is insufficient, and no more (issue 54: no refusal
+    /// said how long to run to get the figure).
+    Budget,
+    /// v0.5 (A4): also what would publish it: the completed requests it needs (at the window's
+    /// correlation, where that is known) and how long the window's own rate takes to reach them.
+    WhatPublishes,
+}
+
 /// What §7's tail intervals take a window's completed requests to be (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailSample {
@@ -376,6 +387,8 @@ pub struct Rules {
     pub absence: Absence,
     /// Where the receive-path check's canary bound is read (§2, A4).
     pub canary: CanaryOver,
+    /// What a tail's refusal says (§7, A4).
+    pub refusals: RefusalWords,
 }
 
 impl Rules {
@@ -406,6 +419,7 @@ impl Rules {
         drain: DrainAtRemoval::Measured,
         absence: Absence::SomeWindowCounted,
         canary: CanaryOver::Window,
+        refusals: RefusalWords::Budget,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -452,6 +466,7 @@ impl Rules {
                 drain: DrainAtRemoval::Bound,
                 absence: Absence::EveryBucketRead,
                 canary: CanaryOver::Span,
+                refusals: RefusalWords::WhatPublishes,
                 ..a3
             },
         }
@@ -604,6 +619,7 @@ mod tests {
         assert_eq!(v4.drain, DrainAtRemoval::Measured);
         assert_eq!(v4.absence, Absence::SomeWindowCounted);
         assert_eq!(v4.canary, CanaryOver::Window);
+        assert_eq!(v4.refusals, RefusalWords::Budget);
         assert_eq!(
             v5,
             Rules {
@@ -618,6 +634,7 @@ mod tests {
                 drain: DrainAtRemoval::Bound,
                 absence: Absence::EveryBucketRead,
                 canary: CanaryOver::Span,
+                refusals: RefusalWords::WhatPublishes,
                 ..v4
             }
         );

@@ -2024,7 +2024,7 @@ fn analyze_prints_the_figures_and_checks_the_thresholds_asked_for() {
         "thresholds: 1 of 5 hold",
         "  PASS ttft_p99 < 500ms [baseline]: ttft_p99 = 154.88 ms (95 % CI 154.14 ms-173.13 ms; n/n_eff 1.52), n = 719",
         "  FAIL error_rate@fault < 1% [fault]: error_rate = 1.93 %, n = 414",
-        "  FAIL e2e_p99@guard < 10s [guard]: refused: p99-CI omitted (sample budget insufficient, §7)",
+        "  FAIL e2e_p99@guard < 10s [guard]: refused: p99-CI omitted (sample budget insufficient, §7): it needs about 381 completed requests and has 77, some 15 s of this window's 25.67 completions a second",
         "  FAIL goodput@measurement > 0 [measurement]: this run has no window `measurement` (it has warm-up, baseline, guard, fault, recovery, cooldown)",
         "  FAIL completion_p99@fault < 30s [fault]: refused: p99 unattainable; final incidence 0.6667, ceiling 0.9807",
     ] {
@@ -2330,11 +2330,12 @@ fn a_refused_p99_fails_its_threshold_in_every_spelling() {
     for (threshold, says) in [
         (
             "completion_p99@cooldown < 2s",
-            "refused: p99 refused (sample budget insufficient, §7): a p99 of the curve needs 381 scheduled requests in the window, it has 167",
+            "refused: p99 refused (sample budget insufficient, §7): a p99 of the curve needs 381 scheduled requests in the window, it has 167, some 14 s of this window's 27.83 scheduled a second",
         ),
         (
             "e2e_p99@cooldown < 2s",
-            "refused: p99-CI omitted (sample budget insufficient, §7)",
+            // v0.5 (A4): the refusal says what would publish the figure.
+            "refused: p99-CI omitted (sample budget insufficient, §7): it needs about 381 completed requests and has 167, some 14 s of this window's 27.83 completions a second",
         ),
     ] {
         let (code, verdict) = check(threshold, "v0.5");

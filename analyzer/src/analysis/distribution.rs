@@ -142,6 +142,38 @@ fn effective_tail(e: &Exceedances, name: &str) -> EffectiveTail {
     }
 }
 
+/// A4 (v0.5): each refused tail of `d` says what would publish it: the completed requests its
+/// interval needs (scaled by n / n_eff where the window's correlation is known) and how long
+/// the window's own completions take to reach them over `duration_s` of intended time.
+pub(super) fn say_what_publishes(d: &mut Distribution, duration_s: f64) {
+    let n = d.n;
+    if n == 0 || duration_s <= 0.0 {
+        return;
+    }
+    let per_s = n as f64 / duration_s;
+    for t in d.tails.iter_mut().filter(|t| t.interval_us.is_none()) {
+        let p = match t.quantile.as_str() {
+            "p95" => 0.95,
+            "p99" => 0.99,
+            _ => continue,
+        };
+        let budget = tails::smallest_n(p);
+        let (need, at) = match t.effective.as_ref().map(|e| e.n_eff) {
+            // Correlated past the longest lag: no effective n, so no count would be honest.
+            Some(None) => continue,
+            Some(Some(n_eff)) if n_eff < n as f64 => (
+                (budget as f64 * n as f64 / n_eff).ceil() as u64,
+                " at this window's correlation",
+            ),
+            _ => (budget, ""),
+        };
+        t.text.push_str(&format!(
+            ": it needs about {need} completed requests{at} and has {n}, some {:.0} s of this window's {per_s:.2} completions a second",
+            need as f64 / per_s
+        ));
+    }
+}
+
 pub(super) fn tail(sorted_us: &[u64], p: f64, exceed: Option<Exceedances>) -> Tail {
     let name = quantile::name(p);
     let n = sorted_us.len() as u64;
@@ -279,5 +311,37 @@ mod tests {
             .tails
             .iter()
             .all(|t| t.effective.is_none() && t.point_us.is_none()));
+    }
+
+    /// Issue 54 item 1 (v0.5): a refusal says what would publish the figure. 100 independent
+    /// requests over 10 s: a p99 needs 381, about 38 s at 10 a second; the bursts above, worth
+    /// fewer than their count, need more (381 x n / n_eff), and say it is at their correlation.
+    #[test]
+    fn a_refusal_says_what_would_publish_the_figure() {
+        let mut d = distribution_of(
+            (1..=100).map(|i| i * 1_000_000).collect(),
+            None,
+            TailSample::Effective,
+        );
+        say_what_publishes(&mut d, 10.0);
+        assert!(
+            d.tails[1].text.ends_with(": it needs about 381 completed requests and has 100, some 38 s of this window's 10.00 completions a second"),
+            "{}",
+            d.tails[1].text
+        );
+        let mut bursts = distribution_of(bursts(2000, 100, 8), None, TailSample::Effective);
+        say_what_publishes(&mut bursts, 100.0);
+        let p99 = &bursts.tails[1];
+        let ratio = p99.effective.as_ref().and_then(|e| e.ratio).unwrap();
+        let need = (381.0 * ratio).ceil() as u64;
+        assert!(
+            p99.text.contains(&format!("it needs about {need} completed requests at this window's correlation and has 2000")),
+            "{}",
+            p99.text
+        );
+        // An interval given says nothing more.
+        let before = bursts.tails[0].text.clone();
+        say_what_publishes(&mut bursts, 100.0);
+        assert_eq!(bursts.tails[0].text, before);
     }
 }

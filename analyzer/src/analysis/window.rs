@@ -5,7 +5,9 @@
 
 use percentes_formats::journal::records::{class_name, EventKind, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{CurveBudget, LostInFlight, Rules, StreamReading, TailSample};
+use percentes_formats::spec::{
+    CurveBudget, LostInFlight, RefusalWords, Rules, StreamReading, TailSample,
+};
 
 use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of, QUANTILES, TAIL_QUANTILES};
@@ -121,7 +123,7 @@ pub(super) fn window_report(
         requests,
         rows,
         method,
-        (horizon_ns, printing, rules.curve_budget),
+        (horizon_ns, printing, rules.curve_budget, duration_s),
     );
     requests.release();
     // A4: the tails read their samples in intended-time order (§7); nothing else needs an order.
@@ -180,9 +182,15 @@ pub(super) fn window_report(
     } else {
         Vec::new()
     };
-    let ttft = distribution_of(ttft, None, rules.tails);
-    let e2e = distribution_of(e2e, None, rules.tails);
-    let tokens = super::tokens::token_report(requests, rows, duration_s, (reading, rules.tails));
+    let mut ttft = distribution_of(ttft, None, rules.tails);
+    let mut e2e = distribution_of(e2e, None, rules.tails);
+    let mut tokens =
+        super::tokens::token_report(requests, rows, duration_s, (reading, rules.tails));
+    if rules.refusals == RefusalWords::WhatPublishes {
+        for d in [&mut ttft, &mut e2e, &mut tokens.tpot] {
+            super::distribution::say_what_publishes(d, duration_s);
+        }
+    }
     requests.release();
     let routes = route_segments(run, rows);
     requests.release();
@@ -381,7 +389,7 @@ pub(super) fn curve_report(
     requests: &Requests,
     rows: &[usize],
     method: Method,
-    (horizon_ns, printing, budget): (u64, Printing, CurveBudget),
+    (horizon_ns, printing, budget, duration_s): (u64, Printing, CurveBudget, f64),
 ) -> CurveReport {
     let observations: Vec<Observation> = rows
         .iter()
@@ -426,9 +434,19 @@ pub(super) fn curve_report(
                 && TAIL_QUANTILES.contains(&q)
                 && curve.n < need
             {
+                // What would publish it: the window's scheduled rate reaching the budget.
+                let per_s = curve.n as f64 / duration_s;
+                let how_long = if per_s > 0.0 && per_s.is_finite() {
+                    format!(
+                        ", some {:.0} s of this window's {per_s:.2} scheduled a second",
+                        need as f64 / per_s
+                    )
+                } else {
+                    String::new()
+                };
                 return Reading {
                     text: format!(
-                        "{name} refused (sample budget insufficient, §7): a {name} of the curve needs {need} scheduled requests in the window, it has {}",
+                        "{name} refused (sample budget insufficient, §7): a {name} of the curve needs {need} scheduled requests in the window, it has {}{how_long}",
                         curve.n
                     ),
                     quantile: name,

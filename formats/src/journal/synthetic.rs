@@ -336,25 +336,13 @@ pub fn scripted_with_host(
     )
 }
 
-/// [`scripted_with_host`] with scrape records of the caller's making (`scrape::Scraper`), each
-/// journaled at its answer's time.
-pub fn scripted_with_scrapes(
-    config: &Config,
-    request: &dyn Fn(&Entry) -> Option<RequestRecord>,
-    (mut events, mut telemetry, scrapes): (
-        Vec<EventRecord>,
-        Vec<TelemetryRecord>,
-        Vec<super::scrape::ScrapeRecord>,
-    ),
-    status: SealStatus,
-    host: Vec<(String, String)>,
-) -> Vec<u8> {
-    let mut header = header(config, None);
-    header.host.extend(host);
-    let params = header.schedule.clone();
-    let mut writer = JournalWriter::create(Vec::new(), &header, None)
-        .expect("a synthetic header is valid")
-        .with_block_target(16 * 1024);
+/// The timed records a scripted journal interleaves with its requests, in time order (events
+/// first at a tie, then telemetry, then scrapes, as they were always written).
+fn timed_records(
+    mut events: Vec<EventRecord>,
+    mut telemetry: Vec<TelemetryRecord>,
+    scrapes: Vec<super::scrape::ScrapeRecord>,
+) -> Vec<(u64, Record)> {
     events.sort_by_key(|e| e.at_ns);
     telemetry.sort_by_key(|t| t.at_ns);
     let mut timed: Vec<(u64, Record)> = events
@@ -372,6 +360,29 @@ pub fn scripted_with_scrapes(
         )
         .collect();
     timed.sort_by_key(|(at, _)| *at);
+    timed
+}
+
+/// [`scripted_with_host`] with scrape records of the caller's making (`scrape::Scraper`), each
+/// journaled at its answer's time.
+pub fn scripted_with_scrapes(
+    config: &Config,
+    request: &dyn Fn(&Entry) -> Option<RequestRecord>,
+    (events, telemetry, scrapes): (
+        Vec<EventRecord>,
+        Vec<TelemetryRecord>,
+        Vec<super::scrape::ScrapeRecord>,
+    ),
+    status: SealStatus,
+    host: Vec<(String, String)>,
+) -> Vec<u8> {
+    let mut header = header(config, None);
+    header.host.extend(host);
+    let params = header.schedule.clone();
+    let mut writer = JournalWriter::create(Vec::new(), &header, None)
+        .expect("a synthetic header is valid")
+        .with_block_target(16 * 1024);
+    let timed = timed_records(events, telemetry, scrapes);
     let mut timed = timed.into_iter().peekable();
     let mut count = 0u64;
     let mut last = 0u64;
