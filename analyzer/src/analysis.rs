@@ -259,6 +259,17 @@ pub fn analyze<'a>(
         audit,
         rules,
         workload: run.header.schedule.workload.clone(),
+        identity: crate::model::Identity {
+            target: run.config.target.base_url.clone(),
+            model: run.config.target.model.clone(),
+            workload: format!(
+                "{}, {} arrivals",
+                run.header.schedule.workload.name(),
+                run.header.schedule.arrival.name()
+            ),
+            rate_rps: run.config.rate_rps(),
+            started_unix_ns: run.header.clock.realtime_epoch_ns,
+        },
     };
     // The appendix's headline is the §1 experiment's sentence; a degradation scenario has none.
     if report.validity.valid && config.fault.variant.is_replica_loss() {

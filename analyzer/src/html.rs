@@ -1,9 +1,12 @@
-//! `report.html`: the page people open first (issue 18 item 6). A summary box leads: the
-//! verdict, then the main window's TTFT, TPOT and e2e p50 and p99 (each p99 with its interval
-//! or the reason it has none), error and censored rates, goodput, and the recovery times with
-//! their baseline. Then report.md, rendered as CommonMark with GitHub tables by pulldown-cmark,
-//! with the plots before the first statistics section. Failed and unobserved gates are marked in
-//! red; a passing gate in green; bold is only bold.
+//! `report.html`: the page people open first (issue 18 item 6; its order, issue 54 item 5).
+//! What the run was leads (target, model, workload, offered rate, date, spec, verdict); then the
+//! card with the main window's headline figures: TTFT, TPOT, inter-token and e2e p50 and p99
+//! (each p99 with its interval or the reason it has none), requests and output tokens per
+//! second, error and censored rates, goodput, and the recovery times with their baseline; then
+//! the plots a team reads; then report.md, the auditor's tables, rendered as CommonMark with
+//! GitHub tables by pulldown-cmark. Failed and unobserved gates are marked in red; a passing
+//! gate in green; bold is only bold. Nothing runs past the page's width: preformatted text
+//! wraps, wide tables scroll inside their own box, plots shrink to fit.
 //!
 //! report.md carries text the run's target wrote (error details, replica names), so the page
 //! treats the markdown as untrusted: raw HTML is shown as text and links and images are dropped
@@ -16,15 +19,6 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use crate::model::{Distribution, Report, Share, Status};
 use crate::plots::escape;
 
-/// The sections before which the plots go (the first one present).
-const PLOTS_BEFORE: [&str; 5] = [
-    "<h2>Outcomes",
-    "<h2>Statistics",
-    "<h2>In flight",
-    "<h2>Recovery",
-    "<h2>Coordinated",
-];
-
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}\
 th{background:#f3f3f3}code{font-size:12px}.plot{margin:1em 0}\
@@ -33,7 +27,9 @@ blockquote{margin:1em 0;padding:.5em 1em;border-left:4px solid #1f77b4;backgroun
 .summary.valid{border-color:#2ca02c}.summary.invalid{border-color:#d62728}\
 .summary h2{margin:.2em 0 .5em}.summary table{font-size:14px}\
 td.bad{background:#fde2e2;color:#900;font-weight:bold}td.good{color:#1a7f1a}\
-p.verdict{font-size:16px;font-weight:bold}.invalid p.verdict{color:#900}.valid p.verdict{color:#1a7f1a}\n";
+p.verdict{font-size:16px;font-weight:bold}.invalid p.verdict{color:#900}.valid p.verdict{color:#1a7f1a}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere}table{display:block;max-width:100%;overflow-x:auto}\
+svg{max-width:100%;height:auto}table.identity td:first-child{font-weight:bold}\n";
 
 /// Markdown to HTML, untrusted: raw HTML becomes text, links and images keep only their text.
 pub fn render(markdown: &str) -> String {
@@ -125,10 +121,74 @@ fn latency_row(out: &mut String, name: &str, d: &Distribution) {
 }
 
 /// The summary box.
+/// A day count since 1970-01-01 as (year, month, day) in the proleptic Gregorian calendar:
+/// shift to eras of 400 years starting on 1 March 0000, where leap days fall at each year's end.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = z.div_euclid(146_097);
+    let of_era = z.rem_euclid(146_097); // [0, 146096]
+    let year_of_era = (of_era - of_era / 1460 + of_era / 36_524 - of_era / 146_096) / 365;
+    let day_of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153; // March = 0
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Unix nanoseconds as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// What the run was, first: target, model, workload, offered rate, date, spec, verdict.
+fn identity(report: &Report) -> String {
+    let id = &report.identity;
+    let p = &report.provenance;
+    let rows = [
+        ("target", format!("{} ({})", id.target, p.target_kind)),
+        ("model", id.model.clone()),
+        ("workload", id.workload.clone()),
+        ("offered rate", format!("{:.2} requests/s", id.rate_rps)),
+        ("started", utc(id.started_unix_ns)),
+        (
+            "spec",
+            format!("{} (captured under {})", p.spec_applied, p.spec_at_capture),
+        ),
+        (
+            "verdict",
+            if report.validity.valid {
+                "VALID"
+            } else {
+                "INVALID"
+            }
+            .to_owned(),
+        ),
+    ];
+    let mut out = String::from("<table class=\"identity\">\n");
+    for (key, value) in rows {
+        let _ = writeln!(out, "<tr><td>{key}</td><td>{}</td></tr>", escape(&value));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 fn summary(report: &Report) -> String {
     let v = &report.validity;
     let mut out = format!(
-        "<div class=\"summary {}\">\n<h2>Summary</h2>\n",
+        "<div class=\"summary {}\">\n<h2>At a glance</h2>\n",
         if v.valid { "valid" } else { "invalid" }
     );
     let failed: Vec<String> = v
@@ -172,10 +232,14 @@ fn summary(report: &Report) -> String {
             );
             latency_row(&mut out, "TTFT", &w.ttft);
             latency_row(&mut out, "TPOT", &w.tokens.tpot);
+            latency_row(&mut out, "inter-token", &w.inter_chunk);
             latency_row(&mut out, "end to end", &w.e2e);
+            let rate = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
             let _ = writeln!(
                 out,
-                "</table>\n<table>\n<tr><th>errored</th><th>censored</th><th>SLO goodput</th></tr>\n<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                "</table>\n<table>\n<tr><th>requests/s</th><th>output tokens/s</th><th>errored</th><th>censored</th><th>SLO goodput</th></tr>\n<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                rate(w.throughput_rps.value),
+                rate(w.tokens.output_tokens_per_s),
                 share(&w.error_rate),
                 share(&w.censored_rate),
                 share(&w.goodput)
@@ -202,25 +266,25 @@ fn summary(report: &Report) -> String {
     out
 }
 
-/// `report.html`: the summary box, then `markdown` rendered, with the plots inline before the
-/// first statistics section; self-contained (no script, no network, no external file).
+/// `report.html`: what the run was, the card, the plots, then `markdown` rendered (the
+/// auditor's tables); self-contained (no script, no network, no external file).
 pub fn page(report: &Report, markdown: &str, plots: &[(&'static str, String)]) -> String {
     let mut body = render(markdown);
-    let mut figures = String::from("<h2>Plots</h2>\n");
+    let mut lead = identity(report);
+    lead.push_str(&summary(report));
+    if !plots.is_empty() {
+        lead.push_str("<h2>Plots</h2>\n");
+    }
     for (name, svg) in plots {
         let _ = writeln!(
-            figures,
+            lead,
             "<div class=\"plot\" id=\"{}\">{svg}</div>",
             name.trim_end_matches(".svg")
         );
     }
-    match PLOTS_BEFORE.iter().filter_map(|h| body.find(h)).min() {
-        Some(at) => body.insert_str(at, &figures),
-        None => body.push_str(&figures),
-    }
-    // The summary goes after the title, before everything else.
-    let lead = body.find("</h1>").map_or(0, |i| i + "</h1>".len() + 1);
-    body.insert_str(lead.min(body.len()), &summary(report));
+    // After the title, before the markdown's own first line.
+    let at = body.find("</h1>").map_or(0, |i| i + "</h1>".len() + 1);
+    body.insert_str(at.min(body.len()), &lead);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>percentes report</title>\n<style>\n{STYLE}</style></head><body>\n{body}</body></html>\n"
     )
@@ -300,5 +364,67 @@ mod tests {
         assert_eq!(latency(842.0), "842 µs");
         assert_eq!(latency(12_345.0), "12.3 ms");
         assert_eq!(latency(1_234_000.0), "1.234 s");
+    }
+
+    /// Known dates: the Unix epoch, a leap day, the day this was written, and one before 1970.
+    #[test]
+    fn unix_times_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400 * 1_000_000_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(
+            utc(1_796_491_983 * 1_000_000_000 + 999_999_999),
+            "2026-12-05 17:33:03 UTC"
+        );
+        assert_eq!(utc(-86_400 * 1_000_000_000), "1969-12-31 00:00:00 UTC");
+        assert_eq!(civil(-719_468), (0, 3, 1));
+    }
+
+    /// Issue 54 item 5: the page's order is what the run was, the card with every headline
+    /// figure, the plots, then the auditor's tables; the card is not a second "Summary".
+    #[test]
+    fn the_page_leads_with_the_run_then_its_figures_then_the_plots() {
+        use percentes_formats::journal::synthetic;
+        let bytes = synthetic::bytes(&synthetic::golden_config(), &synthetic::Options::default());
+        let path = std::env::temp_dir().join(format!("percentes-html-{}.pj", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let file = crate::JournalFile::open(&path).unwrap();
+        let run = crate::load::load(&file).unwrap();
+        // The synthetic journal leaves G2.4 unobserved: diagnosed, its windows are shown.
+        let mut report = crate::analysis::analyze(
+            &run,
+            &file,
+            percentes_formats::spec::Spec::CURRENT,
+            &crate::model::Analyzer {
+                diagnose: true,
+                ..Default::default()
+            },
+        );
+        report.identity = crate::model::Identity {
+            target: "http://10.0.0.7:8000".into(),
+            model: "tiny-llama".into(),
+            workload: "open loop, poisson arrivals".into(),
+            rate_rps: 8.0,
+            started_unix_ns: 0,
+        };
+        let md = "# percentes report\n\n## Summary\n\ntext\n\n## Validity (§2, §10): VALID\n";
+        let html = page(&report, md, &[("latency.svg", "<svg></svg>".into())]);
+        let at = |needle: &str| {
+            html.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {html}"))
+        };
+        assert!(at("http://10.0.0.7:8000") < at("<h2>At a glance</h2>"));
+        assert!(at("1970-01-01 00:00:00 UTC") < at("<h2>At a glance</h2>"));
+        assert!(at("<h2>At a glance</h2>") < at("<div class=\"plot\" id=\"latency\">"));
+        assert!(at("<div class=\"plot\" id=\"latency\">") < at("<h2>Validity"));
+        for figure in [
+            "requests/s",
+            "output tokens/s",
+            "inter-token",
+            "TPOT",
+            "SLO goodput",
+        ] {
+            assert!(html.contains(figure), "{figure}: {html}");
+        }
+        assert_eq!(html.matches("<h2>Summary</h2>").count(), 1);
     }
 }

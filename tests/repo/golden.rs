@@ -843,4 +843,49 @@ fn the_report_page_renders_in_a_browser_with_its_summary_first() {
         "{} bytes: the page rendered blank",
         png.len()
     );
+
+    // Issue 54 item 5: the page leads with what the run was, then the card, then the plots,
+    // the auditor's tables after them; and on the demo's page and the vLLM golden's, at a
+    // laptop's width and a narrow one, nothing runs past the viewport (a wide table scrolls in
+    // its own box, preformatted text wraps, a plot shrinks).
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("{needle}"));
+    assert!(at("<table class=\"identity\">") < summary);
+    assert!(summary < at("<h2>Plots</h2>"));
+    assert!(at("<h2>Plots</h2>") < at("<h2>Validity"));
+    let vllm =
+        std::env::temp_dir().join(format!("percentes-screenshot-vllm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&vllm);
+    let file = JournalFile::open(&root().join("golden/runs/replica-loss-vllm-factor5.pj")).unwrap();
+    let run = load::load(&file).unwrap();
+    let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);
+    report::write(&result, &run.requests, &vllm).unwrap();
+    for page in [&dir, &vllm] {
+        for width in ["1200", "800"] {
+            let out = Command::new("bash")
+                .arg(root().join("scripts/page-overflow.sh"))
+                .arg(page)
+                .arg(width)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}: {}{}",
+                page.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let out = Command::new("bash")
+        .arg(root().join("scripts/screenshot-report.sh"))
+        .arg(&vllm)
+        .arg("1200x1600")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&vllm);
 }

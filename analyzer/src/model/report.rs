@@ -78,6 +78,10 @@ pub struct Report {
     /// summary's first line); not written: the audit says it in words.
     #[serde(skip)]
     pub workload: percentes_formats::schedule::Workload,
+    /// What the run was, for the page's first lines (issue 54 item 5); not written: the
+    /// provenance and the audit hold it.
+    #[serde(skip)]
+    pub identity: Identity,
 }
 
 /// What the report cites (§9).
@@ -513,6 +517,21 @@ pub struct Distribution {
     #[serde(skip)]
     /// The histogram itself, for the interval log (not serialized).
     pub histogram: Option<LatencyHistogram>,
+}
+
+/// What a run was, as a reader first asks it: where, what, how hard, when.
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    /// The target's base URL.
+    pub target: String,
+    /// The model asked for.
+    pub model: String,
+    /// The workload model and its arrival law, in words.
+    pub workload: String,
+    /// The configured offered rate, requests per second.
+    pub rate_rps: f64,
+    /// When the run started, ns since the Unix epoch (the recorder's realtime clock).
+    pub started_unix_ns: i64,
 }
 
 #[derive(Clone, Debug, Serialize)]
