@@ -251,6 +251,18 @@ impl Frame {
         );
     }
 
+    /// A marker at each point: the measured values a line joins.
+    fn markers(&mut self, points: &[(f64, f64)], stroke: &str) {
+        for &(x, y) in points {
+            let _ = writeln!(
+                self.svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{stroke}\"/>",
+                self.px(x),
+                self.py(y)
+            );
+        }
+    }
+
     fn vline(&mut self, x: f64, stroke: &str, label: &str, row: usize) {
         let px = self.px(x);
         let _ = writeln!(self.svg, "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{stroke}\" stroke-dasharray=\"3 3\"/>", HEIGHT - BOTTOM);
@@ -271,10 +283,25 @@ impl Frame {
     }
 
     fn legend(&mut self, entries: &[(String, &str)]) {
-        for (i, (label, stroke)) in entries.iter().enumerate() {
+        let solid: Vec<(String, &str, bool)> = entries
+            .iter()
+            .map(|(label, stroke)| (label.clone(), *stroke, false))
+            .collect();
+        self.legend_styled(&solid);
+    }
+
+    /// The legend, each swatch drawn as its series is: dashed where the series is dashed
+    /// (issue 54: a dashed series had a solid swatch).
+    fn legend_styled(&mut self, entries: &[(String, &str, bool)]) {
+        for (i, (label, stroke, dash)) in entries.iter().enumerate() {
             let y = TOP + 8.0 + 18.0 * i as f64;
             let x = WIDTH - RIGHT + 12.0;
-            let _ = writeln!(self.svg, "<line x1=\"{x}\" y1=\"{y}\" x2=\"{:.1}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"3\"/>", x + 18.0);
+            let _ = writeln!(
+                self.svg,
+                "<line x1=\"{x}\" y1=\"{y}\" x2=\"{:.1}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"3\"{}/>",
+                x + 18.0,
+                if *dash { " stroke-dasharray=\"5 4\"" } else { "" }
+            );
             let _ = writeln!(
                 self.svg,
                 "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
@@ -398,16 +425,19 @@ pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
                 continue;
             }
             frame.polyline(&points, colour, p99);
+            frame.markers(&points, colour);
             legend.push((
                 format!("{metric} {}", if p99 { "p99" } else { "p50" }),
                 colour,
+                p99,
             ));
         }
     }
     mark_invalid(&mut frame, sweep);
-    frame.legend(&legend);
-    frame
-        .caption("p99 dashed; each rate one recording (sweep.md gives the intervals and refusals)");
+    frame.legend_styled(&legend);
+    frame.caption(
+        "p99 dashed; a dot at each rate swept, each one recording (sweep.md gives the intervals and refusals)",
+    );
     frame.finish()
 }
 
@@ -461,14 +491,19 @@ pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
         x,
         (0.0, 1.0),
     );
-    frame.polyline(&series(|p| p.goodput), "#2ca02c", false);
-    frame.polyline(&series(|p| p.error_rate), "#d62728", false);
-    frame.polyline(&series(|p| p.censored_rate), "#9467bd", true);
+    for (share, colour, dash) in [
+        (series(|p| p.goodput), "#2ca02c", false),
+        (series(|p| p.error_rate), "#d62728", false),
+        (series(|p| p.censored_rate), "#9467bd", true),
+    ] {
+        frame.polyline(&share, colour, dash);
+        frame.markers(&share, colour);
+    }
     mark_invalid(&mut frame, sweep);
-    frame.legend(&[
-        ("goodput".into(), "#2ca02c"),
-        ("errored".into(), "#d62728"),
-        ("censored".into(), "#9467bd"),
+    frame.legend_styled(&[
+        ("goodput".into(), "#2ca02c", false),
+        ("errored".into(), "#d62728", false),
+        ("censored".into(), "#9467bd", true),
     ]);
     frame.finish()
 }
@@ -699,10 +734,10 @@ pub fn goodput(report: &Report) -> Option<String> {
         );
     }
     goodput_marks(&mut frame, r);
-    frame.legend(&[
-        ("goodput".into(), "#1f77b4"),
-        ("pre-fault baseline".into(), "#555"),
-        ("plateau (equilibrium)".into(), "#2ca02c"),
+    frame.legend_styled(&[
+        ("goodput".into(), "#1f77b4", false),
+        ("pre-fault baseline".into(), "#555", true),
+        ("plateau (equilibrium)".into(), "#2ca02c", true),
     ]);
     Some(frame.finish())
 }

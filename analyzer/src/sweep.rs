@@ -416,6 +416,14 @@ mod tests {
         assert!(
             svg.contains("invalid: nothing published") && svg.contains("invalid: diagnosis only")
         );
+        // Issue 54 item 4: a dot at each measured rate, and the p99's dashed line has a dashed
+        // swatch (one per metric with a p99 drawn).
+        assert!(svg.matches("<circle ").count() >= 4, "{svg}");
+        let swatches = svg
+            .lines()
+            .filter(|l| l.contains("stroke-width=\"3\" stroke-dasharray"))
+            .count();
+        assert!(swatches >= 1, "{svg}");
         let json: serde_json::Value = serde_json::from_str(&json(&sweep)).unwrap();
         assert_eq!(json["schema"], SWEEP_SCHEMA);
         assert_eq!(

@@ -224,7 +224,10 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
     timeline_marks(&mut frame, report, 2);
     frame.polyline(&p50, "#1f77b4", false);
     frame.polyline(&p99, "#d62728", true);
-    frame.legend(&[("p50".into(), "#1f77b4"), ("p99".into(), "#d62728")]);
+    frame.legend_styled(&[
+        ("p50".into(), "#1f77b4", false),
+        ("p99".into(), "#d62728", true),
+    ]);
     frame.finish()
 }
 
