@@ -858,8 +858,9 @@ fn no_module_takes_its_parent_by_glob() {
 /// child that leans on its parent's items while the parent imports its children is a circle
 /// the file graph exempts. `recorder/src/run` has none (its ground floor is `state.rs`,
 /// `error.rs`, `context.rs`, `connect.rs`; its children name the sibling they use); the rest of
-/// the tree may only have fewer.
-const PARENT_ITEMS_MAX: usize = 53;
+/// the tree may only have fewer (52 when the plots took their frame from the plots module's
+/// declared API).
+const PARENT_ITEMS_MAX: usize = 52;
 
 #[test]
 fn no_file_takes_more_from_its_parent_than_its_declared_api() {

@@ -1,0 +1,114 @@
+//! The load sweep's plots (`sweep-latency.svg`, `sweep-goodput.svg`): latency and the outcome
+//! shares against offered rate, a dot at each rate swept, invalid rates marked.
+
+use super::{round_up, Frame};
+
+/// A load sweep's latencies against offered rate (`sweep-latency.svg`): TTFT, TPOT and
+/// end-to-end p50 (solid) and p99 (dashed, only where its interval publishes it) of each rate
+/// with statistics; a rate whose recording
+/// failed a gate is marked (and drawn only when the sweep was asked for a diagnosis).
+pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
+    let colours = [("ttft", "#1f77b4"), ("tpot", "#2ca02c"), ("e2e", "#d62728")];
+    let series = |metric: &str, p99: bool| -> Vec<(f64, f64)> {
+        sweep
+            .points
+            .iter()
+            .filter_map(|p| {
+                let l = p.latency.iter().find(|l| l.metric == metric && l.n > 0)?;
+                // A refused p99 (no interval, §7) is not drawn as a point, as it is not printed.
+                let us = if p99 {
+                    l.p99_interval_us.and(l.p99_us)
+                } else {
+                    l.p50_us
+                }?;
+                Some((p.rate_rps, us as f64 / 1e3))
+            })
+            .collect()
+    };
+    let x = sweep_rates(sweep);
+    let y_max = colours
+        .iter()
+        .flat_map(|(m, _)| series(m, true))
+        .map(|(_, y)| y)
+        .fold(0.0, f64::max);
+    let mut frame = Frame::new(
+        "Latency against offered load (completed requests, measurement window)",
+        "offered rate (requests/s)",
+        "latency (ms)",
+        x,
+        (0.0, round_up(y_max * 1.1)),
+    );
+    let mut legend = Vec::new();
+    for (metric, colour) in colours {
+        for p99 in [false, true] {
+            let points = series(metric, p99);
+            if points.is_empty() {
+                continue;
+            }
+            frame.polyline(&points, colour, p99);
+            frame.markers(&points, colour);
+            legend.push((
+                format!("{metric} {}", if p99 { "p99" } else { "p50" }),
+                colour,
+                p99,
+            ));
+        }
+    }
+    mark_invalid(&mut frame, sweep);
+    frame.legend_styled(&legend);
+    frame.caption(
+        "p99 dashed; a dot at each rate swept, each one recording (sweep.md gives the intervals and refusals)",
+    );
+    frame.finish()
+}
+
+/// A grey line at each invalid point's rate, saying what of it may be read.
+fn mark_invalid(frame: &mut Frame, sweep: &crate::sweep::Sweep) {
+    for (row, p) in sweep.points.iter().filter(|p| !p.valid).enumerate() {
+        let label = if p.latency.is_empty() {
+            "invalid: nothing published"
+        } else {
+            "invalid: diagnosis only"
+        };
+        frame.vline(p.rate_rps, "#888", label, row);
+    }
+}
+
+fn sweep_rates(sweep: &crate::sweep::Sweep) -> (f64, f64) {
+    let highest = sweep.points.iter().map(|p| p.rate_rps).fold(0.0, f64::max);
+    (0.0, highest)
+}
+
+/// A load sweep's goodput and error rate against offered rate (`sweep-goodput.svg`).
+pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
+    let series = |read: fn(&crate::sweep::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+        sweep
+            .points
+            .iter()
+            .filter_map(|p| Some((p.rate_rps, read(p)?)))
+            .collect()
+    };
+    let x = sweep_rates(sweep);
+    let mut frame = Frame::new(
+        "Goodput and failures against offered load",
+        "offered rate (requests/s)",
+        "share of scheduled requests",
+        x,
+        (0.0, 1.0),
+    );
+    for (share, colour, dash) in [
+        (series(|p| p.goodput), "#2ca02c", false),
+        (series(|p| p.error_rate), "#d62728", false),
+        (series(|p| p.censored_rate), "#9467bd", true),
+    ] {
+        frame.polyline(&share, colour, dash);
+        frame.markers(&share, colour);
+    }
+    mark_invalid(&mut frame, sweep);
+    frame.legend_styled(&[
+        ("goodput".into(), "#2ca02c", false),
+        ("errored".into(), "#d62728", false),
+        ("censored".into(), "#9467bd", true),
+    ]);
+    frame.finish()
+}
