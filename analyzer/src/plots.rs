@@ -32,6 +32,8 @@ const BOTTOM: f64 = 50.0;
 const SCATTER_POINTS_MAX: usize = 4000;
 
 /// The most characters of a caption that fit across the picture at 11 px (about 7 px each).
+/// A legend character's width at the 12 px font, generously (sans-serif averages under 7).
+const LEGEND_CHAR_PX: f64 = 7.0;
 const CAPTION_CHARS_MAX: usize = ((WIDTH - LEFT - 10.0) / 7.0) as usize;
 
 /// Window colours, in the order windows appear.
@@ -306,13 +308,34 @@ impl Frame {
                 x + 18.0,
                 if *dash { " stroke-dasharray=\"5 4\"" } else { "" }
             );
+            // A label longer than the column is squeezed to its width rather than cut at the
+            // picture's edge (issue 54: server-load.svg's legend ran past 900 px).
+            let room = RIGHT - 12.0 - 24.0 - 4.0;
+            let fit = if label.chars().count() as f64 * LEGEND_CHAR_PX > room {
+                format!(" textLength=\"{room:.0}\" lengthAdjust=\"spacingAndGlyphs\"")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 self.svg,
-                "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                "<text x=\"{:.1}\" y=\"{:.1}\"{fit}>{}</text>",
                 x + 24.0,
                 y + 4.0,
                 escape(label)
             );
+        }
+    }
+
+    /// `points` as a line broken wherever two consecutive points lie more than `max_gap`
+    /// apart along x: no straight line is drawn across a stretch with no data (issue 54: a
+    /// replica's outage in server-load.svg).
+    fn polyline_gapped(&mut self, points: &[(f64, f64)], stroke: &str, dash: bool, max_gap: f64) {
+        let mut start = 0;
+        for i in 1..=points.len() {
+            if i == points.len() || points[i].0 - points[i - 1].0 > max_gap {
+                self.polyline(&points[start..i], stroke, dash);
+                start = i;
+            }
         }
     }
 
@@ -763,15 +786,16 @@ pub fn server(report: &Report) -> Option<[(&'static str, String); 2]> {
             frame.band(w.start_s, w.end_s, colour(w.window), 0.06);
         }
         let mut legend = Vec::new();
+        // A stretch with no answered scrape (more than two and a half periods) is left blank.
+        let max_gap = 2.5 * evidence.period_ms / 1e3;
         for source in &sources {
             for (k, (name, f)) in lines.iter().enumerate() {
-                frame.polyline(&series(source, *f), colour_of(source), k == 1);
-                let dashed = if k == 1 { " (dashed)" } else { "" };
-                legend.push((format!("{source}: {name}{dashed}"), colour_of(source)));
+                frame.polyline_gapped(&series(source, *f), colour_of(source), k == 1, max_gap);
+                legend.push((format!("{source}: {name}"), colour_of(source), k == 1));
             }
         }
         fault_marks(&mut frame, report);
-        frame.legend(&legend);
+        frame.legend_styled(&legend);
         frame.finish()
     };
     let load = draw(
@@ -995,5 +1019,33 @@ mod tests {
         );
         assert!((pooled[0].0 - 0.1).abs() < 1e-12 && pooled[0].1 == 0.25);
         assert!((pooled[1].0 - 0.3).abs() < 1e-12 && pooled[1].1 == 0.5);
+    }
+
+    /// Issue 54 item 4: a line breaks where its data stops (no straight line across an outage),
+    /// and a legend label longer than its column is squeezed to fit, never cut at the edge.
+    #[test]
+    fn lines_break_at_gaps_and_long_labels_fit_their_column() {
+        let mut frame = Frame::new("t", "x", "y", (0.0, 10.0), (0.0, 1.0));
+        frame.polyline_gapped(
+            &[(0.0, 0.5), (0.25, 0.5), (0.5, 0.5), (6.0, 0.5), (6.25, 0.5)],
+            "#000",
+            false,
+            0.625,
+        );
+        frame.legend_styled(&[
+            ("short".into(), "#000", false),
+            (
+                "replica-0: running, a label far longer than the column".into(),
+                "#000",
+                true,
+            ),
+        ]);
+        let svg = frame.finish();
+        assert_eq!(svg.matches("<polyline ").count(), 2, "{svg}");
+        assert_eq!(svg.matches("textLength=").count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches("stroke-width=\"3\" stroke-dasharray").count(),
+            1
+        );
     }
 }
