@@ -19,7 +19,7 @@ use crate::model::{Report, SeriesPoint};
 
 mod serving;
 mod sweep;
-pub use sweep::{sweep_goodput, sweep_latency};
+pub use sweep::{sweep_goodput, sweep_latency, sweep_tradeoff};
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 360.0;

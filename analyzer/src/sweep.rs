@@ -424,6 +424,19 @@ mod tests {
             .filter(|l| l.contains("stroke-width=\"3\" stroke-dasharray"))
             .count();
         assert!(swatches >= 1, "{svg}");
+        // Latency against throughput achieved: the valid rates only, a dot at each for TTFT
+        // and for e2e.
+        let tradeoff = crate::plots::sweep_tradeoff(&sweep);
+        assert!(
+            tradeoff.contains("ttft p50") && tradeoff.contains("e2e p50"),
+            "{tradeoff}"
+        );
+        let valid = sweep.points.iter().filter(|p| p.valid).count();
+        assert_eq!(
+            tradeoff.matches("<circle ").count(),
+            2 * valid,
+            "{tradeoff}"
+        );
         let json: serde_json::Value = serde_json::from_str(&json(&sweep)).unwrap();
         assert_eq!(json["schema"], SWEEP_SCHEMA);
         assert_eq!(

@@ -152,8 +152,12 @@ pub fn sweep(
         output.join("sweep-goodput.svg"),
         plots::sweep_goodput(&result),
     )?;
+    std::fs::write(
+        output.join("sweep-tradeoff.svg"),
+        plots::sweep_tradeoff(&result),
+    )?;
     out!(
-        "wrote sweep.json, sweep.md, sweep-latency.svg and sweep-goodput.svg into {}",
+        "wrote sweep.json, sweep.md, sweep-latency.svg, sweep-goodput.svg and sweep-tradeoff.svg into {}",
         output.display()
     );
     Ok(if result.points.iter().all(|p| p.valid) {

@@ -1,5 +1,7 @@
-//! The load sweep's plots (`sweep-latency.svg`, `sweep-goodput.svg`): latency and the outcome
-//! shares against offered rate, a dot at each rate swept, invalid rates marked.
+//! The load sweep's plots (`sweep-latency.svg`, `sweep-goodput.svg`, `sweep-tradeoff.svg`):
+//! latency and the outcome shares against offered rate, and latency against the throughput
+//! achieved (the curve vLLM's and guidellm's benchmarks draw), a dot at each rate swept, invalid
+//! rates marked.
 
 use super::{round_up, Frame};
 
@@ -110,5 +112,54 @@ pub fn sweep_goodput(sweep: &crate::sweep::Sweep) -> String {
         ("errored".into(), "#d62728", false),
         ("censored".into(), "#9467bd", true),
     ]);
+    frame.finish()
+}
+
+/// Latency against the throughput achieved (`sweep-tradeoff.svg`): each valid rate's TTFT and
+/// end-to-end p50 at its completions per second, so the knee where latency climbs while
+/// throughput stops growing shows as it does in vLLM's and guidellm's plots. Only rates whose
+/// statistics are published are drawn.
+pub fn sweep_tradeoff(sweep: &crate::sweep::Sweep) -> String {
+    let colours = [("ttft", "#1f77b4"), ("e2e", "#d62728")];
+    let series = |metric: &str| -> Vec<(f64, f64)> {
+        sweep
+            .points
+            .iter()
+            .filter(|p| p.valid)
+            .filter_map(|p| {
+                let l = p.latency.iter().find(|l| l.metric == metric && l.n > 0)?;
+                Some((p.throughput_rps?, l.p50_us? as f64 / 1e3))
+            })
+            .collect()
+    };
+    let x_max = colours
+        .iter()
+        .flat_map(|(m, _)| series(m))
+        .map(|(x, _)| x)
+        .fold(0.0, f64::max);
+    let y_max = colours
+        .iter()
+        .flat_map(|(m, _)| series(m))
+        .map(|(_, y)| y)
+        .fold(0.0, f64::max);
+    let mut frame = Frame::new(
+        "Latency against throughput achieved (valid rates)",
+        "completions per second (measurement window)",
+        "p50 latency (ms)",
+        (0.0, round_up(x_max * 1.05)),
+        (0.0, round_up(y_max * 1.1)),
+    );
+    let mut legend = Vec::new();
+    for (metric, colour) in colours {
+        let points = series(metric);
+        if points.is_empty() {
+            continue;
+        }
+        frame.polyline(&points, colour, false);
+        frame.markers(&points, colour);
+        legend.push((format!("{metric} p50"), colour, false));
+    }
+    frame.legend_styled(&legend);
+    frame.caption("a dot at each valid rate swept, in the order swept; an invalid rate publishes nothing and is left out");
     frame.finish()
 }
