@@ -1634,7 +1634,11 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
     for rate in ["| 10 |", "| 20 |", "| 40 |"] {
         assert!(md.contains(rate), "{rate}: {md}");
     }
-    for plot in ["sweep-latency.svg", "sweep-goodput.svg", "sweep-tradeoff.svg"] {
+    for plot in [
+        "sweep-latency.svg",
+        "sweep-goodput.svg",
+        "sweep-tradeoff.svg",
+    ] {
         let svg = std::fs::read_to_string(out.join(plot)).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("<polyline"),
