@@ -70,6 +70,8 @@ pub struct Frame {
     y: (f64, f64),
     /// The x axis is logarithmic (decades), `x` then holds log10 of its ends.
     log_x: bool,
+    /// How many tick steps each linear axis has (x, y).
+    steps: (u32, u32),
     /// Caption lines past the first, written under the plot (the picture grows to hold them).
     below: Vec<String>,
 }
@@ -111,6 +113,8 @@ impl Frame {
         let low = x.0.max(1e-6).log10().floor();
         let high = x.1.max(x.0 * 10.0).max(1e-6).log10().ceil().max(low + 1.0);
         let mut frame = Frame::new(title, x_label, y_label, (low, high), y);
+        // Whole decades, as they are: a linear axis's fitting does not apply to them.
+        frame.x = (low, high);
         frame.log_x = true;
         // The linear ticks Frame::new drew along x are replaced by decades.
         let start = frame
@@ -145,17 +149,18 @@ impl Frame {
     }
 
     fn new(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
-        // An axis from 0 ends at a round top, so its five ticks are round numbers (20, 40, ...
-        // rather than 20.4, 40.8, ...).
+        // An axis from 0 ends at the nearest round top above its data, its ticks round numbers
+        // (20, 40, ... rather than 20.4, 40.8, ...): 33 s of data on a 35 s axis, not 50.
         let round = |(low, high): (f64, f64)| {
             let high = if high > low { high } else { low + 1.0 };
             if low == 0.0 {
-                (0.0, round_up(high))
+                let (top, steps) = fitted_axis(high);
+                ((0.0, top), steps)
             } else {
-                (low, high)
+                ((low, high), 5)
             }
         };
-        let (x, y) = (round(x), round(y));
+        let ((x, x_steps), (y, y_steps)) = (round(x), round(y));
         let mut svg = String::new();
         let _ = writeln!(
             svg,
@@ -172,13 +177,14 @@ impl Frame {
             x,
             y,
             log_x: false,
+            steps: (x_steps, y_steps),
             below: Vec::new(),
         };
         let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
         let _ = writeln!(frame.svg, "<rect x=\"{x0}\" y=\"{y1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#444\"/>", x1 - x0, y0 - y1);
         frame.svg.push_str("<!-- x ticks -->\n");
-        for i in 0..=5 {
-            let fx = x.0 + (x.1 - x.0) * f64::from(i) / 5.0;
+        for i in 0..=x_steps {
+            let fx = x.0 + (x.1 - x.0) * f64::from(i) / f64::from(x_steps);
             let px = frame.px(fx);
             let _ = writeln!(
                 frame.svg,
@@ -200,8 +206,9 @@ impl Frame {
     /// The y ticks with their grid lines, and both axis labels.
     fn y_axis(&mut self, x_label: &str, y_label: &str) {
         let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
-        for i in 0..=5 {
-            let fy = self.y.0 + (self.y.1 - self.y.0) * f64::from(i) / 5.0;
+        let steps = self.steps.1;
+        for i in 0..=steps {
+            let fy = self.y.0 + (self.y.1 - self.y.0) * f64::from(i) / f64::from(steps);
             let py = self.py(fy);
             let _ = writeln!(
                 self.svg,
@@ -407,6 +414,35 @@ fn tick(v: f64) -> String {
     }
     let text = format!("{v:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The axis top for data up to `high`, and its number of steps: the lowest `n x step` at or
+/// above `high` with `step` a round number (1, 2, 2.5 or 5 times a power of ten) and 4 to 8
+/// steps, fewer steps at a tie. 33 reads 35 in 7 steps of 5, 102 reads 120 in 6 of 20, 1.2
+/// reads 1.2 in 6 of 0.2.
+pub fn fitted_axis(high: f64) -> (f64, u32) {
+    if high.is_nan() || high <= 0.0 {
+        return (1.0, 5);
+    }
+    let base = 10f64.powf((high / 8.0).log10().floor());
+    let mut best: Option<(f64, u32)> = None;
+    for magnitude in [base, base * 10.0] {
+        for m in [1.0, 2.0, 2.5, 5.0] {
+            let step = m * magnitude;
+            let n = (high / step * (1.0 - 1e-12)).ceil().max(1.0);
+            if !(4.0..=8.0).contains(&n) {
+                continue;
+            }
+            let (top, steps) = (n * step, n as u32);
+            let better = |(t, k): (f64, u32)| {
+                top < t * (1.0 - 1e-12) || (top <= t * (1.0 + 1e-12) && steps < k)
+            };
+            if best.is_none_or(better) {
+                best = Some((top, steps));
+            }
+        }
+    }
+    best.unwrap_or_else(|| (round_up(high), 5))
 }
 
 /// The axis top at or above `v` whose five tick steps are round numbers (1, 2, 2.5 or 5 times a
@@ -1047,5 +1083,24 @@ mod tests {
             svg.matches("stroke-width=\"3\" stroke-dasharray").count(),
             1
         );
+    }
+
+    /// Issue 54 item 4: an axis from zero ends at the nearest round top above its data, in 4 to
+    /// 8 round steps: the demo's 33 s, 102 s and 204 s of data read 35, 120 and 250 s (were 50,
+    /// 125 and 250), a TTFT of 1.2 s reads 1.2 s, 0.37 reads 0.4.
+    #[test]
+    fn axes_are_fitted_to_their_data() {
+        assert_eq!(fitted_axis(33.0), (35.0, 7));
+        assert_eq!(fitted_axis(102.0), (120.0, 6));
+        assert_eq!(fitted_axis(204.0), (250.0, 5));
+        assert_eq!(fitted_axis(1.2), (1.2000000000000002, 6));
+        assert_eq!(fitted_axis(0.37), (0.4, 4));
+        assert_eq!(fitted_axis(40.0), (40.0, 4));
+        assert_eq!(fitted_axis(0.0), (1.0, 5));
+        for high in [0.013, 7.7, 99.0, 101.0, 5_600.0, 1e9] {
+            let (top, steps) = fitted_axis(high);
+            assert!(top >= high && top < high * 1.6, "{high}: {top}");
+            assert!((4..=8).contains(&steps), "{high}: {steps}");
+        }
     }
 }
