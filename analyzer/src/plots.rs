@@ -17,8 +17,11 @@ use percentes_formats::journal::records::Outcome;
 use crate::frame::Requests;
 use crate::model::{Report, SeriesPoint};
 
+mod scale;
 mod serving;
 mod sweep;
+use scale::{decade_label, tick, wrap};
+pub use scale::{fitted_axis, round_up};
 pub use sweep::{sweep_goodput, sweep_latency, sweep_tradeoff};
 
 const WIDTH: f64 = 900.0;
@@ -72,38 +75,10 @@ pub struct Frame {
     log_x: bool,
     /// How many tick steps each linear axis has (x, y).
     steps: (u32, u32),
+    /// The y axis is logarithmic (decades), `y` then holds log10 of its ends.
+    log_y: bool,
     /// Caption lines past the first, written under the plot (the picture grows to hold them).
     below: Vec<String>,
-}
-
-/// `text` cut at spaces into lines of at most `width` characters (a longer word stands alone).
-pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
-/// A latency in seconds at a decade tick, in the unit people read it in: `1 µs`, `10 ms`, `1 s`.
-fn decade_label(seconds: f64) -> String {
-    if seconds >= 1.0 {
-        format!("{} s", tick(seconds))
-    } else if seconds >= 1e-3 {
-        format!("{} ms", tick(seconds * 1e3))
-    } else {
-        format!("{} µs", tick(seconds * 1e6))
-    }
 }
 
 impl Frame {
@@ -178,6 +153,7 @@ impl Frame {
             y,
             log_x: false,
             steps: (x_steps, y_steps),
+            log_y: false,
             below: Vec::new(),
         };
         let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
@@ -207,6 +183,7 @@ impl Frame {
     fn y_axis(&mut self, x_label: &str, y_label: &str) {
         let (x0, y0, x1, y1) = (LEFT, HEIGHT - BOTTOM, WIDTH - RIGHT, TOP);
         let steps = self.steps.1;
+        self.svg.push_str("<!-- y ticks -->\n");
         for i in 0..=steps {
             let fy = self.y.0 + (self.y.1 - self.y.0) * f64::from(i) / f64::from(steps);
             let py = self.py(fy);
@@ -223,6 +200,7 @@ impl Frame {
                 tick(fy)
             );
         }
+        self.svg.push_str("<!-- /y ticks -->\n");
         let _ = writeln!(
             self.svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
@@ -244,7 +222,44 @@ impl Frame {
     }
 
     fn py(&self, y: f64) -> f64 {
+        let y = if self.log_y { y.max(1e-9).log10() } else { y };
         (HEIGHT - BOTTOM) - (y - self.y.0) / (self.y.1 - self.y.0) * (HEIGHT - BOTTOM - TOP)
+    }
+
+    /// A frame whose y axis is logarithmic from `y.0` to `y.1` milliseconds (each widened to a
+    /// whole decade), ticked at every decade: latencies a thousand times apart (a TPOT of 4 ms
+    /// and an end-to-end of 1.2 s) each read on one axis.
+    fn log_y(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
+        let low = y.0.max(1e-3).log10().floor();
+        let high = y.1.max(y.0 * 10.0).max(1e-3).log10().ceil().max(low + 1.0);
+        let mut frame = Frame::new(title, x_label, y_label, x, (low, high));
+        frame.y = (low, high);
+        frame.log_y = true;
+        let start = frame
+            .svg
+            .find("<!-- y ticks -->")
+            .unwrap_or(frame.svg.len());
+        let end = frame.svg.find("<!-- /y ticks -->").unwrap_or(start);
+        let mut ticks = String::new();
+        let mut decade = low;
+        while decade <= high + 1e-9 {
+            let py = frame.py(10f64.powf(decade));
+            let _ = writeln!(
+                ticks,
+                "<line x1=\"{LEFT}\" y1=\"{py:.1}\" x2=\"{}\" y2=\"{py:.1}\" stroke=\"#eee\"/>",
+                WIDTH - RIGHT
+            );
+            let _ = writeln!(
+                ticks,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                LEFT - 6.0,
+                py + 4.0,
+                decade_label(10f64.powf(decade) / 1e3)
+            );
+            decade += 1.0;
+        }
+        frame.svg.replace_range(start..end, &ticks);
+        frame
     }
 
     fn polyline(&mut self, points: &[(f64, f64)], stroke: &str, dash: bool) {
@@ -404,60 +419,6 @@ impl Frame {
         self.svg.push_str("</svg>\n");
         self.svg
     }
-}
-
-/// A tick label with as few decimals as its value needs, at most three: 1.25 reads 1.25, not
-/// 1.2; 0.5 reads 0.5; 20 reads 20.
-fn tick(v: f64) -> String {
-    if v.abs() >= 100.0 || v == v.round() {
-        return format!("{v:.0}");
-    }
-    let text = format!("{v:.3}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-/// The axis top for data up to `high`, and its number of steps: the lowest `n x step` at or
-/// above `high` with `step` a round number (1, 2, 2.5 or 5 times a power of ten) and 4 to 8
-/// steps, fewer steps at a tie. 33 reads 35 in 7 steps of 5, 102 reads 120 in 6 of 20, 1.2
-/// reads 1.2 in 6 of 0.2.
-pub fn fitted_axis(high: f64) -> (f64, u32) {
-    if high.is_nan() || high <= 0.0 {
-        return (1.0, 5);
-    }
-    let base = 10f64.powf((high / 8.0).log10().floor());
-    let mut best: Option<(f64, u32)> = None;
-    for magnitude in [base, base * 10.0] {
-        for m in [1.0, 2.0, 2.5, 5.0] {
-            let step = m * magnitude;
-            let n = (high / step * (1.0 - 1e-12)).ceil().max(1.0);
-            if !(4.0..=8.0).contains(&n) {
-                continue;
-            }
-            let (top, steps) = (n * step, n as u32);
-            let better = |(t, k): (f64, u32)| {
-                top < t * (1.0 - 1e-12) || (top <= t * (1.0 + 1e-12) && steps < k)
-            };
-            if best.is_none_or(better) {
-                best = Some((top, steps));
-            }
-        }
-    }
-    best.unwrap_or_else(|| (round_up(high), 5))
-}
-
-/// The axis top at or above `v` whose five tick steps are round numbers (1, 2, 2.5 or 5 times a
-/// power of ten): 40.4 ms becomes 50, so the ticks read 10, 20, ... instead of 8.1, 16.1, ...
-pub fn round_up(v: f64) -> f64 {
-    if v.is_nan() || v <= 0.0 {
-        return 1.0;
-    }
-    let step = v / 5.0;
-    let magnitude = 10f64.powf(step.log10().floor());
-    let nice = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .find(|m| m * magnitude >= step * (1.0 - f64::EPSILON))
-        .unwrap_or(10.0);
-    5.0 * nice * magnitude
 }
 
 /// Each window's completion curve from the requests, with its size, and the slowest completion

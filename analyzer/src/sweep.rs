@@ -424,6 +424,11 @@ mod tests {
             .filter(|l| l.contains("stroke-width=\"3\" stroke-dasharray"))
             .count();
         assert!(swatches >= 1, "{svg}");
+        // TPOT and e2e a thousand times apart each read: the y axis is logarithmic, by decades.
+        assert!(
+            svg.contains("latency (log scale)") && svg.contains(">100 ms<"),
+            "{svg}"
+        );
         // Latency against throughput achieved: the valid rates only, a dot at each for TTFT
         // and for e2e.
         let tradeoff = crate::plots::sweep_tradeoff(&sweep);

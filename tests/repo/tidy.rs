@@ -859,8 +859,8 @@ fn no_module_takes_its_parent_by_glob() {
 /// the file graph exempts. `recorder/src/run` has none (its ground floor is `state.rs`,
 /// `error.rs`, `context.rs`, `connect.rs`; its children name the sibling they use); the rest of
 /// the tree may only have fewer (52 when the plots took their frame from the plots module's
-/// declared API).
-const PARENT_ITEMS_MAX: usize = 52;
+/// declared API, 51 when the serving plots took their tick and wrap from `plots/scale.rs`).
+const PARENT_ITEMS_MAX: usize = 51;
 
 #[test]
 fn no_file_takes_more_from_its_parent_than_its_declared_api() {

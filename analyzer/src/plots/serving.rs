@@ -33,7 +33,7 @@ pub(super) fn note(title: &str, why: &str) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
         escape(title)
     );
-    for (i, line) in super::wrap(why, super::CAPTION_CHARS_MAX)
+    for (i, line) in super::scale::wrap(why, super::CAPTION_CHARS_MAX)
         .iter()
         .enumerate()
     {
@@ -220,7 +220,7 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
         (0.0, end),
         (0.0, top),
     );
-    frame.caption(&format!("completed requests by intended send time, p50 and p99 (nearest rank) per {} s bucket; a bucket's p99 over a few requests is its slowest; windows shaded", super::tick(width)));
+    frame.caption(&format!("completed requests by intended send time, p50 and p99 (nearest rank) per {} s bucket; a bucket's p99 over a few requests is its slowest; windows shaded", super::scale::tick(width)));
     timeline_marks(&mut frame, report, 2);
     frame.polyline(&p50, "#1f77b4", false);
     frame.polyline(&p99, "#d62728", true);
@@ -267,7 +267,7 @@ pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
         (0.0, right),
         (0.0, top),
     );
-    frame.caption(&format!("completion tokens of the {with_usage} completed responses with usage, by the time each ended, per {} s bucket; windows shaded by intended time", super::tick(width)));
+    frame.caption(&format!("completion tokens of the {with_usage} completed responses with usage, by the time each ended, per {} s bucket; windows shaded by intended time", super::scale::tick(width)));
     timeline_marks(&mut frame, report, 1);
     frame.polyline(&points, "#1f77b4", false);
     frame.legend(&[("output tokens/s".into(), "#1f77b4")]);

@@ -28,17 +28,26 @@ pub fn sweep_latency(sweep: &crate::sweep::Sweep) -> String {
             .collect()
     };
     let x = sweep_rates(sweep);
-    let y_max = colours
+    // TPOT (milliseconds) and end-to-end (seconds) a thousand times apart: a log axis, so that
+    // each reads (issue 54: on one linear axis TPOT lay flat along zero).
+    let ys: Vec<f64> = colours
         .iter()
-        .flat_map(|(m, _)| series(m, true))
+        .flat_map(|(m, _)| series(m, true).into_iter().chain(series(m, false)))
         .map(|(_, y)| y)
-        .fold(0.0, f64::max);
-    let mut frame = Frame::new(
+        .filter(|y| *y > 0.0)
+        .collect();
+    let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let y_max = ys.iter().copied().fold(0.0, f64::max);
+    let mut frame = Frame::log_y(
         "Latency against offered load (completed requests, measurement window)",
         "offered rate (requests/s)",
-        "latency (ms)",
+        "latency (log scale)",
         x,
-        (0.0, round_up(y_max * 1.1)),
+        if ys.is_empty() {
+            (1.0, 10.0)
+        } else {
+            (y_min, y_max)
+        },
     );
     let mut legend = Vec::new();
     for (metric, colour) in colours {
