@@ -231,14 +231,38 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
     frame.finish()
 }
 
-/// Output tokens per second by completion time, from each response's usage.
+/// Adds `count` to the buckets of `width` seconds that `(from, to)` covers, each its share of
+/// the stretch (all of it to `to`'s bucket when the stretch is empty); the last bucket holds
+/// whatever lies past the end.
+fn spread(buckets: &mut [f64], width: f64, (from, to): (f64, f64), count: f64) {
+    let Some(last) = buckets.len().checked_sub(1) else {
+        return;
+    };
+    let index = |t: f64| ((t / width).max(0.0) as usize).min(last);
+    let (a, b) = (index(from), index(to));
+    if a == b || to <= from {
+        buckets[b] += count;
+        return;
+    }
+    for (i, bucket) in buckets.iter_mut().enumerate().take(b + 1).skip(a) {
+        let (lo, hi) = (i as f64 * width, (i + 1) as f64 * width);
+        let hi = if i == last { f64::INFINITY } else { hi };
+        *bucket += count * (hi.min(to) - lo.max(from)).max(0.0) / (to - from);
+    }
+}
+
+/// Output tokens per second over the run, from each response's usage spread over the time it
+/// generated them.
 pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
     let title = "Output tokens per second over the run";
     let (end, width) = match span(report) {
         Ok(span) => span,
         Err(why) => return note(title, &why),
     };
-    let mut tokens = vec![0u64; (end / width).ceil() as usize + 1];
+    // Each response's tokens spread evenly over the stretch it generated them in, its first
+    // token to its end: counted all at its end, a 0.5 s bucket read 0 or 5,600 tokens/s by
+    // whether a response happened to finish in it (issue 54).
+    let mut tokens = vec![0f64; (end / width).ceil() as usize + 1];
     let mut with_usage = 0u64;
     for row in 0..requests.len() {
         let count = requests.usage_completion_tokens[row];
@@ -246,9 +270,9 @@ pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
             continue;
         }
         with_usage += 1;
-        let t = requests.terminal_ns[row] as f64 / 1e9;
-        let i = ((t / width) as usize).min(tokens.len() - 1);
-        tokens[i] += u64::from(count);
+        let to = requests.terminal_ns[row] as f64 / 1e9;
+        let from = (requests.first_token_ns(row, report.rules.streams) as f64 / 1e9).min(to);
+        spread(&mut tokens, width, (from, to), f64::from(count));
     }
     if with_usage == 0 {
         return note(title, "no completed response reported its token usage (target.include_usage asks a stream for it)");
@@ -256,20 +280,41 @@ pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
     let points: Vec<(f64, f64)> = tokens
         .iter()
         .enumerate()
-        .map(|(i, &n)| ((i as f64 + 0.5) * width, n as f64 / width))
+        .map(|(i, &n)| ((i as f64 + 0.5) * width, n / width))
         .collect();
     let top = points.iter().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.05;
     let right = points.last().map_or(end, |p| p.0.max(end));
     let mut frame = Frame::new(
         title,
-        "completion time (s)",
+        "time of the run (s)",
         "output tokens per second",
         (0.0, right),
         (0.0, top),
     );
-    frame.caption(&format!("completion tokens of the {with_usage} completed responses with usage, by the time each ended, per {} s bucket; windows shaded by intended time", super::scale::tick(width)));
+    frame.caption(&format!("completion tokens of the {with_usage} completed responses with usage, each spread over its first token to its end, per {} s bucket; windows shaded by intended time", super::scale::tick(width)));
     timeline_marks(&mut frame, report, 1);
     frame.polyline(&points, "#1f77b4", false);
     frame.legend(&[("output tokens/s".into(), "#1f77b4")]);
     frame.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By hand: 100 tokens generated from 0.25 s to 1.25 s, buckets of 0.5 s: a quarter, a
+    /// half and a quarter. An empty stretch puts everything in its end's bucket; a stretch past
+    /// the last bucket ends there.
+    #[test]
+    fn a_responses_tokens_spread_over_the_stretch_that_generated_them() {
+        let mut b = vec![0.0; 4];
+        spread(&mut b, 0.5, (0.25, 1.25), 100.0);
+        assert_eq!(b, [25.0, 50.0, 25.0, 0.0]);
+        spread(&mut b, 0.5, (1.6, 1.6), 10.0);
+        assert_eq!(b[3], 10.0);
+        let mut c = vec![0.0; 2];
+        spread(&mut c, 0.5, (0.5, 2.0), 30.0);
+        assert_eq!(c, [0.0, 30.0]);
+        spread(&mut [], 0.5, (0.0, 1.0), 1.0);
+    }
 }
