@@ -20,7 +20,7 @@ use crate::model::{Report, SeriesPoint};
 mod scale;
 mod serving;
 mod sweep;
-use scale::{decade_label, tick, wrap};
+use scale::{decade_label, log_ceil, log_floor, tick, wrap};
 pub use scale::{fitted_axis, round_up};
 pub use sweep::{sweep_goodput, sweep_latency, sweep_tradeoff};
 
@@ -85,13 +85,21 @@ impl Frame {
     /// A frame whose x axis is logarithmic from `x.0` to `x.1` seconds (each widened to a whole
     /// decade), ticked at every decade.
     fn log_x(title: &str, x_label: &str, y_label: &str, x: (f64, f64), y: (f64, f64)) -> Frame {
-        let low = x.0.max(1e-6).log10().floor();
-        let high = x.1.max(x.0 * 10.0).max(1e-6).log10().ceil().max(low + 1.0);
+        // Fitted to the data at 1-2-5 steps (issue 54: an e2e of 1.2-1.5 s sat on 1 s to
+        // 1,000 s): from the 1-2-5 value at or below the smallest to the one at or above the
+        // largest.
+        let low_v = log_floor(x.0.max(1e-6));
+        let mut high_v = log_ceil(x.1.max(low_v));
+        if high_v <= low_v * (1.0 + 1e-12) {
+            high_v = log_ceil(low_v * 1.5);
+        }
+        let (low, high) = (low_v.log10(), high_v.log10());
         let mut frame = Frame::new(title, x_label, y_label, (low, high), y);
-        // Whole decades, as they are: a linear axis's fitting does not apply to them.
+        // Logarithms, as they are: a linear axis's fitting does not apply to them.
         frame.x = (low, high);
         frame.log_x = true;
-        // The linear ticks Frame::new drew along x are replaced by decades.
+        // The linear ticks Frame::new drew along x are replaced: every 1, 2 and 5 over three
+        // decades or fewer, every decade over more.
         let start = frame
             .svg
             .find("<!-- x ticks -->")
@@ -99,24 +107,35 @@ impl Frame {
         let end = frame.svg.find("<!-- /x ticks -->").unwrap_or(start);
         let mut ticks = String::new();
         let y0 = HEIGHT - BOTTOM;
-        let mut decade = low;
-        while decade <= high + 1e-9 {
-            let px = frame.px(10f64.powf(decade));
-            let _ = writeln!(
-                ticks,
-                "<line x1=\"{px:.1}\" y1=\"{y0}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#444\"/>",
-                y0 + 4.0
-            );
-            let _ = writeln!(
-                ticks,
-                "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{y0}\" stroke=\"#eee\"/>"
-            );
-            let _ = writeln!(
-                ticks,
-                "<text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                y0 + 17.0,
-                decade_label(10f64.powf(decade))
-            );
+        let steps: &[f64] = if high - low > 3.0 + 1e-9 {
+            &[1.0]
+        } else {
+            &[1.0, 2.0, 5.0]
+        };
+        let mut decade = low.floor();
+        while decade <= high.ceil() + 1e-9 {
+            for m in steps {
+                let v = m * 10f64.powf(decade);
+                if v < low_v * (1.0 - 1e-9) || v > high_v * (1.0 + 1e-9) {
+                    continue;
+                }
+                let px = frame.px(v);
+                let _ = writeln!(
+                    ticks,
+                    "<line x1=\"{px:.1}\" y1=\"{y0}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"#444\"/>",
+                    y0 + 4.0
+                );
+                let _ = writeln!(
+                    ticks,
+                    "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{y0}\" stroke=\"#eee\"/>"
+                );
+                let _ = writeln!(
+                    ticks,
+                    "<text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                    y0 + 17.0,
+                    decade_label(v)
+                );
+            }
             decade += 1.0;
         }
         frame.svg.replace_range(start..end, &ticks);
@@ -951,25 +970,36 @@ mod tests {
 
     #[test]
     fn a_log_axis_is_ticked_at_decades_in_the_unit_people_read() {
+        // 200 µs to 3 s: fitted to 200 µs and 5 s, over four decades ticked at each decade.
         let svg = Frame::log_x("t", "x", "y", (2e-4, 3.0), (0.0, 1.0)).finish();
-        for label in [
-            ">100 µs<",
-            ">1 ms<",
-            ">10 ms<",
-            ">100 ms<",
-            ">1 s<",
-            ">10 s<",
-        ] {
+        for label in [">1 ms<", ">10 ms<", ">100 ms<", ">1 s<"] {
             assert!(svg.contains(label), "{label}: {svg}");
         }
+        assert!(
+            !svg.contains(">100 µs<") && !svg.contains(">10 s<"),
+            "{svg}"
+        );
         assert!(
             !svg.contains(">-4<") && !svg.contains(">-3<"),
             "no linear log10 ticks: {svg}"
         );
         let frame = Frame::log_x("t", "x", "y", (1e-3, 1.0), (0.0, 1.0));
-        // A decade a fifth of the width: 1 ms at the left edge, 10 ms a third of the way.
+        // A decade a third of the width: 1 ms at the left edge, 10 ms a third of the way.
         assert!((frame.px(1e-3) - LEFT).abs() < 1e-9);
         assert!((frame.px(1e-2) - (LEFT + (WIDTH - RIGHT - LEFT) / 3.0)).abs() < 1e-9);
+        // Issue 54: an e2e of 1.2-1.5 s reads on 1 s to 2 s, not 1 s to 1,000 s; a TTFT of 150
+        // ms to 3 s on 100 ms to 5 s, ticked at 1, 2 and 5.
+        let svg = Frame::log_x("t", "x", "y", (1.2, 1.5), (0.0, 1.0)).finish();
+        assert!(
+            svg.contains(">1 s<") && svg.contains(">2 s<") && !svg.contains(">10 s<"),
+            "{svg}"
+        );
+        let svg = Frame::log_x("t", "x", "y", (0.15, 3.0), (0.0, 1.0)).finish();
+        for label in [
+            ">100 ms<", ">200 ms<", ">500 ms<", ">1 s<", ">2 s<", ">5 s<",
+        ] {
+            assert!(svg.contains(label), "{label}: {svg}");
+        }
     }
 
     #[test]

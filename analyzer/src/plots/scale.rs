@@ -84,3 +84,23 @@ pub fn round_up(v: f64) -> f64 {
         .unwrap_or(10.0);
     5.0 * nice * magnitude
 }
+
+/// The 1-2-5 value (1, 2 or 5 times a power of ten) at or below `v` (> 0).
+pub(super) fn log_floor(v: f64) -> f64 {
+    let decade = 10f64.powf(v.log10().floor());
+    [5.0, 2.0, 1.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|x| *x <= v * (1.0 + 1e-12))
+        .unwrap_or(decade)
+}
+
+/// The 1-2-5 value at or above `v` (> 0).
+pub(super) fn log_ceil(v: f64) -> f64 {
+    let decade = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|x| *x >= v * (1.0 - 1e-12))
+        .unwrap_or(decade * 10.0)
+}
