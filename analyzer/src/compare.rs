@@ -434,6 +434,23 @@ fn quantile_figure(
                 return f;
             }
         }
+        // A4 (issue 54 item 1): a tail §7 refuses in the report is refused here too, with the
+        // report's reason, whatever its point would have shown.
+        let need = crate::estimate::tails::smallest_n(q) as f64;
+        if q >= 0.95 && (worth.0 < need || worth.1 < need) {
+            f.a = None;
+            f.b = None;
+            f.difference = None;
+            f.reason = format!(
+                "{} on a side: A's {} completed are worth {:.0}, B's {} worth {:.0}, and the interval needs {need:.0} a side",
+                crate::estimate::tails::omitted_line(&crate::estimate::quantile::name(q)),
+                xa.len(),
+                worth.0,
+                xb.len(),
+                worth.1
+            );
+            return f;
+        }
     }
     f.interval =
         stats::quantile_difference_at(xa, xb, q, worth).map(|(lo, hi)| (lo / 1e6, hi / 1e6));

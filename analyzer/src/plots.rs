@@ -3,6 +3,13 @@
 //! (and, for the latency scatter, the run's rows), with fixed decimals, so it is as deterministic
 //! as report.json.
 //!
+//! Why no plotting crate (issue 54 item 4 asked for one "where it serves"): what the page needed
+//! was fitted linear and logarithmic axes, 1-2-5 ticks in the unit people read, swatches drawn as
+//! their series, lines broken where data stops, markers and captions that fit. Those are a few
+//! hundred lines here ([`Frame`], `plots/scale.rs`), each pinned by a test, while plotters would
+//! bring a dependency tree to a build issue 57 is cutting, and its SVG backend's bytes would
+//! be ours to keep stable across its releases.
+//!
 //! - `completion.svg`: the completion curve of every window, cumulative incidence against latency
 //!   from t_i up to the horizon, with the spec version's method in the title.
 //! - `goodput.svg` (fault runs): SLO-goodput per bucket over the run, the pre-fault baseline, the

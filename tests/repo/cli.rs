@@ -2411,7 +2411,7 @@ fn compare_sizes_its_request_level_tests_at_the_effective_n_under_v0_5() {
         "golden/runs/replica-loss-clean-delete-factor10.pj",
         "golden/runs/demo-clean-delete-factor10.pj",
     );
-    let figure = |spec: &str, name: &str| -> serde_json::Value {
+    let figure_in = |window: &str, spec: &str, name: &str| -> serde_json::Value {
         let (code, json, stderr) = percentes(&["compare", a, b, "--spec", spec, "--json"]);
         assert_eq!(code, 0, "{stderr}");
         let json: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -2419,7 +2419,7 @@ fn compare_sizes_its_request_level_tests_at_the_effective_n_under_v0_5() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|w| w["window"] == "baseline")
+            .find(|w| w["window"] == window)
             .unwrap()
             .clone();
         baseline["figures"]
@@ -2430,6 +2430,7 @@ fn compare_sizes_its_request_level_tests_at_the_effective_n_under_v0_5() {
             .unwrap()
             .clone()
     };
+    let figure = |spec: &str, name: &str| figure_in("baseline", spec, name);
     let bounds = |f: &serde_json::Value| {
         (
             f["interval"][0].as_f64().unwrap(),
@@ -2457,6 +2458,18 @@ fn compare_sizes_its_request_level_tests_at_the_effective_n_under_v0_5() {
         share["test"].as_str().unwrap().contains("design effect"),
         "{share}"
     );
+    // Issue 54 item 1: a p99 the report refuses (the guard window's 77-odd completed requests
+    // a side) is refused by compare too under v0.5, with the report's line; v0.4 showed it.
+    let p99 = figure_in("guard", "v0.5", "ttft_p99");
+    assert!(p99["a"].is_null() && p99["b"].is_null(), "{p99}");
+    assert!(
+        p99["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("p99-CI omitted (sample budget insufficient, §7) on a side"),
+        "{p99}"
+    );
+    assert!(figure_in("guard", "v0.4", "ttft_p99")["a"].is_f64());
 }
 
 /// Issue 37 item 6: the plots an LLM-serving reader looks for, on the vLLM golden (streamed,

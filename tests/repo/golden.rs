@@ -479,6 +479,9 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             {
                 measured.push(name.clone());
             }
+            if spec == Spec::CURRENT {
+                plots_are_drawn(name, &result, &run);
+            }
         }
     }
     // Issue 34's must-show: at least three fault goldens whose v0.4 headline reads a measured
@@ -487,6 +490,46 @@ fn recorded_runs_analyze_to_their_expected_reports() {
         measured.len() >= 3 && measured.iter().any(|n| n.contains("vllm")),
         "goldens with a measured TTR under v0.4: {measured:?}"
     );
+}
+
+/// Issue 54's must-show, the plots regenerated for every golden: each plot of the current
+/// version's report is a whole SVG whose every number is finite, and each line it draws stays
+/// inside the picture.
+fn plots_are_drawn(
+    name: &str,
+    report: &percentes_analyzer::model::Report,
+    run: &percentes_analyzer::load::Run,
+) {
+    let plots = percentes_analyzer::plots::all(report, &run.requests);
+    assert!(!plots.is_empty(), "{name}: no plot");
+    for (file, svg) in plots {
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name} {file}: not a whole SVG"
+        );
+        assert!(
+            !["NaN", "=\"inf", "=\"-inf", ",inf", ",-inf", " inf,", " -inf,"]
+                .iter()
+                .any(|bad| svg.contains(bad)),
+            "{name} {file}: a number that is not one"
+        );
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{name} {file}: no width"));
+        for points in svg.split("points=\"").skip(1) {
+            let coords = points.split('"').next().unwrap_or_default();
+            for xy in coords.split_whitespace() {
+                let x: f64 = xy.split(',').next().and_then(|x| x.parse().ok()).unwrap();
+                assert!(
+                    (-1.0..=width + 1.0).contains(&x),
+                    "{name} {file}: a line point at x = {x}, outside the {width} px picture"
+                );
+            }
+        }
+    }
 }
 
 /// Issue 34's must-show, over every v0.4 golden report: no duration at the detector's
