@@ -15,9 +15,18 @@ fn replaced_at(
     ready_s: u64,
     failing_until_s: u64,
 ) -> (impl Fn(&Entry) -> Option<RequestRecord>, Vec<EventRecord>) {
+    replaced_with(ready_s, failing_until_s, |_| false)
+}
+
+/// [`replaced_at`], the victim refusing again while `again(intended)` (a relapse).
+pub(super) fn replaced_with(
+    ready_s: u64,
+    failing_until_s: u64,
+    again: impl Fn(u64) -> bool,
+) -> (impl Fn(&Entry) -> Option<RequestRecord>, Vec<EventRecord>) {
     let fate = move |e: &Entry| {
         let t = e.intended_ns;
-        if e.index % 2 == 1 && (INJECT..failing_until_s * S).contains(&t) {
+        if e.index % 2 == 1 && ((INJECT..failing_until_s * S).contains(&t) || again(t)) {
             return Some(ended(e, "refused", MS));
         }
         let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);

@@ -19,7 +19,7 @@
 //!   (replica-0) is scraped each second from 7 s only, so the measurement window has no scrape
 //!   at or before its start: its span starts at the first scrape after it.
 
-use super::recovery_reports::{event, fault_events, INJECT};
+use super::recovery_reports::INJECT;
 use super::*;
 
 /// The scripted journal of a clean-delete run: `fate` decides a request's record, else it
@@ -56,32 +56,7 @@ fn replaced(
     ready_s: u64,
     again: impl Fn(u64) -> bool,
 ) -> (impl Fn(&Entry) -> Option<RequestRecord>, Vec<EventRecord>) {
-    let fate = move |e: &Entry| {
-        let t = e.intended_ns;
-        if e.index % 2 == 1 && ((INJECT..46 * S).contains(&t) || again(t)) {
-            return Some(ended(e, "refused", MS));
-        }
-        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
-        r.replica = if (46 * S..ready_s * S).contains(&t) || e.index.is_multiple_of(2) {
-            "replica-0".into()
-        } else {
-            "replica-1".into()
-        };
-        Some(r)
-    };
-    let mut events: Vec<EventRecord> = fault_events()
-        .into_iter()
-        .filter(|e| {
-            !(e.subject == "replica-1"
-                && e.kind == EventKind::Probe.code()
-                && (37 * S..ready_s * S).contains(&e.at_ns))
-        })
-        .collect();
-    let mut down = event(37 * S, "probe", "replica-1", None);
-    down.detail = "down (connection refused)".into();
-    events.push(down);
-    events.push(event(ready_s * S, "probe", "replica-1", Some(0)));
-    (fate, events)
+    super::a3::replaced_with(ready_s, 46, again)
 }
 
 fn golden_dir() -> std::path::PathBuf {
