@@ -9,7 +9,9 @@ use percentes_formats::config::{FaultVariant, TargetKind};
 use percentes_formats::journal::hex;
 use percentes_formats::journal::records::EventKind;
 use percentes_formats::pins;
-use percentes_formats::spec::{Claims, RecoveryRules, RefusalWords, Rules, Spec, StreamReading};
+use percentes_formats::spec::{
+    Claims, FirstTokenPath, RecoveryRules, RefusalWords, Rules, Spec, StreamReading,
+};
 
 use crate::estimate::incidence::Method;
 use crate::estimate::quantile::Printing;
@@ -24,6 +26,7 @@ mod audit;
 mod client_gate;
 mod columns;
 mod distribution;
+mod path;
 mod rows;
 mod segment;
 mod stopped;
@@ -207,7 +210,7 @@ pub fn analyze<'a>(
         })
         .collect();
     let server = crate::server::evidence(
-        (run, rules.streams, rules.canary),
+        (run, &rules),
         shown.then_some(&spans[..]),
         (!shown).then(|| {
             "withheld with the windows: the run is invalid (§9); --diagnose shows them".into()
@@ -333,6 +336,10 @@ fn window_reports(
                     }
                 }
                 report.streams = Some(figures);
+                if rules.path == FirstTokenPath::Decomposed {
+                    report.first_token_path =
+                        Some(path::of(&run.requests, rows, &delivered, rules.streams));
+                }
                 report
             })
             .collect();

@@ -50,6 +50,10 @@ pub struct Summary {
     pub workload: Option<String>,
     /// The windows, in the report's order.
     pub windows: Vec<WindowFigures>,
+    /// A4 (v0.5): where the baseline's time to first token went, in one line (SPEC §2 "The
+    /// first token's path"); absent under v0.1-v0.4 and where no window was decomposed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_path: Option<String>,
     /// The thresholds checked, in the order given.
     pub thresholds: Vec<Verdict>,
 }
@@ -141,6 +145,7 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
         withheld: report.windows_withheld.clone(),
         workload: workload_line(&report.workload),
         windows: report.windows.iter().map(window).collect(),
+        first_token_path: path_line(report),
         thresholds: Vec::new(),
     };
     summary.thresholds = thresholds.iter().map(|t| check(&summary, t)).collect();
@@ -480,6 +485,9 @@ pub fn text(summary: &Summary) -> String {
         }
         window_text(&mut out, w);
     }
+    if let Some(line) = &summary.first_token_path {
+        let _ = writeln!(out, "{line}");
+    }
     if !summary.thresholds.is_empty() {
         let failed = summary.thresholds.iter().filter(|v| !v.passed).count();
         let _ = writeln!(
@@ -688,4 +696,63 @@ pub fn json(summary: &Summary) -> String {
     });
     text.push('\n');
     text
+}
+
+/// A4 (v0.5): the summary's line on the first token's path (SPEC §2): the baseline's (else the
+/// first measured window's), with each source's split at its clock where scraped; `None` where
+/// no window was decomposed.
+fn path_line(report: &Report) -> Option<String> {
+    let measured = || report.windows.iter().filter(|w| w.window != "warm-up");
+    let (window, path) = measured()
+        .filter_map(|w| Some((w.window, w.first_token_path.as_ref()?)))
+        .find(|(w, _)| *w == "baseline")
+        .or_else(|| measured().find_map(|w| Some((w.window, w.first_token_path.as_ref()?))))?;
+    let (Some(written), Some(head), Some(first)) =
+        (&path.to_written, &path.to_head, &path.head_to_first)
+    else {
+        return Some(format!(
+            "first token's path, {window} (§2): no completed, streamed request to decompose"
+        ));
+    };
+    let median = path
+        .first_delivery
+        .percentiles
+        .iter()
+        .find(|(n, _)| n == "p50")
+        .map_or("n/a".into(), |(_, v)| v.to_string());
+    let mut signatures: Vec<&str> = path.signatures.iter().map(|s| s.name).collect();
+    let mut servers = Vec::new();
+    let split = report.server.iter().flat_map(|s| &s.windows);
+    for (source, p) in
+        split.filter_map(|w| Some((&w.source, w.path.as_ref()?)).filter(|_| w.window == window))
+    {
+        servers.push(format!(
+            "; {source}'s clock holds {:.3} of the client's {:.3} ms{}",
+            p.inside_server_ms,
+            p.client_ms,
+            p.after_server_at_least_ms
+                .map(|a| format!(", at least {a:.3} ms after its first token"))
+                .unwrap_or_default()
+        ));
+        if let Some(s) = p
+            .signature
+            .as_ref()
+            .filter(|s| !signatures.contains(&s.name))
+        {
+            signatures.push(s.name);
+        }
+    }
+    Some(format!(
+        "first token's path, {window} (§2, means): {:.3} ms intended to written, {:.3} ms to the response head, {:.3} ms head to first token; head with the first token in {}, first delivery {median} deltas (p50){}: {}",
+        written.mean_ms,
+        head.mean_ms,
+        first.mean_ms,
+        crate::words::percent_of(path.head_with_first, path.n),
+        servers.concat(),
+        if signatures.is_empty() {
+            "no signature".to_owned()
+        } else {
+            signatures.join(", ")
+        }
+    ))
 }

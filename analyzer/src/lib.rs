@@ -41,5 +41,6 @@ pub mod shards;
 pub mod summaries;
 pub mod sweep;
 pub mod windows;
+pub mod words;
 
 pub use file::{Files, JournalFile, OpenError, RELEASE_EVERY_BYTES};

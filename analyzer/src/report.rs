@@ -17,8 +17,10 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 
 use crate::frame::Requests;
 use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, WindowReport};
+use crate::words::percent_of;
 
 mod fire;
+mod path;
 mod recovery;
 use recovery::recovery_section;
 mod server;
@@ -107,21 +109,6 @@ pub fn interval_log(report: &Report) -> io::Result<Vec<u8>> {
         }
     }
     Ok(out)
-}
-
-/// `count` of `n` as a percentage with two decimals, or more where two would print 0 or 100 for
-/// a share that is neither.
-fn percent_of(count: u64, n: u64) -> String {
-    let value = 100.0 * count as f64 / n.max(1) as f64;
-    let mut text = format!("{value:.2} %");
-    for digits in 3..=9 {
-        let printed: f64 = text.trim_end_matches(" %").parse().unwrap_or(value);
-        if (printed == 0.0) == (count == 0) && (printed == 100.0) == (count == n) {
-            break;
-        }
-        text = format!("{value:.digits$} %");
-    }
-    text
 }
 
 fn opt_share(value: Option<f64>) -> String {
@@ -317,6 +304,7 @@ pub fn markdown(report: &Report) -> String {
         window_tables(&mut md, &report.windows, report.rules.claims);
     }
     segment_tables(&mut md, report);
+    path::section(&mut md, &report.windows);
 
     if let Some(f) = &report.in_flight_at_fire {
         fire::in_flight_section(&mut md, f);
@@ -938,19 +926,4 @@ pub fn client_words(report: &Report, journal: &Path) -> Vec<String> {
         journal.display()
     ));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percent_of;
-
-    #[test]
-    fn a_percentage_never_prints_as_all_or_none_when_it_is_neither() {
-        assert_eq!(percent_of(2350, 3570), "65.83 %");
-        assert_eq!(percent_of(0, 10), "0.00 %");
-        assert_eq!(percent_of(10, 10), "100.00 %");
-        // 99,999 of 100,000 rounds to 100.00 at two decimals; it takes three.
-        assert_eq!(percent_of(99_999, 100_000), "99.999 %");
-        assert_eq!(percent_of(1, 1_000_000), "0.0001 %");
-    }
 }

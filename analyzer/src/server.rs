@@ -14,14 +14,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
+use percentes_formats::pins::value;
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
-use percentes_formats::spec::{CanaryOver, StreamReading};
+use percentes_formats::spec::{CanaryOver, FirstTokenPath, Rules, StreamReading, VerdictBasis};
 
 use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{
-    GaugeSummary, QuantileComparison, Reconciliation, ServerComparison, ServerEvidence,
-    ServerPoint, ServerWindow, SourceSummary,
+    GaugeSummary, QuantileComparison, Reconciliation, ServerComparison, ServerEvidence, ServerPath,
+    ServerPoint, ServerWindow, Signature, SourceSummary,
 };
 
 /// The quantiles the receive-path check compares; each only where both sides hold enough
@@ -289,7 +290,7 @@ impl Client {
 
 /// The evidence of `run`, or `None` when it journaled no scrape (nor a failed one).
 pub fn evidence(
-    (run, reading, canary): (&Run, StreamReading, CanaryOver),
+    (run, rules): (&Run, &Rules),
     windows: Option<&[WindowSpan]>,
     withheld: Option<String>,
     period_ms: f64,
@@ -312,7 +313,7 @@ pub fn evidence(
     };
     for source in &sources {
         out.sources.push(summary(source, fired_ns, victim));
-        let client = Client::of(run, source.name, reading);
+        let client = Client::of(run, source.name, rules.streams);
         if let Some(whole) = (!source.points.is_empty())
             .then(|| (0, source.points.len() - 1))
             .filter(|(a, b)| b > a)
@@ -323,13 +324,14 @@ pub fn evidence(
         for window in windows.unwrap_or_default() {
             let mut window = window.clone();
             // A4: the canary's bound over the span the client's times are read over.
-            if canary == CanaryOver::Span {
+            if rules.canary == CanaryOver::Span {
                 if let Some((a, b)) = source.span(window.start_ns, window.end_ns) {
                     let (a, b) = (mid(source.points[a]), mid(source.points[b]));
                     window.canary_max_ns = canary_max(run, (a, b));
                 }
             }
-            out.windows.push(server_window(source, &client, &window));
+            out.windows
+                .push(server_window(source, &client, &window, rules));
         }
         if windows.is_some() {
             out.timeline.extend(timeline(source, &client));
@@ -529,7 +531,12 @@ fn gauge_summary(values: &[f64], scale: f64) -> Option<GaugeSummary> {
     })
 }
 
-fn server_window(source: &Source<'_>, client: &Client, window: &WindowSpan) -> ServerWindow {
+fn server_window(
+    source: &Source<'_>,
+    client: &Client,
+    window: &WindowSpan,
+    rules: &Rules,
+) -> ServerWindow {
     let mut out = ServerWindow {
         window: window.name,
         source: source.name.to_owned(),
@@ -542,6 +549,7 @@ fn server_window(source: &Source<'_>, client: &Client, window: &WindowSpan) -> S
         preemptions: None,
         server_finished: None,
         client_finished: 0,
+        path: None,
     };
     let Some(span) = source.span(window.start_ns, window.end_ns) else {
         return out;
@@ -551,10 +559,21 @@ fn server_window(source: &Source<'_>, client: &Client, window: &WindowSpan) -> S
     let compare = |role: Role, first_token: bool| {
         let histogram = source.histogram(role, span)?;
         let times = client.times(first_token, (a, b));
-        Some(comparison(&histogram, times, window.canary_max_ns))
+        Some(comparison(
+            &histogram,
+            times,
+            window.canary_max_ns,
+            rules.verdict,
+        ))
     };
     out.first_token = compare(Role::FirstToken, true);
     out.end_to_end = compare(Role::EndToEnd, false);
+    if rules.path == FirstTokenPath::Decomposed {
+        out.path = out
+            .first_token
+            .as_ref()
+            .and_then(|first| server_path(first, out.end_to_end.as_ref()));
+    }
     let gauge =
         |role: Role, scale: f64| gauge_summary(&source.gauge(&source.ids(role, ""), span), scale);
     out.queue = gauge(Role::Queue, 1.0);
@@ -576,6 +595,7 @@ pub fn comparison(
     histogram: &Histogram,
     mut times: Vec<u64>,
     canary_max_ns: Option<u64>,
+    basis: VerdictBasis,
 ) -> ServerComparison {
     times.sort_unstable();
     let ms = |ns: f64| ns / 1e6;
@@ -602,8 +622,13 @@ pub fn comparison(
             client_ms: ms(times[rank - 1] as f64),
         });
     }
-    let (verdict, why) = judge(&quantiles, canary_ms, (server_n, client_n));
     let mean_difference_ms = server_mean_ms.zip(client_mean_ms).map(|(s, c)| c - s);
+    let (mut verdict, mut why) = judge(&quantiles, canary_ms, (server_n, client_n));
+    if basis == VerdictBasis::MeansWhereBucketsCannot && verdict == "within-bounds" {
+        if let Some(judged) = judge_means(&quantiles, canary_ms, mean_difference_ms) {
+            (verdict, why) = judged;
+        }
+    }
     let server_share_percent = server_mean_ms
         .zip(client_mean_ms)
         .filter(|(_, c)| *c > 0.0)
@@ -701,6 +726,112 @@ fn judge(
             compared.join("; ")
         ),
     )
+}
+
+/// A4 (v0.5): a "within-bounds" of the buckets checked against the means, which the histogram's
+/// sum gives exactly. Means further apart than the read loop's bound are time outside the
+/// server's clock the canary does not explain: where a compared bucket is at least as wide as
+/// that difference, the buckets cannot resolve it ("not-resolvable", the means' difference the
+/// figure); where every compared bucket is narrower, the client is later ("client-later").
+/// `None`: the means agree within the bound and the buckets' verdict stands.
+fn judge_means(
+    quantiles: &[QuantileComparison],
+    canary_ms: Option<f64>,
+    mean_difference_ms: Option<f64>,
+) -> Option<(&'static str, String)> {
+    let widen = canary_ms.unwrap_or(0.0);
+    let d = mean_difference_ms.filter(|d| *d > widen)?;
+    let width = |q: &QuantileComparison| {
+        q.server_high_ms
+            .map_or(f64::INFINITY, |h| h - q.server_low_ms)
+    };
+    let widest = quantiles
+        .iter()
+        .max_by(|a, b| width(a).total_cmp(&width(b)))?;
+    let label = format!("p{}", (widest.q * 100.0).round());
+    let bucket = format!(
+        "{:.3}-{} ms",
+        widest.server_low_ms,
+        widest
+            .server_high_ms
+            .map_or("+Inf".into(), |h| format!("{h:.3}"))
+    );
+    let bound = canary_ms.map_or("no canary bounds the read loop".to_owned(), |c| {
+        format!("the read loop's bound is {c:.3} ms")
+    });
+    Some(if width(widest) >= d {
+        (
+            "not-resolvable",
+            format!(
+                "not resolvable at this bucket width: each compared client quantile lies in its server bucket, but the {label}'s bucket ({bucket}) is wider than the {d:.3} ms between the two sides' means ({bound}), so the buckets cannot say whether the sides agree; the means' difference, {d:.3} ms outside the server's clock, is the figure (A4)"
+            ),
+        )
+    } else {
+        (
+            "client-later",
+            format!(
+                "the client's mean is {d:.3} ms later than the server's ({bound}), more than every compared bucket's width (the widest, the {label}'s, {bucket}): the client's times include time the server's clock does not see, though each compared quantile lies in its bucket (A4)"
+            ),
+        )
+    })
+}
+
+/// A4 (v0.5): the client's mean time to first token against the server's, split where the two
+/// clocks allow: both sides' first-token and end-to-end times start at the server's arrival
+/// stamp on the server and at the request written on the client, so the first-token gap less
+/// the end-to-end gap is time after the server's first token (at least: the end-to-end gap
+/// holds any time after the server's last token too), and the end-to-end gap bounds the time
+/// before the server's clock started. `None` without both means.
+fn server_path(
+    first: &ServerComparison,
+    end_to_end: Option<&ServerComparison>,
+) -> Option<ServerPath> {
+    let (inside, client) = (first.server_mean_ms?, first.client_mean_ms?);
+    let gap = client - inside;
+    let e2e_gap = end_to_end.and_then(|e| e.mean_difference_ms);
+    let after = e2e_gap.filter(|g| *g >= 0.0).map(|g| (gap - g).max(0.0));
+    let share = |ms: f64| {
+        if client > 0.0 {
+            ms / client * 100.0
+        } else {
+            0.0
+        }
+    };
+    let signature = after
+        .filter(|a| share(*a) > value::PATH_AFTER_SERVER_PERCENT as f64)
+        .map(|a| Signature {
+            name: "held-after-the-server",
+            text: format!(
+                "at least {a:.3} ms of the client's {client:.3} ms mean to the first token ({:.1} %, more than §2's {} %) came after the server's own first token, while the end-to-end means differ by only {:.3} ms: the first token was made and then held between the server's stamp and the client's read (a proxy, the server's send path, the network), not spent before the server had the request",
+                share(a),
+                value::PATH_AFTER_SERVER_PERCENT,
+                e2e_gap.unwrap_or(0.0)
+            ),
+        });
+    let split = match (e2e_gap, after) {
+        (Some(g), Some(a)) => format!(
+            "; end-to-end, the means differ by {g:.3} ms, so at most {g:.3} ms came before the server's clock started and at least {a:.3} ms after its first token"
+        ),
+        (Some(g), None) => format!(
+            "; end-to-end, the client's mean is {:.3} ms below the server's (the two sides' requests in the span differ), so the gap is not split",
+            -g
+        ),
+        (None, _) => "; without end-to-end means on both sides the gap is not split".into(),
+    };
+    Some(ServerPath {
+        inside_server_ms: inside,
+        client_ms: client,
+        end_to_end_gap_ms: e2e_gap,
+        after_server_at_least_ms: after,
+        text: format!(
+            "{}: the client's mean to the first token {client:.3} ms (from the request written, n {}), the server's {inside:.3} ms (n {}): {:.1} % inside the server's clock, {gap:.3} ms outside it{split}",
+            first.family,
+            first.client_n,
+            first.server_n,
+            share(inside)
+        ),
+        signature,
+    })
 }
 
 /// Whether a series kind code is one the analysis reads as increases (for the export).
@@ -881,7 +1012,7 @@ mod tests {
             .iter()
             .map(|t| t * ms)
             .collect();
-        let c = comparison(&h, times.clone(), Some(3 * ms / 2));
+        let c = comparison(&h, times.clone(), Some(3 * ms / 2), VerdictBasis::Buckets);
         assert_eq!(c.verdict, "within-bounds", "{}", c.text);
         assert_eq!(c.quantiles.len(), 2, "p99 needs 100 on each side");
         assert_eq!(c.quantiles[0].client_ms, 16.0);
@@ -889,12 +1020,18 @@ mod tests {
         assert!((c.server_mean_ms.unwrap() - 15.0).abs() < 1e-9);
         assert!((c.client_mean_ms.unwrap() - 15.2).abs() < 1e-9);
         assert!((c.mean_difference_ms.unwrap() - 0.2).abs() < 1e-9);
-        let c = comparison(&h, times.clone(), Some(ms / 2));
+        let c = comparison(&h, times.clone(), Some(ms / 2), VerdictBasis::Buckets);
         assert_eq!(c.verdict, "client-later", "{}", c.text);
         assert!(c.text.contains("p90 (21.000 ms)"), "{}", c.text);
         let early: Vec<u64> = times.iter().map(|t| t / 4).collect();
-        assert_eq!(comparison(&h, early, None).verdict, "client-earlier");
-        assert_eq!(comparison(&h, Vec::new(), None).verdict, "not-comparable");
+        assert_eq!(
+            comparison(&h, early, None, VerdictBasis::Buckets).verdict,
+            "client-earlier"
+        );
+        assert_eq!(
+            comparison(&h, Vec::new(), None, VerdictBasis::Buckets).verdict,
+            "not-comparable"
+        );
     }
 
     /// Issue 53 (SPEC §2, v0.5): the canary's bound is read over the span, not the window. A
@@ -935,7 +1072,7 @@ mod tests {
         // Twenty client times, 6 to 25 ms: rank 10 of 20 is 15 ms, inside the median's bucket
         // (10, 20] ms; the server's rank 5 would have read 10 ms.
         let times: Vec<u64> = (1..=20).map(|t| (t + 5) * ms).collect();
-        let c = comparison(&h, times.clone(), None);
+        let c = comparison(&h, times.clone(), None, VerdictBasis::Buckets);
         let median = c.quantiles.iter().find(|q| q.q == 0.5).unwrap();
         assert_eq!(median.client_ms, 15.0);
         // The p90 at rank 18 of 20 (23 ms), the server's at rank 9 of 10.
@@ -946,7 +1083,7 @@ mod tests {
             .iter()
             .map(|t| t * ms)
             .collect();
-        let c = comparison(&h, mixed, None);
+        let c = comparison(&h, mixed, None, VerdictBasis::Buckets);
         assert_eq!(c.verdict, "client-earlier", "{}", c.text);
     }
 
@@ -966,5 +1103,122 @@ mod tests {
         };
         assert_eq!(client.times(true, (s, 2 * s)), [s]);
         assert_eq!(client.finished((s, 2 * s)), 1);
+    }
+
+    /// Issue 52 (SPEC §2, A4): the fault window of the vLLM study in small. Ten first tokens in
+    /// vLLM's (1.0, 2.5] s bucket with a mean of 1.5 s; the client's ten at 1.782 s, 282 ms
+    /// later, inside the same bucket. The buckets read "within-bounds"; v0.5 reads the means:
+    /// 282 ms apart, more than the 12 ms canary bound, and the bucket 1.5 s wide, so the
+    /// verdict is "not-resolvable" with the means' difference as the figure.
+    #[test]
+    fn a_bucket_wider_than_the_gap_cannot_pass_it_under_v0_5() {
+        let h = histogram(&[(1.0, 0.0), (2.5, 10.0), (f64::INFINITY, 10.0)], 15.0);
+        let ms = 1_000_000u64;
+        let times = vec![1782 * ms; 10];
+        let old = comparison(&h, times.clone(), Some(12 * ms), VerdictBasis::Buckets);
+        assert_eq!(old.verdict, "within-bounds", "{}", old.text);
+        let new = comparison(
+            &h,
+            times,
+            Some(12 * ms),
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        assert_eq!(new.verdict, "not-resolvable", "{}", new.text);
+        assert!(
+            new.text.contains("1000.000-2500.000 ms")
+                && new.text.contains("282.000 ms outside the server's clock"),
+            "{}",
+            new.text
+        );
+    }
+
+    /// Hand-worked: ten server observations in (10, 12] ms, mean 11 ms; the client's nine at
+    /// 11.5 ms and one at 100 ms (mean 20.35 ms): its p50 and p90 (ranks 5 and 9) lie in the
+    /// bucket, but the means are 9.35 ms apart, wider than the 2 ms bucket: client-later under
+    /// v0.5. Means within the canary's bound keep the buckets' verdict (the first test's
+    /// 0.2 ms within 1.5 ms).
+    #[test]
+    fn means_further_apart_than_every_bucket_is_wide_are_client_later() {
+        let h = histogram(&[(0.010, 0.0), (0.012, 10.0), (f64::INFINITY, 10.0)], 0.11);
+        let ms = 1_000_000u64;
+        let mut times = vec![11 * ms + ms / 2; 9];
+        times.push(100 * ms);
+        let c = comparison(&h, times.clone(), None, VerdictBasis::Buckets);
+        assert_eq!(c.verdict, "within-bounds", "{}", c.text);
+        let c = comparison(&h, times, None, VerdictBasis::MeansWhereBucketsCannot);
+        assert_eq!(c.verdict, "client-later", "{}", c.text);
+        assert!(c.text.contains("9.350 ms later"), "{}", c.text);
+        let h = histogram(
+            &[
+                (0.01, 4.0),
+                (0.02, 9.0),
+                (0.04, 10.0),
+                (f64::INFINITY, 10.0),
+            ],
+            0.15,
+        );
+        let agree: Vec<u64> = [6, 7, 8, 9, 16, 17, 18, 19, 21, 31]
+            .iter()
+            .map(|t| t * ms)
+            .collect();
+        let c = comparison(
+            &h,
+            agree,
+            Some(3 * ms / 2),
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        assert_eq!(c.verdict, "within-bounds", "{}", c.text);
+    }
+
+    /// Hand-worked (issue 52's baseline): the server's first tokens average 30 ms and its
+    /// end-to-end 450 ms; the client's 220 ms and 456 ms. The first-token gap is 190 ms, the
+    /// end-to-end gap 6 ms: at most 6 ms came before the server's clock started, so at least
+    /// 184 ms (83.6 % of 220) came after its first token: the held-after-the-server signature.
+    /// Without end-to-end means the gap is not split; with the client's end-to-end below the
+    /// server's (the spans' requests differ) neither.
+    #[test]
+    fn the_first_token_gap_is_split_by_the_end_to_end_gap() {
+        let ms = 1_000_000u64;
+        let first = comparison(
+            &histogram(&[(0.05, 10.0), (f64::INFINITY, 10.0)], 0.3),
+            vec![220 * ms; 10],
+            None,
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        let e2e = comparison(
+            &histogram(&[(0.5, 10.0), (f64::INFINITY, 10.0)], 4.5),
+            vec![456 * ms; 10],
+            None,
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        let split = server_path(&first, Some(&e2e)).unwrap();
+        assert!((split.inside_server_ms - 30.0).abs() < 1e-9);
+        assert!((split.end_to_end_gap_ms.unwrap() - 6.0).abs() < 1e-9);
+        assert!((split.after_server_at_least_ms.unwrap() - 184.0).abs() < 1e-9);
+        let signature = split.signature.unwrap();
+        assert_eq!(signature.name, "held-after-the-server");
+        assert!(signature.text.contains("(83.6 %"), "{}", signature.text);
+        let alone = server_path(&first, None).unwrap();
+        assert!(alone.after_server_at_least_ms.is_none() && alone.signature.is_none());
+        assert!(alone.text.contains("not split"), "{}", alone.text);
+        let below = comparison(
+            &histogram(&[(0.5, 10.0), (f64::INFINITY, 10.0)], 4.5),
+            vec![440 * ms; 10],
+            None,
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        let mixed = server_path(&first, Some(&below)).unwrap();
+        assert!(mixed.after_server_at_least_ms.is_none() && mixed.signature.is_none());
+        // A gap that is mostly before the server's clock is no signature: end-to-end 180 ms
+        // apart leaves at least 10 ms after the first token, 4.5 % of 220.
+        let early = comparison(
+            &histogram(&[(0.5, 10.0), (f64::INFINITY, 10.0)], 4.5),
+            vec![630 * ms; 10],
+            None,
+            VerdictBasis::MeansWhereBucketsCannot,
+        );
+        let early = server_path(&first, Some(&early)).unwrap();
+        assert!((early.after_server_at_least_ms.unwrap() - 10.0).abs() < 1e-9);
+        assert!(early.signature.is_none());
     }
 }

@@ -265,6 +265,31 @@ pub enum CanaryOver {
     Span,
 }
 
+/// What the receive-path check's verdict rests on (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerdictBasis {
+    /// v0.1 to v0.4: each compared client quantile against the server's bucket, widened by the
+    /// canary's bound; a bucket wider than the gap between the two sides reads "within-bounds"
+    /// (issue 52: vLLM's 2.5-5 s bucket hid 282 ms outside its clock).
+    Buckets,
+    /// v0.5 (A4): the buckets, and the means (exact: the histogram's sum over its count). Where
+    /// the means differ by more than the canary's bound and a compared bucket is wider than that
+    /// difference, the verdict is "not-resolvable" and the means' difference is the figure;
+    /// where every compared bucket is narrower, it is "client-later".
+    MeansWhereBucketsCannot,
+}
+
+/// Whether the first token's path is decomposed (SPEC §2 "The first token's path").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstTokenPath {
+    /// v0.1 to v0.4: the report gives the time to first token whole.
+    Unread,
+    /// v0.5 (A4): per window, the time to the response head, head to first token, the heads
+    /// that came with the first token, the first delivery's deltas, and with server metrics the
+    /// part inside the server's clock and the part after it; with the signatures the data show.
+    Decomposed,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -389,6 +414,10 @@ pub struct Rules {
     pub canary: CanaryOver,
     /// What a tail's refusal says (§7, A4).
     pub refusals: RefusalWords,
+    /// What the receive-path check's verdict may rest on (§2, A4).
+    pub verdict: VerdictBasis,
+    /// Whether the first token's path is decomposed (§2, A4).
+    pub path: FirstTokenPath,
 }
 
 impl Rules {
@@ -420,6 +449,8 @@ impl Rules {
         absence: Absence::SomeWindowCounted,
         canary: CanaryOver::Window,
         refusals: RefusalWords::Budget,
+        verdict: VerdictBasis::Buckets,
+        path: FirstTokenPath::Unread,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -467,6 +498,8 @@ impl Rules {
                 absence: Absence::EveryBucketRead,
                 canary: CanaryOver::Span,
                 refusals: RefusalWords::WhatPublishes,
+                verdict: VerdictBasis::MeansWhereBucketsCannot,
+                path: FirstTokenPath::Decomposed,
                 ..a3
             },
         }
@@ -620,6 +653,8 @@ mod tests {
         assert_eq!(v4.absence, Absence::SomeWindowCounted);
         assert_eq!(v4.canary, CanaryOver::Window);
         assert_eq!(v4.refusals, RefusalWords::Budget);
+        assert_eq!(v4.verdict, VerdictBasis::Buckets);
+        assert_eq!(v4.path, FirstTokenPath::Unread);
         assert_eq!(
             v5,
             Rules {
@@ -635,6 +670,8 @@ mod tests {
                 absence: Absence::EveryBucketRead,
                 canary: CanaryOver::Span,
                 refusals: RefusalWords::WhatPublishes,
+                verdict: VerdictBasis::MeansWhereBucketsCannot,
+                path: FirstTokenPath::Decomposed,
                 ..v4
             }
         );

@@ -40,6 +40,9 @@ pub(super) struct Delivered {
     pub(super) gaps: LatencyHistogram,
     /// How many deltas each listed delivery carried: count of deliveries by deltas.
     pub(super) deltas: BTreeMap<u32, u64>,
+    /// How many deltas each completed request's first delivery carried: count of requests by
+    /// deltas (SPEC §2 "The first token's path").
+    pub(super) first_deltas: BTreeMap<u32, u64>,
 }
 
 impl Default for Delivered {
@@ -47,6 +50,7 @@ impl Default for Delivered {
         Delivered {
             gaps: LatencyHistogram::pinned(),
             deltas: BTreeMap::new(),
+            first_deltas: BTreeMap::new(),
         }
     }
 }
@@ -98,6 +102,7 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
                 }
                 if let Some(w) = windows::locate(cut, intended_ns) {
                     let d = &mut out[w];
+                    let first = first_delivery(gaps.clone());
                     for gap in gaps {
                         d.gaps.record_us(u64::from(gap));
                     }
@@ -107,6 +112,7 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
                         .map_or(0, |row| u64::from(requests.content_events[row]));
                     if events > 0 {
                         *d.deltas.entry(1).or_insert(0) += events;
+                        *d.first_deltas.entry(first).or_insert(0) += 1;
                     }
                 }
             }
@@ -115,7 +121,17 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
     out
 }
 
+/// The deltas of a request's first delivery when it has no stream record: its first content
+/// event and those after it at the 1 us floor, which the recorder read with it (§3: a shorter
+/// gap is recorded as 1 us).
+fn first_delivery(gaps: impl Iterator<Item = u32>) -> u32 {
+    1 + gaps.take_while(|&gap| gap <= 1).count() as u32
+}
+
 fn take_stream(d: &mut Delivered, record: &StreamRecord) {
+    if let Some(first) = record.deliveries.first() {
+        *d.first_deltas.entry(first.deltas).or_insert(0) += 1;
+    }
     for (k, delivery) in record.deliveries.iter().enumerate() {
         if k > 0 {
             d.gaps.record_us(u64::from(delivery.gap_us));
@@ -183,7 +199,7 @@ pub(super) fn counts(mut values: Vec<u64>) -> Counts {
 }
 
 /// Counts from a histogram of (value, how many).
-fn counts_of(by_value: &BTreeMap<u32, u64>) -> Counts {
+pub(super) fn counts_of(by_value: &BTreeMap<u32, u64>) -> Counts {
     let n: u64 = by_value.values().sum();
     let total = by_value.iter().map(|(v, c)| u64::from(*v) * c).sum();
     let at = |q: f64| -> Option<u64> {
@@ -371,4 +387,39 @@ fn words(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use percentes_formats::journal::stream::Delivery;
+
+    /// Hand-worked: gaps 1, 1, 0, 40, 1 us after the first event: the first three read with it
+    /// (four events), the one 40 us later a delivery of its own; no gaps, one event.
+    #[test]
+    fn a_request_without_a_stream_record_reads_its_first_delivery_from_its_floor_gaps() {
+        assert_eq!(first_delivery([1, 1, 0, 40, 1].into_iter()), 4);
+        assert_eq!(first_delivery(std::iter::empty()), 1);
+        assert_eq!(first_delivery([2].into_iter()), 1);
+    }
+
+    /// A stream record's first delivery is counted as it was listed: deltas 3, then 1 and 1.
+    #[test]
+    fn a_stream_records_first_delivery_is_its_first_listed_one() {
+        let mut d = Delivered::default();
+        let record = StreamRecord {
+            index: 0,
+            kinds: Vec::new(),
+            reasoning_tokens: None,
+            deliveries: [(0, 3), (40, 1), (30, 1)]
+                .iter()
+                .map(|&(gap_us, deltas)| Delivery { gap_us, deltas })
+                .collect(),
+            deliveries_total: 3,
+        };
+        take_stream(&mut d, &record);
+        assert_eq!(d.first_deltas, BTreeMap::from([(3, 1)]));
+        assert_eq!(d.deltas, BTreeMap::from([(3, 1), (1, 2)]));
+        assert_eq!(d.gaps.len(), 2);
+    }
 }

@@ -236,6 +236,8 @@ pub(super) fn window_report(
                 rules.tails,
             )
         }),
+        // A4: the first token's path; its first deliveries come from the same second pass.
+        first_token_path: None,
     }
 }
 

@@ -9,6 +9,7 @@
 mod campaign;
 mod escape;
 mod gate;
+mod path;
 mod recovery;
 mod report;
 mod segment;
@@ -17,6 +18,7 @@ mod server;
 pub use campaign::*;
 pub use escape::*;
 pub use gate::*;
+pub use path::*;
 pub use recovery::*;
 pub use report::*;
 pub use segment::*;

@@ -278,6 +278,10 @@ pub struct WindowReport {
     /// A4 (v0.5): what the completed requests' streams carried, by kind, and how it arrived.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streams: Option<StreamFigures>,
+    /// A4 (v0.5): where the completed requests' time to first token went (SPEC §2 "The first
+    /// token's path").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_path: Option<super::FirstTokenPath>,
 }
 
 /// A4 (v0.5): a window's stream figures (SPEC §3 "What a stream's figures are about"): the

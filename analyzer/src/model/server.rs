@@ -100,6 +100,9 @@ pub struct ServerWindow {
     pub server_finished: Option<f64>,
     /// Requests the client saw complete with this replica in the span.
     pub client_finished: u64,
+    /// A4 (v0.5): the client's time to first token split at the server's clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<super::ServerPath>,
 }
 
 /// A gauge over a span's scrapes.
@@ -137,7 +140,9 @@ pub struct ServerComparison {
     /// The loopback canary's largest lag in the window, ms (the read loop's bound), when the
     /// journal has one.
     pub canary_max_ms: Option<f64>,
-    /// `within-bounds`, `client-later`, `client-earlier` or `not-comparable`.
+    /// `within-bounds`, `client-later`, `client-earlier`, `not-comparable`, or (A4)
+    /// `not-resolvable`: the means differ by more than the read loop's bound and a compared
+    /// bucket is wider than that.
     pub verdict: &'static str,
     /// The verdict in words.
     pub text: String,

@@ -127,6 +127,37 @@ pub(super) fn section(md: &mut String, s: &ServerEvidence) {
             let _ = writeln!(md, "- {} / {}: {}.", w.window, w.source, c.text);
         }
     }
+    path_lines(md, s);
+}
+
+/// A4 (v0.5): the client's time to first token split at the server's clock, per window and
+/// source, and each source's signatures once (SPEC §2 "The first token's path").
+fn path_lines(md: &mut String, s: &ServerEvidence) {
+    let paths: Vec<_> = s
+        .windows
+        .iter()
+        .filter_map(|w| Some((w, w.path.as_ref()?)))
+        .collect();
+    if !paths.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nThe first token's path at the server's clock (§2, A4):\n"
+        );
+        for (w, p) in &paths {
+            let _ = writeln!(md, "- {} / {}: {}.", w.window, w.source, p.text);
+        }
+        let sources: Vec<&str> = s.sources.iter().map(|src| src.source.as_str()).collect();
+        for source in sources {
+            let shown: Vec<_> = paths
+                .iter()
+                .filter(|(w, _)| w.source == source)
+                .filter_map(|(w, p)| Some((w.window, p.signature.as_ref()?)))
+                .collect();
+            for line in super::path::grouped(&shown) {
+                let _ = writeln!(md, "- {source}, {line}");
+            }
+        }
+    }
 }
 
 /// Inside the recovery section: the survivors' queue and KV-cache use over the fault window

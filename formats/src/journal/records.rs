@@ -275,7 +275,7 @@ pub const REQUEST_OUTCOME_OFFSET: usize = 8;
 /// (JOURNAL.md's byte layout: the fixed fields, seven optional timestamps, the terminal time,
 /// then the gaps as a u64 count and that many u32). For readers that need only the gaps, such as
 /// the analyzer's pooled inter-chunk pass. `None` for a body too short for what it announces.
-pub fn request_gaps(body: &[u8]) -> Option<(u64, impl Iterator<Item = u32> + '_)> {
+pub fn request_gaps(body: &[u8]) -> Option<(u64, impl Iterator<Item = u32> + Clone + '_)> {
     let u64_at = |at: usize| -> Option<u64> {
         Some(u64::from_le_bytes(body.get(at..at + 8)?.try_into().ok()?))
     };
