@@ -506,7 +506,6 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
         warn!("percentes: {why}");
     }
     let options = Options {
-        output: args.output,
         force: args.force,
         signing_key,
         tool_version: TOOL_VERSION.into(),
@@ -522,7 +521,8 @@ fn record(args: args::RecordArgs) -> Result<ExitCode> {
         heads: args.heads,
         cpus: percentes_study::cpus(args.host.cpus.as_deref())?,
         host_check: !args.no_host_check,
-        target_placement: None,
+        // Nothing placed the target or put a proxy before it: the defaults say so.
+        ..Options::new(args.output)
     };
     let end = percentes_study::host::End {
         quiet: args.quiet,

@@ -142,6 +142,7 @@ mod repo {
     pub mod http2;
     pub mod independent;
     pub mod kube;
+    pub mod proxy;
     pub mod query;
     pub mod real_servers;
     pub mod record;

@@ -151,6 +151,9 @@ pub struct Options {
     /// placed them (the study runner's `[testbed.placement]`): journaled as the
     /// `target-placement` host fact (SPEC §2 "Placement").
     pub target_placement: Option<String>,
+    /// The proxy in front of the target and its timing-relevant settings, when whoever started
+    /// it said so (the study runner's `[testbed.proxy]`): journaled as the `proxy` host fact.
+    pub proxy: Option<String>,
 }
 
 impl Options {
@@ -176,6 +179,7 @@ impl Options {
             cpus: None,
             host_check: false,
             target_placement: None,
+            proxy: None,
         }
     }
 }
@@ -288,7 +292,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         config,
         open_files,
         &preflight,
-        (placement, options.target_placement.clone()),
+        (placement, options),
         host_check,
         prompt_facts,
     )?;

@@ -10,6 +10,7 @@
 //! ttft = { kind = "log-normal", median_ms = 120.0, sigma = 0.25 }   # prefill, at one running sequence
 //! token_gap = { kind = "log-normal", median_ms = 4.0, sigma = 0.2 }  # each later token
 //! min_output_tokens = 16     # ignore_eos = false: output length uniform in [this, max_tokens]
+//! head = "with-first-token"  # or "on-arrival": a stream's head written as the request arrives
 //!
 //! [capacity]
 //! max_num_seqs = 24          # sequences decoding at once; the rest wait in a FIFO queue
@@ -136,6 +137,21 @@ pub struct Timing {
     /// 0.10, the default) or `reasoning` (vLLM since).
     #[serde(default)]
     pub reasoning_field: ReasoningField,
+    /// When a stream's response head is written: `with-first-token` (the default, as the mock
+    /// always has) or `on-arrival` (as vLLM does: the head as it accepts the request).
+    #[serde(default)]
+    pub head: HeadTiming,
+}
+
+/// When the mock writes a stream's response head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeadTiming {
+    /// With the first token, in the same write.
+    #[default]
+    WithFirstToken,
+    /// As the request is accepted, before its time to first token.
+    OnArrival,
 }
 
 /// The Chat Completions field a reasoning delta is written in.
@@ -178,6 +194,7 @@ impl Default for Timing {
             reasoning_tokens: 0,
             reasoning_gap: None,
             reasoning_field: ReasoningField::default(),
+            head: HeadTiming::default(),
         }
     }
 }

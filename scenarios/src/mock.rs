@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
-use crate::config::{FaultMode, FaultPlan, MockConfig};
+use crate::config::{FaultMode, FaultPlan, HeadTiming, MockConfig};
 use crate::http::{self, ReadError, Request};
 use crate::timing::Rng;
 
@@ -784,6 +784,19 @@ async fn generate(
     let mut deadline =
         Instant::now() + scaled(config.timing.ttft.sample_ns(&mut rng), mock.multiplier());
     let mut head_sent = false;
+    // A server that answers its head as it accepts the request (vLLM, behind FastAPI) rather
+    // than with its first token: what tells a proxy holding the head apart (SPEC §2 "The first
+    // token's path").
+    if ask.stream && config.timing.head == HeadTiming::OnArrival {
+        if http::send(stream, &stream_head(config, &mut encoder))
+            .await
+            .is_err()
+        {
+            mock.count("client-gone");
+            return Next::Gone;
+        }
+        head_sent = true;
+    }
     for (i, token) in plan.iter().enumerate() {
         let i = i as u32;
         if i > 0 {
@@ -832,20 +845,7 @@ async fn generate(
         }
         let mut bytes = Vec::new();
         if !head_sent {
-            bytes.extend(http::chunked_head(
-                200,
-                "text/event-stream",
-                &[
-                    (REPLICA_HEADER, &config.name),
-                    ("cache-control", "no-cache"),
-                ],
-            ));
-            // An empty chunk would end the body: only an API with events before the first
-            // token writes one here.
-            let prologue = encoder.prologue();
-            if !prologue.is_empty() {
-                bytes.extend(http::chunk(&prologue));
-            }
+            bytes.extend(stream_head(config, &mut encoder));
             head_sent = true;
         }
         let event = match sabotage {
@@ -914,4 +914,23 @@ async fn generate(
     } else {
         Next::Gone
     }
+}
+
+/// A stream's head and, for an API with events before the first token, its prologue.
+fn stream_head(config: &MockConfig, encoder: &mut Encoder) -> Vec<u8> {
+    let mut bytes = http::chunked_head(
+        200,
+        "text/event-stream",
+        &[
+            (REPLICA_HEADER, &config.name),
+            ("cache-control", "no-cache"),
+        ],
+    );
+    // An empty chunk would end the body: only an API with events before the first token
+    // writes one here.
+    let prologue = encoder.prologue();
+    if !prologue.is_empty() {
+        bytes.extend(http::chunk(&prologue));
+    }
+    bytes
 }

@@ -341,6 +341,7 @@ pub fn run(
     let inbox = TimelineInbox::default();
     let mut options = recorder_options(journal.clone(), Progress::Human, Some(inbox.clone()), tool);
     options.target_placement = bed.placement();
+    options.proxy = bed.proxy();
     let finished = Arc::new(AtomicBool::new(false));
     let recorder = {
         let finished = Arc::clone(&finished);
@@ -481,6 +482,7 @@ pub fn recorder_options(
         // the client gate; the quiet steps of a sweep or calibration are not delayed by it.
         host_check: progress == Progress::Human,
         target_placement: None,
+        proxy: None,
     }
 }
 

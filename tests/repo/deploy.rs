@@ -545,6 +545,7 @@ fn the_layer_7_example_names_the_upstream_and_retries_nothing() {
         "add_header x-upstream $upstream_addr always;",
         "proxy_next_upstream off;",
         "proxy_buffering off;",
+        "tcp_nodelay on;",
     ] {
         assert!(conf.contains(line), "nginx.conf lacks {line}");
     }

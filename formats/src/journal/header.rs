@@ -634,11 +634,14 @@ pub enum HostFact {
     /// What the fault's injector checked before the run (`network-policy`: the CNI found to
     /// enforce NetworkPolicy, and no policy of the partition's name left over).
     FaultCheck,
+    /// The proxy a study runner put between the recorder and the replicas, with its settings
+    /// that move a response's timing (SPEC §2 "The first token's path"; issue 52).
+    Proxy,
 }
 
 impl HostFact {
     /// Every key, in the order a recorder writes them.
-    pub const ALL: [HostFact; 27] = [
+    pub const ALL: [HostFact; 28] = [
         HostFact::Hostname,
         HostFact::Kernel,
         HostFact::Cpu,
@@ -666,6 +669,7 @@ impl HostFact {
         HostFact::StartLateNs,
         HostFact::Trace,
         HostFact::FaultCheck,
+        HostFact::Proxy,
     ];
 
     /// Its key in the header (a key never changes spelling).
@@ -698,6 +702,7 @@ impl HostFact {
             HostFact::StartLateNs => "shard-start-late-ns",
             HostFact::Trace => "trace",
             HostFact::FaultCheck => "fault-check",
+            HostFact::Proxy => "proxy",
         }
     }
 

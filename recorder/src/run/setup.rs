@@ -223,7 +223,7 @@ pub(super) fn setup_facts(
     config: &Config,
     open_files: u64,
     preflight: &Option<String>,
-    (placement, target_placement): (String, Option<String>),
+    (placement, options): (String, &Options),
     host_check: Option<String>,
     prompt_facts: Facts,
 ) -> Result<Facts, RecordError> {
@@ -258,7 +258,8 @@ pub(super) fn setup_facts(
         ),
         HostFact::Placement.entry(placement),
     ];
-    facts.extend(target_placement.map(|t| HostFact::TargetPlacement.entry(t)));
+    facts.extend((options.target_placement.clone()).map(|t| HostFact::TargetPlacement.entry(t)));
+    facts.extend(options.proxy.clone().map(|p| HostFact::Proxy.entry(p)));
     if let Some(look) = host_check {
         facts.push(HostFact::HostCheck.entry(look));
     }

@@ -207,6 +207,14 @@ impl Bed {
             Bed::Real(bed) => bed.placement(),
         }
     }
+
+    /// The proxy in front of the replicas and its settings, where the runner started one.
+    pub(super) fn proxy(&self) -> Option<String> {
+        match self {
+            Bed::Mock(_) => None,
+            Bed::Real(bed) => Some(bed.proxy()),
+        }
+    }
 }
 
 /// Starts the testbed on real parts, placed where the plan asks, with its placeholders.
