@@ -97,13 +97,18 @@ impl PlacementPlan {
     /// What was placed where, in words (the `target-placement` host fact).
     fn describe(&self, tag: &str, unified: bool) -> String {
         format!(
-            "cgroup {}: the target (replicas and proxy) in {tag}/target on CPUs {}{}; the recorder (and the study runner) in {tag}/recorder on CPUs {} with a CPU quota of {:.2} CPUs ({} us per {PERIOD_US} us)",
+            "cgroup {}: the target (replicas and proxy) in {tag}/target on CPUs {}{}; the recorder (and the study runner) in {tag}/recorder on CPUs {} with a CPU quota of {:.2} CPUs ({} us per {PERIOD_US} us) and a CPU weight of {} ({tag} and {tag}/recorder)",
             if unified { "v2" } else { "v1" },
             cpu_list(&self.target_cpus),
             self.replica_quota_cpus.map_or(String::new(), |q| format!(", each replica in a group of its own there with a CPU quota of {q:.2} CPUs")),
             cpu_list(&self.recorder_cpus),
             self.recorder_quota(),
             (self.recorder_quota() * PERIOD_US as f64).round() as u64,
+            if unified {
+                format!("{RECORDER_WEIGHT_V2} of cpu.weight")
+            } else {
+                format!("{RECORDER_SHARES_V1} of cpu.shares")
+            },
         )
     }
 
@@ -294,6 +299,22 @@ fn v1_cpusets(
     Ok(())
 }
 
+/// The CPU weight the recorder's groups get: the most cgroup v2 allows (`cpu.weight`, default
+/// 100), and on v1 the most `cpu.shares` allows (default 1024). Issue 52: with the default,
+/// root-level tasks of equal weight starved a placed recorder (G2.4 read 4.5 ms). A weight
+/// decides only when the CPU is contended; the quota still bounds the recorder's use.
+pub const RECORDER_WEIGHT_V2: u64 = 10_000;
+/// [`RECORDER_WEIGHT_V2`] on cgroup v1.
+pub const RECORDER_SHARES_V1: u64 = 262_144;
+
+fn set_weight(dir: &Path, unified: bool) -> Result<()> {
+    if unified {
+        write(&dir.join("cpu.weight"), &RECORDER_WEIGHT_V2.to_string())
+    } else {
+        write(&dir.join("cpu.shares"), &RECORDER_SHARES_V1.to_string())
+    }
+}
+
 fn set_quota(dir: &Path, cpus: f64, unified: bool) -> Result<()> {
     let quota_us = (cpus * PERIOD_US as f64).round() as u64;
     if unified {
@@ -376,6 +397,9 @@ impl Placed {
             let has_cpu = unified || *kind == "cpu";
             if has_cpu {
                 set_quota(&recorder, plan.recorder_quota(), unified)?;
+                // The study's group against its siblings, the recorder's against the target's.
+                set_weight(&parent, unified)?;
+                set_weight(&recorder, unified)?;
             }
             placed.has_cpu.push(has_cpu);
             placed.homes.push((origin, recorder));
@@ -590,6 +614,21 @@ mod tests {
             );
             assert!(
                 placed.description.contains("quota of 1.00 CPUs"),
+                "{}",
+                placed.description
+            );
+            // Issue 52: the study's group and the recorder's weigh the most v1 allows, so
+            // tasks beside them cannot starve the recorder; the target's keeps the default.
+            for group_dir in ["percentes-study-7", "percentes-study-7/recorder"] {
+                assert_eq!(read(&format!("cpu/{group_dir}/cpu.shares")), "262144");
+            }
+            assert!(!group
+                .join("cpu/percentes-study-7/target/cpu.shares")
+                .exists());
+            assert!(
+                placed
+                    .description
+                    .contains("CPU weight of 262144 of cpu.shares"),
                 "{}",
                 placed.description
             );

@@ -186,6 +186,18 @@ impl Cgroup {
         }
     }
 
+    /// The CPU weight of the group whose quota binds (or the recorder's own), with the
+    /// kernel's default for its version: v2 `cpu.weight` (default 100), v1 `cpu.shares`
+    /// (default 1024). `None` when the file cannot be read (the root group has none).
+    pub fn weight(&self) -> Option<(u64, u64)> {
+        let (file, default) = match self.version {
+            2 => ("cpu.weight", 100),
+            _ => ("cpu.shares", 1024),
+        };
+        let text = std::fs::read_to_string(self.cpu_dir.join(file)).ok()?;
+        Some((text.trim().parse().ok()?, default))
+    }
+
     /// The `cgroup-cpu` host fact: what is read, and the quota at the start.
     pub fn fact(&self) -> String {
         let quota = match self.quota() {

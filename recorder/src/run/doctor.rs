@@ -43,6 +43,8 @@ pub struct Examination {
     pub quota_cpus: Option<f64>,
     /// The cgroup as the journal's host fact states it.
     pub cgroup: String,
+    /// The control group's CPU weight and the kernel's default for it, when read.
+    pub weight: Option<(u64, u64)>,
 }
 
 /// A CPU busier than this share (with work other than the look's own ticker) is named busy.
@@ -74,6 +76,7 @@ pub fn examine(duration: Duration, cpus: Option<&[usize]>) -> Result<Examination
         ),
         Err(why) => (None, format!("not read: {why}")),
     };
+    let weight = cgroup.as_ref().ok().and_then(cgroup::Cgroup::weight);
     let before = per_cpu_jiffies();
     let host_before = host_jiffies();
     let mut runtime = compio::runtime::Runtime::builder();
@@ -136,6 +139,7 @@ pub fn examine(duration: Duration, cpus: Option<&[usize]>) -> Result<Examination
         per_cpu,
         quota_cpus,
         cgroup: cgroup_fact,
+        weight,
     })
 }
 
@@ -246,6 +250,12 @@ impl Examination {
                 busy.join(", ")
             ));
         }
+        let contended = self.per_cpu.iter().any(|(_, s)| *s > BUSY_CPU_SHARE);
+        if let Some((weight, default)) = self.weight.filter(|(w, d)| w <= d && contended) {
+            out.push(format!(
+                "the recorder's control group has CPU weight {weight} (the default is {default}) while other work keeps a CPU it may use busy: tasks of equal weight take the CPU from it when they compete (issue 52: a placed recorder read G2.4 4.5 ms so); raise its weight (`scenario run` with [testbed.placement] sets the most the kernel allows) or move the other work"
+            ));
+        }
         if let Some(q) = self.quota_cpus {
             if q < 1.0 {
                 out.push(format!(
@@ -292,7 +302,13 @@ impl Examination {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            format!("  cgroup: {}", self.cgroup),
+            format!(
+                "  cgroup: {}; CPU weight {}",
+                self.cgroup,
+                self.weight.map_or("not read".into(), |(w, d)| format!(
+                    "{w} (default {d})"
+                ))
+            ),
         ];
         let risks = self.risks();
         if risks.is_empty() {
@@ -325,6 +341,7 @@ mod tests {
             per_cpu: vec![(0, 0.1), (1, 0.1)],
             quota_cpus: None,
             cgroup: "v2 /: no CPU quota".into(),
+            weight: Some((100, 100)),
         }
     }
 
@@ -366,7 +383,20 @@ mod tests {
             "{risks}"
         );
         assert!(pinned.lines()[0].contains("pinned to 0 as asked"));
-        assert!(pinned.lines().last().unwrap().starts_with("  - "));
+        assert!(pinned.lines().last().unwrap().starts_with("  - ")); // Issue 52: a default weight is a risk only where other work contends for a CPU.
+        assert!(
+            risks.contains("CPU weight 100 (the default is 100)"),
+            "{risks}"
+        );
+        let weighty = Examination {
+            weight: Some((10_000, 100)),
+            ..pinned.clone()
+        };
+        assert!(!weighty.risks().join("\n").contains("CPU weight"));
+        assert!(weighty
+            .lines()
+            .iter()
+            .any(|l| l.contains("CPU weight 10000 (default 100)")));
     }
 
     #[test]
