@@ -319,6 +319,7 @@ impl Config {
             message: e.message().trim().to_owned(),
         })?;
         let configured = pinned::take_pins(&mut table)?;
+        let server_metrics_written = table.contains_key("server_metrics");
         // The typed stage reads the spanned tree, less what the pin stage took, so that its
         // errors keep their place in the file.
         keep_only(spanned.get_mut(), &table);
@@ -378,6 +379,7 @@ impl Config {
             configured,
         };
         config.check_relations()?;
+        config.check_scrape_sources(server_metrics_written)?;
         config.check_domains()?;
         config.check_timing()?;
         if secrets {

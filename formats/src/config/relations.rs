@@ -170,6 +170,25 @@ impl Config {
         Ok(())
     }
 
+    /// Issue 52: a `[server_metrics]` section the configuration writes must have something to
+    /// scrape (a replica's address or an extra endpoint); before, it did nothing, silently. The
+    /// target's own URL is not guessed at: behind a proxy its `/metrics` is one replica's, or
+    /// the proxy's, chosen by the proxy.
+    pub(super) fn check_scrape_sources(&self, written: bool) -> Result<(), ConfigError> {
+        let section = &self.server_metrics;
+        if written
+            && section.scrape
+            && self.target.replica_addresses.is_empty()
+            && section.extra.is_empty()
+        {
+            return Err(ConfigError::Inconsistent {
+                clause: "§2",
+                message: "[server_metrics] is set, but nothing would be scraped: target.replica_addresses names no replica's address and server_metrics.extra no endpoint. Name each replica's host:port in target.replica_addresses (a replica the base URL addresses directly: the base URL's host:port), add an endpoint under server_metrics.extra, or set server_metrics.scrape = false".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// The base URL's scheme, and at least one route, each with a weight, a path and a label of its own.
     fn check_routes(&self) -> Result<(), ConfigError> {
         let url = &self.target.base_url;

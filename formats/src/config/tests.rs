@@ -1420,12 +1420,41 @@ fn the_scrape_period_is_divided_by_the_time_factor_down_to_the_floor() {
     assert_eq!(with_factor(10), floor);
 }
 
+const ADDRESSES: &str =
+    "replica_addresses = { \"replica-0\" = \"127.0.0.1:8001\", \"replica-1\" = \"127.0.0.1:8002\" }";
+
+/// Issue 52: a `[server_metrics]` section with nothing to scrape (no replica address, no extra
+/// endpoint) is refused, saying what to add; it used to do nothing, silently. Without the
+/// section, or with scraping off, the same target loads.
+#[test]
+fn a_server_metrics_section_with_nothing_to_scrape_is_refused() {
+    let golden = crate::journal::synthetic::GOLDEN_CONFIG;
+    let with = |section: &str, addresses: &str| {
+        let text = golden.replace(
+            "[target]",
+            &format!("[server_metrics]\n{section}\n\n[target]\n{addresses}"),
+        );
+        Config::parse(text.as_bytes())
+    };
+    let why = with("preset = \"vllm\"", "").unwrap_err().to_string();
+    assert!(
+        why.contains("§2")
+            && why.contains("target.replica_addresses")
+            && why.contains("nothing would be scraped"),
+        "{why}"
+    );
+    with("preset = \"vllm\"", ADDRESSES).unwrap();
+    with("scrape = false", "").unwrap();
+    with("extra = { router = \"http://127.0.0.1:9000/metrics\" }", "").unwrap();
+    Config::parse(golden.as_bytes()).unwrap();
+}
+
 #[test]
 fn server_metrics_names_urls_and_paths_are_checked_at_load() {
     let with = |section: &str| {
         let text = crate::journal::synthetic::GOLDEN_CONFIG.replace(
             "[target]",
-            &format!("[server_metrics]\n{section}\n\n[target]"),
+            &format!("[server_metrics]\n{section}\n\n[target]\n{ADDRESSES}"),
         );
         Config::parse(text.as_bytes())
     };
