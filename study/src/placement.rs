@@ -315,6 +315,14 @@ fn set_weight(dir: &Path, unified: bool) -> Result<()> {
     }
 }
 
+/// The recorder's group gets its quota, and it and the study's group the most CPU weight: the
+/// study's group against its siblings, the recorder's against the target's.
+fn hold_for_recorder(parent: &Path, recorder: &Path, quota: f64, unified: bool) -> Result<()> {
+    set_quota(recorder, quota, unified)?;
+    set_weight(parent, unified)?;
+    set_weight(recorder, unified)
+}
+
 fn set_quota(dir: &Path, cpus: f64, unified: bool) -> Result<()> {
     let quota_us = (cpus * PERIOD_US as f64).round() as u64;
     if unified {
@@ -396,10 +404,7 @@ impl Placed {
             }
             let has_cpu = unified || *kind == "cpu";
             if has_cpu {
-                set_quota(&recorder, plan.recorder_quota(), unified)?;
-                // The study's group against its siblings, the recorder's against the target's.
-                set_weight(&parent, unified)?;
-                set_weight(&recorder, unified)?;
+                hold_for_recorder(&parent, &recorder, plan.recorder_quota(), unified)?;
             }
             placed.has_cpu.push(has_cpu);
             placed.homes.push((origin, recorder));

@@ -192,7 +192,7 @@ impl Cgroup {
     pub fn weight(&self) -> Option<(u64, u64)> {
         let (file, default) = match self.version {
             2 => ("cpu.weight", 100),
-            _ => ("cpu.shares", 1024),
+            _ => ("cpu.shares", 1 << 10),
         };
         let text = std::fs::read_to_string(self.cpu_dir.join(file)).ok()?;
         Some((text.trim().parse().ok()?, default))
