@@ -6,7 +6,7 @@
 use crate::estimate::runs;
 use crate::model::{Group, RecoveryReport, Report, Summary};
 use crate::summaries::{self, RunRef};
-use percentes_formats::spec::{HeadlineSlots, Rules, SurvivorSpan};
+use percentes_formats::spec::{HeadlineSlots, ReadingWords, Rules, SurvivorSpan};
 
 /// The headline of one run alone (a report's own line).
 pub fn of_run(report: &Report) -> String {
@@ -30,7 +30,7 @@ const EMPTY: &str = "[not measured]";
 pub fn sentence(groups: &[Group], clean_delete: &[&RecoveryReport], rules: &Rules) -> String {
     match rules.survivor {
         SurvivorSpan::FaultWindow => archived(groups, clean_delete),
-        SurvivorSpan::OutageThenRecovery => a3(groups, clean_delete, rules.headline),
+        SurvivorSpan::OutageThenRecovery => a3(groups, clean_delete, (rules.headline, rules.words)),
     }
 }
 
@@ -235,7 +235,11 @@ fn over_runs(s: &Summary, scale: f64, unit: &str) -> String {
 /// A3's sentence (v0.4, SPEC appendix): the survivor over the outage and the recovery apart,
 /// every share with its n, a recovery at the detector's resolution as a bound, and every slot
 /// that is not a measurement saying whether it does not apply or why it was not measured.
-fn a3(groups: &[Group], clean_delete: &[&RecoveryReport], slots: HeadlineSlots) -> String {
+fn a3(
+    groups: &[Group],
+    clean_delete: &[&RecoveryReport],
+    (slots, words): (HeadlineSlots, ReadingWords),
+) -> String {
     let lead = lead(groups, slots);
     // The survivor's and the recovery's slots read the lead variant's runs.
     let cd = |scalar: &str| Slot::of(groups, lead, scalar);
@@ -271,9 +275,17 @@ fn a3(groups: &[Group], clean_delete: &[&RecoveryReport], slots: HeadlineSlots) 
     } else {
         "in the black-hole runs, "
     };
+    // A4 (issue 52): a deletion's removal is confirmed by its replacement's first answered
+    // ready probe; the sentence says so rather than leave "removal" to be read as the delete.
+    let removal = match (words, lead) {
+        (ReadingWords::WhatWasMeasured, "clean-delete") => {
+            "its confirmed removal, the replacement's first answered ready probe"
+        }
+        _ => "its confirmed removal",
+    };
     format!(
         "Under clean delete, {} of the requests in flight on the lost replica failed; under black-hole, {} failed and {} timed out. \
-         While the lost replica was out ({whose}{} from the fire to its confirmed removal), the service's time to first token (conditional on completion) was {} against {} over the baseline, and its goodput {}; over the recovery that followed, {} and {}. \
+         While the lost replica was out ({whose}{} from the fire to {removal}), the service's time to first token (conditional on completion) was {} against {} over the baseline, and its goodput {}; over the recovery that followed, {} and {}. \
          The survivor settled into its single-replica equilibrium {}; the two-replica baseline returned {}, of which {} were measured, {} the largest.",
         in_flight(clean("in flight on the victim at fire: failed")),
         bh_in_flight(bh("in flight on the victim at fire: failed")),

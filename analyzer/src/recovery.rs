@@ -156,7 +156,7 @@ pub fn boundary(
                     bucket_ns,
                 ),
                 (bucket_ns, spec_rules.absence),
-                &decomposition(run, anchor_ns),
+                &decomposition(run, anchor_ns, spec_rules.words),
             )),
         },
     };
@@ -234,7 +234,7 @@ pub fn analyze(
         RecoveryRules::Original => b as f64 * bucket_s,
     };
     let timeout_s = seconds(timeout_ns);
-    let decomposition = decomposition(run, anchor_ns);
+    let decomposition = decomposition(run, anchor_ns, spec_rules.words);
     let rules = match spec_rules.recovery {
         RecoveryRules::Amended => {
             let scheduled = base
@@ -350,7 +350,7 @@ pub fn analyze(
             &to_pre_fault,
             gates,
             plan,
-            (valid, spec_rules.claims),
+            (valid, spec_rules.claims, spec_rules.words),
         ),
     };
 

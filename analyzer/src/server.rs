@@ -16,7 +16,9 @@ use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::pins::value;
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
-use percentes_formats::spec::{CanaryOver, FirstTokenPath, Rules, StreamReading, VerdictBasis};
+use percentes_formats::spec::{
+    CanaryOver, FirstTokenPath, ReadingWords, Rules, StreamReading, VerdictBasis,
+};
 
 use crate::frame::NONE;
 use crate::load::Run;
@@ -222,6 +224,8 @@ pub struct WindowSpan {
 /// terminal, completed), ns from the epoch.
 struct Client {
     rows: Vec<(u64, u64, u64, bool)>,
+    /// When each request to the replica the client gave up on (censored) ended, ns.
+    gave_up: Vec<u64>,
 }
 
 /// The `host:port` a base URL sends to.
@@ -242,12 +246,15 @@ impl Client {
             .replica_addresses
             .get(replica)
             .is_some_and(|address| *address == authority(&run.config.target.base_url));
-        let rows = (0..r.len())
+        let rows_of: Vec<usize> = (0..r.len())
             .filter(|&row| match r.replica_name(row) {
                 Some(name) => name == replica,
                 None => direct,
             })
-            .map(|row| {
+            .collect();
+        let rows = rows_of
+            .iter()
+            .map(|&row| {
                 (
                     r.request_written_ns[row],
                     // A4: the first generated delta of any kind; the first content before it.
@@ -262,7 +269,12 @@ impl Client {
                 )
             })
             .collect();
-        Client { rows }
+        let gave_up = rows_of
+            .iter()
+            .filter(|&&row| r.outcome(row) == Some(percentes_formats::journal::Outcome::Censored))
+            .map(|&row| r.terminal_ns[row])
+            .collect();
+        Client { rows, gave_up }
     }
 
     /// Times from the request written whole to `event` (first content, or the end of a
@@ -319,7 +331,7 @@ pub fn evidence(
             .filter(|(a, b)| b > a)
         {
             out.reconciliation
-                .push(reconcile(source, &client, whole, period_ns));
+                .push(reconcile(source, &client, whole, (period_ns, rules.words)));
         }
         for window in windows.unwrap_or_default() {
             let mut window = window.clone();
@@ -426,7 +438,7 @@ fn reconcile(
     source: &Source<'_>,
     client: &Client,
     (from, to): (usize, usize),
-    period_ns: u64,
+    (period_ns, words): (u64, ReadingWords),
 ) -> Reconciliation {
     let (a, b) = (mid(source.points[from]), mid(source.points[to]));
     let ids = source.ids(Role::Requests, "");
@@ -453,6 +465,14 @@ fn reconcile(
             seconds(b),
             (s - client_finished as f64).abs()
         ),
+    };
+    // A4 (issue 52): requests the client gave up on are in neither side's sure count.
+    let gave_up = client.gave_up.iter().filter(|&&t| t > a && t <= b).count();
+    let text = match words {
+        ReadingWords::WhatWasMeasured if gave_up > 0 => format!(
+            "{text}; the client gave up on {gave_up} request(s) to it in the span (censored at its deadline): not in the client's count, and in the server's only where it ran one to its end after the client left (a server that aborts it may count it among its finished, or not at all)"
+        ),
+        _ => text,
     };
     Reconciliation {
         source: source.name.to_owned(),
@@ -1100,6 +1120,7 @@ mod tests {
                 (s / 2, 3 * s / 2, 2 * s, true),
                 (9 * s / 5, 23 * s / 10, 5 * s / 2, true),
             ],
+            gave_up: Vec::new(),
         };
         assert_eq!(client.times(true, (s, 2 * s)), [s]);
         assert_eq!(client.finished((s, 2 * s)), 1);
@@ -1220,5 +1241,62 @@ mod tests {
         let early = server_path(&first, Some(&early)).unwrap();
         assert!((early.after_server_at_least_ms.unwrap() - 10.0).abs() < 1e-9);
         assert!(early.signature.is_none());
+    }
+
+    /// Issue 52 (A4): a reconciliation says how many requests the client gave up on in its span
+    /// (censored), which neither count holds for sure. Scrapes at 0, 1 and 2 s of a counter
+    /// 0, 2, 3 (3 finished); the client saw 2 complete and gave up on one at 1.5 s, and one at
+    /// 2.5 s, outside the span. v0.4 says nothing of them.
+    #[test]
+    fn a_reconciliation_names_the_requests_the_client_gave_up_on() {
+        let s = 1_000_000_000u64;
+        let mut scraper = Scraper::default();
+        let records: Vec<ScrapeRecord> = [0.0, 2.0, 3.0]
+            .iter()
+            .enumerate()
+            .map(|(t, &finished)| {
+                let t = t as u64 * s;
+                scraper.record(
+                    "replica-0",
+                    (t, t),
+                    &[exposed(
+                        "vllm:request_success_total",
+                        "vllm:request_success",
+                        None,
+                        SeriesKind::Counter,
+                        finished,
+                    )],
+                )
+            })
+            .collect();
+        let mut source = Source {
+            name: "replica-0",
+            points: records.iter().collect(),
+            series: BTreeMap::new(),
+            failures: Vec::new(),
+        };
+        for d in &records[0].defined {
+            source.series.insert(d.id, d);
+        }
+        let client = Client {
+            rows: vec![(0, s / 10, s / 2, true), (s, s + s / 10, 3 * s / 2, true)],
+            gave_up: vec![3 * s / 2, 5 * s / 2],
+        };
+        let period = s / 10;
+        let r = reconcile(
+            &source,
+            &client,
+            (0, 2),
+            (period, ReadingWords::WhatWasMeasured),
+        );
+        assert_eq!((r.server_finished, r.client_finished), (Some(3.0), 2));
+        assert!(
+            r.text
+                .contains("the client gave up on 1 request(s) to it in the span"),
+            "{}",
+            r.text
+        );
+        let old = reconcile(&source, &client, (0, 2), (period, ReadingWords::Archived));
+        assert!(!old.text.contains("gave up"), "{}", old.text);
     }
 }

@@ -290,6 +290,23 @@ pub enum FirstTokenPath {
     Decomposed,
 }
 
+/// Whether a reading names what it measured where issue 52, reading the vLLM study's reports,
+/// found one that did not (SPEC §2, §5, §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadingWords {
+    /// v0.1 to v0.4, as archived: a deletion's removal read "from the impact (no `reschedule`
+    /// timeline event)" beside a decomposition listing one that came a few ms before the
+    /// impact's confirmation; the outage "to its confirmed removal" where that removal is the
+    /// replacement's first ready probe; a boundary "weight load" that is the weight-load log
+    /// line (vLLM's load itself took 0.00 s of the 35.7 s); a reconciliation silent on the
+    /// requests the client timed out, which the server may count as finished or not at all;
+    /// the audit's largest per-interval stall p99 beside G2.4's run p99 with no word on which
+    /// is which.
+    Archived,
+    /// v0.5 (A4): each says what it measured.
+    WhatWasMeasured,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -418,6 +435,9 @@ pub struct Rules {
     pub verdict: VerdictBasis,
     /// Whether the first token's path is decomposed (§2, A4).
     pub path: FirstTokenPath,
+    /// Whether a reading names what it measured where issue 52 found it did not (§2, §5, §9,
+    /// A4).
+    pub words: ReadingWords,
 }
 
 impl Rules {
@@ -451,6 +471,7 @@ impl Rules {
         refusals: RefusalWords::Budget,
         verdict: VerdictBasis::Buckets,
         path: FirstTokenPath::Unread,
+        words: ReadingWords::Archived,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -500,6 +521,7 @@ impl Rules {
                 refusals: RefusalWords::WhatPublishes,
                 verdict: VerdictBasis::MeansWhereBucketsCannot,
                 path: FirstTokenPath::Decomposed,
+                words: ReadingWords::WhatWasMeasured,
                 ..a3
             },
         }
@@ -655,6 +677,7 @@ mod tests {
         assert_eq!(v4.refusals, RefusalWords::Budget);
         assert_eq!(v4.verdict, VerdictBasis::Buckets);
         assert_eq!(v4.path, FirstTokenPath::Unread);
+        assert_eq!(v4.words, ReadingWords::Archived);
         assert_eq!(
             v5,
             Rules {
@@ -672,6 +695,7 @@ mod tests {
                 refusals: RefusalWords::WhatPublishes,
                 verdict: VerdictBasis::MeansWhereBucketsCannot,
                 path: FirstTokenPath::Decomposed,
+                words: ReadingWords::WhatWasMeasured,
                 ..v4
             }
         );

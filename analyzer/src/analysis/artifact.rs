@@ -179,7 +179,8 @@ fn protocol(run: &Run) -> String {
     )
 }
 
-pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
+/// `g24`: under A4, G2.4's own reading, said beside the largest per-second stall p99.
+pub(super) fn artifact(run: &Run, audit: &Audit, g24: Option<&str>) -> Artifact {
     let requests = &run.requests;
     let header = &run.header;
     let n = requests.len() as u64;
@@ -331,11 +332,21 @@ pub(super) fn artifact(run: &Run, audit: &Audit) -> Artifact {
             Threat {
                 threat: "saturation",
                 shows: format!(
-                    "generator: host CPU at most {} over any 5 s, recorder {} of one core, stall p99 at most {}; target: {errored} errored ({:.2} %) and {censored} censored ({:.2} %) of {n} scheduled",
+                    "generator: host CPU at most {} over any 5 s, recorder {} of one core, {}; target: {errored} errored ({:.2} %) and {censored} censored ({:.2} %) of {n} scheduled",
                     pct(tm.host_cpu_max_5s_percent),
                     pct(tm.recorder_cpu_percent_of_one_core),
-                    tm.stall_p99_max_us
-                        .map_or("not recorded".into(), |v| format!("{v:.1} us")),
+                    match (g24, tm.stall_p99_max_us) {
+                        (None, p99) => format!(
+                            "stall p99 at most {}",
+                            p99.map_or("not recorded".into(), |v| format!("{v:.1} us"))
+                        ),
+                        (Some(g24), Some(v)) => format!(
+                            "the largest one-second stall p99 {v:.1} us (any second of the run, warm-up and cooldown included; G2.4 reads its own figure over the measured span: {g24})"
+                        ),
+                        (Some(g24), None) => format!(
+                            "no per-second stall p99 recorded (G2.4: {g24})"
+                        ),
+                    },
                     share(errored),
                     share(censored)
                 ),

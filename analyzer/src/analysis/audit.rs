@@ -4,7 +4,7 @@
 
 use percentes_formats::journal::records::{EventKind, Outcome};
 use percentes_formats::pins;
-use percentes_formats::spec::{AuditContents, Rules, StopReading};
+use percentes_formats::spec::{AuditContents, ReadingWords, Rules, StopReading};
 
 use super::client_gate::{
     cpu_reading, measured_telemetry, nearest_rank, undispatched_by_recorders, worst_windowed_cpu,
@@ -233,7 +233,18 @@ pub(super) fn audit(
         artifact: None,
     };
     if rules.audit == AuditContents::WithArtifact {
-        audit.artifact = Some(super::artifact::artifact(run, &audit));
+        // A4 (issue 52): the audit's largest per-second stall p99 beside G2.4's own reading,
+        // each named, so a 6.2 ms second does not read as a gate that passed at 0.17 ms.
+        let g24 = (rules.words == ReadingWords::WhatWasMeasured).then(|| {
+            validity
+                .gates
+                .iter()
+                .find(|g| g.id == crate::model::GateId::RuntimeStall)
+                .map_or("not read".to_owned(), |g| {
+                    format!("{} ({})", g.observed, g.status)
+                })
+        });
+        audit.artifact = Some(super::artifact::artifact(run, &audit, g24.as_deref()));
     }
     audit
 }

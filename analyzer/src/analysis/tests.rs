@@ -1600,6 +1600,7 @@ mod recovery_reports {
                 "Recovered"
             ]
         );
+        // Under v0.2, as archived (v0.5 names it the weight-load log line: issue 52).
         let weight = rr
             .decomposition
             .iter()

@@ -2,7 +2,7 @@
 
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, Outcome, TimelineSubject};
-use percentes_formats::spec::{Claims, DrainAtRemoval};
+use percentes_formats::spec::{Claims, DrainAtRemoval, ReadingWords};
 
 use super::amended::RecoveryReading;
 use super::{not_applicable, seconds, series_of, ttr};
@@ -268,9 +268,18 @@ pub(super) fn flag_out_of_order(boundaries: &mut [Boundary]) {
     }
 }
 
+/// The seconds a weight-load log line says the load took (vLLM: "Loading weights took 0.00
+/// seconds"), as written.
+fn logged_load_s(detail: &str) -> Option<&str> {
+    let after = &detail[detail.find("took ")? + 5..];
+    let number = after.split_whitespace().next()?;
+    (number.parse::<f64>().is_ok() && after[number.len()..].trim_start().starts_with("second"))
+        .then_some(number)
+}
+
 /// Measured boundaries only (§5): timeline events the journal carries, the first direct probe
 /// success against the victim, the first success through the service served by it.
-pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
+pub(super) fn decomposition(run: &Run, anchor_ns: u64, words: ReadingWords) -> Vec<Boundary> {
     let mut out = Vec::new();
     let boundary = |name: &'static str, at: Option<u64>, evidence: String| Boundary {
         out_of_order: false,
@@ -280,10 +289,16 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
         since_anchor_s: at.map(|a| (a as f64 - anchor_ns as f64) / 1e9),
         evidence,
     };
+    // A4 (issue 52): the weight-load boundary is the moment its log line was written: the end
+    // of everything from the process's start, of which the load itself may be a sliver.
+    let weights = match words {
+        ReadingWords::Archived => "weight load",
+        ReadingWords::WhatWasMeasured => "weight-load log line",
+    };
     for (name, subject) in [
         ("reschedule", TimelineSubject::Reschedule),
         ("container start", TimelineSubject::ContainerStart),
-        ("weight load", TimelineSubject::WeightLoad),
+        (weights, TimelineSubject::WeightLoad),
         ("CUDA-graph capture", TimelineSubject::GraphCapture),
     ] {
         let subject = subject.name();
@@ -295,7 +310,13 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
             Some(e) => boundary(
                 name,
                 Some(e.at_ns),
-                format!("timeline event `{subject}`: {}", e.detail),
+                match (words, logged_load_s(&e.detail)) {
+                    (ReadingWords::WhatWasMeasured, Some(took)) => format!(
+                        "timeline event `{subject}`: {}; the line ends the replica's start-up to its weights loaded, of which the load itself took {took} s as logged",
+                        e.detail
+                    ),
+                    _ => format!("timeline event `{subject}`: {}", e.detail),
+                },
             ),
             None => boundary(
                 name,
@@ -335,11 +356,24 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
             None,
             format!("N/A: {victim} did not answer its direct probe again before the run ended"),
         ),
-        (false, Some(_), Some(e)) => boundary(
-            "replica-ready",
-            Some(e.at_ns),
-            format!("first direct probe success against {victim} after it went down"),
-        ),
+        (false, Some(_), Some(e)) => {
+            // A4 (issue 52): a probe success bounds readiness from above only; the probe
+            // before it bounds it from below, and the gap between them is its resolution.
+            let before = probes.iter().rev().find(|p| p.at_ns < e.at_ns);
+            let resolution = match (words, before) {
+                (ReadingWords::WhatWasMeasured, Some(b)) => format!(
+                    "; the probe before it, {:.3} s earlier at {:.3} s, was not answered: ready within that gap, not to the ms",
+                    (e.at_ns - b.at_ns) as f64 / 1e9,
+                    seconds(b.at_ns)
+                ),
+                _ => String::new(),
+            };
+            boundary(
+                "replica-ready",
+                Some(e.at_ns),
+                format!("first direct probe success against {victim} after it went down{resolution}"),
+            )
+        }
     });
     let requests = &run.requests;
     let restored = (0..requests.len())
@@ -365,4 +399,23 @@ pub(super) fn decomposition(run: &Run, anchor_ns: u64) -> Vec<Boundary> {
         ),
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logged_load_s;
+
+    /// vLLM's line as the testbed journals it; a line without a duration in seconds says none.
+    #[test]
+    fn a_weight_load_line_says_how_long_the_load_took() {
+        let vllm = "replica-1's log: (Worker pid=14804) INFO 12-04 09:26:43 [default_loader.py:501] Loading weights took 0.00 seconds";
+        assert_eq!(logged_load_s(vllm), Some("0.00"));
+        assert_eq!(
+            logged_load_s("Loading weights took 12.5 seconds"),
+            Some("12.5")
+        );
+        assert_eq!(logged_load_s("Loading weights took a while"), None);
+        assert_eq!(logged_load_s("took 3 ms"), None);
+        assert_eq!(logged_load_s("listening on 127.0.0.1:8000"), None);
+    }
 }

@@ -4,7 +4,7 @@
 use percentes_formats::config::FaultVariant;
 use percentes_formats::journal::records::{EventKind, SealStatus, TimelineSubject};
 use percentes_formats::pins;
-use percentes_formats::spec::Claims;
+use percentes_formats::spec::{Claims, ReadingWords};
 
 use super::amended::Plan;
 use super::seconds;
@@ -181,7 +181,7 @@ pub(super) fn ordered(
     pre: &Ttr,
     gates: &[Gate],
     plan: &Plan,
-    (valid, claims): (bool, Claims),
+    (valid, claims, words): (bool, Claims, ReadingWords),
 ) -> (Vec<State>, Vec<Duration>, Vec<String>) {
     // Under A3 a state that was not read is named so, not as the two it could have been.
     let unread = match claims {
@@ -259,11 +259,18 @@ pub(super) fn ordered(
             )
         }
         (None, _) => {
+            // A4 (issue 52): the orchestrator may act a few ms before the fault's impact is
+            // confirmed; its reschedule is read from the fire on (and held at the confirmation
+            // below), not missed.
+            let from = match words {
+                ReadingWords::Archived => impact,
+                ReadingWords::WhatWasMeasured => fired.or(impact),
+            };
             let reschedule = events
                 .all(EventKind::Timeline)
                 .find(|e| {
                     e.subject == TimelineSubject::Reschedule.name()
-                        && impact.is_some_and(|i| e.at_ns >= i)
+                        && from.is_some_and(|i| e.at_ns >= i)
                 })
                 .map(|e| e.at_ns);
             match reschedule {
