@@ -164,3 +164,35 @@ fn the_vllm_golden_shows_its_proxy_under_v0_5() {
     let older = percentes_analyzer::analysis::analyze(&run, &file, Spec::V0_4, &Default::default());
     assert!(older.windows.iter().all(|w| w.first_token_path.is_none()));
 }
+
+/// The same study re-measured (issue 52: studies/replica-loss-vllm/no-delay, run 1): HAProxy with
+/// `option http-no-delay`, as the testbed now configures it and journals it. No signature: no
+/// head with its first token, one delta a first delivery, and the time after vLLM's first token
+/// a minority of the client's mean (about 24 of 152 ms at the replicas' knee).
+#[test]
+fn the_re_measured_vllm_golden_shows_no_proxy_holding_its_responses() {
+    let _beside = crate::beside();
+    let journal = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("golden/runs/replica-loss-vllm-no-delay-factor5.pj");
+    let file = JournalFile::open(&journal).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let proxy = run
+        .header
+        .fact(percentes_formats::journal::header::HostFact::Proxy)
+        .expect("the proxy host fact");
+    assert!(proxy.contains("option http-no-delay"), "{proxy}");
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::V0_5, &Default::default());
+    let path = window(&report, "baseline");
+    assert!(path.signatures.is_empty(), "{path:?}");
+    assert_eq!(path.head_with_first, 0);
+    let server = report.server.as_ref().unwrap();
+    for w in server.windows.iter().filter(|w| w.window == "baseline") {
+        let split = w.path.as_ref().unwrap();
+        assert!(split.signature.is_none(), "{split:?}");
+        assert!(
+            split.after_server_at_least_ms.unwrap() < split.client_ms / 2.0,
+            "{split:?}"
+        );
+    }
+}
