@@ -821,7 +821,8 @@ fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
     for b in [
         "reschedule",
         "container start",
-        "weight load",
+        // v0.5 (A4, issue 52): the boundary is the log line, not the load.
+        "weight-load log line",
         "replica-ready",
         "traffic-restored",
     ] {
@@ -919,7 +920,18 @@ fn demo_server_evidence(json: &serde_json::Value, out: &std::path::Path) {
             continue;
         }
         compared += 1;
-        assert_eq!(c["verdict"], "within-bounds", "{}", c["text"]);
+        // Every quantile in its bucket; under v0.5 (A4, issue 52) a difference of the exact
+        // means beyond the canary's bound (the loopback transfer, a fraction of a ms against
+        // the mock) is "not-resolvable" at the mock's 10 ms buckets, the means' difference the
+        // figure, never a manufactured "within-bounds".
+        let difference = c["mean_difference_ms"].as_f64().unwrap();
+        let verdict = if difference > c["canary_max_ms"].as_f64().unwrap_or(0.0) {
+            "not-resolvable"
+        } else {
+            "within-bounds"
+        };
+        assert_eq!(c["verdict"], verdict, "{}", c["text"]);
+        assert!(difference < 5.0, "the mock answers directly: {}", c["text"]);
         let canary = c["canary_max_ms"].as_f64().unwrap_or(0.0);
         for q in c["quantiles"].as_array().unwrap() {
             let client = q["client_ms"].as_f64().unwrap();

@@ -1753,7 +1753,7 @@ fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
     let json = diagnosed_report(&journal, &dir);
     for (boundary, at) in [
         ("container start", start.at_ns),
-        ("weight load", load.at_ns),
+        ("weight-load log line", load.at_ns),
     ] {
         let b = decomposed(&json, boundary);
         assert_eq!(b["at_s"].as_f64(), Some(at as f64 / 1e9), "{b}");
