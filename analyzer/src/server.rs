@@ -886,6 +886,20 @@ mod tests {
         }
     }
 
+    /// `records` as one source, `replica-0`, with the series its first record defines.
+    fn source_of(records: &[ScrapeRecord]) -> Source<'_> {
+        let mut source = Source {
+            name: "replica-0",
+            points: records.iter().collect(),
+            series: BTreeMap::new(),
+            failures: Vec::new(),
+        };
+        for d in &records[0].defined {
+            source.series.insert(d.id, d);
+        }
+        source
+    }
+
     /// Hand-worked: scrapes at 0, 1, 2 and 3 s (midpoints). Finished requests 10 (a base from
     /// before the run), 12, 15, 15; waiting 1, 3, 3, 0; first-token observations 0, 2 (both at
     /// or below 10 ms, sum 0.012 s), then 1 more in (10, 20] ms (sum 0.027 s). The window
@@ -959,15 +973,7 @@ mod tests {
         .iter()
         .map(|(t, samples)| scraper.record("replica-0", (t * s, t * s), samples))
         .collect();
-        let mut source = Source {
-            name: "replica-0",
-            points: records.iter().collect(),
-            series: BTreeMap::new(),
-            failures: Vec::new(),
-        };
-        for d in &records[0].defined {
-            source.series.insert(d.id, d);
-        }
+        let source = source_of(&records);
         let span = source.span(s / 2, 5 * s / 2).unwrap();
         assert_eq!(span, (0, 2));
         assert_eq!(source.increase(&source.ids(Role::Requests, ""), span), 5.0);
@@ -1269,15 +1275,7 @@ mod tests {
                 )
             })
             .collect();
-        let mut source = Source {
-            name: "replica-0",
-            points: records.iter().collect(),
-            series: BTreeMap::new(),
-            failures: Vec::new(),
-        };
-        for d in &records[0].defined {
-            source.series.insert(d.id, d);
-        }
+        let source = source_of(&records);
         let client = Client {
             rows: vec![(0, s / 10, s / 2, true), (s, s + s / 10, 3 * s / 2, true)],
             gave_up: vec![3 * s / 2, 5 * s / 2],

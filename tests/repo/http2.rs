@@ -32,7 +32,7 @@ fn folder(name: &str) -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -4,7 +4,6 @@
 //! signatures named by the v0.5 analysis, the configured one's head arriving before its first
 //! token. And the archived vLLM study's golden, read under v0.5, showing what the proxy did.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,19 +20,11 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A run's v0.5 report, recorded through HAProxy on `config` (the testbed's, `corking` with its
 /// no-delay line taken out) in front of `mock`.
 fn through_haproxy(haproxy: &Path, mock: std::net::SocketAddr, corking: bool) -> Report {
     let name = if corking { "corking" } else { "no-delay" };
-    let port = free_port();
+    let port = super::http2::free_port();
     let socket = scratch(&format!("{name}.sock"));
     let mut text = percentes_study::realbed::haproxy_config(
         port,
