@@ -383,7 +383,8 @@ mod tests {
             "{risks}"
         );
         assert!(pinned.lines()[0].contains("pinned to 0 as asked"));
-        assert!(pinned.lines().last().unwrap().starts_with("  - ")); // Issue 52: a default weight is a risk only where other work contends for a CPU.
+        assert!(pinned.lines().last().unwrap().starts_with("  - "));
+        // Issue 52: a default weight is a risk only where other work contends for a CPU.
         assert!(
             risks.contains("CPU weight 100 (the default is 100)"),
             "{risks}"
