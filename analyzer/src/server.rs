@@ -1015,13 +1015,9 @@ mod tests {
         }
     }
 
-    /// Hand-worked: 10 observations, 4 at or below 10 ms, 9 at or below 20 ms, all by 40 ms;
-    /// the median (rank 5) lies in (10, 20] ms, p90 (rank 9) too. The client's 10 times, 1 ms
-    /// later each, put its median at 16 ms and its p90 at 21 ms: 1 ms past the bucket, within
-    /// a 1.5 ms canary bound, outside a 0.5 ms one.
-    #[test]
-    fn quantiles_are_placed_in_their_buckets_and_judged_against_the_canary() {
-        let h = histogram(
+    /// Ten first tokens: 4 at or below 10 ms, 9 at or below 20 ms, all by 40 ms; mean 15 ms.
+    fn ten_observations() -> Histogram {
+        histogram(
             &[
                 (0.01, 4.0),
                 (0.02, 9.0),
@@ -1029,7 +1025,16 @@ mod tests {
                 (f64::INFINITY, 10.0),
             ],
             0.15,
-        );
+        )
+    }
+
+    /// Hand-worked: 10 observations, 4 at or below 10 ms, 9 at or below 20 ms, all by 40 ms;
+    /// the median (rank 5) lies in (10, 20] ms, p90 (rank 9) too. The client's 10 times, 1 ms
+    /// later each, put its median at 16 ms and its p90 at 21 ms: 1 ms past the bucket, within
+    /// a 1.5 ms canary bound, outside a 0.5 ms one.
+    #[test]
+    fn quantiles_are_placed_in_their_buckets_and_judged_against_the_canary() {
+        let h = ten_observations();
         assert_eq!(h.bucket_of(0.5), Some((0.01, 0.02)));
         assert_eq!(h.bucket_of(0.9), Some((0.01, 0.02)));
         assert_eq!(h.bucket_of(0.99), Some((0.02, 0.04)));
@@ -1085,15 +1090,7 @@ mod tests {
     /// not counting the same requests making the other comparison moot.
     #[test]
     fn each_side_reads_its_own_rank_and_a_mixed_window_is_client_earlier() {
-        let h = histogram(
-            &[
-                (0.01, 4.0),
-                (0.02, 9.0),
-                (0.04, 10.0),
-                (f64::INFINITY, 10.0),
-            ],
-            0.15,
-        );
+        let h = ten_observations();
         let ms = 1_000_000u64;
         // Twenty client times, 6 to 25 ms: rank 10 of 20 is 15 ms, inside the median's bucket
         // (10, 20] ms; the server's rank 5 would have read 10 ms.
@@ -1175,15 +1172,7 @@ mod tests {
         let c = comparison(&h, times, None, VerdictBasis::MeansWhereBucketsCannot);
         assert_eq!(c.verdict, "client-later", "{}", c.text);
         assert!(c.text.contains("9.350 ms later"), "{}", c.text);
-        let h = histogram(
-            &[
-                (0.01, 4.0),
-                (0.02, 9.0),
-                (0.04, 10.0),
-                (f64::INFINITY, 10.0),
-            ],
-            0.15,
-        );
+        let h = ten_observations();
         let agree: Vec<u64> = [6, 7, 8, 9, 16, 17, 18, 19, 21, 31]
             .iter()
             .map(|t| t * ms)
