@@ -100,6 +100,9 @@ pub fn analyze<'a>(
         rules.claims,
     ));
     validity.gates.push(crate::escape::containment_gate(run));
+    validity
+        .gates
+        .extend(crate::gates::capacity::gate(run, rules.capacity));
     validity.valid = validity.gates.iter().all(Gate::holds);
     requests.release();
     let mut audit = audit::audit(run, &cut, &skews, &validity, &rules);

@@ -10,6 +10,9 @@
 
 use std::collections::BTreeMap;
 
+use percentes_formats::journal::header::HostFact;
+use percentes_formats::journal::probe::CapacityProbe;
+
 use crate::estimate::runs;
 use crate::headline;
 use crate::model::{Campaign, Comparison, Group, RecoveryReport, Report};
@@ -27,6 +30,8 @@ pub struct CampaignRun {
     /// Its configuration's design hash (runs are grouped by it), or its config hash where the
     /// configuration is not TOML.
     pub design: String,
+    /// The median of its capacity probe, ms, when its journal holds one (§10).
+    pub probe_ms: Option<f64>,
 }
 
 impl CampaignRun {
@@ -45,6 +50,11 @@ impl CampaignRun {
             design: percentes_formats::config::design_hash(&run.header.config_bytes)
                 .unwrap_or_else(|| report.provenance.config_hash.clone()),
             report,
+            probe_ms: run
+                .header
+                .fact(HostFact::CapacityProbe)
+                .and_then(|v| CapacityProbe::parse(v).ok())
+                .and_then(|p| p.median_ms()),
             accelerator: run
                 .header
                 .host
@@ -61,6 +71,7 @@ impl CampaignRun {
             report: &self.report,
             accelerator: &self.accelerator,
             design: &self.design,
+            probe_ms: self.probe_ms,
         }
     }
 }
@@ -256,6 +267,9 @@ pub fn markdown(c: &Campaign) -> String {
             }
         );
         let _ = writeln!(md, "Runs: {}. G5: {}.\n", g.runs.join(", "), g.g5);
+        if let Some(capacity) = &g.capacity {
+            let _ = writeln!(md, "Capacity check (§10): {capacity}.\n");
+        }
         for d in &g.dropped {
             let _ = writeln!(md, "- Dropped: {d}");
         }

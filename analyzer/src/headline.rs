@@ -15,6 +15,7 @@ pub fn of_run(report: &Report) -> String {
         report,
         accelerator: &[],
         design: &report.provenance.config_hash,
+        probe_ms: None,
     }];
     sentence(
         &summaries::groups(&run),

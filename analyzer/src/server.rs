@@ -320,7 +320,10 @@ pub fn evidence(
         windows: Vec::new(),
         windows_withheld: withheld,
         reconciliation: Vec::new(),
-        preflight: preflight_note(run.header.fact(HostFact::Preflight)),
+        preflight: preflight_note(
+            run.header.fact(HostFact::Preflight),
+            run.header.fact(HostFact::CapacityProbe),
+        ),
         timeline: Vec::new(),
     };
     for source in &sources {
@@ -390,13 +393,22 @@ fn largest_overlapping(
 }
 
 /// Where the pre-flight's sample request stands in the reconciled counts.
-fn preflight_note(fact: Option<&str>) -> String {
-    match fact {
-        Some(fact) if fact.contains("one sample request") => format!(
+fn preflight_note(fact: Option<&str>, probe: Option<&str>) -> String {
+    // A capacity probe's samples are the first one and those after it, each answered (§10
+    // "Capacity check"); one not answered may have reached the server too.
+    let probed = probe
+        .and_then(|p| percentes_formats::journal::probe::CapacityProbe::parse(p).ok())
+        .map(|p| p.samples_ms.len())
+        .filter(|&n| n > 1);
+    match (fact, probed) {
+        (Some(fact), Some(n)) => format!(
+            "the pre-flight's {n} sample requests, its capacity probe (not scheduled requests; host facts `preflight`: {fact}; `capacity-probe`), were sent before the epoch and the first scrape, so they are in neither count; a count the server kept from before the run has them, {n} more than the journal's requests (one more again where a last sample was not answered)"
+        ),
+        (Some(fact), None) if fact.contains("one sample request") => format!(
             "the pre-flight's one sample request (not a scheduled request; host fact `preflight`: {fact}) was sent before the epoch and the first scrape, so it is in neither count; a count the server kept from before the run has it, one more than the journal's requests"
         ),
-        Some(fact) => format!("the pre-flight sent no sample request (host fact `preflight`: {fact})"),
-        None => "this journal has no pre-flight fact".into(),
+        (Some(fact), None) => format!("the pre-flight sent no sample request (host fact `preflight`: {fact})"),
+        (None, _) => "this journal has no pre-flight fact".into(),
     }
 }
 
@@ -865,6 +877,25 @@ mod tests {
 
     use percentes_formats::journal::scrape::Scraper;
     use percentes_formats::prometheus::Exposed;
+
+    #[test]
+    fn the_count_the_server_kept_before_the_run_holds_every_sample_the_preflight_sent() {
+        let fact = "GET /v1/models: HTTP 200 in 1.0 ms; POST /v1/completions (one sample request, not scheduled, before the epoch): HTTP 200 in 40.0 ms";
+        let one = preflight_note(Some(fact), None);
+        assert!(
+            one.contains("one more than the journal's requests"),
+            "{one}"
+        );
+        // A capacity probe of five answered samples (§10): five more.
+        let five = preflight_note(Some(fact), Some("service_ms=40,41,40,39,42"));
+        assert!(
+            five.contains("5 more than the journal's requests"),
+            "{five}"
+        );
+        // A probe of one sample is the one sample.
+        assert_eq!(preflight_note(Some(fact), Some("service_ms=40")), one);
+        assert!(preflight_note(None, None).contains("no pre-flight fact"));
+    }
 
     fn exposed(
         name: &str,

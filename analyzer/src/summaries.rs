@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use percentes_formats::journal::probe;
 use percentes_formats::pins;
-use percentes_formats::spec::{ShareSupport, SurvivorSpan};
+use percentes_formats::spec::{CapacityCheck, ShareSupport, SurvivorSpan};
 
 use crate::estimate::runs::{self, RunSummary};
 use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
@@ -22,6 +23,9 @@ pub struct RunRef<'a> {
     /// Its configuration's design ([`percentes_formats::config::design_hash`]): runs are
     /// grouped by it. A run read alone gives its config hash.
     pub design: &'a str,
+    /// The median of its capacity probe, ms (the `capacity-probe` host fact; SPEC §10
+    /// "Capacity check"), when its journal holds one.
+    pub probe_ms: Option<f64>,
 }
 
 type Extract = fn(&Report) -> Result<f64, String>;
@@ -367,6 +371,14 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
             ));
         }
         let g5 = g5(members);
+        let (capacity, refused) = capacity(members);
+        let valid = match refused {
+            Some(why) => {
+                dropped.extend(valid.iter().map(|r| format!("{}: {why}", r.name)));
+                Vec::new()
+            }
+            None => valid,
+        };
         let a3 = members
             .iter()
             .all(|r| r.report.rules.survivor == SurvivorSpan::OutageThenRecovery);
@@ -410,6 +422,7 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
             runs: members.iter().map(|r| r.name.to_owned()).collect(),
             dropped,
             g5,
+            capacity,
             scalars,
         });
     }
@@ -423,6 +436,72 @@ pub fn clean_delete_recoveries<'a>(runs: &[RunRef<'a>]) -> Vec<&'a RecoveryRepor
         .filter(|r| r.report.validity.valid && r.report.provenance.fault_variant == "clean-delete")
         .filter_map(|r| r.report.recovery.as_ref())
         .collect()
+}
+
+/// The capacity check across a group's runs (§10 "Capacity check", v0.5): their probes' medians
+/// must lie within the pinned tolerance of each other, or the group is refused (the runs were
+/// not taken at one capacity, so the load's multiples of lambda_max differ between them). The
+/// reading, `None` under a version without the check; and why the group is refused, if it is.
+fn capacity(members: &[&RunRef<'_>]) -> (Option<String>, Option<String>) {
+    let checked = members
+        .iter()
+        .all(|r| r.report.rules.capacity == CapacityCheck::AgainstCalibration);
+    if !checked || members.is_empty() {
+        return (None, None);
+    }
+    if members
+        .iter()
+        .all(|r| r.report.provenance.target_kind == "mock")
+    {
+        return (
+            Some("not applicable (the mock is built to its capacity)".into()),
+            None,
+        );
+    }
+    let without: Vec<&str> = members
+        .iter()
+        .filter(|r| r.probe_ms.is_none())
+        .map(|r| r.name)
+        .collect();
+    if !without.is_empty() {
+        return (
+            Some(format!(
+                "not checked: {} hold(s) no capacity probe (target.preflight = false, a configuration without a calibration, or a recorder older than the probe)",
+                without.join(", ")
+            )),
+            None,
+        );
+    }
+    let probes: Vec<(&str, f64)> = members
+        .iter()
+        .filter_map(|r| r.probe_ms.map(|p| (r.name, p)))
+        .collect();
+    let low = probes.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let high = probes.iter().map(|p| p.1).fold(0.0, f64::max);
+    let apart = probe::apart(low, high) * 100.0;
+    let tolerance = pins::value::CALIBRATION_CAPACITY_TOLERANCE_PERCENT as f64;
+    let listed = probes
+        .iter()
+        .map(|(name, ms)| format!("{name} {ms:.1} ms"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if apart <= tolerance {
+        (
+            Some(format!(
+                "pass: the runs' capacity probes lie within {apart:.1} % of each other (at most {tolerance} %): {listed}"
+            )),
+            None,
+        )
+    } else {
+        (
+            Some(format!(
+                "fail: the runs' capacity probes lie {apart:.1} % apart (more than {tolerance} %): {listed}"
+            )),
+            Some(format!(
+                "refused with its group: the runs' capacity probes lie {apart:.1} % apart, more than {tolerance} % (§10 \"Capacity check\"): they were not taken at one capacity, so the load's multiples of lambda_max differ between them; run each host's campaign against its own calibration"
+            )),
+        )
+    }
 }
 
 /// G5: the accelerator fingerprints must be equal across a group's runs (self-hosted only).

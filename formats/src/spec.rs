@@ -307,6 +307,20 @@ pub enum ReadingWords {
     WhatWasMeasured,
 }
 
+/// Whether a run's capacity is checked against its calibration before the fault (SPEC §10
+/// "Capacity check").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapacityCheck {
+    /// v0.1 to v0.4: the configuration's lambda_max is taken as the host's; a host 2.2x slower
+    /// than the calibrated one ran the study at 2.9x its capacity where it claimed 1.30x
+    /// (issue 52).
+    Unchecked,
+    /// v0.5 (A4): the pre-flight's sample requests' median service time against the one the
+    /// calibration measured, and the survivor's load against the calibration's throughput
+    /// ceiling; a campaign refuses a group whose runs' probes differ beyond the tolerance.
+    AgainstCalibration,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -438,6 +452,8 @@ pub struct Rules {
     /// Whether a reading names what it measured where issue 52 found it did not (§2, §5, §9,
     /// A4).
     pub words: ReadingWords,
+    /// Whether the run's capacity is checked against its calibration (§10, A4).
+    pub capacity: CapacityCheck,
 }
 
 impl Rules {
@@ -472,6 +488,7 @@ impl Rules {
         verdict: VerdictBasis::Buckets,
         path: FirstTokenPath::Unread,
         words: ReadingWords::Archived,
+        capacity: CapacityCheck::Unchecked,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -522,6 +539,7 @@ impl Rules {
                 verdict: VerdictBasis::MeansWhereBucketsCannot,
                 path: FirstTokenPath::Decomposed,
                 words: ReadingWords::WhatWasMeasured,
+                capacity: CapacityCheck::AgainstCalibration,
                 ..a3
             },
         }
@@ -678,6 +696,7 @@ mod tests {
         assert_eq!(v4.verdict, VerdictBasis::Buckets);
         assert_eq!(v4.path, FirstTokenPath::Unread);
         assert_eq!(v4.words, ReadingWords::Archived);
+        assert_eq!(v4.capacity, CapacityCheck::Unchecked);
         assert_eq!(
             v5,
             Rules {
@@ -696,6 +715,7 @@ mod tests {
                 verdict: VerdictBasis::MeansWhereBucketsCannot,
                 path: FirstTokenPath::Decomposed,
                 words: ReadingWords::WhatWasMeasured,
+                capacity: CapacityCheck::AgainstCalibration,
                 ..v4
             }
         );

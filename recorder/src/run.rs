@@ -274,7 +274,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
             &target,
             &dialer,
             &extra,
-            plan.timeout,
+            &plan,
             Some((&templates[0], config.routes[0].path.as_str())),
             &options.stop,
         )?;
@@ -284,7 +284,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         if let Some(warning) = &done.warning {
             say(&format!("percentes: warning: {warning}"));
         }
-        Some(done.summary)
+        Some(done)
     } else {
         None
     };
@@ -526,7 +526,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         options.output.clone(),
         (status, reason, sealed),
         &shared,
-        preflight,
+        preflight.map(|p| p.summary),
     ))
 }
 

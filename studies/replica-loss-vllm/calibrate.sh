@@ -3,7 +3,8 @@
 # (CPU 1, a CPU quota of half a CPU), with the recorder on CPU 0 under a one-CPU quota and the
 # most CPU weight, as the study runner places them (issue 52: a host's capacity is its own; the
 # catalogue's is one host's). Writes OUT/out/calibration.md and calibration.json; the lambda_max
-# there is the capacity_rps to run the scenario with.
+# there is the capacity_rps to run the scenario with, and its probe_ms, ceiling_rps and
+# ceiling_offered_rps the [testbed] keys of the same names (SPEC §10 "Capacity check").
 #
 #   bash studies/replica-loss-vllm/calibrate.sh OUT
 #

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 use crate::error::{bail, Context, Result};
 
+mod capacity;
+
 use crate::Tool;
 use percentes_analyzer::{gates, JournalFile};
 use percentes_formats::config::Config;
@@ -32,6 +34,10 @@ pub struct Step {
     pub goodput: Option<f64>,
     /// Mean waiting-queue gauge of the replica over the measured span (its probes).
     pub waiting_mean: Option<f64>,
+    /// The requests that completed inside the measured span, per second (its throughput).
+    pub completed_rps: Option<f64>,
+    /// The median of the recording's capacity probe, ms (§10 "Capacity check").
+    pub probe_ms: Option<f64>,
     /// Run-invalidating gates that did not hold (the client gate, G2).
     pub client_gate: Vec<String>,
     /// Whether it passed (§10).
@@ -275,6 +281,11 @@ impl Recorder<'_> {
             "c{}-s{:02}{again}-{rate_rps}rps",
             self.calibration, self.count
         );
+        self.record_as(&stem, rate_rps, stage)
+    }
+
+    /// Records and analyzes one step's journal `STEM.pj` (its configuration `STEM.toml`).
+    fn record_as(&self, stem: &str, rate_rps: f64, stage: &'static str) -> Result<Step> {
         let text = self.step_config(rate_rps)?;
         let config_path = self.output.join(format!("{stem}.toml"));
         std::fs::write(&config_path, &text)?;
@@ -434,6 +445,8 @@ pub fn evaluate(
         scheduled: measured.map_or(0, |m| m.scheduled),
         goodput,
         waiting_mean,
+        completed_rps: measured.and_then(|m| capacity::completed_rps(&run, (m.start_s, m.end_s))),
+        probe_ms: capacity::probe_ms(&run),
         only_client: !client_gate.is_empty()
             && goodput.is_none_or(|g| g >= goodput_min)
             && waiting_mean.is_some_and(|w| w <= waiting_max),
@@ -462,6 +475,11 @@ struct Trace {
     calibrations: Vec<Ramp>,
     lambda_max_rps: Option<f64>,
     lambda_r_rps: Option<f64>,
+    /// The capacity probe a run is checked against: the median of the steps' probe medians, ms.
+    probe_ms: Option<f64>,
+    /// The throughput ceiling at the survivor's load (absent with one replica, or without a
+    /// lambda_max).
+    ceiling: Option<capacity::Ceiling>,
     decision: String,
 }
 
@@ -553,21 +571,22 @@ pub fn calibrate(
         fine * 100.0
     );
     let mut calibrations: Vec<Ramp> = Vec::new();
+    let recorder = |calibration: usize| Recorder {
+        base: base.clone(),
+        source: config_path,
+        replica: replica.clone(),
+        address: address.clone(),
+        scheme,
+        output,
+        calibration,
+        count: 0,
+        attempts_max,
+        diagnose,
+        tool,
+    };
     let decision = loop {
         let index = calibrations.len() + 1;
-        let mut runner = Recorder {
-            base: base.clone(),
-            source: config_path,
-            replica: replica.clone(),
-            address: address.clone(),
-            scheme,
-            output,
-            calibration: index,
-            count: 0,
-            attempts_max,
-            diagnose,
-            tool,
-        };
+        let mut runner = recorder(index);
         let ramp = ramp(start, fine, &mut runner)?;
         out!("calibration {index}: {}", ramp.note);
         let found = ramp.lambda_max_rps.is_some();
@@ -614,8 +633,20 @@ pub fn calibrate(
             "{diagnosed} step(s) passed by their diagnosis only: every recording of each failed the client gate (G2) on this machine, so the target was never observed with a clean one (§10); this lambda_max is for diagnosis only (--diagnose) and may not be put in a run configuration that is published"
         )
     });
+    // Beside the knee, what the replica completes at the survivor's load, and the probe a run
+    // is checked against (§10 "Capacity check").
+    let ceiling = lambda_r
+        .and_then(|r| capacity::survivor_rps(config.target.replicas.len(), r))
+        .map(|offered| {
+            let offered = round3(offered);
+            let kept_up = config.number(&pins::CALIBRATION_STEP_GOODPUT_MIN);
+            let runner = recorder(calibrations.len());
+            let record = |stem: &str| runner.record_as(stem, offered, "ceiling");
+            capacity::measure(record, offered, kept_up)
+        });
+    let probe_ms = capacity::reference_probe(&calibrations);
     let trace = Trace {
-        schema: "percentes-calibration/1",
+        schema: "percentes-calibration/2",
         config: config_path.display().to_string(),
         replica: replica.clone(),
         address,
@@ -624,12 +655,18 @@ pub fn calibrate(
         calibrations,
         lambda_max_rps: lambda_max,
         lambda_r_rps: lambda_r,
+        probe_ms,
+        ceiling,
         decision: decision_text.clone(),
     };
+    let stanza = capacity::stanza(trace.lambda_max_rps, trace.probe_ms, trace.ceiling.as_ref());
     let json = serde_json::to_string_pretty(&trace)?;
     std::fs::write(output.join("calibration.json"), format!("{json}\n"))?;
     std::fs::write(output.join("calibration.md"), markdown(&trace))?;
     out!("{decision_text}");
+    if let Some(ceiling) = &trace.ceiling {
+        out!("throughput ceiling: {}", ceiling.note);
+    }
     let written: Vec<PathBuf> = vec![
         output.join("calibration.json"),
         output.join("calibration.md"),
@@ -653,7 +690,7 @@ pub fn calibrate(
         (Some(max), Some(r)) => {
             out!(
                 "lambda_max = {max} rps, lambda_r = {fraction} x lambda_max = {r} rps per replica\n\
-                 put this in the run configuration:\n\n[calibration]\nlambda_max_rps = {max}\n"
+                 put this in the run configuration:\n\n{stanza}"
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -673,6 +710,12 @@ fn is_trace_file(name: &str) -> bool {
     else {
         return false;
     };
+    if let Some(rate) = stem
+        .strip_prefix("ceiling-")
+        .and_then(|s| s.strip_suffix("rps"))
+    {
+        return rate.parse::<f64>().is_ok();
+    }
     let mut parts = stem.splitn(3, '-');
     let (Some(c), Some(step), Some(rate)) = (parts.next(), parts.next(), parts.next()) else {
         return false;
@@ -707,7 +750,7 @@ fn markdown(trace: &Trace) -> String {
     }
     let _ = writeln!(
         out,
-        "- decision: {}\n- lambda_max: {}\n- lambda_r: {}\n",
+        "- decision: {}\n- lambda_max: {}\n- lambda_r: {}\n- capacity probe (the median of the steps' pre-flight probes): {}\n- throughput ceiling: {}\n",
         trace.decision,
         trace
             .lambda_max_rps
@@ -715,15 +758,22 @@ fn markdown(trace: &Trace) -> String {
         trace
             .lambda_r_rps
             .map_or("none".into(), |l| format!("{l} rps")),
+        trace
+            .probe_ms
+            .map_or("none".into(), |p| format!("{p:.1} ms")),
+        trace.ceiling.as_ref().map_or_else(
+            || "not measured (one replica, or no lambda_max)".into(),
+            |c| format!("{} ({})", c.note, c.journal)
+        ),
     );
     for (i, c) in trace.calibrations.iter().enumerate() {
         let _ = writeln!(out, "## Calibration {}: {}\n", i + 1, c.note);
-        let _ = writeln!(out, "| step | stage | rate (rps) | scheduled | goodput | mean waiting | verdict | journal |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "| step | stage | rate (rps) | scheduled | goodput | mean waiting | completed (rps) | probe (ms) | verdict | journal |\n|---|---|---|---|---|---|---|---|---|---|");
         for (j, s) in c.steps.iter().enumerate() {
             for spoiled in &s.spoiled {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | | | | spoiled by the client gate ({}), recorded again | {} |",
+                    "| {} | {} | {} | | | | | | spoiled by the client gate ({}), recorded again | {} |",
                     j + 1,
                     s.stage,
                     s.rate_rps,
@@ -733,13 +783,15 @@ fn markdown(trace: &Trace) -> String {
             }
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 j + 1,
                 s.stage,
                 s.rate_rps,
                 s.scheduled,
                 s.goodput.map_or("n/a".into(), |g| format!("{g:.4}")),
                 s.waiting_mean.map_or("n/a".into(), |w| format!("{w:.3}")),
+                s.completed_rps.map_or("n/a".into(), |c| format!("{c:.3}")),
+                s.probe_ms.map_or("n/a".into(), |p| format!("{p:.1}")),
                 if s.diagnosed {
                     format!(
                         "pass by diagnosis only (client gate: {})",
@@ -786,6 +838,8 @@ mod tests {
                 scheduled: 0,
                 goodput: Some(if passed { 1.0 } else { 0.9 }),
                 waiting_mean: Some(0.0),
+                completed_rps: Some(rate_rps),
+                probe_ms: Some(40.0),
                 client_gate: Vec::new(),
                 passed,
                 reasons: if passed {
@@ -870,6 +924,8 @@ mod tests {
             scheduled: 10,
             goodput: (!client).then_some(1.0),
             waiting_mean: Some(if target { 2.391 } else { 0.2 }),
+            completed_rps: None,
+            probe_ms: None,
             only_client: client && !target,
             client_gate,
             passed: reasons.is_empty(),
@@ -970,6 +1026,8 @@ mod tests {
             "c1-s01-2rps.pj",
             "c2-s11-28.346rps.toml",
             "c1-s03a2-8rps.pj",
+            "ceiling-26rps.pj",
+            "ceiling-41.6rps.toml",
         ] {
             assert!(is_trace_file(name), "{name}");
         }
@@ -981,6 +1039,8 @@ mod tests {
             "c1-s01a-2rps.pj",
             "c1-s01b2-2rps.pj",
             "my-config.toml",
+            "ceiling-fast.pj",
+            "ceiling-26.pj",
         ] {
             assert!(!is_trace_file(name), "{name}");
         }

@@ -231,7 +231,7 @@ fn fill(template: &str, values: &BTreeMap<String, String>) -> Result<String> {
 /// The run configuration's text for this testbed and timing.
 fn config_text(
     scenario: &Scenario,
-    capacity_rps: f64,
+    plan: &bed::TestbedPlan,
     timing: Timing,
     values: &BTreeMap<String, String>,
 ) -> Result<String> {
@@ -246,8 +246,9 @@ fn config_text(
     };
     let body = fill(template, values)?;
     Ok(format!(
-        "# {}: written by the percentes study runner from its scenario file.\nschema_version = 1\n{profile}\n[calibration]\n# The testbed's mocks are built to this capacity.\nlambda_max_rps = {capacity_rps}\n{body}",
-        scenario.scenario.name
+        "# {}: written by the percentes study runner from its scenario file.\nschema_version = 1\n{profile}\n[calibration]\n{}{body}",
+        scenario.scenario.name,
+        plan.calibration_lines()
     ))
 }
 
@@ -303,9 +304,8 @@ pub fn run(
     // The partition as the recorder will time it: parse once with a stand-in to read the pin.
     let mut probe_values = values.clone();
     probe_values.insert("partition_s".into(), "0".into());
-    let probe =
-        Config::parse(config_text(scenario, plan.capacity_rps, timing, &probe_values)?.as_bytes())
-            .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    let probe = Config::parse(config_text(scenario, plan, timing, &probe_values)?.as_bytes())
+        .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
     values.insert(
         "partition_s".into(),
         format!(
@@ -313,7 +313,7 @@ pub fn run(
             probe.duration_ns(&pins::FAULT_PARTITION_S) as f64 / 1e9
         ),
     );
-    let text = config_text(scenario, plan.capacity_rps, timing, &values)?;
+    let text = config_text(scenario, plan, timing, &values)?;
     let config_path = output.join("run.toml");
     std::fs::write(&config_path, &text)?;
     let config = Config::parse(text.as_bytes())
@@ -884,7 +884,7 @@ mod tests {
                 None => &[Timing::Dev(10), Timing::Experiment],
             };
             for &timing in timings {
-                let text = config_text(s, plan.capacity_rps, timing, &values()).unwrap();
+                let text = config_text(s, plan, timing, &values()).unwrap();
                 let config = Config::parse(text.as_bytes())
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
                 assert_eq!(config.calibration.lambda_max_rps, Some(plan.capacity_rps));

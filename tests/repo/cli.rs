@@ -1129,9 +1129,39 @@ path = "/v1/chat/completions"
             }
         }
     }
+    // Beside the knee (issue 52 item 4): every step's pre-flight probed the replica, and the
+    // calibration's probe is the median of theirs; the mock's sample answers in about 45 ms
+    // (25 ms to its first token, then its tokens 0.69 ms apart).
+    let probes: Vec<f64> = calibrations
+        .iter()
+        .flat_map(|c| c["steps"].as_array().unwrap())
+        .map(|s| s["probe_ms"].as_f64().expect("every step probes"))
+        .collect();
+    let probe = trace["probe_ms"].as_f64().unwrap();
+    assert!(
+        probes.iter().any(|&p| p <= probe) && probes.iter().any(|&p| p >= probe),
+        "{probe} is not the median of {probes:?}"
+    );
+    assert!((25.0..1_000.0).contains(&probe), "{probe}");
+    // One step at the survivor's load, 2 x lambda_r, in its own recorded journal; what the
+    // replica completed there is its throughput ceiling, unless the client gate spoiled it.
+    let ceiling = &trace["ceiling"];
+    let offered = ceiling["offered_rps"].as_f64().unwrap();
+    assert!((offered - 2.0 * lambda_r).abs() < 0.002, "{ceiling}");
+    let journal = out.join(ceiling["journal"].as_str().unwrap());
+    assert_eq!(percentes(&["verify", journal.to_str().unwrap()]).0, 0);
+    match ceiling["completed_rps"].as_f64() {
+        Some(completed) => {
+            assert!(completed > 0.0 && completed < 1.2 * offered, "{ceiling}");
+            assert!(stdout.contains("ceiling_offered_rps = ") || !diagnosed.is_empty());
+        }
+        None => assert!(ceiling["note"].as_str().unwrap().contains("client gate")),
+    }
     let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
     assert!(
-        md.contains("NOT PUBLISHABLE") && md.contains("| step | stage |"),
+        md.contains("NOT PUBLISHABLE")
+            && md.contains("| step | stage |")
+            && md.contains("throughput ceiling: offered the survivor's"),
         "{md}"
     );
     // Only a calibration with no diagnosed step offers its lambda_max for a run configuration;

@@ -1643,6 +1643,7 @@ mod recovery_reports {
                 ),
                 accelerator: Vec::new(),
                 design: "fault".into(),
+                probe_ms: None,
             })
             .collect();
         for i in 0..5u64 {
@@ -1651,6 +1652,7 @@ mod recovery_reports {
                 report: black_hole(false, 12 + i),
                 accelerator: Vec::new(),
                 design: "black-hole".into(),
+                probe_ms: None,
             });
         }
         let c = build(&runs);
@@ -1813,12 +1815,14 @@ mod recovery_reports {
                     report: report.clone(),
                     accelerator: a,
                     design: report.provenance.config_hash.clone(),
+                    probe_ms: None,
                 },
                 CampaignRun {
                     name: "b.pj".into(),
                     report: report.clone(),
                     accelerator: b,
                     design: report.provenance.config_hash.clone(),
+                    probe_ms: None,
                 },
             ]
         };
@@ -2070,6 +2074,7 @@ fn token_figures_match_the_hand_computation() {
 mod a3;
 mod a4;
 mod amended;
+mod capacity;
 mod readings;
 
 #[test]

@@ -1,6 +1,7 @@
 //! The run-validity gates other than G2 (SPEC §1, §4, §10): G1 replica share, G3 victim silence
 //! and G4 staleness (black-hole, label-only), G5 accelerator fingerprints (campaign-level), G6
-//! baseline goodput, G7 baseline waiting queue, and the node-monitor grace rule.
+//! baseline goodput, G7 baseline waiting queue, the node-monitor grace rule, and (v0.5) the
+//! capacity check.
 //!
 //! They gate the §1 experiment, so they apply to fault runs; a run without a fault is gated by G2
 //! alone. Hosted targets: only G2 and G6 are evaluable, and G6 is reported without invalidating
@@ -20,6 +21,7 @@ use crate::windows::{Kind, Window};
 
 mod baseline;
 mod black_hole;
+pub mod capacity;
 mod fidelity;
 mod share;
 

@@ -41,6 +41,9 @@ pub struct Group {
     pub dropped: Vec<String>,
     /// G5 across the group's runs.
     pub g5: String,
+    /// The capacity check across the group's runs (§10, v0.5): absent under an older version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<String>,
     /// The run-level scalars.
     pub scalars: Vec<Scalar>,
 }

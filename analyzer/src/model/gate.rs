@@ -42,6 +42,8 @@ pub enum GateId {
     NodeMonitorGrace,
     /// No declared abort trigger fired (§10, seeds/004).
     Containment,
+    /// The capacity probe against the calibration's (§10, A4; reported).
+    Capacity,
 }
 
 impl GateId {
@@ -63,6 +65,7 @@ impl GateId {
             GateId::WaitingQueue => "G7 baseline waiting queue",
             GateId::NodeMonitorGrace => "node-monitor grace",
             GateId::Containment => "containment",
+            GateId::Capacity => "capacity check",
         }
     }
 
@@ -76,7 +79,10 @@ impl GateId {
             | GateId::RuntimeStall
             | GateId::FallBehind => "§2",
             GateId::BaselineGoodput => "§4",
-            GateId::AcceleratorFingerprints | GateId::WaitingQueue | GateId::Containment => "§10",
+            GateId::AcceleratorFingerprints
+            | GateId::WaitingQueue
+            | GateId::Containment
+            | GateId::Capacity => "§10",
             GateId::ReplicaShare
             | GateId::FaultFidelity
             | GateId::VictimSilence

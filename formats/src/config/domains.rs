@@ -579,12 +579,32 @@ impl Config {
                 "calibration.lambda_max_rps",
                 self.calibration.lambda_max_rps,
             ),
+            ("calibration.ceiling_rps", self.calibration.ceiling_rps),
+            (
+                "calibration.ceiling_offered_rps",
+                self.calibration.ceiling_offered_rps,
+            ),
         ] {
             if let Some(rate) = rate {
                 if !(rate.is_finite() && rate > 0.0) {
                     return Err(invalid(key, format!("{rate} must be a positive rate")));
                 }
             }
+        }
+        if let Some(ms) = self.calibration.probe_ms {
+            if !(ms.is_finite() && ms > 0.0) {
+                return Err(invalid(
+                    "calibration.probe_ms",
+                    format!("{ms} must be a positive time in ms (calibration.json's probe_ms)"),
+                ));
+            }
+        }
+        if self.calibration.ceiling_rps.is_some() != self.calibration.ceiling_offered_rps.is_some()
+        {
+            return Err(invalid(
+                "calibration.ceiling_rps",
+                "comes with calibration.ceiling_offered_rps, the rate its step offered: give both, as `percentes calibrate` prints them",
+            ));
         }
         let params = self.schedule_params();
         if let Err(why) = params.validate() {

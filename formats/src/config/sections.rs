@@ -306,6 +306,16 @@ pub struct ScheduleSection {
 pub struct Calibration {
     /// Measured single-replica capacity (§10). Required for a fault run.
     pub lambda_max_rps: Option<f64>,
+    /// The calibration's capacity probe: the median time to the last byte of the pre-flight's
+    /// sample requests over its steps, ms (written by `percentes calibrate`; SPEC §10
+    /// "Capacity check"). A run's own probe is compared with it under v0.5.
+    pub probe_ms: Option<f64>,
+    /// The replica's throughput ceiling as the calibration measured it: the rate it completed
+    /// when offered the survivor's load after a loss (the configured replicas x lambda_r on
+    /// the replicas that remain), rps (written by `percentes calibrate`; §10).
+    pub ceiling_rps: Option<f64>,
+    /// The rate offered in the step that measured `ceiling_rps`, rps.
+    pub ceiling_offered_rps: Option<f64>,
     /// This run is one step of a calibration ramp (§10, written by `percentes calibrate`): one
     /// replica addressed directly, no fault, `schedule.rate_rps` is the step's rate, and the
     /// schedule is the pinned settle (phase `warmup`) then the pinned measured span (phase

@@ -1644,3 +1644,43 @@ fn a_network_policy_partition_is_a_black_hole_with_its_section() {
 }
 
 mod recording;
+
+#[test]
+fn a_calibrations_capacity_figures_load_and_bad_ones_are_named() {
+    // What `percentes calibrate` prints beside lambda_max (SPEC §10 "Capacity check").
+    let with = |lines: &str| {
+        BASE.replace(
+            "lambda_max_rps = 20.0",
+            &format!("lambda_max_rps = 20.0\n{lines}"),
+        )
+    };
+    let config = load(&with(
+        "probe_ms = 41.5\nceiling_rps = 24.0\nceiling_offered_rps = 26.0",
+    ))
+    .unwrap();
+    assert_eq!(config.calibration.probe_ms, Some(41.5));
+    assert_eq!(config.calibration.ceiling_rps, Some(24.0));
+    assert_eq!(config.calibration.ceiling_offered_rps, Some(26.0));
+    for (lines, key, says) in [
+        ("probe_ms = 0.0", "calibration.probe_ms", "positive time"),
+        ("probe_ms = -1.0", "calibration.probe_ms", "positive time"),
+        (
+            "ceiling_rps = 24.0",
+            "calibration.ceiling_rps",
+            "ceiling_offered_rps",
+        ),
+        (
+            "ceiling_offered_rps = 26.0",
+            "calibration.ceiling_rps",
+            "give both",
+        ),
+        (
+            "ceiling_rps = -24.0\nceiling_offered_rps = 26.0",
+            "calibration.ceiling_rps",
+            "positive rate",
+        ),
+    ] {
+        let err = load(&with(lines)).unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(says), "{lines}: {err}");
+    }
+}

@@ -637,11 +637,14 @@ pub enum HostFact {
     /// The proxy a study runner put between the recorder and the replicas, with its settings
     /// that move a response's timing (SPEC §2 "The first token's path"; issue 52).
     Proxy,
+    /// The capacity probe: the pre-flight's sample requests' times to their last byte, ms
+    /// ([`crate::journal::probe`]; SPEC §10 "Capacity check", A4).
+    CapacityProbe,
 }
 
 impl HostFact {
     /// Every key, in the order a recorder writes them.
-    pub const ALL: [HostFact; 28] = [
+    pub const ALL: [HostFact; 29] = [
         HostFact::Hostname,
         HostFact::Kernel,
         HostFact::Cpu,
@@ -670,6 +673,7 @@ impl HostFact {
         HostFact::Trace,
         HostFact::FaultCheck,
         HostFact::Proxy,
+        HostFact::CapacityProbe,
     ];
 
     /// Its key in the header (a key never changes spelling).
@@ -703,6 +707,7 @@ impl HostFact {
             HostFact::Trace => "trace",
             HostFact::FaultCheck => "fault-check",
             HostFact::Proxy => "proxy",
+            HostFact::CapacityProbe => "capacity-probe",
         }
     }
 

@@ -19,6 +19,7 @@ pub mod detail;
 pub mod header;
 pub mod keys;
 pub mod manifest;
+pub mod probe;
 pub mod records;
 pub mod scrape;
 pub mod stream;

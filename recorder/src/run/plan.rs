@@ -42,6 +42,9 @@ pub struct RunPlan {
     pub max_tokens: u32,
     /// Each request's deadline after its intended time (§3's censoring horizon).
     pub timeout: Duration,
+    /// Sample requests the pre-flight's capacity probe sends, where it probes (§10
+    /// "Capacity check", `calibration.probe_samples`).
+    pub probe_samples: u64,
     /// Connections each worker opens before the epoch: the pinned floor per replica times the
     /// replicas, shared out over the workers (§1).
     pub connections_per_worker: usize,
@@ -124,6 +127,7 @@ impl RunPlan {
             workers,
             max_tokens: config.number(&pins::TARGET_MAX_TOKENS) as u32,
             timeout: Duration::from_nanos(config.duration_ns(&pins::CLIENT_TIMEOUT_S)),
+            probe_samples: config.number(&pins::CALIBRATION_PROBE_SAMPLES) as u64,
             connections_per_worker: (floor * config.target.replicas.len().max(1)).div_ceil(workers),
             probe_period: if inject_at_ns.is_some() {
                 bucket

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use compio::BufResult;
 use percentes_formats::config::Config;
+use percentes_formats::journal::probe::CapacityProbe;
 
 use super::client::READ_BUFFER;
 use super::connect::{Conn, Dialer};
@@ -41,6 +42,9 @@ pub(super) struct Preflight {
     /// What to warn about at start: the sample's service time against the timeout, or its
     /// error status.
     pub(super) warning: Option<String>,
+    /// The capacity probe (SPEC §10 "Capacity check"): the answered samples' times, where the
+    /// configuration carries a calibration or is a calibration step.
+    pub(super) probe: Option<CapacityProbe>,
 }
 
 /// One request on a fresh connection, read to the end of its response; `None` when `stop` or
@@ -193,10 +197,11 @@ pub(super) fn preflight(
     target: &Target,
     dialer: &Dialer,
     extra: &ExtraHeaders,
-    timeout: Duration,
+    plan: &RunPlan,
     sample: Option<(&Template, &str)>,
     stop: &AtomicBool,
 ) -> Result<Preflight, RecordError> {
+    let timeout = plan.timeout;
     let path = target.request_target(config.target.preflight_path());
     let url = format!(
         "{}://{}{path}",
@@ -280,16 +285,76 @@ pub(super) fn preflight(
         "GET {path}: {checked} in {:.1} ms",
         elapsed.as_secs_f64() * 1e3
     );
-    let warning = match sample {
+    let (warning, probe) = match sample {
         Some((template, route_path)) => {
-            let (line, warning) =
+            let (line, warning, first) =
                 sample_request(&runtime, dialer, extra, template, route_path, timeout, stop);
             summary.push_str(&format!("; {line}"));
-            warning
+            let probe = probing(config).then(|| {
+                let probe = capacity_probe(
+                    (&runtime, dialer),
+                    template,
+                    first,
+                    plan.probe_samples,
+                    (timeout, stop),
+                );
+                summary.push_str(&format!("; {}", probe_line(&probe)));
+                probe
+            });
+            (warning, probe)
         }
-        None => None,
+        None => (None, None),
     };
-    Ok(Preflight { summary, warning })
+    Ok(Preflight {
+        summary,
+        warning,
+        probe,
+    })
+}
+
+/// Whether the pre-flight probes the capacity: a run whose configuration carries the
+/// calibration it is checked against, or a step of the calibration that measures it (§10).
+fn probing(config: &Config) -> bool {
+    config.calibration.lambda_max_rps.is_some() || config.calibration.step
+}
+
+/// The capacity probe: the first sample's time (when it was answered 2xx), then samples one
+/// after another, each on a fresh connection with an index no schedule holds and no other
+/// sample holds (so no prefix cache serves one from another), until `count` were answered or
+/// one was not (a failing target is the run's to measure, not the probe's).
+fn capacity_probe(
+    (runtime, dialer): (&compio::runtime::Runtime, &Dialer),
+    template: &Template,
+    first: Option<f64>,
+    count: u64,
+    (timeout, stop): (Duration, &AtomicBool),
+) -> CapacityProbe {
+    let mut samples_ms: Vec<f64> = first.into_iter().collect();
+    for k in 1..count {
+        if samples_ms.len() as u64 != k {
+            break;
+        }
+        let started = Instant::now();
+        let request = template.bytes(SAMPLE_INDEX - k);
+        match exchange(runtime, dialer, request, started + timeout, stop) {
+            Some(Ok((status, _))) if (200..300).contains(&status) => {
+                samples_ms.push(started.elapsed().as_secs_f64() * 1e3)
+            }
+            _ => break,
+        }
+    }
+    CapacityProbe { samples_ms }
+}
+
+/// The probe in the pre-flight's line.
+fn probe_line(probe: &CapacityProbe) -> String {
+    match probe.median_ms() {
+        Some(median) => format!(
+            "capacity probe: {} sample(s) answered, median {median:.1} ms",
+            probe.samples_ms.len()
+        ),
+        None => "capacity probe: no sample answered".into(),
+    }
 }
 
 /// The sample request: one line for the host fact, and the warning it earns. It waits up to
@@ -302,7 +367,7 @@ fn sample_request(
     route_path: &str,
     timeout: Duration,
     stop: &AtomicBool,
-) -> (String, Option<String>) {
+) -> (String, Option<String>, Option<f64>) {
     let started = Instant::now();
     let answer = exchange(
         runtime,
@@ -312,6 +377,20 @@ fn sample_request(
         stop,
     );
     let ms = started.elapsed().as_secs_f64() * 1e3;
+    let answered = matches!(answer, Some(Ok((status, _))) if (200..300).contains(&status));
+    let (line, warning) = sample_words(answer, ms, extra, route_path, timeout, stop);
+    (line, warning, answered.then_some(ms))
+}
+
+/// The sample's line for the host fact and the warning it earns.
+fn sample_words(
+    answer: Option<Result<(u16, Vec<u8>), RecordError>>,
+    ms: f64,
+    extra: &ExtraHeaders,
+    route_path: &str,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> (String, Option<String>) {
     let advice = "every request like it will be censored at the timeout: raise the target's speed, or keep the pinned timeout (dev.scale_timeout = false, or durations stated in seconds; SPEC §P)";
     match answer {
         Some(Ok((status, _))) if (200..300).contains(&status) => {

@@ -14,6 +14,7 @@ use percentes_formats::spec::Spec;
 
 use super::behind::Behind;
 use super::plan::RunPlan;
+use super::preflight::Preflight;
 use super::signals::say;
 use super::state::{Escape, Sender, Shared};
 use super::telemetry::telemetry_thread;
@@ -222,7 +223,7 @@ pub(super) fn journal_header(
 pub(super) fn setup_facts(
     config: &Config,
     open_files: u64,
-    preflight: &Option<String>,
+    preflight: &Option<Preflight>,
     (placement, options): (String, &Options),
     host_check: Option<String>,
     prompt_facts: Facts,
@@ -251,13 +252,14 @@ pub(super) fn setup_facts(
         HostFact::OpenFiles.entry(format!(
             "limit {open_files} (soft raised to the hard limit)"
         )),
-        HostFact::Preflight.entry(
-            preflight
-                .clone()
-                .unwrap_or_else(|| "off (target.preflight = false)".into()),
-        ),
+        HostFact::Preflight.entry(preflight.as_ref().map_or_else(
+            || "off (target.preflight = false)".into(),
+            |p| p.summary.clone(),
+        )),
         HostFact::Placement.entry(placement),
     ];
+    let probe = preflight.as_ref().and_then(|p| p.probe.as_ref());
+    facts.extend(probe.map(|p| HostFact::CapacityProbe.entry(p.fact_value())));
     facts.extend((options.target_placement.clone()).map(|t| HostFact::TargetPlacement.entry(t)));
     facts.extend(options.proxy.clone().map(|p| HostFact::Proxy.entry(p)));
     if let Some(look) = host_check {

@@ -24,8 +24,20 @@ pub struct TestbedPlan {
     #[serde(default)]
     pub isolated: bool,
     /// Each mock replica is built to serve exactly this many requests per second; the run's
-    /// `calibration.lambda_max_rps` is set to it.
+    /// `calibration.lambda_max_rps` is set to it. With real replicas, the calibration's
+    /// lambda_max on this host (`percentes calibrate`).
     pub capacity_rps: f64,
+    /// With real replicas, the calibration's capacity probe, ms (`calibration.probe_ms`,
+    /// SPEC §10 "Capacity check"): each run's probe is checked against it.
+    #[serde(default)]
+    pub probe_ms: Option<f64>,
+    /// With real replicas, the calibration's throughput ceiling at the survivor's load and the
+    /// rate that step offered, rps (`calibration.ceiling_rps`, `ceiling_offered_rps`).
+    #[serde(default)]
+    pub ceiling_rps: Option<f64>,
+    /// The rate the ceiling's step offered, rps.
+    #[serde(default)]
+    pub ceiling_offered_rps: Option<f64>,
     /// What plays the control plane after the fault.
     pub orchestrator: OrchestratorPlan,
     /// The mocks' slowdown under a `cpu-throttle` (default 4).
@@ -51,6 +63,29 @@ fn two() -> usize {
 }
 
 impl TestbedPlan {
+    /// The run configuration's `[calibration]` keys (after its header): the capacity, and with
+    /// real replicas what their calibration measured beside it.
+    pub(super) fn calibration_lines(&self) -> String {
+        let mut lines = match self.replica {
+            None => "# The testbed's mocks are built to this capacity.\n".to_owned(),
+            Some(_) => {
+                "# This host's calibration (`percentes calibrate`; README \"Calibrate first\").\n"
+                    .to_owned()
+            }
+        };
+        lines.push_str(&format!("lambda_max_rps = {}\n", self.capacity_rps));
+        for (key, value) in [
+            ("probe_ms", self.probe_ms),
+            ("ceiling_rps", self.ceiling_rps),
+            ("ceiling_offered_rps", self.ceiling_offered_rps),
+        ] {
+            if let Some(value) = value {
+                lines.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        lines
+    }
+
     /// Every number the runner turns into a process count, a rate or a sleep, in range.
     pub(super) fn check(&self) -> Result<()> {
         let finite_in = |key: &str, v: f64, low: f64, high: f64| {
@@ -70,6 +105,15 @@ impl TestbedPlan {
             );
         }
         finite_in("capacity_rps", self.capacity_rps, 0.1, 10_000.0)?;
+        for (key, value) in [
+            ("probe_ms", self.probe_ms),
+            ("ceiling_rps", self.ceiling_rps),
+            ("ceiling_offered_rps", self.ceiling_offered_rps),
+        ] {
+            if let Some(value) = value {
+                finite_in(key, value, 0.001, 1e9)?;
+            }
+        }
         if let Some(t) = self.throttle_factor {
             finite_in("throttle_factor", t, 1.0, 100.0)?;
         }

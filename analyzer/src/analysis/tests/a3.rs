@@ -350,12 +350,14 @@ fn two_configurations_of_one_variant_are_not_read_as_one() {
             report: &a,
             accelerator: &[],
             design: &a.provenance.config_hash,
+            probe_ms: None,
         },
         RunRef {
             name: "b.pj",
             report: &b,
             accelerator: &[],
             design: &b.provenance.config_hash,
+            probe_ms: None,
         },
     ];
     let groups = summaries::groups(&refs);
