@@ -1876,6 +1876,106 @@ fn durations_stated_in_seconds_keep_the_timeout_and_a_divided_one_is_warned_abou
     assert_eq!(counts.completed, 5, "{counts:?}");
 }
 
+/// Issue 52 item 4 end to end: two hosts of different capacity, played by two mocks that answer
+/// a four-token request in 52 ms (40 ms to the first token, then 4 ms a token) and in 195 ms
+/// (150, then 15), each recorded with the configuration a calibration of the first wrote
+/// (`probe_ms = 52`). Each pre-flight probes its host with five samples and journals them; the
+/// report's capacity check passes the first and fails the second (195 against 52: 73 % apart,
+/// beyond 25 %); `campaign` over both refuses the group, naming each run's probe. Deliberate
+/// breaks: a pre-flight that sends one sample (4 fewer in the row); a campaign that groups
+/// without the check (no capacity line, nothing refused).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_campaign_across_two_capacities_is_refused_from_the_probes_its_runs_journaled() {
+    use percentes_scenarios::config::MockConfig;
+    let _beside = crate::beside();
+    let dir = scratch("capacity");
+    let mut journals = Vec::new();
+    for (name, ttft, gap) in [("fast", 40.0, 4.0), ("slow", 150.0, 15.0)] {
+        let addr =
+            percentes_scenarios::mock::spawn_background(MockConfig::constant(ttft, gap, 64), 1)
+                .unwrap()
+                .0;
+        let config = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\nmeasure_s = 1.0\nwarmup_s = 0.25\ncooldown_s = 0\n\
+                 [target]\nkind = \"self-hosted\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+                 replica_addresses = {{ \"replica-0\" = \"{addr}\" }}\n\
+                 [schedule]\nseed = 3\narrival = \"deterministic\"\nrate_rps = 4.0\n\
+                 [calibration]\nlambda_max_rps = 10.0\nprobe_ms = 52.0\n[fault]\nvariant = \"none\"\n\
+                 [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\noutput_tokens = {{ kind = \"fixed\", tokens = 4 }}\n"
+            ),
+        )
+        .unwrap();
+        let journal = dir.join(format!("{name}.pj"));
+        let (code, out, err) = percentes(&[
+            "record",
+            config.to_str().unwrap(),
+            "-o",
+            journal.to_str().unwrap(),
+            "--force",
+            "--no-host-check",
+        ]);
+        assert!(code == 0 || code == 2, "exit {code}: {out}{err}");
+        assert!(
+            err.contains("capacity probe: 5 sample(s) answered"),
+            "{name}: {err}"
+        );
+        let report = dir.join(format!("{name}-report"));
+        let (code, out, err) = percentes(&[
+            "analyze",
+            journal.to_str().unwrap(),
+            "-o",
+            report.to_str().unwrap(),
+        ]);
+        assert!(code == 0 || code == 2, "exit {code}: {out}{err}");
+        let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| capacity check | §10 | reported |"))
+            .unwrap_or_else(|| panic!("{name}: no capacity row\n{md}"));
+        let status = if name == "fast" { "pass" } else { "fail" };
+        assert!(
+            row.contains(&format!("| reported | {status} |")) && row.contains("over 5 sample(s)"),
+            "{name}: {row}"
+        );
+        journals.push(journal);
+    }
+    let campaign = dir.join("campaign");
+    let (code, out, err) = percentes(&[
+        "campaign",
+        journals[0].to_str().unwrap(),
+        journals[1].to_str().unwrap(),
+        "-o",
+        campaign.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "exit {code}: {out}{err}");
+    let md = std::fs::read_to_string(campaign.join("campaign.md")).unwrap();
+    assert!(
+        md.contains("Capacity check (§10): fail: the runs' capacity probes lie")
+            && md.contains("fast.pj")
+            && md.contains("slow.pj"),
+        "{md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(campaign.join("campaign.json")).unwrap()).unwrap();
+    let group = &json["groups"][0];
+    // Each run is dropped: refused with its group, or (on a machine busy enough to fail the
+    // client gate) as invalid; none is summarized.
+    for name in ["fast.pj", "slow.pj"] {
+        assert!(
+            group["dropped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d.as_str().unwrap().starts_with(name)),
+            "{name}: {group}"
+        );
+    }
+}
+
 /// Issue 18 item 1 end to end against a mock: `record --url URL --model M --rate R --duration
 /// 1s --stream` records without a configuration file. It says in one line what it measures,
 /// the journal carries the configuration it built, which is the text `init --from-flags` with
