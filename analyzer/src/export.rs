@@ -217,7 +217,8 @@ pub fn requests_frame(
 }
 
 /// A4's columns (JOURNAL.md kind 8): the first delta of each kind, the deltas of each kind, the
-/// usage's reasoning tokens, the deliveries, the kinds as one value, and the time to first
+/// usage's reasoning tokens, the deliveries and the first one's deltas (issue 52: how many
+/// events the first token's read carried), the kinds as one value, and the time to first
 /// answer token; null for a request without a stream record (every one of a journal recorded
 /// before 2026-12-05), so the schema is the same for every journal.
 fn stream_columns(
@@ -246,6 +247,7 @@ fn stream_columns(
             "other_deltas",
             "reasoning_tokens",
             "deliveries",
+            "first_delivery_deltas",
         ] {
             out.push(nullable32(name, &none32));
         }
@@ -278,6 +280,7 @@ fn stream_columns(
         counts("other_deltas", &s.other_deltas),
         nullable32("reasoning_tokens", part(&rows, &s.reasoning_tokens)),
         counts("deliveries", &s.deliveries),
+        counts("first_delivery_deltas", &s.first_delivery_deltas),
         {
             let labels: Vec<Option<String>> = (0..len)
                 .map(|row| recorded(row).then(|| s.kinds_label(rows.start + row)))

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use percentes_formats::journal::probe;
 use percentes_formats::pins;
-use percentes_formats::spec::{CapacityCheck, ShareSupport, SurvivorSpan};
+use percentes_formats::spec::{CapacityCheck, ReadingWords, ShareSupport, SurvivorSpan};
 
 use crate::estimate::runs::{self, RunSummary};
 use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
@@ -293,12 +293,23 @@ fn summary(values: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The scalars read on the recovery's grid: the detector's goodput buckets, and the readiness
+/// probes a fault run sends once per bucket (§10). Runs that differ by less than one bucket are
+/// not told apart by them.
+const ON_THE_GRID: &[&str] = &[
+    "TTR to the single-replica equilibrium",
+    "TTR to the two-replica pre-fault baseline",
+    "outage: duration, fire anchor to confirmed removal",
+];
+
+/// A scalar in words. `grid_s`, under v0.5 for a scalar read on the recovery's grid: the
+/// grid's step, so that a spread below it is not printed as a run-to-run CV of nothing (issue
+/// 52: a campaign CV of 0.000 that was the 200 ms probe grid).
 fn describe(
-    name: &str,
-    unit: &str,
-    heavy: bool,
+    (name, unit, heavy): (&str, &str, bool),
     s: &Option<Summary>,
     values: &[(String, f64)],
+    grid_s: Option<f64>,
 ) -> String {
     let list: Vec<String> = values.iter().map(|(_, v)| format!("{v:.3}")).collect();
     match s {
@@ -316,6 +327,12 @@ fn describe(
             let cv = s
                 .coefficient_of_variation
                 .map_or("n/a".into(), |c| format!("{c:.3}"));
+            let cv = match grid_s {
+                Some(grid) if s.n > 1 && s.max - s.min < grid => format!(
+                    "{cv}, which is the grid: the runs lie within one {grid:.3} s step of the recovery's buckets and readiness probes, below what they resolve"
+                ),
+                _ => cv,
+            };
             if heavy {
                 format!(
                     "{name}: median {:.3} {unit} (range {:.3}-{:.3}; mean {:.3}; {interval}; CV {cv}); values {}",
@@ -382,6 +399,16 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
         let a3 = members
             .iter()
             .all(|r| r.report.rules.survivor == SurvivorSpan::OutageThenRecovery);
+        // v0.5 (A4) says where a scalar's spread is below the grid it is read on.
+        let grid = members
+            .iter()
+            .all(|r| r.report.rules.words == ReadingWords::WhatWasMeasured)
+            .then(|| {
+                valid
+                    .iter()
+                    .find_map(|r| r.report.recovery.as_ref().map(|rec| rec.bucket_s))
+            })
+            .flatten();
         let scalars = SCALARS
             .iter()
             .chain(if a3 { SCALARS_A3 } else { &[] })
@@ -397,7 +424,8 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
                 }
                 let numbers: Vec<f64> = values.iter().map(|(_, v)| *v).collect();
                 let summary = summary(&numbers);
-                let text = describe(name, unit, heavy, &summary, &values);
+                let grid_s = grid.filter(|_| ON_THE_GRID.contains(&name));
+                let text = describe((name, unit, heavy), &summary, &values, grid_s);
                 Scalar {
                     name,
                     unit,
@@ -524,5 +552,40 @@ fn g5(members: &[&RunRef<'_>]) -> String {
                 "fail: the accelerator fingerprints differ between runs".into()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(values: &[f64], grid_s: Option<f64>) -> String {
+        let named: Vec<(String, f64)> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (format!("run-{i}"), v))
+            .collect();
+        let name = "outage: duration, fire anchor to confirmed removal";
+        describe((name, "s", false), &summary(values), &named, grid_s)
+    }
+
+    #[test]
+    fn a_spread_below_the_grid_is_not_a_run_to_run_cv() {
+        // Five outages read at the replacement's first ready probe, all in one 0.2 s step:
+        // the CV of 0 is the grid's, and v0.5 says so.
+        let same = [6.2, 6.2, 6.2, 6.2, 6.2];
+        let said = text(&same, Some(0.2));
+        assert!(
+            said.contains("CV 0.000, which is the grid: the runs lie within one 0.200 s step"),
+            "{said}"
+        );
+        // Spread over more than a step: a CV the grid can resolve, said as before.
+        let apart = [6.2, 6.4, 6.2, 6.6, 6.2];
+        assert!(!text(&apart, Some(0.2)).contains("which is the grid"));
+        // Older versions, or a scalar off the grid, print the CV alone.
+        assert!(!text(&same, None).contains("which is the grid"));
+        assert!(text(&same, None).contains("CV 0.000;"));
+        // One run has no run-to-run spread to speak of.
+        assert!(!text(&[6.2], Some(0.2)).contains("which is the grid"));
     }
 }

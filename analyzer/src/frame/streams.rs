@@ -45,6 +45,9 @@ pub struct Streams {
     pub reasoning_tokens: Column<u32>,
     /// Deliveries (reads that brought new deltas), the unlisted ones included.
     pub deliveries: Column<u32>,
+    /// The deltas the first delivery brought (the first token's read: SPEC §2 "The first
+    /// token's path"), 0 without a listed delivery.
+    pub first_delivery_deltas: Column<u32>,
     /// The kinds present, as [`ANSWER`], [`REASONING`], ... bits.
     pub kinds: Vec<u8>,
 }
@@ -65,6 +68,7 @@ impl Streams {
             other_deltas: Column::filled(rows, 0, place)?,
             reasoning_tokens: Column::filled(rows, u32::MAX, place)?,
             deliveries: Column::filled(rows, 0, place)?,
+            first_delivery_deltas: Column::filled(rows, 0, place)?,
             kinds: vec![0; rows],
         })
     }
@@ -96,6 +100,7 @@ impl Streams {
         }
         self.reasoning_tokens[row] = record.reasoning_tokens.unwrap_or(u32::MAX);
         self.deliveries[row] = record.deliveries_total;
+        self.first_delivery_deltas[row] = record.deliveries.first().map_or(0, |d| d.deltas);
     }
 
     /// Deltas of every kind in row `row`.
@@ -151,6 +156,7 @@ impl Streams {
             &self.other_deltas,
             &self.reasoning_tokens,
             &self.deliveries,
+            &self.first_delivery_deltas,
         ] {
             column.release();
         }

@@ -239,3 +239,44 @@ fn a_tool_call_only_answer_has_a_first_token_and_a_tpot() {
     assert_eq!(us(&w4.ttft, "p50"), us(&w4.e2e, "p50"));
     assert_eq!(w4.tokens.tpot.n, 0);
 }
+
+/// Issue 52 item 1: the first delivery's size per request, as the export carries it: 1 where
+/// each delta came in a read of its own, the record's count where the first read brought
+/// several (here the first request's, made 9), null without a stream record.
+#[test]
+fn the_export_carries_each_requests_first_delivery() {
+    use polars::prelude::AnyValue;
+    // The first request's first nine deltas in one read: one delivery of 9, the tenth's gap
+    // now from the first (the gaps still sum to the span).
+    let bytes = synthetic::with_records(&reasoning_journal(380, (20, 10)), |records| {
+        let stream = synthetic::first_stream(records);
+        let merged: u32 = stream.deliveries[1..=9].iter().map(|d| d.gap_us).sum();
+        stream.deliveries.drain(1..9);
+        stream.deliveries[0].deltas = 9;
+        stream.deliveries[1].gap_us = merged;
+        stream.deliveries_total -= 8;
+    });
+    let file = journal_file("first-delivery.pj", &bytes);
+    let run = crate::load::load(&file).unwrap();
+    let rows = run.requests.len();
+    let frame = crate::export::requests_frame(&run.requests, 0..rows, &[], &[]).unwrap();
+    let column = frame.column("first_delivery_deltas").unwrap();
+    let first = (0..rows)
+        .find(|&row| run.requests.streams.as_ref().unwrap().kinds[row] != 0)
+        .unwrap();
+    assert_eq!(column.get(first).unwrap(), AnyValue::UInt32(9));
+    assert_eq!(column.get(first + 1).unwrap(), AnyValue::UInt32(1));
+    let plain = synthetic::scripted(
+        &config(STEADY),
+        &|e: &Entry| Some(completed(e, 100_000, 400 * MS, 500 * MS, vec![])),
+        Vec::new(),
+        quiet_telemetry(42),
+        SealStatus::Completed,
+    );
+    let file = journal_file("plain.pj", &plain);
+    let run = crate::load::load(&file).unwrap();
+    let frame =
+        crate::export::requests_frame(&run.requests, 0..run.requests.len(), &[], &[]).unwrap();
+    let column = frame.column("first_delivery_deltas").unwrap();
+    assert_eq!(column.null_count(), column.len());
+}
