@@ -494,7 +494,7 @@ fn capacity(members: &[&RunRef<'_>]) -> (Option<String>, Option<String>) {
     if !without.is_empty() {
         return (
             Some(format!(
-                "not checked: {} hold(s) no capacity probe (target.preflight = false, a configuration without a calibration, or a recorder older than the probe)",
+                "not checked: {} hold(s) no capacity probe (target.preflight = false, a configuration without a calibration, a recorder older than the probe, or no sample answered)",
                 without.join(", ")
             )),
             None,

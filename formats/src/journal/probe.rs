@@ -64,6 +64,12 @@ impl CapacityProbe {
             .ok_or_else(|| ProbeError::Field {
                 value: value.to_owned(),
             })?;
+        // A probe whose first sample was not answered lists none.
+        if list.trim().is_empty() {
+            return Ok(CapacityProbe {
+                samples_ms: Vec::new(),
+            });
+        }
         let samples_ms = list
             .split(',')
             .map(|s| match s.trim().parse::<f64>() {
@@ -121,13 +127,20 @@ mod tests {
         for bad in [
             "",
             "ms=1",
-            "service_ms=",
+            "service_ms=1,,2",
             "service_ms=1,x",
             "service_ms=-2",
             "service_ms=NaN",
         ] {
             assert!(CapacityProbe::parse(bad).is_err(), "{bad:?} was read");
         }
+        // No sample answered: a probe of none, written and read so.
+        let none = CapacityProbe {
+            samples_ms: Vec::new(),
+        };
+        assert_eq!(none.fact_value(), "service_ms=");
+        assert_eq!(CapacityProbe::parse("service_ms=").unwrap(), none);
+        assert_eq!(none.median_ms(), None);
     }
 
     #[test]

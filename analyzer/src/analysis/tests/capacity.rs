@@ -107,6 +107,15 @@ fn without_a_probe_or_a_reference_the_check_is_unobserved_and_says_which() {
         gate.note
     );
     assert!(gate.note.contains("no throughput ceiling"), "{}", gate.note);
+    let unanswered = probed(&with_reference, Some("service_ms="), Spec::V0_5);
+    let gate = capacity_gate(&unanswered).unwrap();
+    assert_eq!(gate.status, Status::Unobserved);
+    assert!(
+        gate.note
+            .contains("no sample request of the probe was answered"),
+        "{}",
+        gate.note
+    );
     let damaged = probed(&with_reference, Some("service_ms=fast"), Spec::V0_5);
     assert!(capacity_gate(&damaged).unwrap().note.contains("\"fast\""));
     let without = probed(&self_hosted(""), Some("service_ms=40"), Spec::V0_5);
