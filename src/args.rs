@@ -45,7 +45,8 @@ pub struct FailOnArgs {
     /// Fail (exit 3) unless this holds: `METRIC[@WINDOW] OP VALUE`, e.g. `ttft_p99 < 500ms`,
     /// `error_rate < 1%`, `goodput@fault >= 90%`, `output_tokens_per_s > 100`. Metrics:
     /// ttft, tpot, itl, e2e and completion with _p50, _p90, _p95 or _p99; error_rate,
-    /// censored_rate, goodput, requests_per_s, output_tokens_per_s. Without @WINDOW, the
+    /// censored_rate, goodput (yours under --slo), pinned_goodput, requests_per_s,
+    /// output_tokens_per_s. Without @WINDOW, the
     /// measurement window (baseline in a fault run). A refused figure fails with its reason;
     /// a gate-invalid run fails every threshold and exits 2. Repeat for more.
     #[arg(long, value_name = "THRESHOLD", value_parser = Threshold::parse_flag)]
@@ -164,10 +165,10 @@ pub struct QuickArgs {
     )]
     pub rate: Option<f64>,
     /// With --url: how long to measure (30s, 2m, 500ms), after a warm-up of a tenth of it.
-    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = percentes_formats::config::parse_duration_s)]
     pub duration: Option<f64>,
     /// With --url: the warm-up (discarded) instead of a tenth of --duration.
-    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = percentes_formats::config::parse_duration_s)]
     pub warmup: Option<f64>,
     /// With --url: stream the responses (SSE), for time to first token and inter-token times.
     #[arg(long, requires = "url")]
@@ -206,7 +207,7 @@ pub struct QuickArgs {
     pub turns: Option<u32>,
     /// With --concurrency or --turns: the mean think time between a response and the next
     /// request (500ms, 2s).
-    #[arg(long, value_name = "TIME", requires = "url", value_parser = duration)]
+    #[arg(long, value_name = "TIME", requires = "url", value_parser = percentes_formats::config::parse_duration_s)]
     pub think_time: Option<f64>,
     /// With --think-time: `fixed` (default) or `exponential` think times.
     #[arg(long, value_name = "LAW", requires = "url")]
@@ -230,10 +231,14 @@ pub struct QuickArgs {
     /// With --tools or --response-format: check each answer against its schema (SPEC §1).
     #[arg(long, requires = "url")]
     pub check_structured: bool,
-}
-
-fn duration(text: &str) -> Result<f64, String> {
-    percentes_formats::config::parse_duration_s(text)
+    /// With --url: your own SLO beside the pinned one, journaled (SPEC §4 "A declared SLO"):
+    /// 'ttft<=500ms,tpot<=50ms[,goodput>=95%]' over ttft, ttfat, tpot, itl (the longest gap
+    /// between deliveries), e2e; the goodput a sweep's rate must keep (default 99 %).
+    #[arg(long, value_name = "OBJECTIVES", requires = "url", value_parser = percentes_formats::config::slo::flag_text)]
+    pub slo: Option<String>,
+    /// With --url: scrape its /metrics (SPEC §2): auto (off with --hosted), vllm, sglang, tgi, off.
+    #[arg(long, value_name = "PRESET", requires = "url")]
+    pub server_metrics: Option<String>,
 }
 
 impl QuickArgs {
@@ -273,6 +278,8 @@ impl QuickArgs {
                 images: self.image.clone(),
                 structured: self.check_structured,
             },
+            slo: self.slo.clone(),
+            server_metrics: self.server_metrics.clone(),
         })
     }
 }

@@ -90,13 +90,8 @@ pub fn campaign(
     output: &Path,
     table: &percentes_analyzer::load::Options,
 ) -> Result<ExitCode> {
-    use percentes_analyzer::campaign::{self, CampaignRun};
-    let analyzer = analyzer(false);
-    let mut runs = Vec::new();
-    for (path, name) in paths.iter().zip(campaign::run_names(paths)) {
-        let (file, run) = load_run_with(path, table)?;
-        runs.push(CampaignRun::analyze(name, &run, &file, spec, &analyzer));
-    }
+    use percentes_analyzer::campaign;
+    let runs = campaign::journals(paths, spec, table, &analyzer(false))?;
     let result = campaign::build(&runs);
     let md = campaign::write(&result, output)
         .with_context(|| format!("cannot write the campaign into {}", output.display()))?;
@@ -138,11 +133,9 @@ pub fn compare(a: &args::CompareArgs) -> Result<ExitCode> {
         compare::text(&result)
     };
     print!("{text}");
-    Ok(match (all_valid, result.verdict) {
-        (false, _) => ExitCode::from(2),
-        (true, "regression") if a.fail_on_regression => ExitCode::from(3),
-        (true, _) => ExitCode::SUCCESS,
-    })
+    Ok(ExitCode::from(
+        result.exit_code(all_valid, a.fail_on_regression),
+    ))
 }
 
 pub fn export(

@@ -25,6 +25,7 @@ mod artifact;
 mod audit;
 mod client_gate;
 mod columns;
+mod declared;
 mod distribution;
 mod path;
 mod rows;
@@ -315,7 +316,10 @@ fn window_reports(
         window_report(run, window, rows, baseline_rows, method, horizon_ns, rules)
     };
     if rules.streams == StreamReading::EveryDelta {
-        let delivered = streams::delivered(run, files, cut);
+        // A declared SLO's `itl` objective reads each row's longest gap from the same pass.
+        let mut longest = declared::longest_gaps_wanted(run, rules);
+        let delivered = streams::delivered(run, files, cut, &mut longest);
+        let judge = declared::Judge::of(run, rules, &longest);
         return cut
             .iter()
             .zip(rows_of)
@@ -343,6 +347,7 @@ fn window_reports(
                     report.first_token_path =
                         Some(path::of(&run.requests, rows, &delivered, rules.streams));
                 }
+                declared::fill(&mut report, run, rows, (rules, judge.as_ref()));
                 report
             })
             .collect();

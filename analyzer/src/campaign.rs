@@ -76,6 +76,22 @@ impl CampaignRun {
     }
 }
 
+/// Each journal (or merged run's manifest) of `paths` loaded with `options` and analyzed under
+/// `spec`, named as [`run_names`] names them: what `percentes campaign` reads.
+pub fn journals(
+    paths: &[std::path::PathBuf],
+    spec: percentes_formats::spec::Spec,
+    options: &crate::load::Options,
+    analyzer: &crate::model::Analyzer,
+) -> Result<Vec<CampaignRun>, crate::shards::ShardError> {
+    let mut runs = Vec::new();
+    for (path, name) in paths.iter().zip(run_names(paths)) {
+        let (files, run) = crate::shards::open_with(path, options)?;
+        runs.push(CampaignRun::analyze(name, &run, &files, spec, analyzer));
+    }
+    Ok(runs)
+}
+
 /// How a campaign names its runs: by file name, or by the path as given where two files share
 /// a name (five scenario runs' `run.pj`, each in its own folder).
 pub fn run_names(paths: &[std::path::PathBuf]) -> Vec<String> {

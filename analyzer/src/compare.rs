@@ -30,14 +30,14 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::analysis::{latency_samples, LatencySamples};
-use percentes_formats::spec::TailSample;
+use percentes_formats::spec::{GoodputReading, TailSample};
 
 use crate::estimate::compare as stats;
 use crate::estimate::effective::exceedances;
 use crate::estimate::runs::holm_adjusted;
 use crate::figures;
 use crate::load::Run;
-use crate::model::{Report, WindowReport};
+use crate::model::{DeclaredGoodput, Report, WindowReport};
 
 /// The schema of `compare --json`: /2 added each figure's `change`, the comparison's
 /// `verdict` with its `regressions` and `improvements`, the throughput figures and `diagnosis`.
@@ -104,6 +104,18 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// Each window both sides have, in A's order.
     pub windows: Vec<WindowComparison>,
+}
+
+impl Comparison {
+    /// `percentes compare`'s exit (SPEC §10): 2 where a run is gate-invalid (`all_valid`
+    /// false), 3 for a regression under `--fail-on-regression`, else 0.
+    pub fn exit_code(&self, all_valid: bool, fail_on_regression: bool) -> u8 {
+        match (all_valid, self.verdict) {
+            (false, _) => 2,
+            (true, "regression") if fail_on_regression => 3,
+            (true, _) => 0,
+        }
+    }
 }
 
 /// One window of the comparison.
@@ -383,7 +395,10 @@ fn request_level(
             out.push(f);
         }
     }
-    for name in SHARES {
+    // A4: the pinned SLO's goodput beside the declared one's (§4 "A declared SLO").
+    let pinned =
+        (a.report.rules.goodput == GoodputReading::PinnedAndDeclared).then_some("pinned_goodput");
+    for name in SHARES.into_iter().chain(pinned) {
         out.push(if valid {
             share_figure(name, (wa, wb), (&sa, &sb), correlated)
         } else {
@@ -473,13 +488,18 @@ fn share_figure(
         "share",
         if correlated { FISHER_A4 } else { FISHER },
     );
+    // A4: `goodput` is the declared SLO's where both runs declare the same one (§4 "A
+    // declared SLO"); its count and design effect are the report's own.
+    if let Some(why) = declared_apart(name, wa, wb) {
+        f.reason = why;
+        return f;
+    }
     let count = |w: &WindowReport| match name {
         "error_rate" => w.outcomes.errored,
         "censored_rate" => w.outcomes.censored,
         // goodput's value is a count over scheduled: its count back, exactly.
-        _ => w
-            .goodput
-            .value
+        _ => declared(w, name)
+            .map_or(w.goodput.value, |d| d.goodput.value)
             .map_or(0, |g| (g * w.scheduled as f64).round() as u64),
     };
     let (ka, na, kb, nb) = (count(wa), wa.scheduled, count(wb), wb.scheduled);
@@ -491,7 +511,10 @@ fn share_figure(
     f.b = Some(kb as f64 / nb as f64);
     f.difference = f.a.zip(f.b).map(|(a, b)| b - a);
     // A4: each side's count read at its design effect, from its series in intended order.
-    let design = |s: &LatencySamples| -> Option<f64> {
+    let design = |s: &LatencySamples, w: &WindowReport| -> Option<f64> {
+        if let Some(d) = declared(w, name) {
+            return d.interval.n_per_effective.map(|r| 1.0 / r);
+        }
         let positions = match name {
             "error_rate" => &s.errored,
             "censored_rate" => &s.censored,
@@ -501,7 +524,7 @@ fn share_figure(
         Some(worth / s.scheduled.max(1) as f64)
     };
     let scaled = if correlated {
-        design(sa).zip(design(sb)).map(|(da, db)| {
+        design(sa, wa).zip(design(sb, wb)).map(|(da, db)| {
             let (ka, na) = stats::effective_count(ka, na, na as f64 * da);
             let (kb, nb) = stats::effective_count(kb, nb, nb as f64 * db);
             (ka, na, kb, nb)
@@ -517,6 +540,25 @@ fn share_figure(
         None => f.reason = too_correlated("outcomes"),
     }
     f
+}
+
+/// A window's declared goodput where the figure is `goodput` (A4, §4 "A declared SLO").
+fn declared<'w>(w: &'w WindowReport, name: &str) -> Option<&'w DeclaredGoodput> {
+    w.declared_goodput.as_ref().filter(|_| name == "goodput")
+}
+
+/// Why two windows' `goodput` cannot be compared: they declare different SLOs, or one does.
+fn declared_apart(name: &str, wa: &WindowReport, wb: &WindowReport) -> Option<String> {
+    match (declared(wa, name), declared(wb, name)) {
+        (Some(da), Some(db)) if da.slo != db.slo => Some(format!(
+            "the runs declare different SLOs (A: {}; B: {}), so their goodputs measure different things: compare pinned_goodput",
+            da.slo, db.slo
+        )),
+        (Some(_), None) | (None, Some(_)) => Some(
+            "one run declares an SLO and the other does not: compare pinned_goodput".into(),
+        ),
+        _ => None,
+    }
 }
 
 /// A throughput of one run a side: both values and their difference, and why no test.
@@ -569,6 +611,11 @@ fn run_level(
         }
     }
     names.extend(SHARES.iter().map(|n| ((*n).to_owned(), "share")));
+    if a.iter()
+        .any(|s| s.report.rules.goodput == GoodputReading::PinnedAndDeclared)
+    {
+        names.push(("pinned_goodput".to_owned(), "share"));
+    }
     names.extend(RATES.iter().map(|n| ((*n).to_owned(), "per_s")));
     names
         .into_iter()

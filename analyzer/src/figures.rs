@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use percentes_formats::config::thresholds::{Kind, Threshold};
 use serde::Serialize;
 
-use crate::model::{Distribution, Report, Share, WindowReport};
+use crate::model::{Distribution, Report, Share, ShareInterval, WindowReport};
 
 /// The schema of `summary.json`.
 pub const SCHEMA: &str = "percentes-summary/1";
@@ -54,6 +54,10 @@ pub struct Summary {
     /// first token's path"); absent under v0.1-v0.4 and where no window was decomposed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_token_path: Option<String>,
+    /// v0.5: what the server's own metrics say, one line per scraped source (SPEC §2
+    /// "Server-side evidence"); absent under v0.1-v0.4 and where nothing was scraped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<String>,
     /// The thresholds checked, in the order given.
     pub thresholds: Vec<Verdict>,
 }
@@ -85,6 +89,13 @@ pub struct WindowFigures {
     /// stated wherever the inter-token figure appears.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inter_token_floor: Option<(u64, u64)>,
+    /// A4 (v0.5): the declared SLO the `goodput` figure is read under (SPEC §4 "A declared
+    /// SLO"); absent where there is none, and `goodput` is the pinned SLO's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_slo: Option<String>,
+    /// A4 (v0.5): the completed requests the declared SLO could not judge, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<String>,
 }
 
 /// One figure, or its refusal.
@@ -98,7 +109,8 @@ pub struct Figure {
     pub n: u64,
     /// Its value, absent when refused.
     pub value: Option<f64>,
-    /// The §7 95 % interval of a tail quantile, where the report gives one.
+    /// The §7 95 % interval of a tail quantile, or (A4) of a goodput, where the report gives
+    /// one.
     pub interval: Option<(f64, f64)>,
     /// Why there is no value (or, for a tail, no interval), in the report's words.
     pub refused: Option<String>,
@@ -146,6 +158,7 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
         workload: workload_line(&report.workload),
         windows: report.windows.iter().map(window).collect(),
         first_token_path: path_line(report),
+        server: server_lines(report),
         thresholds: Vec::new(),
     };
     summary.thresholds = thresholds.iter().map(|t| check(&summary, t)).collect();
@@ -219,6 +232,8 @@ fn window(w: &WindowReport) -> WindowFigures {
             .as_ref()
             .and(w.inter_chunk_at_floor.as_ref())
             .map(|f| ((f.value.unwrap_or(0.0) * f.n as f64).round() as u64, f.n)),
+        declared_slo: w.declared_goodput.as_ref().map(|d| d.slo.clone()),
+        unjudged: w.declared_goodput.as_ref().and_then(unjudged_line),
     }
 }
 
@@ -239,10 +254,10 @@ fn shares_and_rates(w: &WindowReport) -> Vec<Figure> {
     for (name, share) in [
         ("error_rate", &w.error_rate),
         ("censored_rate", &w.censored_rate),
-        ("goodput", &w.goodput),
     ] {
         figures.push(of_share(name, "share", share));
     }
+    figures.extend(goodputs(w));
     figures.push(of_share("requests_per_s", "per_s", &w.throughput_rps));
     figures.push(Figure {
         name: "output_tokens_per_s".into(),
@@ -278,6 +293,54 @@ fn reasoning_tokens(s: &crate::model::StreamFigures) -> Vec<Figure> {
             }
         })
         .collect()
+}
+
+/// The declared SLO's unjudged requests in one line, `None` where there are none.
+fn unjudged_line(d: &crate::model::DeclaredGoodput) -> Option<String> {
+    if d.unjudged.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = d
+        .unjudged
+        .iter()
+        .map(|(metric, n)| format!("{n} on {metric}"))
+        .collect();
+    Some(format!(
+        "not judged, so not counted as meeting your SLO: {} (the journal holds no value of that metric for them; §4 \"A declared SLO\")",
+        each.join(", ")
+    ))
+}
+
+/// `goodput`: under the declared SLO where the configuration declares one (SPEC §4, A4), else
+/// under the pinned one; and under A4 `pinned_goodput`, always the pinned SLO's. Each with its
+/// interval where the report gives one.
+fn goodputs(w: &WindowReport) -> Vec<Figure> {
+    let with = |name: &str, share: &Share, interval: Option<&ShareInterval>| {
+        let mut figure = of_share(name, "share", share);
+        if let Some(i) = interval {
+            figure.interval = i.interval;
+            figure.n_per_effective = i.n_per_effective;
+            if figure.value.is_some() {
+                figure.refused = i.refused.clone();
+            }
+        }
+        figure
+    };
+    let pinned = with("goodput", &w.goodput, w.goodput_interval.as_ref());
+    let Some(interval) = &w.goodput_interval else {
+        return vec![pinned];
+    };
+    let own = match &w.declared_goodput {
+        Some(d) => with("goodput", &d.goodput, Some(&d.interval)),
+        None => pinned.clone(),
+    };
+    vec![
+        own,
+        Figure {
+            name: "pinned_goodput".into(),
+            ..with("goodput", &w.goodput, Some(interval))
+        },
+    ]
 }
 
 fn of_share(name: &str, unit: &'static str, share: &Share) -> Figure {
@@ -381,19 +444,14 @@ fn check(summary: &Summary, t: &Threshold) -> Verdict {
         );
         return fail(&w.window, why);
     }
-    let Some(figure) = w.figures.iter().find(|f| f.name == t.metric) else {
-        let a4 = ["ttfat_", "reasoning_"]
-            .iter()
-            .any(|p| t.metric.starts_with(p));
-        let why = if a4 {
-            format!(
-                "no figure `{}` in the window: it is a reading of spec v0.5 on (A4), and this analysis applied an earlier version",
-                t.metric
-            )
-        } else {
-            format!("no figure `{}` in the window", t.metric)
-        };
-        return fail(&w.window, why);
+    // Before v0.5 the one goodput is the pinned SLO's.
+    let named = |name: &str| w.figures.iter().find(|f| f.name == name);
+    let pinned = (t.metric == "pinned_goodput")
+        .then(|| named("goodput"))
+        .flatten();
+    let found = named(&t.metric).or(pinned);
+    let Some(figure) = found else {
+        return fail(&w.window, missing(&t.metric));
     };
     let Some(value) = figure.value else {
         let why = figure.refused.clone().unwrap_or_default();
@@ -423,6 +481,18 @@ fn check(summary: &Summary, t: &Threshold) -> Verdict {
         value: Some(value),
         passed,
         reason,
+    }
+}
+
+/// Why a threshold's metric has no figure in its window.
+fn missing(metric: &str) -> String {
+    if ["ttfat_", "reasoning_"]
+        .iter()
+        .any(|p| metric.starts_with(p))
+    {
+        format!("no figure `{metric}` in the window: it is a reading of spec v0.5 on (A4), and this analysis applied an earlier version")
+    } else {
+        format!("no figure `{metric}` in the window")
     }
 }
 
@@ -488,6 +558,9 @@ pub fn text(summary: &Summary) -> String {
     if let Some(line) = &summary.first_token_path {
         let _ = writeln!(out, "{line}");
     }
+    for line in &summary.server {
+        let _ = writeln!(out, "{line}");
+    }
     if !summary.thresholds.is_empty() {
         let failed = summary.thresholds.iter().filter(|v| !v.passed).count();
         let _ = writeln!(
@@ -546,17 +619,64 @@ fn window_text(out: &mut String, w: &WindowFigures) {
             },
         )
     };
-    let _ = writeln!(
-        out,
-        "  {} requests/s, {} output tokens/s; errored {}, censored {}, SLO goodput {}",
+    let rates = format!(
+        "  {} requests/s, {} output tokens/s; errored {}, censored {}",
         rate("requests_per_s"),
         rate("output_tokens_per_s"),
         rate("error_rate"),
         rate("censored_rate"),
-        rate("goodput")
     );
+    goodput_lines(out, w, rates, &rate);
     if let Some(caveat) = &w.caveat {
         let _ = writeln!(out, "  {caveat}");
+    }
+}
+
+/// A window's rates and goodputs as the terminal prints them: under A4 each goodput named by its
+/// SLO, with its interval (§4 "A declared SLO"); before, the one "SLO goodput".
+fn goodput_lines(
+    out: &mut String,
+    w: &WindowFigures,
+    rates: String,
+    rate: &dyn Fn(&str) -> String,
+) {
+    let figure = |name: &str| w.figures.iter().find(|f| f.name == name);
+    let with_interval = |name: &str| {
+        let mut text = rate(name);
+        if let Some((lo, hi)) = figure(name).and_then(|f| f.interval) {
+            let _ = write!(text, " (95 % CI {:.2}-{:.2} %)", lo * 100.0, hi * 100.0);
+        }
+        text
+    };
+    // A4: each goodput named by its SLO, with its interval (§4 "A declared SLO").
+    let pinned = format!(
+        "the pinned SLO (§4: TTFT <= {} ms, e2e <= {} s)",
+        percentes_formats::pins::value::SLO_TTFT_MS,
+        percentes_formats::pins::value::SLO_E2E_MS / 1000
+    );
+    match (&w.declared_slo, figure("pinned_goodput").is_some()) {
+        (_, false) => {
+            let _ = writeln!(out, "{rates}, SLO goodput {}", rate("goodput"));
+        }
+        (None, true) => {
+            let _ = writeln!(
+                out,
+                "{rates}, goodput {} under {pinned}",
+                with_interval("pinned_goodput")
+            );
+        }
+        (Some(slo), true) => {
+            let _ = writeln!(out, "{rates}");
+            let _ = writeln!(
+                out,
+                "  goodput {} under your SLO ({slo}); {} under {pinned}",
+                with_interval("goodput"),
+                with_interval("pinned_goodput")
+            );
+            if let Some(note) = &w.unjudged {
+                let _ = writeln!(out, "  {note}");
+            }
+        }
     }
 }
 
@@ -696,6 +816,69 @@ pub fn json(summary: &Summary) -> String {
     });
     text.push('\n');
     text
+}
+
+/// v0.5: the server side in one line per scraped source (SPEC §2 "Server-side evidence",
+/// issue 55 item 4): how many scrapes it answered, and over the main window (the baseline, else
+/// the measurement) its clock's first-token and end-to-end means against the client's with each
+/// verdict, and its finished count against the client's; or why there is no evidence.
+fn server_lines(report: &Report) -> Vec<String> {
+    use percentes_formats::spec::FirstTokenPath;
+    let Some(server) = report.server.as_ref() else {
+        return Vec::new();
+    };
+    if report.rules.path != FirstTokenPath::Decomposed {
+        return Vec::new();
+    }
+    let ms = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1} ms"));
+    let mut lines = Vec::new();
+    for source in &server.sources {
+        let name = &source.source;
+        if source.answered == 0 {
+            lines.push(format!(
+                "server side (§2), {name}: none of {} scrapes answered Prometheus text ({}): no server-side evidence",
+                source.failed,
+                source.first_failure.as_deref().unwrap_or("no answer")
+            ));
+            continue;
+        }
+        if source.roles.is_empty() {
+            lines.push(format!(
+                "server side (§2), {name}: {} scrapes answered, {} series journaled, none the analysis reads (not vLLM's, SGLang's or TGI's metrics): no server-side evidence",
+                source.answered, source.series
+            ));
+            continue;
+        }
+        let mut line = format!("server side (§2), {name}: {} scrapes", source.answered);
+        let window = ["baseline", "measurement"].iter().find_map(|main| {
+            server
+                .windows
+                .iter()
+                .find(|w| w.window == *main && w.source == *name)
+        });
+        if let Some(w) = window {
+            for (what, c) in [
+                ("first token", &w.first_token),
+                ("end to end", &w.end_to_end),
+            ] {
+                if let Some(c) = c {
+                    let _ = write!(
+                        line,
+                        "; {}, {what}: {} in its clock of the client's {} ({})",
+                        w.window,
+                        ms(c.server_mean_ms),
+                        ms(c.client_mean_ms),
+                        c.verdict
+                    );
+                }
+            }
+        }
+        if let Some(r) = server.reconciliation.iter().find(|r| r.source == *name) {
+            let _ = write!(line, "; {}", r.text);
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 /// A4 (v0.5): the summary's line on the first token's path (SPEC §2): the baseline's (else the

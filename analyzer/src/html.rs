@@ -235,14 +235,41 @@ fn summary(report: &Report) -> String {
             latency_row(&mut out, "inter-token", &w.inter_chunk);
             latency_row(&mut out, "end to end", &w.e2e);
             let rate = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}"));
+            // A4: each goodput named by its SLO, with its interval (§4 "A declared SLO").
+            let with = |s: &Share, i: Option<&crate::model::ShareInterval>| {
+                let ci = i
+                    .and_then(|i| i.interval)
+                    .map_or_else(String::new, |(lo, hi)| {
+                        format!(" (95 % CI {:.2}-{:.2} %)", lo * 100.0, hi * 100.0)
+                    });
+                format!("{}{ci}", share(s))
+            };
+            let (head, cells) = match (&w.goodput_interval, &w.declared_goodput) {
+                (None, _) => (
+                    "<th>SLO goodput</th>".to_owned(),
+                    format!("<td>{}</td>", share(&w.goodput)),
+                ),
+                (Some(i), declared) => {
+                    let pinned = format!("<td>{}</td>", with(&w.goodput, Some(i)));
+                    match declared {
+                        None => ("<th>goodput, pinned SLO (§4)</th>".to_owned(), pinned),
+                        Some(d) => (
+                            format!(
+                                "<th>goodput, your SLO ({})</th><th>goodput, pinned SLO (§4)</th>",
+                                escape(&d.slo)
+                            ),
+                            format!("<td>{}</td>{pinned}", with(&d.goodput, Some(&d.interval))),
+                        ),
+                    }
+                }
+            };
             let _ = writeln!(
                 out,
-                "</table>\n<table>\n<tr><th>requests/s</th><th>output tokens/s</th><th>errored</th><th>censored</th><th>SLO goodput</th></tr>\n<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n</table>",
+                "</table>\n<table>\n<tr><th>requests/s</th><th>output tokens/s</th><th>errored</th><th>censored</th>{head}</tr>\n<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cells}</tr>\n</table>",
                 rate(w.throughput_rps.value),
                 rate(w.tokens.output_tokens_per_s),
                 share(&w.error_rate),
                 share(&w.censored_rate),
-                share(&w.goodput)
             );
         }
         (None, None) => out.push_str("<p>No measured window.</p>\n"),
@@ -421,7 +448,7 @@ mod tests {
             "output tokens/s",
             "inter-token",
             "TPOT",
-            "SLO goodput",
+            "goodput",
         ] {
             assert!(html.contains(figure), "{figure}: {html}");
         }

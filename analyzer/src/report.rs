@@ -20,6 +20,7 @@ use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, Windo
 use crate::words::percent_of;
 
 mod fire;
+mod goodput;
 mod path;
 mod recovery;
 use recovery::recovery_section;
@@ -454,6 +455,7 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
                 .map_or("n/a".into(), |v| format!("{v:.3}"))
         );
     }
+    goodput::goodput_table(md, windows);
     for w in windows {
         let _ = writeln!(
             md,

@@ -237,18 +237,21 @@ fn authority(base_url: &str) -> &str {
 impl Client {
     /// The requests the client saw `replica` serve: those its replica header named, and, where
     /// the base URL is the replica's own address (a replica addressed directly, with no header
-    /// to name it), every request without a name.
+    /// to name it), every request without a name; where the source is the base URL's own host
+    /// scraped for want of a replica address, every request.
     fn of(run: &Run, replica: &str, reading: StreamReading) -> Client {
         let r = &run.requests;
         let direct = run
             .config
-            .target
-            .replica_addresses
+            .scrape_addresses()
             .get(replica)
             .is_some_and(|address| *address == authority(&run.config.target.base_url));
+        // The base URL's own host, scraped where no replica address is named (issue 55 item
+        // 4): every request went there, whatever name its answer gave.
+        let whole = direct && !run.config.target.replica_addresses.contains_key(replica);
         let rows_of: Vec<usize> = (0..r.len())
             .filter(|&row| match r.replica_name(row) {
-                Some(name) => name == replica,
+                Some(name) => name == replica || whole,
                 None => direct,
             })
             .collect();

@@ -92,6 +92,38 @@ pub struct Sweep {
     pub not_publishable: Vec<String>,
     /// One point per rate, in the order swept.
     pub points: Vec<Point>,
+    /// Under spec v0.5, where the configuration declares an SLO (SPEC §4 "A declared SLO"):
+    /// the highest rate at which it kept its goodput target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_under_your_slo: Option<SloCapacity>,
+}
+
+/// The capacity under the user's declared SLO: the highest swept rate whose recording is valid
+/// and whose declared goodput reached the SLO's target (SPEC §4 "A declared SLO").
+#[derive(Clone, Debug, Serialize)]
+pub struct SloCapacity {
+    /// The declared SLO, as the configuration declares it.
+    pub slo: String,
+    /// The goodput target a rate must reach, a share.
+    pub target: f64,
+    /// The highest rate that reached it, rps; `None` where no valid rate did.
+    pub rate_rps: Option<f64>,
+    /// That rate's declared goodput and its 95 % interval.
+    pub goodput: Option<f64>,
+    /// See `goodput`.
+    pub interval: Option<(f64, f64)>,
+    /// The reading in words: the rate, its goodput and interval, the next rate's, and what
+    /// the sweep cannot say.
+    pub text: String,
+}
+
+/// The measurement window's goodput under the declared SLO (A4), with its interval.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeclaredPoint {
+    /// The share of scheduled requests that met it.
+    pub goodput: Option<f64>,
+    /// Its 95 % interval.
+    pub interval: Option<(f64, f64)>,
 }
 
 /// One offered rate.
@@ -115,8 +147,11 @@ pub struct Point {
     pub error_rate: Option<f64>,
     /// Censored share (no answer within the client timeout).
     pub censored_rate: Option<f64>,
-    /// SLO-goodput (§4).
+    /// SLO-goodput under the pinned SLO (§4).
     pub goodput: Option<f64>,
+    /// Under v0.5, goodput under the configuration's declared SLO (§4 "A declared SLO").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared: Option<DeclaredPoint>,
     /// TTFT, TPOT and end-to-end latency, completed requests only.
     pub latency: Vec<Latency>,
     /// The completion curve's quantile readings over every scheduled request (§3), each a
@@ -182,6 +217,12 @@ impl Point {
             error_rate: window.and_then(|w| w.error_rate.value),
             censored_rate: window.and_then(|w| w.censored_rate.value),
             goodput: window.and_then(|w| w.goodput.value),
+            declared: window
+                .and_then(|w| w.declared_goodput.as_ref())
+                .map(|d| DeclaredPoint {
+                    goodput: d.goodput.value,
+                    interval: d.interval.interval,
+                }),
             latency,
             completion: window.map_or_else(Vec::new, |w| {
                 w.completion
@@ -195,6 +236,125 @@ impl Point {
 
     fn metric(&self, metric: &str) -> Option<&Latency> {
         self.latency.iter().find(|l| l.metric == metric)
+    }
+}
+
+/// One recording at one offered rate, as the capacity under a declared SLO reads it: a sweep's
+/// point, or a calibration's step.
+#[derive(Clone, Copy, Debug)]
+pub struct Rated<'a> {
+    /// The offered rate, rps.
+    pub rate_rps: f64,
+    /// Whether the recording may be read (its gates held).
+    pub valid: bool,
+    /// Its measurement window's declared goodput.
+    pub declared: Option<&'a DeclaredPoint>,
+}
+
+impl<'a> From<&'a Point> for Rated<'a> {
+    fn from(p: &'a Point) -> Rated<'a> {
+        Rated {
+            rate_rps: p.rate_rps,
+            valid: p.valid,
+            declared: p.declared.as_ref(),
+        }
+    }
+}
+
+/// The capacity under a declared SLO (`slo` its text, `target` its goodput target) from a
+/// sweep's points or a calibration's steps; `None` where none carries a declared goodput (no
+/// declared SLO, or an analysis under v0.1-v0.4).
+pub fn capacity_under_slo(points: &[Rated<'_>], slo: &str, target: f64) -> Option<SloCapacity> {
+    if points.iter().all(|p| p.declared.is_none()) {
+        return None;
+    }
+    let percent = |v: f64| format!("{:.2} %", v * 100.0);
+    let kept = |p: &Rated<'_>| {
+        p.valid
+            && p.declared
+                .and_then(|d| d.goodput)
+                .is_some_and(|g| g >= target)
+    };
+    let goodput_of = |p: &Rated<'_>| p.declared.and_then(|d| d.goodput);
+    let interval_of = |p: &Rated<'_>| p.declared.and_then(|d| d.interval);
+    let best = points
+        .iter()
+        .filter(|p| kept(p))
+        .max_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps));
+    let mut text = match best {
+        None => format!(
+            "no valid rate kept {} of its requests within your SLO ({slo})",
+            percent(target)
+        ),
+        Some(p) => {
+            let mut t = format!(
+                "{} rps: the highest swept rate at which {} of the requests met your SLO ({slo}); it kept {}",
+                p.rate_rps,
+                percent(target),
+                goodput_of(p).map_or_else(|| "n/a".into(), percent)
+            );
+            if let Some((lo, hi)) = interval_of(p) {
+                let _ = write!(t, " (95 % CI {}-{})", percent(lo), percent(hi));
+                if lo < target {
+                    t.push_str(", an interval that reaches below the target: a longer run could place the capacity lower");
+                }
+            }
+            t
+        }
+    };
+    neighbours(&mut text, points, best, &kept);
+    Some(SloCapacity {
+        slo: slo.to_owned(),
+        target,
+        rate_rps: best.map(|p| p.rate_rps),
+        goodput: best.and_then(goodput_of),
+        interval: best.and_then(interval_of),
+        text,
+    })
+}
+
+/// What the rates around the capacity say: the next rate's goodput (or that it is invalid, or
+/// that none was swept), and the lower rates that did not keep the target.
+fn neighbours(
+    text: &mut String,
+    points: &[Rated<'_>],
+    best: Option<&Rated<'_>>,
+    kept: &dyn Fn(&Rated<'_>) -> bool,
+) {
+    let percent = |v: f64| format!("{:.2} %", v * 100.0);
+    let goodput_of = |p: &Rated<'_>| p.declared.and_then(|d| d.goodput);
+    let above = points
+        .iter()
+        .filter(|p| best.is_none_or(|b| p.rate_rps > b.rate_rps))
+        .min_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps));
+    match above {
+        Some(p) if !p.valid => {
+            let _ = write!(text, "; the next rate, {} rps, is invalid (its gates), so the capacity may lie above or below it", p.rate_rps);
+        }
+        Some(p) => {
+            let _ = write!(
+                text,
+                "; the next rate, {} rps, kept {}",
+                p.rate_rps,
+                goodput_of(p).map_or_else(|| "n/a".into(), percent)
+            );
+        }
+        None if best.is_some() => {
+            text.push_str("; no higher rate was swept, so the capacity may lie higher")
+        }
+        None => {}
+    }
+    let below: Vec<String> = points
+        .iter()
+        .filter(|p| best.is_some_and(|b| p.rate_rps < b.rate_rps) && !kept(p))
+        .map(|p| format!("{} rps", p.rate_rps))
+        .collect();
+    if !below.is_empty() {
+        let _ = write!(
+            text,
+            "; lower rates did not keep it ({}): the goodput is not monotone in the rate, read the table",
+            below.join(", ")
+        );
     }
 }
 
@@ -235,6 +395,9 @@ pub fn markdown(sweep: &Sweep) -> String {
         md,
         "Each rate is its own recording, analyzed as `percentes analyze` would: the measurement window, completed requests only for the latencies (p99 with its 95 % order-statistic interval where the sample supports one, refused where it does not, as everywhere else: a tail is never a bare point, §7), the completion curve over every scheduled request below. A recording that failed a gate publishes nothing for its rate (§9).\n"
     );
+    if let Some(c) = &sweep.capacity_under_your_slo {
+        let _ = writeln!(md, "**Capacity under your SLO**: {}.\n", c.text);
+    }
     let _ = writeln!(
         md,
         "| offered rps | scheduled | throughput rps | errored | censored | goodput | TTFT p50 / p99 ms | TPOT p50 / p99 ms | e2e p50 / p99 ms | gates |\n|---|---|---|---|---|---|---|---|---|---|"
@@ -303,6 +466,17 @@ pub fn markdown(sweep: &Sweep) -> String {
                 p.rate_rps, l.metric, l.p99_text, l.n
             );
         }
+        if let Some(d) = &p.declared {
+            let _ = writeln!(
+                md,
+                "- {} rps goodput under your SLO: {}{}",
+                p.rate_rps,
+                share(d.goodput),
+                d.interval
+                    .map(|(lo, hi)| format!(" (95 % CI {lo:.4}-{hi:.4})"))
+                    .unwrap_or_default()
+            );
+        }
         if !p.spoiled.is_empty() {
             let _ = writeln!(
                 md,
@@ -323,6 +497,67 @@ fn ms(us: Option<u64>) -> String {
 mod tests {
     use super::*;
 
+    /// Hand-made points: a declared goodput of 1.00, 0.97, 0.99 (interval 0.975-0.996) and
+    /// 0.80 at 2, 4, 8 and 16 rps against a 99 % target. The capacity is 8 rps (the highest
+    /// that kept it), its interval reaches below the target, the next rate kept 80 %, and 4 rps
+    /// below it did not: the goodput is not monotone, and the reading says so.
+    #[test]
+    fn capacity_under_a_declared_slo_by_hand() {
+        let with = |rate: f64, g: f64, ci: (f64, f64)| Point {
+            declared: Some(DeclaredPoint {
+                goodput: Some(g),
+                interval: Some(ci),
+            }),
+            ..point(rate, true, 1000, 2000, None)
+        };
+        let points = vec![
+            with(2.0, 1.0, (0.96, 1.0)),
+            with(4.0, 0.97, (0.94, 0.99)),
+            with(8.0, 0.99, (0.975, 0.996)),
+            with(16.0, 0.80, (0.75, 0.85)),
+        ];
+        fn rated(points: &[Point]) -> Vec<Rated<'_>> {
+            points.iter().map(Rated::from).collect()
+        }
+        let c = capacity_under_slo(&rated(&points), "ttft<=500ms", 0.99).unwrap();
+        assert_eq!((c.rate_rps, c.goodput), (Some(8.0), Some(0.99)));
+        assert_eq!(c.interval, Some((0.975, 0.996)));
+        for part in [
+            "8 rps: the highest swept rate at which 99.00 % of the requests met your SLO (ttft<=500ms)",
+            "(95 % CI 97.50 %-99.60 %), an interval that reaches below the target",
+            "the next rate, 16 rps, kept 80.00 %",
+            "lower rates did not keep it (4 rps)",
+        ] {
+            assert!(c.text.contains(part), "{part}: {}", c.text);
+        }
+        // An invalid rate never counts, however good its goodput.
+        let mut invalid = with(32.0, 1.0, (0.99, 1.0));
+        invalid.valid = false;
+        let two = [with(2.0, 0.995, (0.991, 0.999)), invalid];
+        let c = capacity_under_slo(&rated(&two), "e2e<=2s", 0.99).unwrap();
+        assert_eq!(c.rate_rps, Some(2.0));
+        assert!(
+            c.text.contains("the next rate, 32 rps, is invalid"),
+            "{}",
+            c.text
+        );
+        assert!(!c.text.contains("reaches below"), "{}", c.text);
+        // None kept it; and a sweep with no declared goodput has no such reading.
+        let c =
+            capacity_under_slo(&rated(&[with(2.0, 0.5, (0.4, 0.6))]), "ttft<=1ms", 0.99).unwrap();
+        assert_eq!(c.rate_rps, None);
+        assert!(
+            c.text.starts_with("no valid rate kept 99.00 %"),
+            "{}",
+            c.text
+        );
+        assert!(capacity_under_slo(&rated(&[point(2.0, true, 1, 2, None)]), "x", 0.99).is_none());
+        // The top rate kept it: the capacity may lie higher.
+        let c =
+            capacity_under_slo(&rated(&[with(2.0, 1.0, (0.99, 1.0))]), "ttft<=1s", 0.99).unwrap();
+        assert!(c.text.contains("no higher rate was swept"), "{}", c.text);
+    }
+
     fn point(rate: f64, valid: bool, p50: u64, p99: u64, ci: Option<(u64, u64)>) -> Point {
         Point {
             rate_rps: rate,
@@ -339,6 +574,7 @@ mod tests {
             error_rate: valid.then_some(0.0),
             censored_rate: valid.then_some(0.01),
             goodput: valid.then_some(0.99),
+            declared: None,
             latency: if valid {
                 METRICS
                     .iter()
@@ -372,6 +608,7 @@ mod tests {
             schema: SWEEP_SCHEMA,
             config: "run.toml".into(),
             not_publishable: Vec::new(),
+            capacity_under_your_slo: None,
             points: vec![
                 point(2.0, true, 210_000, 219_800, Some((219_000, 220_000))),
                 point(4.0, true, 250_000, 900_000, None),

@@ -172,6 +172,7 @@ mod relations;
 pub mod schema;
 mod secrets;
 mod sections;
+pub mod slo;
 pub mod thresholds;
 mod timing;
 pub mod workload;
@@ -236,6 +237,9 @@ pub struct Config {
     pub thresholds: Vec<thresholds::Threshold>,
     /// `[workload]`: the generation model (SPEC §1 "Workload models").
     pub workload: workload::WorkloadSection,
+    /// `[slo] declared` and `[slo.routes]`: the user's own SLO beside the pinned one (SPEC §4
+    /// "A declared SLO"), read; `None` where the file declares none.
+    pub slo: Option<slo::DeclaredSlo>,
     /// Pinned keys the file sets (to the pin or stricter).
     configured: BTreeMap<&'static str, Value>,
 }
@@ -361,6 +365,11 @@ impl Config {
                 at: None,
             });
         }
+        let slo = declared_slo_of(typed.slo, &typed.routes)?;
+        let server_metrics = ServerMetrics {
+            written: server_metrics_written,
+            ..typed.server_metrics
+        };
         let config = Config {
             hash: *blake3::hash(raw).as_bytes(),
             raw: raw.to_vec(),
@@ -373,8 +382,9 @@ impl Config {
             fault: typed.fault,
             routes: typed.routes,
             declaration: typed.declaration,
-            server_metrics: typed.server_metrics,
+            server_metrics,
             thresholds: thresholds_of(typed.thresholds)?,
+            slo,
             workload: typed.workload,
             configured,
         };
@@ -634,6 +644,59 @@ fn thresholds_of(
             })
         })
         .collect()
+}
+
+/// `[slo] declared` and `[slo.routes]`, each list read, an error naming its key; a route's list
+/// must name a route the configuration has.
+fn declared_slo_of(
+    section: Option<SloSection>,
+    routes: &[Route],
+) -> Result<Option<slo::DeclaredSlo>, ConfigError> {
+    let Some(section) = section else {
+        return Ok(None);
+    };
+    let invalid = |key: String, e: slo::SloError| ConfigError::Invalid {
+        key,
+        message: e.to_string(),
+        at: None,
+    };
+    if section.declared.is_empty() && section.routes.is_empty() {
+        return Ok(None);
+    }
+    let (objectives, target) =
+        slo::objectives_and_target(section.declared.iter().map(String::as_str))
+            .map_err(|e| invalid("slo.declared".into(), e))?;
+    if section.routes.len() > slo::ROUTES_MAX {
+        return Err(invalid(
+            "slo.routes".into(),
+            slo::SloError::TooManyRoutes {
+                given: section.routes.len(),
+            },
+        ));
+    }
+    let mut own = BTreeMap::new();
+    for (label, texts) in section.routes {
+        let key = format!("slo.routes.{label}");
+        if !routes.iter().any(|r| r.label == label) {
+            let labels: Vec<&str> = routes.iter().map(|r| r.label.as_str()).collect();
+            return Err(ConfigError::Invalid {
+                key,
+                message: format!(
+                    "names no route of this configuration; its routes are {}",
+                    labels.join(", ")
+                ),
+                at: None,
+            });
+        }
+        let objectives =
+            slo::objectives(texts.iter().map(String::as_str)).map_err(|e| invalid(key, e))?;
+        own.insert(label, objectives);
+    }
+    Ok(Some(slo::DeclaredSlo {
+        objectives,
+        routes: own,
+        target,
+    }))
 }
 
 #[cfg(test)]

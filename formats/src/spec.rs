@@ -321,6 +321,18 @@ pub enum CapacityCheck {
     AgainstCalibration,
 }
 
+/// Which SLOs a window's goodput is read under (SPEC §4 "A declared SLO").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoodputReading {
+    /// v0.1 to v0.4: the pinned SLO alone, a bare share with no interval; a user's own SLO is
+    /// not read (issue 55: every summary said "SLO goodput" against an SLO nobody chose).
+    PinnedOnly,
+    /// v0.5 (A4): the pinned SLO's goodput with its 95 % interval, and beside it, where the
+    /// configuration declares one, the goodput under the user's own SLO with its interval; a
+    /// threshold's `goodput` reads the declared one, `pinned_goodput` the other.
+    PinnedAndDeclared,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -454,6 +466,8 @@ pub struct Rules {
     pub words: ReadingWords,
     /// Whether the run's capacity is checked against its calibration (§10, A4).
     pub capacity: CapacityCheck,
+    /// Which SLOs goodput is read under, and with what interval (§4, A4).
+    pub goodput: GoodputReading,
 }
 
 impl Rules {
@@ -489,6 +503,7 @@ impl Rules {
         path: FirstTokenPath::Unread,
         words: ReadingWords::Archived,
         capacity: CapacityCheck::Unchecked,
+        goodput: GoodputReading::PinnedOnly,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -540,6 +555,7 @@ impl Rules {
                 path: FirstTokenPath::Decomposed,
                 words: ReadingWords::WhatWasMeasured,
                 capacity: CapacityCheck::AgainstCalibration,
+                goodput: GoodputReading::PinnedAndDeclared,
                 ..a3
             },
         }
@@ -697,6 +713,7 @@ mod tests {
         assert_eq!(v4.path, FirstTokenPath::Unread);
         assert_eq!(v4.words, ReadingWords::Archived);
         assert_eq!(v4.capacity, CapacityCheck::Unchecked);
+        assert_eq!(v4.goodput, GoodputReading::PinnedOnly);
         assert_eq!(
             v5,
             Rules {
@@ -716,6 +733,7 @@ mod tests {
                 path: FirstTokenPath::Decomposed,
                 words: ReadingWords::WhatWasMeasured,
                 capacity: CapacityCheck::AgainstCalibration,
+                goodput: GoodputReading::PinnedAndDeclared,
                 ..v4
             }
         );

@@ -38,6 +38,10 @@ pub struct Step {
     pub completed_rps: Option<f64>,
     /// The median of the recording's capacity probe, ms (§10 "Capacity check").
     pub probe_ms: Option<f64>,
+    /// Under spec v0.5, the measured span's goodput under the configuration's declared SLO
+    /// (§4 "A declared SLO"); it does not decide the step (the pinned SLO does, §10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared: Option<percentes_analyzer::sweep::DeclaredPoint>,
     /// Run-invalidating gates that did not hold (the client gate, G2).
     pub client_gate: Vec<String>,
     /// Whether it passed (§10).
@@ -447,6 +451,12 @@ pub fn evaluate(
         waiting_mean,
         completed_rps: measured.and_then(|m| capacity::completed_rps(&run, (m.start_s, m.end_s))),
         probe_ms: capacity::probe_ms(&run),
+        declared: window.and_then(|w| w.declared_goodput.as_ref()).map(|d| {
+            percentes_analyzer::sweep::DeclaredPoint {
+                goodput: d.goodput.value,
+                interval: d.interval.interval,
+            }
+        }),
         only_client: !client_gate.is_empty()
             && goodput.is_none_or(|g| g >= goodput_min)
             && waiting_mean.is_some_and(|w| w <= waiting_max),
@@ -480,6 +490,10 @@ struct Trace {
     /// The throughput ceiling at the survivor's load (absent with one replica, or without a
     /// lambda_max).
     ceiling: Option<capacity::Ceiling>,
+    /// Under spec v0.5 with a declared SLO: the highest step rate that kept its goodput target
+    /// (§4 "A declared SLO").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity_under_your_slo: Option<percentes_analyzer::sweep::SloCapacity>,
     decision: String,
 }
 
@@ -645,6 +659,20 @@ pub fn calibrate(
             capacity::measure(record, offered, kept_up)
         });
     let probe_ms = capacity::reference_probe(&calibrations);
+    // Beside lambda_max (the pinned SLO's knee), the highest step rate that kept the user's
+    // own SLO (§4 "A declared SLO"): a lower bound, since the ramp stops at the pinned knee.
+    let capacity_under_your_slo = config.slo.as_ref().and_then(|slo| {
+        let rated: Vec<percentes_analyzer::sweep::Rated<'_>> = calibrations
+            .iter()
+            .flat_map(|c| &c.steps)
+            .map(|s| percentes_analyzer::sweep::Rated {
+                rate_rps: s.rate_rps,
+                valid: s.client_gate.is_empty(),
+                declared: s.declared.as_ref(),
+            })
+            .collect();
+        percentes_analyzer::sweep::capacity_under_slo(&rated, &slo.to_string(), slo.target())
+    });
     let trace = Trace {
         schema: "percentes-calibration/2",
         config: config_path.display().to_string(),
@@ -657,6 +685,7 @@ pub fn calibrate(
         lambda_r_rps: lambda_r,
         probe_ms,
         ceiling,
+        capacity_under_your_slo,
         decision: decision_text.clone(),
     };
     let stanza = capacity::stanza(trace.lambda_max_rps, trace.probe_ms, trace.ceiling.as_ref());
@@ -666,6 +695,12 @@ pub fn calibrate(
     out!("{decision_text}");
     if let Some(ceiling) = &trace.ceiling {
         out!("throughput ceiling: {}", ceiling.note);
+    }
+    if let Some(c) = &trace.capacity_under_your_slo {
+        out!(
+            "capacity under your SLO (steps of the calibration): {}",
+            c.text
+        );
     }
     let written: Vec<PathBuf> = vec![
         output.join("calibration.json"),
@@ -747,6 +782,13 @@ fn markdown(trace: &Trace) -> String {
     );
     if let Some(diagnosis) = &trace.diagnosis {
         let _ = writeln!(out, "NOT PUBLISHABLE: {diagnosis}.\n");
+    }
+    if let Some(c) = &trace.capacity_under_your_slo {
+        let _ = writeln!(
+            out,
+            "Capacity under your SLO, from the steps (a lower bound: the ramp stops at the pinned SLO's knee): {}.\n",
+            c.text
+        );
     }
     let _ = writeln!(
         out,
@@ -840,6 +882,7 @@ mod tests {
                 waiting_mean: Some(0.0),
                 completed_rps: Some(rate_rps),
                 probe_ms: Some(40.0),
+                declared: None,
                 client_gate: Vec::new(),
                 passed,
                 reasons: if passed {
@@ -926,6 +969,7 @@ mod tests {
             waiting_mean: Some(if target { 2.391 } else { 0.2 }),
             completed_rps: None,
             probe_ms: None,
+            declared: None,
             only_client: client && !target,
             client_gate,
             passed: reasons.is_empty(),

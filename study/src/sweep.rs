@@ -136,11 +136,19 @@ pub fn sweep(
             diagnosed.join(", ")
         ));
     }
+    let capacity_under_your_slo = config.slo.as_ref().and_then(|slo| {
+        let rated: Vec<sweep::Rated<'_>> = points.iter().map(sweep::Rated::from).collect();
+        sweep::capacity_under_slo(&rated, &slo.to_string(), slo.target())
+    });
+    if let Some(c) = &capacity_under_your_slo {
+        out!("capacity under your SLO: {}", c.text);
+    }
     let result = Sweep {
         schema: SWEEP_SCHEMA,
         config: config_path.display().to_string(),
         not_publishable,
         points,
+        capacity_under_your_slo,
     };
     std::fs::write(output.join("sweep.json"), sweep::json(&result))?;
     std::fs::write(output.join("sweep.md"), sweep::markdown(&result))?;

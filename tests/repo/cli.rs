@@ -1588,29 +1588,7 @@ fn a_scenario_with_its_output_closed_still_seals_and_exits_with_its_status() {
 fn a_sweep_records_each_rate_and_reports_latency_against_load() {
     let _machine = crate::machine();
     let mock = percentes_scenarios::config::MockConfig::constant(5.0, 0.1, 1024);
-    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
-        .unwrap()
-        .0;
-    let dir = scratch("sweep");
-    let config = dir.join("run.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
-             [schedule]\nseed = 9\narrival = \"poisson\"\nrate_rps = 1.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let (code, stdout, stderr) = percentes(&[
-        "sweep",
-        config.to_str().unwrap(),
-        "--rates",
-        "10..40*2",
-        "--diagnose",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr, out) = mock_sweep("sweep", mock, ("", ""), "10..40*2");
     assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
@@ -1688,6 +1666,42 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
         );
     }
     assert!(stdout.contains("wrote sweep.json, sweep.md"), "{stdout}");
+}
+
+/// A sweep of one mock replica at time factor 100 over `rates`, read with `--diagnose`: the
+/// configuration's sections before the route (`sections.0`) and the route's own further lines
+/// (`sections.1`); the exit, standard output and error, and the sweep's folder.
+fn mock_sweep(
+    name: &str,
+    mock: percentes_scenarios::config::MockConfig,
+    sections: (&str, &str),
+    rates: &str,
+) -> (i32, String, String, std::path::PathBuf) {
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0;
+    let dir = scratch(name);
+    let config = dir.join("run.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+             [schedule]\nseed = 9\narrival = \"poisson\"\nrate_rps = 1.0\n[fault]\nvariant = \"none\"\n{}[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n{}",
+            sections.0, sections.1
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = percentes(&[
+        "sweep",
+        config.to_str().unwrap(),
+        "--rates",
+        rates,
+        "--diagnose",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    (code, stdout, stderr, out)
 }
 
 /// Calibration sends its load to the replica's own address as a URL, which an SRV name is not:
@@ -2068,6 +2082,20 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
     assert!(
         cooldown.ends_with(" s: no request scheduled, nothing to estimate"),
         "{cooldown}"
+    );
+    // Issue 55 item 4: with no configuration file, the server's own /metrics (the mock serves
+    // vLLM's names) were scraped at the base URL's host, and the summary's last lines say what
+    // they show: its clock's first token beside the client's, and its finished count
+    // reconciled with the requests the client saw complete.
+    let server = summary
+        .lines()
+        .find(|l| l.starts_with("server side (§2), target: "))
+        .unwrap_or_else(|| panic!("no server-side line: {summary}"));
+    assert!(
+        server.contains("measurement, first token: ")
+            && server.contains(" in its clock of the client's ")
+            && server.contains("reconciled"),
+        "{server}"
     );
     assert!(
         !stdout.contains("TTFT"),
@@ -3156,4 +3184,176 @@ fn analyze_checks_a_trusted_head_and_key_and_reports_them() {
         "exit {code}: {stderr}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 55 item 1: a declared SLO against the mock, where the pinned and declared goodput
+/// differ. The mock answers its first token in 5 ms; the declared SLO asks for 1 ms, so no
+/// request meets it while every one meets the pinned §4 SLO (TTFT <= 1 s). The summary names
+/// each goodput by its SLO with its interval; `--fail-on goodput` reads the declared one and
+/// fails (exit 3), `pinned_goodput` reads the pinned one and holds; under v0.4 there is one
+/// goodput, the pinned one, and both thresholds read it. The journal's configuration carries
+/// the SLO, so an auditor reads what the report judged against.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_declared_slo_is_judged_beside_the_pinned_one_and_thresholds_read_it() {
+    let _beside = crate::beside();
+    let mock = percentes_scenarios::config::MockConfig::constant(5.0, 0.2, 64);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0;
+    let dir = scratch("declared-slo");
+    let journal = dir.join("slo.pj");
+    let url = format!("http://{addr}/v1/chat/completions");
+    // The client's own gate must hold for a threshold to be read (§9): a busy machine's
+    // recording is made again, and the test fails with the gate's words after four.
+    let mut valid = false;
+    let mut last = String::new();
+    for _ in 0..4 {
+        let (code, stdout, stderr) = percentes(&[
+            "record",
+            "--url",
+            &url,
+            "--model",
+            "mock",
+            "--rate",
+            "20",
+            "--duration",
+            "2s",
+            "--stream",
+            "--arrival",
+            "deterministic",
+            "--slo",
+            "ttft<=1ms, e2e<=2s",
+            "-o",
+            journal.to_str().unwrap(),
+            "--force",
+            "--quiet",
+        ]);
+        assert!(code == 0 || code == 2, "{stdout}{stderr}");
+        last = format!("{stdout}{stderr}");
+        if code == 0 {
+            valid = true;
+            break;
+        }
+    }
+    assert!(
+        valid,
+        "four recordings failed the client's own gate: {last}"
+    );
+    let file = percentes_analyzer::JournalFile::open(&journal).unwrap();
+    let (header, _) = file.header().unwrap();
+    let config = percentes_formats::config::Config::parse(&header.config_bytes).unwrap();
+    assert_eq!(config.slo.unwrap().to_string(), "ttft<=1ms, e2e<=2s");
+
+    let out = dir.join("report");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--fail-on",
+        "goodput >= 90%",
+        "--fail-on",
+        "pinned_goodput >= 90%",
+    ]);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    let text = format!("{stdout}{stderr}");
+    for part in [
+        "goodput 0.00 % (95 % CI 0.00-",
+        "under your SLO (ttft<=1ms, e2e<=2s); 100.00 % (95 % CI ",
+        "under the pinned SLO (§4: TTFT <= 1000 ms, e2e <= 14 s)",
+        "FAIL goodput >= 90% [measurement]: goodput = 0.00 %",
+        "PASS pinned_goodput >= 90% [measurement]: pinned_goodput = 100.00 %",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let w = report["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["window"] == "measurement")
+        .unwrap();
+    assert_eq!(w["goodput"]["value"], 1.0, "{w}");
+    let declared = &w["declared_goodput"];
+    assert_eq!(declared["goodput"]["value"], 0.0, "{declared}");
+    assert_eq!(declared["slo"], "ttft<=1ms, e2e<=2s");
+    assert_eq!(declared["goodput"]["n"], w["scheduled"]);
+    // Wilson at 0 of n: from 0 to z^2 / (n + z^2).
+    let n = w["scheduled"].as_f64().unwrap();
+    let high = declared["interval"]["interval"][1].as_f64().unwrap();
+    assert!(
+        (high - 1.96f64.powi(2) / (n + 1.96f64.powi(2))).abs() < 1e-9,
+        "{declared}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Goodput (§4)") && md.contains("Your declared SLO: ttft<=1ms, e2e<=2s"),
+        "{md}"
+    );
+
+    // Under v0.4 the one goodput is the pinned SLO's, as published then.
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--spec",
+        "v0.4",
+        "-o",
+        dir.join("v0.4").to_str().unwrap(),
+        "--fail-on",
+        "goodput >= 90%",
+        "--fail-on",
+        "pinned_goodput >= 90%",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let text = format!("{stdout}{stderr}");
+    assert!(
+        text.contains("SLO goodput 100.00 %") && !text.contains("under your SLO"),
+        "{text}"
+    );
+    assert!(
+        text.contains("PASS pinned_goodput >= 90% [measurement]: pinned_goodput = 100.00 %"),
+        "{text}"
+    );
+}
+
+/// Issue 55 item 1: a sweep names the capacity under the declared SLO. One mock sequence at a
+/// time answering in about 0.1 s holds about 10 rps: at 3 rps the declared TTFT of 500 ms holds
+/// for nearly every request, at 60 rps the queue grows through the whole window and it holds
+/// for few; the sweep names 3 rps as the highest rate that kept the 90 % target.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sweep_names_the_capacity_under_a_declared_slo() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 1.0, 1);
+    let slo = "[slo]\ndeclared = [\"ttft <= 500ms\", \"goodput >= 90%\"]\n";
+    let route = "output_tokens = { kind = \"fixed\", tokens = 80 }\n";
+    let (code, stdout, stderr, out) = mock_sweep("sweep-slo", mock, (slo, route), "3,60");
+    assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
+    let points = json["points"].as_array().unwrap();
+    let goodput = |i: usize| points[i]["declared"]["goodput"].as_f64().unwrap();
+    assert!(goodput(0) >= 0.9 && goodput(1) < 0.5, "{json}");
+    let capacity = &json["capacity_under_your_slo"];
+    assert_eq!(capacity["slo"], "ttft<=500ms, goodput>=90%", "{json}");
+    assert_eq!(capacity["target"], 0.9);
+    if points[0]["valid"] == true {
+        assert_eq!(capacity["rate_rps"], 3.0, "{capacity}");
+        let text = capacity["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "3 rps: the highest swept rate at which 90.00 % of the requests met your SLO"
+            ) && text.contains("the next rate, 60 rps,"),
+            "{text}"
+        );
+    } else {
+        // A rate whose recording failed the client's gate is never a capacity: said so.
+        eprintln!("3 rps failed the client gate on this busy machine; its capacity is withheld");
+        assert!(capacity["rate_rps"].is_null(), "{capacity}");
+    }
+    let md = std::fs::read_to_string(out.join("sweep.md")).unwrap();
+    assert!(md.contains("**Capacity under your SLO**: "), "{md}");
+    assert!(stdout.contains("capacity under your SLO: "), "{stdout}");
 }

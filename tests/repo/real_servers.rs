@@ -723,6 +723,98 @@ fn start_nginx(nginx: &str, dir: &Path, conf: &str, port: u16) -> std::process::
     server
 }
 
+/// Issue 55 item 4: a quick run against a server whose `/metrics` is not Prometheus text (Debian's
+/// nginx answering every path with the same JSON) scrapes it by default, journals what it got
+/// as a note, never an error, and its summary says there is no server-side evidence; the run
+/// itself is unaffected (exit 0, or 2 where this busy machine failed the client's own gate).
+#[test]
+fn a_quick_runs_scrape_of_a_server_without_metrics_is_a_note_not_an_error() {
+    let _beside = crate::beside();
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        crate::prerequisite_missing("the nginx scrape test", "nginx is not installed");
+        return;
+    };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = scratch("nginx-scrape");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let conf = format!(
+        "worker_processes 1;\nerror_log {dir}/logs/error.log;\npid {dir}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n  fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port};\n    location / {{ default_type application/json; return 200 '{MODELS}'; }}\n  }}\n}}\n",
+        dir = dir.display()
+    );
+    let server = start_nginx(nginx, &dir, &conf, port);
+    let journal = dir.join("run.pj");
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let output = percentes(&[])
+        .args([
+            "record",
+            "--url",
+            &url,
+            "--model",
+            "mock",
+            "--rate",
+            "10",
+            "--duration",
+            "2s",
+            "-o",
+            journal.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    stop_nginx(server);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code();
+    assert!(code == Some(0) || code == Some(2), "{text}");
+    let config = percentes_formats::config::Config::parse(
+        &percentes_analyzer::JournalFile::open(&journal)
+            .unwrap()
+            .header()
+            .unwrap()
+            .0
+            .config_bytes,
+    )
+    .unwrap();
+    assert_eq!(
+        config.scrape_addresses()["target"],
+        format!("127.0.0.1:{port}")
+    );
+    if code == Some(0) {
+        assert!(
+            text.contains("server side (§2), target: ")
+                && text.contains("none the analysis reads")
+                && text.contains("no server-side evidence"),
+            "{text}"
+        );
+    }
+    let inspect = percentes(&[])
+        .args([
+            "inspect",
+            journal.to_str().unwrap(),
+            "--records",
+            "--kind",
+            "event",
+        ])
+        .output()
+        .unwrap();
+    let events = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        events.contains("\"kind_name\":\"scrape\"") && events.contains("not Prometheus text"),
+        "{events}"
+    );
+}
+
 /// SIGTERM, not SIGKILL: nginx's master then stops its worker, which SIGKILL would orphan.
 fn stop_nginx(mut server: std::process::Child) {
     let _ = std::process::Command::new("kill")

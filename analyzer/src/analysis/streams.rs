@@ -56,8 +56,15 @@ impl Default for Delivered {
 }
 
 /// The deliveries of each window's completed requests: a second pass over the journal, holding
-/// one histogram per window.
-pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec<Delivered> {
+/// one histogram per window. Where `longest` is not empty (one entry per row, for a declared
+/// SLO's `itl` objective, SPEC §4), each completed row's longest gap between deliveries is
+/// written into it, us, or [`super::declared::GAP_UNKNOWN`] where its record lists only part.
+pub(super) fn delivered(
+    run: &Run,
+    files: &[JournalFile],
+    cut: &[Window],
+    longest: &mut [u32],
+) -> Vec<Delivered> {
     let mut out = vec![Delivered::default(); cut.len()];
     let requests = &run.requests;
     let streams = requests.streams.as_ref();
@@ -79,6 +86,9 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
                 let Some(row) = row_of(record.index).filter(|&r| completed(requests, r)) else {
                     continue;
                 };
+                if let Some(slot) = longest.get_mut(row) {
+                    *slot = longest_gap(&record);
+                }
                 if let Some(w) = windows::locate(cut, requests.intended_ns[row]) {
                     take_stream(&mut out[w], &record);
                 }
@@ -88,32 +98,22 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
                 let Some((intended_ns, gaps)) = request_gaps(framed.body) else {
                     continue;
                 };
-                let index = framed
+                let row = framed
                     .body
                     .get(..8)
                     .and_then(|b| b.try_into().ok())
-                    .map(u64::from_le_bytes);
+                    .map(u64::from_le_bytes)
+                    .and_then(row_of);
                 // A request with a stream record is read from it, above.
-                let recorded = index
-                    .and_then(row_of)
-                    .is_some_and(|row| streams.is_some_and(|s| s.kinds[row] != 0));
-                if recorded {
+                if row.is_some_and(|row| streams.is_some_and(|s| s.kinds[row] != 0)) {
                     continue;
                 }
+                if let Some(slot) = row.and_then(|row| longest.get_mut(row)) {
+                    *slot = gaps.clone().max().unwrap_or(0);
+                }
                 if let Some(w) = windows::locate(cut, intended_ns) {
-                    let d = &mut out[w];
-                    let first = first_delivery(gaps.clone());
-                    for gap in gaps {
-                        d.gaps.record_us(u64::from(gap));
-                    }
-                    // Each answer content event its own delivery of one delta, as recorded.
-                    let events = index
-                        .and_then(row_of)
-                        .map_or(0, |row| u64::from(requests.content_events[row]));
-                    if events > 0 {
-                        *d.deltas.entry(1).or_insert(0) += events;
-                        *d.first_deltas.entry(first).or_insert(0) += 1;
-                    }
+                    let events = row.map_or(0, |row| u64::from(requests.content_events[row]));
+                    take_gaps(&mut out[w], gaps, events);
                 }
             }
         }
@@ -121,11 +121,34 @@ pub(super) fn delivered(run: &Run, files: &[JournalFile], cut: &[Window]) -> Vec
     out
 }
 
+/// A completed request without a stream record: its gaps between answer content events, each
+/// event its own delivery of one delta, as recorded.
+fn take_gaps(d: &mut Delivered, gaps: impl Iterator<Item = u32> + Clone, events: u64) {
+    let first = first_delivery(gaps.clone());
+    for gap in gaps {
+        d.gaps.record_us(u64::from(gap));
+    }
+    if events > 0 {
+        *d.deltas.entry(1).or_insert(0) += events;
+        *d.first_deltas.entry(first).or_insert(0) += 1;
+    }
+}
+
 /// The deltas of a request's first delivery when it has no stream record: its first content
 /// event and those after it at the 1 us floor, which the recorder read with it (§3: a shorter
 /// gap is recorded as 1 us).
 fn first_delivery(gaps: impl Iterator<Item = u32>) -> u32 {
     1 + gaps.take_while(|&gap| gap <= 1).count() as u32
+}
+
+/// A stream record's longest gap between deliveries, us; [`super::declared::GAP_UNKNOWN`]
+/// where it lists only part of them; 0 with one delivery or none.
+fn longest_gap(record: &StreamRecord) -> u32 {
+    if u64::from(record.deliveries_total) > record.deliveries.len() as u64 {
+        return super::declared::GAP_UNKNOWN;
+    }
+    let gaps = record.deliveries.iter().skip(1).map(|d| d.gap_us);
+    gaps.max().unwrap_or(0)
 }
 
 fn take_stream(d: &mut Delivered, record: &StreamRecord) {

@@ -238,6 +238,10 @@ pub(super) fn window_report(
         }),
         // A4: the first token's path; its first deliveries come from the same second pass.
         first_token_path: None,
+        // A4: the goodputs' intervals and the declared SLO's, from the caller (the longest gap
+        // an objective may bound comes from the same second pass).
+        goodput_interval: None,
+        declared_goodput: None,
     }
 }
 

@@ -92,6 +92,67 @@ pub fn goodput(slo: Slo, window: Completions<'_>) -> Option<f64> {
     (window.scheduled > 0).then(|| window.met(slo) as f64 / window.scheduled as f64)
 }
 
+/// A goodput's 95 % interval under A4 (SPEC §4, §7): requests that share a batch share its
+/// fate, so a window's "met" series, in intended-time order, is read for its effective n (the
+/// long-run variance of a 0/1 series, [`super::effective::exceedances`]), the count and its n
+/// divided by the design effect n / n_eff as Rao and Scott read clustered binary data, and
+/// Wilson's score interval taken at z = 1.96 on what remains (as `compare` reads a share).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GoodputInterval {
+    /// The interval, with n / n_eff.
+    Interval {
+        /// Its lower and upper ends, shares in 0..=1.
+        low: f64,
+        /// See `low`.
+        high: f64,
+        /// The design effect n / n_eff (1 where nothing shows a correlation).
+        n_per_effective: f64,
+    },
+    /// Nothing scheduled: no share, no interval.
+    Empty,
+    /// The series is still correlated at the longest lag read (`statistics.tail_lag_max`): no
+    /// effective n, so no interval.
+    Correlated,
+}
+
+/// The interval of a goodput of `met` (positions among `n` scheduled requests in intended-time
+/// order, ascending), the series read to lag `lag_max` at most.
+pub fn goodput_interval(n: usize, met: &[usize], lag_max: usize) -> GoodputInterval {
+    if n == 0 {
+        return GoodputInterval::Empty;
+    }
+    // A 0/1 series and its complement share their autocovariances: the shorter is read.
+    let missed: Vec<usize>;
+    let positions = if met.len() * 2 > n {
+        let mut next = met.iter().copied().peekable();
+        missed = (0..n)
+            .filter(|&i| {
+                if next.peek() == Some(&i) {
+                    next.next();
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect();
+        &missed
+    } else {
+        met
+    };
+    let Some(n_eff) = super::effective::exceedances(n, positions, lag_max).n_eff else {
+        return GoodputInterval::Correlated;
+    };
+    let (k, m) = super::compare::effective_count(met.len() as u64, n as u64, n_eff);
+    match super::compare::wilson(k, m, super::tails::Z_95) {
+        Some((low, high)) => GoodputInterval::Interval {
+            low,
+            high,
+            n_per_effective: n as f64 / n_eff.max(1e-300),
+        },
+        None => GoodputInterval::Empty,
+    }
+}
+
 /// The sweep's thresholds, ns: (TTFT, e2e), each lowest, the SLO's, highest.
 pub fn sweep_thresholds_ns() -> ([u64; 3], [u64; 3]) {
     (
@@ -226,6 +287,82 @@ mod tests {
         assert_eq!(
             sweep_thresholds_ns().1,
             [12_000 * MS, 14_000 * MS, 18_000 * MS]
+        );
+    }
+
+    /// By hand. Outcomes with no positive correlation (one met in three 62 times, then one in
+    /// four 19 times, then a miss: Geyer's first pair is already below zero, checked with a
+    /// 15-line Python transcription of `effective.rs`'s estimator): n_eff = n, and the interval is Wilson's at 81 of 263 (Newcombe's single-proportion
+    /// example, 0.2553 to 0.3662). Outcomes in alternating runs of ten (a square wave
+    /// of period 20): the lag-k autocorrelation is 1 - k/5, Geyer's pairs are 1.8, 1.0, 0.2 and
+    /// then -1.0, where the sequence stops, and the design effect is -1 + 2 (3.0) = 5 (5.03 with
+    /// the finite series' autocovariances, n_eff 198.8, the same in the Python transcription):
+    /// 500 of 1000 read as 100 of 199, Wilson's 0.4337 to 0.5713 where the independent reading
+    /// would say 0.469 to 0.531. A series correlated past the longest lag read has no interval.
+    #[test]
+    fn goodput_interval_by_hand() {
+        // 81 met of 263, spread so that no lag shows a positive correlation.
+        let met: Vec<usize> = (0..62)
+            .map(|k| 3 * k)
+            .chain((0..19).map(|k| 186 + 4 * k))
+            .collect();
+        assert_eq!((met.len(), met.last()), (81, Some(&258)));
+        match goodput_interval(263, &met, 2048) {
+            GoodputInterval::Interval {
+                low,
+                high,
+                n_per_effective,
+            } => {
+                assert_eq!(n_per_effective, 1.0);
+                assert!((low - 0.2553).abs() < 5e-5 && (high - 0.3662).abs() < 5e-5);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Half met, in runs of ten: 500 of 1000.
+        let runs: Vec<usize> = (0..1000).filter(|i| (i / 10) % 2 == 0).collect();
+        let GoodputInterval::Interval {
+            low,
+            high,
+            n_per_effective,
+        } = goodput_interval(1000, &runs, 2048)
+        else {
+            panic!("an interval")
+        };
+        assert!((n_per_effective - 5.03).abs() < 0.01, "{n_per_effective}");
+        assert!(
+            (low - 0.4337).abs() < 5e-5 && (high - 0.5713).abs() < 5e-5,
+            "{low} {high}"
+        );
+        // The complement is read when most met: the same design effect mirrored.
+        let most: Vec<usize> = (0..1000).filter(|i| (i / 10) % 4 != 0).collect();
+        let least: Vec<usize> = (0..1000).filter(|i| (i / 10) % 4 == 0).collect();
+        let (
+            GoodputInterval::Interval {
+                low: l1, high: h1, ..
+            },
+            GoodputInterval::Interval {
+                low: l2, high: h2, ..
+            },
+        ) = (
+            goodput_interval(1000, &most, 2048),
+            goodput_interval(1000, &least, 2048),
+        )
+        else {
+            panic!("intervals")
+        };
+        assert!((l1 - (1.0 - h2)).abs() < 1e-12 && (h1 - (1.0 - l2)).abs() < 1e-12);
+        // Every request met: Wilson's upper end is 1, its lower below.
+        let all: Vec<usize> = (0..50).collect();
+        let GoodputInterval::Interval { low, high, .. } = goodput_interval(50, &all, 2048) else {
+            panic!("an interval")
+        };
+        assert!(high == 1.0 && low < 1.0 && low > 0.9, "{low}");
+        assert_eq!(goodput_interval(0, &[], 2048), GoodputInterval::Empty);
+        // One long block: correlated past a short lag limit.
+        let block: Vec<usize> = (0..500).collect();
+        assert_eq!(
+            goodput_interval(1000, &block, 8),
+            GoodputInterval::Correlated
         );
     }
 

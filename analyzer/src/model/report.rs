@@ -282,6 +282,41 @@ pub struct WindowReport {
     /// token's path").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_token_path: Option<super::FirstTokenPath>,
+    /// A4 (v0.5): the pinned SLO's goodput's 95 % interval (SPEC §4, §7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_interval: Option<ShareInterval>,
+    /// A4 (v0.5): goodput under the SLO the configuration declares (SPEC §4 "A declared SLO"),
+    /// where it declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_goodput: Option<DeclaredGoodput>,
+}
+
+/// A4 (v0.5): a goodput's 95 % interval (SPEC §4): Wilson's score interval on the met count
+/// read at its design effect from the window's outcomes in intended-time order (§7).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ShareInterval {
+    /// The interval's ends, shares; absent where refused.
+    pub interval: Option<(f64, f64)>,
+    /// n / n_eff of the met series (1 where nothing shows a correlation).
+    pub n_per_effective: Option<f64>,
+    /// Why there is no interval.
+    pub refused: Option<String>,
+}
+
+/// A4 (v0.5): goodput under the user's declared SLO (SPEC §4 "A declared SLO").
+#[derive(Clone, Debug, Serialize)]
+pub struct DeclaredGoodput {
+    /// The objectives, as the configuration declares them (`ttft<=500ms, tpot<=50ms; route
+    /// chat: ttft<=300ms`).
+    pub slo: String,
+    /// Requests that met every objective of their route, over all scheduled.
+    pub goodput: Share,
+    /// Its 95 % interval.
+    pub interval: ShareInterval,
+    /// Completed requests that could not be judged on an objective's metric (no usage for
+    /// TPOT, no answer for the first answer token, a stream listed in part for the longest
+    /// gap), by metric: counted as not meeting the SLO, never guessed.
+    pub unjudged: std::collections::BTreeMap<String, u64>,
 }
 
 /// A4 (v0.5): a window's stream figures (SPEC §3 "What a stream's figures are about"): the

@@ -29,6 +29,10 @@ const PINNED_ONLY_SECTIONS: &[&str] = &[
     "shards",
 ];
 
+/// The keys of `[slo]` that are not pins: the user's declared SLO (SPEC §4 "A declared SLO"),
+/// left for the typed stage.
+pub(super) const SLO_DECLARED_KEYS: [&str; 2] = ["declared", "routes"];
+
 /// Checks and removes every keyed pin from the table; returns the configured values.
 pub(super) fn take_pins(
     table: &mut toml::Table,
@@ -136,7 +140,9 @@ pub(super) fn take_pins(
     for section in PINNED_ONLY_SECTIONS {
         match table.get(*section) {
             Some(toml::Value::Table(rest)) => {
-                if let Some(unknown) = rest.keys().next() {
+                let declared =
+                    |key: &String| *section == "slo" && SLO_DECLARED_KEYS.contains(&key.as_str());
+                if let Some(unknown) = rest.keys().find(|k| !declared(k)) {
                     let prefix = format!("{section}.");
                     return Err(ConfigError::UnknownKey {
                         key: format!("{section}.{unknown}"),
@@ -144,11 +150,19 @@ pub(super) fn take_pins(
                             .iter()
                             .filter(|p| p.configurable && p.key.starts_with(&prefix))
                             .map(|p| p.key.to_owned())
+                            .chain(
+                                SLO_DECLARED_KEYS
+                                    .iter()
+                                    .filter(|_| *section == "slo")
+                                    .map(|k| format!("slo.{k}")),
+                            )
                             .collect(),
                         at: None,
                     });
                 }
-                table.remove(*section);
+                if rest.is_empty() {
+                    table.remove(*section);
+                }
             }
             Some(_) => {
                 return Err(ConfigError::Invalid {

@@ -62,7 +62,15 @@ pub struct Quick {
     pub workload: QuickWorkload,
     /// What the route's requests carry beyond the prompt (SPEC §2 "What a request carries").
     pub parts: QuickParts,
+    /// `--slo`: the user's own SLO (`[slo] declared`, SPEC §4 "A declared SLO"), as given.
+    pub slo: Option<String>,
+    /// `--server-metrics`: `auto`, `vllm`, `sglang`, `tgi` or `off`; `None` is `auto` for a
+    /// self-hosted target and `off` for a hosted one (a third party's host is not probed).
+    pub server_metrics: Option<String>,
 }
+
+/// The values `--server-metrics` takes.
+pub const SERVER_METRICS_FLAG: [&str; 5] = ["auto", "vllm", "sglang", "tgi", "off"];
 
 /// A quick run's request parts: tools, the answer's format, images, and the structured check.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -473,6 +481,20 @@ impl Quick {
         sections.push(("[schedule]".into(), schedule));
         sections.extend(workload.map(|w| ("[workload]".to_owned(), w)));
         sections.push(("[fault]".into(), fault));
+        let scrape = self.server_metrics_section().map_err(|e| e.to_string())?;
+        sections.extend(scrape.map(|t| ("[server_metrics]".into(), t)));
+        if let Some(text) = &self.slo {
+            let (objectives, target) = super::slo::flag(text).map_err(|e| format!("--slo {e}"))?;
+            let mut slo = toml::Table::new();
+            let target = target.map(super::slo::target_text);
+            let declared = objectives
+                .iter()
+                .map(ToString::to_string)
+                .chain(target)
+                .map(V::String);
+            slo.insert("declared".into(), V::Array(declared.collect()));
+            sections.push(("[slo]".into(), slo));
+        }
         sections.push(("[[routes]]".into(), route));
         let mut text = "# A quick run stated by flags (`percentes record --url ...`; `percentes init --from-flags`\n# with the same flags writes it out). No fault; NOT PUBLISHABLE unless hosted.\n".to_owned();
         text.push_str(&format!(
@@ -494,10 +516,47 @@ impl Quick {
     }
 }
 
+impl Quick {
+    /// `[server_metrics]` as `--server-metrics` asks (SPEC §2 "Server-side evidence", issue 55
+    /// item 4): a preset scrapes the base URL's own host at `/metrics` (the section written with
+    /// no replica address means exactly that); `off`, a hosted target left at its default, and
+    /// an https target left at its default write nothing.
+    fn server_metrics_section(&self) -> Result<Option<toml::Table>, FlagError> {
+        let asked = self.server_metrics.as_deref();
+        let refused = |problem: String| FlagError {
+            flag: "--server-metrics",
+            problem,
+        };
+        let preset = match asked {
+            Some(value) if !SERVER_METRICS_FLAG.contains(&value) => {
+                return Err(refused(format!(
+                    "{value:?}: give one of {}",
+                    SERVER_METRICS_FLAG.join(", ")
+                )))
+            }
+            Some("off") => return Ok(None),
+            None if self.hosted => return Ok(None),
+            Some(value) => value,
+            None => "auto",
+        };
+        if !self.base_and_path().0.starts_with("http://") {
+            return match asked {
+                None => Ok(None),
+                Some(_) => Err(refused("(the target is https, and the server's metrics are scraped over plain http only): name its metrics endpoint in a configuration's [server_metrics] extra, or leave the flag out".into())),
+            };
+        }
+        let mut table = toml::Table::new();
+        table.insert("preset".into(), toml::Value::String(preset.into()));
+        Ok(Some(table))
+    }
+}
+
 /// Each configuration key a quick run's flag sets, with the flag: an error that names the key
 /// names the flag the user typed.
-const FLAGS: [(&str, &str); 27] = [
+const FLAGS: [(&str, &str); 29] = [
     ("target.preflight", "--no-preflight"),
+    ("server_metrics.preset", "--server-metrics"),
+    ("slo.declared", "--slo"),
     ("target.base_url", "--url"),
     ("target.model", "--model"),
     ("schedule.rate_rps", "--rate"),
@@ -619,6 +678,8 @@ mod tests {
         Quick {
             workload: QuickWorkload::default(),
             parts: QuickParts::default(),
+            slo: None,
+            server_metrics: None,
             url: "http://127.0.0.1:8000/v1/chat/completions".into(),
             model: "tiny".into(),
             rate_rps: 4.0,
@@ -638,6 +699,85 @@ mod tests {
             dataset_format: None,
             tokenizer: None,
         }
+    }
+
+    #[test]
+    fn a_declared_slo_flag_is_written_into_the_run_and_a_bad_one_names_the_flag() {
+        let q = Quick {
+            slo: Some("tpot<=50ms, ttft <= 0.5s".into()),
+            ..quick()
+        };
+        let text = q.toml().unwrap();
+        assert!(
+            text.contains("[slo]\ndeclared = [\"ttft<=500ms\", \"tpot<=50ms\"]"),
+            "{text}"
+        );
+        let config = Config::parse(text.as_bytes()).unwrap();
+        let slo = config.slo.expect("declared");
+        assert_eq!(slo.to_string(), "ttft<=500ms, tpot<=50ms");
+        let e = Quick {
+            slo: Some("ttft_p99<=5ms".into()),
+            ..quick()
+        }
+        .toml()
+        .unwrap_err();
+        assert!(e.starts_with("--slo ") && e.contains("ttft_p99"), "{e}");
+        // Without --slo, no [slo] section: the pinned SLO alone.
+        assert!(Config::parse(quick().toml().unwrap().as_bytes())
+            .unwrap()
+            .slo
+            .is_none());
+    }
+
+    /// Issue 55 item 4: a quick run against a self-hosted server scrapes its own host by
+    /// default; a hosted one, an https one left at its default, and `off` scrape nothing.
+    #[test]
+    fn a_quick_run_scrapes_its_servers_own_metrics_unless_told_not_to() {
+        let scraped = |q: Quick| {
+            let config = Config::parse(q.toml().unwrap().as_bytes()).unwrap();
+            (config.server_metrics.preset, config.scrape_addresses())
+        };
+        let (preset, addresses) = scraped(quick());
+        assert_eq!(preset, crate::prometheus::Preset::Auto);
+        assert_eq!(addresses["target"], "127.0.0.1:8000");
+        let with = |value: &str| Quick {
+            server_metrics: Some(value.into()),
+            ..quick()
+        };
+        assert_eq!(scraped(with("vllm")).0, crate::prometheus::Preset::Vllm);
+        assert!(scraped(with("off")).1.is_empty());
+        let hosted = Quick {
+            hosted: true,
+            duration_s: None,
+            ..quick()
+        };
+        assert!(scraped(hosted.clone()).1.is_empty());
+        assert!(!scraped(Quick {
+            server_metrics: Some("auto".into()),
+            ..hosted
+        })
+        .1
+        .is_empty());
+        let https = Quick {
+            url: "https://127.0.0.1:8443/v1/chat/completions".into(),
+            ..quick()
+        };
+        assert!(scraped(https.clone()).1.is_empty());
+        let e = Quick {
+            server_metrics: Some("vllm".into()),
+            ..https
+        }
+        .toml()
+        .unwrap_err();
+        assert!(
+            e.starts_with("--server-metrics ") && e.contains("https"),
+            "{e}"
+        );
+        let e = with("prometheus").toml().unwrap_err();
+        assert!(
+            e.contains("give one of auto, vllm, sglang, tgi, off"),
+            "{e}"
+        );
     }
 
     #[test]

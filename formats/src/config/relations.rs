@@ -1,6 +1,8 @@
 //! The rules that relate several keys of a configuration (SPEC §1, §6, §10, seeds/004).
 
-use super::{Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind};
+use super::{
+    Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind, TARGET_SOURCE,
+};
 
 /// A value a key may not take, and why.
 fn invalid(key: &str, message: String) -> ConfigError {
@@ -178,15 +180,43 @@ impl Config {
         let section = &self.server_metrics;
         if written
             && section.scrape
-            && self.target.replica_addresses.is_empty()
+            && self.scrape_addresses().is_empty()
             && section.extra.is_empty()
         {
             return Err(ConfigError::Inconsistent {
                 clause: "§2",
-                message: "[server_metrics] is set, but nothing would be scraped: target.replica_addresses names no replica's address and server_metrics.extra no endpoint. Name each replica's host:port in target.replica_addresses (a replica the base URL addresses directly: the base URL's host:port), add an endpoint under server_metrics.extra, or set server_metrics.scrape = false".into(),
+                message: "[server_metrics] is set, but nothing would be scraped: target.replica_addresses names no replica's address, server_metrics.extra no endpoint, and the base URL is https (its host is scraped only over plain http). Name each replica's host:port in target.replica_addresses, add an endpoint under server_metrics.extra, or set server_metrics.scrape = false".into(),
             });
         }
         Ok(())
+    }
+
+    /// The replicas whose own address is scraped for the server's metrics (SPEC §2
+    /// "Server-side evidence"), name to `host:port`: `target.replica_addresses`; or, where it
+    /// names none, the configuration writes `[server_metrics]` with no extra endpoint and the
+    /// base URL is plain http, the base URL's own host, named as the one replica of
+    /// `target.replicas` (else `target`): a quick run against one server scrapes that server
+    /// (issue 55 item 4). Empty when `server_metrics.scrape` is off.
+    pub fn scrape_addresses(&self) -> std::collections::BTreeMap<String, String> {
+        let section = &self.server_metrics;
+        if !section.scrape {
+            return Default::default();
+        }
+        if !self.target.replica_addresses.is_empty()
+            || !section.written
+            || !section.extra.is_empty()
+        {
+            return self.target.replica_addresses.clone();
+        }
+        let Some(rest) = self.target.base_url.strip_prefix("http://") else {
+            return Default::default();
+        };
+        let host = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        let name = match self.target.replicas.as_slice() {
+            [one] => one.clone(),
+            _ => TARGET_SOURCE.to_owned(),
+        };
+        [(name, host.to_owned())].into()
     }
 
     /// The base URL's scheme, and at least one route, each with a weight, a path and a label of its own.

@@ -686,6 +686,20 @@ pub(super) struct Typed {
     pub(super) thresholds: Option<ThresholdsSection>,
     #[serde(default)]
     pub(super) workload: super::workload::WorkloadSection,
+    #[serde(default)]
+    pub(super) slo: Option<SloSection>,
+}
+
+/// `[slo]`'s keys that are not pins: the user's declared SLO ([`super::slo`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloSection {
+    /// Each `METRIC OP VALUE`, e.g. `ttft <= 500ms`.
+    #[serde(default)]
+    pub declared: Vec<String>,
+    /// A route's own objectives, by its label.
+    #[serde(default)]
+    pub routes: BTreeMap<String, Vec<String>>,
 }
 
 /// `[thresholds]`: the user's pass/fail criteria ([`super::thresholds`]).
@@ -720,6 +734,10 @@ pub struct ServerMetrics {
     /// Further endpoints, name to `http://host:port/path` (a router's, a sidecar's).
     #[serde(default)]
     pub extra: BTreeMap<String, String>,
+    /// Whether the configuration writes a `[server_metrics]` section: then, with no replica
+    /// address and no extra endpoint, the base URL's own host is scraped (issue 55 item 4).
+    #[serde(skip)]
+    pub written: bool,
 }
 
 fn scrape_default() -> bool {
@@ -734,9 +752,14 @@ impl Default for ServerMetrics {
             metrics: Vec::new(),
             path: None,
             extra: BTreeMap::new(),
+            written: false,
         }
     }
 }
+
+/// The name the base URL's own host is scraped under when no replica names it
+/// ([`super::Config::scrape_addresses`]).
+pub const TARGET_SOURCE: &str = "target";
 
 /// The most families `server_metrics.metrics` may name, and the most `extra` endpoints.
 pub const SERVER_METRICS_NAMED_MAX: usize = 64;

@@ -748,6 +748,11 @@ fn the_experiment_examples_commented_declaration_loads_when_uncommented() {
         3,
         "the commented thresholds load too"
     );
+    assert_eq!(
+        config.slo.as_ref().map(|s| s.target()),
+        Some(0.95),
+        "the commented declared SLO loads too"
+    );
     let d = config.declaration.unwrap();
     assert_eq!(d.target, "replica-1");
     assert!(d.abort.undeclared_replica_errors);
@@ -1423,11 +1428,12 @@ fn the_scrape_period_is_divided_by_the_time_factor_down_to_the_floor() {
 const ADDRESSES: &str =
     "replica_addresses = { \"replica-0\" = \"127.0.0.1:8001\", \"replica-1\" = \"127.0.0.1:8002\" }";
 
-/// Issue 52: a `[server_metrics]` section with nothing to scrape (no replica address, no extra
-/// endpoint) is refused, saying what to add; it used to do nothing, silently. Without the
-/// section, or with scraping off, the same target loads.
+/// Issue 52, then issue 55 item 4: a `[server_metrics]` section that names no replica address
+/// and no extra endpoint scrapes the base URL's own host (it used to do nothing, silently, then
+/// was refused); only an https base URL, whose host is not scraped, leaves nothing, and is
+/// refused saying what to add. Without the section, or with scraping off, nothing is scraped.
 #[test]
-fn a_server_metrics_section_with_nothing_to_scrape_is_refused() {
+fn a_server_metrics_section_with_no_address_scrapes_the_base_urls_host() {
     let golden = crate::journal::synthetic::GOLDEN_CONFIG;
     let with = |section: &str, addresses: &str| {
         let text = golden.replace(
@@ -1436,14 +1442,37 @@ fn a_server_metrics_section_with_nothing_to_scrape_is_refused() {
         );
         Config::parse(text.as_bytes())
     };
-    let why = with("preset = \"vllm\"", "").unwrap_err().to_string();
+    let config = with("preset = \"vllm\"", "").unwrap();
+    let host = config.target.base_url.strip_prefix("http://").unwrap();
+    let host = host.split('/').next().unwrap();
+    let expected: BTreeMap<String, String> = [("target".to_owned(), host.to_owned())].into();
+    // The golden names two replicas: the host is scraped as `target`, not as one of them.
+    assert_eq!(config.scrape_addresses(), expected);
+    let https = golden.replace("http://", "https://");
+    let why = Config::parse(
+        https
+            .replace(
+                "[target]",
+                "[server_metrics]\npreset = \"vllm\"\n\n[target]",
+            )
+            .as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
-        why.contains("§2")
-            && why.contains("target.replica_addresses")
-            && why.contains("nothing would be scraped"),
+        why.contains("§2") && why.contains("nothing would be scraped") && why.contains("https"),
         "{why}"
     );
-    with("preset = \"vllm\"", ADDRESSES).unwrap();
+    let named = with("preset = \"vllm\"", ADDRESSES).unwrap();
+    assert_eq!(named.scrape_addresses(), named.target.replica_addresses);
+    assert!(with("scrape = false", "")
+        .unwrap()
+        .scrape_addresses()
+        .is_empty());
+    assert!(Config::parse(golden.as_bytes())
+        .unwrap()
+        .scrape_addresses()
+        .is_empty());
     with("scrape = false", "").unwrap();
     with("extra = { router = \"http://127.0.0.1:9000/metrics\" }", "").unwrap();
     Config::parse(golden.as_bytes()).unwrap();
@@ -1533,6 +1562,59 @@ fn thresholds_load_read_and_a_bad_one_is_refused_at_its_key() {
     // The criteria judge a run and are not part of its design (a campaign groups by design).
     let plain = design_hash(BASE.as_bytes()).unwrap();
     assert_eq!(design_hash(text.as_bytes()).unwrap(), plain);
+}
+
+/// Issue 55 item 1: `[slo]` holds the pinned SLO's keys and the user's own beside them; a
+/// route's list must name a route, and every objective is read at its key.
+#[test]
+fn a_declared_slo_loads_beside_the_pins_and_a_bad_one_is_refused_at_its_key() {
+    let text = format!(
+        "{BASE}\n[slo]\nttft_ms = 1000\ndeclared = [\"ttft <= 500ms\", \"tpot < 50ms\"]\n[slo.routes]\nchat = [\"e2e <= 2s\"]\n"
+    );
+    let config = load(&text).unwrap();
+    let slo = config.slo.clone().expect("declared");
+    assert_eq!(
+        slo.to_string(),
+        "ttft<=500ms, tpot<50ms; route chat: e2e<=2s"
+    );
+    assert_eq!(slo.for_route("chat")[0].limit_ns, 2_000_000_000);
+    // The pin kept its own rule beside it.
+    let (message, _) = refusal(&format!(
+        "{BASE}\n[slo]\nttft_ms = 2000\ndeclared = [\"ttft <= 5s\"]\n"
+    ));
+    assert!(message.contains("slo.ttft_ms"), "{message}");
+    let (message, _) = refusal(&format!(
+        "{BASE}\n[slo]\ndeclared = [\"ttft <= 500ms\", \"ttft_p99 < 1s\"]\n"
+    ));
+    assert!(
+        message.contains("slo.declared") && message.contains("no objective metric `ttft_p99`"),
+        "{message}"
+    );
+    let (message, _) = refusal(&format!(
+        "{BASE}\n[slo]\ndeclared = [\"ttft <= 500ms\"]\n[slo.routes]\nbatch = [\"e2e <= 2s\"]\n"
+    ));
+    assert!(
+        message.contains("slo.routes.batch") && message.contains("its routes are chat"),
+        "{message}"
+    );
+    let (message, _) = refusal(&format!("{BASE}\n[slo]\ndeclare = []\n"));
+    assert!(
+        message.contains("slo.declare") && message.contains("slo.declared"),
+        "{message}"
+    );
+    let (message, _) = refusal(&format!(
+        "{BASE}\n[slo]\n[slo.routes]\nchat = [\"e2e <= 2s\"]\n"
+    ));
+    assert!(
+        message.contains("slo.declared") && message.contains("names no objective"),
+        "{message}"
+    );
+    // An SLO judges every request: another SLO is another design (a campaign does not pool
+    // goodputs read under two).
+    assert_ne!(
+        design_hash(text.as_bytes()).unwrap(),
+        design_hash(BASE.as_bytes()).unwrap()
+    );
 }
 
 /// Issue 38: a replica-loss run of a self-hosted target whose requests name no replica is

@@ -40,11 +40,14 @@ pub const LATENCIES: [&str; 7] = [
 pub const COUNTS: [&str; 1] = ["reasoning_tokens"];
 /// The quantiles a latency threshold may name.
 pub const QUANTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
-/// The metrics that are not quantiles, with their kinds.
-pub const SCALARS: [(&str, Kind); 5] = [
+/// The metrics that are not quantiles, with their kinds. `goodput` is read under the declared
+/// SLO where the configuration declares one (from v0.5, SPEC §4 "A declared SLO"),
+/// `pinned_goodput` always under the pinned one.
+pub const SCALARS: [(&str, Kind); 6] = [
     ("error_rate", Kind::Share),
     ("censored_rate", Kind::Share),
     ("goodput", Kind::Share),
+    ("pinned_goodput", Kind::Share),
     ("requests_per_s", Kind::Rate),
     ("output_tokens_per_s", Kind::Rate),
 ];

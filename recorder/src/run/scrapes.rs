@@ -1,6 +1,6 @@
 //! The server's own metrics (SPEC §2 "Server-side evidence"): one thread per source (each
-//! `target.replica_addresses` replica at `server_metrics.path`, each `server_metrics.extra`
-//! endpoint) scrapes its Prometheus text every period on absolute deadlines and journals what the
+//! `target.replica_addresses` replica at `server_metrics.path`, or the base URL's own host where
+//! `[server_metrics]` is written and names nothing else, each `server_metrics.extra` endpoint) scrapes its Prometheus text every period on absolute deadlines and journals what the
 //! configuration selects as `scrape` records (formats/JOURNAL.md "7 scrape") through the same
 //! writer and chain as everything else.
 //!
@@ -53,12 +53,11 @@ pub(super) fn sources(config: &Config) -> Vec<Source> {
         .as_deref()
         .and_then(|s| s.parse().ok());
     let replicas = config
-        .target
-        .replica_addresses
-        .iter()
+        .scrape_addresses()
+        .into_iter()
         .map(|(name, address)| Source {
-            name: name.clone(),
-            address: address.clone(),
+            name,
+            address,
             path: section.path().to_owned(),
             nameserver,
         });
