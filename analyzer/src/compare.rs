@@ -694,7 +694,12 @@ fn verdict(f: &mut FigureComparison, margins: Margins) {
         f.verdict = "no decision";
         f.change = "no decision";
         f.reason = match f.interval {
-            None => format!("{} after Holm; no interval (the samples are too small for one), so equality cannot be shown", p_text(p)),
+            None => format!(
+                "{} after Holm; no interval (the samples{} are too small for one), so equality cannot be shown",
+                p_text(p),
+                // A4: what a side is worth is its effective n, which correlation shrinks.
+                if [MOOD_A4, FISHER_A4].contains(&f.test) { ", at their effective number (§7)," } else { "" }
+            ),
             Some(_) if p < ALPHA => format!("significant ({}), but the difference is within the margin of {} while its interval is not", p_text(p), value_text(margin, f.unit)),
             Some(_) => format!("{} after Holm, and the interval reaches beyond ±{}", p_text(p), value_text(margin, f.unit)),
         };
@@ -966,6 +971,20 @@ mod tests {
         }
         let within = decided("ttft_p50", "s", 0.100, 0.004, (0.003, 0.0049), 0.001);
         assert_eq!(within.verdict, "equal within the margin");
+        // No interval: the reason says whether the samples were read at their effective n.
+        for (test, said) in [(MOOD, false), (MOOD_A4, true)] {
+            let mut f = figure("ttft_p99".into(), "s", test);
+            (f.a, f.difference, f.p_holm) = (Some(1.0), Some(0.2), Some(0.3));
+            verdict(&mut f, Margins::default());
+            assert_eq!(f.change, "no decision");
+            assert!(f.reason.contains("too small for one"), "{}", f.reason);
+            assert_eq!(
+                f.reason.contains("at their effective number"),
+                said,
+                "{}",
+                f.reason
+            );
+        }
         // No test at all: not comparable.
         let mut none = figure("requests_per_s".into(), "per_s", "none at one run a side");
         verdict(&mut none, Margins::default());

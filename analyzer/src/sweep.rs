@@ -400,9 +400,19 @@ pub fn markdown(sweep: &Sweep) -> String {
     }
     let _ = writeln!(
         md,
-        "| offered rps | scheduled | throughput rps | errored | censored | goodput | TTFT p50 / p99 ms | TPOT p50 / p99 ms | e2e p50 / p99 ms | gates |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| offered rps | scheduled | throughput rps | errored | censored | {} | TTFT p50 / p99 ms | TPOT p50 / p99 ms | e2e p50 / p99 ms | gates |\n|---|---|---|---|---|---|---|---|---|---|",
+        if sweep.capacity_under_your_slo.is_some() {
+            "goodput, pinned SLO / yours"
+        } else {
+            "goodput"
+        }
     );
     let share = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.4}"));
+    // A4: beside the pinned SLO's goodput, the declared one's where the sweep has one.
+    let goodputs = |p: &Point| match &p.declared {
+        Some(d) => format!("{} / {}", share(p.goodput), share(d.goodput)),
+        None => share(p.goodput),
+    };
     for p in &sweep.points {
         let cell = |metric: &str| match p.metric(metric) {
             // A p99 without its interval is refused, as the terminal, the card and the
@@ -429,7 +439,7 @@ pub fn markdown(sweep: &Sweep) -> String {
                 .map_or("n/a".to_owned(), |v| format!("{v:.2}")),
             share(p.error_rate),
             share(p.censored_rate),
-            share(p.goodput),
+            goodputs(p),
             cell("ttft"),
             cell("tpot"),
             cell("e2e"),

@@ -1039,6 +1039,9 @@ victim = "replica-1"
 injector = "kill-pid-file"
 pid_file = "/nonexistent.pid"
 
+[slo]
+declared = ["e2e <= 10s", "goodput >= 50%"]
+
 [[routes]]
 label = "chat"
 path = "/v1/chat/completions"
@@ -1143,6 +1146,27 @@ path = "/v1/chat/completions"
         "{probe} is not the median of {probes:?}"
     );
     assert!((25.0..1_000.0).contains(&probe), "{probe}");
+    // Issue 55 item 1: beside lambda_max, the highest step rate whose recording held its gates
+    // and kept half its requests within the declared SLO (a lower bound: the ramp stops at the
+    // pinned SLO's knee), computed here again from the steps the trace lists.
+    let kept: Vec<f64> = calibrations
+        .iter()
+        .flat_map(|c| c["steps"].as_array().unwrap())
+        .filter(|s| s["client_gate"].as_array().unwrap().is_empty())
+        .filter(|s| s["declared"]["goodput"].as_f64().is_some_and(|g| g >= 0.5))
+        .map(|s| s["rate_rps"].as_f64().unwrap())
+        .collect();
+    let capacity = &trace["capacity_under_your_slo"];
+    assert_eq!(capacity["slo"], "e2e<=10s, goodput>=50%", "{trace}");
+    assert_eq!(
+        capacity["rate_rps"].as_f64(),
+        kept.iter().copied().reduce(f64::max),
+        "{capacity}"
+    );
+    assert!(
+        stdout.contains("capacity under your SLO (steps of the calibration): "),
+        "{stdout}"
+    );
     // One step at the survivor's load, 2 x lambda_r, in its own recorded journal; what the
     // replica completed there is its throughput ceiling, unless the client gate spoiled it.
     let ceiling = &trace["ceiling"];
@@ -3354,6 +3378,10 @@ fn a_sweep_names_the_capacity_under_a_declared_slo() {
         assert!(capacity["rate_rps"].is_null(), "{capacity}");
     }
     let md = std::fs::read_to_string(out.join("sweep.md")).unwrap();
-    assert!(md.contains("**Capacity under your SLO**: "), "{md}");
+    assert!(
+        md.contains("**Capacity under your SLO**: ")
+            && md.contains("| goodput, pinned SLO / yours |"),
+        "{md}"
+    );
     assert!(stdout.contains("capacity under your SLO: "), "{stdout}");
 }
