@@ -637,9 +637,9 @@ fn thresholds_of(
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            thresholds::Threshold::parse(text).map_err(|message| ConfigError::Invalid {
+            thresholds::Threshold::parse(text).map_err(|e| ConfigError::Invalid {
                 key: format!("thresholds.fail_on[{i}]"),
-                message,
+                message: e.to_string(),
                 at: None,
             })
         })

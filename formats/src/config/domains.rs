@@ -263,7 +263,7 @@ impl Config {
             super::thresholds::windows_of(self.fault.variant != super::FaultVariant::None);
         for (i, t) in self.thresholds.iter().enumerate() {
             if let Some(why) = t.window_problem(windows) {
-                return Err(invalid(format!("thresholds.fail_on[{i}]"), why));
+                return Err(invalid(format!("thresholds.fail_on[{i}]"), why.to_string()));
             }
         }
         Ok(())

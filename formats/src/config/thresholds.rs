@@ -90,7 +90,7 @@ impl Threshold {
         };
         Err(super::quick::FlagError {
             flag: "--fail-on",
-            problem,
+            problem: problem.to_string(),
         })
     }
 
@@ -99,26 +99,146 @@ impl Threshold {
     /// threshold is given for a new reading (a configuration loaded to record, `--fail-on`); a
     /// journal's own configuration is read as recorded, and a threshold on a window its run
     /// lacks fails there with the reason.
-    pub fn window_problem(&self, windows: &[&str]) -> Option<String> {
+    pub fn window_problem(&self, windows: &[&str]) -> Option<ThresholdError> {
         let window = self.window.as_deref()?;
         if windows.contains(&window) {
             return None;
         }
-        Some(if WINDOWS.contains(&window) {
-            format!(
-                "`{}` reads window `{window}`, which this run does not have; its windows are {}",
-                self.text,
-                windows.join(", ")
-            )
+        let (text, window) = (self.text.clone(), window.to_owned());
+        Some(if WINDOWS.contains(&window.as_str()) {
+            ThresholdError::WindowAbsent {
+                text,
+                window,
+                windows: windows.join(", "),
+            }
         } else {
-            format!(
-                "`{}`: `@{window}` is not a window a report has; the windows are {}",
-                self.text,
-                WINDOWS.join(", ")
-            )
+            ThresholdError::NoSuchWindow { text, window }
         })
     }
 }
+
+/// What is wrong with a threshold, with what to write instead.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ThresholdError {
+    /// No `<`, `<=`, `>` or `>=` in it.
+    NoComparison {
+        /// The threshold as written.
+        text: String,
+    },
+    /// A metric no threshold may name.
+    UnknownMetric {
+        /// The threshold as written.
+        text: String,
+        /// The metric as written.
+        metric: String,
+    },
+    /// `@` followed by something that is not a window's name.
+    NotAWindowName {
+        /// The threshold as written.
+        text: String,
+        /// What follows `@`.
+        window: String,
+    },
+    /// A window no report has.
+    NoSuchWindow {
+        /// The threshold as written.
+        text: String,
+        /// The window named.
+        window: String,
+    },
+    /// A window reports have, but not this run's.
+    WindowAbsent {
+        /// The threshold as written.
+        text: String,
+        /// The window named.
+        window: String,
+        /// The run's windows, listed.
+        windows: String,
+    },
+    /// The limit is wrong for its metric.
+    Limit {
+        /// The threshold as written.
+        text: String,
+        /// What is wrong with the limit.
+        limit: LimitProblem,
+    },
+}
+
+/// What is wrong with a threshold's limit.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LimitProblem {
+    /// A latency written without its unit.
+    NoUnit {
+        /// The value as written.
+        value: String,
+    },
+    /// A latency whose unit is not one of time.
+    NotAUnit {
+        /// The unit as written.
+        unit: String,
+        /// The number before it.
+        digits: String,
+    },
+    /// Not a non-negative number.
+    NotANumber {
+        /// The value as written.
+        value: String,
+    },
+    /// A share above 1 (100 %).
+    ShareAboveOne {
+        /// The value as written.
+        value: String,
+    },
+}
+
+impl fmt::Display for ThresholdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThresholdError::NoComparison { text } => write!(f, "`{text}` has no comparison: write METRIC OP VALUE, e.g. `ttft_p99 < 500ms` (OP is <, <=, > or >=)"),
+            ThresholdError::UnknownMetric { text, metric } => write!(
+                f,
+                "`{text}`: no metric `{metric}`; the metrics are {}",
+                metric_names().join(", ")
+            ),
+            ThresholdError::NotAWindowName { text, window } => write!(f, "`{text}`: `@{window}` is not a window name (baseline, fault, recovery, measurement, ...)"),
+            ThresholdError::NoSuchWindow { text, window } => write!(
+                f,
+                "`{text}`: `@{window}` is not a window a report has; the windows are {}",
+                WINDOWS.join(", ")
+            ),
+            ThresholdError::WindowAbsent {
+                text,
+                window,
+                windows,
+            } => write!(
+                f,
+                "`{text}` reads window `{window}`, which this run does not have; its windows are {windows}"
+            ),
+            ThresholdError::Limit { text, limit } => write!(f, "`{text}`: {limit}"),
+        }
+    }
+}
+
+impl fmt::Display for LimitProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitProblem::NoUnit { value } => write!(
+                f,
+                "a latency needs its unit: `{value}us`, `{value}ms` or `{value}s`"
+            ),
+            LimitProblem::NotAUnit { unit, digits } => write!(
+                f,
+                "`{unit}` is not a unit of time: a latency is written `{digits}us`, `{digits}ms` or `{digits}s`"
+            ),
+            LimitProblem::NotANumber { value } => write!(f, "`{value}` is not a non-negative number"),
+            LimitProblem::ShareAboveOne { value } => {
+                write!(f, "a share lies in 0..=1 (or 0%..=100%), not {value}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ThresholdError {}
 
 /// The most thresholds a run may carry (config and flags together).
 pub const THRESHOLDS_MAX: usize = 64;
@@ -212,11 +332,12 @@ fn kind_of(metric: &str) -> Option<Kind> {
 
 impl Threshold {
     /// Reads one threshold; the error says what is wrong and what is expected.
-    pub fn parse(text: &str) -> Result<Threshold, String> {
+    pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
         let text = text.trim();
+        let owned = || text.to_owned();
         let at = text
             .find(['<', '>'])
-            .ok_or_else(|| format!("`{text}` has no comparison: write METRIC OP VALUE, e.g. `ttft_p99 < 500ms` (OP is <, <=, > or >=)"))?;
+            .ok_or_else(|| ThresholdError::NoComparison { text: owned() })?;
         let (left, right) = text.split_at(at);
         let (op, value) = match right
             .strip_prefix("<=")
@@ -231,11 +352,9 @@ impl Threshold {
             Some((m, w)) => (m.trim(), Some(w.trim())),
             None => (left.trim(), None),
         };
-        let kind = kind_of(metric).ok_or_else(|| {
-            format!(
-                "`{text}`: no metric `{metric}`; the metrics are {}",
-                metric_names().join(", ")
-            )
+        let kind = kind_of(metric).ok_or_else(|| ThresholdError::UnknownMetric {
+            text: owned(),
+            metric: metric.to_owned(),
         })?;
         if let Some(window) = window {
             let ok = !window.is_empty()
@@ -243,12 +362,18 @@ impl Threshold {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
             if !ok {
-                return Err(format!("`{text}`: `@{window}` is not a window name (baseline, fault, recovery, measurement, ...)"));
+                return Err(ThresholdError::NotAWindowName {
+                    text: owned(),
+                    window: window.to_owned(),
+                });
             }
         }
-        let limit = limit(kind, value.trim()).map_err(|why| format!("`{text}`: {why}"))?;
+        let limit = limit(kind, value.trim()).map_err(|limit| ThresholdError::Limit {
+            text: owned(),
+            limit,
+        })?;
         Ok(Threshold {
-            text: text.to_owned(),
+            text: owned(),
             metric: metric.to_owned(),
             kind,
             window: window.map(str::to_owned),
@@ -258,10 +383,12 @@ impl Threshold {
     }
 }
 
-fn number(s: &str) -> Result<f64, String> {
+fn number(s: &str) -> Result<f64, LimitProblem> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a non-negative number")),
+        _ => Err(LimitProblem::NotANumber {
+            value: s.to_owned(),
+        }),
     }
 }
 
@@ -280,7 +407,7 @@ fn number_and_unit(value: &str) -> (&str, &str) {
     (value[..end].trim(), value[end..].trim())
 }
 
-fn limit(kind: Kind, value: &str) -> Result<f64, String> {
+fn limit(kind: Kind, value: &str) -> Result<f64, LimitProblem> {
     match kind {
         Kind::Latency => {
             let (digits, unit) = number_and_unit(value);
@@ -289,14 +416,15 @@ fn limit(kind: Kind, value: &str) -> Result<f64, String> {
                 "us" | "µs" => 1e6,
                 "s" => 1.0,
                 "" => {
-                    return Err(format!(
-                        "a latency needs its unit: `{value}us`, `{value}ms` or `{value}s`"
-                    ))
+                    return Err(LimitProblem::NoUnit {
+                        value: value.to_owned(),
+                    })
                 }
                 other => {
-                    return Err(format!(
-                        "`{other}` is not a unit of time: a latency is written `{digits}us`, `{digits}ms` or `{digits}s`"
-                    ))
+                    return Err(LimitProblem::NotAUnit {
+                        unit: other.to_owned(),
+                        digits: digits.to_owned(),
+                    })
                 }
             };
             // Divided, so that `800us` is the double nearest 0.0008 s, as `800e-6` is.
@@ -308,7 +436,9 @@ fn limit(kind: Kind, value: &str) -> Result<f64, String> {
                 None => number(value)?,
             };
             if fraction > 1.0 {
-                return Err(format!("a share lies in 0..=1 (or 0%..=100%), not {value}"));
+                return Err(LimitProblem::ShareAboveOne {
+                    value: value.to_owned(),
+                });
             }
             Ok(fraction)
         }
@@ -354,6 +484,11 @@ mod tests {
         // A unit that is none names itself, not the number (issue 54 item 6).
         let parsecs = Threshold::parse("ttft_p99 < 5 parsecs").unwrap_err();
         assert!(
+            matches!(&parsecs, ThresholdError::Limit { limit: LimitProblem::NotAUnit { unit, digits }, .. } if unit == "parsecs" && digits == "5"),
+            "{parsecs:?}"
+        );
+        let parsecs = parsecs.to_string();
+        assert!(
             parsecs.contains("`parsecs` is not a unit of time")
                 && parsecs.contains("`5ms`")
                 && !parsecs.contains("not a non-negative number"),
@@ -363,6 +498,7 @@ mod tests {
         assert_eq!(Threshold::parse("e2e_p50 < 1.5e-3s").unwrap().limit, 0.0015);
         assert!(Threshold::parse("ttft_p99 < 5")
             .unwrap_err()
+            .to_string()
             .contains("needs its unit"));
         assert_eq!(Threshold::parse("e2e_p50 < 2s").unwrap().limit, 2.0);
         assert_eq!(Threshold::parse("itl_p90 < 800us").unwrap().limit, 800e-6);
@@ -374,21 +510,55 @@ mod tests {
 
     #[test]
     fn a_bad_threshold_says_what_is_wrong() {
-        let e = Threshold::parse("ttft_p99 500ms").unwrap_err();
-        assert!(e.contains("no comparison"), "{e}");
-        let e = Threshold::parse("ttft_p98 < 500ms").unwrap_err();
+        // Each refusal is a kind a caller can act on, and its words say what to write.
+        let kind = |text: &str| Threshold::parse(text).unwrap_err();
+        let e = kind("ttft_p99 500ms");
+        assert!(matches!(e, ThresholdError::NoComparison { .. }), "{e:?}");
+        assert!(e.to_string().contains("no comparison"), "{e}");
+        let e = kind("ttft_p98 < 500ms");
         assert!(
-            e.contains("no metric `ttft_p98`") && e.contains("ttft_p99"),
-            "{e}"
+            matches!(&e, ThresholdError::UnknownMetric { metric, .. } if metric == "ttft_p98"),
+            "{e:?}"
         );
-        let e = Threshold::parse("ttft_p99 < 500").unwrap_err();
-        assert!(e.contains("needs its unit"), "{e}");
-        let e = Threshold::parse("error_rate < 150%").unwrap_err();
-        assert!(e.contains("0..=1"), "{e}");
-        let e = Threshold::parse("error_rate < -1%").unwrap_err();
-        assert!(e.contains("non-negative"), "{e}");
-        let e = Threshold::parse("goodput@ < 1%").unwrap_err();
-        assert!(e.contains("window"), "{e}");
+        assert!(e.to_string().contains("ttft_p99"), "{e}");
+        let limit = |text: &str| match kind(text) {
+            ThresholdError::Limit { limit, .. } => limit,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert!(matches!(
+            limit("ttft_p99 < 500"),
+            LimitProblem::NoUnit { .. }
+        ));
+        assert!(matches!(
+            limit("error_rate < 150%"),
+            LimitProblem::ShareAboveOne { .. }
+        ));
+        assert!(matches!(
+            limit("error_rate < -1%"),
+            LimitProblem::NotANumber { .. }
+        ));
+        assert!(kind("error_rate < 150%").to_string().contains("0..=1"));
+        let e = kind("goodput@ < 1%");
+        assert!(matches!(e, ThresholdError::NotAWindowName { .. }), "{e:?}");
+        assert!(e.to_string().contains("window"), "{e}");
+        // A window no report has, and one this run lacks.
+        let t = Threshold::parse("error_rate@fault < 1%").unwrap();
+        let absent = t.window_problem(windows_of(false)).unwrap();
+        assert!(
+            matches!(absent, ThresholdError::WindowAbsent { .. }),
+            "{absent:?}"
+        );
+        assert!(
+            absent.to_string().contains("which this run does not have"),
+            "{absent}"
+        );
+        let t = Threshold::parse("error_rate@outage < 1%").unwrap();
+        let none = t.window_problem(&WINDOWS).unwrap();
+        assert!(
+            matches!(none, ThresholdError::NoSuchWindow { .. }),
+            "{none:?}"
+        );
+        assert!(t.window_problem(&["outage"]).is_none());
         assert!(Threshold::parse("ttft_p99 < NaNs").is_err());
     }
 
