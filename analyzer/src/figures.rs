@@ -857,6 +857,13 @@ fn server_lines(report: &Report) -> Vec<String> {
                 .find(|w| w.window == *main && w.source == *name)
         });
         if let Some(w) = window {
+            if let Some(h) = w.prefix_cache.as_ref().and_then(|p| p.hit_percent) {
+                let _ = write!(
+                    line,
+                    "; {}, prefix cache {h:.1} % of the prompt tokens it looked up",
+                    w.window
+                );
+            }
             for (what, c) in [
                 ("first token", &w.first_token),
                 ("end to end", &w.end_to_end),

@@ -17,14 +17,15 @@ use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::pins::value;
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
 use percentes_formats::spec::{
-    CanaryOver, FirstTokenPath, ReadingWords, Rules, StreamReading, VerdictBasis,
+    CanaryOver, FirstTokenPath, PrefixCacheReading, ReadingWords, Rules, StreamReading,
+    VerdictBasis,
 };
 
 use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{
-    GaugeSummary, QuantileComparison, Reconciliation, ServerComparison, ServerEvidence, ServerPath,
-    ServerPoint, ServerWindow, Signature, SourceSummary,
+    GaugeSummary, PrefixCache, QuantileComparison, Reconciliation, ServerComparison,
+    ServerEvidence, ServerPath, ServerPoint, ServerWindow, Signature, SourceSummary,
 };
 
 /// The quantiles the receive-path check compares; each only where both sides hold enough
@@ -585,6 +586,7 @@ fn server_window(
         server_finished: None,
         client_finished: 0,
         path: None,
+        prefix_cache: None,
     };
     let Some(span) = source.span(window.start_ns, window.end_ns) else {
         return out;
@@ -621,7 +623,31 @@ fn server_window(
     out.preemptions = counter(Role::Preemptions);
     out.server_finished = counter(Role::Requests);
     out.client_finished = client.finished((a, b));
+    if rules.prefix_cache == PrefixCacheReading::HitShare {
+        out.prefix_cache = prefix_cache(source, span);
+    }
     out
+}
+
+/// A4: the prefix cache's hits over its lookups between the scrapes `span` names, from the
+/// server's own counters (in tokens, as vLLM counts them); `None` where it exposes neither.
+fn prefix_cache(source: &Source<'_>, span: (usize, usize)) -> Option<PrefixCache> {
+    let (queries, hits) = (
+        source.ids(Role::PrefixQueries, ""),
+        source.ids(Role::PrefixHits, ""),
+    );
+    if queries.is_empty() || hits.is_empty() {
+        return None;
+    }
+    let (queried_tokens, hit_tokens) = (
+        source.increase(&queries, span),
+        source.increase(&hits, span),
+    );
+    Some(PrefixCache {
+        queried_tokens,
+        hit_tokens,
+        hit_percent: (queried_tokens > 0.0).then(|| hit_tokens / queried_tokens * 100.0),
+    })
 }
 
 /// The receive-path check of one histogram against the client's times over the same span
@@ -1038,6 +1064,60 @@ mod tests {
             5.0,
             "the base is not an increase"
         );
+    }
+
+    /// Hand-worked (issue 55 item 2): the prefix cache's counters at 0, 1, 2 and 3 s, queries
+    /// 500 (a base), 600, 800, 800 tokens and hits 100, 140, 290, 290: between the scrapes at 0
+    /// and 2 s it looked up 300 tokens and held 190 of them, 63.33 %; between 2 and 3 s it looked
+    /// up none, and has no share. A source without the counters has no reading.
+    #[test]
+    fn the_prefix_cache_share_is_read_from_the_servers_own_counters() {
+        let answer = |queries: f64, hits: f64| {
+            vec![
+                exposed(
+                    "vllm:prefix_cache_queries_total",
+                    "vllm:prefix_cache_queries",
+                    None,
+                    SeriesKind::Counter,
+                    queries,
+                ),
+                exposed(
+                    "vllm:prefix_cache_hits_total",
+                    "vllm:prefix_cache_hits",
+                    None,
+                    SeriesKind::Counter,
+                    hits,
+                ),
+            ]
+        };
+        let s = 1_000_000_000u64;
+        let mut scraper = Scraper::default();
+        let records: Vec<ScrapeRecord> = [
+            (0, answer(500.0, 100.0)),
+            (1, answer(600.0, 140.0)),
+            (2, answer(800.0, 290.0)),
+            (3, answer(800.0, 290.0)),
+        ]
+        .iter()
+        .map(|(t, samples)| scraper.record("replica-0", (t * s, t * s), samples))
+        .collect();
+        let source = source_of(&records);
+        let p = prefix_cache(&source, (0, 2)).unwrap();
+        assert_eq!((p.queried_tokens, p.hit_tokens), (300.0, 190.0));
+        assert!((p.hit_percent.unwrap() - 190.0 / 3.0).abs() < 1e-12);
+        assert_eq!(prefix_cache(&source, (2, 3)).unwrap().hit_percent, None);
+        let other = [exposed(
+            "vllm:num_requests_waiting",
+            "vllm:num_requests_waiting",
+            None,
+            SeriesKind::Gauge,
+            1.0,
+        )];
+        let mut scraper = Scraper::default();
+        let records: Vec<ScrapeRecord> = (0..2)
+            .map(|t| scraper.record("replica-0", (t * s, t * s), &other))
+            .collect();
+        assert_eq!(prefix_cache(&source_of(&records), (0, 1)), None);
     }
 
     fn histogram(cumulative: &[(f64, f64)], sum: f64) -> Histogram {

@@ -326,6 +326,10 @@ pub enum Role {
     InterToken,
     /// End-to-end request latency, seconds (a histogram).
     EndToEnd,
+    /// Prompt tokens looked up in the prefix cache (a counter; vLLM's `prefix_cache_queries`).
+    PrefixQueries,
+    /// Of those, tokens the prefix cache held (a counter; vLLM's `prefix_cache_hits`).
+    PrefixHits,
 }
 
 impl Role {
@@ -342,6 +346,8 @@ impl Role {
             Role::FirstToken => "first-token",
             Role::InterToken => "inter-token",
             Role::EndToEnd => "end-to-end",
+            Role::PrefixQueries => "prefix-cache-queries",
+            Role::PrefixHits => "prefix-cache-hits",
         }
     }
 }
@@ -367,6 +373,12 @@ pub enum Preset {
 /// (vLLM renamed its KV-cache gauge and its inter-token histogram; each name is read).
 pub const PRESET_NAMES: &[(Preset, Role, &str)] = &[
     (Preset::Vllm, Role::Queue, "vllm:num_requests_waiting"),
+    (
+        Preset::Vllm,
+        Role::PrefixQueries,
+        "vllm:prefix_cache_queries",
+    ),
+    (Preset::Vllm, Role::PrefixHits, "vllm:prefix_cache_hits"),
     (Preset::Vllm, Role::Running, "vllm:num_requests_running"),
     (Preset::Vllm, Role::KvCache, "vllm:kv_cache_usage_perc"),
     (Preset::Vllm, Role::KvCache, "vllm:gpu_cache_usage_perc"),
@@ -607,11 +619,12 @@ python_gc_objects_collected_total{generation=\"0\"} 1234.0
 
     /// vLLM 0.32's own answer (the CPU build and the tiny model of ../shared/real-targets, after
     /// a run; saved with `curl -s 127.0.0.1:8101/metrics`) and the mock's: every line reads,
-    /// and the vLLM preset finds every role the analysis reads but preemptions' histogram.
+    /// and the vLLM preset finds every role the analysis reads (its prefix cache's two counters
+    /// among them) but preemptions' histogram.
     #[test]
     fn real_answers_read_whole_and_give_every_role() {
         for (answer, roles) in [
-            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 10),
+            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 12),
             (include_str!("../tests/data/mock.metrics.txt"), 9),
         ] {
             let read = parse(answer, |n| Preset::Auto.selects(n));

@@ -333,6 +333,17 @@ pub enum GoodputReading {
     PinnedAndDeclared,
 }
 
+/// Whether the server's prefix-cache counters are read per window (SPEC §2 "Server-side
+/// evidence").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefixCacheReading {
+    /// v0.1 to v0.4: not read (their presets did not journal them).
+    Unread,
+    /// v0.5 (A4): each window's share of the prompt tokens the server looked up that its prefix
+    /// cache held, from its own counters (issue 55 item 2).
+    HitShare,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -468,6 +479,8 @@ pub struct Rules {
     pub capacity: CapacityCheck,
     /// Which SLOs goodput is read under, and with what interval (§4, A4).
     pub goodput: GoodputReading,
+    /// Whether the server's prefix-cache counters are read (§2, A4).
+    pub prefix_cache: PrefixCacheReading,
 }
 
 impl Rules {
@@ -504,6 +517,7 @@ impl Rules {
         words: ReadingWords::Archived,
         capacity: CapacityCheck::Unchecked,
         goodput: GoodputReading::PinnedOnly,
+        prefix_cache: PrefixCacheReading::Unread,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -556,6 +570,7 @@ impl Rules {
                 words: ReadingWords::WhatWasMeasured,
                 capacity: CapacityCheck::AgainstCalibration,
                 goodput: GoodputReading::PinnedAndDeclared,
+                prefix_cache: PrefixCacheReading::HitShare,
                 ..a3
             },
         }
@@ -714,6 +729,7 @@ mod tests {
         assert_eq!(v4.words, ReadingWords::Archived);
         assert_eq!(v4.capacity, CapacityCheck::Unchecked);
         assert_eq!(v4.goodput, GoodputReading::PinnedOnly);
+        assert_eq!(v4.prefix_cache, PrefixCacheReading::Unread);
         assert_eq!(
             v5,
             Rules {
@@ -734,6 +750,7 @@ mod tests {
                 words: ReadingWords::WhatWasMeasured,
                 capacity: CapacityCheck::AgainstCalibration,
                 goodput: GoodputReading::PinnedAndDeclared,
+                prefix_cache: PrefixCacheReading::HitShare,
                 ..v4
             }
         );

@@ -103,6 +103,10 @@ pub struct ServerWindow {
     /// A4 (v0.5): the client's time to first token split at the server's clock.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<super::ServerPath>,
+    /// A4 (v0.5): the prefix cache's hits over its lookups in the span, where the server
+    /// counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCache>,
 }
 
 /// A gauge over a span's scrapes.
@@ -114,6 +118,17 @@ pub struct GaugeSummary {
     pub max: f64,
     /// Scrapes read.
     pub scrapes: u64,
+}
+
+/// A4 (v0.5): the server's prefix cache over one span, from its own counters (SPEC §2).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrefixCache {
+    /// Prompt tokens the server looked up in its prefix cache.
+    pub queried_tokens: f64,
+    /// Of those, tokens the cache held.
+    pub hit_tokens: f64,
+    /// Hits over queries, percent; absent where nothing was looked up.
+    pub hit_percent: Option<f64>,
 }
 
 /// The server's distribution of one time against the client's, over one span.

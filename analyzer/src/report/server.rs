@@ -121,6 +121,7 @@ pub(super) fn section(md: &mut String, s: &ServerEvidence) {
             w.client_finished
         );
     }
+    prefix_lines(md, s);
     let _ = writeln!(md, "\nReceive-path check, first token (§2):\n");
     for w in s.windows.iter().filter(|w| w.first_token.is_some()) {
         if let Some(c) = &w.first_token {
@@ -128,6 +129,31 @@ pub(super) fn section(md: &mut String, s: &ServerEvidence) {
         }
     }
     path_lines(md, s);
+}
+
+/// A4: the prefix cache per window, where the server counts its lookups (issue 55 item 2).
+fn prefix_lines(md: &mut String, s: &ServerEvidence) {
+    let cached: Vec<_> = s
+        .windows
+        .iter()
+        .filter_map(|w| Some((w, w.prefix_cache.as_ref()?)))
+        .collect();
+    if !cached.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nPrefix cache, from the server's own counters (prompt tokens it looked up, and those it held):\n"
+        );
+        for (w, p) in cached {
+            let share = p
+                .hit_percent
+                .map_or("no lookup".to_owned(), |h| format!("{h:.2} % hit"));
+            let _ = writeln!(
+                md,
+                "- {} / {}: {:.0} of {:.0} tokens, {share}.",
+                w.window, w.source, p.hit_tokens, p.queried_tokens
+            );
+        }
+    }
 }
 
 /// A4 (v0.5): the client's time to first token split at the server's clock, per window and
