@@ -167,8 +167,22 @@ pub fn quick_line(config: &Config, journal: &std::path::Path) -> String {
         (None, Some(rate)) => format!("{rate} requests/s open loop"),
         (None, None) => "the trace's times".to_owned(),
     };
+    // Issue 55 item 4: whose metrics are scraped, said before the run, not found after it.
+    let scraped: Vec<String> = config
+        .scrape_addresses()
+        .values()
+        .map(|a| format!("http://{a}{}", config.server_metrics.path()))
+        .collect();
+    let scraping = if scraped.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " The server's own metrics are read from {} (--server-metrics off: not read).",
+            scraped.join(", ")
+        )
+    };
     format!(
-        "percentes: measuring {} at {}{route}: {load}, {:.1} s measured after {:.1} s of warm-up{}; the configuration these flags stand for is journaled (`percentes inspect {}` shows it, `percentes init --from-flags` with the same flags writes it out)",
+        "percentes: measuring {} at {}{route}: {load}, {:.1} s measured after {:.1} s of warm-up{}; the configuration these flags stand for is journaled (`percentes inspect {}` shows it, `percentes init --from-flags` with the same flags writes it out).{scraping}",
         config.target.model,
         config.target.base_url,
         (end_ns - start_ns) as f64 / 1e9,

@@ -2062,7 +2062,10 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
     assert!(
         stderr.contains(&format!(
             "percentes: measuring mock at http://{addr}/v1/chat/completions: 8 requests/s open loop, 1.0 s measured after 0.1 s of warm-up, streamed;"
-        )) && stderr.contains(&format!("`percentes inspect {}` shows it", journal.display())),
+        )) && stderr.contains(&format!("`percentes inspect {}` shows it", journal.display()))
+            && stderr.contains(&format!(
+                "The server's own metrics are read from http://{addr}/metrics"
+            )),
         "{stderr}"
     );
     assert!(!stdout.contains("schema_version"), "{stdout}");
