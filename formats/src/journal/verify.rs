@@ -67,7 +67,10 @@ impl VerifyOptions {
                     .ok_or_else(|| format!("--expect-head {h:?} is not 64 hex digits"))
             })
             .transpose()?;
-        let trusted_key = pubkey.map(super::keys::read_public_key).transpose()?;
+        let trusted_key = pubkey
+            .map(super::keys::read_public_key)
+            .transpose()
+            .map_err(|e| e.to_string())?;
         Ok(VerifyOptions {
             expect_head,
             trusted_key,
