@@ -694,6 +694,26 @@ fn the_pre_flight_refuses_a_target_that_is_down_or_serves_another_model() {
     );
 }
 
+/// Debian's nginx, a free port and a scratch folder `name` with its `logs`; `None` (the
+/// prerequisite said missing, which fails under PERCENTES_CI) where nginx is not installed.
+fn nginx_here(test: &str, name: &str) -> Option<(&'static str, u16, PathBuf)> {
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        crate::prerequisite_missing(test, "nginx is not installed");
+        return None;
+    };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    Some((nginx, port, dir))
+}
+
 /// Starts Debian's nginx in the foreground on `conf`, written into `dir`, and waits until `port`
 /// accepts (panicking with its stderr when it never does).
 fn start_nginx(nginx: &str, dir: &Path, conf: &str, port: u16) -> std::process::Child {
@@ -730,20 +750,9 @@ fn start_nginx(nginx: &str, dir: &Path, conf: &str, port: u16) -> std::process::
 #[test]
 fn a_quick_runs_scrape_of_a_server_without_metrics_is_a_note_not_an_error() {
     let _beside = crate::beside();
-    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-    else {
-        crate::prerequisite_missing("the nginx scrape test", "nginx is not installed");
+    let Some((nginx, port, dir)) = nginx_here("the nginx scrape test", "nginx-scrape") else {
         return;
     };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = scratch("nginx-scrape");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
     let conf = format!(
         "worker_processes 1;\nerror_log {dir}/logs/error.log;\npid {dir}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n  fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
@@ -829,20 +838,9 @@ fn stop_nginx(mut server: std::process::Child) {
 #[test]
 fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
     let _machine = crate::machine();
-    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-    else {
-        crate::prerequisite_missing("the nginx keep-alive test", "nginx is not installed");
+    let Some((nginx, port, dir)) = nginx_here("the nginx keep-alive test", "nginx") else {
         return;
     };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = scratch("nginx");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
     let body = SSE.replace('\n', "\\n").replace('"', "\\\"");
     let conf = format!(
         "worker_processes 1;\nerror_log {dir}/logs/error.log;\npid {dir}/nginx.pid;\nevents {{ worker_connections 256; }}\n\
