@@ -16,10 +16,10 @@ use percentes_formats::pins;
 use percentes_formats::spec::{GoodputReading, Rules, StreamReading};
 
 use super::rows::{
-    completed, completion_tokens, e2e_ns, first_token_seen, in_intended_order, slo_input, ttft_ns,
+    completed, e2e_ns, first_answer_ns, in_intended_order, slo_input, tpot_ns, ttft_ns,
 };
 use crate::estimate::slo::{goodput_interval, GoodputInterval, Slo};
-use crate::frame::{Requests, NONE};
+use crate::frame::Requests;
 use crate::load::Run;
 use crate::model::{DeclaredGoodput, Share, ShareInterval, WindowReport};
 
@@ -108,18 +108,9 @@ impl Judge<'_> {
             SloMetric::E2e => e2e_ns(r, row),
             SloMetric::Ttfat if !self.streamed => e2e_ns(r, row),
             SloMetric::Ttfat => {
-                let recorded = r.streams.as_ref().filter(|s| s.kinds[row] != 0);
-                let first = recorded.map_or(r.first_content_ns[row], |s| s.first_answer_ns[row]);
-                (first != NONE).then(|| first.saturating_sub(r.intended_ns[row]))
+                first_answer_ns(r, row).map(|first| first.saturating_sub(r.intended_ns[row]))
             }
-            SloMetric::Tpot => {
-                let tokens = completion_tokens(r, row).filter(|&t| t >= 2)?;
-                if !first_token_seen(r, row, self.reading) {
-                    return None;
-                }
-                let span = e2e_ns(r, row)?.saturating_sub(ttft_ns(r, row, self.reading)?);
-                Some(span / (tokens - 1))
-            }
+            SloMetric::Tpot => tpot_ns(r, row, self.reading),
             SloMetric::Itl => self
                 .longest_gap_us
                 .get(row)

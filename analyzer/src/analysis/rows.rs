@@ -7,7 +7,7 @@ use percentes_formats::journal::records::Outcome;
 use percentes_formats::spec::StreamReading;
 
 use crate::estimate::slo::{Completed, SloInput};
-use crate::frame::Requests;
+use crate::frame::{Requests, NONE};
 use crate::model::Outcomes;
 
 /// Nanoseconds as seconds.
@@ -39,6 +39,25 @@ pub(super) fn first_token_seen(requests: &Requests, row: usize, reading: StreamR
 pub(super) fn e2e_ns(requests: &Requests, row: usize) -> Option<u64> {
     completed(requests, row)
         .then(|| requests.terminal_ns[row].saturating_sub(requests.intended_ns[row]))
+}
+
+/// Time per output token of a completed request, ns: (e2e - TTFT) / (completion tokens - 1),
+/// where it reported at least two tokens and its first token was seen (SPEC §9).
+pub(super) fn tpot_ns(requests: &Requests, row: usize, reading: StreamReading) -> Option<u64> {
+    let tokens = completion_tokens(requests, row).filter(|&t| t >= 2)?;
+    if !first_token_seen(requests, row, reading) {
+        return None;
+    }
+    let span = e2e_ns(requests, row)?.saturating_sub(ttft_ns(requests, row, reading)?);
+    Some(span / (tokens - 1))
+}
+
+/// The first answer delta of a row, ns from the epoch: its stream record's, or without one its
+/// first content event (A4); `None` where no answer came.
+pub(super) fn first_answer_ns(requests: &Requests, row: usize) -> Option<u64> {
+    let recorded = requests.streams.as_ref().filter(|s| s.kinds[row] != 0);
+    let first = recorded.map_or(requests.first_content_ns[row], |s| s.first_answer_ns[row]);
+    (first != NONE).then_some(first)
 }
 
 pub(super) fn slo_input(requests: &Requests, row: usize, reading: StreamReading) -> SloInput {
@@ -123,12 +142,8 @@ pub fn latency_samples(
         }
         out.ttft_us.push(ns_to_us(ttft));
         out.e2e_us.push(ns_to_us(e2e));
-        let tokens = completion_tokens(requests, row);
-        if let Some(tokens) = tokens.filter(|&t| t >= 2) {
-            if first_token_seen(requests, row, reading) {
-                out.tpot_us
-                    .push(ns_to_us(e2e.saturating_sub(ttft) / (tokens - 1)));
-            }
+        if let Some(tpot) = tpot_ns(requests, row, reading) {
+            out.tpot_us.push(ns_to_us(tpot));
         }
     }
     out.in_order = [out.ttft_us.clone(), out.tpot_us.clone(), out.e2e_us.clone()];

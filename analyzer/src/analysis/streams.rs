@@ -16,7 +16,7 @@ use percentes_formats::pins;
 use percentes_formats::spec::TailSample;
 
 use super::distribution::{distribution_of, QUANTILES};
-use super::rows::{completed, completion_tokens};
+use super::rows::{completed, completion_tokens, first_answer_ns};
 use crate::estimate::compare::nearest_rank;
 use crate::estimate::histogram::LatencyHistogram;
 use crate::estimate::quantile;
@@ -266,9 +266,7 @@ impl Gathered {
         let recorded = streams.filter(|s| s.kinds[row] != 0);
         let label = recorded.map_or_else(|| fallback_label(requests, row), |s| s.kinds_label(row));
         *self.output.entry(label).or_insert(0) += 1;
-        let first_answer =
-            recorded.map_or(requests.first_content_ns[row], |s| s.first_answer_ns[row]);
-        if first_answer != NONE {
+        if let Some(first_answer) = first_answer_ns(requests, row) {
             self.ttfat_ns
                 .push(first_answer.saturating_sub(requests.intended_ns[row]));
         }

@@ -7,9 +7,7 @@ use super::client_gate::nearest_rank;
 use super::distribution::{distribution, distribution_of};
 use percentes_formats::spec::{StreamReading, TailSample};
 
-use super::rows::{
-    completed, completion_tokens, e2e_ns, first_token_seen, tokens_per_event, ttft_ns,
-};
+use super::rows::{completed, completion_tokens, e2e_ns, tokens_per_event, tpot_ns};
 use crate::frame::Requests;
 use crate::model::TokenReport;
 
@@ -31,7 +29,7 @@ pub(super) fn token_report(
     let mut completed_count = 0u64;
     let mut with_usage = 0u64;
     let (mut prompt_tokens, mut completion_total) = (0u64, 0u64);
-    let mut tpot_ns = Vec::new();
+    let mut tpots = Vec::new();
     let mut rates = Vec::new();
     let mut multi = 0u64;
     for row in rows.iter().copied().filter(|&r| completed(requests, r)) {
@@ -48,12 +46,11 @@ pub(super) fn token_report(
         if tokens_per_event(requests, row, reading) > 1.0 {
             multi += 1;
         }
-        let (Some(ttft), Some(e2e)) = (ttft_ns(requests, row, reading), e2e_ns(requests, row))
-        else {
+        let Some(e2e) = e2e_ns(requests, row) else {
             continue;
         };
-        if tokens >= 2 && first_token_seen(requests, row, reading) {
-            tpot_ns.push(e2e.saturating_sub(ttft) / (tokens - 1));
+        if let Some(tpot) = tpot_ns(requests, row, reading) {
+            tpots.push(tpot);
         }
         // Milli-tokens per second, kept whole for the nearest-rank reading (in u128: a
         // hostile usage count times 10^12 does not fit a u64).
@@ -81,7 +78,7 @@ pub(super) fn token_report(
     } else {
         format!("usage reported by all {with_usage} completed responses")
     };
-    let mut tpot = distribution_of(tpot_ns, None, sample);
+    let mut tpot = distribution_of(tpots, None, sample);
     tpot.label = match reading {
         StreamReading::AnswerContent => TPOT,
         StreamReading::EveryDelta => TPOT_A4,

@@ -3,6 +3,7 @@
 //! that the journal would copy) is refused here, with its key, before anything runs.
 
 use super::secrets::is_variable_name;
+use super::sections::authority;
 use super::{Config, ConfigError, Lengths};
 
 /// Request headers the recorder writes itself; a configuration may not set them.
@@ -53,16 +54,6 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
         message: message.into(),
         at: None,
     }
-}
-
-/// The authority of a base URL (what lies between `://` and the path), if the URL has one.
-pub(super) fn authority(base_url: &str) -> &str {
-    let rest = base_url
-        .split_once("://")
-        .map(|(_, r)| r)
-        .unwrap_or(base_url);
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &rest[..end]
 }
 
 /// What is wrong with an authority's host or port, if anything: an empty host, or a port that

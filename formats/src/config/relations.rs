@@ -208,10 +208,10 @@ impl Config {
         {
             return self.target.replica_addresses.clone();
         }
-        let Some(rest) = self.target.base_url.strip_prefix("http://") else {
+        if !self.target.base_url.starts_with("http://") {
             return Default::default();
-        };
-        let host = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        }
+        let host = super::sections::authority(&self.target.base_url);
         let name = match self.target.replicas.as_slice() {
             [one] => one.clone(),
             _ => TARGET_SOURCE.to_owned(),

@@ -757,6 +757,16 @@ impl Default for ServerMetrics {
     }
 }
 
+/// The authority of a base URL (what lies between `://` and the path), if the URL has one.
+pub(super) fn authority(base_url: &str) -> &str {
+    let rest = base_url
+        .split_once("://")
+        .map(|(_, r)| r)
+        .unwrap_or(base_url);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
 /// The name the base URL's own host is scraped under when no replica names it
 /// ([`super::Config::scrape_addresses`]).
 pub const TARGET_SOURCE: &str = "target";
