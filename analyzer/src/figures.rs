@@ -871,7 +871,7 @@ fn server_lines(report: &Report) -> Vec<String> {
                 if let Some(c) = c {
                     let _ = write!(
                         line,
-                        "; {}, {what}: {} in its clock of the client's {} ({})",
+                        "; {}, {what}, means: {} in the server's clock against the client's {} from each request written ({})",
                         w.window,
                         ms(c.server_mean_ms),
                         ms(c.client_mean_ms),

@@ -2119,8 +2119,8 @@ fn a_quick_run_from_flags_records_prints_and_journals_its_configuration() {
         .find(|l| l.starts_with("server side (§2), target: "))
         .unwrap_or_else(|| panic!("no server-side line: {summary}"));
     assert!(
-        server.contains("measurement, first token: ")
-            && server.contains(" in its clock of the client's ")
+        server.contains("measurement, first token, means: ")
+            && server.contains(" in the server's clock against the client's ")
             && server.contains("reconciled"),
         "{server}"
     );
