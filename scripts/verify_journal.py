@@ -248,6 +248,8 @@ def parse_header(data):
             raise Damage("tampered", 20, "schedule rule %r is not one this verifier knows" % value)
         if key == "workload":
             h["workload"] = parse_workload(value)
+        if key == "prefix-pool":
+            h["prefix_pool"] = parse_prefix_pool(value)
     if h["arrival"] not in (0, 1):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
@@ -306,6 +308,35 @@ def parse_workload(value):
     raise bad("code %d" % code)
 
 
+def parse_prefix_pool(value):
+    """JOURNAL.md "Schedule" rule 6: the `prefix-pool` extension (the draw itself is not needed
+    to regenerate the digest, which hashes the value; `prefix_of` gives it)."""
+    def bad(what):
+        return Damage("tampered", 20, "prefix-pool extension: " + what)
+    if len(value) < 13 or value[0] != 1:
+        raise bad("format byte or length")
+    entries, share_ppm, n = struct.unpack_from("<III", value, 1)
+    if not 1 <= n <= 1000 or len(value) != 13 + 4 * n:
+        raise bad("%d lengths in %d bytes" % (n, len(value)))
+    lengths = list(struct.unpack_from("<%dI" % n, value, 13))
+    if not 1 <= entries <= 10000 or not 1 <= share_ppm <= 1000000:
+        raise bad("entries %d, share %d ppm" % (entries, share_ppm))
+    if any(not 1 <= t <= 32768 for t in lengths):
+        raise bad("a length out of 1..32768")
+    return dict(entries=entries, share_ppm=share_ppm, lengths=lengths, raw=value)
+
+
+def prefix_of(h, session):
+    """JOURNAL.md "Schedule" rule 6: the pool entry session `session` opens with, or None."""
+    pool = h.get("prefix_pool")
+    if pool is None:
+        return None
+    d = _mix(h["seed"] ^ _mix(session ^ 0x7072656669780000))
+    if d % 1000000 >= pool["share_ppm"]:
+        return None
+    return _mix(d) % pool["entries"]
+
+
 def _listed_times(h, w):
     """The times of a closed or replayed schedule (rule 5), in order."""
     if w["model"] == "replay":
@@ -334,6 +365,9 @@ def schedule_digest(h):
         acc = bytearray(b"percentes schedule v1")
     else:
         acc = bytearray(b"percentes schedule v2") + struct.pack("<I", len(w["raw"])) + w["raw"]
+    pool = h.get("prefix_pool")
+    if pool is not None:
+        acc += b"prefix-pool" + struct.pack("<I", len(pool["raw"])) + pool["raw"]
     total_weight = sum(weight for _, weight in h["routes"])
 
     def route_of(index):
@@ -543,6 +577,15 @@ def verify(data, expect_head=None, keep=()):
             requests, digest = schedule_digest(header)
             report["schedule_digest"] = "matches" if (digest == header["schedule_digest"]
                                                       and requests == header["schedule_requests"]) else "DIFFERS"
+        if header.get("prefix_pool") is not None:
+            # Rule 6: how many of the schedule's own requests (each its own session; a closed
+            # or semi-open run's follow-ups take their session's) drew each entry, and none.
+            drawn = {}
+            for index in range(header["schedule_requests"]):
+                entry = prefix_of(header, index)
+                key = "none" if entry is None else str(entry)
+                drawn[key] = drawn.get(key, 0) + 1
+            report["prefix_draws"] = drawn
     except Damage as damage:
         report["verdict"] = damage.verdict
         report["problem"] = {"record": damage.record, "byte_offset": damage.offset, "what": damage.what,

@@ -180,8 +180,7 @@ pub struct QuickArgs {
     /// start and never journaled: `Name=VARIABLE` (repeat it for more).
     #[arg(long, value_name = "NAME=VARIABLE", requires = "url")]
     pub secret_header: Vec<String>,
-    /// With --url: the environment variable holding the API key (a bearer token; never
-    /// journaled).
+    /// With --url: the environment variable holding the API key (a bearer token; not journaled).
     #[arg(long, value_name = "VAR", requires = "url")]
     pub api_key_env: Option<String>,
     /// With --url: a third-party endpoint, so the hosted profile and its pinned timeline (no
@@ -216,6 +215,9 @@ pub struct QuickArgs {
     /// (and its `prompt`/`messages`, when every line has one); no --rate.
     #[arg(long, value_name = "FILE", requires = "url")]
     pub trace: Option<String>,
+    /// With --url: shared prefixes (SPEC §1), e.g. 8x256 (8 texts of 256 words) or 8x256:0.5.
+    #[arg(long, value_name = "POOL", requires = "url")]
+    pub shared_prefixes: Option<String>,
     /// With --url: a JSON file of function tools for every request (journaled in the config).
     #[arg(long, value_name = "FILE", requires = "url")]
     pub tools: Option<String>,
@@ -270,6 +272,7 @@ impl QuickArgs {
                 think_s: self.think_time,
                 think: self.think.clone(),
                 trace: self.trace.clone(),
+                prefixes: self.shared_prefixes.clone(),
             },
             parts: percentes_formats::config::QuickParts {
                 tools_file: self.tools.clone(),
@@ -714,8 +717,8 @@ pub(crate) enum Command {
         /// says NOT PUBLISHABLE and the exit stays 2 (§9).
         #[arg(long)]
         diagnose: bool,
-        /// Also cut every window by these columns (comma-separated: route, replica, class,
-        /// outcome, phase, status, protocol), each segment with its own outcomes, completion
+        /// Also cut every window by these columns (comma-separated: route, replica, class, outcome,
+        /// phase, status, protocol, output, prefix), each segment with its own outcomes, completion
         /// curve and latencies with their refusals, in report.md and report.json (§9).
         #[arg(long, value_name = "COLUMNS", value_parser = SegmentColumns::parse)]
         by: Option<SegmentColumns>,

@@ -69,19 +69,7 @@ pub fn analyze(
             report::summary(&result, &summary, path, output, &written)
         );
     }
-    Ok(exit_code(result.may_pass(), &summary))
-}
-
-/// SPEC §10's exit: 2 for a gate-invalid run, else 3 when a user's threshold failed (§9
-/// "Thresholds"), else 0.
-pub fn exit_code(valid: bool, summary: &percentes_analyzer::figures::Summary) -> ExitCode {
-    if !valid {
-        ExitCode::from(2)
-    } else if !summary.thresholds_hold() {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    }
+    Ok(ExitCode::from(summary.exit_status(result.may_pass())))
 }
 
 pub fn campaign(

@@ -139,6 +139,16 @@ impl Summary {
     pub fn thresholds_hold(&self) -> bool {
         self.thresholds.iter().all(|v| v.passed)
     }
+
+    /// SPEC §10's exit status for a run `valid` or not: 2 for a gate-invalid run, else 3 when
+    /// a user's threshold failed (§9 "Thresholds"), else 0.
+    pub fn exit_status(&self, valid: bool) -> u8 {
+        match (valid, self.thresholds_hold()) {
+            (false, _) => 2,
+            (true, false) => 3,
+            (true, true) => 0,
+        }
+    }
 }
 
 /// The summary of a report, with `thresholds` checked against it.
@@ -857,12 +867,8 @@ fn server_lines(report: &Report) -> Vec<String> {
                 .find(|w| w.window == *main && w.source == *name)
         });
         if let Some(w) = window {
-            if let Some(h) = w.prefix_cache.as_ref().and_then(|p| p.hit_percent) {
-                let _ = write!(
-                    line,
-                    "; {}, prefix cache {h:.1} % of the prompt tokens it looked up",
-                    w.window
-                );
+            if let Some(p) = &w.prefix_cache {
+                line.push_str(&p.summary_clause(w.window));
             }
             for (what, c) in [
                 ("first token", &w.first_token),

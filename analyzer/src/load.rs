@@ -17,6 +17,7 @@ use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
 use percentes_formats::journal::{hex, Header, Verdict};
 use percentes_formats::schedule::{ScheduleParams, Workload};
 
+pub mod prefixes;
 mod sessions;
 
 use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NONE, NO_RECORD};
@@ -54,6 +55,9 @@ pub struct Run {
     /// What the auditor's trusted head or key vouched for ([`Options::expect_head`],
     /// [`Options::trusted_key`]), in words; `None` when neither was given.
     pub vouched: Option<String>,
+    /// Each request's shared prefix and its designed reuse, where the schedule declares a pool
+    /// (SPEC §1 "Shared prefixes").
+    pub prefixes: Option<prefixes::Prefixes>,
 }
 
 /// Why a journal cannot be analyzed.
@@ -445,6 +449,11 @@ pub fn load_verified_with(
             .is_some_and(|s| s.status == SealStatus::Completed.name())
     });
     turns.check(params, &requests, sealed_completed)?;
+    let prefixes = params.prefixes.as_ref().map(|pool| {
+        prefixes::Prefixes::of(pool, params.seed, &requests, |row| {
+            turns.session(row, requests.index[row])
+        })
+    });
     if !missing.is_empty() {
         if sealed_completed {
             return Err(LoadError::Missing {
@@ -470,6 +479,7 @@ pub fn load_verified_with(
         not_publishable,
         manifest: None,
         vouched: None,
+        prefixes,
     })
 }
 

@@ -456,6 +456,7 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
         );
     }
     goodput::goodput_table(md, windows);
+    server::designed_lines(md, windows);
     for w in windows {
         let _ = writeln!(
             md,

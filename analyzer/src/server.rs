@@ -225,6 +225,8 @@ pub struct WindowSpan {
 /// terminal, completed), ns from the epoch.
 struct Client {
     rows: Vec<(u64, u64, u64, bool)>,
+    /// Each request's row and when it was written whole, for the designed prefix reuse.
+    written: Vec<(u64, usize)>,
     /// When each request to the replica the client gave up on (censored) ended, ns.
     gave_up: Vec<u64>,
 }
@@ -278,7 +280,23 @@ impl Client {
             .filter(|&&row| r.outcome(row) == Some(percentes_formats::journal::Outcome::Censored))
             .map(|&row| r.terminal_ns[row])
             .collect();
-        Client { rows, gave_up }
+        let written = rows_of
+            .iter()
+            .map(|&row| (r.request_written_ns[row], row))
+            .collect();
+        Client {
+            rows,
+            written,
+            gave_up,
+        }
+    }
+
+    /// The rows of the requests written whole in `(from, to]`.
+    fn written_in(&self, (from, to): (u64, u64)) -> impl Iterator<Item = usize> + '_ {
+        self.written
+            .iter()
+            .filter(move |(at, _)| *at != NONE && *at > from && *at <= to)
+            .map(|(_, row)| *row)
     }
 
     /// Times from the request written whole to `event` (first content, or the end of a
@@ -350,7 +368,7 @@ pub fn evidence(
                 }
             }
             out.windows
-                .push(server_window(source, &client, &window, rules));
+                .push(server_window(run, (source, &client), &window, rules));
         }
         if windows.is_some() {
             out.timeline.extend(timeline(source, &client));
@@ -568,8 +586,8 @@ fn gauge_summary(values: &[f64], scale: f64) -> Option<GaugeSummary> {
 }
 
 fn server_window(
-    source: &Source<'_>,
-    client: &Client,
+    run: &Run,
+    (source, client): (&Source<'_>, &Client),
     window: &WindowSpan,
     rules: &Rules,
 ) -> ServerWindow {
@@ -624,9 +642,30 @@ fn server_window(
     out.server_finished = counter(Role::Requests);
     out.client_finished = client.finished((a, b));
     if rules.prefix_cache == PrefixCacheReading::HitShare {
-        out.prefix_cache = prefix_cache(source, span);
+        out.prefix_cache = prefix_reading(run, (source, client), span, (a, b));
     }
     out
+}
+
+/// A4: the server's prefix cache over `span` and, where the workload declares shared prefixes,
+/// the reuse it designed for the requests written over the same times, with the verdict.
+fn prefix_reading(
+    run: &Run,
+    (source, client): (&Source<'_>, &Client),
+    span: (usize, usize),
+    times: (u64, u64),
+) -> Option<PrefixCache> {
+    let mut p = prefix_cache(source, span)?;
+    p.designed = crate::load::prefixes::designed(run, client.written_in(times));
+    // A server that looked nothing up while prompts reached it (prefix caching off) held none
+    // of them.
+    p.verdict = p.designed.as_ref().and_then(|d| {
+        let hit = p
+            .hit_percent
+            .or((p.queried_tokens == 0.0 && d.prompt_tokens > 0).then_some(0.0))?;
+        Some(crate::load::prefixes::verdict(hit, d.designed_percent?))
+    });
+    Some(p)
 }
 
 /// A4: the prefix cache's hits over its lookups between the scrapes `span` names, from the
@@ -647,6 +686,8 @@ fn prefix_cache(source: &Source<'_>, span: (usize, usize)) -> Option<PrefixCache
         queried_tokens,
         hit_tokens,
         hit_percent: (queried_tokens > 0.0).then(|| hit_tokens / queried_tokens * 100.0),
+        designed: None,
+        verdict: None,
     })
 }
 
@@ -1237,6 +1278,7 @@ mod tests {
                 (s / 2, 3 * s / 2, 2 * s, true),
                 (9 * s / 5, 23 * s / 10, 5 * s / 2, true),
             ],
+            written: Vec::new(),
             gave_up: Vec::new(),
         };
         assert_eq!(client.times(true, (s, 2 * s)), [s]);
@@ -1381,6 +1423,7 @@ mod tests {
         let source = source_of(&records);
         let client = Client {
             rows: vec![(0, s / 10, s / 2, true), (s, s + s / 10, 3 * s / 2, true)],
+            written: Vec::new(),
             gave_up: vec![3 * s / 2, 5 * s / 2],
         };
         let period = s / 10;

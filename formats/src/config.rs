@@ -604,6 +604,7 @@ impl Config {
             // What this build records under; a journal's header says which rule it used.
             grid: Grid::Continuous,
             workload: self.workload(),
+            prefixes: self.prefix_pool(),
         }
     }
 }

@@ -16,6 +16,7 @@
 //!     inject_at_ns: None,
 //!     grid: Grid::Continuous,
 //!     workload: Default::default(),
+//!     prefixes: None,
 //! };
 //! let times: Vec<u64> = params.iter().map(|e| e.intended_ns).collect();
 //! assert_eq!(times, [0, 250_000_000, 500_000_000, 750_000_000]);
@@ -23,7 +24,12 @@
 
 use serde::Deserialize;
 
+mod prefix;
 mod workload;
+pub use prefix::{
+    PrefixError, PrefixPool, PREFIX_ENTRIES_MAX, PREFIX_EXTENSION, PREFIX_LENGTHS_MAX,
+    PREFIX_TOKENS_MAX, SHARE_SCALE,
+};
 pub use workload::{Think, ThinkLaw, Workload, TURNS_MAX, USERS_MAX, WORKLOAD_EXTENSION};
 
 /// Highest offered rate a schedule may have. Well above what one recorder host sustains; the
@@ -143,6 +149,9 @@ pub struct ScheduleParams {
     /// The workload model ([`Workload`]): open unless the header's `workload` extension says
     /// otherwise.
     pub workload: Workload,
+    /// The shared-prefix pool ([`PrefixPool`]), when the workload declares one (the header's
+    /// `prefix-pool` extension).
+    pub prefixes: Option<PrefixPool>,
 }
 
 /// One scheduled request.
@@ -210,7 +219,10 @@ impl ScheduleParams {
     /// `percentes schedule v1`, then per entry `index u64, intended_ns u64, route u32, phase u32`,
     /// little-endian. A workload other than open hashes `percentes schedule v2`, the `workload`
     /// extension's length (u32) and bytes, then the same entries (the requests it fixes in
-    /// advance): so the model, the think law and a replayed trace are covered too.
+    /// advance): so the model, the think law and a replayed trace are covered too. A shared-prefix
+    /// pool adds, after that opening, `prefix-pool`, its extension's length (u32) and bytes, so
+    /// which request shares which prefix is covered as well (a schedule without one hashes as
+    /// before).
     pub fn digest(&self) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new();
         match self.workload.encode() {
@@ -222,6 +234,12 @@ impl ScheduleParams {
                 hasher.update(&(bytes.len() as u32).to_le_bytes());
                 hasher.update(&bytes);
             }
+        }
+        if let Some(pool) = &self.prefixes {
+            let bytes = pool.encode();
+            hasher.update(PREFIX_EXTENSION.as_bytes());
+            hasher.update(&(bytes.len() as u32).to_le_bytes());
+            hasher.update(&bytes);
         }
         let mut buffer = Vec::with_capacity(24 * 4096);
         for entry in self.iter() {
@@ -398,6 +416,22 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// What tags the shared-prefix draws, so they share no counter with the arrival, route and
+/// think draws.
+const PREFIX_TAG: u64 = 0x7072_6566_6978_0000;
+
+impl PrefixPool {
+    /// The entry session `session` opens with, or `None` ([`prefix`]'s documentation; JOURNAL.md
+    /// "Schedule" rule 6).
+    pub fn draw(&self, seed: u64, session: u64) -> Option<u32> {
+        let d = mix64(seed ^ mix64(session ^ PREFIX_TAG));
+        if d % u64::from(SHARE_SCALE) >= u64::from(self.share_ppm) || self.entries == 0 {
+            return None;
+        }
+        Some((mix64(d) % u64::from(self.entries)) as u32)
+    }
+}
+
 /// The 64-bit draw for (seed, stream, counter): `mix64(seed ^ mix64(counter * 2 + stream))`.
 fn draw(seed: u64, stream: u64, counter: u64) -> u64 {
     mix64(seed ^ mix64(counter.wrapping_mul(2).wrapping_add(stream)))
@@ -540,6 +574,7 @@ mod tests {
         ScheduleParams {
             grid: Grid::Continuous,
             workload: Workload::Open,
+            prefixes: None,
             seed: 42,
             arrival,
             phases: vec![Phase {

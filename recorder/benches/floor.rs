@@ -49,6 +49,7 @@ fn main() {
                 inject_at_ns: None,
                 grid: Grid::Continuous,
                 workload: Default::default(),
+                prefixes: None,
             };
             if let Err(why) = params.validate() {
                 eprintln!("floor: not a schedule: {why}");

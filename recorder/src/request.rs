@@ -9,6 +9,7 @@ use crate::tokens::Filler;
 use percentes_formats::config::parts::{Api, PartError};
 use percentes_formats::config::{Config, Lengths, Route, TokenSide};
 use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
+use percentes_formats::schedule::PrefixPool;
 
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,6 +245,50 @@ pub struct Template {
     /// What precedes the output-length cap's number: `,"max_tokens":`, or the Responses API's
     /// `,"max_output_tokens":`.
     max_field: &'static str,
+    /// The shared-prefix pool's texts, when the workload declares one (SPEC §1 "Shared
+    /// prefixes"): each goes before `request {index}`, so the unique part follows it.
+    shared: Option<SharedPrefixes>,
+}
+
+/// `[workload.prefixes]`'s texts and the draw that picks one per session.
+#[derive(Clone, Debug)]
+struct SharedPrefixes {
+    pool: PrefixPool,
+    seed: u64,
+    /// Entry k's text: `shared context {k} of percentes.`, its length's filler units, a space.
+    texts: Arc<Vec<String>>,
+}
+
+impl SharedPrefixes {
+    fn of(config: &Config) -> Option<SharedPrefixes> {
+        let pool = config.prefix_pool()?;
+        let filler = Filler::words(pool.longest());
+        Some(SharedPrefixes::cut(pool, config.schedule.seed, &filler))
+    }
+
+    fn cut(pool: PrefixPool, seed: u64, filler: &Filler) -> SharedPrefixes {
+        let texts = (0..pool.entries)
+            .map(|k| {
+                format!(
+                    "shared context {k} of percentes.{} ",
+                    filler.first(pool.tokens_of(k))
+                )
+            })
+            .collect();
+        SharedPrefixes {
+            pool,
+            seed,
+            texts: Arc::new(texts),
+        }
+    }
+
+    /// The text session `session` opens with ("" for none).
+    fn text(&self, session: u64) -> &str {
+        self.pool
+            .draw(self.seed, session)
+            .and_then(|k| self.texts.get(k as usize))
+            .map_or("", String::as_str)
+    }
 }
 
 /// `routes[i].input_tokens`: each request's generated prompt cut from one filler to its drawn
@@ -469,7 +514,17 @@ impl Template {
                 Api::Responses => ",\"max_output_tokens\":",
                 Api::Chat | Api::Completions => ",\"max_tokens\":",
             },
+            shared: SharedPrefixes::of(config),
         }
+    }
+
+    /// The template with its shared prefixes cut from `filler`, whose units are tokens of
+    /// `target.tokenizer`: each entry's length is then in that tokenizer's tokens.
+    pub fn shared_counted_by(mut self, filler: &Filler) -> Template {
+        if let Some(shared) = self.shared.take() {
+            self.shared = Some(SharedPrefixes::cut(shared.pool, shared.seed, filler));
+        }
+        self
     }
 
     /// The template with its generated prompts cut from `filler`, whose units are tokens of
@@ -528,17 +583,21 @@ impl Template {
             .unwrap_or(self.pinned_max_tokens)
     }
 
-    /// The bytes of scheduled request `index` (a prompt set's line i mod n).
+    /// The bytes of scheduled request `index` (a prompt set's line i mod n), its own session.
     pub fn bytes(&self, index: u64) -> Vec<u8> {
-        self.bytes_for(index, index)
+        self.bytes_for(index, index, index)
     }
 
-    /// The bytes of request `index` sending prompt `content` (its lengths and prompt are
-    /// content's; the unique prefix is the index's).
-    pub fn bytes_for(&self, index: u64, content: u64) -> Vec<u8> {
+    /// The bytes of request `index` sending prompt `content` in session `session` (its lengths
+    /// and prompt are content's; the unique marker is the index's; the shared prefix before it,
+    /// if the pool draws one, is the session's).
+    pub fn bytes_for(&self, index: u64, content: u64, session: u64) -> Vec<u8> {
         use std::io::Write;
         let field = self.max_field.as_bytes();
         let digits = index.to_string();
+        let shared = self.shared.as_ref().map_or("", |s| s.text(session));
+        // The body prefix ends "request "; the shared text goes before it.
+        let opening_end = self.body_prefix.len() - b"request ".len();
         let generated;
         let suffix: &[u8] = match &self.input {
             Some(input) => {
@@ -552,12 +611,19 @@ impl Template {
             None => &self.body_suffixes[(content % self.body_suffixes.len() as u64) as usize],
         };
         let tokens = self.max_tokens(content).to_string();
-        let body_len =
-            self.body_prefix.len() + digits.len() + suffix.len() + field.len() + tokens.len() + 1;
+        let body_len = self.body_prefix.len()
+            + shared.len()
+            + digits.len()
+            + suffix.len()
+            + field.len()
+            + tokens.len()
+            + 1;
         let mut out = Vec::with_capacity(self.head_prefix.len() + 64 + body_len);
         out.extend_from_slice(&self.head_prefix);
         let _ = write!(out, "{digits}\r\ncontent-length: {body_len}\r\n\r\n");
-        out.extend_from_slice(&self.body_prefix);
+        out.extend_from_slice(&self.body_prefix[..opening_end]);
+        out.extend_from_slice(shared.as_bytes());
+        out.extend_from_slice(&self.body_prefix[opening_end..]);
         out.extend_from_slice(digits.as_bytes());
         out.extend_from_slice(suffix);
         out.extend_from_slice(field);
@@ -883,6 +949,53 @@ tool_choice = "f""#;
             .unwrap()
             .starts_with("request 5 of percentes."));
         assert_eq!(parts[1]["image_url"]["url"], "data:image/png;base64,YWJj");
+    }
+
+    /// A shared-prefix pool (SPEC §1 "Shared prefixes"): the session's drawn entry opens the
+    /// prompt, before the request's own marker; two sessions drawing one entry send the same
+    /// opening bytes, a session drawing none opens with its marker; a session's turns share its
+    /// entry; the content length counts the shared text.
+    #[test]
+    fn a_shared_prefix_opens_the_prompt_before_the_unique_marker() {
+        let text = "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\n[schedule]\nseed = 5\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"r\"\npath = \"/v1/chat/completions\"\n[workload.prefixes]\nentries = 3\ntokens = [4, 6]\nshare = 0.5\n";
+        let config = Config::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let target = Target::parse("http://127.0.0.1:8000").unwrap();
+        let template = bare(&config, &target, &config.routes[0]);
+        let pool = config.prefix_pool().unwrap();
+        let content = |index: u64, session: u64| {
+            let text = String::from_utf8(template.bytes_for(index, index, session)).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(head.contains(&format!("content-length: {}", body.len())));
+            let json: serde_json::Value = serde_json::from_str(body).unwrap();
+            json["messages"][0]["content"].as_str().unwrap().to_owned()
+        };
+        let (mut with, mut without) = (0, 0);
+        for session in 0..40u64 {
+            let prompt = content(session, session);
+            match pool.draw(5, session) {
+                Some(k) => {
+                    with += 1;
+                    let words = pool.tokens_of(k) as usize;
+                    let opening = format!("shared context {k} of percentes.");
+                    assert!(prompt.starts_with(&opening), "{prompt}");
+                    // The entry's filler words, then the request's own marker.
+                    let rest: Vec<&str> = prompt[opening.len()..].split(' ').collect();
+                    assert_eq!(
+                        rest[words + 1..words + 3],
+                        ["request", &session.to_string()]
+                    );
+                    // A later turn of the session (another index) opens the same way.
+                    let turn = content(1_000 + session, session);
+                    assert_eq!(turn[..opening.len()], prompt[..opening.len()]);
+                    assert!(turn.contains(&format!("request {} of", 1_000 + session)));
+                }
+                None => {
+                    without += 1;
+                    assert!(prompt.starts_with(&format!("request {session} of percentes.")));
+                }
+            }
+        }
+        assert!(with > 5 && without > 5, "{with} with, {without} without");
     }
 
     #[test]

@@ -181,10 +181,24 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
         .map(|r| format!("{} (weight {})", r.label, r.weight))
         .collect();
     out.push_str(&format!("  routes: {}\n", routes.join(", ")));
+    if let Some(pool) = &params.prefixes {
+        out.push_str(&pool_line(pool));
+    }
     if let Some(t) = params.inject_at_ns {
         out.push_str(&format!("  T_inject: {}\n", seconds(t)));
     }
     out
+}
+
+/// The shared-prefix pool's line (SPEC §1 "Shared prefixes").
+fn pool_line(pool: &percentes_formats::schedule::PrefixPool) -> String {
+    let lengths: Vec<String> = pool.tokens.iter().map(u32::to_string).collect();
+    format!(
+        "  shared prefixes: {} entries of {} filler units, drawn by {:.2} % of the sessions (SPEC §1)\n",
+        pool.entries,
+        lengths.join("/"),
+        f64::from(pool.share_ppm) / 1e4
+    )
 }
 
 /// The schedule a configuration defines; a replay's with its trace's times (`config check`

@@ -172,6 +172,30 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
                 .clone()
                 .replaying((0..40).map(|i| i * 9_876_543 + (i % 3) * 1_000).collect()),
         ),
+        // Rule 6 (issue 55 item 2): a shared-prefix pool, hashed into the digest; and one whose
+        // entry count is out of range, which both verifiers call tampered.
+        (
+            "workload-prefix-pool",
+            percentes_formats::schedule::ScheduleParams {
+                prefixes: Some(percentes_formats::schedule::PrefixPool {
+                    entries: 5,
+                    tokens: vec![64, 300],
+                    share_ppm: 600_000,
+                }),
+                ..golden.clone()
+            },
+        ),
+        (
+            "prefix-pool-out-of-range",
+            percentes_formats::schedule::ScheduleParams {
+                prefixes: Some(percentes_formats::schedule::PrefixPool {
+                    entries: 0,
+                    tokens: vec![64],
+                    share_ppm: 600_000,
+                }),
+                ..golden.clone()
+            },
+        ),
     ];
     let crafted: Vec<(&str, Vec<u8>)> = crafted
         .into_iter()
@@ -240,6 +264,31 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
                 "matches"
             };
             assert_eq!(independent["schedule_digest"], digest, "{path}");
+            if path.contains("workload-prefix-pool") {
+                // Rule 6's draw, recomputed by the independent verifier, as the code draws it.
+                let pool = percentes_formats::schedule::PrefixPool {
+                    entries: 5,
+                    tokens: vec![64, 300],
+                    share_ppm: 600_000,
+                };
+                let header =
+                    percentes_formats::journal::Header::decode(&std::fs::read(path).unwrap())
+                        .unwrap()
+                        .0;
+                let mut drawn = std::collections::BTreeMap::<String, u64>::new();
+                for index in 0..header.schedule_requests {
+                    let key = pool
+                        .draw(header.schedule.seed, index)
+                        .map_or("none".to_owned(), |k| k.to_string());
+                    *drawn.entry(key).or_default() += 1;
+                }
+                assert_eq!(
+                    independent["prefix_draws"],
+                    serde_json::json!(drawn),
+                    "{path}"
+                );
+                assert_eq!(drawn.len(), 6, "every entry and none: {drawn:?}");
+            }
             if path.contains("phase-invalid") {
                 // No configuration defines such a phase: analyze refuses the journal.
                 let out = format!("{path}.report");
@@ -305,6 +354,8 @@ fn expected_verdict(path: &str) -> Option<&'static str> {
         ("tail-other", "tampered"),
         ("phase-", "sealed-intact"),
         ("replay-past-end", "sealed-intact"),
+        ("prefix-pool-out-of-range", "tampered"),
+        ("workload-prefix-pool", "sealed-intact"),
     ]
     .iter()
     .find(|(opening, _)| name.starts_with(opening))

@@ -680,7 +680,7 @@ const FILE_LINES_MAX: usize = 962;
 /// (issue 54 item 2); what a regression is, and the verdict, are `analyzer::compare`'s. Raised
 /// to 1,847 for the quick run's `--no-preflight` (issue 54 item 6), a flag and nothing else;
 /// what it sets is `formats::config::Quick`.
-const BINARY_LINES_MAX: usize = 1847;
+const BINARY_LINES_MAX: usize = 1838;
 
 /// Every file of non-test code in the crates' source folders, with its path from the root.
 fn source_files() -> Vec<(PathBuf, String)> {

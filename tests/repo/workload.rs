@@ -327,3 +327,146 @@ fn bytes_records(journal: &std::path::Path) -> Vec<Record> {
     let report = file.verify(&Default::default());
     file.records(&report).filter_map(|(_, r)| r.ok()).collect()
 }
+
+/// SplitMix64's finalizer, written out here from JOURNAL.md "Schedule" rule 1 (not imported
+/// from the schedule code), for the auditor's recomputation below.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A shared-prefix pool against the mock (issue 55 item 2, SPEC §1 "Shared prefixes"): the
+/// header carries it, an auditor recomputes every request's entry from JOURNAL.md rule 6 alone
+/// and, in dispatch order, which ones a cache could have held; report.json's designed reuse and
+/// `--by prefix`'s segments agree with that count. Deliberate breaks: a draw by index instead of
+/// session, or the first use counted as a hit, changes the recomputed counts; a report that
+/// lost the pool has no `prefix_reuse`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string();
+    let dir = scratch("prefixes");
+    let json = record(
+        &addr,
+        &dir,
+        "pool",
+        &["--rate", "12", "--shared-prefixes", "3x40:0.75"],
+    );
+    let journal = dir.join("pool.pj");
+    // The auditor's recomputation: seed 1 (the quick run's default), 3 entries of 40 words,
+    // 750,000 ppm.
+    let entry = |session: u64| {
+        let d = mix(1 ^ mix(session ^ 0x7072_6566_6978_0000));
+        (d % 1_000_000 < 750_000).then(|| mix(d) % 3)
+    };
+    let mut sent: Vec<(u64, u64, Option<u64>, Option<u32>)> = bytes_records(&journal)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Request(q) => Some((
+                q.dispatched_ns?,
+                q.index,
+                entry(q.index),
+                q.usage_prompt_tokens,
+            )),
+            _ => None,
+        })
+        .collect();
+    sent.sort();
+    let mut seen = std::collections::HashSet::new();
+    let (mut first_use, mut seen_before, mut none) = (0u64, 0u64, 0u64);
+    let (mut designed, mut prompts) = (0u64, 0u64);
+    let windows = json["windows"].as_array().unwrap();
+    let measurement = windows
+        .iter()
+        .find(|w| w["window"] == "measurement")
+        .unwrap();
+    let records = records(&journal, "request");
+    let intended: std::collections::HashMap<u64, u64> = records
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["intended_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (from, to) = (
+        measurement["start_s"].as_f64().unwrap() * 1e9,
+        measurement["end_s"].as_f64().unwrap() * 1e9,
+    );
+    for (_, index, e, usage) in &sent {
+        let hit = e.is_some_and(|e| !seen.insert(e));
+        let at = intended[index] as f64;
+        if at < from || at >= to {
+            continue;
+        }
+        match (e, hit) {
+            (None, _) => none += 1,
+            (Some(_), false) => first_use += 1,
+            (Some(_), true) => seen_before += 1,
+        }
+        if let Some(tokens) = usage {
+            prompts += u64::from(*tokens);
+            designed += if hit { 40 } else { 0 };
+        }
+    }
+    let reuse = &measurement["prefix_reuse"];
+    assert_eq!(
+        (
+            reuse["first_use"].as_u64(),
+            reuse["seen_before"].as_u64(),
+            reuse["requests"].as_u64()
+        ),
+        (
+            Some(first_use),
+            Some(seen_before),
+            Some(first_use + seen_before + none)
+        ),
+        "{reuse}"
+    );
+    assert!(
+        none > 0 && seen_before > 0,
+        "{none} without, {seen_before} seen before"
+    );
+    assert_eq!(reuse["designed_tokens"].as_u64(), Some(designed), "{reuse}");
+    assert_eq!(reuse["prompt_tokens"].as_u64(), Some(prompts), "{reuse}");
+    // `analyze --by prefix`: the three expectations, counted as above.
+    let out = dir.join("by-prefix");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--by",
+        "prefix",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "{stdout}{stderr}");
+    let by: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let segment = |name: &str| {
+        by["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["window"] == "measurement" && s["key"][0][1] == name)
+            .map(|s| s["scheduled"].as_u64().unwrap())
+    };
+    assert_eq!(segment("shared, seen before"), Some(seen_before), "{by}");
+    assert_eq!(segment("no shared prefix"), Some(none));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Shared prefixes (§1)"), "{md}");
+    // The header carries the pool; inspect shows the extension.
+    let (_, header, _) = percentes(&["inspect", journal.to_str().unwrap()]);
+    assert!(
+        header.contains(
+            "shared prefixes: 3 entries of 40 filler units, drawn by 75.00 % of the sessions"
+        ),
+        "{header}"
+    );
+}

@@ -1,5 +1,5 @@
 //! A request row's value of a categorical column (route, replica, class, outcome, phase, status,
-//! protocol, output), as a report prints it, and rows grouped by those values: what `analyze --by`'s
+//! protocol, output, prefix), as a report prints it, and rows grouped by those values: what `analyze --by`'s
 //! segments and the per-route table of each window both group by.
 
 use std::collections::BTreeMap;
@@ -59,6 +59,11 @@ pub(crate) fn value(run: &Run, column: SegmentColumn, row: usize) -> String {
             _ if requests.first_content_ns[row] != NONE => "answer".to_owned(),
             _ => "none".to_owned(),
         },
+        SegmentColumn::Prefix => run
+            .prefixes
+            .as_ref()
+            .map_or("(no pool)", |p| p.expectation[row].name())
+            .to_owned(),
     }
 }
 

@@ -242,6 +242,9 @@ pub(super) fn window_report(
         // an objective may bound comes from the same second pass).
         goodput_interval: None,
         declared_goodput: None,
+        prefix_reuse: (rules.prefix_cache == percentes_formats::spec::PrefixCacheReading::HitShare)
+            .then(|| crate::load::prefixes::designed(run, rows.iter().copied()))
+            .flatten(),
     }
 }
 

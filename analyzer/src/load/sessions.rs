@@ -84,6 +84,17 @@ impl Turns {
         self.placed.len()
     }
 
+    /// Row `row`'s session: a follow-up's from its extension, any other row's its own index.
+    pub(super) fn session(&self, row: usize, index: u64) -> u64 {
+        match self
+            .placed
+            .get((row as u64).wrapping_sub(self.first) as usize)
+        {
+            Some(Some((session, _))) if self.is_follow_up(row) => *session,
+            _ => index,
+        }
+    }
+
     /// Whether `row` is a follow-up's.
     pub(super) fn is_follow_up(&self, row: usize) -> bool {
         row as u64 >= self.first

@@ -289,6 +289,10 @@ pub struct WindowReport {
     /// where it declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declared_goodput: Option<DeclaredGoodput>,
+    /// A4 (v0.5): the prefix reuse the workload's shared-prefix pool designed for the window's
+    /// requests (SPEC §1 "Shared prefixes"), where it declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_reuse: Option<super::DesignedReuse>,
 }
 
 /// A4 (v0.5): a goodput's 95 % interval (SPEC §4): Wilson's score interval on the met count

@@ -28,11 +28,15 @@ pub enum SegmentColumn {
     /// `answer`, `answer+reasoning`, `tool-call`, ...; `none` without output, and `answer`
     /// for a response whose first content was seen in a journal without stream records.
     Output,
+    /// What its prompt could find in a prefix cache, by design (SPEC §1 "Shared prefixes"):
+    /// `no shared prefix`, `shared, first use`, `shared, seen before`; `(no pool)` in a run
+    /// that declares none.
+    Prefix,
 }
 
 impl SegmentColumn {
     /// Every column, in the order `--by` help lists them.
-    pub const ALL: [SegmentColumn; 8] = [
+    pub const ALL: [SegmentColumn; 9] = [
         SegmentColumn::Route,
         SegmentColumn::Replica,
         SegmentColumn::Class,
@@ -41,6 +45,7 @@ impl SegmentColumn {
         SegmentColumn::Status,
         SegmentColumn::Protocol,
         SegmentColumn::Output,
+        SegmentColumn::Prefix,
     ];
 
     /// Its name on the command line and in reports.
@@ -54,6 +59,7 @@ impl SegmentColumn {
             SegmentColumn::Status => "status",
             SegmentColumn::Protocol => "protocol",
             SegmentColumn::Output => "output",
+            SegmentColumn::Prefix => "prefix",
         }
     }
 

@@ -129,6 +129,81 @@ pub struct PrefixCache {
     pub hit_tokens: f64,
     /// Hits over queries, percent; absent where nothing was looked up.
     pub hit_percent: Option<f64>,
+    /// Where the workload declares shared prefixes: the reuse it designed for the requests
+    /// written over the same span, and the verdict of the server's share against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub designed: Option<DesignedReuse>,
+    /// How the server's share compares with the design (absent without a design or a lookup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<ReuseVerdict>,
+}
+
+impl PrefixCache {
+    /// The summary's clause for `window` (empty where there is nothing to say): the share the
+    /// server held, and against a design, the design and the verdict.
+    pub fn summary_clause(&self, window: &str) -> String {
+        let mut out = match (self.hit_percent, &self.designed) {
+            (Some(h), _) => {
+                format!("; {window}, prefix cache {h:.1} % of the prompt tokens it looked up")
+            }
+            (None, Some(_)) => format!("; {window}, prefix cache looked up no prompt token"),
+            (None, None) => String::new(),
+        };
+        if let (Some(d), Some(v)) = (
+            self.designed.as_ref().and_then(|d| d.designed_percent),
+            self.verdict,
+        ) {
+            out.push_str(&format!(" against {d:.1} % designed ({})", v.words()));
+        }
+        out
+    }
+}
+
+/// A4 (v0.5): the prefix reuse a workload's shared-prefix pool designed over a set of requests
+/// (SPEC §1 "Shared prefixes"): what a prefix cache with room would hold of their prompts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DesignedReuse {
+    /// The requests counted (dispatched).
+    pub requests: u64,
+    /// Of those, how many opened with a shared prefix an earlier request to the same replica
+    /// had sent, and how many with one sent for the first time.
+    pub seen_before: u64,
+    /// Shared prefixes sent for the first time.
+    pub first_use: u64,
+    /// The requests whose prompt length the server reported (usage).
+    pub with_usage: u64,
+    /// Their prompt tokens, as the server counted them.
+    pub prompt_tokens: u64,
+    /// Their shared prefixes' designed lengths where a cache could hold them, filler units.
+    pub designed_tokens: u64,
+    /// Designed over prompt tokens, percent; absent without usage.
+    pub designed_percent: Option<f64>,
+}
+
+/// The server's prefix-cache hit share against the designed reuse (SPEC §2, pin
+/// `server.prefix_reuse_tolerance_points`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReuseVerdict {
+    /// Within the tolerance of the design.
+    AsDesigned,
+    /// Below it: caching off, evictions, or the requests' prefixes spread over caches that do
+    /// not share.
+    LessThanDesigned,
+    /// Above it: the prompts share more than the design (a chat template's opening, a
+    /// session's history).
+    MoreThanDesigned,
+}
+
+impl ReuseVerdict {
+    /// Its words in a report.
+    pub fn words(self) -> &'static str {
+        match self {
+            ReuseVerdict::AsDesigned => "as designed",
+            ReuseVerdict::LessThanDesigned => "the server reused less than the workload designed",
+            ReuseVerdict::MoreThanDesigned => "the server reused more than the workload designed",
+        }
+    }
 }
 
 /// The server's distribution of one time against the client's, over one span.

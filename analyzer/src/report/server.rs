@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{GaugeSummary, ServerComparison, ServerEvidence, ServerWindow};
+use crate::model::{GaugeSummary, ServerComparison, ServerEvidence, ServerWindow, WindowReport};
 
 fn gauge(g: &Option<GaugeSummary>, unit: &str) -> String {
     g.map_or("n/a".into(), |g| {
@@ -147,12 +147,54 @@ fn prefix_lines(md: &mut String, s: &ServerEvidence) {
             let share = p
                 .hit_percent
                 .map_or("no lookup".to_owned(), |h| format!("{h:.2} % hit"));
+            let designed = match (&p.designed, p.verdict) {
+                (Some(d), verdict) => format!(
+                    "; the workload designed {} over the same {} requests ({} of {} prompt tokens the server reported){}",
+                    d.designed_percent
+                        .map_or("no figure (no usage)".to_owned(), |x| format!("{x:.2} %")),
+                    d.requests,
+                    d.designed_tokens,
+                    d.prompt_tokens,
+                    verdict.map_or(String::new(), |v| format!(": {}", v.words()))
+                ),
+                (None, _) => String::new(),
+            };
             let _ = writeln!(
                 md,
-                "- {} / {}: {:.0} of {:.0} tokens, {share}.",
+                "- {} / {}: {:.0} of {:.0} tokens, {share}{designed}.",
                 w.window, w.source, p.hit_tokens, p.queried_tokens
             );
         }
+    }
+}
+
+/// A4: each window's designed prefix reuse, where the workload declares shared prefixes (SPEC
+/// §1 "Shared prefixes"), whether or not the server's counters were read.
+pub(super) fn designed_lines(md: &mut String, windows: &[WindowReport]) {
+    let designed: Vec<_> = windows
+        .iter()
+        .filter_map(|w| Some((w.window, w.prefix_reuse.as_ref()?)))
+        .collect();
+    if designed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Shared prefixes (§1)\n\nThe workload's prefix pool, recomputed from the schedule: a request whose shared prefix an earlier request to the same replica sent could find it in a prefix cache with room; its designed reuse is that prefix's length over the prompt tokens the server reported (requests with usage). `analyze --by prefix` segments TTFT by this expectation.\n\n| window | dispatched | shared, seen before | shared, first use | designed reuse |\n|---|---|---|---|---|"
+    );
+    for (window, d) in designed {
+        let _ = writeln!(
+            md,
+            "| {window} | {} | {} | {} | {} |",
+            d.requests,
+            d.seen_before,
+            d.first_use,
+            d.designed_percent
+                .map_or("no usage".to_owned(), |x| format!(
+                    "{x:.2} % ({} of {} tokens)",
+                    d.designed_tokens, d.prompt_tokens
+                ))
+        );
     }
 }
 

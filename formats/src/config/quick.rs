@@ -185,6 +185,9 @@ pub struct QuickWorkload {
     pub think: Option<String>,
     /// `--trace FILE`: replay a trace's times (and its requests, when it has them).
     pub trace: Option<String>,
+    /// `--shared-prefixes ENTRIESxTOKENS[:SHARE]`: a shared-prefix pool (SPEC §1 "Shared
+    /// prefixes"), under any model.
+    pub prefixes: Option<String>,
 }
 
 impl QuickWorkload {
@@ -240,6 +243,68 @@ impl QuickWorkload {
             table.insert("think".into(), V::String(law.clone()));
         }
         Ok(Some(table))
+    }
+}
+
+/// `--shared-prefixes 8x256` (8 entries of 256 units, every session drawing one) or
+/// `8x256:0.5` (half the sessions), as `[workload.prefixes]`.
+fn prefix_table(spec: &str) -> Result<toml::Table, PoolFlagError> {
+    use toml::Value as V;
+    let wrong = |part: &str, what: &'static str| PoolFlagError {
+        spec: spec.to_owned(),
+        part: part.to_owned(),
+        what,
+    };
+    let (pool, share) = match spec.trim().split_once(':') {
+        Some((pool, share)) => (pool, Some(share)),
+        None => (spec.trim(), None),
+    };
+    let (entries, tokens) = pool
+        .split_once(['x', 'X'])
+        .ok_or_else(|| wrong(pool, "without an `x` between the entries and their length"))?;
+    let whole = |text: &str, what| -> Result<i64, PoolFlagError> {
+        text.trim()
+            .parse::<u32>()
+            .map(i64::from)
+            .map_err(|_| wrong(text, what))
+    };
+    let mut table = toml::Table::new();
+    table.insert(
+        "entries".into(),
+        V::Integer(whole(entries, "not a whole number of entries")?),
+    );
+    table.insert(
+        "tokens".into(),
+        V::Integer(whole(tokens, "not a whole number of tokens")?),
+    );
+    if let Some(share) = share {
+        let value: f64 = share
+            .trim()
+            .parse()
+            .map_err(|_| wrong(share, "not a share"))?;
+        table.insert("share".into(), V::Float(value));
+    }
+    Ok(table)
+}
+
+/// A `--shared-prefixes` value that does not read as a pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolFlagError {
+    /// The flag's value.
+    pub spec: String,
+    /// The part of it that is wrong.
+    pub part: String,
+    /// What is wrong with that part.
+    pub what: &'static str,
+}
+
+impl std::fmt::Display for PoolFlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--shared-prefixes {:?}: {:?} is {}; write ENTRIESxTOKENS[:SHARE], e.g. 8x256 or 8x256:0.5",
+            self.spec, self.part, self.what
+        )
     }
 }
 
@@ -340,7 +405,12 @@ impl Quick {
     /// error names the flag where one is to blame.
     pub fn toml(&self) -> Result<String, String> {
         use toml::Value as V;
-        let workload = self.workload.table(!self.rate_rps.is_nan())?;
+        let mut workload = self.workload.table(!self.rate_rps.is_nan())?;
+        if let Some(spec) = &self.workload.prefixes {
+            let pool = prefix_table(spec).map_err(|e| e.to_string())?;
+            let table = workload.get_or_insert_with(toml::Table::new);
+            table.insert("prefixes".into(), V::Table(pool));
+        }
         let sets_rate = !workload.as_ref().is_some_and(|t| {
             matches!(
                 t.get("model").and_then(V::as_str),
@@ -479,7 +549,14 @@ impl Quick {
             ));
         }
         sections.push(("[schedule]".into(), schedule));
-        sections.extend(workload.map(|w| ("[workload]".to_owned(), w)));
+        if let Some(mut w) = workload {
+            // A subtable is its own section (TOML writes it under the root otherwise).
+            let prefixes = w.remove("prefixes");
+            sections.push(("[workload]".to_owned(), w));
+            if let Some(V::Table(p)) = prefixes {
+                sections.push(("[workload.prefixes]".to_owned(), p));
+            }
+        }
         sections.push(("[fault]".into(), fault));
         let scrape = self.server_metrics_section().map_err(|e| e.to_string())?;
         sections.extend(scrape.map(|t| ("[server_metrics]".into(), t)));
@@ -553,7 +630,7 @@ impl Quick {
 
 /// Each configuration key a quick run's flag sets, with the flag: an error that names the key
 /// names the flag the user typed.
-const FLAGS: [(&str, &str); 29] = [
+const FLAGS: [(&str, &str); 30] = [
     ("target.preflight", "--no-preflight"),
     ("server_metrics.preset", "--server-metrics"),
     ("slo.declared", "--slo"),
@@ -578,6 +655,7 @@ const FLAGS: [(&str, &str); 29] = [
     ("workload.think_ms", "--think-time"),
     ("workload.think", "--think"),
     ("workload.trace", "--trace"),
+    ("workload.prefixes", "--shared-prefixes"),
     ("routes[0].tools", "--tools"),
     ("routes[0].tool_choice", "--tool-choice"),
     ("routes[0].response_format", "--response-format"),
@@ -1098,5 +1176,50 @@ mod tests {
             .toml()
             .unwrap_err()
             .contains("belong to --concurrency"));
+    }
+
+    /// `--shared-prefixes` writes `[workload.prefixes]` under any model, open included; a
+    /// malformed pool is refused naming the flag and its form; one out of range names it too.
+    #[test]
+    fn shared_prefixes_become_the_workloads_pool() {
+        let with = |spec: &str, turns: Option<u32>| Quick {
+            workload: QuickWorkload {
+                prefixes: Some(spec.into()),
+                turns,
+                ..Default::default()
+            },
+            ..quick()
+        };
+        let load = |q: Quick| Config::parse(q.toml()?.as_bytes()).map_err(|e| e.to_string());
+        let open = with("8x256:0.5", None);
+        let config = load(open).unwrap();
+        let pool = config.prefix_pool().unwrap();
+        assert_eq!(
+            (pool.entries, pool.tokens, pool.share_ppm),
+            (8, vec![256], 500_000)
+        );
+        assert_eq!(
+            config.workload(),
+            crate::schedule::Workload::Open,
+            "a pool is not a model"
+        );
+        let semi = load(with("2x64", Some(3))).unwrap();
+        assert_eq!(semi.prefix_pool().unwrap().share_ppm, 1_000_000);
+        for (spec, says) in [
+            ("8", "\"8\" is without an `x`"),
+            ("eightx256", "\"eight\" is not a whole number of entries"),
+            ("8x256:half", "\"half\" is not a share"),
+        ] {
+            let error = with(spec, None).toml().unwrap_err();
+            assert!(
+                error.contains(says) && error.contains("ENTRIESxTOKENS"),
+                "{spec}: {error}"
+            );
+        }
+        let error = with("0x256", None).toml().unwrap_err();
+        assert!(
+            error.contains("--shared-prefixes") && error.contains("entries 0 is outside"),
+            "{error}"
+        );
     }
 }

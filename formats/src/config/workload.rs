@@ -8,12 +8,17 @@
 //! think = "exponential" # fixed (default) | exponential
 //! # turns = 4           # semi-open: requests per session
 //! # trace = "t.jsonl"   # replay: one JSON object a line with `timestamp` (ms)
+//!
+//! [workload.prefixes]   # any model: shared prefixes, drawn per session (SPEC §1)
+//! entries = 8           # distinct shared prefixes
+//! tokens = 256          # each one's length (or a list, entry k taking the (k mod n)-th)
+//! share = 0.9           # sessions that open with one (default 1)
 //! ```
 
 use serde::Deserialize;
 
 use super::{Config, ConfigError, FaultVariant};
-use crate::schedule::{Think, ThinkLaw, Workload, TURNS_MAX, USERS_MAX};
+use crate::schedule::{PrefixPool, Think, ThinkLaw, Workload, SHARE_SCALE, TURNS_MAX, USERS_MAX};
 
 /// The section as written.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -33,6 +38,30 @@ pub struct WorkloadSection {
     pub think: Law,
     /// Replay: the trace file.
     pub trace: Option<String>,
+    /// `[workload.prefixes]`: a shared-prefix pool, under any model.
+    pub prefixes: Option<PrefixSection>,
+}
+
+/// `[workload.prefixes]` as written (SPEC §1 "Shared prefixes").
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixSection {
+    /// How many distinct shared prefixes.
+    pub entries: u32,
+    /// Each one's length in filler units: one length, or a list cycled over the entries.
+    pub tokens: Lengths,
+    /// Sessions that open with a shared prefix, in (0, 1]; 1 when absent.
+    pub share: Option<f64>,
+}
+
+/// `workload.prefixes.tokens`: one length or several.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Lengths {
+    /// Every entry this long.
+    One(u32),
+    /// Entry k takes the (k mod n)-th.
+    Each(Vec<u32>),
 }
 
 /// `workload.model`.
@@ -185,6 +214,20 @@ impl Config {
         }
     }
 
+    /// The shared-prefix pool `[workload.prefixes]` declares, if it does (checked at load by
+    /// [`PrefixPool::check`]).
+    pub fn prefix_pool(&self) -> Option<PrefixPool> {
+        let p = self.workload.prefixes.as_ref()?;
+        Some(PrefixPool {
+            entries: p.entries,
+            tokens: match &p.tokens {
+                Lengths::One(t) => vec![*t],
+                Lengths::Each(list) => list.clone(),
+            },
+            share_ppm: (p.share.unwrap_or(1.0) * f64::from(SHARE_SCALE)).round() as u32,
+        })
+    }
+
     /// What divides the timeline's own times (a think time, a trace's timestamps): the dev
     /// time factor, unless the phases' durations are stated in seconds (then every time of the
     /// timeline is as written, §P).
@@ -194,6 +237,27 @@ impl Config {
         } else {
             1
         }
+    }
+
+    /// `[workload.prefixes]`: the share in (0, 1], each bound of the pool.
+    fn check_prefixes(&self) -> Result<(), ConfigError> {
+        if let Some(share) = self.workload.prefixes.as_ref().and_then(|p| p.share) {
+            if !(share.is_finite() && share > 0.0 && share <= 1.0) {
+                return Err(invalid(
+                    "workload.prefixes.share",
+                    format!("{share} is not a share in (0, 1] of the sessions"),
+                ));
+            }
+        }
+        if let Some(pool) = self.prefix_pool() {
+            pool.check().map_err(|why| {
+                invalid(
+                    "workload.prefixes",
+                    format!("{why}; a pool names its entries, their lengths and the share of sessions that draw one"),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// What each model cannot run without: closed its users, semi-open its turns, replay its
@@ -259,6 +323,7 @@ impl Config {
                 format!("does not apply to workload.model = \"{name}\""),
             ));
         }
+        self.check_prefixes()?;
         if w.model == Model::Open {
             return Ok(());
         }
@@ -377,6 +442,57 @@ mod tests {
         let error =
             Config::parse(format!("{fault}[workload]\nmodel = \"closed\"\nusers = 2\n").as_bytes());
         assert!(error.is_err());
+    }
+
+    /// `[workload.prefixes]` under any model: one length or a list, the share in (0, 1]
+    /// (default 1), each bound refused at its key; the pool reaches the schedule (and so the
+    /// digest and the header).
+    #[test]
+    fn a_prefix_pool_is_read_checked_and_scheduled() {
+        let open = load(
+            "rate_rps = 2.0\n",
+            "[workload.prefixes]\nentries = 4\ntokens = [32, 64]\nshare = 0.5",
+        )
+        .unwrap();
+        let pool = open.prefix_pool().unwrap();
+        assert_eq!(
+            (pool.entries, pool.tokens.clone(), pool.share_ppm),
+            (4, vec![32, 64], 500_000)
+        );
+        assert_eq!(open.schedule_params().prefixes, Some(pool));
+        let semi = load(
+            "rate_rps = 2.0\n",
+            "model = \"semi-open\"\nturns = 2\n[workload.prefixes]\nentries = 1\ntokens = 128",
+        )
+        .unwrap();
+        assert_eq!(semi.prefix_pool().unwrap().share_ppm, SHARE_SCALE);
+        let without = load("rate_rps = 2.0\n", "").unwrap();
+        assert_eq!(without.schedule_params().prefixes, None);
+        assert_ne!(
+            open.schedule_params().digest(),
+            without.schedule_params().digest(),
+            "the pool is in the digest"
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.prefixes]\nentries = 4\ntokens = 64\nshare = 1.5",
+            "workload.prefixes.share",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.prefixes]\nentries = 0\ntokens = 64",
+            "entries 0 is outside",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.prefixes]\nentries = 2\ntokens = []",
+            "lengths 0 is outside",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.prefixes]\nentries = 2\ntokens = 64\nsize = 3",
+            "size",
+        );
     }
 
     /// A trace's times, from its first, divided by the dev factor; past the end left out and

@@ -193,21 +193,30 @@ impl Header {
                 vec![code],
             )
         });
-        // The workload model likewise: open is its absence.
+        // The workload model likewise: open is its absence; and a shared-prefix pool.
         let workload = self
             .schedule
             .workload
             .encode()
             .map(|bytes| (crate::schedule::WORKLOAD_EXTENSION.to_owned(), bytes));
+        let prefixes = self
+            .schedule
+            .prefixes
+            .as_ref()
+            .map(|pool| (crate::schedule::PREFIX_EXTENSION.to_owned(), pool.encode()));
         put_u32(
             &mut body,
-            self.extensions.len() + usize::from(rule.is_some()) + usize::from(workload.is_some()),
+            self.extensions.len()
+                + usize::from(rule.is_some())
+                + usize::from(workload.is_some())
+                + usize::from(prefixes.is_some()),
         );
         for (key, value) in self
             .extensions
             .iter()
             .chain(rule.as_ref())
             .chain(workload.as_ref())
+            .chain(prefixes.as_ref())
         {
             put_str(&mut body, key);
             put_bytes(&mut body, value);
@@ -333,6 +342,8 @@ impl Header {
                     grid: Grid::PerPhase,
                     // Open until the extensions say otherwise (below).
                     workload: Workload::Open,
+                    // None until the extensions say otherwise (below).
+                    prefixes: None,
                 }
             },
             schedule_requests: r.u64("schedule request count")?,
@@ -402,6 +413,20 @@ impl Header {
                     offset: FILE_PREFIX_BYTES,
                     what: format!("the header's workload model: {why}"),
                 })?;
+        }
+        if let Some(at) = header
+            .extensions
+            .iter()
+            .position(|(key, _)| key == crate::schedule::PREFIX_EXTENSION)
+        {
+            let (_, value) = header.extensions.remove(at);
+            header.schedule.prefixes =
+                Some(crate::schedule::PrefixPool::decode(&value).map_err(|why| {
+                    HeaderError::Malformed {
+                        offset: FILE_PREFIX_BYTES,
+                        what: format!("the header's shared-prefix pool: {why}"),
+                    }
+                })?);
         }
         if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
             return Err(HeaderError::Malformed {

@@ -286,6 +286,7 @@ mod tests {
             inject_at_ns: None,
             grid: Grid::Continuous,
             workload,
+            prefixes: None,
         }
     }
 

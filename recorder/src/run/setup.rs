@@ -146,6 +146,11 @@ fn route_setup(
         (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
         _ => template,
     };
+    // A shared-prefix pool's lengths are then in the tokenizer's tokens too (SPEC §1).
+    let template = match (tokenizer, config.prefix_pool()) {
+        (Some(t), Some(pool)) => template.shared_counted_by(&*t.filler(pool.longest())?),
+        _ => template,
+    };
     Ok((template, rule))
 }
 

@@ -298,7 +298,7 @@ impl Transport for Net {
         record.connection_id = id;
         let template = &ctx.templates[entry.route as usize];
         record.bytes_sent = template
-            .bytes_for(entry.index, ctx.plan.params.content(entry))
+            .bytes_for(entry.index, ctx.plan.params.content(entry), entry.session)
             .len() as u64;
         let written = clock.now_ns();
         record.request_written_ns = Some(written);
