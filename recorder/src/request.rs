@@ -257,6 +257,10 @@ struct SharedPrefixes {
     seed: u64,
     /// Entry k's text: `shared context {k} of percentes.`, its length's filler units, a space.
     texts: Arc<Vec<String>>,
+    /// The pre-flight's text: as long as the longest entry, but no entry's (`shared context
+    /// {entries}`), so the sample shows a prompt too long for the server before the run and
+    /// warms no entry the design counts.
+    probe: Arc<str>,
 }
 
 impl SharedPrefixes {
@@ -275,10 +279,16 @@ impl SharedPrefixes {
                 )
             })
             .collect();
+        let probe = format!(
+            "shared context {} of percentes.{} ",
+            pool.entries,
+            filler.first(pool.longest())
+        );
         SharedPrefixes {
             pool,
             seed,
             texts: Arc::new(texts),
+            probe: probe.into(),
         }
     }
 
@@ -592,10 +602,22 @@ impl Template {
     /// and prompt are content's; the unique marker is the index's; the shared prefix before it,
     /// if the pool draws one, is the session's).
     pub fn bytes_for(&self, index: u64, content: u64, session: u64) -> Vec<u8> {
+        let shared = self.shared.as_ref().map_or("", |s| s.text(session));
+        self.bytes_with(index, content, shared)
+    }
+
+    /// The pre-flight's request `index`: where the workload declares shared prefixes, it opens
+    /// with a text as long as the longest entry but none of them (a prompt the server cannot
+    /// take shows before the run; no entry is warmed).
+    pub fn sample_bytes(&self, index: u64) -> Vec<u8> {
+        let shared = self.shared.as_ref().map_or("", |s| &*s.probe);
+        self.bytes_with(index, index, shared)
+    }
+
+    fn bytes_with(&self, index: u64, content: u64, shared: &str) -> Vec<u8> {
         use std::io::Write;
         let field = self.max_field.as_bytes();
         let digits = index.to_string();
-        let shared = self.shared.as_ref().map_or("", |s| s.text(session));
         // The body prefix ends "request "; the shared text goes before it.
         let opening_end = self.body_prefix.len() - b"request ".len();
         let generated;
@@ -996,6 +1018,19 @@ tool_choice = "f""#;
             }
         }
         assert!(with > 5 && without > 5, "{with} with, {without} without");
+        // The pre-flight's sample: as long as the longest entry, and none of them.
+        let text = String::from_utf8(template.sample_bytes(u64::MAX)).unwrap();
+        let (_, body) = text.split_once("\r\n\r\n").unwrap();
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        let prompt = json["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            prompt.starts_with("shared context 3 of percentes."),
+            "{prompt}"
+        );
+        assert_eq!(
+            prompt.split(' ').take_while(|w| *w != "request").count(),
+            5 + 6
+        );
     }
 
     #[test]

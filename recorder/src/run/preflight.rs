@@ -335,7 +335,7 @@ fn capacity_probe(
             break;
         }
         let started = Instant::now();
-        let request = template.bytes(SAMPLE_INDEX - k);
+        let request = template.sample_bytes(SAMPLE_INDEX - k);
         match exchange(runtime, dialer, request, started + timeout, stop) {
             Some(Ok((status, _))) if (200..300).contains(&status) => {
                 samples_ms.push(started.elapsed().as_secs_f64() * 1e3)
@@ -372,7 +372,7 @@ fn sample_request(
     let answer = exchange(
         runtime,
         dialer,
-        template.bytes(SAMPLE_INDEX),
+        template.sample_bytes(SAMPLE_INDEX),
         started + timeout,
         stop,
     );
@@ -411,7 +411,7 @@ fn sample_words(
             (
                 format!("POST {route_path} (one sample request, not scheduled, before the epoch): HTTP {status} in {ms:.1} ms"),
                 Some(format!(
-                    "the sample request of {route_path} answered HTTP {status} ({shown}): the run's requests may all error; check [[routes]] path, target.model and the key"
+                    "the sample request of {route_path} answered HTTP {status} ({shown}): the run's requests may all error; check [[routes]] path, target.model, the key, and the prompt's length against the server's context (input_tokens, workload.prefixes.tokens; words unless a tokenizer is given)"
                 )),
             )
         }
