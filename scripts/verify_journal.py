@@ -250,6 +250,8 @@ def parse_header(data):
             h["workload"] = parse_workload(value)
         if key == "prefix-pool":
             h["prefix_pool"] = parse_prefix_pool(value)
+        if key == "abandonment":
+            h["abandonment"] = parse_abandonment(value)
     if h["arrival"] not in (0, 1):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
@@ -326,6 +328,32 @@ def parse_prefix_pool(value):
     return dict(entries=entries, share_ppm=share_ppm, lengths=lengths, raw=value)
 
 
+def parse_abandonment(value):
+    """JOURNAL.md "Schedule" rule 7: the `abandonment` extension."""
+    def bad(what):
+        return Damage("tampered", 20, "abandonment extension: " + what)
+    if len(value) != 14 or value[0] != 1:
+        raise bad("format byte or length")
+    share_ppm, mean_ns, law = struct.unpack_from("<IQB", value, 1)
+    if not 1 <= share_ppm <= 1000000 or mean_ns > 3600 * 10 ** 9 or law not in (0, 1):
+        raise bad("share %d ppm, mean %d ns, law %d" % (share_ppm, mean_ns, law))
+    return dict(share_ppm=share_ppm, mean_ns=mean_ns, law=law, raw=value)
+
+
+def abandon_delay(h, index):
+    """JOURNAL.md "Schedule" rule 7: request `index`'s delay to its abandonment, ns, or None."""
+    a = h.get("abandonment")
+    if a is None:
+        return None
+    d = _mix(h["seed"] ^ _mix(index ^ 0x6162616E646F6E00))
+    if d % 1000000 >= a["share_ppm"]:
+        return None
+    if a["law"] == 0:
+        return a["mean_ns"]
+    u = ((_mix(d) >> 11) + 1) * (1.0 / (1 << 53))
+    return int(-math.log(u) * float(a["mean_ns"]))
+
+
 def prefix_of(h, session):
     """JOURNAL.md "Schedule" rule 6: the pool entry session `session` opens with, or None."""
     pool = h.get("prefix_pool")
@@ -368,6 +396,9 @@ def schedule_digest(h):
     pool = h.get("prefix_pool")
     if pool is not None:
         acc += b"prefix-pool" + struct.pack("<I", len(pool["raw"])) + pool["raw"]
+    abandon = h.get("abandonment")
+    if abandon is not None:
+        acc += b"abandonment" + struct.pack("<I", len(abandon["raw"])) + abandon["raw"]
     total_weight = sum(weight for _, weight in h["routes"])
 
     def route_of(index):
@@ -586,6 +617,11 @@ def verify(data, expect_head=None, keep=()):
                 key = "none" if entry is None else str(entry)
                 drawn[key] = drawn.get(key, 0) + 1
             report["prefix_draws"] = drawn
+        if header.get("abandonment") is not None:
+            # Rule 7: how many of the schedule's own requests are marked, and their delays' sum.
+            delays = [abandon_delay(header, i) for i in range(header["schedule_requests"])]
+            marked = [x for x in delays if x is not None]
+            report["abandon_marked"] = {"count": len(marked), "delay_ns_sum": sum(marked)}
     except Damage as damage:
         report["verdict"] = damage.verdict
         report["problem"] = {"record": damage.record, "byte_offset": damage.offset, "what": damage.what,

@@ -218,6 +218,9 @@ pub struct QuickArgs {
     /// With --url: shared prefixes (SPEC §1), e.g. 8x256 (8 texts of 256 words) or 8x256:0.5.
     #[arg(long, value_name = "POOL", requires = "url")]
     pub shared_prefixes: Option<String>,
+    /// With --url: close a share of the requests after a delay (SPEC §1), e.g. 0.2:800ms.
+    #[arg(long, value_name = "SHARE:TIME", requires = "url")]
+    pub abandon: Option<String>,
     /// With --url: a JSON file of function tools for every request (journaled in the config).
     #[arg(long, value_name = "FILE", requires = "url")]
     pub tools: Option<String>,
@@ -273,6 +276,7 @@ impl QuickArgs {
                 think: self.think.clone(),
                 trace: self.trace.clone(),
                 prefixes: self.shared_prefixes.clone(),
+                abandon: self.abandon.clone(),
             },
             parts: percentes_formats::config::QuickParts {
                 tools_file: self.tools.clone(),

@@ -34,13 +34,12 @@ mod reading;
 mod shards;
 
 use args::{Cli, Command, ConfigCommand, ProgressArg, ScenarioCommand};
-#[cfg(target_os = "linux")]
-use percentes_study::{calibrate, demo, scenario as study};
-
 use percentes_analyzer::JournalFile;
 use percentes_formats::config::{self, Config, Profile};
 use percentes_formats::journal::{self, verify, VerifyOptions};
 use percentes_formats::pins;
+#[cfg(target_os = "linux")]
+use percentes_study::{calibrate, demo, scenario as study};
 
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const TOOL_COMMIT: &str = env!("PERCENTES_COMMIT");
@@ -54,10 +53,7 @@ fn studied<T>(result: percentes_study::Result<T>) -> Result<T> {
 /// This build, as the studies cite it.
 #[cfg(target_os = "linux")]
 fn tool() -> percentes_study::Tool {
-    percentes_study::Tool {
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: env!("PERCENTES_COMMIT").into(),
-    }
+    percentes_study::Tool::of(TOOL_VERSION, TOOL_COMMIT)
 }
 
 #[cfg(target_os = "linux")]

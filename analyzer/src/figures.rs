@@ -79,6 +79,9 @@ pub struct WindowFigures {
     pub errored: u64,
     /// Censored.
     pub censored: u64,
+    /// A4 (v0.5): abandoned by design (SPEC §1 "Abandonment"; absent when none).
+    #[serde(skip_serializing_if = "crate::model::is_zero")]
+    pub abandoned: u64,
     /// Every figure, by metric name (`ttft_p99`, `error_rate`).
     pub figures: Vec<Figure>,
     /// The completion curve's readings in §3's words (over every scheduled request).
@@ -229,6 +232,7 @@ fn window(w: &WindowReport) -> WindowFigures {
         completed: w.outcomes.completed,
         errored: w.outcomes.errored,
         censored: w.outcomes.censored,
+        abandoned: w.outcomes.abandoned,
         figures,
         completion: w
             .completion
@@ -604,8 +608,18 @@ fn window_text(out: &mut String, w: &WindowFigures) {
     }
     let _ = writeln!(
         out,
-        "{} {:.3}-{:.3} s: {} scheduled, {} completed, {} errored, {} censored",
-        w.window, w.start_s, w.end_s, w.scheduled, w.completed, w.errored, w.censored
+        "{} {:.3}-{:.3} s: {} scheduled, {} completed, {} errored, {} censored{}",
+        w.window,
+        w.start_s,
+        w.end_s,
+        w.scheduled,
+        w.completed,
+        w.errored,
+        w.censored,
+        match w.abandoned {
+            0 => String::new(),
+            n => format!(", {n} abandoned by design (§1)"),
+        }
     );
     let figure = |name: String| w.figures.iter().find(|f| f.name == name);
     let _ = writeln!(
@@ -637,6 +651,13 @@ fn window_text(out: &mut String, w: &WindowFigures) {
         rate("censored_rate"),
     );
     goodput_lines(out, w, rates, &rate);
+    if w.abandoned > 0 {
+        let _ = writeln!(
+            out,
+            "  the {} abandoned by design count in no censored rate and, not having completed, as not meeting an SLO; the completion curve censors each at its instant (§1 \"Abandonment\")",
+            w.abandoned
+        );
+    }
     if let Some(caveat) = &w.caveat {
         let _ = writeln!(out, "  {caveat}");
     }
@@ -840,58 +861,7 @@ fn server_lines(report: &Report) -> Vec<String> {
     if report.rules.path != FirstTokenPath::Decomposed {
         return Vec::new();
     }
-    let ms = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1} ms"));
-    let mut lines = Vec::new();
-    for source in &server.sources {
-        let name = &source.source;
-        if source.answered == 0 {
-            lines.push(format!(
-                "server side (§2), {name}: none of {} scrapes answered Prometheus text ({}): no server-side evidence",
-                source.failed,
-                source.first_failure.as_deref().unwrap_or("no answer")
-            ));
-            continue;
-        }
-        if source.roles.is_empty() {
-            lines.push(format!(
-                "server side (§2), {name}: {} scrapes answered, {} series journaled, none the analysis reads (not vLLM's, SGLang's or TGI's metrics): no server-side evidence",
-                source.answered, source.series
-            ));
-            continue;
-        }
-        let mut line = format!("server side (§2), {name}: {} scrapes", source.answered);
-        let window = ["baseline", "measurement"].iter().find_map(|main| {
-            server
-                .windows
-                .iter()
-                .find(|w| w.window == *main && w.source == *name)
-        });
-        if let Some(w) = window {
-            if let Some(p) = &w.prefix_cache {
-                line.push_str(&p.summary_clause(w.window));
-            }
-            for (what, c) in [
-                ("first token", &w.first_token),
-                ("end to end", &w.end_to_end),
-            ] {
-                if let Some(c) = c {
-                    let _ = write!(
-                        line,
-                        "; {}, {what}, means: {} in the server's clock against the client's {} from each request written ({})",
-                        w.window,
-                        ms(c.server_mean_ms),
-                        ms(c.client_mean_ms),
-                        c.verdict
-                    );
-                }
-            }
-        }
-        if let Some(r) = server.reconciliation.iter().find(|r| r.source == *name) {
-            let _ = write!(line, "; {}", r.text);
-        }
-        lines.push(line);
-    }
-    lines
+    server.summary_lines()
 }
 
 /// A4 (v0.5): the summary's line on the first token's path (SPEC §2): the baseline's (else the

@@ -19,6 +19,7 @@ use crate::frame::Requests;
 use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, WindowReport};
 use crate::words::percent_of;
 
+mod abandon;
 mod fire;
 mod goodput;
 mod path;
@@ -456,6 +457,7 @@ fn window_tables(md: &mut String, windows: &[WindowReport], claims: Claims) {
         );
     }
     goodput::goodput_table(md, windows);
+    abandon::abandon_table(md, windows);
     server::designed_lines(md, windows);
     for w in windows {
         let _ = writeln!(

@@ -14,19 +14,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use percentes_formats::journal::header::HostFact;
 use percentes_formats::journal::records::{EventKind, EventRecord};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
-use percentes_formats::pins::value;
 use percentes_formats::prometheus::{role_of, Role, SeriesKind};
 use percentes_formats::spec::{
-    CanaryOver, FirstTokenPath, PrefixCacheReading, ReadingWords, Rules, StreamReading,
-    VerdictBasis,
+    AbandonReading, CanaryOver, FirstTokenPath, PrefixCacheReading, ReadingWords, Rules,
+    StreamReading, VerdictBasis,
 };
+
+mod verdicts;
 
 use crate::frame::NONE;
 use crate::load::Run;
 use crate::model::{
-    GaugeSummary, PrefixCache, QuantileComparison, Reconciliation, ServerComparison,
-    ServerEvidence, ServerPath, ServerPoint, ServerWindow, Signature, SourceSummary,
+    AbortReconciliation, GaugeSummary, PrefixCache, QuantileComparison, Reconciliation,
+    ServerComparison, ServerEvidence, ServerPoint, ServerWindow, SourceSummary,
 };
+use verdicts::{judge, judge_means, server_path};
 
 /// The quantiles the receive-path check compares; each only where both sides hold enough
 /// observations to place it (n at least 1 / (1 - q)).
@@ -56,6 +58,35 @@ impl<'a> Source<'a> {
         self.series
             .values()
             .filter(|d| role_of(&d.family) == Some(role) && d.name.ends_with(suffix))
+            .map(|d| d.id)
+            .collect()
+    }
+
+    /// The ids of the finished-request series whose finish reason is an abort (vLLM's
+    /// `finished_reason="abort"`).
+    fn aborted_ids(&self) -> Vec<u32> {
+        self.series
+            .values()
+            .filter(|d| role_of(&d.family) == Some(Role::Requests))
+            .filter(|d| {
+                d.labels
+                    .iter()
+                    .any(|(k, v)| k == "finished_reason" && v == "abort")
+            })
+            .map(|d| d.id)
+            .collect()
+    }
+
+    /// The ids of the front end's answered-request series for POSTs to `paths` answered 2xx.
+    fn received_ids(&self, paths: &[String]) -> Vec<u32> {
+        let has = |d: &SeriesDefinition, key: &str, value: &str| {
+            d.labels.iter().any(|(k, v)| k == key && v == value)
+        };
+        self.series
+            .values()
+            .filter(|d| role_of(&d.family) == Some(Role::Received))
+            .filter(|d| has(d, "method", "POST") && has(d, "status", "2xx"))
+            .filter(|d| paths.iter().any(|p| has(d, "handler", p)))
             .map(|d| d.id)
             .collect()
     }
@@ -229,6 +260,10 @@ struct Client {
     written: Vec<(u64, usize)>,
     /// When each request to the replica the client gave up on (censored) ended, ns.
     gave_up: Vec<u64>,
+    /// When each request to the replica the client abandoned by design was closed, ns.
+    abandoned: Vec<u64>,
+    /// The paths the client sent to (the run's routes).
+    paths: Vec<String>,
 }
 
 /// The `host:port` a base URL sends to.
@@ -275,9 +310,17 @@ impl Client {
                 )
             })
             .collect();
+        let censored =
+            |row: usize| r.outcome(row) == Some(percentes_formats::journal::Outcome::Censored);
+        let abandon = percentes_formats::journal::records::class_code("abandoned");
         let gave_up = rows_of
             .iter()
-            .filter(|&&row| r.outcome(row) == Some(percentes_formats::journal::Outcome::Censored))
+            .filter(|&&row| censored(row) && Some(r.class[row]) != abandon)
+            .map(|&row| r.terminal_ns[row])
+            .collect();
+        let abandoned = rows_of
+            .iter()
+            .filter(|&&row| censored(row) && Some(r.class[row]) == abandon)
             .map(|&row| r.terminal_ns[row])
             .collect();
         let written = rows_of
@@ -288,6 +331,8 @@ impl Client {
             rows,
             written,
             gave_up,
+            abandoned,
+            paths: run.config.routes.iter().map(|r| r.path.clone()).collect(),
         }
     }
 
@@ -356,7 +401,7 @@ pub fn evidence(
             .filter(|(a, b)| b > a)
         {
             out.reconciliation
-                .push(reconcile(source, &client, whole, (period_ns, rules.words)));
+                .push(reconcile(source, &client, whole, (period_ns, rules)));
         }
         for window in windows.unwrap_or_default() {
             let mut window = window.clone();
@@ -472,10 +517,18 @@ fn reconcile(
     source: &Source<'_>,
     client: &Client,
     (from, to): (usize, usize),
-    (period_ns, words): (u64, ReadingWords),
+    (period_ns, rules): (u64, &Rules),
 ) -> Reconciliation {
+    let words = rules.words;
     let (a, b) = (mid(source.points[from]), mid(source.points[to]));
-    let ids = source.ids(Role::Requests, "");
+    // A4: where abandonment is its own outcome, the server's aborted requests are reconciled
+    // with it, not among the finished.
+    let planned = rules.abandoned == AbandonReading::Planned;
+    let mut ids = source.ids(Role::Requests, "");
+    let abort_ids = source.aborted_ids();
+    if planned {
+        ids.retain(|id| !abort_ids.contains(id));
+    }
     let server = (!ids.is_empty()).then(|| source.increase(&ids, (from, to)));
     let client_finished = client.finished((a, b));
     let near = |t: u64| client.finished((t.saturating_sub(period_ns), t + period_ns));
@@ -508,6 +561,12 @@ fn reconcile(
         ),
         _ => text,
     };
+    let aborts = (planned && !client.abandoned.is_empty())
+        .then(|| aborts(source, client, (from, to), period_ns));
+    let text = match &aborts {
+        Some(x) => format!("{text}; {}", x.words()),
+        None => text,
+    };
     Reconciliation {
         source: source.name.to_owned(),
         span_s: (seconds(a), seconds(b)),
@@ -516,6 +575,47 @@ fn reconcile(
         margin,
         reconciled,
         text,
+        aborts,
+    }
+}
+
+/// A4: the server's aborted requests over `(from, to]` against the client's abandoned ones
+/// whose instant fell there, within the ones abandoned within a scrape period of either end.
+fn aborts(
+    source: &Source<'_>,
+    client: &Client,
+    (from, to): (usize, usize),
+    period_ns: u64,
+) -> AbortReconciliation {
+    let (a, b) = (mid(source.points[from]), mid(source.points[to]));
+    let ids = source.aborted_ids();
+    let server_aborted = (!ids.is_empty()).then(|| source.increase(&ids, (from, to)));
+    // vLLM 0.32 stops a request whose client closed it without counting it under any finish
+    // reason: what its front end answered 2xx on the run's paths, less what it finished, is.
+    let received = source.received_ids(&client.paths);
+    let finished = source.ids(Role::Requests, "");
+    let server_unfinished = (!received.is_empty() && !finished.is_empty())
+        .then(|| source.increase(&received, (from, to)) - source.increase(&finished, (from, to)));
+    let evidence = server_aborted
+        .filter(|&n| n > 0.0)
+        .or(server_unfinished)
+        .or(server_aborted);
+    let count = |(x, y): (u64, u64)| {
+        client
+            .abandoned
+            .iter()
+            .filter(|&&t| t > x && t <= y)
+            .count() as u64
+    };
+    let client_abandoned = count((a, b));
+    let margin = count((a.saturating_sub(period_ns), a + period_ns))
+        + count((b.saturating_sub(period_ns), b + period_ns));
+    AbortReconciliation {
+        server_aborted,
+        server_unfinished,
+        client_abandoned,
+        margin,
+        reconciled: evidence.map(|s| (s - client_abandoned as f64).abs() <= margin as f64),
     }
 }
 
@@ -760,180 +860,6 @@ pub fn comparison(
         verdict,
         text,
     }
-}
-
-/// The verdict of the compared quantiles: each client quantile must lie in the server's
-/// bucket, widened upward by the canary's largest lag (the client sees an event after the
-/// server makes it, by at most the transfer and the read loop's lag).
-fn judge(
-    quantiles: &[QuantileComparison],
-    canary_ms: Option<f64>,
-    (server_n, client_n): (u64, u64),
-) -> (&'static str, String) {
-    if server_n == 0 || client_n == 0 {
-        return (
-            "not-comparable",
-            format!("not comparable: the server observed {server_n}, the client {client_n} in this span"),
-        );
-    }
-    if quantiles.is_empty() {
-        return (
-            "not-comparable",
-            "too few observations on one side to place even the median".into(),
-        );
-    }
-    let widen = canary_ms.unwrap_or(0.0);
-    let label = |q: &QuantileComparison| format!("p{}", (q.q * 100.0).round());
-    let bucket = |q: &QuantileComparison| {
-        format!(
-            "{:.3}-{} ms",
-            q.server_low_ms,
-            q.server_high_ms
-                .map_or("+Inf".into(), |h| format!("{h:.3}"))
-        )
-    };
-    if let Some(q) = quantiles.iter().find(|q| q.client_ms < q.server_low_ms) {
-        return (
-            "client-earlier",
-            format!(
-                "the client's {} ({:.3} ms) lies below the server's bucket ({}): the two do not measure the same requests (another client of the server, requests not attributed to this replica), or a clock is wrong",
-                label(q),
-                q.client_ms,
-                bucket(q)
-            ),
-        );
-    }
-    if let Some(q) = quantiles
-        .iter()
-        .find(|q| q.server_high_ms.is_some_and(|h| q.client_ms > h + widen))
-    {
-        return (
-            "client-later",
-            format!(
-                "the client's {} ({:.3} ms) lies above the server's bucket ({}) by more than the read loop's bound: the client's times include time the server's clock does not see and the canary does not explain (transfer, a proxy, the server's front end outside its engine's clock, host contention)",
-                label(q),
-                q.client_ms,
-                bucket(q)
-            ),
-        );
-    }
-    let compared: Vec<String> = quantiles
-        .iter()
-        .map(|q| format!("{} {:.3} ms in {}", label(q), q.client_ms, bucket(q)))
-        .collect();
-    (
-        "within-bounds",
-        format!(
-            "within bounds: each compared client quantile lies in the server's bucket, widened by the read loop's bound ({})",
-            compared.join("; ")
-        ),
-    )
-}
-
-/// A4 (v0.5): a "within-bounds" of the buckets checked against the means, which the histogram's
-/// sum gives exactly. Means further apart than the read loop's bound are time outside the
-/// server's clock the canary does not explain: where a compared bucket is at least as wide as
-/// that difference, the buckets cannot resolve it ("not-resolvable", the means' difference the
-/// figure); where every compared bucket is narrower, the client is later ("client-later").
-/// `None`: the means agree within the bound and the buckets' verdict stands.
-fn judge_means(
-    quantiles: &[QuantileComparison],
-    canary_ms: Option<f64>,
-    mean_difference_ms: Option<f64>,
-) -> Option<(&'static str, String)> {
-    let widen = canary_ms.unwrap_or(0.0);
-    let d = mean_difference_ms.filter(|d| *d > widen)?;
-    let width = |q: &QuantileComparison| {
-        q.server_high_ms
-            .map_or(f64::INFINITY, |h| h - q.server_low_ms)
-    };
-    let widest = quantiles
-        .iter()
-        .max_by(|a, b| width(a).total_cmp(&width(b)))?;
-    let label = format!("p{}", (widest.q * 100.0).round());
-    let bucket = format!(
-        "{:.3}-{} ms",
-        widest.server_low_ms,
-        widest
-            .server_high_ms
-            .map_or("+Inf".into(), |h| format!("{h:.3}"))
-    );
-    let bound = canary_ms.map_or("no canary bounds the read loop".to_owned(), |c| {
-        format!("the read loop's bound is {c:.3} ms")
-    });
-    Some(if width(widest) >= d {
-        (
-            "not-resolvable",
-            format!(
-                "not resolvable at this bucket width: each compared client quantile lies in its server bucket, but the {label}'s bucket ({bucket}) is wider than the {d:.3} ms between the two sides' means ({bound}), so the buckets cannot say whether the sides agree; the means' difference, {d:.3} ms outside the server's clock, is the figure (A4)"
-            ),
-        )
-    } else {
-        (
-            "client-later",
-            format!(
-                "the client's mean is {d:.3} ms later than the server's ({bound}), more than every compared bucket's width (the widest, the {label}'s, {bucket}): the client's times include time the server's clock does not see, though each compared quantile lies in its bucket (A4)"
-            ),
-        )
-    })
-}
-
-/// A4 (v0.5): the client's mean time to first token against the server's, split where the two
-/// clocks allow: both sides' first-token and end-to-end times start at the server's arrival
-/// stamp on the server and at the request written on the client, so the first-token gap less
-/// the end-to-end gap is time after the server's first token (at least: the end-to-end gap
-/// holds any time after the server's last token too), and the end-to-end gap bounds the time
-/// before the server's clock started. `None` without both means.
-fn server_path(
-    first: &ServerComparison,
-    end_to_end: Option<&ServerComparison>,
-) -> Option<ServerPath> {
-    let (inside, client) = (first.server_mean_ms?, first.client_mean_ms?);
-    let gap = client - inside;
-    let e2e_gap = end_to_end.and_then(|e| e.mean_difference_ms);
-    let after = e2e_gap.filter(|g| *g >= 0.0).map(|g| (gap - g).max(0.0));
-    let share = |ms: f64| {
-        if client > 0.0 {
-            ms / client * 100.0
-        } else {
-            0.0
-        }
-    };
-    let signature = after
-        .filter(|a| share(*a) > value::PATH_AFTER_SERVER_PERCENT as f64)
-        .map(|a| Signature {
-            name: "held-after-the-server",
-            text: format!(
-                "at least {a:.3} ms of the client's {client:.3} ms mean to the first token ({:.1} %, more than §2's {} %) came after the server's own first token, while the end-to-end means differ by only {:.3} ms: the first token was made and then held between the server's stamp and the client's read (a proxy, the server's send path, the network), not spent before the server had the request",
-                share(a),
-                value::PATH_AFTER_SERVER_PERCENT,
-                e2e_gap.unwrap_or(0.0)
-            ),
-        });
-    let split = match (e2e_gap, after) {
-        (Some(g), Some(a)) => format!(
-            "; end-to-end, the means differ by {g:.3} ms, so at most {g:.3} ms came before the server's clock started and at least {a:.3} ms after its first token"
-        ),
-        (Some(g), None) => format!(
-            "; end-to-end, the client's mean is {:.3} ms below the server's (the two sides' requests in the span differ), so the gap is not split",
-            -g
-        ),
-        (None, _) => "; without end-to-end means on both sides the gap is not split".into(),
-    };
-    Some(ServerPath {
-        inside_server_ms: inside,
-        client_ms: client,
-        end_to_end_gap_ms: e2e_gap,
-        after_server_at_least_ms: after,
-        text: format!(
-            "{}: the client's mean to the first token {client:.3} ms (from the request written, n {}), the server's {inside:.3} ms (n {}): {:.1} % inside the server's clock, {gap:.3} ms outside it{split}",
-            first.family,
-            first.client_n,
-            first.server_n,
-            share(inside)
-        ),
-        signature,
-    })
 }
 
 /// Whether a series kind code is one the analysis reads as increases (for the export).
@@ -1280,6 +1206,8 @@ mod tests {
             ],
             written: Vec::new(),
             gave_up: Vec::new(),
+            abandoned: Vec::new(),
+            paths: Vec::new(),
         };
         assert_eq!(client.times(true, (s, 2 * s)), [s]);
         assert_eq!(client.finished((s, 2 * s)), 1);
@@ -1425,14 +1353,12 @@ mod tests {
             rows: vec![(0, s / 10, s / 2, true), (s, s + s / 10, 3 * s / 2, true)],
             written: Vec::new(),
             gave_up: vec![3 * s / 2, 5 * s / 2],
+            abandoned: Vec::new(),
+            paths: Vec::new(),
         };
         let period = s / 10;
-        let r = reconcile(
-            &source,
-            &client,
-            (0, 2),
-            (period, ReadingWords::WhatWasMeasured),
-        );
+        let v5 = Rules::of(percentes_formats::spec::Spec::V0_5);
+        let r = reconcile(&source, &client, (0, 2), (period, &v5));
         assert_eq!((r.server_finished, r.client_finished), (Some(3.0), 2));
         assert!(
             r.text
@@ -1440,7 +1366,149 @@ mod tests {
             "{}",
             r.text
         );
-        let old = reconcile(&source, &client, (0, 2), (period, ReadingWords::Archived));
+        let v4 = Rules::of(percentes_formats::spec::Spec::V0_4);
+        let old = reconcile(&source, &client, (0, 2), (period, &v4));
         assert!(!old.text.contains("gave up"), "{}", old.text);
+    }
+
+    /// By hand (issue 55 item 3): scrapes at 0, 1, 2 and 3 s of vLLM's finished counter by
+    /// reason: `length` at 0, 2, 4, 5 and `abort` at 0, 1, 3, 3. Over (0 s, 2 s] the server
+    /// finished 4 and aborted 3; the client completed 4 and abandoned 3 (at 0.5, 1.2 and 1.95 s,
+    /// one more at 2.5 s outside the span). Under v0.5 the finished count leaves the aborts out
+    /// (4 against 4, reconciled) and the aborts reconcile with the abandonments, the margin the
+    /// one abandoned within 0.1 s of the span's end; under v0.4 the finished count holds them
+    /// (7 against 4: not reconciled) and nothing is said of aborts. A server that exposes no
+    /// abort series says so.
+    #[test]
+    fn the_servers_aborts_are_reconciled_with_the_abandoned_requests() {
+        let s = 1_000_000_000u64;
+        let mut scraper = Scraper::default();
+        let by_reason = |reason: &str, value: f64| {
+            let mut e = exposed(
+                "vllm:request_success_total",
+                "vllm:request_success",
+                None,
+                SeriesKind::Counter,
+                value,
+            );
+            e.labels.push(("finished_reason".into(), reason.into()));
+            e
+        };
+        let records: Vec<ScrapeRecord> = [(0.0, 0.0), (2.0, 1.0), (4.0, 3.0), (5.0, 3.0)]
+            .iter()
+            .enumerate()
+            .map(|(t, &(length, abort))| {
+                let t = t as u64 * s;
+                scraper.record(
+                    "replica-0",
+                    (t, t),
+                    &[by_reason("length", length), by_reason("abort", abort)],
+                )
+            })
+            .collect();
+        let source = source_of(&records);
+        let ms = s / 1_000;
+        let client = Client {
+            rows: (0..4)
+                .map(|k| (k * 100 * ms, k * 100 * ms, (k + 1) * 400 * ms, true))
+                .collect(),
+            written: Vec::new(),
+            gave_up: Vec::new(),
+            abandoned: vec![500 * ms, 1_200 * ms, 1_950 * ms, 2_500 * ms],
+            paths: vec!["/v1/chat/completions".into()],
+        };
+        let v5 = Rules::of(percentes_formats::spec::Spec::V0_5);
+        let r = reconcile(&source, &client, (0, 2), (s / 10, &v5));
+        assert_eq!((r.server_finished, r.client_finished), (Some(4.0), 4));
+        assert_eq!(r.reconciled, Some(true));
+        assert_eq!(
+            r.aborts,
+            Some(AbortReconciliation {
+                server_aborted: Some(3.0),
+                server_unfinished: None,
+                client_abandoned: 3,
+                margin: 1,
+                reconciled: Some(true),
+            })
+        );
+        assert!(
+            r.text.contains(
+                "the server counted 3 aborted, the client abandoned 3 by design: reconciled"
+            ),
+            "{}",
+            r.text
+        );
+        let v4 = Rules::of(percentes_formats::spec::Spec::V0_4);
+        let old = reconcile(&source, &client, (0, 2), (s / 10, &v4));
+        assert_eq!(
+            (old.server_finished, old.reconciled),
+            (Some(7.0), Some(false))
+        );
+        assert_eq!(old.aborts, None);
+        let lengths: Vec<ScrapeRecord> = [0.0, 2.0, 4.0]
+            .iter()
+            .enumerate()
+            .map(|(t, &length)| {
+                let t = t as u64 * s;
+                Scraper::default().record("replica-0", (t, t), &[by_reason("length", length)])
+            })
+            .collect();
+        let bare = reconcile(&source_of(&lengths), &client, (0, 2), (s / 10, &v5));
+        assert!(
+            bare.text.contains("exposes no aborted-request counter"),
+            "{}",
+            bare.text
+        );
+        // vLLM 0.32: its abort series stays at 0 when a client closes; its front end answered
+        // 0, 4, 7 POSTs 2xx on the route (and 5 on another path, not ours) while it finished 0,
+        // 2, 4: 7 - 4 = 3 taken and never finished, against the 3 abandoned.
+        let mut scraper = Scraper::default();
+        let received = |handler: &str, value: f64| {
+            let mut e = exposed(
+                "http_requests_total",
+                "http_requests",
+                None,
+                SeriesKind::Counter,
+                value,
+            );
+            e.labels = vec![
+                ("handler".into(), handler.into()),
+                ("method".into(), "POST".into()),
+                ("status".into(), "2xx".into()),
+            ];
+            e
+        };
+        let records: Vec<ScrapeRecord> = [(0.0, 0.0), (4.0, 2.0), (7.0, 4.0)]
+            .iter()
+            .enumerate()
+            .map(|(t, &(taken, length))| {
+                let t = t as u64 * s;
+                scraper.record(
+                    "replica-0",
+                    (t, t),
+                    &[
+                        by_reason("length", length),
+                        by_reason("abort", 0.0),
+                        received("/v1/chat/completions", taken),
+                        received("/v1/completions", 5.0 * t as f64),
+                    ],
+                )
+            })
+            .collect();
+        let vllm = reconcile(&source_of(&records), &client, (0, 2), (s / 10, &v5));
+        let aborts = vllm.aborts.unwrap();
+        assert_eq!(
+            (
+                aborts.server_aborted,
+                aborts.server_unfinished,
+                aborts.reconciled
+            ),
+            (Some(0.0), Some(3.0), Some(true))
+        );
+        assert!(
+            vllm.text.contains("the server's abort counter did not move; the server's front end answered 3 more request(s) than it finished"),
+            "{}",
+            vllm.text
+        );
     }
 }

@@ -605,6 +605,7 @@ impl Config {
             grid: Grid::Continuous,
             workload: self.workload(),
             prefixes: self.prefix_pool(),
+            abandon: self.abandonment(),
         }
     }
 }

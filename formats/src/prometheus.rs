@@ -330,6 +330,10 @@ pub enum Role {
     PrefixQueries,
     /// Of those, tokens the prefix cache held (a counter; vLLM's `prefix_cache_hits`).
     PrefixHits,
+    /// HTTP requests the server's front end answered, by handler, method and status class (a
+    /// counter; the FastAPI instrumentator's `http_requests_total` that vLLM serves): with the
+    /// finished count, the requests it took and never finished (a client's close, an abort).
+    Received,
 }
 
 impl Role {
@@ -348,6 +352,7 @@ impl Role {
             Role::EndToEnd => "end-to-end",
             Role::PrefixQueries => "prefix-cache-queries",
             Role::PrefixHits => "prefix-cache-hits",
+            Role::Received => "http-requests",
         }
     }
 }
@@ -379,6 +384,7 @@ pub const PRESET_NAMES: &[(Preset, Role, &str)] = &[
         "vllm:prefix_cache_queries",
     ),
     (Preset::Vllm, Role::PrefixHits, "vllm:prefix_cache_hits"),
+    (Preset::Vllm, Role::Received, "http_requests"),
     (Preset::Vllm, Role::Running, "vllm:num_requests_running"),
     (Preset::Vllm, Role::KvCache, "vllm:kv_cache_usage_perc"),
     (Preset::Vllm, Role::KvCache, "vllm:gpu_cache_usage_perc"),
@@ -620,11 +626,11 @@ python_gc_objects_collected_total{generation=\"0\"} 1234.0
     /// vLLM 0.32's own answer (the CPU build and the tiny model of ../shared/real-targets, after
     /// a run; saved with `curl -s 127.0.0.1:8101/metrics`) and the mock's: every line reads,
     /// and the vLLM preset finds every role the analysis reads (its prefix cache's two counters
-    /// among them) but preemptions' histogram.
+    /// and its front end's answered requests among them) but preemptions' histogram.
     #[test]
     fn real_answers_read_whole_and_give_every_role() {
         for (answer, roles) in [
-            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 12),
+            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 13),
             (include_str!("../tests/data/mock.metrics.txt"), 9),
         ] {
             let read = parse(answer, |n| Preset::Auto.selects(n));

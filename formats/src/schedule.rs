@@ -17,6 +17,7 @@
 //!     grid: Grid::Continuous,
 //!     workload: Default::default(),
 //!     prefixes: None,
+//!     abandon: None,
 //! };
 //! let times: Vec<u64> = params.iter().map(|e| e.intended_ns).collect();
 //! assert_eq!(times, [0, 250_000_000, 500_000_000, 750_000_000]);
@@ -24,8 +25,10 @@
 
 use serde::Deserialize;
 
+mod abandon;
 mod prefix;
 mod workload;
+pub use abandon::{AbandonError, Abandonment, ABANDON_EXTENSION, ABANDON_MEAN_NS_MAX};
 pub use prefix::{
     PrefixError, PrefixPool, PREFIX_ENTRIES_MAX, PREFIX_EXTENSION, PREFIX_LENGTHS_MAX,
     PREFIX_TOKENS_MAX, SHARE_SCALE,
@@ -152,6 +155,9 @@ pub struct ScheduleParams {
     /// The shared-prefix pool ([`PrefixPool`]), when the workload declares one (the header's
     /// `prefix-pool` extension).
     pub prefixes: Option<PrefixPool>,
+    /// The requests the client abandons ([`Abandonment`]), when the workload declares it (the
+    /// header's `abandonment` extension).
+    pub abandon: Option<Abandonment>,
 }
 
 /// One scheduled request.
@@ -221,8 +227,8 @@ impl ScheduleParams {
     /// extension's length (u32) and bytes, then the same entries (the requests it fixes in
     /// advance): so the model, the think law and a replayed trace are covered too. A shared-prefix
     /// pool adds, after that opening, `prefix-pool`, its extension's length (u32) and bytes, so
-    /// which request shares which prefix is covered as well (a schedule without one hashes as
-    /// before).
+    /// which request shares which prefix is covered as well, and an abandonment then
+    /// `abandonment`, its length and bytes (a schedule without either hashes as before).
     pub fn digest(&self) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new();
         match self.workload.encode() {
@@ -235,9 +241,14 @@ impl ScheduleParams {
                 hasher.update(&bytes);
             }
         }
-        if let Some(pool) = &self.prefixes {
-            let bytes = pool.encode();
-            hasher.update(PREFIX_EXTENSION.as_bytes());
+        let extensions = [
+            self.prefixes
+                .as_ref()
+                .map(|pool| (PREFIX_EXTENSION, pool.encode())),
+            self.abandon.map(|a| (ABANDON_EXTENSION, a.encode())),
+        ];
+        for (key, bytes) in extensions.into_iter().flatten() {
+            hasher.update(key.as_bytes());
             hasher.update(&(bytes.len() as u32).to_le_bytes());
             hasher.update(&bytes);
         }
@@ -432,6 +443,27 @@ impl PrefixPool {
     }
 }
 
+/// What tags the abandonment draws.
+const ABANDON_TAG: u64 = 0x6162_616e_646f_6e00;
+
+impl Abandonment {
+    /// Request `index`'s delay from its intended time to its abandonment, ns, or `None` when it
+    /// is not marked ([`abandon`]'s documentation; JOURNAL.md "Schedule" rule 7).
+    pub fn draw(&self, seed: u64, index: u64) -> Option<u64> {
+        let d = mix64(seed ^ mix64(index ^ ABANDON_TAG));
+        if d % u64::from(SHARE_SCALE) >= u64::from(self.share_ppm) {
+            return None;
+        }
+        Some(match self.law {
+            ThinkLaw::Fixed => self.mean_ns,
+            ThinkLaw::Exponential => {
+                let u = ((mix64(d) >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64);
+                (-libm::log(u) * self.mean_ns as f64) as u64
+            }
+        })
+    }
+}
+
 /// The 64-bit draw for (seed, stream, counter): `mix64(seed ^ mix64(counter * 2 + stream))`.
 fn draw(seed: u64, stream: u64, counter: u64) -> u64 {
     mix64(seed ^ mix64(counter.wrapping_mul(2).wrapping_add(stream)))
@@ -575,6 +607,7 @@ mod tests {
             grid: Grid::Continuous,
             workload: Workload::Open,
             prefixes: None,
+            abandon: None,
             seed: 42,
             arrival,
             phases: vec![Phase {

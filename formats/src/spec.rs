@@ -344,6 +344,19 @@ pub enum PrefixCacheReading {
     HitShare,
 }
 
+/// How a request the client abandoned by design (class `abandoned`, outcome censored) is
+/// counted (SPEC §1 "Abandonment").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbandonReading {
+    /// v0.1 to v0.4: as its outcome byte says, censored (they knew no abandonment).
+    AsCensored,
+    /// v0.5 (A4): its own outcome, `abandoned`, beside completed, errored and censored: not in
+    /// the censored count or rate; in the completion curve a censoring at its drawn instant (a
+    /// planned, independent censoring); in goodput a request that did not meet the SLO; and
+    /// reconciled with the server's abort counter.
+    Planned,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -481,6 +494,8 @@ pub struct Rules {
     pub goodput: GoodputReading,
     /// Whether the server's prefix-cache counters are read (§2, A4).
     pub prefix_cache: PrefixCacheReading,
+    /// How a request the client abandoned by design is counted (§1 "Abandonment", §3, A4).
+    pub abandoned: AbandonReading,
 }
 
 impl Rules {
@@ -518,6 +533,7 @@ impl Rules {
         capacity: CapacityCheck::Unchecked,
         goodput: GoodputReading::PinnedOnly,
         prefix_cache: PrefixCacheReading::Unread,
+        abandoned: AbandonReading::AsCensored,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -571,6 +587,7 @@ impl Rules {
                 capacity: CapacityCheck::AgainstCalibration,
                 goodput: GoodputReading::PinnedAndDeclared,
                 prefix_cache: PrefixCacheReading::HitShare,
+                abandoned: AbandonReading::Planned,
                 ..a3
             },
         }
@@ -730,6 +747,7 @@ mod tests {
         assert_eq!(v4.capacity, CapacityCheck::Unchecked);
         assert_eq!(v4.goodput, GoodputReading::PinnedOnly);
         assert_eq!(v4.prefix_cache, PrefixCacheReading::Unread);
+        assert_eq!(v4.abandoned, AbandonReading::AsCensored);
         assert_eq!(
             v5,
             Rules {
@@ -751,6 +769,7 @@ mod tests {
                 capacity: CapacityCheck::AgainstCalibration,
                 goodput: GoodputReading::PinnedAndDeclared,
                 prefix_cache: PrefixCacheReading::HitShare,
+                abandoned: AbandonReading::Planned,
                 ..v4
             }
         );

@@ -50,6 +50,7 @@ fn main() {
                 grid: Grid::Continuous,
                 workload: Default::default(),
                 prefixes: None,
+                abandon: None,
             };
             if let Err(why) = params.validate() {
                 eprintln!("floor: not a schedule: {why}");

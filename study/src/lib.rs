@@ -38,6 +38,16 @@ pub struct Tool {
     pub commit: String,
 }
 
+impl Tool {
+    /// The build of `version` from `commit`.
+    pub fn of(version: &str, commit: &str) -> Tool {
+        Tool {
+            version: version.into(),
+            commit: commit.into(),
+        }
+    }
+}
+
 /// `println!` that a closed stdout (`percentes demo | head`, a terminal that went away) cannot
 /// turn into a panic mid-run: the line is lost, and the run goes on to drain, seal and exit with
 /// its status.

@@ -186,6 +186,17 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             },
         ),
         (
+            "workload-abandonment",
+            percentes_formats::schedule::ScheduleParams {
+                abandon: Some(percentes_formats::schedule::Abandonment {
+                    share_ppm: 350_000,
+                    mean_ns: 700_000_000,
+                    law: percentes_formats::schedule::ThinkLaw::Exponential,
+                }),
+                ..golden.clone()
+            },
+        ),
+        (
             "prefix-pool-out-of-range",
             percentes_formats::schedule::ScheduleParams {
                 prefixes: Some(percentes_formats::schedule::PrefixPool {
@@ -289,6 +300,23 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
                 );
                 assert_eq!(drawn.len(), 6, "every entry and none: {drawn:?}");
             }
+            if path.contains("workload-abandonment") {
+                // Rule 7's draw and delays, recomputed by the independent verifier.
+                let header =
+                    percentes_formats::journal::Header::decode(&std::fs::read(path).unwrap())
+                        .unwrap()
+                        .0;
+                let abandon = header.schedule.abandon.unwrap();
+                let delays: Vec<u64> = (0..header.schedule_requests)
+                    .filter_map(|i| abandon.draw(header.schedule.seed, i))
+                    .collect();
+                assert!(!delays.is_empty());
+                assert_eq!(
+                    independent["abandon_marked"],
+                    serde_json::json!({"count": delays.len(), "delay_ns_sum": delays.iter().sum::<u64>()}),
+                    "{path}"
+                );
+            }
             if path.contains("phase-invalid") {
                 // No configuration defines such a phase: analyze refuses the journal.
                 let out = format!("{path}.report");
@@ -356,6 +384,7 @@ fn expected_verdict(path: &str) -> Option<&'static str> {
         ("replay-past-end", "sealed-intact"),
         ("prefix-pool-out-of-range", "tampered"),
         ("workload-prefix-pool", "sealed-intact"),
+        ("workload-abandonment", "sealed-intact"),
     ]
     .iter()
     .find(|(opening, _)| name.starts_with(opening))

@@ -470,3 +470,86 @@ fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
         "{header}"
     );
 }
+
+/// Abandonment against the mock (issue 55 item 3, SPEC §1 "Abandonment"): 40 % of the requests
+/// marked for closing 60 ms after their intended time, answers of about 175 ms (first token at
+/// 20 ms, 32 tokens 5 ms apart). An auditor recomputes which requests were marked and when from
+/// JOURNAL.md rule 7 alone; every marked request is `abandoned` at exactly its instant with the
+/// output read until then, every other completes; under v0.5 the summary and report.json count
+/// them apart from the censored, under v0.4 among them. Deliberate breaks: closing at the
+/// deadline instead, a draw by session, or counting them censored under v0.5 fail here.
+#[cfg(target_os = "linux")]
+#[test]
+fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 5.0, 64);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string();
+    let dir = scratch("abandon");
+    let json = record(
+        &addr,
+        &dir,
+        "abandon",
+        &[
+            "--rate",
+            "10",
+            "--max-tokens",
+            "32",
+            "--abandon",
+            "0.4:60ms",
+        ],
+    );
+    let journal = dir.join("abandon.pj");
+    let marked = |index: u64| {
+        let d = mix(1 ^ mix(index ^ 0x6162_616e_646f_6e00));
+        d % 1_000_000 < 400_000
+    };
+    let (mut abandoned, mut completed) = (0u64, 0u64);
+    for r in bytes_records(&journal) {
+        let Record::Request(q) = r else { continue };
+        if marked(q.index) {
+            abandoned += 1;
+            assert_eq!(q.class, 22, "request {}: {q:?}", q.index);
+            assert_eq!(q.terminal_ns, q.intended_ns + 60_000_000, "{q:?}");
+            assert!(q.content_events > 0, "it streamed until closed: {q:?}");
+        } else {
+            completed += 1;
+            assert_eq!(q.class, 0, "request {}: {q:?}", q.index);
+        }
+    }
+    assert!(abandoned > 5 && completed > 5, "{abandoned} {completed}");
+    let windows = json["windows"].as_array().unwrap();
+    let (mut counted, mut marked_in) = (0, 0);
+    for w in windows {
+        assert_eq!(w["outcomes"]["censored"], 0, "{w}");
+        counted += w["outcomes"]["abandoned"].as_u64().unwrap_or(0);
+        marked_in += w["abandonment"]["marked"].as_u64().unwrap_or(0);
+    }
+    assert_eq!((counted, marked_in), (abandoned, abandoned));
+    let summary = std::fs::read_to_string(dir.join("abandon").join("report.md")).unwrap();
+    assert!(summary.contains("## Abandonment (§1)"), "{summary}");
+    let out = dir.join("v0.4");
+    let (_, text, _) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--spec",
+        "v0.4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!text.contains("abandoned by design"), "{text}");
+    let old: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let censored: u64 = old["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["outcomes"]["censored"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        censored, abandoned,
+        "v0.4 reads them as their outcome byte says"
+    );
+}

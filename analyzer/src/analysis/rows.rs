@@ -82,6 +82,50 @@ pub(super) fn count_outcomes(requests: &Requests, rows: impl Iterator<Item = usi
     o
 }
 
+/// A4 (v0.5, SPEC §1 "Abandonment"): `outcomes` of `rows` with the requests the client closed
+/// at their drawn instant (class `abandoned`) counted apart from the censored ones.
+pub(super) fn abandoned_apart(requests: &Requests, rows: &[usize], outcomes: &mut Outcomes) {
+    let code = percentes_formats::journal::records::class_code("abandoned");
+    let n = rows
+        .iter()
+        .filter(|&&row| {
+            requests.outcome(row) == Some(Outcome::Censored) && Some(requests.class[row]) == code
+        })
+        .count() as u64;
+    outcomes.censored -= n;
+    outcomes.abandoned += n;
+}
+
+/// A4 (v0.5): what the schedule's abandonment did over `rows`, where it declares one: the
+/// requests it marked (recomputed from the seed, JOURNAL.md "Schedule" rule 7), those the
+/// client closed at their instant, and those that ended first.
+pub(super) fn abandonment(
+    run: &crate::load::Run,
+    rows: &[usize],
+) -> Option<crate::model::AbandonReport> {
+    let params = &run.header.schedule;
+    let abandon = params.abandon?;
+    let requests = &run.requests;
+    let code = percentes_formats::journal::records::class_code("abandoned");
+    let mut out = crate::model::AbandonReport {
+        marked: 0,
+        abandoned: 0,
+        ended_first: 0,
+    };
+    for &row in rows {
+        if abandon.draw(params.seed, requests.index[row]).is_none() {
+            continue;
+        }
+        out.marked += 1;
+        match requests.outcome(row) {
+            Some(Outcome::Censored) if Some(requests.class[row]) == code => out.abandoned += 1,
+            Some(Outcome::Undispatched) | None => {}
+            Some(_) => out.ended_first += 1,
+        }
+    }
+    Some(out)
+}
+
 /// The completed requests' latencies of one window, each sorted ascending, in µs (the unit of
 /// the report's distributions), and the same in intended-time order; with the scheduled
 /// requests' outcomes as positions in that order: what `percentes compare` tests, request by

@@ -99,7 +99,11 @@ pub(super) fn window_report(
     let (printing, reading) = (rules.printing, rules.streams);
     let requests = &run.requests;
     let scheduled = rows.len() as u64;
-    let outcomes = count_outcomes(requests, rows.iter().copied());
+    let mut outcomes = count_outcomes(requests, rows.iter().copied());
+    let planned = rules.abandoned == percentes_formats::spec::AbandonReading::Planned;
+    if planned {
+        super::rows::abandoned_apart(requests, rows, &mut outcomes);
+    }
     let mut classes = std::collections::BTreeMap::new();
     for &row in rows {
         if requests.outcome(row).is_some() {
@@ -242,6 +246,9 @@ pub(super) fn window_report(
         // an objective may bound comes from the same second pass).
         goodput_interval: None,
         declared_goodput: None,
+        abandonment: planned
+            .then(|| super::rows::abandonment(run, rows))
+            .flatten(),
         prefix_reuse: (rules.prefix_cache == percentes_formats::spec::PrefixCacheReading::HitShare)
             .then(|| crate::load::prefixes::designed(run, rows.iter().copied()))
             .flatten(),

@@ -293,6 +293,10 @@ pub struct WindowReport {
     /// requests (SPEC §1 "Shared prefixes"), where it declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_reuse: Option<super::DesignedReuse>,
+    /// A4 (v0.5): the schedule's abandonment in the window (SPEC §1 "Abandonment"), where it
+    /// declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abandonment: Option<AbandonReport>,
 }
 
 /// A4 (v0.5): a goodput's 95 % interval (SPEC §4): Wilson's score interval on the met count
@@ -421,6 +425,27 @@ pub struct Outcomes {
     pub undispatched: u64,
     /// Scheduled but absent from an unsealed or cut-off journal.
     pub no_record: u64,
+    /// A4 (v0.5): closed by the client at the instant the schedule's abandonment drew (SPEC §1
+    /// "Abandonment"); not among `censored` (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub abandoned: u64,
+}
+
+/// Whether a count is 0 (serde leaves such a count out, so reports without it stay as they
+/// were).
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A4 (v0.5): what the schedule's abandonment did in a window (SPEC §1 "Abandonment").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbandonReport {
+    /// Requests the schedule marked for abandonment.
+    pub marked: u64,
+    /// Of those, closed by the client at their instant.
+    pub abandoned: u64,
+    /// Of those, ended before their instant (completed, errored or censored first).
+    pub ended_first: u64,
 }
 
 impl Report {

@@ -3,6 +3,69 @@
 
 use serde::Serialize;
 
+impl ServerEvidence {
+    /// v0.5: the summary's line per scraped source (SPEC §2, issue 55 item 4): how many scrapes
+    /// it answered, and over the main window (the baseline, else the measurement) its clock's
+    /// first-token and end-to-end means against the client's with each verdict, and its
+    /// finished count against the client's; or why there is no evidence.
+    pub fn summary_lines(&self) -> Vec<String> {
+        use std::fmt::Write as _;
+        let server = self;
+        let ms = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1} ms"));
+        let mut lines = Vec::new();
+        for source in &server.sources {
+            let name = &source.source;
+            if source.answered == 0 {
+                lines.push(format!(
+                    "server side (§2), {name}: none of {} scrapes answered Prometheus text ({}): no server-side evidence",
+                    source.failed,
+                    source.first_failure.as_deref().unwrap_or("no answer")
+                ));
+                continue;
+            }
+            if source.roles.is_empty() {
+                lines.push(format!(
+                    "server side (§2), {name}: {} scrapes answered, {} series journaled, none the analysis reads (not vLLM's, SGLang's or TGI's metrics): no server-side evidence",
+                    source.answered, source.series
+                ));
+                continue;
+            }
+            let mut line = format!("server side (§2), {name}: {} scrapes", source.answered);
+            let window = ["baseline", "measurement"].iter().find_map(|main| {
+                server
+                    .windows
+                    .iter()
+                    .find(|w| w.window == *main && w.source == *name)
+            });
+            if let Some(w) = window {
+                if let Some(p) = &w.prefix_cache {
+                    line.push_str(&p.summary_clause(w.window));
+                }
+                for (what, c) in [
+                    ("first token", &w.first_token),
+                    ("end to end", &w.end_to_end),
+                ] {
+                    if let Some(c) = c {
+                        let _ = write!(
+                            line,
+                            "; {}, {what}, means: {} in the server's clock against the client's {} from each request written ({})",
+                            w.window,
+                            ms(c.server_mean_ms),
+                            ms(c.client_mean_ms),
+                            c.verdict
+                        );
+                    }
+                }
+            }
+            if let Some(r) = server.reconciliation.iter().find(|r| r.source == *name) {
+                let _ = write!(line, "; {}", r.text);
+            }
+            lines.push(line);
+        }
+        lines
+    }
+}
+
 /// The section: one summary per scraped source, the per-window comparison, and the counts
 /// reconciled over the run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -270,4 +333,67 @@ pub struct Reconciliation {
     pub reconciled: Option<bool>,
     /// In words.
     pub text: String,
+    /// A4 (v0.5): the server's aborted requests against the client's abandoned ones, where the
+    /// workload abandons by design (SPEC §1 "Abandonment").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborts: Option<AbortReconciliation>,
+}
+
+impl AbortReconciliation {
+    /// In words: the server's evidence (its abort counter where it moved, else what its front
+    /// end took and never finished) against the client's abandoned, and whether they agree.
+    pub fn words(&self) -> String {
+        let x = self;
+        let (server, counted) = match (x.server_aborted, x.server_unfinished) {
+            (Some(a), _) if a > 0.0 => (a, format!("the server counted {a:.0} aborted")),
+            (aborted, Some(u)) => (
+                u,
+                format!(
+                    "{}the server's front end answered {u:.0} more request(s) than it finished (taken and never finished)",
+                    match aborted {
+                        Some(_) => "the server's abort counter did not move; ",
+                        None => "",
+                    }
+                ),
+            ),
+            (Some(a), None) => (a, format!("the server counted {a:.0} aborted")),
+            (None, None) => {
+                return format!(
+                    "the client abandoned {} request(s) by design (SPEC §1); the server exposes no aborted-request counter to set beside them",
+                    x.client_abandoned
+                )
+            }
+        };
+        match x.reconciled {
+            Some(true) => format!(
+                "{counted}, the client abandoned {} by design: reconciled (within the {} abandoned within one scrape period of either end)",
+                x.client_abandoned, x.margin
+            ),
+            _ => format!(
+                "{counted}, the client abandoned {} by design: NOT reconciled (they differ by {:.0}, more than the {} abandoned within one scrape period of either end: a server that finishes a closed request, or ends requests for its own reasons)",
+                x.client_abandoned,
+                (server - x.client_abandoned as f64).abs(),
+                x.margin
+            ),
+        }
+    }
+}
+
+/// A4 (v0.5): the requests the client closed by design against those the server counted
+/// aborted, over a reconciliation's span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbortReconciliation {
+    /// The server's aborted-request counter's increase (vLLM: `request_success` with
+    /// `finished_reason="abort"`), where it exposes one.
+    pub server_aborted: Option<f64>,
+    /// Requests its front end answered 2xx on the run's routes less those it finished, where it
+    /// counts both (vLLM's `http_requests_total`): taken and never finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_unfinished: Option<f64>,
+    /// Requests the client abandoned whose instant fell in the span.
+    pub client_abandoned: u64,
+    /// Abandoned within one scrape period of either end of the span.
+    pub margin: u64,
+    /// Whether they agree within the margin.
+    pub reconciled: Option<bool>,
 }

@@ -188,6 +188,8 @@ pub struct QuickWorkload {
     /// `--shared-prefixes ENTRIESxTOKENS[:SHARE]`: a shared-prefix pool (SPEC §1 "Shared
     /// prefixes"), under any model.
     pub prefixes: Option<String>,
+    /// `--abandon SHARE:TIME[:LAW]`: requests the client closes early (SPEC §1 "Abandonment").
+    pub abandon: Option<String>,
 }
 
 impl QuickWorkload {
@@ -246,15 +248,26 @@ impl QuickWorkload {
     }
 }
 
+impl QuickWorkload {
+    /// The `[workload]` subtables the flags state, each with its name: `--shared-prefixes`'s
+    /// `prefixes`, `--abandon`'s `abandon`.
+    fn subtables(&self) -> Result<Vec<(&'static str, toml::Table)>, WorkloadFlagError> {
+        let mut out = Vec::new();
+        if let Some(spec) = &self.prefixes {
+            out.push(("prefixes", prefix_table(spec)?));
+        }
+        if let Some(spec) = &self.abandon {
+            out.push(("abandon", abandon_table(spec)?));
+        }
+        Ok(out)
+    }
+}
+
 /// `--shared-prefixes 8x256` (8 entries of 256 units, every session drawing one) or
 /// `8x256:0.5` (half the sessions), as `[workload.prefixes]`.
-fn prefix_table(spec: &str) -> Result<toml::Table, PoolFlagError> {
+fn prefix_table(spec: &str) -> Result<toml::Table, WorkloadFlagError> {
     use toml::Value as V;
-    let wrong = |part: &str, what: &'static str| PoolFlagError {
-        spec: spec.to_owned(),
-        part: part.to_owned(),
-        what,
-    };
+    let wrong = |part: &str, what| WorkloadFlagError::of(PREFIXES_FORM, spec, part, what);
     let (pool, share) = match spec.trim().split_once(':') {
         Some((pool, share)) => (pool, Some(share)),
         None => (spec.trim(), None),
@@ -262,7 +275,7 @@ fn prefix_table(spec: &str) -> Result<toml::Table, PoolFlagError> {
     let (entries, tokens) = pool
         .split_once(['x', 'X'])
         .ok_or_else(|| wrong(pool, "without an `x` between the entries and their length"))?;
-    let whole = |text: &str, what| -> Result<i64, PoolFlagError> {
+    let whole = |text: &str, what| -> Result<i64, WorkloadFlagError> {
         text.trim()
             .parse::<u32>()
             .map(i64::from)
@@ -287,23 +300,80 @@ fn prefix_table(spec: &str) -> Result<toml::Table, PoolFlagError> {
     Ok(table)
 }
 
-/// A `--shared-prefixes` value that does not read as a pool.
+/// `--abandon 0.2:800ms` (a fifth of the requests closed 800 ms after their intended time) or
+/// `0.2:800ms:exponential` (exponential delays with that mean), as `[workload.abandon]`.
+fn abandon_table(spec: &str) -> Result<toml::Table, WorkloadFlagError> {
+    use toml::Value as V;
+    let wrong = |part: &str, what| WorkloadFlagError::of(ABANDON_FORM, spec, part, what);
+    let mut parts = spec.trim().splitn(3, ':');
+    let share = parts.next().unwrap_or_default();
+    let after = parts
+        .next()
+        .ok_or_else(|| wrong(share, "without a `:` before the delay"))?;
+    let share: f64 = share
+        .trim()
+        .parse()
+        .map_err(|_| wrong(share, "not a share"))?;
+    let seconds = parse_duration_s(after).map_err(|_| wrong(after, "not a time"))?;
+    let mut table = toml::Table::new();
+    table.insert("share".into(), V::Float(share));
+    table.insert("after_ms".into(), V::Float(seconds * 1e3));
+    if let Some(law) = parts.next() {
+        if !matches!(law, "fixed" | "exponential") {
+            return Err(wrong(law, "neither `fixed` nor `exponential`"));
+        }
+        table.insert("law".into(), V::String(law.into()));
+    }
+    Ok(table)
+}
+
+const PREFIXES_FORM: (&str, &str) = (
+    "--shared-prefixes",
+    "ENTRIESxTOKENS[:SHARE], e.g. 8x256 or 8x256:0.5",
+);
+const ABANDON_FORM: (&str, &str) = (
+    "--abandon",
+    "SHARE:TIME[:fixed|exponential], e.g. 0.2:800ms or 0.2:800ms:exponential",
+);
+
+/// A workload flag's value that does not read as what the flag takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PoolFlagError {
-    /// The flag's value.
+pub struct WorkloadFlagError {
+    /// The flag.
+    pub flag: &'static str,
+    /// Its value.
     pub spec: String,
     /// The part of it that is wrong.
     pub part: String,
     /// What is wrong with that part.
     pub what: &'static str,
+    /// The form the flag takes.
+    pub form: &'static str,
 }
 
-impl std::fmt::Display for PoolFlagError {
+impl WorkloadFlagError {
+    fn of(
+        (flag, form): (&'static str, &'static str),
+        spec: &str,
+        part: &str,
+        what: &'static str,
+    ) -> Self {
+        WorkloadFlagError {
+            flag,
+            spec: spec.to_owned(),
+            part: part.to_owned(),
+            what,
+            form,
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadFlagError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "--shared-prefixes {:?}: {:?} is {}; write ENTRIESxTOKENS[:SHARE], e.g. 8x256 or 8x256:0.5",
-            self.spec, self.part, self.what
+            "{} {:?}: {:?} is {}; write {}",
+            self.flag, self.spec, self.part, self.what, self.form
         )
     }
 }
@@ -406,10 +476,9 @@ impl Quick {
     pub fn toml(&self) -> Result<String, String> {
         use toml::Value as V;
         let mut workload = self.workload.table(!self.rate_rps.is_nan())?;
-        if let Some(spec) = &self.workload.prefixes {
-            let pool = prefix_table(spec).map_err(|e| e.to_string())?;
-            let table = workload.get_or_insert_with(toml::Table::new);
-            table.insert("prefixes".into(), V::Table(pool));
+        let subtables = self.workload.subtables().map_err(|e| e.to_string())?;
+        if !subtables.is_empty() {
+            workload.get_or_insert_with(toml::Table::new);
         }
         let sets_rate = !workload.as_ref().is_some_and(|t| {
             matches!(
@@ -549,12 +618,11 @@ impl Quick {
             ));
         }
         sections.push(("[schedule]".into(), schedule));
-        if let Some(mut w) = workload {
-            // A subtable is its own section (TOML writes it under the root otherwise).
-            let prefixes = w.remove("prefixes");
+        if let Some(w) = workload {
             sections.push(("[workload]".to_owned(), w));
-            if let Some(V::Table(p)) = prefixes {
-                sections.push(("[workload.prefixes]".to_owned(), p));
+            // Each subtable its own section (TOML writes it under the root otherwise).
+            for (name, table) in subtables {
+                sections.push((format!("[workload.{name}]"), table));
             }
         }
         sections.push(("[fault]".into(), fault));
@@ -630,7 +698,7 @@ impl Quick {
 
 /// Each configuration key a quick run's flag sets, with the flag: an error that names the key
 /// names the flag the user typed.
-const FLAGS: [(&str, &str); 30] = [
+const FLAGS: [(&str, &str); 31] = [
     ("target.preflight", "--no-preflight"),
     ("server_metrics.preset", "--server-metrics"),
     ("slo.declared", "--slo"),
@@ -656,6 +724,7 @@ const FLAGS: [(&str, &str); 30] = [
     ("workload.think", "--think"),
     ("workload.trace", "--trace"),
     ("workload.prefixes", "--shared-prefixes"),
+    ("workload.abandon", "--abandon"),
     ("routes[0].tools", "--tools"),
     ("routes[0].tool_choice", "--tool-choice"),
     ("routes[0].response_format", "--response-format"),
@@ -1176,6 +1245,38 @@ mod tests {
             .toml()
             .unwrap_err()
             .contains("belong to --concurrency"));
+    }
+
+    /// `--abandon` writes `[workload.abandon]`: the share, the delay in ms, the law when given;
+    /// a malformed value is refused naming the flag, the part and the form.
+    #[test]
+    fn abandon_becomes_the_workloads_abandonment() {
+        let with = |spec: &str| Quick {
+            workload: QuickWorkload {
+                abandon: Some(spec.into()),
+                ..Default::default()
+            },
+            ..quick()
+        };
+        let config =
+            Config::parse(with("0.25:800ms:exponential").toml().unwrap().as_bytes()).unwrap();
+        let a = config.abandonment().unwrap();
+        assert_eq!(a.share_ppm, 250_000);
+        assert_eq!(a.law, crate::schedule::ThinkLaw::Exponential);
+        for (spec, says) in [
+            ("0.25", "without a `:` before the delay"),
+            ("half:1s", "\"half\" is not a share"),
+            ("0.5:soon", "\"soon\" is not a time"),
+            ("0.5:1s:gamma", "\"gamma\" is neither"),
+        ] {
+            let error = with(spec).toml().unwrap_err();
+            assert!(
+                error.contains(says) && error.contains("--abandon") && error.contains("SHARE:TIME"),
+                "{spec}: {error}"
+            );
+        }
+        let error = with("1.5:1s").toml().unwrap_err();
+        assert!(error.contains("--abandon"), "{error}");
     }
 
     /// `--shared-prefixes` writes `[workload.prefixes]` under any model, open included; a

@@ -13,12 +13,19 @@
 //! entries = 8           # distinct shared prefixes
 //! tokens = 256          # each one's length (or a list, entry k taking the (k mod n)-th)
 //! share = 0.9           # sessions that open with one (default 1)
+//!
+//! [workload.abandon]    # any model: requests the client closes early (SPEC §1)
+//! share = 0.1           # of the requests
+//! after_ms = 800        # mean delay from the intended time to the close
+//! law = "exponential"   # fixed (default) | exponential
 //! ```
 
 use serde::Deserialize;
 
 use super::{Config, ConfigError, FaultVariant};
-use crate::schedule::{PrefixPool, Think, ThinkLaw, Workload, SHARE_SCALE, TURNS_MAX, USERS_MAX};
+use crate::schedule::{
+    Abandonment, PrefixPool, Think, ThinkLaw, Workload, SHARE_SCALE, TURNS_MAX, USERS_MAX,
+};
 
 /// The section as written.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -40,6 +47,21 @@ pub struct WorkloadSection {
     pub trace: Option<String>,
     /// `[workload.prefixes]`: a shared-prefix pool, under any model.
     pub prefixes: Option<PrefixSection>,
+    /// `[workload.abandon]`: requests the client closes early, under any model.
+    pub abandon: Option<AbandonSection>,
+}
+
+/// `[workload.abandon]` as written (SPEC §1 "Abandonment").
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbandonSection {
+    /// Requests marked for abandonment, in (0, 1].
+    pub share: f64,
+    /// The mean delay from a request's intended time to its abandonment, ms.
+    pub after_ms: f64,
+    /// How each delay is drawn.
+    #[serde(default)]
+    pub law: Law,
 }
 
 /// `[workload.prefixes]` as written (SPEC §1 "Shared prefixes").
@@ -228,6 +250,20 @@ impl Config {
         })
     }
 
+    /// The abandonment `[workload.abandon]` declares, if it does (its delays divided with the
+    /// timeline, as think times are; checked at load by [`Abandonment::check`]).
+    pub fn abandonment(&self) -> Option<Abandonment> {
+        let a = self.workload.abandon.as_ref()?;
+        Some(Abandonment {
+            share_ppm: (a.share * f64::from(SHARE_SCALE)).round() as u32,
+            mean_ns: (a.after_ms.max(0.0) * 1e6) as u64 / self.timeline_divisor(),
+            law: match a.law {
+                Law::Fixed => ThinkLaw::Fixed,
+                Law::Exponential => ThinkLaw::Exponential,
+            },
+        })
+    }
+
     /// What divides the timeline's own times (a think time, a trace's timestamps): the dev
     /// time factor, unless the phases' durations are stated in seconds (then every time of the
     /// timeline is as written, §P).
@@ -239,7 +275,7 @@ impl Config {
         }
     }
 
-    /// `[workload.prefixes]`: the share in (0, 1], each bound of the pool.
+    /// `[workload.prefixes]` and `[workload.abandon]`: each share in (0, 1], each bound.
     fn check_prefixes(&self) -> Result<(), ConfigError> {
         if let Some(share) = self.workload.prefixes.as_ref().and_then(|p| p.share) {
             if !(share.is_finite() && share > 0.0 && share <= 1.0) {
@@ -248,6 +284,24 @@ impl Config {
                     format!("{share} is not a share in (0, 1] of the sessions"),
                 ));
             }
+        }
+        if let Some(a) = &self.workload.abandon {
+            if !(a.share.is_finite() && a.share > 0.0 && a.share <= 1.0) {
+                return Err(invalid(
+                    "workload.abandon.share",
+                    format!("{} is not a share in (0, 1] of the requests", a.share),
+                ));
+            }
+            if !(a.after_ms.is_finite() && (0.0..=THINK_MS_MAX).contains(&a.after_ms)) {
+                return Err(invalid(
+                    "workload.abandon.after_ms",
+                    format!("{} is outside 0..={THINK_MS_MAX} ms", a.after_ms),
+                ));
+            }
+        }
+        if let Some(a) = self.abandonment() {
+            a.check()
+                .map_err(|why| invalid("workload.abandon", why.to_string()))?;
         }
         if let Some(pool) = self.prefix_pool() {
             pool.check().map_err(|why| {
@@ -492,6 +546,47 @@ mod tests {
             "rate_rps = 2.0\n",
             "[workload.prefixes]\nentries = 2\ntokens = 64\nsize = 3",
             "size",
+        );
+    }
+
+    /// `[workload.abandon]` under any model: the share in parts per million, the mean divided
+    /// with the timeline (dev factor 10 here), the law; bounds refused at their keys; in the
+    /// digest.
+    #[test]
+    fn an_abandonment_is_read_checked_and_scheduled() {
+        let open = load(
+            "rate_rps = 2.0\n",
+            "[workload.abandon]\nshare = 0.2\nafter_ms = 800\nlaw = \"exponential\"",
+        )
+        .unwrap();
+        assert_eq!(
+            open.abandonment(),
+            Some(Abandonment {
+                share_ppm: 200_000,
+                mean_ns: 80_000_000,
+                law: ThinkLaw::Exponential
+            })
+        );
+        assert_eq!(open.schedule_params().abandon, open.abandonment());
+        let without = load("rate_rps = 2.0\n", "").unwrap();
+        assert_ne!(
+            open.schedule_params().digest(),
+            without.schedule_params().digest()
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.abandon]\nshare = 0\nafter_ms = 800",
+            "workload.abandon.share",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.abandon]\nshare = 0.5\nafter_ms = -1",
+            "workload.abandon.after_ms",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "[workload.abandon]\nshare = 0.5",
+            "after_ms",
         );
     }
 

@@ -204,12 +204,17 @@ impl Header {
             .prefixes
             .as_ref()
             .map(|pool| (crate::schedule::PREFIX_EXTENSION.to_owned(), pool.encode()));
+        let abandon = self
+            .schedule
+            .abandon
+            .map(|a| (crate::schedule::ABANDON_EXTENSION.to_owned(), a.encode()));
         put_u32(
             &mut body,
             self.extensions.len()
                 + usize::from(rule.is_some())
                 + usize::from(workload.is_some())
-                + usize::from(prefixes.is_some()),
+                + usize::from(prefixes.is_some())
+                + usize::from(abandon.is_some()),
         );
         for (key, value) in self
             .extensions
@@ -217,6 +222,7 @@ impl Header {
             .chain(rule.as_ref())
             .chain(workload.as_ref())
             .chain(prefixes.as_ref())
+            .chain(abandon.as_ref())
         {
             put_str(&mut body, key);
             put_bytes(&mut body, value);
@@ -344,6 +350,7 @@ impl Header {
                     workload: Workload::Open,
                     // None until the extensions say otherwise (below).
                     prefixes: None,
+                    abandon: None,
                 }
             },
             schedule_requests: r.u64("schedule request count")?,
@@ -425,6 +432,20 @@ impl Header {
                     HeaderError::Malformed {
                         offset: FILE_PREFIX_BYTES,
                         what: format!("the header's shared-prefix pool: {why}"),
+                    }
+                })?);
+        }
+        if let Some(at) = header
+            .extensions
+            .iter()
+            .position(|(key, _)| key == crate::schedule::ABANDON_EXTENSION)
+        {
+            let (_, value) = header.extensions.remove(at);
+            header.schedule.abandon =
+                Some(crate::schedule::Abandonment::decode(&value).map_err(|why| {
+                    HeaderError::Malformed {
+                        offset: FILE_PREFIX_BYTES,
+                        what: format!("the header's abandonment: {why}"),
                     }
                 })?);
         }

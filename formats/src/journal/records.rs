@@ -25,8 +25,7 @@ pub enum RecordKind {
     /// The seal: the last record.
     Seal = 5,
     /// Fields a request record gained after v1's first release, for the request of the same
-    /// index; counted with `other` in the seal, so a reader that predates it verifies and
-    /// skips it.
+    /// index; counted with `other` in the seal, so a reader that predates it verifies and skips it.
     RequestExtension = 6,
     /// One answered scrape of a server's metrics endpoint (SPEC §2 server-side evidence);
     /// counted with `other` in the seal, as kind 6.
@@ -246,6 +245,7 @@ pub const CLASSES: &[(u16, &str, Outcome)] = &[
     (12, "dependency-failure", Outcome::Errored),
     (20, "timeout", Outcome::Censored),
     (21, "run-end", Outcome::Censored),
+    (22, "abandoned", Outcome::Censored),
     (30, "undispatched", Outcome::Undispatched),
     (31, "client-late", Outcome::Undispatched),
 ];

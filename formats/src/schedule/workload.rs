@@ -287,6 +287,7 @@ mod tests {
             grid: Grid::Continuous,
             workload,
             prefixes: None,
+            abandon: None,
         }
     }
 

@@ -33,35 +33,32 @@ pub(super) async fn execute(
         .copied()
         .unwrap_or(true);
     let deadline_ns = entry.intended_ns + ctx.plan.timeout.as_nanos() as u64;
+    // A request the schedule marks for abandonment (SPEC §1 "Abandonment") is closed at its
+    // drawn instant, if it has not ended by then: the dropped exchange closes its connection
+    // (HTTP/1.1) or stream (HTTP/2), as a user closing the tab. Never before its dispatch.
+    let abandon_ns = abandon_at(ctx, &entry)
+        .map(|at| at.max(dispatched))
+        .filter(|&at| at < deadline_ns);
+    let until_ns = abandon_ns.unwrap_or(deadline_ns);
     let mut exchange = Exchange::with_rule(streams, net.rule(entry.route))
         .prompt(ctx.plan.params.content(&entry))
-        .until(deadline_ns);
+        .until(until_ns);
     let mut carried = http2::Carried::default();
     let verdict = clock
         .within(
-            deadline_ns,
+            until_ns,
             net.talk(ctx, &entry, &mut record, &mut exchange, &mut carried),
         )
         .await;
     let verdict = match verdict {
         Some(v) => v,
-        None => {
-            record.terminal_ns = deadline_ns;
-            let stalled = match exchange.waiting_for_window {
-                Some((total, unsent)) => format!(
-                    "; the request body was still waiting for the server's HTTP/2 flow-control window ({unsent} of its {total} bytes unsent)"
-                ),
-                None => String::new(),
-            };
-            Verdict {
-                outcome: Outcome::Censored,
-                class: "timeout",
-                detail: format!(
-                    "no terminal event by the {:?} timeout{stalled}",
-                    ctx.plan.timeout
-                ),
-            }
-        }
+        None => unended(
+            ctx,
+            &entry,
+            (abandon_ns, deadline_ns),
+            &exchange,
+            &mut record,
+        ),
     };
     if record.terminal_ns == 0 {
         record.terminal_ns = clock.now_ns();
@@ -85,4 +82,50 @@ pub(super) async fn execute(
         .and_then(|_| exchange.stream_record(record.index))
         .filter(|s| s.last_ns().is_some_and(|t| t <= record.terminal_ns));
     (record, (carried, stream))
+}
+
+/// The verdict of a request that had not ended by `until` (its abandonment instant where the
+/// schedule marks it, else its deadline): abandoned there, or censored `timeout` at the
+/// deadline. Its terminal time is that instant.
+fn unended(
+    ctx: &WorkerContext,
+    entry: &Entry,
+    (abandon_ns, deadline_ns): (Option<u64>, u64),
+    exchange: &Exchange,
+    record: &mut RequestRecord,
+) -> Verdict {
+    if let Some(at) = abandon_ns {
+        record.terminal_ns = at;
+        return Verdict {
+            outcome: Outcome::Censored,
+            class: "abandoned",
+            detail: format!(
+                "closed by the client {:.3} ms after its intended time, as the schedule's abandonment drew it (SPEC §1)",
+                (at - entry.intended_ns) as f64 / 1e6
+            ),
+        };
+    }
+    record.terminal_ns = deadline_ns;
+    let stalled = match exchange.waiting_for_window {
+        Some((total, unsent)) => format!(
+            "; the request body was still waiting for the server's HTTP/2 flow-control window ({unsent} of its {total} bytes unsent)"
+        ),
+        None => String::new(),
+    };
+    Verdict {
+        outcome: Outcome::Censored,
+        class: "timeout",
+        detail: format!(
+            "no terminal event by the {:?} timeout{stalled}",
+            ctx.plan.timeout
+        ),
+    }
+}
+
+/// When the schedule's abandonment closes `entry`, ns from the epoch (its intended time plus
+/// the drawn delay), if it marks it.
+fn abandon_at(ctx: &WorkerContext, entry: &Entry) -> Option<u64> {
+    let params = &ctx.plan.params;
+    let delay = params.abandon?.draw(params.seed, entry.index)?;
+    Some(entry.intended_ns.saturating_add(delay))
 }

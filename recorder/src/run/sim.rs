@@ -342,6 +342,8 @@ pub(super) struct World {
     /// A closed loop of this many users, each sending its next request when its last one ends
     /// (no think time), instead of the open schedule at `rate_rps`.
     pub(super) closed_users: Option<u32>,
+    /// More `[workload]` subtables for the configuration (`[workload.abandon]` ...).
+    pub(super) workload_toml: &'static str,
 }
 
 /// What a simulated run produced: what the recorder would journal and what its gates read.
@@ -380,6 +382,7 @@ impl World {
             },
             target: Target::default(),
             closed_users: None,
+            workload_toml: "",
         }
     }
 
@@ -394,7 +397,8 @@ impl World {
                 &format!("[workload]\nmodel = \"closed\"\nusers = {users}\n[fault]"),
             ),
             None => CONFIG.replace("RATE", &self.rate_rps.to_string()),
-        };
+        }
+        .replace("[fault]", &format!("{}[fault]", self.workload_toml));
         let config = Config::parse(text.as_bytes())
             .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"));
         let mut plan = RunPlan::new(&config, 1).expect("a plan");

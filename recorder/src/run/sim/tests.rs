@@ -527,6 +527,12 @@ impl Plan {
         };
         // Drawn last, so the draws before it stay what they were.
         let closed_users = d.one_in(5).then(|| d.within(1, 24) as u32);
+        // And after it, an abandonment (issue 55 item 3) in one plan of four.
+        let workload_toml = if d.one_in(4) {
+            "[workload.abandon]\nshare = 0.3\nafter_ms = 2000\nlaw = \"exponential\"\n"
+        } else {
+            ""
+        };
         Plan {
             seed,
             world: World {
@@ -535,7 +541,60 @@ impl Plan {
                 stalls,
                 target,
                 closed_users,
+                workload_toml,
             },
         }
     }
+}
+
+/// Abandonment (issue 55 item 3, SPEC §1): at 20 rps against a target whose answers take 320 ms,
+/// the requests the schedule marks (seed 1, half of them) are closed 100 ms after their intended
+/// time (1 s divided by the dev factor 10), censored `abandoned` there with nothing stamped
+/// after it; the unmarked ones complete. A request whose answer ends before its instant is not
+/// abandoned: with 30 ms answers, none is.
+#[test]
+fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
+    let mut w = world(20.0, 30);
+    w.target.tokens = 31;
+    w.workload_toml = "[workload.abandon]\nshare = 0.5\nafter_ms = 1000\n";
+    let run = w.run();
+    assert_accounted(&run);
+    let abandon = percentes_formats::schedule::Abandonment {
+        share_ppm: 500_000,
+        mean_ns: 100 * MS,
+        law: percentes_formats::schedule::ThinkLaw::Fixed,
+    };
+    let (mut marked, mut others) = (0, 0);
+    for r in &run.records {
+        match abandon.draw(1, r.index) {
+            Some(delay) => {
+                marked += 1;
+                assert_eq!(class(r), "abandoned", "{r:?}");
+                assert_eq!(r.outcome, Outcome::Censored as u8);
+                assert_eq!(r.terminal_ns, r.intended_ns + delay);
+                assert!(r.first_content_ns.is_none_or(|t| t <= r.terminal_ns));
+                assert!(
+                    r.detail.contains("100.000 ms after its intended time"),
+                    "{}",
+                    r.detail
+                );
+            }
+            None => {
+                others += 1;
+                assert_eq!(class(r), "correct-success", "{r:?}");
+            }
+        }
+    }
+    assert!(
+        marked > 300 && others > 300,
+        "{marked} marked, {others} not"
+    );
+    let mut quick = world(20.0, 30);
+    quick.workload_toml = w.workload_toml;
+    let run = quick.run();
+    assert_eq!(
+        classes(&run).into_keys().collect::<Vec<_>>(),
+        ["correct-success"],
+        "answers of 32 ms end before their 100 ms instant"
+    );
 }
