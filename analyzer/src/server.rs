@@ -769,12 +769,14 @@ fn prefix_reading(
 }
 
 /// A4: the prefix cache's hits over its lookups between the scrapes `span` names, from the
-/// server's own counters (in tokens, as vLLM counts them); `None` where it exposes neither.
+/// server's own counters (in tokens, as vLLM counts them; SGLang's cached prompt tokens over
+/// its prompt tokens, where it counts no lookups); `None` where it exposes neither.
 fn prefix_cache(source: &Source<'_>, span: (usize, usize)) -> Option<PrefixCache> {
-    let (queries, hits) = (
-        source.ids(Role::PrefixQueries, ""),
-        source.ids(Role::PrefixHits, ""),
-    );
+    let hits = source.ids(Role::PrefixHits, "");
+    let queries = match source.ids(Role::PrefixQueries, "") {
+        none if none.is_empty() => source.ids(Role::PromptTokens, ""),
+        queries => queries,
+    };
     if queries.is_empty() || hits.is_empty() {
         return None;
     }
@@ -1036,7 +1038,7 @@ mod tests {
     /// Hand-worked (issue 55 item 2): the prefix cache's counters at 0, 1, 2 and 3 s, queries
     /// 500 (a base), 600, 800, 800 tokens and hits 100, 140, 290, 290: between the scrapes at 0
     /// and 2 s it looked up 300 tokens and held 190 of them, 63.33 %; between 2 and 3 s it looked
-    /// up none, and has no share. A source without the counters has no reading.
+    /// up none, and has no share. A source without the counters has no reading. SGLang's, below.
     #[test]
     fn the_prefix_cache_share_is_read_from_the_servers_own_counters() {
         let answer = |queries: f64, hits: f64| {
@@ -1085,6 +1087,46 @@ mod tests {
             .map(|t| scraper.record("replica-0", (t * s, t * s), &other))
             .collect();
         assert_eq!(prefix_cache(&source_of(&records), (0, 1)), None);
+        // SGLang counts cached prompt tokens (by cache source) and prompt tokens, no lookups:
+        // prompt 1,000, 1,400, 2,000 and cached (device + host) 0 + 0, 200 + 40, 500 + 100:
+        // over (0, 2] 600 of 1,000, 60 %.
+        let sglang = |prompt: f64, device: f64, host: f64| {
+            let cached = |source: &str, value: f64| {
+                let mut e = exposed(
+                    "sglang:cached_tokens_total",
+                    "sglang:cached_tokens",
+                    None,
+                    SeriesKind::Counter,
+                    value,
+                );
+                e.labels.push(("cache_source".into(), source.into()));
+                e
+            };
+            vec![
+                exposed(
+                    "sglang:prompt_tokens_total",
+                    "sglang:prompt_tokens",
+                    None,
+                    SeriesKind::Counter,
+                    prompt,
+                ),
+                cached("device", device),
+                cached("host", host),
+            ]
+        };
+        let mut scraper = Scraper::default();
+        let records: Vec<ScrapeRecord> = [
+            sglang(1_000.0, 0.0, 0.0),
+            sglang(1_400.0, 200.0, 40.0),
+            sglang(2_000.0, 500.0, 100.0),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(t, samples)| scraper.record("replica-0", (t as u64 * s, t as u64 * s), samples))
+        .collect();
+        let p = prefix_cache(&source_of(&records), (0, 2)).unwrap();
+        assert_eq!((p.queried_tokens, p.hit_tokens), (1_000.0, 600.0));
+        assert!((p.hit_percent.unwrap() - 60.0).abs() < 1e-12);
     }
 
     fn histogram(cumulative: &[(f64, f64)], sum: f64) -> Histogram {

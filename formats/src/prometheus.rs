@@ -328,7 +328,8 @@ pub enum Role {
     EndToEnd,
     /// Prompt tokens looked up in the prefix cache (a counter; vLLM's `prefix_cache_queries`).
     PrefixQueries,
-    /// Of those, tokens the prefix cache held (a counter; vLLM's `prefix_cache_hits`).
+    /// Of those, tokens the prefix cache held (a counter; vLLM's `prefix_cache_hits`; SGLang's
+    /// `cached_tokens`, over its prompt tokens, every `cache_source` summed).
     PrefixHits,
     /// HTTP requests the server's front end answered, by handler, method and status class (a
     /// counter; the FastAPI instrumentator's `http_requests_total` that vLLM serves): with the
@@ -421,6 +422,7 @@ pub const PRESET_NAMES: &[(Preset, Role, &str)] = &[
     (Preset::Sglang, Role::KvCache, "sglang:token_usage"),
     (Preset::Sglang, Role::Requests, "sglang:num_requests"),
     (Preset::Sglang, Role::PromptTokens, "sglang:prompt_tokens"),
+    (Preset::Sglang, Role::PrefixHits, "sglang:cached_tokens"),
     (
         Preset::Sglang,
         Role::GenerationTokens,

@@ -432,8 +432,8 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
 const PREFIX_TAG: u64 = 0x7072_6566_6978_0000;
 
 impl PrefixPool {
-    /// The entry session `session` opens with, or `None` ([`prefix`]'s documentation; JOURNAL.md
-    /// "Schedule" rule 6).
+    /// The entry session `session` opens with, or `None` (the shared-prefix module's
+    /// documentation; JOURNAL.md "Schedule" rule 6).
     pub fn draw(&self, seed: u64, session: u64) -> Option<u32> {
         let d = mix64(seed ^ mix64(session ^ PREFIX_TAG));
         if d % u64::from(SHARE_SCALE) >= u64::from(self.share_ppm) || self.entries == 0 {
@@ -448,7 +448,7 @@ const ABANDON_TAG: u64 = 0x6162_616e_646f_6e00;
 
 impl Abandonment {
     /// Request `index`'s delay from its intended time to its abandonment, ns, or `None` when it
-    /// is not marked ([`abandon`]'s documentation; JOURNAL.md "Schedule" rule 7).
+    /// is not marked (the abandonment module's documentation; JOURNAL.md "Schedule" rule 7).
     pub fn draw(&self, seed: u64, index: u64) -> Option<u64> {
         let d = mix64(seed ^ mix64(index ^ ABANDON_TAG));
         if d % u64::from(SHARE_SCALE) >= u64::from(self.share_ppm) {
