@@ -120,13 +120,8 @@ pub fn rps(rate: f64) -> String {
 
 /// Lines describing a schedule: its workload model, its phases and routes.
 pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32]) -> String {
-    use percentes_formats::schedule::ThinkLaw;
     let think = |t: &percentes_formats::schedule::Think| {
-        let law = match t.law {
-            ThinkLaw::Fixed => "fixed",
-            ThinkLaw::Exponential => "exponential",
-        };
-        format!("{law} think time of mean {}", seconds(t.mean_ns))
+        format!("{} think time of mean {}", t.law.name(), seconds(t.mean_ns))
     };
     let (what, unit) = match &params.workload {
         Workload::Open => (
@@ -181,8 +176,9 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
         .map(|r| format!("{} (weight {})", r.label, r.weight))
         .collect();
     out.push_str(&format!("  routes: {}\n", routes.join(", ")));
-    if let Some(pool) = &params.prefixes {
-        out.push_str(&pool_line(pool));
+    out.push_str(&params.prefixes.as_ref().map_or_else(String::new, pool_line));
+    if let Some(a) = &params.abandon {
+        out.push_str(&abandon_line(a));
     }
     if let Some(t) = params.inject_at_ns {
         out.push_str(&format!("  T_inject: {}\n", seconds(t)));
@@ -198,6 +194,19 @@ fn pool_line(pool: &percentes_formats::schedule::PrefixPool) -> String {
         pool.entries,
         lengths.join("/"),
         f64::from(pool.share_ppm) / 1e4
+    )
+}
+
+/// The abandonment's line (SPEC §1 "Abandonment").
+fn abandon_line(a: &percentes_formats::schedule::Abandonment) -> String {
+    format!(
+        "  abandonment: {:.2} % of the requests marked, each closed {} after its intended time unless it ended first (SPEC §1)\n",
+        f64::from(a.share_ppm) / 1e4,
+        match a.law {
+            percentes_formats::schedule::ThinkLaw::Fixed => seconds(a.mean_ns),
+            percentes_formats::schedule::ThinkLaw::Exponential =>
+                format!("an exponential delay of mean {}", seconds(a.mean_ns)),
+        }
     )
 }
 

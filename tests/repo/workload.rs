@@ -530,6 +530,11 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
     assert_eq!((counted, marked_in), (abandoned, abandoned));
     let summary = std::fs::read_to_string(dir.join("abandon").join("report.md")).unwrap();
     assert!(summary.contains("## Abandonment (§1)"), "{summary}");
+    let (_, header, _) = percentes(&["inspect", journal.to_str().unwrap()]);
+    assert!(
+        header.contains("abandonment: 40.00 % of the requests marked, each closed 0.060 s after"),
+        "{header}"
+    );
     let out = dir.join("v0.4");
     let (_, text, _) = percentes(&[
         "analyze",

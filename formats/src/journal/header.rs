@@ -396,12 +396,10 @@ impl Header {
                 });
             }
         }
-        if let Some(at) = header
-            .extensions
-            .iter()
-            .position(|(key, _)| key == crate::schedule::SCHEDULE_RULE_EXTENSION)
-        {
-            let (_, value) = header.extensions.remove(at);
+        if let Some(value) = take(
+            &mut header.extensions,
+            crate::schedule::SCHEDULE_RULE_EXTENSION,
+        ) {
             header.schedule.grid = Grid::from_code(&value).ok_or_else(|| HeaderError::Malformed {
                 offset: FILE_PREFIX_BYTES,
                 what: format!(
@@ -409,45 +407,23 @@ impl Header {
                 ),
             })?;
         }
-        if let Some(at) = header
-            .extensions
-            .iter()
-            .position(|(key, _)| key == crate::schedule::WORKLOAD_EXTENSION)
-        {
-            let (_, value) = header.extensions.remove(at);
-            header.schedule.workload =
-                Workload::decode(&value).map_err(|why| HeaderError::Malformed {
-                    offset: FILE_PREFIX_BYTES,
-                    what: format!("the header's workload model: {why}"),
-                })?;
+        // The other extensions a reader must apply (JOURNAL.md field 23), each out of the list.
+        let malformed = |what: &str, why: &dyn std::fmt::Display| HeaderError::Malformed {
+            offset: FILE_PREFIX_BYTES,
+            what: format!("the header's {what}: {why}"),
+        };
+        let schedule = &mut header.schedule;
+        if let Some(value) = take(&mut header.extensions, crate::schedule::WORKLOAD_EXTENSION) {
+            schedule.workload =
+                Workload::decode(&value).map_err(|why| malformed("workload model", &why))?;
         }
-        if let Some(at) = header
-            .extensions
-            .iter()
-            .position(|(key, _)| key == crate::schedule::PREFIX_EXTENSION)
-        {
-            let (_, value) = header.extensions.remove(at);
-            header.schedule.prefixes =
-                Some(crate::schedule::PrefixPool::decode(&value).map_err(|why| {
-                    HeaderError::Malformed {
-                        offset: FILE_PREFIX_BYTES,
-                        what: format!("the header's shared-prefix pool: {why}"),
-                    }
-                })?);
+        if let Some(value) = take(&mut header.extensions, crate::schedule::PREFIX_EXTENSION) {
+            let pool = crate::schedule::PrefixPool::decode(&value);
+            schedule.prefixes = Some(pool.map_err(|why| malformed("shared-prefix pool", &why))?);
         }
-        if let Some(at) = header
-            .extensions
-            .iter()
-            .position(|(key, _)| key == crate::schedule::ABANDON_EXTENSION)
-        {
-            let (_, value) = header.extensions.remove(at);
-            header.schedule.abandon =
-                Some(crate::schedule::Abandonment::decode(&value).map_err(|why| {
-                    HeaderError::Malformed {
-                        offset: FILE_PREFIX_BYTES,
-                        what: format!("the header's abandonment: {why}"),
-                    }
-                })?);
+        if let Some(value) = take(&mut header.extensions, crate::schedule::ABANDON_EXTENSION) {
+            let abandon = crate::schedule::Abandonment::decode(&value);
+            schedule.abandon = Some(abandon.map_err(|why| malformed("abandonment", &why))?);
         }
         if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
             return Err(HeaderError::Malformed {
@@ -781,4 +757,10 @@ impl HostFact {
     pub fn images(label: &str) -> String {
         format!("images {label}")
     }
+}
+
+/// Removes extension `key` from `extensions` and gives its value, if the header has it.
+fn take(extensions: &mut Vec<(String, Vec<u8>)>, key: &str) -> Option<Vec<u8>> {
+    let at = extensions.iter().position(|(k, _)| k == key)?;
+    Some(extensions.remove(at).1)
 }
