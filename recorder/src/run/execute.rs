@@ -50,9 +50,12 @@ pub(super) async fn execute(
             net.talk(ctx, &entry, &mut record, &mut exchange, &mut carried),
         )
         .await;
+    // An ending seen after the abandonment instant was no ending by it (as `settle` holds).
+    let ended_ns = Some(record.terminal_ns).filter(|&t| t != 0);
+    let ended_ns = ended_ns.unwrap_or_else(|| clock.now_ns());
     let verdict = match verdict {
-        Some(v) => v,
-        None => unended(
+        Some(v) if abandon_ns.is_none_or(|at| ended_ns <= at) => v,
+        _ => unended(
             ctx,
             &entry,
             (abandon_ns, deadline_ns),

@@ -561,9 +561,9 @@ pub(super) fn client_late(
 
 /// What of a finished request's lateness is the client's (SPEC §2 "The client's lateness is the
 /// client's"): a request whose connect or send began `client.behind_lag_ms` or more after its
-/// intended time (the fall-behind policy hears of it too), or a `timeout` whose deadline the
-/// recorder saw pass that long after it (its worker or its whole process was not running), is
-/// the client's, whatever happened next ([`clients_lateness`]). `now_ns` is when the recorder
+/// intended time (the fall-behind policy hears of it too), or a `timeout` whose deadline (an
+/// `abandoned` request whose instant) the recorder saw pass that long after it (its worker or
+/// its whole process was not running), is the client's, whatever happened next ([`clients_lateness`]). `now_ns` is when the recorder
 /// saw the request end.
 fn judge_lateness(
     ctx: &WorkerContext,
@@ -586,13 +586,17 @@ fn judge_lateness(
             return clients_lateness(record, timeout_ns, &began);
         }
     }
-    let deadline = entry.intended_ns.saturating_add(timeout_ns);
-    let seen_late = now_ns.saturating_sub(deadline);
-    let timed_out =
-        percentes_formats::journal::records::class_name(record.class) == Some("timeout");
-    if timed_out && seen_late >= ctx.plan.behind_lag.as_nanos() as u64 {
+    // A timeout's deadline, or an abandonment's instant (SPEC §1 "Abandonment": its terminal),
+    // that the recorder saw pass long after it: the close happened then, not at the instant.
+    let (instant, what) = match percentes_formats::journal::records::class_name(record.class) {
+        Some("timeout") => (entry.intended_ns.saturating_add(timeout_ns), "deadline"),
+        Some("abandoned") => (record.terminal_ns, "abandonment instant"),
+        _ => return,
+    };
+    let seen_late = now_ns.saturating_sub(instant);
+    if seen_late >= ctx.plan.behind_lag.as_nanos() as u64 {
         let seen = format!(
-            "the recorder saw this request's deadline pass only {:.3} s after it (its worker or its process was not running: starved, throttled or stopped; client.behind_lag_ms)",
+            "the recorder saw this request's {what} pass only {:.3} s after it (its worker or its process was not running: starved, throttled or stopped; client.behind_lag_ms)",
             seen_late as f64 / 1e9
         );
         clients_lateness(record, timeout_ns, &seen);

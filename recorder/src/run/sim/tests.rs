@@ -598,3 +598,41 @@ fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
         "answers of 32 ms end before their 100 ms instant"
     );
 }
+
+/// Abandonment through a 3 s stop (10 s to 13 s) at 100 rps, every request marked for 100 ms and
+/// answers of 320 ms: a request whose instant fell inside the stop was closed only when the
+/// process ran again, so it is the client's lateness (`client-late`, its detail saying its
+/// abandonment instant was seen late, then `abandoned`), its terminal still its instant; one
+/// whose instant came before the stop is `abandoned` as drawn.
+#[test]
+fn an_abandonment_instant_a_stop_holds_is_the_clients_lateness() {
+    let mut w = world(100.0, 30);
+    w.target.tokens = 31;
+    w.workload_toml = "[workload.abandon]\nshare = 1\nafter_ms = 1000\n";
+    w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
+    let run = w.run();
+    assert_accounted(&run);
+    let in_stop: Vec<_> = run
+        .records
+        .iter()
+        .filter(|r| (9_950 * MS..9_990 * MS).contains(&r.intended_ns))
+        .collect();
+    assert!(!in_stop.is_empty());
+    for r in in_stop {
+        assert_eq!(class(r), "client-late", "{r:?}");
+        assert!(
+            r.detail.contains("abandonment instant pass only")
+                && r.detail.contains("then: abandoned"),
+            "{}",
+            r.detail
+        );
+        assert_eq!(r.terminal_ns, r.intended_ns + 100 * MS);
+    }
+    for r in run
+        .records
+        .iter()
+        .filter(|r| (5 * S..9 * S).contains(&r.intended_ns))
+    {
+        assert_eq!(class(r), "abandoned", "{r:?}");
+    }
+}
