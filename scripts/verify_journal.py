@@ -252,6 +252,11 @@ def parse_header(data):
             h["prefix_pool"] = parse_prefix_pool(value)
         if key == "abandonment":
             h["abandonment"] = parse_abandonment(value)
+        if key == "conversation-history":
+            # Rule 8: form 1, each turn resends its session's earlier user turns.
+            if value != b"\x01":
+                raise Damage("tampered", 20, "conversation-history extension: form %r" % value)
+            h["history"] = value
     if h["arrival"] not in (0, 1):
         raise Damage("tampered", 20, "arrival code %d" % h["arrival"])
     if blake3(h["config"]) != h["config_hash"]:
@@ -399,6 +404,9 @@ def schedule_digest(h):
     abandon = h.get("abandonment")
     if abandon is not None:
         acc += b"abandonment" + struct.pack("<I", len(abandon["raw"])) + abandon["raw"]
+    history = h.get("history")
+    if history is not None:
+        acc += b"conversation-history" + struct.pack("<I", len(history)) + history
     total_weight = sum(weight for _, weight in h["routes"])
 
     def route_of(index):

@@ -215,6 +215,9 @@ pub struct QuickArgs {
     /// (and its `prompt`/`messages`, when every line has one); no --rate.
     #[arg(long, value_name = "FILE", requires = "url")]
     pub trace: Option<String>,
+    /// With --turns: each turn resends its session's earlier turns (SPEC §1).
+    #[arg(long, requires = "turns")]
+    pub history: bool,
     /// With --url: shared prefixes (SPEC §1), e.g. 8x256 (8 texts of 256 words) or 8x256:0.5.
     #[arg(long, value_name = "POOL", requires = "url")]
     pub shared_prefixes: Option<String>,
@@ -272,6 +275,7 @@ impl QuickArgs {
             workload: percentes_formats::config::QuickWorkload {
                 users: self.concurrency,
                 turns: self.turns,
+                history: self.history,
                 think_s: self.think_time,
                 think: self.think.clone(),
                 trace: self.trace.clone(),

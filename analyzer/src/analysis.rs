@@ -266,6 +266,7 @@ pub fn analyze<'a>(
         audit,
         rules,
         workload: run.header.schedule.workload.clone(),
+        history: run.header.schedule.history,
         identity: crate::model::Identity {
             target: run.config.target.base_url.clone(),
             model: run.config.target.model.clone(),

@@ -168,7 +168,7 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
             .collect(),
         not_publishable: report.not_publishable.clone(),
         withheld: report.windows_withheld.clone(),
-        workload: workload_line(&report.workload),
+        workload: workload_line(&report.workload, report.history),
         windows: report.windows.iter().map(window).collect(),
         first_token_path: path_line(report),
         server: server_lines(report),
@@ -180,9 +180,13 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
 
 /// A workload model other than open loop, as the summary's first line says it (SPEC §1
 /// "Workload models").
-fn workload_line(workload: &percentes_formats::schedule::Workload) -> Option<String> {
+fn workload_line(
+    workload: &percentes_formats::schedule::Workload,
+    history: Option<percentes_formats::schedule::History>,
+) -> Option<String> {
     use percentes_formats::schedule::Workload;
     match workload {
+        Workload::SemiOpen { turns, .. } if history.is_some() => Some(format!("workload: semi-open, sessions of {turns} requests arriving open loop, each turn after the last one's end, resending the session's earlier turns (§1 \"Workload models\", \"Conversation histories\")")),
         Workload::Open => None,
         Workload::Closed { users, .. } => Some(format!("workload: closed loop, {users} users: the requests per second below are an outcome, not an offered rate, and the latency is not latency at a fixed rate (§1 \"Workload models\")")),
         Workload::SemiOpen { turns, .. } => Some(format!("workload: semi-open, sessions of {turns} requests arriving open loop, each turn after the last one's end (§1 \"Workload models\")")),

@@ -56,7 +56,7 @@ pub struct Run {
     /// [`Options::trusted_key`]), in words; `None` when neither was given.
     pub vouched: Option<String>,
     /// Each request's shared prefix and its designed reuse, where the schedule declares a pool
-    /// (SPEC §1 "Shared prefixes").
+    /// or a conversation history (SPEC §1 "Shared prefixes", "Conversation histories").
     pub prefixes: Option<prefixes::Prefixes>,
 }
 
@@ -449,10 +449,12 @@ pub fn load_verified_with(
             .is_some_and(|s| s.status == SealStatus::Completed.name())
     });
     turns.check(params, &requests, sealed_completed)?;
-    let prefixes = params.prefixes.as_ref().map(|pool| {
-        prefixes::Prefixes::of(pool, params.seed, &requests, |row| {
-            turns.session(row, requests.index[row])
-        })
+    let designs_reuse = params.prefixes.is_some() || params.history.is_some();
+    let prefixes = designs_reuse.then(|| {
+        let places = (0..requests.len())
+            .map(|row| (turns.session(row, requests.index[row]), turns.turn(row)))
+            .collect();
+        prefixes::Prefixes::of(params, &requests, places)
     });
     if !missing.is_empty() {
         if sealed_completed {

@@ -606,6 +606,7 @@ impl Config {
             workload: self.workload(),
             prefixes: self.prefix_pool(),
             abandon: self.abandonment(),
+            history: self.history(),
         }
     }
 }

@@ -18,6 +18,7 @@
 //!     workload: Default::default(),
 //!     prefixes: None,
 //!     abandon: None,
+//!     history: None,
 //! };
 //! let times: Vec<u64> = params.iter().map(|e| e.intended_ns).collect();
 //! assert_eq!(times, [0, 250_000_000, 500_000_000, 750_000_000]);
@@ -26,9 +27,11 @@
 use serde::Deserialize;
 
 mod abandon;
+mod history;
 mod prefix;
 mod workload;
 pub use abandon::{AbandonError, Abandonment, ABANDON_EXTENSION, ABANDON_MEAN_NS_MAX};
+pub use history::{History, HistoryError, HISTORY_EXTENSION};
 pub use prefix::{
     PrefixError, PrefixPool, PREFIX_ENTRIES_MAX, PREFIX_EXTENSION, PREFIX_LENGTHS_MAX,
     PREFIX_TOKENS_MAX, SHARE_SCALE,
@@ -158,6 +161,9 @@ pub struct ScheduleParams {
     /// The requests the client abandons ([`Abandonment`]), when the workload declares it (the
     /// header's `abandonment` extension).
     pub abandon: Option<Abandonment>,
+    /// What each turn carries of its session's earlier turns ([`History`]), when the workload
+    /// declares it (the header's `conversation-history` extension).
+    pub history: Option<History>,
 }
 
 /// One scheduled request.
@@ -228,7 +234,8 @@ impl ScheduleParams {
     /// advance): so the model, the think law and a replayed trace are covered too. A shared-prefix
     /// pool adds, after that opening, `prefix-pool`, its extension's length (u32) and bytes, so
     /// which request shares which prefix is covered as well, and an abandonment then
-    /// `abandonment`, its length and bytes (a schedule without either hashes as before).
+    /// `abandonment`, its length and bytes, and a conversation history then
+    /// `conversation-history`, its length and bytes (a schedule without any hashes as before).
     pub fn digest(&self) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new();
         match self.workload.encode() {
@@ -246,6 +253,7 @@ impl ScheduleParams {
                 .as_ref()
                 .map(|pool| (PREFIX_EXTENSION, pool.encode())),
             self.abandon.map(|a| (ABANDON_EXTENSION, a.encode())),
+            self.history.map(|h| (HISTORY_EXTENSION, h.encode())),
         ];
         for (key, bytes) in extensions.into_iter().flatten() {
             hasher.update(key.as_bytes());
@@ -608,6 +616,7 @@ mod tests {
             workload: Workload::Open,
             prefixes: None,
             abandon: None,
+            history: None,
             seed: 42,
             arrival,
             phases: vec![Phase {

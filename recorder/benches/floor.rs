@@ -51,6 +51,7 @@ fn main() {
                 workload: Default::default(),
                 prefixes: None,
                 abandon: None,
+                history: None,
             };
             if let Err(why) = params.validate() {
                 eprintln!("floor: not a schedule: {why}");

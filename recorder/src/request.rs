@@ -9,7 +9,7 @@ use crate::tokens::Filler;
 use percentes_formats::config::parts::{Api, PartError};
 use percentes_formats::config::{Config, Lengths, Route, TokenSide};
 use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
-use percentes_formats::schedule::PrefixPool;
+use percentes_formats::schedule::{Entry, History, PrefixPool, ScheduleParams};
 
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,6 +248,16 @@ pub struct Template {
     /// The shared-prefix pool's texts, when the workload declares one (SPEC §1 "Shared
     /// prefixes"): each goes before `request {index}`, so the unique part follows it.
     shared: Option<SharedPrefixes>,
+    /// Per `body_suffixes` entry, how many of its bytes are the prompt's own text (after the
+    /// marker, before the closing): what a later turn repeats under a conversation history;
+    /// `None` where the prompt is more than one text (a conversation, images, its own fields).
+    texts_end: Vec<Option<usize>>,
+    /// Whether each turn resends its session's earlier turns (SPEC §1 "Conversation
+    /// histories").
+    history: bool,
+    /// Whether each prompt already holds its session's history: a semi-open run's ShareGPT
+    /// conversation, turn k its messages up to its (k + 1)-th human turn.
+    conversation_turns: bool,
 }
 
 /// `[workload.prefixes]`'s texts and the draw that picks one per session.
@@ -409,6 +419,19 @@ impl Template {
         let opening = opening(api, conversations, arrays);
         let body_prefix = format!("{fields}{opening}request ").into_bytes();
         let continuation = |text: &str| format!(" of percentes. {}", json_string_inner(text));
+        // A prompt a later turn can repeat as text: one plain string, nothing attached.
+        let plain = !own_parts && !conversations && !arrays;
+        let texts_end: Vec<Option<usize>> = match prompts {
+            Some(set) => set
+                .prompts
+                .iter()
+                .map(|p| match &p.content {
+                    PromptContent::Text(t) if plain => Some(continuation(t).len()),
+                    _ => None,
+                })
+                .collect(),
+            None => vec![plain.then(|| generated_words(route.prompt_tokens).len())],
+        };
         let continuations: Vec<(String, Option<u32>)> = match prompts {
             Some(set) => set
                 .prompts
@@ -477,10 +500,7 @@ impl Template {
                 })
                 .collect(),
             None => {
-                let mut filler = String::from(" of percentes.");
-                for word in 0..route.prompt_tokens.saturating_sub(4) {
-                    filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
-                }
+                let filler = generated_words(route.prompt_tokens);
                 let images: Vec<&Image> = images.iter().collect();
                 vec![(
                     format!("{filler}{}", prompt_closing(api, arrays, &images)),
@@ -525,7 +545,19 @@ impl Template {
                 Api::Chat | Api::Completions => ",\"max_tokens\":",
             },
             shared: SharedPrefixes::of(config),
+            texts_end,
+            history: config.history().is_some(),
+            conversation_turns: prompts.is_some_and(|set| set.session_turns > 1),
         }
+    }
+
+    /// Whether a later turn can repeat an earlier one's prompt: every prompt is one plain text
+    /// (resent as text), or each is its ShareGPT session's conversation so far (a conversation
+    /// history needs one; setup refuses a route where neither holds).
+    pub fn resends_turns(&self) -> bool {
+        self.conversation_turns
+            || self.input.is_some()
+            || self.texts_end.iter().all(Option::is_some)
     }
 
     /// The template with its shared prefixes cut from `filler`, whose units are tokens of
@@ -603,7 +635,51 @@ impl Template {
     /// if the pool draws one, is the session's).
     pub fn bytes_for(&self, index: u64, content: u64, session: u64) -> Vec<u8> {
         let shared = self.shared.as_ref().map_or("", |s| s.text(session));
-        self.bytes_with(index, content, shared)
+        self.bytes_with(index, &index.to_string(), content, shared)
+    }
+
+    /// The bytes of scheduled `entry` under `params`: [`Template::bytes_for`] its prompt
+    /// ([`ScheduleParams::content`]) and session; under a conversation history (SPEC §1
+    /// "Conversation histories") its marker is `{session}-{turn}` and its session's shared
+    /// prefix is followed by every earlier turn's marker and own text, so turn k's prompt opens
+    /// with turn k - 1's; a ShareGPT session's turns, which hold the conversation so far, all
+    /// take the marker `{session}-0`.
+    pub fn bytes_of(&self, entry: &Entry, params: &ScheduleParams) -> Vec<u8> {
+        let content = params.content(entry);
+        if !self.history {
+            return self.bytes_for(entry.index, content, entry.session);
+        }
+        let shared = self.shared.as_ref().map_or("", |s| s.text(entry.session));
+        if self.conversation_turns {
+            // The conversation so far is the prompt; its first turn's marker opens every turn.
+            let marker = History::marker(entry.session, 0);
+            return self.bytes_with(entry.index, &marker, content, shared);
+        }
+        let mut opening = String::from(shared);
+        for turn in 0..entry.turn {
+            let earlier = params.content(&Entry { turn, ..*entry });
+            opening.push_str("request ");
+            opening.push_str(&History::marker(entry.session, turn));
+            opening.push_str(&self.own_text(earlier));
+            opening.push(' ');
+        }
+        let marker = History::marker(entry.session, entry.turn);
+        self.bytes_with(entry.index, &marker, content, &opening)
+    }
+
+    /// Prompt `content`'s text after its marker, JSON-escaped, without what closes the body:
+    /// what a later turn resends (empty where the prompt is not one plain text, which setup
+    /// refuses under a history).
+    fn own_text(&self, content: u64) -> String {
+        if let Some(input) = &self.input {
+            return format!(
+                " of percentes.{}",
+                input.filler.first(input.length(content))
+            );
+        }
+        let which = (content % self.body_suffixes.len() as u64) as usize;
+        let end = self.texts_end.get(which).copied().flatten().unwrap_or(0);
+        String::from_utf8_lossy(&self.body_suffixes[which][..end]).into_owned()
     }
 
     /// The pre-flight's request `index`: where the workload declares shared prefixes, it opens
@@ -611,10 +687,12 @@ impl Template {
     /// take shows before the run; no entry is warmed).
     pub fn sample_bytes(&self, index: u64) -> Vec<u8> {
         let shared = self.shared.as_ref().map_or("", |s| &*s.probe);
-        self.bytes_with(index, index, shared)
+        self.bytes_with(index, &index.to_string(), index, shared)
     }
 
-    fn bytes_with(&self, index: u64, content: u64, shared: &str) -> Vec<u8> {
+    /// Request `index`'s bytes: `marker` after `request ` in the body (the index's digits, or
+    /// a history's session and turn), prompt `content`, `shared` before the marker.
+    fn bytes_with(&self, index: u64, marker: &str, content: u64, shared: &str) -> Vec<u8> {
         use std::io::Write;
         let field = self.max_field.as_bytes();
         let digits = index.to_string();
@@ -635,7 +713,7 @@ impl Template {
         let tokens = self.max_tokens(content).to_string();
         let body_len = self.body_prefix.len()
             + shared.len()
-            + digits.len()
+            + marker.len()
             + suffix.len()
             + field.len()
             + tokens.len()
@@ -646,13 +724,23 @@ impl Template {
         out.extend_from_slice(&self.body_prefix[..opening_end]);
         out.extend_from_slice(shared.as_bytes());
         out.extend_from_slice(&self.body_prefix[opening_end..]);
-        out.extend_from_slice(digits.as_bytes());
+        out.extend_from_slice(marker.as_bytes());
         out.extend_from_slice(suffix);
         out.extend_from_slice(field);
         out.extend_from_slice(tokens.as_bytes());
         out.push(b'}');
         out
     }
+}
+
+/// A generated prompt of `prompt_tokens` words: ` of percentes.` and alternating filler words,
+/// the marker's four words counted in.
+fn generated_words(prompt_tokens: u32) -> String {
+    let mut filler = String::from(" of percentes.");
+    for word in 0..prompt_tokens.saturating_sub(4) {
+        filler.push_str(if word % 2 == 0 { " alpha" } else { " beta" });
+    }
+    filler
 }
 
 /// The body fields a route adds beside its prompt, as JSON text ending in a comma (empty for
@@ -1031,6 +1119,129 @@ tool_choice = "f""#;
             prompt.split(' ').take_while(|w| *w != "request").count(),
             5 + 6
         );
+    }
+
+    /// A conversation history (SPEC §1 "Conversation histories"): turn k's prompt is the
+    /// session's shared prefix, then each earlier turn's `request {session}-{j}` and own text in
+    /// order, then its own marker and text; so it opens with turn k - 1's whole prompt. Each
+    /// turn's own text is its prompt's (semi-open: `session x turns + turn`), the header keeps
+    /// the index; a prompt that is more than one text cannot be resent.
+    #[test]
+    fn a_history_resends_the_sessions_earlier_turns_in_order() {
+        let text = "schema_version = 1\nprofile = \"dev\"\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://127.0.0.1:8000\"\nmodel = \"m\"\n[schedule]\nseed = 5\narrival = \"poisson\"\nrate_rps = 2.0\n[fault]\nvariant = \"none\"\n[workload]\nmodel = \"semi-open\"\nturns = 3\nhistory = true\n[[routes]]\nlabel = \"r\"\npath = \"/v1/chat/completions\"\n[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n[workload.prefixes]\nentries = 1\ntokens = 2\n";
+        let config = Config::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let params = config.schedule_params();
+        let target = Target::parse("http://127.0.0.1:8000").unwrap();
+        let template = bare(&config, &target, &config.routes[0]);
+        assert!(template.resends_turns());
+        let prompt = |index: u64, turn: u32| {
+            let entry = Entry {
+                index,
+                intended_ns: 0,
+                route: 0,
+                phase: 0,
+                session: 7,
+                turn,
+            };
+            let text = String::from_utf8(template.bytes_of(&entry, &params)).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(head.contains(&format!("x-request-id: pct-{index}\r\n")));
+            assert!(head.contains(&format!("content-length: {}", body.len())));
+            let json: serde_json::Value = serde_json::from_str(body).unwrap();
+            json["messages"][0]["content"].as_str().unwrap().to_owned()
+        };
+        let lengths = config.routes[0].input_tokens.unwrap();
+        let own = |turn: u64| {
+            let words = lengths.draw(TokenSide::Input, 5, 7 * 3 + turn).unwrap();
+            let filler = Filler::words(9);
+            format!("request 7-{turn} of percentes.{}", filler.first(words))
+        };
+        let shared = format!(
+            "shared context 0 of percentes.{} ",
+            Filler::words(2).first(2)
+        );
+        assert_eq!(prompt(7, 0), format!("{shared}{}", own(0)));
+        assert_eq!(prompt(40, 1), format!("{shared}{} {}", own(0), own(1)));
+        let third = prompt(41, 2);
+        assert_eq!(third, format!("{shared}{} {} {}", own(0), own(1), own(2)));
+        assert!(third.starts_with(&prompt(40, 1)));
+        // A conversation prompt set cannot be resent as text.
+        let dir = std::env::temp_dir().join(format!("pct-history-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.jsonl");
+        std::fs::write(&file, "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]}\n").unwrap();
+        let with_set = text.replace(
+            "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n",
+            &format!(
+                "prompt_file = {:?}\nprompt_format = \"jsonl\"\n",
+                file.to_str().unwrap()
+            ),
+        );
+        let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let set = crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
+        let template = Template::new(
+            &config,
+            &target,
+            &config.routes[0],
+            Some(&set),
+            &ExtraHeaders::default(),
+            PINNED,
+        );
+        assert!(!template.resends_turns());
+        // A ShareGPT session's turns hold the conversation so far: each opens with the first
+        // turn's marker, so turn 2's messages extend turn 1's.
+        let file = dir.join("c.json");
+        std::fs::write(&file, r#"[{"conversations": [{"from": "human", "value": "h1"}, {"from": "gpt", "value": "g1"}, {"from": "human", "value": "h2"}, {"from": "gpt", "value": "g2"}, {"from": "human", "value": "h3"}]}]"#).unwrap();
+        let with_set = text.replace(
+            "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n",
+            &format!(
+                "prompt_file = {:?}\nprompt_format = \"sharegpt\"\n",
+                file.to_str().unwrap()
+            ),
+        );
+        let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let set = crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
+        let template = Template::new(
+            &config,
+            &target,
+            &config.routes[0],
+            Some(&set),
+            &ExtraHeaders::default(),
+            PINNED,
+        );
+        assert!(template.resends_turns());
+        let params = config.schedule_params();
+        let messages = |index: u64, turn: u32| {
+            let entry = Entry {
+                index,
+                intended_ns: 0,
+                route: 0,
+                phase: 0,
+                session: 0,
+                turn,
+            };
+            let text = String::from_utf8(template.bytes_of(&entry, &params)).unwrap();
+            let body = text.split_once("\r\n\r\n").unwrap().1.to_owned();
+            let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+            json["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["content"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let (first, second) = (messages(0, 1), messages(9, 2));
+        assert_eq!(
+            first,
+            [
+                "shared context 0 of percentes. the of request 0-0 of percentes. h1",
+                "g1",
+                "h2"
+            ]
+        );
+        assert_eq!(second[..3], first[..]);
+        assert_eq!(second[3..], ["g2", "h3"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -176,12 +176,25 @@ pub fn schedule_lines(params: &ScheduleParams, requests: u64, digest: &[u8; 32])
         .map(|r| format!("{} (weight {})", r.label, r.weight))
         .collect();
     out.push_str(&format!("  routes: {}\n", routes.join(", ")));
-    out.push_str(&params.prefixes.as_ref().map_or_else(String::new, pool_line));
+    out.push_str(&workload_extension_lines(params));
+    if let Some(t) = params.inject_at_ns {
+        out.push_str(&format!("  T_inject: {}\n", seconds(t)));
+    }
+    out
+}
+
+/// The lines of the workload's header extensions: the shared-prefix pool, the abandonment, the
+/// conversation history (SPEC §1).
+fn workload_extension_lines(params: &ScheduleParams) -> String {
+    let mut out = params.prefixes.as_ref().map_or_else(String::new, pool_line);
     if let Some(a) = &params.abandon {
         out.push_str(&abandon_line(a));
     }
-    if let Some(t) = params.inject_at_ns {
-        out.push_str(&format!("  T_inject: {}\n", seconds(t)));
+    if let Some(h) = params.history {
+        out.push_str(&format!(
+            "  conversation history: each turn resends its session's {} (SPEC §1)\n",
+            h.name()
+        ));
     }
     out
 }

@@ -196,6 +196,15 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
                 ..golden.clone()
             },
         ),
+        // Rule 8 (issue 55 item 2): a semi-open session's conversation history, hashed in.
+        (
+            "workload-history",
+            percentes_formats::schedule::ScheduleParams {
+                workload: Workload::SemiOpen { turns: 4, think },
+                history: Some(percentes_formats::schedule::History::UserTurns),
+                ..golden.clone()
+            },
+        ),
         (
             "prefix-pool-out-of-range",
             percentes_formats::schedule::ScheduleParams {
@@ -237,8 +246,21 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
             ),
         )])
         .collect();
+    // A history extension with a form this build does not know: tampered for both.
+    let history_form_2 = crafted
+        .iter()
+        .find(|(name, _)| *name == "workload-history")
+        .map(|(_, bytes)| {
+            let key = b"conversation-history";
+            let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+            let mut damaged = bytes.clone();
+            assert_eq!(damaged[at + 4], 1, "the form byte after the value's length");
+            damaged[at + 4] = 2;
+            ("history-form-2", damaged)
+        });
     let crafted = crafted
         .into_iter()
+        .chain(history_form_2)
         .map(|(name, bytes)| (name.to_owned(), bytes))
         .chain(edge_cases(&sealed));
     for (name, bytes) in crafted {
@@ -385,6 +407,8 @@ fn expected_verdict(path: &str) -> Option<&'static str> {
         ("prefix-pool-out-of-range", "tampered"),
         ("workload-prefix-pool", "sealed-intact"),
         ("workload-abandonment", "sealed-intact"),
+        ("workload-history", "sealed-intact"),
+        ("history-form-2", "tampered"),
     ]
     .iter()
     .find(|(opening, _)| name.starts_with(opening))

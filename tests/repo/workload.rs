@@ -558,3 +558,151 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
         "v0.4 reads them as their outcome byte says"
     );
 }
+
+/// A conversation history against the mock (issue 55 item 2, SPEC §1 "Conversation
+/// histories"): semi-open sessions of 3 turns, every session opening with the pool's one
+/// 10-word entry. The mock counts a prompt's words as its tokens, so each turn's count is its
+/// session's first turn's plus one own prompt per earlier turn: the history was resent, in full,
+/// every time. An auditor recomputes the design from the records alone (one replica: turn k
+/// could find its session's longest counted earlier prompt; a turn 0 the entry's 10 once any
+/// session sent it) and report.json's designed reuse agrees. Deliberate breaks: a history that
+/// drops the oldest turn, or a design that forgot the history (only the entry's 10 words), fail
+/// here.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_conversation_history_is_resent_journaled_and_designed() {
+    let _machine = crate::machine();
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
+    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string();
+    let dir = scratch("history");
+    let json = record(
+        &addr,
+        &dir,
+        "history",
+        &[
+            "--rate",
+            "4",
+            "--turns",
+            "3",
+            "--history",
+            "--shared-prefixes",
+            "1x10",
+        ],
+    );
+    let journal = dir.join("history.pj");
+    // Each request's session and turn (a session's first request is its own, turn 0).
+    let mut place = std::collections::HashMap::new();
+    for r in bytes_records(&journal) {
+        if let Record::RequestExtension(x) = r {
+            if let (Some(s), Some(t)) = (x.get(ExtensionKey::Session), x.get(ExtensionKey::Turn)) {
+                place.insert(x.index, (s, t));
+            }
+        }
+    }
+    // (dispatched, index, (session, turn), prompt tokens counted)
+    type Sent = (u64, u64, (u64, u64), Option<u32>);
+    let mut sent: Vec<Sent> = bytes_records(&journal)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Request(q) => Some((
+                q.dispatched_ns?,
+                q.index,
+                place.get(&q.index).copied().unwrap_or((q.index, 0)),
+                q.usage_prompt_tokens,
+            )),
+            _ => None,
+        })
+        .collect();
+    sent.sort();
+    // The resent history: turn k's count is turn 0's plus k own prompts.
+    let by_place: std::collections::HashMap<(u64, u64), u32> = sent
+        .iter()
+        .filter_map(|(_, _, p, usage)| Some((*p, (*usage)?)))
+        .collect();
+    let own: std::collections::BTreeSet<u32> = by_place
+        .iter()
+        .filter(|((_, turn), _)| *turn > 0)
+        .filter_map(|((session, turn), usage)| {
+            let first = by_place.get(&(*session, 0))?;
+            Some((usage - first) / *turn as u32)
+        })
+        .collect();
+    assert_eq!(own.len(), 1, "one own prompt's length per turn: {own:?}");
+    let own = *own.iter().next().unwrap();
+    for ((session, turn), usage) in &by_place {
+        if let Some(first) = by_place.get(&(*session, 0)) {
+            assert_eq!(*usage, first + own * *turn as u32, "{session}-{turn}");
+        }
+    }
+    assert!(by_place.keys().any(|(_, turn)| *turn == 2), "{by_place:?}");
+    // The auditor's design over the measurement window's requests.
+    let measurement = json["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["window"] == "measurement")
+        .unwrap();
+    let intended: std::collections::HashMap<u64, u64> = records(&journal, "request")
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["intended_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (from, to) = (
+        measurement["start_s"].as_f64().unwrap() * 1e9,
+        measurement["end_s"].as_f64().unwrap() * 1e9,
+    );
+    let (mut entry_sent, mut longest) = (false, std::collections::HashMap::new());
+    let (mut seen_before, mut designed, mut prompts) = (0u64, 0u64, 0u64);
+    for (_, index, (session, turn), usage) in &sent {
+        let mut reuse = entry_sent.then_some(10u32);
+        if *turn > 0 {
+            if let Some(&l) = longest.get(session) {
+                reuse = Some(reuse.unwrap_or(0).max(l));
+            }
+        }
+        entry_sent = true;
+        let l = longest.entry(*session).or_insert(0u32);
+        *l = (*l).max(usage.unwrap_or(0));
+        let at = intended[index] as f64;
+        if at < from || at >= to {
+            continue;
+        }
+        seen_before += u64::from(reuse.is_some());
+        if let Some(tokens) = usage {
+            prompts += u64::from(*tokens);
+            designed += u64::from(reuse.unwrap_or(0));
+        }
+    }
+    let reuse = &measurement["prefix_reuse"];
+    assert_eq!(reuse["history"], true, "{reuse}");
+    assert_eq!(reuse["seen_before"].as_u64(), Some(seen_before), "{reuse}");
+    assert_eq!(reuse["designed_tokens"].as_u64(), Some(designed), "{reuse}");
+    assert_eq!(reuse["prompt_tokens"].as_u64(), Some(prompts), "{reuse}");
+    assert!(designed > 10 * seen_before, "the history counts: {reuse}");
+    let md = std::fs::read_to_string(dir.join("history").join("report.md")).unwrap();
+    assert!(
+        md.contains("## Shared prefixes and conversation histories (§1)"),
+        "{md}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("history").join("summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        summary["workload"]
+            .as_str()
+            .is_some_and(|w| w.contains("resending the session's earlier turns")),
+        "{summary}"
+    );
+    let (_, header, _) = percentes(&["inspect", journal.to_str().unwrap()]);
+    assert!(
+        header.contains("conversation history: each turn resends its session's earlier user turns"),
+        "{header}"
+    );
+}

@@ -3,7 +3,7 @@
 //! the designed reuse the server's own counters are read beside (§2), and `analyze --by prefix`.
 
 use percentes_formats::pins::value::PREFIX_REUSE_TOLERANCE_POINTS;
-use percentes_formats::schedule::PrefixPool;
+use percentes_formats::schedule::{PrefixPool, ScheduleParams};
 
 use crate::frame::{Requests, NONE};
 use crate::model::{DesignedReuse, ReuseVerdict};
@@ -33,67 +33,102 @@ impl Expectation {
     }
 }
 
-/// Per row: the entry its session drew and whether it was sent before.
+/// Per row: the entry its session drew, whether what it opens with was sent before, and how
+/// much of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prefixes {
-    /// The pool the schedule declares.
-    pub pool: PrefixPool,
+    /// The pool the schedule declares, if it does.
+    pub pool: Option<PrefixPool>,
+    /// Whether each turn resends its session's earlier turns (SPEC §1 "Conversation
+    /// histories").
+    pub history: bool,
     /// Each row's entry ([`NO_PREFIX`] for none).
     pub entry: Vec<u32>,
-    /// Each row's [`Expectation`] (a row never dispatched: by its entry alone, never seen).
+    /// Each row's [`Expectation`] (a row never dispatched: by its design alone, never seen).
     pub expectation: Vec<Expectation>,
+    /// Each row's designed reuse, tokens: what a prefix cache with room could have held of
+    /// its prompt when it was sent (0 unless [`Expectation::SeenBefore`]).
+    pub designed: Vec<u32>,
 }
 
 impl Prefixes {
-    /// The rows' prefixes under `pool` and `seed`, `session(row)` naming each row's session:
-    /// in dispatch order (ties by index), a row is [`Expectation::SeenBefore`] when an earlier
-    /// dispatched row to the same replica (the name its answer gave; rows without a name are
-    /// one replica) carried the same entry.
-    pub fn of(
-        pool: &PrefixPool,
-        seed: u64,
-        requests: &Requests,
-        session: impl Fn(usize) -> u64,
-    ) -> Prefixes {
-        let entry: Vec<u32> = (0..requests.len())
-            .map(|row| pool.draw(seed, session(row)).unwrap_or(NO_PREFIX))
-            .collect();
-        Prefixes::with_entries(pool, entry, requests)
-    }
-
-    /// [`Prefixes::of`] with each row's entry given.
-    pub fn with_entries(pool: &PrefixPool, entry: Vec<u32>, requests: &Requests) -> Prefixes {
-        let n = requests.len();
-        let mut expectation: Vec<Expectation> = entry
+    /// The rows' prefixes under `params` (its pool, history and seed), `places[row]` naming
+    /// each row's session and turn.
+    pub fn of(params: &ScheduleParams, requests: &Requests, places: Vec<(u64, u32)>) -> Prefixes {
+        let pool = params.prefixes.as_ref();
+        let entry: Vec<u32> = places
             .iter()
-            .map(|&e| match e {
-                NO_PREFIX => Expectation::None,
-                _ => Expectation::FirstUse,
+            .map(|&(session, _)| {
+                pool.and_then(|p| p.draw(params.seed, session))
+                    .unwrap_or(NO_PREFIX)
             })
             .collect();
+        Prefixes::with_entries(pool, params.history.is_some(), entry, &places, requests)
+    }
+
+    /// [`Prefixes::of`] with each row's entry given. In dispatch order (ties by index), per
+    /// replica (the name its answer gave; rows without a name are one replica): a row whose
+    /// entry an earlier row sent there could find the entry's length cached; under a history,
+    /// a later turn whose session sent an earlier turn there could find that turn's whole
+    /// prompt, as long as the server counted it (the highest such count: a session's prompts
+    /// only grow). A row's design is the longer of the two; seen before when either holds.
+    pub fn with_entries(
+        pool: Option<&PrefixPool>,
+        history: bool,
+        entry: Vec<u32>,
+        places: &[(u64, u32)],
+        requests: &Requests,
+    ) -> Prefixes {
+        let n = requests.len();
+        let opens_shared = |row: usize| entry[row] != NO_PREFIX || (history && places[row].1 > 0);
+        let mut expectation: Vec<Expectation> = (0..n)
+            .map(|row| match opens_shared(row) {
+                true => Expectation::FirstUse,
+                false => Expectation::None,
+            })
+            .collect();
+        let mut designed = vec![0u32; n];
         let mut sent: Vec<usize> = (0..n)
-            .filter(|&row| requests.dispatched_ns[row] != NONE && entry[row] != NO_PREFIX)
+            .filter(|&row| requests.dispatched_ns[row] != NONE)
             .collect();
         sent.sort_by_key(|&row| (requests.dispatched_ns[row], requests.index[row]));
         let mut seen = std::collections::HashSet::new();
+        // Per (replica, session): the longest prompt the server counted among its turns there
+        // (0 when none was counted).
+        let mut turns_sent = std::collections::HashMap::new();
         for row in sent {
-            if !seen.insert((requests.replica_name(row), entry[row])) {
+            let replica = requests.replica_name(row);
+            let mut reuse = None;
+            if entry[row] != NO_PREFIX && !seen.insert((replica, entry[row])) {
+                reuse = pool.map(|p| p.tokens_of(entry[row]));
+            }
+            if history {
+                let session = places[row].0;
+                if let Some(&tokens) = turns_sent.get(&(replica, session)) {
+                    reuse = Some(reuse.unwrap_or(0).max(tokens));
+                }
+                let prompt = requests.usage_prompt_tokens[row];
+                let counted = if prompt == u32::MAX { 0 } else { prompt };
+                let longest = turns_sent.entry((replica, session)).or_insert(0);
+                *longest = (*longest).max(counted);
+            }
+            if let Some(tokens) = reuse {
                 expectation[row] = Expectation::SeenBefore;
+                designed[row] = tokens;
             }
         }
         Prefixes {
-            pool: pool.clone(),
+            pool: pool.cloned(),
+            history,
             entry,
             expectation,
+            designed,
         }
     }
 
-    /// Row `row`'s designed reuse: its entry's length when a cache could hold it, else 0.
+    /// Row `row`'s designed reuse: what a cache with room could have held, else 0.
     pub fn designed_tokens(&self, row: usize) -> u32 {
-        match self.expectation[row] {
-            Expectation::SeenBefore => self.pool.tokens_of(self.entry[row]),
-            _ => 0,
-        }
+        self.designed[row]
     }
 }
 
@@ -122,6 +157,7 @@ pub(crate) fn designed_of(
         prompt_tokens: 0,
         designed_tokens: 0,
         designed_percent: None,
+        history: prefixes.history,
     };
     for row in rows {
         if requests.dispatched_ns[row] == NONE {
@@ -210,7 +246,8 @@ mod tests {
             tokens: vec![10, 30],
             share_ppm: 1_000_000,
         };
-        let p = Prefixes::with_entries(&pool, entry, &requests);
+        let places: Vec<(u64, u32)> = (0..8).map(|row| (row, 0)).collect();
+        let p = Prefixes::with_entries(Some(&pool), false, entry, &places, &requests);
         let (seen, first) = (Expectation::SeenBefore, Expectation::FirstUse);
         assert_eq!(
             p.expectation,
@@ -232,5 +269,61 @@ mod tests {
         );
         assert_eq!((d.prompt_tokens, d.designed_tokens), (290, 40));
         assert!((d.designed_percent.unwrap() - 13.793_103_448).abs() < 1e-6);
+    }
+
+    /// By hand, a history without a pool: sessions 0 (turns 0-4) and 1 (turns 0-2) over
+    /// replicas A and B. Turn 0s open with nothing; s0 t1 on A finds t0's 100 counted tokens;
+    /// s1 t1 on A and s0 t2 on B find nothing of their session there (first uses); s0 t3 on A
+    /// finds the longest counted there, 220, and was not counted itself; s0 t4 on A still finds
+    /// 220 (t3's count is missing, the longest counted stands); s1 t2 was never sent. Counted:
+    /// 7 dispatched, 3 seen before, 2 first uses; with usage 6 rows, 1,340 prompt tokens,
+    /// designed 100 + 220 = 320 (t3's 220 has no usage to stand on): 23.8806 %.
+    #[test]
+    fn a_history_reuses_the_longest_earlier_turn_counted_on_the_replica() {
+        let mut requests = Requests::with_capacity(8);
+        for i in 0..8 {
+            requests.push_scheduled(i, i * 10, 0, 0);
+        }
+        requests.reserve_records().unwrap();
+        // (dispatched, replica, (session, turn), prompt tokens counted)
+        type Row<'a> = (u64, &'a str, (u64, u32), Option<u32>);
+        let rows: [Row; 8] = [
+            (10, "A", (0, 0), Some(100)),
+            (20, "B", (1, 0), Some(50)),
+            (30, "A", (0, 1), Some(220)),
+            (40, "A", (1, 1), Some(120)),
+            (50, "B", (0, 2), Some(350)),
+            (60, "A", (0, 3), None),
+            (70, "A", (0, 4), Some(500)),
+            (NONE, "A", (1, 2), None),
+        ];
+        let mut places = Vec::new();
+        for (row, (at, replica, place, usage)) in rows.into_iter().enumerate() {
+            requests.dispatched_ns[row] = at;
+            requests.replica[row] = requests.replicas.id(replica);
+            requests.usage_prompt_tokens[row] = usage.unwrap_or(u32::MAX);
+            places.push(place);
+        }
+        let p = Prefixes::with_entries(None, true, vec![NO_PREFIX; 8], &places, &requests);
+        let (seen, first, none) = (
+            Expectation::SeenBefore,
+            Expectation::FirstUse,
+            Expectation::None,
+        );
+        assert_eq!(
+            p.expectation,
+            [none, none, seen, first, first, seen, seen, first]
+        );
+        assert_eq!(p.designed, [0, 0, 100, 0, 0, 220, 220, 0]);
+        let d = designed_of(&p, &requests, 0..8);
+        assert_eq!(
+            (d.requests, d.seen_before, d.first_use, d.with_usage),
+            (7, 3, 2, 6)
+        );
+        assert_eq!((d.prompt_tokens, d.designed_tokens), (1_340, 320));
+        assert!((d.designed_percent.unwrap() - 23.880_597_015).abs() < 1e-6);
+        // Without the history the same rows design nothing.
+        let off = Prefixes::with_entries(None, false, vec![NO_PREFIX; 8], &places, &requests);
+        assert!(off.expectation.iter().all(|e| *e == none) && off.designed == [0; 8]);
     }
 }

@@ -95,6 +95,18 @@ impl Turns {
         }
     }
 
+    /// Row `row`'s place in its session: a follow-up's turn from its extension, any other
+    /// row's 0 (it opens its session).
+    pub(super) fn turn(&self, row: usize) -> u32 {
+        match self
+            .placed
+            .get((row as u64).wrapping_sub(self.first) as usize)
+        {
+            Some(Some((_, turn))) if self.is_follow_up(row) => *turn,
+            _ => 0,
+        }
+    }
+
     /// Whether `row` is a follow-up's.
     pub(super) fn is_follow_up(&self, row: usize) -> bool {
         row as u64 >= self.first

@@ -78,6 +78,10 @@ pub struct Report {
     /// summary's first line); not written: the audit says it in words.
     #[serde(skip)]
     pub workload: percentes_formats::schedule::Workload,
+    /// What each turn resent of its session's earlier turns, where the workload declares it
+    /// (§1 "Conversation histories"), for the same line; not written.
+    #[serde(skip)]
+    pub history: Option<percentes_formats::schedule::History>,
     /// What the run was, for the page's first lines (issue 54 item 5); not written: the
     /// provenance and the audit hold it.
     #[serde(skip)]

@@ -222,8 +222,9 @@ impl PrefixCache {
     }
 }
 
-/// A4 (v0.5): the prefix reuse a workload's shared-prefix pool designed over a set of requests
-/// (SPEC §1 "Shared prefixes"): what a prefix cache with room would hold of their prompts.
+/// A4 (v0.5): the prefix reuse a workload's shared-prefix pool or conversation history designed
+/// over a set of requests (SPEC §1 "Shared prefixes", "Conversation histories"): what a prefix
+/// cache with room would hold of their prompts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DesignedReuse {
     /// The requests counted (dispatched).
@@ -237,10 +238,15 @@ pub struct DesignedReuse {
     pub with_usage: u64,
     /// Their prompt tokens, as the server counted them.
     pub prompt_tokens: u64,
-    /// Their shared prefixes' designed lengths where a cache could hold them, filler units.
+    /// What of their prompts a cache could hold by design: a shared prefix's length in filler
+    /// units, an earlier turn's prompt in the server's tokens.
     pub designed_tokens: u64,
     /// Designed over prompt tokens, percent; absent without usage.
     pub designed_percent: Option<f64>,
+    /// Whether each turn resent its session's earlier turns (SPEC §1 "Conversation
+    /// histories"): an earlier turn's whole prompt counts in the design. Absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub history: bool,
 }
 
 /// The server's prefix-cache hit share against the designed reuse (SPEC §2, pin

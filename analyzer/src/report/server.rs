@@ -178,10 +178,17 @@ pub(super) fn designed_lines(md: &mut String, windows: &[WindowReport]) {
     if designed.is_empty() {
         return;
     }
-    let _ = writeln!(
+    if designed.iter().any(|(_, d)| d.history) {
+        let _ = writeln!(
+            md,
+            "\n## Shared prefixes and conversation histories (§1)\n\nThe workload's design, recomputed from the schedule: each turn resends its session's earlier turns, so a turn sent to the replica that served an earlier turn of its session could find that turn's whole prompt (its length as the server counted it) in a prefix cache with room, and a request whose shared prefix (if the pool drew one) an earlier request to the same replica sent could find that; its designed reuse is the longer over the prompt tokens the server reported (requests with usage). `analyze --by prefix` segments TTFT by this expectation.\n\n| window | dispatched | shared, seen before | shared, first use | designed reuse |\n|---|---|---|---|---|"
+        );
+    } else {
+        let _ = writeln!(
         md,
         "\n## Shared prefixes (§1)\n\nThe workload's prefix pool, recomputed from the schedule: a request whose shared prefix an earlier request to the same replica sent could find it in a prefix cache with room; its designed reuse is that prefix's length over the prompt tokens the server reported (requests with usage). `analyze --by prefix` segments TTFT by this expectation.\n\n| window | dispatched | shared, seen before | shared, first use | designed reuse |\n|---|---|---|---|---|"
     );
+    }
     for (window, d) in designed {
         let _ = writeln!(
             md,

@@ -179,6 +179,9 @@ pub struct QuickWorkload {
     pub users: Option<u32>,
     /// `--turns K`: semi-open, sessions of K requests arriving at --rate sessions/s.
     pub turns: Option<u32>,
+    /// `--history`: each turn resends its session's earlier turns (SPEC §1 "Conversation
+    /// histories"); with `--turns` only.
+    pub history: bool,
     /// `--think-time`: the mean think time, s.
     pub think_s: Option<f64>,
     /// `--think exponential`: exponential think times (default fixed).
@@ -208,6 +211,9 @@ impl QuickWorkload {
                 chosen.join(" and ")
             ));
         }
+        if self.history && self.turns.is_none() {
+            return Err("--history resends a session's earlier turns: it belongs to --turns (semi-open sessions)".into());
+        }
         let mut table = toml::Table::new();
         let think = self.think_s.is_some() || self.think.is_some();
         match (self.users, self.turns, &self.trace) {
@@ -221,7 +227,11 @@ impl QuickWorkload {
             (_, Some(turns), _) => {
                 table.insert("model".into(), V::String("semi-open".into()));
                 table.insert("turns".into(), V::Integer(i64::from(turns)));
+                if self.history {
+                    table.insert("history".into(), V::Boolean(true));
+                }
             }
+
             (_, _, Some(trace)) => {
                 if rate_given || think {
                     return Err(
@@ -698,7 +708,7 @@ impl Quick {
 
 /// Each configuration key a quick run's flag sets, with the flag: an error that names the key
 /// names the flag the user typed.
-const FLAGS: [(&str, &str); 31] = [
+const FLAGS: [(&str, &str); 32] = [
     ("target.preflight", "--no-preflight"),
     ("server_metrics.preset", "--server-metrics"),
     ("slo.declared", "--slo"),
@@ -720,6 +730,7 @@ const FLAGS: [(&str, &str); 31] = [
     ("target.tokenizer", "--tokenizer"),
     ("workload.users", "--concurrency"),
     ("workload.turns", "--turns"),
+    ("workload.history", "--history"),
     ("workload.think_ms", "--think-time"),
     ("workload.think", "--think"),
     ("workload.trace", "--trace"),
@@ -1221,6 +1232,23 @@ mod tests {
             ..quick()
         };
         assert!(semi.toml().unwrap().contains("model = \"semi-open\""));
+        let history = |turns: Option<u32>, users: Option<u32>| Quick {
+            workload: QuickWorkload {
+                turns,
+                users,
+                history: true,
+                ..Default::default()
+            },
+            ..quick()
+        };
+        assert!(history(Some(3), None)
+            .toml()
+            .unwrap()
+            .contains("history = true"));
+        for (turns, users) in [(None, None), (None, Some(2))] {
+            let error = history(turns, users).toml().unwrap_err();
+            assert!(error.contains("it belongs to --turns"), "{error}");
+        }
         let both = Quick {
             rate_rps: f64::NAN,
             workload: QuickWorkload {

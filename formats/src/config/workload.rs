@@ -7,6 +7,7 @@
 //! think_ms = 500        # closed, semi-open: the mean think time (default 0)
 //! think = "exponential" # fixed (default) | exponential
 //! # turns = 4           # semi-open: requests per session
+//! # history = true      # semi-open: each turn resends the session's earlier turns (SPEC §1)
 //! # trace = "t.jsonl"   # replay: one JSON object a line with `timestamp` (ms)
 //!
 //! [workload.prefixes]   # any model: shared prefixes, drawn per session (SPEC §1)
@@ -24,7 +25,7 @@ use serde::Deserialize;
 
 use super::{Config, ConfigError, FaultVariant};
 use crate::schedule::{
-    Abandonment, PrefixPool, Think, ThinkLaw, Workload, SHARE_SCALE, TURNS_MAX, USERS_MAX,
+    Abandonment, History, PrefixPool, Think, ThinkLaw, Workload, SHARE_SCALE, TURNS_MAX, USERS_MAX,
 };
 
 /// The section as written.
@@ -45,6 +46,10 @@ pub struct WorkloadSection {
     pub think: Law,
     /// Replay: the trace file.
     pub trace: Option<String>,
+    /// Semi-open: each turn's prompt opens with its session's earlier turns (SPEC §1
+    /// "Conversation histories").
+    #[serde(default)]
+    pub history: bool,
     /// `[workload.prefixes]`: a shared-prefix pool, under any model.
     pub prefixes: Option<PrefixSection>,
     /// `[workload.abandon]`: requests the client closes early, under any model.
@@ -115,6 +120,10 @@ pub enum Law {
 /// Most requests a replay may schedule: their times travel in the journal header (8 bytes each),
 /// whose body is at most 4 MiB, beside the configuration and the host facts.
 pub const REPLAY_REQUESTS_MAX: usize = 250_000;
+
+/// Most turns a semi-open session may have when each resends the earlier ones: the last
+/// turn's body holds every earlier prompt.
+pub const HISTORY_TURNS_MAX: u32 = 1_000;
 
 /// Longest mean think time: an hour (a longer one is a typo for seconds or a different study).
 pub const THINK_MS_MAX: f64 = 3_600_000.0;
@@ -264,6 +273,12 @@ impl Config {
         })
     }
 
+    /// The conversation history `workload.history` declares, if it does (a semi-open session's
+    /// earlier user turns; checked at load against the model).
+    pub fn history(&self) -> Option<History> {
+        self.workload.history.then_some(History::UserTurns)
+    }
+
     /// What divides the timeline's own times (a think time, a trace's timestamps): the dev
     /// time factor, unless the phases' durations are stated in seconds (then every time of the
     /// timeline is as written, §P).
@@ -350,6 +365,25 @@ impl Config {
         Ok(())
     }
 
+    /// `workload.history`: semi-open only, and within the turns a last turn may resend.
+    fn check_history(&self) -> Result<(), ConfigError> {
+        let w = &self.workload;
+        if w.history && w.model != Model::SemiOpen {
+            let name = self.workload().name();
+            return Err(invalid(
+                "workload.history",
+                format!("resends a session's earlier turns, and a {name} workload has no session that ends (a closed user's would outgrow any context window); use model = \"semi-open\" with turns"),
+            ));
+        }
+        match w.turns {
+            Some(turns) if w.history && turns > HISTORY_TURNS_MAX => Err(invalid(
+                "workload.turns",
+                format!("{turns} turns with a history: the last turn would resend {} prompts; at most {HISTORY_TURNS_MAX}", turns - 1),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// `[workload]` against itself and the rest: each model's own keys and no other's, and the
     /// models other than open only where the study they would change allows them.
     pub(super) fn check_workload(&self) -> Result<(), ConfigError> {
@@ -360,6 +394,7 @@ impl Config {
             ("workload.think_ms", w.think_ms.is_some()),
             ("workload.think", w.think != Law::Fixed),
             ("workload.trace", w.trace.is_some()),
+            ("workload.history", w.history),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -367,10 +402,16 @@ impl Config {
         let allowed: &[&str] = match w.model {
             Model::Open => &[],
             Model::Closed => &["workload.users", "workload.think_ms", "workload.think"],
-            Model::SemiOpen => &["workload.turns", "workload.think_ms", "workload.think"],
+            Model::SemiOpen => &[
+                "workload.turns",
+                "workload.think_ms",
+                "workload.think",
+                "workload.history",
+            ],
             Model::Replay => &["workload.trace"],
         };
         let name = self.workload().name();
+        self.check_history()?;
         if let Some(key) = set.iter().find(|k| !allowed.contains(k)) {
             return Err(invalid(
                 key,
@@ -496,6 +537,39 @@ mod tests {
         let error =
             Config::parse(format!("{fault}[workload]\nmodel = \"closed\"\nusers = 2\n").as_bytes());
         assert!(error.is_err());
+    }
+
+    /// `workload.history` under semi-open reaches the schedule (and so the digest); under
+    /// another model, or past the turns a history may resend, it is refused at its key.
+    #[test]
+    fn a_history_is_semi_open_only_and_scheduled() {
+        let semi = |extra: &str| {
+            load(
+                "rate_rps = 2.0\n",
+                &format!("model = \"semi-open\"\nturns = 3\n{extra}"),
+            )
+        };
+        let with = semi("history = true").unwrap().schedule_params();
+        let without = semi("").unwrap().schedule_params();
+        assert_eq!(with.history, Some(History::UserTurns));
+        assert_eq!(without.history, None);
+        assert_ne!(with.digest(), without.digest());
+        assert_eq!(semi("history = false").unwrap().history(), None);
+        refused(
+            "",
+            "model = \"closed\"\nusers = 2\nhistory = true",
+            "resends a session's earlier turns, and a closed workload",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "history = true",
+            "use model = \"semi-open\" with turns",
+        );
+        refused(
+            "rate_rps = 2.0\n",
+            "model = \"semi-open\"\nturns = 1001\nhistory = true",
+            "1001 turns with a history",
+        );
     }
 
     /// `[workload.prefixes]` under any model: one length or a list, the share in (0, 1]

@@ -208,13 +208,18 @@ impl Header {
             .schedule
             .abandon
             .map(|a| (crate::schedule::ABANDON_EXTENSION.to_owned(), a.encode()));
+        let history = self
+            .schedule
+            .history
+            .map(|h| (crate::schedule::HISTORY_EXTENSION.to_owned(), h.encode()));
         put_u32(
             &mut body,
             self.extensions.len()
                 + usize::from(rule.is_some())
                 + usize::from(workload.is_some())
                 + usize::from(prefixes.is_some())
-                + usize::from(abandon.is_some()),
+                + usize::from(abandon.is_some())
+                + usize::from(history.is_some()),
         );
         for (key, value) in self
             .extensions
@@ -223,6 +228,7 @@ impl Header {
             .chain(workload.as_ref())
             .chain(prefixes.as_ref())
             .chain(abandon.as_ref())
+            .chain(history.as_ref())
         {
             put_str(&mut body, key);
             put_bytes(&mut body, value);
@@ -351,6 +357,7 @@ impl Header {
                     // None until the extensions say otherwise (below).
                     prefixes: None,
                     abandon: None,
+                    history: None,
                 }
             },
             schedule_requests: r.u64("schedule request count")?,
@@ -424,6 +431,11 @@ impl Header {
         if let Some(value) = take(&mut header.extensions, crate::schedule::ABANDON_EXTENSION) {
             let abandon = crate::schedule::Abandonment::decode(&value);
             schedule.abandon = Some(abandon.map_err(|why| malformed("abandonment", &why))?);
+        }
+        if let Some(value) = take(&mut header.extensions, crate::schedule::HISTORY_EXTENSION) {
+            let history = crate::schedule::History::decode(&value);
+            schedule.history =
+                Some(history.map_err(|why| malformed("conversation history", &why))?);
         }
         if *blake3::hash(&header.config_bytes).as_bytes() != header.config_hash {
             return Err(HeaderError::Malformed {

@@ -288,6 +288,7 @@ mod tests {
             workload,
             prefixes: None,
             abandon: None,
+            history: None,
         }
     }
 

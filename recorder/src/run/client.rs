@@ -427,11 +427,7 @@ pub(super) async fn talk(
     if http != HttpVersion::Http1 {
         carried.protocol = Some(http2::Protocol::Http1);
     }
-    let bytes = ctx.templates[entry.route as usize].bytes_for(
-        entry.index,
-        ctx.plan.params.content(entry),
-        entry.session,
-    );
+    let bytes = ctx.templates[entry.route as usize].bytes_of(entry, &ctx.plan.params);
     record.bytes_sent = bytes.len() as u64;
     let BufResult(written, _) = stream.write_all(bytes).await;
     if let Err(e) = written {

@@ -513,11 +513,7 @@ pub(super) async fn talk(
     record.connection_reused = !opened && conn.carried.get() > 0;
     carried.protocol = Some(Protocol::Http2);
     conn.carried.set(conn.carried.get() + 1);
-    let bytes = ctx.templates[entry.route as usize].bytes_for(
-        entry.index,
-        ctx.plan.params.content(entry),
-        entry.session,
-    );
+    let bytes = ctx.templates[entry.route as usize].bytes_of(entry, &ctx.plan.params);
     let scheme = if ctx.dialer.tls.is_some() {
         "https"
     } else {

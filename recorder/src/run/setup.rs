@@ -146,6 +146,12 @@ fn route_setup(
         (Some(t), Some(lengths)) => template.counted_by(t.filler(lengths.longest())?),
         _ => template,
     };
+    if config.history().is_some() && !template.resends_turns() {
+        return Err(refused(format!(
+            "workload.history: route {:?} sends prompts that are more than one text (a conversation, images or a line's own fields), and a history resends each earlier turn as text; give the route a plain prompt set, generated prompts or a ShareGPT file, whose sessions are its conversations (SPEC §1 \"Conversation histories\")",
+            r.label
+        )));
+    }
     // A shared-prefix pool's lengths are then in the tokenizer's tokens too (SPEC §1).
     let template = match (tokenizer, config.prefix_pool()) {
         (Some(t), Some(pool)) => template.shared_counted_by(&*t.filler(pool.longest())?),

@@ -297,9 +297,7 @@ impl Transport for Net {
         self.next_id.set(id + 1);
         record.connection_id = id;
         let template = &ctx.templates[entry.route as usize];
-        record.bytes_sent = template
-            .bytes_for(entry.index, ctx.plan.params.content(entry), entry.session)
-            .len() as u64;
+        record.bytes_sent = template.bytes_of(entry, &ctx.plan.params).len() as u64;
         let written = clock.now_ns();
         record.request_written_ns = Some(written);
         let (head, tokens, end) = match self.serve(entry, written) {
