@@ -756,7 +756,8 @@ fn prefix_reading(
     times: (u64, u64),
 ) -> Option<PrefixCache> {
     let mut p = prefix_cache(source, span)?;
-    p.designed = crate::load::prefixes::designed(run, client.written_in(times));
+    p.designed =
+        crate::load::prefixes::designed(run, client.written_in(times), block_tokens(source));
     // A server that looked nothing up while prompts reached it (prefix caching off) held none
     // of them.
     p.verdict = p.designed.as_ref().and_then(|d| {
@@ -766,6 +767,19 @@ fn prefix_reading(
         Some(crate::load::prefixes::verdict(hit, d.designed_percent?))
     });
     Some(p)
+}
+
+/// The server's prefix-cache block, tokens: the `block_size` label of its cache configuration
+/// (vLLM's `cache_config_info`); `None` where it exposes none.
+fn block_tokens(source: &Source<'_>) -> Option<u32> {
+    source
+        .series
+        .values()
+        .filter(|d| role_of(&d.family) == Some(Role::CacheConfig))
+        .flat_map(|d| &d.labels)
+        .find(|(k, _)| k == "block_size")
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .filter(|b| *b > 0)
 }
 
 /// A4: the prefix cache's hits over its lookups between the scrapes `span` names, from the
@@ -1033,6 +1047,41 @@ mod tests {
             5.0,
             "the base is not an increase"
         );
+    }
+
+    /// The cache's block from vLLM's info gauge (its `block_size` label, as vLLM 0.32 serves
+    /// it among a dozen others); none without the gauge, or with a label that is no count.
+    #[test]
+    fn the_block_is_read_from_the_cache_configuration() {
+        let info = |block: &str| {
+            let mut e = exposed(
+                "vllm:cache_config_info",
+                "vllm:cache_config_info",
+                None,
+                SeriesKind::Gauge,
+                1.0,
+            );
+            e.labels
+                .push(("enable_prefix_caching".into(), "True".into()));
+            e.labels.push(("block_size".into(), block.into()));
+            vec![e]
+        };
+        let block_of = |samples: Vec<Exposed>| {
+            let mut scraper = Scraper::default();
+            let records = [scraper.record("replica-0", (0, 0), &samples)];
+            block_tokens(&source_of(&records))
+        };
+        assert_eq!(block_of(info("128")), Some(128));
+        assert_eq!(block_of(info("None")), None);
+        assert_eq!(block_of(info("0")), None);
+        let waiting = exposed(
+            "vllm:num_requests_waiting",
+            "vllm:num_requests_waiting",
+            None,
+            SeriesKind::Gauge,
+            1.0,
+        );
+        assert_eq!(block_of(vec![waiting]), None);
     }
 
     /// Hand-worked (issue 55 item 2): the prefix cache's counters at 0, 1, 2 and 3 s, queries

@@ -335,6 +335,9 @@ pub enum Role {
     /// counter; the FastAPI instrumentator's `http_requests_total` that vLLM serves): with the
     /// finished count, the requests it took and never finished (a client's close, an abort).
     Received,
+    /// The KV cache's configuration, said in an info gauge's labels (vLLM's
+    /// `cache_config_info`): its `block_size`, the whole blocks a prefix cache holds.
+    CacheConfig,
 }
 
 impl Role {
@@ -354,6 +357,7 @@ impl Role {
             Role::PrefixQueries => "prefix-cache-queries",
             Role::PrefixHits => "prefix-cache-hits",
             Role::Received => "http-requests",
+            Role::CacheConfig => "cache-config",
         }
     }
 }
@@ -386,6 +390,7 @@ pub const PRESET_NAMES: &[(Preset, Role, &str)] = &[
     ),
     (Preset::Vllm, Role::PrefixHits, "vllm:prefix_cache_hits"),
     (Preset::Vllm, Role::Received, "http_requests"),
+    (Preset::Vllm, Role::CacheConfig, "vllm:cache_config_info"),
     (Preset::Vllm, Role::Running, "vllm:num_requests_running"),
     (Preset::Vllm, Role::KvCache, "vllm:kv_cache_usage_perc"),
     (Preset::Vllm, Role::KvCache, "vllm:gpu_cache_usage_perc"),
@@ -628,11 +633,12 @@ python_gc_objects_collected_total{generation=\"0\"} 1234.0
     /// vLLM 0.32's own answer (the CPU build and the tiny model of ../shared/real-targets, after
     /// a run; saved with `curl -s 127.0.0.1:8101/metrics`) and the mock's: every line reads,
     /// and the vLLM preset finds every role the analysis reads (its prefix cache's two counters
-    /// and its front end's answered requests among them) but preemptions' histogram.
+    /// and its front end's answered requests among them, and its cache configuration, which
+    /// says the block) but preemptions' histogram.
     #[test]
     fn real_answers_read_whole_and_give_every_role() {
         for (answer, roles) in [
-            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 13),
+            (include_str!("../tests/data/vllm-0.32.metrics.txt"), 14),
             (include_str!("../tests/data/mock.metrics.txt"), 9),
         ] {
             let read = parse(answer, |n| Preset::Auto.selects(n));

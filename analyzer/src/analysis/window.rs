@@ -250,7 +250,7 @@ pub(super) fn window_report(
             .then(|| super::rows::abandonment(run, rows))
             .flatten(),
         prefix_reuse: (rules.prefix_cache == percentes_formats::spec::PrefixCacheReading::HitShare)
-            .then(|| crate::load::prefixes::designed(run, rows.iter().copied()))
+            .then(|| crate::load::prefixes::designed(run, rows.iter().copied(), None))
             .flatten(),
     }
 }

@@ -136,19 +136,24 @@ impl Prefixes {
 /// room could have held (each row's shared prefix where an earlier request to its replica sent
 /// it) over the prompt tokens the server reported, both over the rows with usage. `None` where
 /// the run declares no pool.
+/// With `block` (the server's prefix-cache block, tokens, where its metrics say it), each
+/// row's design is cut to whole blocks: what such a cache can hold of it.
 pub(crate) fn designed(
     run: &super::Run,
     rows: impl IntoIterator<Item = usize>,
+    block: Option<u32>,
 ) -> Option<DesignedReuse> {
     let prefixes = run.prefixes.as_ref()?;
-    Some(designed_of(prefixes, &run.requests, rows))
+    Some(designed_of(prefixes, &run.requests, rows, block))
 }
 
 pub(crate) fn designed_of(
     prefixes: &Prefixes,
     requests: &Requests,
     rows: impl IntoIterator<Item = usize>,
+    block: Option<u32>,
 ) -> DesignedReuse {
+    let block = block.filter(|b| *b > 0);
     let mut out = DesignedReuse {
         requests: 0,
         seen_before: 0,
@@ -157,6 +162,7 @@ pub(crate) fn designed_of(
         prompt_tokens: 0,
         designed_tokens: 0,
         designed_percent: None,
+        block_tokens: block,
         history: prefixes.history,
     };
     for row in rows {
@@ -173,7 +179,8 @@ pub(crate) fn designed_of(
         if prompt != u32::MAX {
             out.with_usage += 1;
             out.prompt_tokens += u64::from(prompt);
-            out.designed_tokens += u64::from(prefixes.designed_tokens(row));
+            let design = prefixes.designed_tokens(row);
+            out.designed_tokens += u64::from(block.map_or(design, |b| design / b * b));
         }
     }
     out.designed_percent = (out.prompt_tokens > 0)
@@ -262,7 +269,7 @@ mod tests {
                 seen
             ]
         );
-        let d = designed_of(&p, &requests, 0..8);
+        let d = designed_of(&p, &requests, 0..8, None);
         assert_eq!(
             (d.requests, d.seen_before, d.first_use, d.with_usage),
             (7, 3, 3, 6)
@@ -315,13 +322,17 @@ mod tests {
             [none, none, seen, first, first, seen, seen, first]
         );
         assert_eq!(p.designed, [0, 0, 100, 0, 0, 220, 220, 0]);
-        let d = designed_of(&p, &requests, 0..8);
+        let d = designed_of(&p, &requests, 0..8, None);
         assert_eq!(
             (d.requests, d.seen_before, d.first_use, d.with_usage),
             (7, 3, 2, 6)
         );
         assert_eq!((d.prompt_tokens, d.designed_tokens), (1_340, 320));
         assert!((d.designed_percent.unwrap() - 23.880_597_015).abs() < 1e-6);
+        // In a server's 64-token blocks: 100 holds one (64), 220 three (192): 256 of 1,340.
+        let d = designed_of(&p, &requests, 0..8, Some(64));
+        assert_eq!((d.designed_tokens, d.block_tokens), (256, Some(64)));
+        assert!((d.designed_percent.unwrap() - 19.104_477_611).abs() < 1e-6);
         // Without the history the same rows design nothing.
         let off = Prefixes::with_entries(None, false, vec![NO_PREFIX; 8], &places, &requests);
         assert!(off.expectation.iter().all(|e| *e == none) && off.designed == [0; 8]);

@@ -216,7 +216,15 @@ impl PrefixCache {
             self.designed.as_ref().and_then(|d| d.designed_percent),
             self.verdict,
         ) {
-            out.push_str(&format!(" against {d:.1} % designed ({})", v.words()));
+            let blocks = self
+                .designed
+                .as_ref()
+                .and_then(|d| d.block_tokens)
+                .map_or(String::new(), |b| format!(" in whole {b}-token blocks"));
+            out.push_str(&format!(
+                " against {d:.1} % designed{blocks} ({})",
+                v.words()
+            ));
         }
         out
     }
@@ -243,6 +251,11 @@ pub struct DesignedReuse {
     pub designed_tokens: u64,
     /// Designed over prompt tokens, percent; absent without usage.
     pub designed_percent: Option<f64>,
+    /// The server's prefix-cache block, tokens, where its metrics say it (vLLM's
+    /// `cache_config_info`): each request's design is then cut to whole blocks, what such a
+    /// cache can hold. Absent when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
     /// Whether each turn resent its session's earlier turns (SPEC §1 "Conversation
     /// histories"): an earlier turn's whole prompt counts in the design. Absent when not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

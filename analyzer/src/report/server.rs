@@ -149,9 +149,11 @@ fn prefix_lines(md: &mut String, s: &ServerEvidence) {
                 .map_or("no lookup".to_owned(), |h| format!("{h:.2} % hit"));
             let designed = match (&p.designed, p.verdict) {
                 (Some(d), verdict) => format!(
-                    "; the workload designed {} over the same {} requests ({} of {} prompt tokens the server reported){}",
+                    "; the workload designed {}{} over the same {} requests ({} of {} prompt tokens the server reported){}",
                     d.designed_percent
                         .map_or("no figure (no usage)".to_owned(), |x| format!("{x:.2} %")),
+                    d.block_tokens
+                        .map_or(String::new(), |b| format!(" in whole {b}-token blocks")),
                     d.requests,
                     d.designed_tokens,
                     d.prompt_tokens,
