@@ -379,20 +379,30 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
         }
     }
 
-    // The image holds both programs the Job runs, and is built from this repository's binary.
+    // The image holds both programs the Job runs, from nothing a registry serves: `scratch`,
+    // this repository's static binary, and Debian's kubectl, unpacked by the script that builds
+    // it (issue 57 item 3), never a download.
     let containerfile = std::fs::read_to_string(root().join("deploy/Containerfile")).unwrap();
-    assert!(containerfile.contains("cargo build --release --locked -p percentes"));
-    assert!(containerfile.contains("/usr/local/bin/percentes"));
-    assert!(
-        containerfile.contains("/usr/local/bin/kubectl")
-            && containerfile.contains("sha256sum --check")
-    );
+    let script = std::fs::read_to_string(root().join("scripts/build-image.sh")).unwrap();
+    let froms: Vec<&str> = containerfile
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .collect();
+    assert_eq!(froms, ["FROM scratch"], "no registry image");
+    assert!(containerfile.contains("COPY percentes /usr/local/bin/percentes"));
+    assert!(containerfile.contains("COPY kubectl /usr/local/bin/kubectl"));
+    assert!(script.contains("cargo build --release --locked -p percentes --target \"$target\""));
+    assert!(script.contains("apt-get download kubernetes-client"));
+    assert!(!script.contains("dl.k8s.io") && !containerfile.contains("curl"));
+    assert!(script.contains("podman build --quiet -f deploy/Containerfile -t \"$tag\""));
     assert_eq!(
         container.image.as_deref(),
         Some("percentes:latest"),
         "the image the Containerfile's usage line tags"
     );
-    assert!(containerfile.contains("-t percentes:latest"));
+    assert!(
+        containerfile.contains("-t percentes:latest") && script.contains("tag=percentes:latest")
+    );
 }
 
 /// The run.toml the Job's ConfigMap holds, loaded.
