@@ -1168,47 +1168,38 @@ tool_choice = "f""#;
         // A conversation prompt set cannot be resent as text.
         let dir = std::env::temp_dir().join(format!("pct-history-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("p.jsonl");
-        std::fs::write(&file, "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]}\n").unwrap();
-        let with_set = text.replace(
-            "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n",
-            &format!(
-                "prompt_file = {:?}\nprompt_format = \"jsonl\"\n",
-                file.to_str().unwrap()
-            ),
-        );
-        let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        let set = crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
-        let template = Template::new(
-            &config,
-            &target,
-            &config.routes[0],
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
-        assert!(!template.resends_turns());
+        // The route's prompts from a file of `format` holding `contents`, and the template.
+        let from_file = |name: &str, contents: &str, format: &str| {
+            let file = dir.join(name);
+            std::fs::write(&file, contents).unwrap();
+            let with_set = text.replace(
+                "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n",
+                &format!(
+                    "prompt_file = {:?}\nprompt_format = \"{format}\"\n",
+                    file.to_str().unwrap()
+                ),
+            );
+            let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            let set =
+                crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
+            let template = Template::new(
+                &config,
+                &target,
+                &config.routes[0],
+                Some(&set),
+                &ExtraHeaders::default(),
+                PINNED,
+            );
+            (config, template)
+        };
+        let conversation = "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]}\n";
+        assert!(!from_file("p.jsonl", conversation, "jsonl")
+            .1
+            .resends_turns());
         // A ShareGPT session's turns hold the conversation so far: each opens with the first
         // turn's marker, so turn 2's messages extend turn 1's.
-        let file = dir.join("c.json");
-        std::fs::write(&file, r#"[{"conversations": [{"from": "human", "value": "h1"}, {"from": "gpt", "value": "g1"}, {"from": "human", "value": "h2"}, {"from": "gpt", "value": "g2"}, {"from": "human", "value": "h3"}]}]"#).unwrap();
-        let with_set = text.replace(
-            "[routes.input_tokens]\nkind = \"uniform\"\nmin = 1\nmax = 9\n",
-            &format!(
-                "prompt_file = {:?}\nprompt_format = \"sharegpt\"\n",
-                file.to_str().unwrap()
-            ),
-        );
-        let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        let set = crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
-        let template = Template::new(
-            &config,
-            &target,
-            &config.routes[0],
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let sharegpt = r#"[{"conversations": [{"from": "human", "value": "h1"}, {"from": "gpt", "value": "g1"}, {"from": "human", "value": "h2"}, {"from": "gpt", "value": "g2"}, {"from": "human", "value": "h3"}]}]"#;
+        let (config, template) = from_file("c.json", sharegpt, "sharegpt");
         assert!(template.resends_turns());
         let params = config.schedule_params();
         let messages = |index: u64, turn: u32| {

@@ -15,6 +15,16 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The mock every recording here is sent to: first token at 20 ms, 0.1 ms apart, 64 tokens; its
+/// address.
+fn mock() -> String {
+    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
+    percentes_scenarios::mock::spawn_background(mock, 1)
+        .unwrap()
+        .0
+        .to_string()
+}
+
 /// Records a quick run against `addr` with `flags`, up to three times while the busy machine
 /// fails the client gate (G2: the recorder's own lateness, which these tests do not measure);
 /// returns the journal and its report.json. Any other failure fails the test.
@@ -84,11 +94,7 @@ fn record(addr: &str, dir: &std::path::Path, name: &str, flags: &[&str]) -> serd
 #[test]
 fn each_workload_model_is_chosen_journaled_and_audited() {
     let _machine = crate::machine();
-    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
-    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
-        .unwrap()
-        .0
-        .to_string();
+    let addr = mock();
     let dir = scratch("models");
 
     let closed = record(
@@ -346,11 +352,7 @@ fn mix(mut z: u64) -> u64 {
 #[test]
 fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
     let _machine = crate::machine();
-    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
-    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
-        .unwrap()
-        .0
-        .to_string();
+    let addr = mock();
     let dir = scratch("prefixes");
     let json = record(
         &addr,
@@ -572,11 +574,7 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
 #[test]
 fn a_conversation_history_is_resent_journaled_and_designed() {
     let _machine = crate::machine();
-    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 64);
-    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
-        .unwrap()
-        .0
-        .to_string();
+    let addr = mock();
     let dir = scratch("history");
     let json = record(
         &addr,
