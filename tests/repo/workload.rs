@@ -25,6 +25,38 @@ fn mock() -> String {
         .to_string()
 }
 
+/// report.json's measurement window, and whether a request (by index) was intended in it.
+fn measurement(
+    json: &serde_json::Value,
+    journal: &std::path::Path,
+) -> (serde_json::Value, impl Fn(u64) -> bool) {
+    let window = json["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["window"] == "measurement")
+        .unwrap()
+        .clone();
+    let intended: std::collections::HashMap<u64, u64> = records(journal, "request")
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["intended_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (from, to) = (
+        window["start_s"].as_f64().unwrap() * 1e9,
+        window["end_s"].as_f64().unwrap() * 1e9,
+    );
+    let measured = move |index: u64| {
+        let at = intended[&index] as f64;
+        at >= from && at < to
+    };
+    (window, measured)
+}
+
 /// Records a quick run against `addr` with `flags`, up to three times while the busy machine
 /// fails the client gate (G2: the recorder's own lateness, which these tests do not measure);
 /// returns the journal and its report.json. Any other failure fails the test.
@@ -383,29 +415,10 @@ fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
     let mut seen = std::collections::HashSet::new();
     let (mut first_use, mut seen_before, mut none) = (0u64, 0u64, 0u64);
     let (mut designed, mut prompts) = (0u64, 0u64);
-    let windows = json["windows"].as_array().unwrap();
-    let measurement = windows
-        .iter()
-        .find(|w| w["window"] == "measurement")
-        .unwrap();
-    let records = records(&journal, "request");
-    let intended: std::collections::HashMap<u64, u64> = records
-        .iter()
-        .map(|r| {
-            (
-                r["index"].as_u64().unwrap(),
-                r["intended_ns"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let (from, to) = (
-        measurement["start_s"].as_f64().unwrap() * 1e9,
-        measurement["end_s"].as_f64().unwrap() * 1e9,
-    );
+    let (measurement, measured) = measurement(&json, &journal);
     for (_, index, e, usage) in &sent {
         let hit = e.is_some_and(|e| !seen.insert(e));
-        let at = intended[index] as f64;
-        if at < from || at >= to {
+        if !measured(*index) {
             continue;
         }
         match (e, hit) {
@@ -637,25 +650,7 @@ fn a_conversation_history_is_resent_journaled_and_designed() {
     }
     assert!(by_place.keys().any(|(_, turn)| *turn == 2), "{by_place:?}");
     // The auditor's design over the measurement window's requests.
-    let measurement = json["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["window"] == "measurement")
-        .unwrap();
-    let intended: std::collections::HashMap<u64, u64> = records(&journal, "request")
-        .iter()
-        .map(|r| {
-            (
-                r["index"].as_u64().unwrap(),
-                r["intended_ns"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let (from, to) = (
-        measurement["start_s"].as_f64().unwrap() * 1e9,
-        measurement["end_s"].as_f64().unwrap() * 1e9,
-    );
+    let (measurement, measured) = measurement(&json, &journal);
     let (mut entry_sent, mut longest) = (false, std::collections::HashMap::new());
     let (mut seen_before, mut designed, mut prompts) = (0u64, 0u64, 0u64);
     for (_, index, (session, turn), usage) in &sent {
@@ -668,8 +663,7 @@ fn a_conversation_history_is_resent_journaled_and_designed() {
         entry_sent = true;
         let l = longest.entry(*session).or_insert(0u32);
         *l = (*l).max(usage.unwrap_or(0));
-        let at = intended[index] as f64;
-        if at < from || at >= to {
+        if !measured(*index) {
             continue;
         }
         seen_before += u64::from(reuse.is_some());
