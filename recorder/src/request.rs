@@ -660,26 +660,25 @@ impl Template {
             let earlier = params.content(&Entry { turn, ..*entry });
             opening.push_str("request ");
             opening.push_str(&History::marker(entry.session, turn));
-            opening.push_str(&self.own_text(earlier));
+            self.push_own_text(earlier, &mut opening);
             opening.push(' ');
         }
         let marker = History::marker(entry.session, entry.turn);
         self.bytes_with(entry.index, &marker, content, &opening)
     }
 
-    /// Prompt `content`'s text after its marker, JSON-escaped, without what closes the body:
-    /// what a later turn resends (empty where the prompt is not one plain text, which setup
-    /// refuses under a history).
-    fn own_text(&self, content: u64) -> String {
+    /// Appends prompt `content`'s text after its marker, JSON-escaped, without what closes the
+    /// body: what a later turn resends (nothing where the prompt is not one plain text, which
+    /// setup refuses under a history).
+    fn push_own_text(&self, content: u64, out: &mut String) {
         if let Some(input) = &self.input {
-            return format!(
-                " of percentes.{}",
-                input.filler.first(input.length(content))
-            );
+            out.push_str(" of percentes.");
+            out.push_str(input.filler.first(input.length(content)));
+            return;
         }
         let which = (content % self.body_suffixes.len() as u64) as usize;
         let end = self.texts_end.get(which).copied().flatten().unwrap_or(0);
-        String::from_utf8_lossy(&self.body_suffixes[which][..end]).into_owned()
+        out.push_str(&String::from_utf8_lossy(&self.body_suffixes[which][..end]));
     }
 
     /// The pre-flight's request `index`: where the workload declares shared prefixes, it opens
