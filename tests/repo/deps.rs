@@ -162,3 +162,59 @@ fn the_mock_depends_on_neither_half_of_the_instrument() {
         );
     }
 }
+
+/// The build profiles' per-package settings (Cargo.toml) name packages the build has: a crate
+/// renamed or dropped upstream would leave its override silently doing nothing (cargo only
+/// warns), and the build times and sizes BENCHMARKS.md states would no longer be this build's.
+/// The `dist` profile's opt-level-3 exceptions are there because the recorder runs them for
+/// every request, so each must be in the recorder's own tree.
+#[test]
+fn every_profile_override_names_a_package_the_build_has() {
+    let _machine = crate::machine();
+    let root = super::golden::root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+    let locked: BTreeSet<&str> = lock
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \""))
+        .map(|l| l.trim_end_matches('"'))
+        .collect();
+    let recorder = reachable("percentes-recorder");
+    // (profile, package, the override's first setting)
+    let mut overrides: Vec<(String, String, String)> = Vec::new();
+    let mut lines = manifest.lines();
+    while let Some(line) = lines.next() {
+        let Some(spec) = line
+            .strip_prefix("[profile.")
+            .and_then(|l| l.strip_suffix(']'))
+        else {
+            continue;
+        };
+        let Some((profile, package)) = spec.split_once(".package.") else {
+            continue;
+        };
+        let setting = lines.next().unwrap_or_default().trim().to_owned();
+        overrides.push((profile.into(), package.trim_matches('"').into(), setting));
+    }
+    assert!(
+        overrides
+            .iter()
+            .any(|(p, n, _)| p == "release" && n == "polars-core"),
+        "the walk must see the release profile's overrides: {overrides:?}"
+    );
+    for (profile, package, setting) in &overrides {
+        if package == "*" {
+            continue;
+        }
+        assert!(
+            locked.contains(package.as_str()),
+            "[profile.{profile}.package.{package}] names no package in Cargo.lock"
+        );
+        if profile == "dist" && setting == "opt-level = 3" {
+            assert!(
+                recorder.contains(package),
+                "[profile.dist.package.{package}] keeps opt-level 3 for the recorder, which does not use it"
+            );
+        }
+    }
+}
