@@ -22,20 +22,23 @@ command -v musl-gcc >/dev/null || { echo "musl-gcc missing: apt-get install musl
 command -v podman >/dev/null || { echo "podman missing: apt-get install podman" >&2; exit 1; }
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 
-# The static binary. C code in the dependency tree (blake3's assembly, aws-lc, the stack-growth
-# crate) is compiled by musl's gcc wrapper for this target.
+# The static binary, in the `dist` profile (Cargo.toml: the release profile linked as one unit).
+# C code in the dependency tree (blake3's assembly, aws-lc, the stack-growth crate) is compiled by
+# musl's gcc wrapper for this target.
 start=$(date +%s)
 CC_x86_64_unknown_linux_musl=musl-gcc \
-    cargo build --release --locked -p percentes --target "$target"
+    cargo build --profile dist --locked -p percentes --target "$target"
 built=$(( $(date +%s) - start ))
-bin="target/$target/release/percentes"
+bin="target/$target/dist/percentes"
 file "$bin" | grep -q "static" || { echo "$bin is not statically linked: $(file "$bin")" >&2; exit 1; }
 
-# Stripped for the image; the symbols kept beside it, linked by build id and debuglink, for a
-# crash report's addresses (objcopy --only-keep-debug, the GNU way).
+# Stripped for the image; the symbol table kept beside it, linked by build id and debuglink, for a
+# crash report's addresses (objcopy --only-keep-debug, the GNU way), with the line tables rustc
+# split out into percentes.dwp (the profile's split-debuginfo). Neither goes into the image.
 rm -rf "$context" && mkdir -p "$context"
 objcopy --only-keep-debug "$bin" "$context/percentes.debug"
 objcopy --strip-all --add-gnu-debuglink="$context/percentes.debug" "$bin" "$context/percentes"
+[ -f "$bin.dwp" ] && cp "$bin.dwp" "$context/percentes.dwp"
 
 # kubectl from Debian's own package, unpacked (not installed, not downloaded from the internet).
 (
@@ -50,8 +53,8 @@ file "$context/kubectl" | grep -q "static" || { echo "Debian's kubectl is not st
 start=$(date +%s)
 podman build --quiet -f deploy/Containerfile -t "$tag" "$context" >/dev/null
 imaged=$(( $(date +%s) - start ))
-echo "== release build for $target: ${built} s"
-echo "== binary: $(stat -c %s "$bin") bytes as built, $(stat -c %s "$context/percentes") stripped, symbols $(stat -c %s "$context/percentes.debug")"
+echo "== dist build for $target: ${built} s"
+echo "== binary: $(stat -c %s "$bin") bytes as built, $(stat -c %s "$context/percentes") stripped, symbols $(stat -c %s "$context/percentes.debug"), line tables $(stat -c %s "$context/percentes.dwp" 2>/dev/null || echo none)"
 echo "== kubectl (Debian's kubernetes-client): $(stat -c %s "$context/kubectl") bytes"
 echo "== image $tag built in ${imaged} s: $(podman image inspect "$tag" --format '{{.Size}}') bytes"
 [ -n "${SKIP_RUN:-}" ] && exit 0

@@ -391,7 +391,10 @@ fn the_recorder_job_is_valid_kubernetes_and_uses_only_what_exists() {
     assert_eq!(froms, ["FROM scratch"], "no registry image");
     assert!(containerfile.contains("COPY percentes /usr/local/bin/percentes"));
     assert!(containerfile.contains("COPY kubectl /usr/local/bin/kubectl"));
-    assert!(script.contains("cargo build --release --locked -p percentes --target \"$target\""));
+    // The image's binary is the dist profile's (Cargo.toml: LTO, one codegen unit).
+    assert!(
+        script.contains("cargo build --profile dist --locked -p percentes --target \"$target\"")
+    );
     assert!(script.contains("apt-get download kubernetes-client"));
     assert!(!script.contains("dl.k8s.io") && !containerfile.contains("curl"));
     assert!(script.contains("podman build --quiet -f deploy/Containerfile -t \"$tag\""));
