@@ -940,6 +940,18 @@ mod tests {
         )
     }
 
+    /// `route`'s template drawing from the prompt set `set`, with no extra headers.
+    fn from_set(config: &Config, target: &Target, route: &Route, set: &PromptSet) -> Template {
+        Template::new(
+            config,
+            target,
+            route,
+            Some(set),
+            &ExtraHeaders::default(),
+            PINNED,
+        )
+    }
+
     #[test]
     fn targets() {
         assert_eq!(
@@ -1181,14 +1193,7 @@ tool_choice = "f""#;
             let config = Config::parse(with_set.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
             let set =
                 crate::prompts::load_prompts(&config.routes[0], &config, None, PINNED).unwrap();
-            let template = Template::new(
-                &config,
-                &target,
-                &config.routes[0],
-                Some(&set),
-                &ExtraHeaders::default(),
-                PINNED,
-            );
+            let template = from_set(&config, &target, &config.routes[0], &set);
             (config, template)
         };
         let conversation = "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]}\n";
@@ -1405,14 +1410,7 @@ tool_choice = "f""#;
         let route = &config.routes[0];
         let set = load_prompts(route, &config, None, PINNED).unwrap();
         let target = Target::parse(&config.target.base_url).unwrap();
-        let template = Template::new(
-            &config,
-            &target,
-            route,
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let template = from_set(&config, &target, route, &set);
         let bodies: Vec<serde_json::Value> = (0..4).map(|i| body(&template, i).1).collect();
         // The forced call: the line's tools and choice, and the route's format kept.
         assert_eq!(bodies[0]["tool_choice"]["function"]["name"], "f");
@@ -1469,14 +1467,7 @@ tool_choice = "f""#;
         let set = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap();
         assert_eq!(set.prompts.len(), 2);
         let target = Target::parse(&dev.target.base_url).unwrap();
-        let template = Template::new(
-            &dev,
-            &target,
-            &dev.routes[0],
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let template = from_set(&dev, &target, &dev.routes[0], &set);
         assert_eq!(body(&template, 0).1["max_tokens"], 16);
         assert_eq!(body(&template, 1).1["max_tokens"], 256);
         // Outside the dev profile a per-line length other than the pin is refused.
@@ -1501,14 +1492,7 @@ tool_choice = "f""#;
         let dev = with_prompts("chat.jsonl", text, "dev", "mock");
         let set = load_prompts(&dev.routes[0], &dev, None, PINNED).unwrap();
         let target = Target::parse(&dev.target.base_url).unwrap();
-        let template = Template::new(
-            &dev,
-            &target,
-            &dev.routes[0],
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let template = from_set(&dev, &target, &dev.routes[0], &set);
         let (_, plain) = body(&template, 4);
         assert_eq!(
             plain["messages"],
@@ -1644,14 +1628,7 @@ tool_choice = "f""#;
             Some(tokenizer.count("Be brief.").unwrap() + tokenizer.count("Why?").unwrap())
         );
         let target = Target::parse(&config.target.base_url).unwrap();
-        let template = Template::new(
-            &config,
-            &target,
-            &config.routes[0],
-            Some(&set),
-            &ExtraHeaders::default(),
-            PINNED,
-        );
+        let template = from_set(&config, &target, &config.routes[0], &set);
         let (_, json) = body(&template, 3);
         assert_eq!(json["max_tokens"], 10);
         assert_eq!(
