@@ -29,14 +29,23 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// A single-replica dev config. `stream = false` (one body per request, its arrival the first
-/// content) keeps the suite's CPU low where an AC is about latency, not token timing.
-fn config(addr: &str, factor: u32, rate: f64, arrival: &str) -> Config {
+/// content) keeps the suite's CPU low where an AC is about latency, not token timing. `dev` is
+/// the `[dev]` table's keys: a time factor, or the durations stated in seconds (the timeout then
+/// stays the pinned 30 s).
+fn config(addr: &str, dev: &str, rate: f64, arrival: &str) -> Config {
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = {factor}\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\nstream = false\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\n{dev}\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\nstream = false\n\
          [schedule]\nseed = 8\narrival = \"{arrival}\"\nrate_rps = {rate}\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
     );
     Config::parse(text.as_bytes()).unwrap()
 }
+
+/// AC1's timeline: enough measured requests for p99 (over 500), little else.
+const STATED_AC1: &str = "warmup_s = 0.5\nmeasure_s = 6.0\ncooldown_s = 0";
+/// AC2's: a 1 s stall with a second of measurement on each side of it.
+const STATED_AC2: &str = "warmup_s = 1.0\nmeasure_s = 4.5\ncooldown_s = 0";
+/// AC2d's: one whole G2.3 window (5 s, pinned) inside the measurement.
+const STATED_AC2D: &str = "warmup_s = 1.0\nmeasure_s = 6.0\ncooldown_s = 0";
 
 fn record_once(config: &Config, name: &str) -> Report {
     analyze(&record_journal(config, name), false)
@@ -141,7 +150,7 @@ fn percentile_ms(d: &model::Distribution, q: &str) -> f64 {
 #[test]
 fn ac1_percentiles_match_a_known_distribution() {
     let _machine = crate::machine();
-    // Factor 50: measurement 6 s at 100 rps = about 600 completions; timeout 0.6 s.
+    // Measurement 6 s at 100 rps = about 600 completions, after a 0.5 s warm-up.
     let mut mock_config = MockConfig::constant(0.0, 0.0, 4096);
     mock_config.timing.ttft = Distribution::Uniform {
         low_ms: 200.0,
@@ -149,7 +158,7 @@ fn ac1_percentiles_match_a_known_distribution() {
     };
     let target = || {
         let addr = mock::spawn_background(mock_config.clone(), 1).unwrap().0;
-        config(&addr.to_string(), 50, 100.0, "poisson")
+        config(&addr.to_string(), STATED_AC1, 100.0, "poisson")
     };
     record_until_it_holds("ac1.pj", target, |report| {
         let m = measurement(report);
@@ -183,17 +192,18 @@ fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
     let _machine = crate::machine();
     let d_ms = 1000u64;
     let mut mock_config = MockConfig::constant(2.0, 0.0, 4096);
-    // The recorder starts within a fraction of a second; warm-up is 3 s and measurement 15 s at
-    // factor 20, so a stall 8 s after the mock starts lies inside the measurement window.
+    // The recorder's epoch comes within half a second of the mock's start; warm-up is 1 s and
+    // measurement 4.5 s, so a stall 3 s after the mock starts lies inside the measurement window
+    // with at least a second on each side.
     mock_config.faults = vec![FaultPlan {
         mode: FaultMode::Stall,
-        at_ms: 8000,
+        at_ms: 3000,
         duration_ms: d_ms,
         after_tokens: 0,
     }];
     let target = || {
         let addr = mock::spawn_background(mock_config.clone(), 1).unwrap().0;
-        config(&addr.to_string(), 20, 40.0, "deterministic")
+        config(&addr.to_string(), STATED_AC2, 40.0, "deterministic")
     };
     record_until_it_holds("ac2.pj", target, |report| {
         let m = measurement(report);
@@ -244,8 +254,11 @@ fn ac2d_cpu_pressure_fires_the_client_gate() {
     let addr = mock::spawn_background(MockConfig::constant(2.0, 0.0, 4096), 1)
         .unwrap()
         .0;
-    // Factor 20: 15 s of measurement, three 5 s CPU windows.
-    let report = record_once(&config(&addr.to_string(), 20, 20.0, "poisson"), "ac2d.pj");
+    // 6 s of measurement after a 1 s warm-up: a whole 5 s CPU window (G2.3) under pressure.
+    let report = record_once(
+        &config(&addr.to_string(), STATED_AC2D, 20.0, "poisson"),
+        "ac2d.pj",
+    );
     stress.stop();
     let cpu = report
         .validity
@@ -276,7 +289,7 @@ fn ac4b_silent_hangs_are_censored_on_the_curve_and_out_of_the_histograms() {
         after_tokens: 0,
     }];
     let addr = mock::spawn_background(mock_config, 1).unwrap().0;
-    let config = config(&addr.to_string(), 250, 25.0, "poisson");
+    let config = config(&addr.to_string(), "time_factor = 250", 25.0, "poisson");
     let report = record_for_diagnosis(&config, "ac4b.pj");
     let m = measurement(&report);
     assert_eq!(m.outcomes.censored, m.scheduled);

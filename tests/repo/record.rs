@@ -223,6 +223,10 @@ fn a_clean_run_completes_every_request_and_seals() {
         .any(|(k, v)| k == "canary" && v.starts_with("loopback")));
 }
 
+/// One recording per class, all at once: each is its own mock and its own run (a run holds no
+/// process-wide state but the signal flag, which no run here reads), and no assertion reads a
+/// client gate, only each request's class and its times, which a busy neighbour cannot change.
+/// Sixteen recordings one after another took 28 s; together they take the longest one's time.
 #[test]
 fn every_outcome_class_the_mock_can_provoke() {
     let _machine = crate::machine();
@@ -240,34 +244,8 @@ fn every_outcome_class_the_mock_can_provoke() {
         (Some(FaultMode::SlowlorisHeaders), "timeout"),
         (Some(FaultMode::IncorrectSuccess), "incorrect-success"),
     ];
-    for (fault, expected) in cases {
-        let addr = start_mock(fast_mock(*fault));
-        let config = config_for(&addr.to_string(), 250, 25.0);
-        let path = scratch(&format!("{}.pj", fault.map(|f| f.name()).unwrap_or("none")));
-        record(&config, &path);
-        let requests = requests(&path, &config);
-        for r in &requests {
-            assert_eq!(class_name(r.class), Some(*expected), "{fault:?}: {r:?}");
-            if *expected == "timeout" {
-                // AC4b: censored at exactly the timeout from t_i, a lower bound, not a duration.
-                assert_eq!(r.outcome, Outcome::Censored as u8);
-                assert_eq!(
-                    r.terminal_ns,
-                    r.intended_ns + config.duration_ns(&pins::CLIENT_TIMEOUT_S),
-                    "{fault:?}"
-                );
-            } else {
-                assert_eq!(r.outcome, Outcome::Errored as u8, "{fault:?}");
-            }
-        }
-    }
-    // Nothing listening: refused, and the run still seals.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    // The pre-flight would refuse these runs before they start (real_servers.rs tests that);
-    // here the requests themselves must be classified.
+    // The pre-flight would refuse the last two runs before they start (real_servers.rs tests
+    // that); here the requests themselves must be classified.
     let without_preflight = |config: Config| {
         let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap();
         Config::parse(
@@ -279,22 +257,55 @@ fn every_outcome_class_the_mock_can_provoke() {
         )
         .unwrap()
     };
-    let config = without_preflight(config_for(&closed.to_string(), 250, 25.0));
-    let path = scratch("refused.pj");
-    record(&config, &path);
-    assert!(requests(&path, &config)
+    // Nothing listening: refused, and the run still seals.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut runs: Vec<(String, Config, &str)> = cases
         .iter()
-        .all(|r| class_name(r.class) == Some("refused")));
+        .map(|(fault, expected)| {
+            let addr = start_mock(fast_mock(*fault));
+            let name = fault.map_or("none", |f| f.name()).to_owned();
+            (name, config_for(&addr.to_string(), 250, 25.0), *expected)
+        })
+        .collect();
+    runs.push((
+        "refused".into(),
+        without_preflight(config_for(&closed.to_string(), 250, 25.0)),
+        "refused",
+    ));
     // A name that can never resolve (.invalid, RFC 6761): dns, and the run still seals.
-    let config = without_preflight(config_for("percentes-test.invalid:8000", 250, 10.0));
-    let path = scratch("dns.pj");
-    record(&config, &path);
-    let requests = requests(&path, &config);
-    assert!(
-        requests.iter().all(|r| class_name(r.class) == Some("dns")),
-        "{:?}",
-        requests.first()
-    );
+    runs.push((
+        "dns".into(),
+        without_preflight(config_for("percentes-test.invalid:8000", 250, 10.0)),
+        "dns",
+    ));
+    std::thread::scope(|scope| {
+        for (name, config, _) in &runs {
+            scope.spawn(move || record(config, &scratch(&format!("{name}.pj"))));
+        }
+    });
+    for (name, config, expected) in &runs {
+        let requests = requests(&scratch(&format!("{name}.pj")), config);
+        assert!(!requests.is_empty(), "{name}");
+        for r in &requests {
+            assert_eq!(class_name(r.class), Some(*expected), "{name}: {r:?}");
+            match *expected {
+                "timeout" => {
+                    // AC4b: censored at exactly the timeout from t_i, a lower bound, not a
+                    // duration.
+                    assert_eq!(r.outcome, Outcome::Censored as u8);
+                    assert_eq!(
+                        r.terminal_ns,
+                        r.intended_ns + config.duration_ns(&pins::CLIENT_TIMEOUT_S),
+                        "{name}"
+                    );
+                }
+                _ => assert_eq!(r.outcome, Outcome::Errored as u8, "{name}"),
+            }
+        }
+    }
 }
 
 /// `percentes record` on `config_text` as a child process, quiet, its output discarded.

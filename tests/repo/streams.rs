@@ -40,12 +40,12 @@ fn reasoning_mock(field: ReasoningField) -> MockConfig {
     m
 }
 
-/// A dev run at time factor 50 (1.2 s warm-up, 6 s measured, a 0.6 s timeout) at 10 rps, one
-/// route of `tokens` tokens; `route` adds the route's own keys.
+/// A dev run of stated durations (0.5 s warm-up, 3 s measured, no cooldown; the pinned 30 s
+/// timeout) at 20 rps, one route of `tokens` tokens; `route` adds the route's own keys.
 fn config(addr: &str, path: &str, tokens: u32, route: &str) -> Config {
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 50\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
-         [schedule]\nseed = 11\narrival = \"deterministic\"\nrate_rps = 10\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"r\"\npath = \"{path}\"\n{route}\n[routes.output_tokens]\nkind = \"fixed\"\ntokens = {tokens}\n"
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\nwarmup_s = 0.5\nmeasure_s = 3.0\ncooldown_s = 0\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+         [schedule]\nseed = 11\narrival = \"deterministic\"\nrate_rps = 20\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"r\"\npath = \"{path}\"\n{route}\n[routes.output_tokens]\nkind = \"fixed\"\ntokens = {tokens}\n"
     );
     Config::parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
 }
