@@ -203,12 +203,13 @@ fn black_hole_silences_the_victim_until_its_armed_expiry() {
 
 /// Issue #7's black-hole study, from its scenario file, through the real recorder and analyzer
 /// on the isolated testbed (root, iproute2, iptables; `.ci/run` installs them and sets
-/// `PERCENTES_CI`, under which a missing prerequisite fails instead of skipping). Time factor 25:
-/// about 41 s of load, enough that several requests are in flight on the victim at the fire.
+/// `PERCENTES_CI`, under which a missing prerequisite fails instead of skipping). Time factor 50:
+/// about 20 s of load (25 took 45 s); the seed's schedule puts three requests in flight on the
+/// victim at the fire, in three runs out of three.
 ///
 /// Breaks this catches: a partition that resets instead of silencing (the victim's in-flight
 /// requests would error and G3 fail); a recorder deadline off the pinned timeout (censored
-/// before or well after 30 s / 25); a fault that never heals (no partition-heal boundary, the
+/// before or well after 30 s / 50); a fault that never heals (no partition-heal boundary, the
 /// remove command's confirmation fails fault fidelity).
 #[test]
 fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeout() {
@@ -218,7 +219,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
         return;
     }
     let out = std::env::temp_dir().join(format!("percentes-black-hole-{}", std::process::id()));
-    let (_, stdout) = crate::repo::golden::scenario_run("replica-loss-black-hole", 25, &out);
+    let (_, stdout) = crate::repo::golden::scenario_run("replica-loss-black-hole", 50, &out);
     assert!(stdout.contains("verify: sealed-intact"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
