@@ -987,7 +987,11 @@ fn demo_server_evidence(json: &serde_json::Value, out: &std::path::Path) {
 }
 
 /// §10 calibration end to end against one mock addressed directly, at time factor 100 (each
-/// step 0.3 s settle + 1.2 s measured). The mock has 8 slots of 200 ms: capacity 40 rps. The
+/// step 0.3 s settle + 1.2 s measured). The mock has one slot of 48 ms (25 ms to the first
+/// token, 255 more 0.085 ms apart): capacity 21 rps, and its waiting queue passes the step's
+/// limit near 19 rps, so the fine steps end after two or three. (Every step's pre-flight sends
+/// six sample requests one after another; a short answer keeps that short. Eight slots of
+/// 200 ms put the knee near 26 rps: eleven steps a calibration, 71 s for the test, not 35.) The
 /// ramp must pass 2, 4, 8 and 16 rps, find lambda_max between 16 and 44 rps (the fine steps stop
 /// at the first failure past the capacity), run at least two calibrations, and leave every
 /// step's configuration and a sealed journal behind.
@@ -1002,8 +1006,8 @@ fn calibrate_finds_the_mocks_capacity_and_writes_the_whole_trace() {
     let mock = dir.join("mock.toml");
     std::fs::write(
         &mock,
-        "[timing]\nttft = { kind = \"constant\", ms = 25.0 }\ntoken_gap = { kind = \"constant\", ms = 0.6863 }\n\
-         [capacity]\nmax_num_seqs = 8\nslowdown_per_running = 0.0\n",
+        "[timing]\nttft = { kind = \"constant\", ms = 25.0 }\ntoken_gap = { kind = \"constant\", ms = 0.085 }\n\
+         [capacity]\nmax_num_seqs = 1\nslowdown_per_running = 0.0\n",
     )
     .unwrap();
     let binary = std::path::Path::new(env!("CARGO_BIN_EXE_percentes"));
@@ -1133,8 +1137,8 @@ path = "/v1/chat/completions"
         }
     }
     // Beside the knee (issue 52 item 4): every step's pre-flight probed the replica, and the
-    // calibration's probe is the median of theirs; the mock's sample answers in about 45 ms
-    // (25 ms to its first token, then its tokens 0.69 ms apart).
+    // calibration's probe is the median of theirs; the mock's sample answers in about 48 ms
+    // (25 ms to its first token, then its tokens 0.085 ms apart).
     let probes: Vec<f64> = calibrations
         .iter()
         .flat_map(|c| c["steps"].as_array().unwrap())
