@@ -1,7 +1,11 @@
 //! The client under stress (issue 32): a recorder whose own CPU is taken, or that is stopped
 //! mid-run, must say so, blame itself and not the target, never stamp a time past a request's
-//! deadline, and end a run it can no longer keep. Real recordings against the mock (the worker
-//! loop's timing is what is under test), in the dev profile, a few seconds each.
+//! deadline, and end a run it can no longer keep. Real recordings against the mock, in the dev
+//! profile, a few seconds each, where the point is what a real kernel does to the client: a
+//! process stopped by a signal, a CPU taken by a hog, descriptors exhausted, SYNs a firewall
+//! drops. The worker loop's decisions under each stress (and under a closed loop's stop, whose
+//! real recording this file held until issue 51) run in the simulator, in milliseconds:
+//! recorder/src/run/sim/tests.rs.
 
 #![cfg(target_os = "linux")]
 
@@ -327,64 +331,6 @@ fn a_run_that_failed_its_gates_fails_records_exit_code_as_analyze_does() {
         scratch("ci-invalid-report").to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "analyze agrees with record");
-}
-
-/// The same stop in a closed loop (issue 37 item 3): 12 users, no think time, SIGSTOP for 2 s.
-/// The requests in flight at the stop time out at their own deadlines, their users' next
-/// requests follow from those deadlines and are sent late; nothing is blamed on the healthy
-/// target, no time passes a deadline, the worker's own ticker fails the run-time stall gate,
-/// and the analyzer's check of every follow-up against its predecessor's terminal time holds
-/// through it all. Deliberate breaks: a session that sends its next request from the moment its
-/// task wakes instead of from its predecessor's terminal fails the load (the chain check); a
-/// follow-up sent past its deadline breaks the deadline assertion.
-#[test]
-fn a_closed_loop_stopped_for_two_seconds_blames_itself_and_its_chain_holds() {
-    let _machine = crate::machine();
-    let addr = start_mock();
-    // Factor 40: warm-up 1.5 s, baseline 7.5 s, cooldown 1.5 s; a 0.75 s timeout.
-    let text = config_text(addr, 40, 1.0).replace(
-        "rate_rps = 1\n[fault]",
-        "[workload]\nmodel = \"closed\"\nusers = 12\n[fault]",
-    );
-    assert!(text.contains("model = \"closed\""), "{text}");
-    let config_path = scratch("closed-stopped.toml");
-    std::fs::write(&config_path, &text).unwrap();
-    let journal = scratch("closed-stopped.pj");
-    let child = record_child(&config_path, &journal);
-    let pid = child.id().to_string();
-    std::thread::sleep(Duration::from_millis(4_000));
-    for (signal, then) in [("-STOP", 2_000), ("-CONT", 0)] {
-        assert!(std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap()
-            .success());
-        std::thread::sleep(Duration::from_millis(then));
-    }
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(matches!(output.status.code(), Some(0 | 2)), "{stderr}");
-    let config = Config::parse(text.as_bytes()).unwrap();
-    let timeout_ns = config.duration_ns(&percentes_formats::pins::CLIENT_TIMEOUT_S);
-    let (requests, _) = read(&journal);
-    assert_the_client_blames_itself(&requests, timeout_ns);
-    assert!(requests.len() > 12, "the users went on: {}", requests.len());
-    let report = analyze(&journal);
-    assert!(
-        report
-            .audit
-            .workload_model
-            .starts_with("closed loop: 12 users"),
-        "{}",
-        report.audit.workload_model
-    );
-    let stall = report
-        .validity
-        .gates
-        .iter()
-        .find(|g| g.id == GateId::RuntimeStall)
-        .expect("the stall gate");
-    assert_eq!(stall.status, Status::Fail, "{stall:?}");
 }
 
 /// A CPU hog on the CPU the worker is pinned to (`--cpus`, `stress-ng --taskset`): the worker's
