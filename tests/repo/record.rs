@@ -471,17 +471,30 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
     );
 }
 
-/// A clean delete at time factor 100 against `base_url`. One mock answers for both declared
+/// A clean delete at time factor 200 (a 5.1 s schedule, the fire 1.8 s after the epoch, a
+/// 150 ms timeout) against `base_url`. One mock answers for both declared
 /// replicas here, so the config names a replica header no server sends: G1 is then unobserved
 /// (the analyzer fails it) rather than measured at 100 % for one replica, which the live baseline
 /// judgement would end the run for at T_inject, before the fault these tests are about fires.
 fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nreplica_header = \"x-sent-by-no-one\"\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 200\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nreplica_header = \"x-sent-by-no-one\"\n\
          [schedule]\nseed = 11\narrival = \"deterministic\"\n[calibration]\nlambda_max_rps = 20.0\n[fault]\nvariant = \"clean-delete\"\nvictim = \"replica-1\"\n{injector_lines}\n\
          [[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n"
     );
     Config::parse(text.as_bytes()).unwrap()
+}
+
+/// `config` at time factor 100 instead of [`fault_config`]'s 200 (a 10.2 s schedule): for a run
+/// that must last past something measured in real seconds.
+fn at_factor_100(config: Config) -> Config {
+    let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap();
+    assert!(text.contains("time_factor = 200\n"), "{text}");
+    Config::parse(
+        text.replace("time_factor = 200\n", "time_factor = 100\n")
+            .as_bytes(),
+    )
+    .unwrap()
 }
 
 /// Nothing was sent after an escape at `at_ns`, but for a request already being sent then (50 ms).
@@ -570,6 +583,9 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
         &addr.to_string(),
         &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\"\nconfirm_address = \"{addr}\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418"),
     );
+    // Factor 100: the schedule must outlast the pinned confirmation window (5 s of real time)
+    // after the fire, so that the escape, not the schedule's end, stops the load.
+    let config = at_factor_100(config);
     let path = scratch("unconfirmed.pj");
     let summary = record(&config, &path);
     assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
@@ -731,7 +747,7 @@ fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
     );
     let text = String::from_utf8(config.raw_bytes().to_vec())
         .unwrap()
-        .replace("time_factor = 100", "time_factor = 10")
+        .replace("time_factor = 200\n", "time_factor = 10\n")
         .replace(
             "replicas = [\"replica-0\", \"replica-1\"]\n",
             &format!("replicas = [\"replica-0\", \"replica-1\"]\nreplica_addresses = {{ \"replica-0\" = \"{gauge}\" }}\n"),
@@ -992,10 +1008,22 @@ fn prompt_sets_and_verification_rules() {
         record(&config, &path);
         requests(&path, &config)
     };
-    let good = make(
-        "header = \"x-percentes-replica: replica-0\"\nstatus = 200",
-        "verified.pj",
-    );
+    // Two recordings at once (no gate is read here, only classes and counts).
+    let (good, bad) = std::thread::scope(|scope| {
+        let good = scope.spawn(|| {
+            make(
+                "header = \"x-percentes-replica: replica-0\"\nstatus = 200",
+                "verified.pj",
+            )
+        });
+        let bad = scope.spawn(|| {
+            make(
+                "header = \"x-percentes-replica: replica-9\"",
+                "unverified.pj",
+            )
+        });
+        (good.join().unwrap(), bad.join().unwrap())
+    });
     for r in &good {
         assert_eq!(class_name(r.class), Some("correct-success"), "{r:?}");
         // "request N of percentes." is 4 words; the mock counts words as prompt tokens.
@@ -1007,10 +1035,6 @@ fn prompt_sets_and_verification_rules() {
             r.index
         );
     }
-    let bad = make(
-        "header = \"x-percentes-replica: replica-9\"",
-        "unverified.pj",
-    );
     assert!(bad
         .iter()
         .all(|r| class_name(r.class) == Some("incorrect-success")
@@ -1597,15 +1621,16 @@ pub(super) fn decomposed<'a>(json: &'a serde_json::Value, name: &str) -> &'a ser
 /// A fault run of the recorder against a mock (the victim's mock turned to errors at the fire,
 /// about 3.6 s after the epoch at time factor 100), started in the background in a fresh
 /// folder `name` and listening on `--events-socket`: the folder, the journal, the socket (not
-/// there yet) and the recorder's process.
+/// there yet) and the recorder's process. Factor 100, not [`fault_config`]'s 200: the callers
+/// hand it events from outside on a timetable of seconds.
 pub(super) fn fault_run_with_socket(
     name: &str,
 ) -> (PathBuf, PathBuf, PathBuf, std::process::Child) {
     let addr = start_mock(fast_mock(None));
-    let config = fault_config(
+    let config = at_factor_100(fault_config(
         &addr.to_string(),
         &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
-    );
+    ));
     let dir = scratch(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -1841,7 +1866,7 @@ fn a_secret_a_server_reflects_never_reaches_the_journal() {
     let secret = "reflected-secret-7f3a9c";
     std::env::set_var("PERCENTES_TEST_REFLECTED_KEY", secret);
     let text = format!(
-        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 50\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://{address}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\npreflight = false\napi_key_env = \"PERCENTES_TEST_REFLECTED_KEY\"\nreplica_header = \"x-replica\"\nrouting = \"layer-4\"\n\
+        "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 250\n[target]\nkind = \"self-hosted\"\nbase_url = \"http://{address}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\npreflight = false\napi_key_env = \"PERCENTES_TEST_REFLECTED_KEY\"\nreplica_header = \"x-replica\"\nrouting = \"layer-4\"\n\
          [schedule]\nseed = 5\narrival = \"poisson\"\nrate_rps = 20.0\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\nstream = false\n"
     );
     let config = Config::parse(text.as_bytes()).unwrap();
