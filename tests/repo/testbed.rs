@@ -332,7 +332,7 @@ fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
     let (code, stdout, stderr) = {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
             .args(["scenario", "run", scenario.to_str().unwrap()])
-            .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
+            .args(["--time-factor", "100", "--force", "--diagnose", "-o"])
             .arg(&out)
             .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
             .env("PERCENTES_MOCK_CONFIG", &mock)
