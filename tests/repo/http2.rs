@@ -333,6 +333,26 @@ fn http2_over_tls_against_nginx_completes_streams_and_classifies_resets_and_goaw
     assert_eq!(frame.column("stream_id").unwrap().null_count(), 0);
 }
 
+/// hypercorn serving tests/data/sse_app.py on a free port with the configuration `toml`
+/// (written to `name`.toml in `dir`): the running server and its base URL.
+fn hypercorn(dir: &Path, name: &str, toml: &str) -> (Server, String) {
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(&config, toml).unwrap();
+    let port = free_port();
+    let mut child = Command::new("python3")
+        .args(["-m", "hypercorn", "sse_app:app", "--bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--config")
+        .arg(&config)
+        .current_dir(data(""))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(port, "hypercorn", &mut child);
+    (Server(child), format!("http://127.0.0.1:{port}"))
+}
+
 /// hypercorn, limited to two concurrent streams a connection (`h2_max_concurrent_streams`),
 /// streaming 12 one-token events 5 ms apart to requests that overlap: every request completes
 /// with all 12 events and its usage, no connection ever carries more than two of them at once
@@ -349,21 +369,7 @@ fn http2_cleartext_sse_from_hypercorn_never_waits_behind_the_stream_limit() {
         return;
     }
     let dir = folder("hypercorn");
-    std::fs::write(dir.join("hc.toml"), "h2_max_concurrent_streams = 2\n").unwrap();
-    let port = free_port();
-    let mut child = Command::new("python3")
-        .args(["-m", "hypercorn", "sse_app:app", "--bind"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--config")
-        .arg(dir.join("hc.toml"))
-        .current_dir(data(""))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(port, "hypercorn", &mut child);
-    let _server = Server(child);
-    let base = format!("http://127.0.0.1:{port}");
+    let (_server, base) = hypercorn(&dir, "streams", "h2_max_concurrent_streams = 2\n");
     let streamed = config(
         &base,
         "http = \"2\"",
@@ -402,6 +408,10 @@ fn http2_cleartext_sse_from_hypercorn_never_waits_behind_the_stream_limit() {
     );
     assert!(spans.len() > 1, "the load needed more than one connection");
 
+    // hypercorn closes a connection whose app failed mid-stream when its keep-alive timer
+    // (5 s by default) fires: every failing request, the pre-flight's included, waited that
+    // long. A server of its own with a 0.5 s timer fails them within it (the test: 15 s -> 7 s).
+    let (_failing_server, base) = hypercorn(&dir, "fail", "keep_alive_timeout = 0.5\n");
     let failing = config(
         &base,
         "http = \"2\"",
