@@ -25,6 +25,38 @@ fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// `work` on each of `items`, on as many threads as this machine has cores, each taking the next
+/// item as it finishes one; the results in the items' order. For a test that holds the machine.
+pub(crate) fn on_every_core<T: Sync, R: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..cores)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, work(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The p99 lateness of a bare 1 ms ticker on this machine over 1.5 s (a calibration step at
 /// time factor 100), in microseconds, counted as the recorder's stall ticker counts it (absolute
 /// deadlines; a wake k periods late is k + 1 samples): the floor under gate G2.4, measured

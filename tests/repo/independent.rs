@@ -30,35 +30,6 @@ fn both(path: &str) -> (serde_json::Value, serde_json::Value) {
     (serde_json::from_str(&rust).unwrap(), independent)
 }
 
-/// `work` on each of `items`, on as many threads as this machine has cores, each taking the next
-/// item as it finishes one; the results in the items' order. For a test that holds the machine.
-fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..cores)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, work(item)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
-}
-
 /// The independent verifier's judgement of every follow-up of a closed or semi-open journal
 /// (`--follow-ups`, JOURNAL.md "Schedule" rule 5): (index, verdict) in index order.
 pub(crate) fn follow_ups(journal: &std::path::Path) -> Vec<(u64, String)> {
@@ -310,7 +281,7 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
 
     // Both verifiers on every path, over every core the test holds (pure-Python BLAKE3 keeps one
     // busy per journal), then the comparisons in order.
-    let judged = on_every_core(&paths, |path| both(path));
+    let judged = crate::on_every_core(&paths, |path| both(path));
     for (path, (rust, independent)) in paths.iter().zip(judged) {
         assert_eq!(rust["verdict"], independent["verdict"], "{path}");
         if path.contains("-twice") || path.contains("with-reason") {
