@@ -274,8 +274,13 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
 fn a_run_that_failed_its_gates_fails_records_exit_code_as_analyze_does() {
     let _machine = crate::machine();
     let addr = start_mock();
-    // Factor 40: warm-up 1.5 s, baseline 7.5 s, cooldown 1.5 s, a 0.75 s timeout; 40 rps.
-    let text = config_text(addr, 40, 40.0);
+    // Warm-up 1 s, measured 3.5 s, no cooldown, the pinned timeout; 40 rps. The stop lands
+    // inside the measurement and holds back 400 of its 4,500 ticks: G2.4's p99 fails.
+    let text = config_text(addr, 40, 40.0).replace(
+        "time_factor = 40\n",
+        "warmup_s = 1.0\nmeasure_s = 3.5\ncooldown_s = 0\n",
+    );
+    assert!(text.contains("measure_s = 3.5"), "{text}");
     let config_path = scratch("ci-invalid.toml");
     std::fs::write(&config_path, &text).unwrap();
     let journal = scratch("ci-invalid.pj");
@@ -294,7 +299,7 @@ fn a_run_that_failed_its_gates_fails_records_exit_code_as_analyze_does() {
         .spawn()
         .unwrap();
     // The recorder is the shell's child: stop it by its command line, not the shell.
-    std::thread::sleep(Duration::from_millis(4_000));
+    std::thread::sleep(Duration::from_millis(2_500));
     let signal = |name: &str| {
         assert!(std::process::Command::new("pkill")
             .args([name, "-f", &format!("record {}", config_path.display())])
