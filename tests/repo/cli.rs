@@ -1616,7 +1616,9 @@ fn a_scenario_with_its_output_closed_still_seals_and_exits_with_its_status() {
 fn a_sweep_records_each_rate_and_reports_latency_against_load() {
     let _machine = crate::machine();
     let mock = percentes_scenarios::config::MockConfig::constant(5.0, 0.1, 1024);
-    let (code, stdout, stderr, out) = mock_sweep("sweep", mock, ("", ""), "10..40*2");
+    // Each rate's run of stated lengths: 0.3 s warm-up, 1.5 s measured (12.6 s at factor 100).
+    let dev = "warmup_s = 0.3\nmeasure_s = 1.5\ncooldown_s = 0";
+    let (code, stdout, stderr, out) = mock_sweep("sweep", mock, (dev, "", ""), "10..40*2");
     assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
@@ -1646,10 +1648,10 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
                 );
             }
         }
-        // Measurement window 3 s at factor 100: about 3 x rate requests scheduled.
+        // Measurement window 1.5 s: about 1.5 x rate requests scheduled.
         let scheduled = p["scheduled"].as_f64().unwrap();
         assert!(
-            (scheduled - 3.0 * rate).abs() < 5.0 * (3.0 * rate).sqrt(),
+            (scheduled - 1.5 * rate).abs() < 5.0 * (1.5 * rate).sqrt(),
             "{p}"
         );
         assert_eq!(p["error_rate"], 0.0, "{p}");
@@ -1696,13 +1698,14 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
     assert!(stdout.contains("wrote sweep.json, sweep.md"), "{stdout}");
 }
 
-/// A sweep of one mock replica at time factor 100 over `rates`, read with `--diagnose`: the
-/// configuration's sections before the route (`sections.0`) and the route's own further lines
-/// (`sections.1`); the exit, standard output and error, and the sweep's folder.
+/// A sweep of one mock replica over `rates`, read with `--diagnose`: the `[dev]` table's keys
+/// (`sections.0`: a time factor or stated durations), the configuration's sections before the
+/// route (`sections.1`) and the route's own further lines (`sections.2`); the exit, standard
+/// output and error, and the sweep's folder.
 fn mock_sweep(
     name: &str,
     mock: percentes_scenarios::config::MockConfig,
-    sections: (&str, &str),
+    sections: (&str, &str, &str),
     rates: &str,
 ) -> (i32, String, String, std::path::PathBuf) {
     let addr = percentes_scenarios::mock::spawn_background(mock, 1)
@@ -1713,9 +1716,9 @@ fn mock_sweep(
     std::fs::write(
         &config,
         format!(
-            "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 100\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
+            "schema_version = 1\nprofile = \"dev\"\n[dev]\n{}\n[target]\nkind = \"mock\"\nbase_url = \"http://{addr}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\"]\n\
              [schedule]\nseed = 9\narrival = \"poisson\"\nrate_rps = 1.0\n[fault]\nvariant = \"none\"\n{}[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n{}",
-            sections.0, sections.1
+            sections.0, sections.1, sections.2
         ),
     )
     .unwrap();
@@ -3360,7 +3363,9 @@ fn a_sweep_names_the_capacity_under_a_declared_slo() {
     let mock = percentes_scenarios::config::MockConfig::constant(20.0, 1.0, 1);
     let slo = "[slo]\ndeclared = [\"ttft <= 500ms\", \"goodput >= 90%\"]\n";
     let route = "output_tokens = { kind = \"fixed\", tokens = 80 }\n";
-    let (code, stdout, stderr, out) = mock_sweep("sweep-slo", mock, (slo, route), "3,60");
+    // Factor 100: the 0.3 s timeout it brings ends the 60 rps step's backlog promptly.
+    let (code, stdout, stderr, out) =
+        mock_sweep("sweep-slo", mock, ("time_factor = 100", slo, route), "3,60");
     assert!(code == 0 || code == 2, "exit {code}: {stdout}{stderr}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
