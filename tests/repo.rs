@@ -6,8 +6,11 @@
 /// pressure hold it alone ([`machine`]), so the client-validity gate a test reads is not failed
 /// by its neighbours (two cores; cargo runs a binary's tests in parallel). Tests that spawn the
 /// binary for lighter work (analysis, export, verification: polars and the analyzer use every
-/// core) share it with each other but never with a recording ([`beside`]). Pure file checks
-/// (tidy, docs) take nothing.
+/// core) share it with each other but never with a recording that holds it ([`beside`]); so do
+/// recordings whose assertions read no time the client kept, only what a server did to each
+/// request (classes, bytes, headers, counts, the pool's decisions at margins of hundreds of
+/// milliseconds), which a busy neighbour cannot change. Pure file checks (tidy, docs) take
+/// nothing.
 static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// The machine alone, for a test whose verdict depends on the client keeping its schedule; a

@@ -169,7 +169,7 @@ fn all_correct(requests: &[RequestRecord]) {
 
 #[test]
 fn a_connection_the_server_closed_while_idle_is_never_used() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     // The server closes a connection idle for 100 ms; requests come every 250 ms, so every
     // pooled connection is closed by the time the next request wants it. Before the fix each
     // reuse failed as premature-close some 30 us after the write.
@@ -188,7 +188,7 @@ fn a_connection_the_server_closed_while_idle_is_never_used() {
 
 #[test]
 fn a_keep_alive_timeout_retires_the_connection_before_the_server_would() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     // `Keep-Alive: timeout=1`, and the server closes at 1 s idle; gaps of 667 ms are inside the
     // server's second but past the pool's half-second margin: the pool retires, never races.
     let addr = serve(
@@ -203,7 +203,7 @@ fn a_keep_alive_timeout_retires_the_connection_before_the_server_would() {
 
 #[test]
 fn http_1_0_and_close_delimited_bodies_close_their_connection() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     // HTTP/1.0 without keep-alive, the body delimited by the close. Before the fix the
     // connection went back to the pool, and 40 of 81 requests then failed on it.
     let addr = serve(
@@ -228,7 +228,7 @@ fn http_1_0_and_close_delimited_bodies_close_their_connection() {
 
 #[test]
 fn interim_responses_are_skipped_for_the_final_one() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     // Before the fix the 100 was taken as the final status (an `http-status` error).
     let addr = serve(
         |_| {
@@ -248,7 +248,7 @@ fn interim_responses_are_skipped_for_the_final_one() {
 
 #[test]
 fn an_endless_trailer_is_malformed_framing_within_its_bound() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     // A chunked body whose trailer line never ends. Before the fix the client buffered it without
     // limit (107 MB with 9 requests in flight) until the deadline.
     let addr = serve(
@@ -417,7 +417,7 @@ fn sigterm_ends_a_run_whose_handshakes_never_finish() {
 
 #[test]
 fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     const KEY: &str = "pct-test-key-8c1f0a9d";
     // A secret header's value shaped as an issued key, under a name the old list missed.
     const TOKEN: &str = "sk-proj-5b0e77c1d2a94f3e";

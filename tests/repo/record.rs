@@ -229,7 +229,7 @@ fn a_clean_run_completes_every_request_and_seals() {
 /// Sixteen recordings one after another took 28 s; together they take the longest one's time.
 #[test]
 fn every_outcome_class_the_mock_can_provoke() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     let cases: &[(Option<FaultMode>, &str)] = &[
         (Some(FaultMode::Error), "http-status"),
         (Some(FaultMode::SlowReload), "rejection"),
@@ -992,7 +992,7 @@ fn undispatched_requests_are_recorded_and_fail_the_run() {
 /// verification rule (here a response header): met, a correct success; missed, an incorrect one.
 #[test]
 fn prompt_sets_and_verification_rules() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     let addr = start_mock(fast_mock(None));
     let prompts = scratch("prompts.txt");
     std::fs::write(&prompts, "one\n\ntwo words\nthree little words\n").unwrap();
@@ -1044,7 +1044,7 @@ fn prompt_sets_and_verification_rules() {
 #[test]
 fn record_heads_writes_every_chain_head_as_it_goes_and_the_last_vouches_for_the_file() {
     use percentes_formats::journal::verify::{self, HeadMatch, VerifyOptions};
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     let addr = start_mock(fast_mock(None));
     let config = config_for(&addr.to_string(), 100, 20.0);
     let path = scratch("heads.pj");
@@ -1861,7 +1861,7 @@ fn reflecting_server() -> SocketAddr {
 
 #[test]
 fn a_secret_a_server_reflects_never_reaches_the_journal() {
-    let _machine = crate::machine();
+    let _beside = crate::beside();
     let address = reflecting_server();
     let secret = "reflected-secret-7f3a9c";
     std::env::set_var("PERCENTES_TEST_REFLECTED_KEY", secret);
