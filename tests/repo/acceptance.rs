@@ -41,7 +41,7 @@ fn config(addr: &str, dev: &str, rate: f64, arrival: &str) -> Config {
 }
 
 /// AC1's timeline: enough measured requests for p99 (over 500), little else.
-const STATED_AC1: &str = "warmup_s = 0.5\nmeasure_s = 6.0\ncooldown_s = 0";
+const STATED_AC1: &str = "warmup_s = 0.5\nmeasure_s = 3.0\ncooldown_s = 0";
 /// AC2's: a 1 s stall with a second of measurement on each side of it.
 const STATED_AC2: &str = "warmup_s = 1.0\nmeasure_s = 4.5\ncooldown_s = 0";
 /// AC2d's: one whole G2.3 window (5 s, pinned) inside the measurement.
@@ -150,7 +150,7 @@ fn percentile_ms(d: &model::Distribution, q: &str) -> f64 {
 #[test]
 fn ac1_percentiles_match_a_known_distribution() {
     let _machine = crate::machine();
-    // Measurement 6 s at 100 rps = about 600 completions, after a 0.5 s warm-up.
+    // Measurement 3 s at 200 rps = about 600 completions, after a 0.5 s warm-up.
     let mut mock_config = MockConfig::constant(0.0, 0.0, 4096);
     mock_config.timing.ttft = Distribution::Uniform {
         low_ms: 200.0,
@@ -158,7 +158,7 @@ fn ac1_percentiles_match_a_known_distribution() {
     };
     let target = || {
         let addr = mock::spawn_background(mock_config.clone(), 1).unwrap().0;
-        config(&addr.to_string(), STATED_AC1, 100.0, "poisson")
+        config(&addr.to_string(), STATED_AC1, 200.0, "poisson")
     };
     record_until_it_holds("ac1.pj", target, |report| {
         let m = measurement(report);
