@@ -2346,8 +2346,11 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
                 &url,
                 "--model",
                 "mock",
+                // 120 requests a side: at 60 a side a p90's planted 50 ms read "no decision"
+                // once in CI (p = 0.008 before Holm, 0.056 after), the counts divided by a design
+                // effect the host's noise made large.
                 "--rate",
-                "20",
+                "40",
                 "--duration",
                 "3s",
                 "--arrival",
@@ -2417,18 +2420,18 @@ fn compare_finds_a_planted_slowdown_and_an_a_a_pair_equal() {
             figure(&aa, name)
         );
     }
-    // No error in 60 against none in 60 cannot show the rates within one point of each other
-    // (Newcombe's interval is about ±6 points): no decision, said so, rather than "equal".
+    // No error in 120 against none in 120 cannot show the rates within one point of each other
+    // (Newcombe's interval is about ±3 points): no decision, said so, rather than "equal".
     let errors = figure(&aa, "error_rate");
     assert_eq!(errors["verdict"], "no decision", "{errors}");
-    assert!(errors["interval"][1].as_f64().unwrap() > 0.05, "{errors}");
+    assert!(errors["interval"][1].as_f64().unwrap() > 0.02, "{errors}");
     let ab = compare(&[a1, b]);
     for name in ["ttft_p50", "ttft_p90", "e2e_p50"] {
         let f = figure(&ab, name);
         assert_eq!(f["verdict"], "differs", "{f}");
         let d = f["difference"].as_f64().unwrap();
         assert!((0.045..0.055).contains(&d), "a 50 ms slowdown: {f}");
-        // Under v0.5 an interval is sized at each side's effective n (issue 53 item 2): 60
+        // Under v0.5 an interval is sized at each side's effective n (issue 53 item 2): 120
         // requests a side hold a median's, and a p90's only where they are close to
         // independent; where there is one, it excludes zero.
         let bounds = f["interval"][0].as_f64().zip(f["interval"][1].as_f64());
