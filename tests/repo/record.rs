@@ -227,7 +227,7 @@ fn a_clean_run_completes_every_request_and_seals() {
 /// One recording per class, all at once: each is its own mock and its own run (a run holds no
 /// process-wide state but the signal flag, which no run here reads), and no assertion reads a
 /// client gate, only each request's class and its times, which a busy neighbour cannot change.
-/// Sixteen recordings one after another took 28 s; together they take the longest one's time.
+/// Fourteen recordings one after another took 28 s; together they take the longest one's time.
 #[test]
 fn every_outcome_class_the_mock_can_provoke() {
     let _beside = crate::beside();
@@ -473,10 +473,10 @@ fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
 }
 
 /// A clean delete at time factor 200 (a 5.1 s schedule, the fire 1.8 s after the epoch, a
-/// 150 ms timeout) against `base_url`. One mock answers for both declared
-/// replicas here, so the config names a replica header no server sends: G1 is then unobserved
-/// (the analyzer fails it) rather than measured at 100 % for one replica, which the live baseline
-/// judgement would end the run for at T_inject, before the fault these tests are about fires.
+/// 150 ms timeout) against `base_url`. One mock answers for both declared replicas here, so the
+/// config names a replica header no server sends: G1 is then unobserved (the analyzer fails it)
+/// rather than measured at 100 % for one replica, which the live baseline judgement would end
+/// the run for at T_inject, before the fault these tests are about fires.
 fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     let text = format!(
         "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 200\n[target]\nkind = \"mock\"\nbase_url = \"http://{base_url}\"\nmodel = \"mock\"\nreplicas = [\"replica-0\", \"replica-1\"]\nreplica_header = \"x-sent-by-no-one\"\n\
@@ -486,16 +486,14 @@ fn fault_config(base_url: &str, injector_lines: &str) -> Config {
     Config::parse(text.as_bytes()).unwrap()
 }
 
-/// `config` at time factor 100 instead of [`fault_config`]'s 200 (a 10.2 s schedule): for a run
-/// that must last past something measured in real seconds.
-fn at_factor_100(config: Config) -> Config {
+/// `config` (a [`fault_config`]) at time factor `factor` instead of 200: 100 (a 10.2 s
+/// schedule) for a run that must last past something measured in real seconds, 10 for one whose
+/// pinned wait before the fire is the point.
+fn at_factor(config: Config, factor: u32) -> Config {
     let text = String::from_utf8(config.raw_bytes().to_vec()).unwrap();
     assert!(text.contains("time_factor = 200\n"), "{text}");
-    Config::parse(
-        text.replace("time_factor = 200\n", "time_factor = 100\n")
-            .as_bytes(),
-    )
-    .unwrap()
+    let text = text.replace("time_factor = 200\n", &format!("time_factor = {factor}\n"));
+    Config::parse(text.as_bytes()).unwrap()
 }
 
 /// Nothing was sent after an escape at `at_ns`, but for a request already being sent then (50 ms).
@@ -586,7 +584,7 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
     );
     // Factor 100: the schedule must outlast the pinned confirmation window (5 s of real time)
     // after the fire, so that the escape, not the schedule's end, stops the load.
-    let config = at_factor_100(config);
+    let config = at_factor(config, 100);
     let path = scratch("unconfirmed.pj");
     let summary = record(&config, &path);
     assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
@@ -742,13 +740,17 @@ fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
     let _machine = crate::machine();
     let addr = start_mock(fast_mock(None));
     let gauge = gauge_for_a_while(Duration::from_secs(1));
-    let config = fault_config(
-        &addr.to_string(),
-        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
+    let config = at_factor(
+        fault_config(
+            &addr.to_string(),
+            &format!(
+                "injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""
+            ),
+        ),
+        10,
     );
     let text = String::from_utf8(config.raw_bytes().to_vec())
         .unwrap()
-        .replace("time_factor = 200\n", "time_factor = 10\n")
         .replace(
             "replicas = [\"replica-0\", \"replica-1\"]\n",
             &format!("replicas = [\"replica-0\", \"replica-1\"]\nreplica_addresses = {{ \"replica-0\" = \"{gauge}\" }}\n"),
@@ -1628,10 +1630,15 @@ pub(super) fn fault_run_with_socket(
     name: &str,
 ) -> (PathBuf, PathBuf, PathBuf, std::process::Child) {
     let addr = start_mock(fast_mock(None));
-    let config = at_factor_100(fault_config(
-        &addr.to_string(),
-        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
-    ));
+    let config = at_factor(
+        fault_config(
+            &addr.to_string(),
+            &format!(
+                "injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""
+            ),
+        ),
+        100,
+    );
     let dir = scratch(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
