@@ -364,8 +364,7 @@ fn mock(a: args::MockArgs) -> Result<ExitCode> {
         print!("{}", mock::EXAMPLE_CONFIG);
         return Ok(ExitCode::SUCCESS);
     }
-    let parsed = MockConfig::for_flags(a.config.as_deref(), a.name, a.slow_reload_ms)
-        .map_err(anyhow::Error::msg)?;
+    let parsed = MockConfig::for_flags(a.config.as_deref(), a.name, a.slow_reload_ms)?;
     let summary = parsed.summary();
     let listen = a.listen;
     mock::run_blocking(parsed, &listen, a.threads, |addr| {
@@ -379,7 +378,7 @@ fn router(listen: &str, upstreams: &[String]) -> Result<ExitCode> {
     use percentes_scenarios::router::{self, Endpoint};
     let endpoints: Vec<Endpoint> = upstreams
         .iter()
-        .map(|spec| Endpoint::parse_flag(spec).map_err(anyhow::Error::msg))
+        .map(|spec| Endpoint::parse_flag(spec).map_err(anyhow::Error::from))
         .collect::<Result<_>>()?;
     let names: Vec<String> = endpoints.iter().map(|e| e.name.clone()).collect();
     router::run_blocking(endpoints, listen, |addr| {
@@ -400,8 +399,7 @@ fn testbed(a: args::TestbedArgs) -> Result<ExitCode> {
         a.isolated,
         a.state_dir.as_deref(),
         |line| out!("{line}"),
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

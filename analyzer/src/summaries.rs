@@ -28,7 +28,66 @@ pub struct RunRef<'a> {
     pub probe_ms: Option<f64>,
 }
 
-type Extract = fn(&Report) -> Result<f64, String>;
+type Extract = fn(&Report) -> Result<f64, Unmeasured>;
+
+/// Why a run gives no value for a scalar: the campaign lists the run beside the scalar with
+/// this reason, so that a run left out is never silent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unmeasured {
+    /// The run has no recovery report (no fault, or the analysis read none).
+    NoRecovery,
+    /// The report has no window of this name.
+    NoWindow(&'static str),
+    /// The recovery has no survivor span of this name (A3).
+    NoSpan(&'static str),
+    /// The window completed nothing, so it has no TTFT quantile.
+    NoCompletion(&'static str),
+    /// The fault never fired, so nothing was in flight at its fire.
+    NeverFired,
+    /// Nothing was in flight on the victim at the fire.
+    NothingInFlight,
+    /// Fewer were in flight on the victim than a share may rest on (§9).
+    TooFewInFlight {
+        /// In flight.
+        n: u64,
+        /// `statistics.share_min_requests`.
+        min: u64,
+    },
+    /// The window scheduled nothing, so it has no error rate.
+    NothingScheduled,
+    /// The recovery has no baseline goodput to measure a deficit against.
+    NoBaselineGoodput,
+    /// A recovery measured where the scalar reads a bound (A3); the report's words.
+    MeasuredNotBound(String),
+    /// The report's own sentence for why it has no value (a TTR's or a span's note).
+    Reported(String),
+}
+
+impl std::fmt::Display for Unmeasured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unmeasured::NoRecovery => f.write_str("no recovery report"),
+            Unmeasured::NoWindow(name) => write!(f, "no {name} window"),
+            Unmeasured::NoSpan(name) => write!(f, "no {name} span"),
+            Unmeasured::NoCompletion(name) => write!(f, "no completion in the {name} window"),
+            Unmeasured::NeverFired => f.write_str("the fault never fired"),
+            Unmeasured::NothingInFlight => f.write_str("nothing in flight on the victim"),
+            Unmeasured::TooFewInFlight { n, min } => write!(
+                f,
+                "refused: {n} in flight, fewer than the {min} a share may rest on (statistics.share_min_requests, §9)"
+            ),
+            Unmeasured::NothingScheduled => f.write_str("nothing scheduled"),
+            Unmeasured::NoBaselineGoodput => f.write_str("no baseline goodput"),
+            Unmeasured::MeasuredNotBound(text) => write!(f, "measured, not a bound: {text}"),
+            Unmeasured::Reported(text) => f.write_str(text),
+        }
+    }
+}
+
+/// The run's recovery report.
+fn recovery(r: &Report) -> Result<&RecoveryReport, Unmeasured> {
+    r.recovery.as_ref().ok_or(Unmeasured::NoRecovery)
+}
 
 /// The run-level scalars: (name, unit, role, heavy-tailed, extractor).
 const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
@@ -38,10 +97,10 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
         "primary",
         true,
         |r| {
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            let rec = recovery(r)?;
             rec.to_equilibrium
                 .ttr_s
-                .ok_or_else(|| rec.to_equilibrium.text.clone())
+                .ok_or_else(|| Unmeasured::Reported(rec.to_equilibrium.text.clone()))
         },
     ),
     (
@@ -50,10 +109,10 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
         "secondary",
         true,
         |r| {
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            let rec = recovery(r)?;
             rec.to_pre_fault
                 .ttr_s
-                .ok_or_else(|| rec.to_pre_fault.text.clone())
+                .ok_or_else(|| Unmeasured::Reported(rec.to_pre_fault.text.clone()))
         },
     ),
     (
@@ -100,7 +159,7 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
             window(r, "fault")?
                 .error_rate
                 .value
-                .ok_or_else(|| "nothing scheduled".into())
+                .ok_or(Unmeasured::NothingScheduled)
         },
     ),
     (
@@ -109,9 +168,8 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
         "secondary",
         false,
         |r| {
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
-            rec.deficit_goodput_s
-                .ok_or_else(|| "no baseline goodput".into())
+            let rec = recovery(r)?;
+            rec.deficit_goodput_s.ok_or(Unmeasured::NoBaselineGoodput)
         },
     ),
 ];
@@ -127,10 +185,10 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         false,
         |r| {
             let s = span(r, "outage")?;
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            let rec = recovery(r)?;
             s.to_s
                 .map(|to| to - rec.fire_anchor_s)
-                .ok_or_else(|| s.note.clone())
+                .ok_or_else(|| Unmeasured::Reported(s.note.clone()))
         },
     ),
     (
@@ -173,10 +231,7 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         "secondary",
         false,
         |r| {
-            let f = r
-                .in_flight_at_fire
-                .as_ref()
-                .ok_or("the fault never fired")?;
+            let f = r.in_flight_at_fire.as_ref().ok_or(Unmeasured::NeverFired)?;
             let o = f.on_lost.as_ref().unwrap_or(&f.on_victim);
             Ok((o.completed + o.errored + o.censored) as f64)
         },
@@ -187,7 +242,7 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         "secondary",
         true,
         |r| {
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            let rec = recovery(r)?;
             bound_of(&rec.to_pre_fault)
         },
     ),
@@ -197,7 +252,7 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
         "secondary",
         true,
         |r| {
-            let rec = r.recovery.as_ref().ok_or("no recovery report")?;
+            let rec = recovery(r)?;
             bound_of(&rec.to_equilibrium)
         },
     ),
@@ -205,74 +260,75 @@ const SCALARS_A3: &[(&str, &str, &str, bool, Extract)] = &[
 
 /// A recovery read as a bound at the detector's resolution (A3), or why this run has none: a
 /// measured recovery says it was measured, so that it is not read as a bound dropped.
-fn bound_of(ttr: &crate::model::Ttr) -> Result<f64, String> {
+fn bound_of(ttr: &crate::model::Ttr) -> Result<f64, Unmeasured> {
     match (ttr.bound_s, ttr.ttr_s) {
         (Some(bound), _) => Ok(bound),
-        (None, Some(_)) => Err(format!("measured, not a bound: {}", ttr.text)),
-        (None, None) => Err(ttr.text.clone()),
+        (None, Some(_)) => Err(Unmeasured::MeasuredNotBound(ttr.text.clone())),
+        (None, None) => Err(Unmeasured::Reported(ttr.text.clone())),
     }
 }
 
 /// A survivor span's TTFT p50, goodput and scheduled count (A3), or why it has none.
-fn span_ttft(r: &Report, name: &str) -> Result<f64, String> {
+fn span_ttft(r: &Report, name: &'static str) -> Result<f64, Unmeasured> {
     let s = span(r, name)?;
-    s.ttft_p50_ms.ok_or_else(|| s.note.clone())
+    s.ttft_p50_ms
+        .ok_or_else(|| Unmeasured::Reported(s.note.clone()))
 }
 
-fn span_goodput(r: &Report, name: &str) -> Result<f64, String> {
+fn span_goodput(r: &Report, name: &'static str) -> Result<f64, Unmeasured> {
     let s = span(r, name)?;
-    s.goodput.ok_or_else(|| s.note.clone())
+    s.goodput
+        .ok_or_else(|| Unmeasured::Reported(s.note.clone()))
 }
 
-fn span_scheduled(r: &Report, name: &str) -> Result<f64, String> {
+fn span_scheduled(r: &Report, name: &'static str) -> Result<f64, Unmeasured> {
     Ok(span(r, name)?.scheduled as f64)
 }
 
-fn span<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::SurvivorReading, String> {
-    r.recovery
-        .as_ref()
-        .ok_or("no recovery report")?
+fn span<'a>(
+    r: &'a Report,
+    name: &'static str,
+) -> Result<&'a crate::model::SurvivorReading, Unmeasured> {
+    recovery(r)?
         .survivor
         .iter()
         .find(|s| s.span == name)
-        .ok_or_else(|| format!("no {name} span"))
+        .ok_or(Unmeasured::NoSpan(name))
 }
 
-fn window<'a>(r: &'a Report, name: &str) -> Result<&'a crate::model::WindowReport, String> {
+fn window<'a>(
+    r: &'a Report,
+    name: &'static str,
+) -> Result<&'a crate::model::WindowReport, Unmeasured> {
     r.windows
         .iter()
         .find(|w| w.window == name)
-        .ok_or_else(|| format!("no {name} window"))
+        .ok_or(Unmeasured::NoWindow(name))
 }
 
 /// The share (%) of the requests in flight on the victim at fire that `count` picks.
-fn victim_share(r: &Report, count: fn(&crate::model::Outcomes) -> u64) -> Result<f64, String> {
-    let f = r
-        .in_flight_at_fire
-        .as_ref()
-        .ok_or("the fault never fired")?;
+fn victim_share(r: &Report, count: fn(&crate::model::Outcomes) -> u64) -> Result<f64, Unmeasured> {
+    let f = r.in_flight_at_fire.as_ref().ok_or(Unmeasured::NeverFired)?;
     // A4 (v0.5): the victim's and the never answered, as G3 reads them.
     let o = f.on_lost.as_ref().unwrap_or(&f.on_victim);
     let n = o.completed + o.errored + o.censored;
     let min = pins::value::STATISTICS_SHARE_MIN_REQUESTS as u64;
     if n > 0 && n < min && r.rules.shares == ShareSupport::Counted {
-        return Err(format!(
-            "refused: {n} in flight, fewer than the {min} a share may rest on (statistics.share_min_requests, §9)"
-        ));
+        return Err(Unmeasured::TooFewInFlight { n, min });
     }
     (n > 0)
         .then(|| count(o) as f64 / n as f64 * 100.0)
-        .ok_or_else(|| "nothing in flight on the victim".into())
+        .ok_or(Unmeasured::NothingInFlight)
 }
 
-fn ttft_p50(r: &Report, name: &str) -> Result<f64, String> {
+fn ttft_p50(r: &Report, name: &'static str) -> Result<f64, Unmeasured> {
     let w = window(r, name)?;
     w.ttft
         .percentiles_us
         .iter()
         .find(|(q, _)| q == "p50")
         .map(|(_, us)| *us as f64 / 1000.0)
-        .ok_or_else(|| format!("no completion in the {name} window"))
+        .ok_or(Unmeasured::NoCompletion(name))
 }
 
 fn summary(values: &[f64]) -> Option<Summary> {
@@ -553,6 +609,16 @@ fn g5(members: &[&RunRef<'_>]) -> String {
             }
         }
     }
+}
+
+/// The scalar `name` of one run, as a campaign reads it: its value or why it has none.
+#[cfg(test)]
+pub(crate) fn reading(report: &Report, name: &str) -> Option<Result<f64, Unmeasured>> {
+    SCALARS
+        .iter()
+        .chain(SCALARS_A3)
+        .find(|s| s.0 == name)
+        .map(|s| (s.4)(report))
 }
 
 #[cfg(test)]

@@ -17,31 +17,87 @@ use crate::model::{Distribution, Report};
 /// The most rates one sweep records.
 pub const RATES_MAX: usize = 64;
 
+/// Why `--rates` was refused; each kind holds the text it refers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RatesError {
+    /// A part is not a number.
+    NotANumber {
+        /// The part.
+        part: String,
+    },
+    /// A rate at or below 0, or above [`RATE_RPS_MAX`].
+    OutOfRange {
+        /// The part.
+        part: String,
+    },
+    /// A ramp without its `*FACTOR`.
+    RampWithoutFactor {
+        /// The whole flag.
+        text: String,
+    },
+    /// A ramp whose TO is below its FROM, or whose FACTOR is not above 1.
+    RampGoesNowhere {
+        /// The whole flag.
+        text: String,
+    },
+    /// No rate, or more than [`RATES_MAX`].
+    Count {
+        /// The whole flag.
+        text: String,
+    },
+    /// A rate not above the one before it.
+    NotIncreasing {
+        /// The whole flag.
+        text: String,
+    },
+}
+
+impl std::fmt::Display for RatesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RatesError::NotANumber { part } => write!(f, "{part:?} is not a number"),
+            RatesError::OutOfRange { part } => {
+                write!(f, "{part} is not a rate above 0 and at most {RATE_RPS_MAX}")
+            }
+            RatesError::RampWithoutFactor { text } => {
+                write!(f, "{text:?}: a ramp is FROM..TO*FACTOR, such as 2..32*2")
+            }
+            RatesError::RampGoesNowhere { text } => {
+                write!(f, "{text:?}: a ramp needs FROM <= TO and a FACTOR above 1")
+            }
+            RatesError::Count { text } => {
+                write!(f, "{text:?}: between 1 and {RATES_MAX} rates")
+            }
+            RatesError::NotIncreasing { text } => write!(f, "{text:?}: the rates must increase"),
+        }
+    }
+}
+
+impl std::error::Error for RatesError {}
+
 /// `2,4,8,16`, or a geometric ramp `FROM..TO*FACTOR` (`2..32*2` is 2, 4, 8, 16, 32): rates in
 /// requests per second, each above 0, strictly increasing.
-pub fn parse_rates(text: &str) -> Result<Vec<f64>, String> {
-    let number = |s: &str| -> Result<f64, String> {
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, RatesError> {
+    let number = |s: &str| -> Result<f64, RatesError> {
+        let part = s.to_owned();
         let v: f64 = s
             .trim()
             .parse()
-            .map_err(|_| format!("{s:?} is not a number"))?;
+            .map_err(|_| RatesError::NotANumber { part: part.clone() })?;
         if v.is_finite() && v > 0.0 && v <= RATE_RPS_MAX {
             Ok(v)
         } else {
-            Err(format!(
-                "{s} is not a rate above 0 and at most {RATE_RPS_MAX}"
-            ))
+            Err(RatesError::OutOfRange { part })
         }
     };
+    let whole = || text.to_owned();
     let rates: Vec<f64> = if let Some((from, rest)) = text.split_once("..") {
         let (to, factor) = rest
             .split_once('*')
-            .ok_or_else(|| format!("{text:?}: a ramp is FROM..TO*FACTOR, such as 2..32*2"))?;
+            .ok_or_else(|| RatesError::RampWithoutFactor { text: whole() })?;
         let (from, to, factor) = (number(from)?, number(to)?, number(factor)?);
         if factor <= 1.0 || to < from {
-            return Err(format!(
-                "{text:?}: a ramp needs FROM <= TO and a FACTOR above 1"
-            ));
+            return Err(RatesError::RampGoesNowhere { text: whole() });
         }
         let mut rates = Vec::new();
         let mut rate = from;
@@ -57,10 +113,10 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, String> {
         text.split(',').map(number).collect::<Result<_, _>>()?
     };
     if rates.is_empty() || rates.len() > RATES_MAX {
-        return Err(format!("{text:?}: between 1 and {RATES_MAX} rates"));
+        return Err(RatesError::Count { text: whole() });
     }
     if rates.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(format!("{text:?}: the rates must increase"));
+        return Err(RatesError::NotIncreasing { text: whole() });
     }
     Ok(rates)
 }
@@ -70,9 +126,9 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, String> {
 pub struct Rates(pub Vec<f64>);
 
 impl std::str::FromStr for Rates {
-    type Err = String;
+    type Err = RatesError;
 
-    fn from_str(text: &str) -> Result<Rates, String> {
+    fn from_str(text: &str) -> Result<Rates, RatesError> {
         parse_rates(text).map(Rates)
     }
 }
@@ -707,20 +763,63 @@ mod tests {
         assert_eq!(parse_rates("2..32*2").unwrap(), [2.0, 4.0, 8.0, 16.0, 32.0]);
         assert_eq!(parse_rates("1..2*1.5").unwrap(), [1.0, 1.5]);
         assert_eq!(parse_rates("0.5").unwrap(), [0.5]);
-        for (bad, why) in [
-            ("", "is not a number"),
-            ("2,x", "is not a number"),
-            ("4,2", "must increase"),
-            ("2,2", "must increase"),
-            ("0,1", "above 0"),
-            ("-1", "above 0"),
-            ("2..32", "FROM..TO*FACTOR"),
-            ("2..32*1", "FACTOR above 1"),
-            ("32..2*2", "FROM <= TO"),
-            ("1..1000000*1.01", "between 1 and 64 rates"),
+        let part = |p: &str| p.to_owned();
+        let text = |t: &str| t.to_owned();
+        for (bad, kind, why) in [
+            (
+                "",
+                RatesError::NotANumber { part: part("") },
+                "is not a number",
+            ),
+            (
+                "2,x",
+                RatesError::NotANumber { part: part("x") },
+                "is not a number",
+            ),
+            (
+                "4,2",
+                RatesError::NotIncreasing { text: text("4,2") },
+                "must increase",
+            ),
+            (
+                "2,2",
+                RatesError::NotIncreasing { text: text("2,2") },
+                "must increase",
+            ),
+            ("0,1", RatesError::OutOfRange { part: part("0") }, "above 0"),
+            ("-1", RatesError::OutOfRange { part: part("-1") }, "above 0"),
+            (
+                "2..32",
+                RatesError::RampWithoutFactor {
+                    text: text("2..32"),
+                },
+                "FROM..TO*FACTOR",
+            ),
+            (
+                "2..32*1",
+                RatesError::RampGoesNowhere {
+                    text: text("2..32*1"),
+                },
+                "FACTOR above 1",
+            ),
+            (
+                "32..2*2",
+                RatesError::RampGoesNowhere {
+                    text: text("32..2*2"),
+                },
+                "FROM <= TO",
+            ),
+            (
+                "1..1000000*1.01",
+                RatesError::Count {
+                    text: text("1..1000000*1.01"),
+                },
+                "between 1 and 64 rates",
+            ),
         ] {
             let e = parse_rates(bad).unwrap_err();
-            assert!(e.contains(why), "{bad}: {e}");
+            assert_eq!(e, kind, "{bad}");
+            assert!(e.to_string().contains(why), "{bad}: {e}");
         }
     }
 

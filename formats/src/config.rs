@@ -182,8 +182,8 @@ pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTP
 use located::Index;
 pub use located::Location;
 pub use quick::{
-    check_quick_files, parse_duration_s, rate_flag, FlagError, Quick, QuickParts, QuickWorkload,
-    QUICK_PATH_DEFAULT,
+    check_quick_files, parse_duration_s, rate_flag, DurationError, FlagError, Quick, QuickParts,
+    QuickWorkload, QUICK_PATH_DEFAULT,
 };
 use sections::Typed;
 pub use sections::*;

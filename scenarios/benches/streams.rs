@@ -8,15 +8,13 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-async fn one(addr: String, tokens: u32) -> Result<(u32, f64), String> {
-    let mut s = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+async fn one(addr: String, tokens: u32) -> std::io::Result<(u32, f64)> {
+    let mut s = TcpStream::connect(&addr).await?;
     let body = format!(
         r#"{{"messages":[{{"role":"user","content":"x"}}],"max_tokens":{tokens},"stream":true,"ignore_eos":true}}"#
     );
     let request = format!("POST /v1/chat/completions HTTP/1.1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-    s.write_all(request.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
+    s.write_all(request.as_bytes()).await?;
     // Count token events incrementally; keep the last (pattern - 1) bytes between reads so an
     // event split across two reads is counted once.
     const PATTERN: &[u8] = b"\"content\":\"tok";
@@ -26,7 +24,7 @@ async fn one(addr: String, tokens: u32) -> Result<(u32, f64), String> {
     let mut last = Instant::now();
     let mut worst_gap = 0f64;
     loop {
-        let n = s.read(&mut buf).await.map_err(|e| e.to_string())?;
+        let n = s.read(&mut buf).await?;
         if n == 0 {
             break;
         }
@@ -80,7 +78,7 @@ fn main() {
                     gaps.push(gap);
                 }
                 Ok((seen, _)) => errors.push(format!("{seen} of {tokens} tokens")),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         gaps.sort_by(f64::total_cmp);

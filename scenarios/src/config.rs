@@ -24,6 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, ErrorKind};
 use crate::timing::Distribution;
 
 /// The longest mock configuration file read (1 MiB, as percentes' own configurations).
@@ -318,13 +319,17 @@ impl MockConfig {
         path: Option<&std::path::Path>,
         name: Option<String>,
         slow_reload_ms: Option<u64>,
-    ) -> Result<MockConfig, String> {
+    ) -> Result<MockConfig, Error> {
         let mut config = match path {
             None => MockConfig::default(),
             Some(path) => {
-                let text = read_config_file(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                MockConfig::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
+                let text = read_config_file(path).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                MockConfig::parse(&text).map_err(|e| e.within(path.display()))?
             }
         };
         if let Some(name) = name {
@@ -374,57 +379,59 @@ impl MockConfig {
     }
 
     /// Parses and validates a mock configuration.
-    pub fn parse(text: &str) -> Result<MockConfig, String> {
+    pub fn parse(text: &str) -> Result<MockConfig, Error> {
         let config: MockConfig =
-            toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+            toml::from_str(text).map_err(|e| Error::refused(e.to_string().trim()))?;
         config.validate()?;
         Ok(config)
     }
 
     /// Checks every number is in its domain.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
         self.timing
             .ttft
             .validate()
-            .map_err(|e| format!("timing.ttft: {e}"))?;
+            .map_err(|e| e.within("timing.ttft"))?;
         self.timing
             .token_gap
             .validate()
-            .map_err(|e| format!("timing.token_gap: {e}"))?;
+            .map_err(|e| e.within("timing.token_gap"))?;
         if self.capacity.max_num_seqs == 0 {
-            return Err("capacity.max_num_seqs must be at least 1".into());
+            return Err(Error::refused("capacity.max_num_seqs must be at least 1"));
         }
         let s = self.capacity.slowdown_per_running;
         if !(s.is_finite() && s >= 0.0) {
-            return Err(format!(
+            return Err(Error::refused(format!(
                 "capacity.slowdown_per_running = {s} must be finite and >= 0"
-            ));
+            )));
         }
         let t = self.capacity.throttle_factor;
         if !(t.is_finite() && (1.0..=100.0).contains(&t)) {
-            return Err(format!(
+            return Err(Error::refused(format!(
                 "capacity.throttle_factor = {t} must lie in 1..=100"
-            ));
+            )));
         }
         for (key, ms) in [
             ("store.cache_ms", self.store.cache_ms),
             ("store.store_ms", self.store.store_ms),
         ] {
             if !(ms.is_finite() && (0.0..=60_000.0).contains(&ms)) {
-                return Err(format!("{key} = {ms} must lie in 0..=60000 ms"));
+                return Err(Error::refused(format!(
+                    "{key} = {ms} must lie in 0..=60000 ms"
+                )));
             }
         }
         if self.faults.len() > FAULTS_MAX {
-            return Err(format!(
+            return Err(Error::refused(format!(
                 "{} faults; at most {FAULTS_MAX}",
                 self.faults.len()
-            ));
+            )));
         }
         if self.name.is_empty() || !self.name.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!(
+            return Err(Error::refused(format!(
                 "name {:?} must be non-empty printable ASCII (it goes in a header)",
                 self.name
-            ));
+            )));
         }
         Ok(())
     }
@@ -467,17 +474,22 @@ mod tests {
         );
         let missing = std::path::Path::new("/nonexistent/mock.toml");
         let error = MockConfig::for_flags(Some(missing), None, None).unwrap_err();
-        assert!(error.contains("/nonexistent/mock.toml"), "{error}");
+        assert_eq!(error.kind(), ErrorKind::Io);
+        assert!(
+            error.to_string().contains("/nonexistent/mock.toml"),
+            "{error}"
+        );
     }
 
     #[test]
     fn empty_is_valid_and_unknown_keys_are_refused() {
         assert_eq!(MockConfig::parse("").unwrap(), MockConfig::default());
         let error = MockConfig::parse("nmae = \"x\"").unwrap_err();
-        assert!(error.contains("nmae"), "{error}");
+        assert_eq!(error.kind(), ErrorKind::Refused);
+        assert!(error.to_string().contains("nmae"), "{error}");
         let error = MockConfig::parse("[capacity]\nmax_num_seqs = 0\nslowdown_per_running = 0.0")
             .unwrap_err();
-        assert!(error.contains("max_num_seqs"), "{error}");
+        assert!(error.to_string().contains("max_num_seqs"), "{error}");
         // Durations a lookup or a throttle would sleep for must be finite and bounded.
         for (text, key) in [
             ("[store]\ncache_ms = inf\nstore_ms = 1.0", "store.cache_ms"),
@@ -492,7 +504,8 @@ mod tests {
             ),
         ] {
             let error = MockConfig::parse(text).unwrap_err();
-            assert!(error.contains(key), "{text}: {error}");
+            assert_eq!(error.kind(), ErrorKind::Refused);
+            assert!(error.to_string().contains(key), "{text}: {error}");
         }
         let store = MockConfig::parse("[store]\ncache_ms = 0.5\nstore_ms = 10.0").unwrap();
         assert_eq!((store.store.cache_ms, store.store.store_ms), (0.5, 10.0));

@@ -21,7 +21,10 @@
 
 #![warn(missing_docs)]
 
+pub use error::{Error, ErrorKind};
+
 pub mod config;
+pub mod error;
 pub mod exposition;
 pub mod http;
 pub mod mock;

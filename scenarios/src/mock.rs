@@ -489,20 +489,22 @@ fn content_text(content: &Value) -> String {
     }
 }
 
-fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+/// The request's ask, or the mock's 400 (its sentence is the answer's error message).
+fn parse_ask(body: &[u8], api: Api) -> Result<Ask, crate::error::Error> {
+    use crate::error::Error;
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::refused(format!("body is not JSON: {e}")))?;
     let prompt_text = match api {
         Api::Chat => value["messages"]
             .as_array()
-            .ok_or("`messages` must be an array")?
+            .ok_or_else(|| Error::refused("`messages` must be an array"))?
             .iter()
             .map(|m| content_text(&m["content"]))
             .collect::<Vec<_>>()
             .join(" "),
         Api::Completions => value["prompt"]
             .as_str()
-            .ok_or("`prompt` must be a string")?
+            .ok_or_else(|| Error::refused("`prompt` must be a string"))?
             .to_owned(),
         Api::Responses => match &value["input"] {
             Value::String(s) => s.clone(),
@@ -511,7 +513,11 @@ fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
                 .map(|m| content_text(&m["content"]))
                 .collect::<Vec<_>>()
                 .join(" "),
-            _ => return Err("`input` must be a string or an array of items".into()),
+            _ => {
+                return Err(Error::refused(
+                    "`input` must be a string or an array of items",
+                ))
+            }
         },
     };
     let field = if api == Api::Responses {
@@ -524,7 +530,8 @@ fn parse_ask(body: &[u8], api: Api) -> Result<Ask, String> {
         v => v
             .as_u64()
             .filter(|&n| (1..=u64::from(MAX_TOKENS_MAX)).contains(&n))
-            .ok_or(format!("`{field}` must be 1..={MAX_TOKENS_MAX}"))? as u32,
+            .ok_or_else(|| Error::refused(format!("`{field}` must be 1..={MAX_TOKENS_MAX}")))?
+            as u32,
     };
     Ok(Ask {
         max_tokens,
@@ -555,8 +562,9 @@ async fn complete(stream: &mut TcpStream, mock: &Arc<Mock>, request: &Request, a
     let now = Instant::now();
     let ask = match parse_ask(&request.body, api) {
         Ok(ask) => ask,
-        Err(message) => {
+        Err(refused) => {
             mock.count("bad-request");
+            let message = refused.to_string();
             return respond(stream, 400, &json!({"error": {"message": message}}), false).await;
         }
     };

@@ -41,14 +41,16 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// A ready endpoint from a `NAME=HOST:PORT` flag.
-    pub fn parse_flag(spec: &str) -> Result<Endpoint, String> {
+    pub fn parse_flag(spec: &str) -> Result<Endpoint, crate::error::Error> {
         match spec.split_once('=') {
             Some((name, address)) if !name.is_empty() && !address.is_empty() => Ok(Endpoint {
                 name: name.into(),
                 address: address.into(),
                 ready: true,
             }),
-            _ => Err(format!("--upstream {spec:?} must be NAME=HOST:PORT")),
+            _ => Err(crate::error::Error::refused(format!(
+                "--upstream {spec:?} must be NAME=HOST:PORT"
+            ))),
         }
     }
 }
@@ -487,7 +489,11 @@ mod tests {
         );
         for bad in ["replica-0", "=127.0.0.1:1", "replica-0=", ""] {
             let error = Endpoint::parse_flag(bad).unwrap_err();
-            assert!(error.contains("NAME=HOST:PORT"), "{bad}: {error}");
+            assert_eq!(error.kind(), crate::error::ErrorKind::Refused);
+            assert!(
+                error.to_string().contains("NAME=HOST:PORT"),
+                "{bad}: {error}"
+            );
         }
     }
 }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::error::{Error, ErrorKind};
+
 /// How long a child may take to start listening.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -629,23 +631,24 @@ pub fn run_foreground(
     isolated: bool,
     state_dir: Option<&Path>,
     say: impl Fn(&str),
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if replicas == 0 {
-        return Err("--replicas must be at least 1".into());
+        return Err(Error::refused("--replicas must be at least 1"));
     }
     let bed = if isolated {
         Testbed::start_isolated(binary, replicas, mock_config)
     } else {
         Testbed::start(binary, replicas, mock_config)
     }
-    .map_err(|e| format!("starting the testbed: {e}"))?;
-    let write = |name: &str, text: String| -> Result<(), String> {
+    .map_err(|e| Error::new(ErrorKind::Start, format!("starting the testbed: {e}")))?;
+    let io = |message: String| Error::new(ErrorKind::Io, message);
+    let write = |name: &str, text: String| -> Result<(), Error> {
         let Some(dir) = state_dir else { return Ok(()) };
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| io(format!("cannot create {}: {e}", dir.display())))?;
         let path = dir.join(name);
         std::fs::write(&path, format!("{text}\n"))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(|e| io(format!("cannot write {}: {e}", path.display())))
     };
     say(&format!(
         "service (router): http://{}  (endpoints: GET/POST /admin/endpoints)",
@@ -662,7 +665,7 @@ pub fn run_foreground(
         write(&format!("{name}.pid"), pid.to_string())?;
     }
     say("Ctrl-C stops the testbed and every replica.");
-    crate::wait_for_ctrl_c().map_err(|e| format!("waiting for Ctrl-C: {e}"))?;
+    crate::wait_for_ctrl_c().map_err(|e| io(format!("waiting for Ctrl-C: {e}")))?;
     drop(bed);
     Ok(())
 }

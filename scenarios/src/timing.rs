@@ -35,14 +35,14 @@ pub enum Distribution {
 
 impl Distribution {
     /// Checks the parameters; the message names the bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Error> {
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         match *self {
             Distribution::Constant { ms } if ok(ms) => Ok(()),
             Distribution::Uniform { low_ms, high_ms } if ok(low_ms) && ok(high_ms) && low_ms <= high_ms => Ok(()),
             Distribution::Exponential { mean_ms } if ok(mean_ms) && mean_ms > 0.0 => Ok(()),
             Distribution::LogNormal { median_ms, sigma } if ok(median_ms) && median_ms > 0.0 && ok(sigma) => Ok(()),
-            other => Err(format!("{other:?}: parameters must be finite and non-negative (low <= high, mean and median > 0)")),
+            other => Err(crate::error::Error::refused(format!("{other:?}: parameters must be finite and non-negative (low <= high, mean and median > 0)"))),
         }
     }
 

@@ -150,12 +150,36 @@ pub fn ramp(start: f64, fine: f64, runner: &mut dyn StepRunner) -> Result<Ramp> 
     })
 }
 
+/// Why calibrations decide no lambda_max: the calibration is invalid, and `calibration.md`
+/// says this as its decision (§10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undecided {
+    /// A calibration found no lambda_max: the 1-based index where known.
+    NoLambda(Option<usize>),
+    /// This many calibrations, where two or three decide.
+    Count(usize),
+}
+
+impl std::fmt::Display for Undecided {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Undecided::NoLambda(Some(index)) => {
+                write!(f, "calibration {index} found no lambda_max")
+            }
+            Undecided::NoLambda(None) => {
+                f.write_str("a calibration found no lambda_max (see its note)")
+            }
+            Undecided::Count(n) => write!(f, "{n} calibrations: two or three expected"),
+        }
+    }
+}
+
 /// The decision over the calibrations so far: `Ok(Some(lambda))` when decided, `Ok(None)` when
 /// a third is needed, `Err(why)` when the calibration is invalid.
-pub fn decide(lambdas: &[Option<f64>], disagreement: f64) -> Result<Option<f64>, String> {
+pub fn decide(lambdas: &[Option<f64>], disagreement: f64) -> Result<Option<f64>, Undecided> {
     let valid: Vec<f64> = lambdas.iter().flatten().copied().collect();
     if valid.len() < lambdas.len() {
-        return Err("a calibration found no lambda_max (see its note)".into());
+        return Err(Undecided::NoLambda(None));
     }
     match valid.as_slice() {
         [a, b] => {
@@ -172,10 +196,7 @@ pub fn decide(lambdas: &[Option<f64>], disagreement: f64) -> Result<Option<f64>,
             v.sort_by(f64::total_cmp);
             Ok(Some(v[1]))
         }
-        _ => Err(format!(
-            "{} calibrations: two or three expected",
-            valid.len()
-        )),
+        _ => Err(Undecided::Count(valid.len())),
     }
 }
 
@@ -607,7 +628,7 @@ pub fn calibrate(
         calibrations.push(ramp);
         if !found {
             // No lambda_max from this one: the calibration is invalid whatever another finds.
-            break Err(format!("calibration {index} found no lambda_max"));
+            break Err(Undecided::NoLambda(Some(index)));
         }
         if calibrations.len() < 2 {
             continue;
@@ -1101,6 +1122,10 @@ mod tests {
         );
         // Exactly 10 % of the larger is agreement.
         assert_eq!(decide(&[Some(10.0), Some(9.0)], 0.10), Ok(Some(9.0)));
-        assert!(decide(&[Some(10.0), None], 0.10).is_err());
+        assert_eq!(
+            decide(&[Some(10.0), None], 0.10),
+            Err(Undecided::NoLambda(None))
+        );
+        assert_eq!(decide(&[Some(10.0)], 0.10), Err(Undecided::Count(1)));
     }
 }

@@ -127,7 +127,9 @@ pub fn quick_config(mut quick: percentes_formats::config::Quick) -> Result<Strin
             model: "(asked of the server)".into(),
             ..quick.clone()
         };
-        let text = probe.toml().map_err(crate::error::StudyError::refused)?;
+        let text = probe
+            .toml()
+            .map_err(|e| crate::error::StudyError::refused(e.to_string()))?;
         let config = Config::parse(text.as_bytes())?;
         let models = run::served_models(&config).map_err(|why| {
             crate::error::StudyError::refused(format!(
@@ -147,7 +149,9 @@ pub fn quick_config(mut quick: percentes_formats::config::Quick) -> Result<Strin
             quick.model
         ));
     }
-    let text = quick.toml().map_err(crate::error::StudyError::refused)?;
+    let text = quick
+        .toml()
+        .map_err(|e| crate::error::StudyError::refused(e.to_string()))?;
     // A file a flag names is checked now, the error naming the flag (a recording's own check
     // would name the key the flag set).
     percentes_formats::config::check_quick_files(&text)

@@ -44,7 +44,9 @@ pub fn init(
     }
     let (text, profile) = match quick {
         Some(quick) => (
-            quick.toml().map_err(crate::StudyError::refused)?,
+            quick
+                .toml()
+                .map_err(|e| crate::StudyError::refused(e.to_string()))?,
             if quick.hosted {
                 Profile::Hosted
             } else {

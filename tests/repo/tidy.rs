@@ -681,7 +681,7 @@ const FILE_LINES_MAX: usize = 962;
 /// to 1,847 for the quick run's `--no-preflight` (issue 54 item 6), a flag and nothing else;
 /// what it sets is `formats::config::Quick`. Raised to 1,842 for the quick run's `--history`
 /// (issue 55 item 2), a flag and nothing else; what it writes is `formats::config::Quick`'s.
-const BINARY_LINES_MAX: usize = 1842;
+const BINARY_LINES_MAX: usize = 1840;
 
 /// Every file of non-test code in the crates' source folders, with its path from the root.
 fn source_files() -> Vec<(PathBuf, String)> {
@@ -918,8 +918,12 @@ fn the_binary_is_thin() {
 /// not match on. 121 signatures when the rule came (issue 33's review had counted 77 by another
 /// reading); each typed error that replaces one lowers this, and it never rises (new code
 /// returns a typed error). 58 when the recorder's last ones became `RecordError` kinds (issue
-/// 51 item 4: lookups, side answers, helper commands, the fault, HTTP/2, external events).
-const STRING_ERRORS_MAX: usize = 51;
+/// 51 item 4: lookups, side answers, helper commands, the fault, HTTP/2, external events). 24
+/// when the scenarios crate took its `Error` with kinds, the quick-run flags their `FlagError`,
+/// `--rates` its `RatesError`, a campaign's missing reading its `Unmeasured` and calibration its
+/// `Undecided`, and the rule stopped counting a `String` inside the value type
+/// (`Result<BTreeMap<String, String>>`).
+const STRING_ERRORS_MAX: usize = 24;
 
 /// How many string errors `files` hold: functions that return `Result<_, String>` or
 /// `Option<Result<_, String>>` (a signature's return type on the line that opens its body, as
@@ -929,17 +933,30 @@ const STRING_ERRORS_MAX: usize = 51;
 /// by its words (issue 51 item 4). A `message: String` beside a kind is a sentence, not an
 /// error, and is not counted.
 fn string_errors(files: &[Source]) -> usize {
+    // The error type: what follows the `Result`'s top-level comma, to its closing `>`
+    // (`Result<BTreeMap<String, String>>` has no error type to count).
+    let error_type = |rest: &str| -> Option<String> {
+        let mut depth = 0usize;
+        let mut comma = None;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '<' | '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                '>' if depth == 0 => {
+                    return comma.map(|at: usize| rest[at + 1..i].trim().to_owned())
+                }
+                '>' => depth -= 1,
+                ',' if depth == 0 => comma = Some(i),
+                _ => {}
+            }
+        }
+        None
+    };
     let returned = |line: &str| {
         line.split_once("-> Result<")
             .or_else(|| line.split_once("-> Option<Result<"))
-            .map(|(_, rest)| rest)
-            .is_some_and(|rest| {
-                let rest = rest.trim_end();
-                let rest = rest.strip_suffix('{').unwrap_or(rest).trim_end();
-                let rest = rest.strip_suffix("where").unwrap_or(rest).trim_end();
-                let rest = rest.strip_suffix(';').unwrap_or(rest);
-                rest.ends_with(", String>") || rest.ends_with(", String>>")
-            })
+            .and_then(|(_, rest)| error_type(rest))
+            .is_some_and(|error| error == "String")
     };
     let mut count = 0;
     for f in files {
@@ -975,9 +992,10 @@ fn string_errors(files: &[Source]) -> usize {
 }
 
 /// The crates whose string errors are all gone: each returns its one typed error (the
-/// recorder's `RecordError` with its `ErrorKind`, since issue 51 item 4), and none may return a
+/// recorder's `RecordError` with its `ErrorKind`, since issue 51 item 4; the scenarios crate's
+/// `Error` and the study's `StudyError`, each with its `ErrorKind`), and none may return a
 /// string again.
-const CRATES_WITHOUT_STRING_ERRORS: &[&str] = &["recorder/"];
+const CRATES_WITHOUT_STRING_ERRORS: &[&str] = &["recorder/", "scenarios/", "study/"];
 
 #[test]
 fn functions_returning_a_string_error_do_not_multiply() {
@@ -1436,6 +1454,12 @@ mod deliberate_breaks {
         assert_eq!(string_errors(&one("formats/src/x.rs", text)), 2);
         let optional = "fn d() -> Option<Result<u8, String>> {\n}\n";
         assert_eq!(string_errors(&one("formats/src/x.rs", optional)), 1);
+        let nested = "fn e() -> Result<BTreeMap<String, String>> {\n}\nfn f() -> Result<(u8, String), Error> {\n}\nfn g() -> Result<Option<(u8, String)>, String> {\n}\n";
+        assert_eq!(
+            string_errors(&one("formats/src/x.rs", nested)),
+            1,
+            "a String inside the value type is no error"
+        );
         let held = "pub enum LoadError {\n    Refused(String),\n    Manifest {\n        why: String,\n    },\n    Io(std::io::Error),\n}\npub struct RecordError {\n    kind: ErrorKind,\n    message: String,\n}\npub struct Row {\n    why: String,\n}\n";
         assert_eq!(
             string_errors(&one("formats/src/x.rs", held)),

@@ -105,6 +105,43 @@ impl std::fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
+impl FlagError {
+    fn new(flag: &'static str, problem: impl Into<String>) -> FlagError {
+        FlagError {
+            flag,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl From<WorkloadFlagError> for FlagError {
+    fn from(e: WorkloadFlagError) -> FlagError {
+        FlagError::new(
+            e.flag,
+            format!("{:?}: {:?} is {}; write {}", e.spec, e.part, e.what, e.form),
+        )
+    }
+}
+
+/// A duration a flag takes that does not read as one ([`parse_duration_s`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DurationError {
+    /// The text given.
+    pub text: String,
+}
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a duration: a positive number with s, m, h or ms (30s, 2m, 500ms)",
+            self.text
+        )
+    }
+}
+
+impl std::error::Error for DurationError {}
+
 /// `--rate` as given: a finite number (NaN and the infinities are not rates, and a NaN would
 /// read as no rate at all; a negative or zero rate is read and refused by the configuration's
 /// own check, with its key).
@@ -197,7 +234,7 @@ pub struct QuickWorkload {
 
 impl QuickWorkload {
     /// The `[workload]` table, or `None` for open loop; the error names the flags at odds.
-    fn table(&self, rate_given: bool) -> Result<Option<toml::Table>, String> {
+    fn table(&self, rate_given: bool) -> Result<Option<toml::Table>, FlagError> {
         use toml::Value as V;
         let models = [
             self.users.map(|_| "--concurrency"),
@@ -205,21 +242,29 @@ impl QuickWorkload {
             self.trace.as_ref().map(|_| "--trace"),
         ];
         let chosen: Vec<&str> = models.into_iter().flatten().collect();
-        if chosen.len() > 1 {
-            return Err(format!(
-                "{} choose different workload models: give one",
-                chosen.join(" and ")
-            ));
+        if let [first, rest @ ..] = chosen.as_slice() {
+            if !rest.is_empty() {
+                return Err(FlagError::new(
+                    first,
+                    format!(
+                        "and {} choose different workload models: give one",
+                        rest.join(" and ")
+                    ),
+                ));
+            }
         }
         if self.history && self.turns.is_none() {
-            return Err("--history resends a session's earlier turns: it belongs to --turns (semi-open sessions)".into());
+            return Err(FlagError::new(
+                "--history",
+                "resends a session's earlier turns: it belongs to --turns (semi-open sessions)",
+            ));
         }
         let mut table = toml::Table::new();
         let think = self.think_s.is_some() || self.think.is_some();
         match (self.users, self.turns, &self.trace) {
             (Some(users), _, _) => {
                 if rate_given {
-                    return Err(format!("--concurrency {users} runs a closed loop, whose rate is what its users achieve: leave --rate out"));
+                    return Err(FlagError::new("--concurrency", format!("{users} runs a closed loop, whose rate is what its users achieve: leave --rate out")));
                 }
                 table.insert("model".into(), V::String("closed".into()));
                 table.insert("users".into(), V::Integer(i64::from(users)));
@@ -234,17 +279,20 @@ impl QuickWorkload {
 
             (_, _, Some(trace)) => {
                 if rate_given || think {
-                    return Err(
-                        "--trace replays a trace's times: leave --rate and the think flags out"
-                            .into(),
-                    );
+                    return Err(FlagError::new(
+                        "--trace",
+                        "replays a trace's times: leave --rate and the think flags out",
+                    ));
                 }
                 table.insert("model".into(), V::String("replay".into()));
                 table.insert("trace".into(), V::String(trace.clone()));
                 return Ok(Some(table));
             }
             _ if think => {
-                return Err("--think-time and --think belong to --concurrency or --turns".into())
+                return Err(FlagError::new(
+                    "--think-time",
+                    "and --think belong to --concurrency or --turns",
+                ))
             }
             _ => return Ok(None),
         }
@@ -391,19 +439,23 @@ impl std::fmt::Display for WorkloadFlagError {
 /// A length as a flag states it, as the inline table `[routes.output_tokens]` (or
 /// `input_tokens`) takes: `128` (fixed), `64..256` (uniform), `normal:MEAN,SD,MAX`, or, for
 /// output only, `dataset` (each prompt's own). The error names the flag.
-pub fn lengths_inline(flag: &str, spec: &str, output: bool) -> Result<String, String> {
+pub fn lengths_inline(flag: &'static str, spec: &str, output: bool) -> Result<String, FlagError> {
     let spec = spec.trim();
     let whole = |s: &str| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{flag} {spec:?}: `{s}` is not a whole number of tokens"))
+        s.trim().parse::<u32>().map_err(|_| {
+            FlagError::new(
+                flag,
+                format!("{spec:?}: `{s}` is not a whole number of tokens"),
+            )
+        })
     };
     if spec == "dataset" {
         return if output {
             Ok("{ kind = \"dataset\" }".to_owned())
         } else {
-            Err(format!(
-                "{flag} dataset: a prompt's length is its own; `dataset` is for --max-tokens"
+            Err(FlagError::new(
+                flag,
+                "dataset: a prompt's length is its own; `dataset` is for --max-tokens",
             ))
         };
     }
@@ -418,7 +470,10 @@ pub fn lengths_inline(flag: &str, spec: &str, output: bool) -> Result<String, St
         let parts: Vec<&str> = rest.split(',').collect();
         let number = |s: &str| match s.trim().parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(v),
-            _ => Err(format!("{flag} {spec:?}: `{s}` is not a number")),
+            _ => Err(FlagError::new(
+                flag,
+                format!("{spec:?}: `{s}` is not a number"),
+            )),
         };
         return match parts.as_slice() {
             [mean, sd, max] => Ok(format!(
@@ -427,8 +482,9 @@ pub fn lengths_inline(flag: &str, spec: &str, output: bool) -> Result<String, St
                 number(sd)?,
                 whole(max)?
             )),
-            _ => Err(format!(
-                "{flag} {spec:?}: a normal length reads normal:MEAN,SD,MAX (normal:256,64,1024)"
+            _ => Err(FlagError::new(
+                flag,
+                format!("{spec:?}: a normal length reads normal:MEAN,SD,MAX (normal:256,64,1024)"),
             )),
         };
     }
@@ -436,7 +492,7 @@ pub fn lengths_inline(flag: &str, spec: &str, output: bool) -> Result<String, St
 }
 
 /// Parses a duration as a user writes one: `30s`, `2m`, `1h`, `1.5s`, `500ms`, or bare seconds.
-pub fn parse_duration_s(text: &str) -> Result<f64, String> {
+pub fn parse_duration_s(text: &str) -> Result<f64, DurationError> {
     let t = text.trim();
     let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -451,9 +507,9 @@ pub fn parse_duration_s(text: &str) -> Result<f64, String> {
     };
     match number.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(format!(
-            "{text:?} is not a duration: a positive number with s, m, h or ms (30s, 2m, 500ms)"
-        )),
+        _ => Err(DurationError {
+            text: text.to_owned(),
+        }),
     }
 }
 
@@ -483,10 +539,10 @@ impl Quick {
 
     /// The configuration these flags stand for, as commented TOML, checked by loading it. The
     /// error names the flag where one is to blame.
-    pub fn toml(&self) -> Result<String, String> {
+    pub fn toml(&self) -> Result<String, FlagError> {
         use toml::Value as V;
         let mut workload = self.workload.table(!self.rate_rps.is_nan())?;
-        let subtables = self.workload.subtables().map_err(|e| e.to_string())?;
+        let subtables = self.workload.subtables()?;
         if !subtables.is_empty() {
             workload.get_or_insert_with(toml::Table::new);
         }
@@ -497,28 +553,34 @@ impl Quick {
             )
         });
         if self.rate_rps.is_nan() && sets_rate {
-            return Err(if self.workload.turns.is_some() {
-                "--rate is needed: the sessions' arrival rate, sessions/s".into()
-            } else {
-                "--rate is needed: the offered rate in requests/s, open loop (or --concurrency N for a closed loop)".into()
-            });
+            return Err(FlagError::new(
+                "--rate",
+                if self.workload.turns.is_some() {
+                    "is needed: the sessions' arrival rate, sessions/s"
+                } else {
+                    "is needed: the offered rate in requests/s, open loop (or --concurrency N for a closed loop)"
+                },
+            ));
         }
         let (base_url, path) = self.base_and_path();
         let profile = if self.hosted { "hosted" } else { "dev" };
         let dev = if self.hosted {
             if self.duration_s.is_some() || self.warmup_s.is_some() {
-                return Err(format!(
-                    "--duration and --warmup set a dev run's timeline; a --hosted run's is the pinned one ({} s warm-up, {} s measured, {} s cooldown, SPEC §1): leave them out, or measure a self-hosted target",
+                return Err(FlagError::new("--duration", format!(
+                    "and --warmup set a dev run's timeline; a --hosted run's is the pinned one ({} s warm-up, {} s measured, {} s cooldown, SPEC §1): leave them out, or measure a self-hosted target",
                     pins::value::EXPERIMENT_WARMUP_S,
                     pins::value::EXPERIMENT_BASELINE_S,
                     pins::value::EXPERIMENT_COOLDOWN_S
-                ));
+                )));
             }
             None
         } else {
-            let measure = self.duration_s.ok_or(
-                "--duration is needed: how long to measure (30s, 2m), after a warm-up of a tenth of it",
-            )?;
+            let measure = self.duration_s.ok_or_else(|| {
+                FlagError::new(
+                    "--duration",
+                    "is needed: how long to measure (30s, 2m), after a warm-up of a tenth of it",
+                )
+            })?;
             let warmup = self.warmup_s.unwrap_or_else(|| {
                 let tenth = (measure / 10.0 * 10.0).round() / 10.0;
                 tenth.min(pins::value::EXPERIMENT_WARMUP_S as f64)
@@ -548,19 +610,23 @@ impl Quick {
         let mut headers = BTreeMap::new();
         for line in &self.headers {
             let Some((name, value)) = line.split_once(':') else {
-                return Err(format!(
-                    "--header {line:?} is not `Name: value` (a colon between them)"
+                return Err(FlagError::new(
+                    "--header",
+                    format!("{line:?} is not `Name: value` (a colon between them)"),
                 ));
             };
             let name = name.trim();
             if name.is_empty() || headers.contains_key(name) {
-                return Err(format!(
-                    "--header {line:?}: {}",
-                    if name.is_empty() {
-                        "the name is empty"
-                    } else {
-                        "that header is given twice"
-                    }
+                return Err(FlagError::new(
+                    "--header",
+                    format!(
+                        "{line:?}: {}",
+                        if name.is_empty() {
+                            "the name is empty"
+                        } else {
+                            "that header is given twice"
+                        }
+                    ),
                 ));
             }
             headers.insert(name.to_owned(), V::String(value.trim().to_owned()));
@@ -568,20 +634,26 @@ impl Quick {
         let mut secret_headers = BTreeMap::new();
         for pair in &self.secret_headers {
             let Some((name, variable)) = pair.split_once('=') else {
-                return Err(format!(
-                    "--secret-header {pair:?} is not `Name=VARIABLE` (the header, then the \
-                     environment variable that holds its value)"
+                return Err(FlagError::new(
+                    "--secret-header",
+                    format!(
+                        "{pair:?} is not `Name=VARIABLE` (the header, then the \
+                         environment variable that holds its value)"
+                    ),
                 ));
             };
             let name = name.trim();
             if name.is_empty() || secret_headers.contains_key(name) {
-                return Err(format!(
-                    "--secret-header {pair:?}: {}",
-                    if name.is_empty() {
-                        "the name is empty"
-                    } else {
-                        "that header is given twice"
-                    }
+                return Err(FlagError::new(
+                    "--secret-header",
+                    format!(
+                        "{pair:?}: {}",
+                        if name.is_empty() {
+                            "the name is empty"
+                        } else {
+                            "that header is given twice"
+                        }
+                    ),
                 ));
             }
             secret_headers.insert(name.to_owned(), V::String(variable.trim().to_owned()));
@@ -613,7 +685,7 @@ impl Quick {
             let inline = lengths_inline("--input-tokens", spec, false)?;
             lengths.push_str(&format!("input_tokens = {inline}\n"));
         }
-        lengths.push_str(&self.parts.lines().map_err(|e| e.to_string())?);
+        lengths.push_str(&self.parts.lines()?);
         // Sections in the order a person writes them (a table alone would sort its keys).
         let mut sections = Vec::new();
         sections.extend(dev.map(|d| ("[dev]".to_owned(), d)));
@@ -636,10 +708,11 @@ impl Quick {
             }
         }
         sections.push(("[fault]".into(), fault));
-        let scrape = self.server_metrics_section().map_err(|e| e.to_string())?;
+        let scrape = self.server_metrics_section()?;
         sections.extend(scrape.map(|t| ("[server_metrics]".into(), t)));
         if let Some(text) = &self.slo {
-            let (objectives, target) = super::slo::flag(text).map_err(|e| format!("--slo {e}"))?;
+            let (objectives, target) =
+                super::slo::flag(text).map_err(|e| FlagError::new("--slo", e.to_string()))?;
             let mut slo = toml::Table::new();
             let target = target.map(super::slo::target_text);
             let declared = objectives
@@ -657,7 +730,12 @@ impl Quick {
             pins::value::SCHEMA_VERSION
         ));
         for (header, table) in sections {
-            let body = toml::to_string(&table).map_err(|e| format!("cannot write the run: {e}"))?;
+            let body = toml::to_string(&table).map_err(|e| {
+                FlagError::new(
+                    "--url",
+                    format!("and the flags beside it cannot be written as a run: {e}"),
+                )
+            })?;
             if !header.is_empty() {
                 text.push('\n');
                 text.push_str(&header);
@@ -758,10 +836,13 @@ fn flag_of(error: &ConfigError) -> Option<(&'static str, &'static str)> {
 }
 
 /// A configuration error, with the flag that set the key it names.
-fn blame(error: &ConfigError) -> String {
+fn blame(error: &ConfigError) -> FlagError {
     match flag_of(error) {
-        Some((key, flag)) => format!("{flag} (the run's {key}): {error}"),
-        None => format!("the run the flags state does not load: {error}"),
+        Some((key, flag)) => FlagError::new(flag, format!("(the run's {key}): {error}")),
+        None => FlagError::new(
+            "--url",
+            format!("and the flags beside it state a run that does not load: {error}"),
+        ),
     }
 }
 
@@ -771,20 +852,10 @@ fn blame(error: &ConfigError) -> String {
 /// `--dataset` said `prompt_file`). `init --from-flags` writes a configuration to edit, and
 /// does not ask.
 pub fn check_quick_files(text: &str) -> Result<(), FlagError> {
-    let refused = |e: ConfigError| match flag_of(&e) {
-        Some((key, flag)) => FlagError {
-            flag,
-            problem: format!("(the run's {key}): {e}"),
-        },
-        None => FlagError {
-            flag: "--url",
-            problem: format!("and the flags beside it state a run that does not load: {e}"),
-        },
-    };
     Config::parse(text.as_bytes())
-        .map_err(refused)?
+        .map_err(|e| blame(&e))?
         .check_files()
-        .map_err(refused)
+        .map_err(|e| blame(&e))
 }
 
 #[cfg(test)]
@@ -820,7 +891,7 @@ mod tests {
         assert!(route.verify.structured);
         assert!(route.structured_checks("r").unwrap().is_some());
         std::fs::write(&schema, "not json").unwrap();
-        let error = q.toml().unwrap_err();
+        let error = q.toml().unwrap_err().to_string();
         assert!(
             error.starts_with("--response-format") && error.contains("is not JSON"),
             "{error}"
@@ -828,7 +899,7 @@ mod tests {
         q.parts.response_format = Some("json_object".into());
         q.parts.tools_file = None;
         q.parts.tool_choice = Some("required".into());
-        let error = q.toml().unwrap_err();
+        let error = q.toml().unwrap_err().to_string();
         assert!(error.starts_with("--tool-choice"), "{error}");
     }
 
@@ -879,6 +950,8 @@ mod tests {
         }
         .toml()
         .unwrap_err();
+        assert_eq!(e.flag, "--slo");
+        let e = e.to_string();
         assert!(e.starts_with("--slo ") && e.contains("ttft_p99"), "{e}");
         // Without --slo, no [slo] section: the pinned SLO alone.
         assert!(Config::parse(quick().toml().unwrap().as_bytes())
@@ -927,11 +1000,13 @@ mod tests {
         }
         .toml()
         .unwrap_err();
+        assert_eq!(e.flag, "--server-metrics");
+        let e = e.to_string();
         assert!(
             e.starts_with("--server-metrics ") && e.contains("https"),
             "{e}"
         );
-        let e = with("prometheus").toml().unwrap_err();
+        let e = with("prometheus").toml().unwrap_err().to_string();
         assert!(
             e.contains("give one of auto, vllm, sglang, tgi, off"),
             "{e}"
@@ -1029,7 +1104,7 @@ mod tests {
                 "--dataset-format",
             ),
         ] {
-            let error = q.toml().unwrap_err();
+            let error = q.toml().unwrap_err().to_string();
             assert!(error.starts_with(flag), "{flag}: {error}");
         }
     }
@@ -1111,6 +1186,8 @@ mod tests {
         }
         .toml()
         .unwrap_err();
+        assert_eq!(error.flag, "--duration");
+        let error = error.to_string();
         assert!(
             error.contains("--duration") && error.contains("pinned"),
             "{error}"
@@ -1192,7 +1269,7 @@ mod tests {
             ),
         ];
         for (q, flag) in cases {
-            let error = q.toml().unwrap_err();
+            let error = q.toml().unwrap_err().to_string();
             assert!(error.starts_with(flag), "{flag}: {error}");
         }
     }
@@ -1223,7 +1300,11 @@ mod tests {
             workload: closed.workload.clone(),
             ..quick()
         };
-        assert!(with_rate.toml().unwrap_err().contains("leave --rate out"));
+        assert!(with_rate
+            .toml()
+            .unwrap_err()
+            .to_string()
+            .contains("leave --rate out"));
         let semi = Quick {
             workload: QuickWorkload {
                 turns: Some(3),
@@ -1246,7 +1327,7 @@ mod tests {
             .unwrap()
             .contains("history = true"));
         for (turns, users) in [(None, None), (None, Some(2))] {
-            let error = history(turns, users).toml().unwrap_err();
+            let error = history(turns, users).toml().unwrap_err().to_string();
             assert!(error.contains("it belongs to --turns"), "{error}");
         }
         let both = Quick {
@@ -1258,10 +1339,9 @@ mod tests {
             },
             ..quick()
         };
-        assert!(both
-            .toml()
-            .unwrap_err()
-            .contains("--concurrency and --trace"));
+        let error = both.toml().unwrap_err();
+        assert_eq!(error.flag, "--concurrency");
+        assert!(error.to_string().contains("--concurrency and --trace"));
         let think_alone = Quick {
             workload: QuickWorkload {
                 think_s: Some(1.0),
@@ -1272,6 +1352,7 @@ mod tests {
         assert!(think_alone
             .toml()
             .unwrap_err()
+            .to_string()
             .contains("belong to --concurrency"));
     }
 
@@ -1297,13 +1378,13 @@ mod tests {
             ("0.5:soon", "\"soon\" is not a time"),
             ("0.5:1s:gamma", "\"gamma\" is neither"),
         ] {
-            let error = with(spec).toml().unwrap_err();
+            let error = with(spec).toml().unwrap_err().to_string();
             assert!(
                 error.contains(says) && error.contains("--abandon") && error.contains("SHARE:TIME"),
                 "{spec}: {error}"
             );
         }
-        let error = with("1.5:1s").toml().unwrap_err();
+        let error = with("1.5:1s").toml().unwrap_err().to_string();
         assert!(error.contains("--abandon"), "{error}");
     }
 
@@ -1319,7 +1400,10 @@ mod tests {
             },
             ..quick()
         };
-        let load = |q: Quick| Config::parse(q.toml()?.as_bytes()).map_err(|e| e.to_string());
+        let load = |q: Quick| {
+            Config::parse(q.toml().map_err(|e| e.to_string())?.as_bytes())
+                .map_err(|e| e.to_string())
+        };
         let open = with("8x256:0.5", None);
         let config = load(open).unwrap();
         let pool = config.prefix_pool().unwrap();
@@ -1339,13 +1423,13 @@ mod tests {
             ("eightx256", "\"eight\" is not a whole number of entries"),
             ("8x256:half", "\"half\" is not a share"),
         ] {
-            let error = with(spec, None).toml().unwrap_err();
+            let error = with(spec, None).toml().unwrap_err().to_string();
             assert!(
                 error.contains(says) && error.contains("ENTRIESxTOKENS"),
                 "{spec}: {error}"
             );
         }
-        let error = with("0x256", None).toml().unwrap_err();
+        let error = with("0x256", None).toml().unwrap_err().to_string();
         assert!(
             error.contains("--shared-prefixes") && error.contains("entries 0 is outside"),
             "{error}"

@@ -175,6 +175,20 @@ fn a_share_of_fewer_than_the_minimum_is_refused_and_a_slot_that_does_not_apply_s
         h.contains("in flight, fewer than the 20 a share may rest on"),
         "{h}"
     );
+    // The campaign reads the same refusal as a kind, with the n it counts.
+    let share = crate::summaries::reading(&v4, "in flight on the victim at fire: failed");
+    assert!(
+        matches!(
+            share,
+            Some(Err(crate::summaries::Unmeasured::TooFewInFlight {
+                n: 6 | 7,
+                min: 20
+            }))
+        ),
+        "{share:?}"
+    );
+    let outage = crate::summaries::reading(&v4, "outage: goodput");
+    assert!(matches!(outage, Some(Ok(_))), "{outage:?}");
     assert!(
         h.contains("under black-hole, [not applicable: no black-hole run] failed"),
         "{h}"
