@@ -630,7 +630,7 @@ fn schedule_of_its_config(header: &Header, config: &Config) -> Result<(), LoadEr
 fn not_publishable(config: &Config, files: &[JournalFile], parts: &[VerifyReport]) -> Vec<String> {
     let mut not_publishable = Vec::new();
     if let Err(why) = config.publishability() {
-        not_publishable.push(why);
+        not_publishable.push(why.to_string());
     }
     for (part, report) in parts.iter().enumerate() {
         let named = shard_named(files, part);

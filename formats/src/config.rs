@@ -259,6 +259,42 @@ pub struct PinInForce {
     pub not_verifiable: bool,
 }
 
+/// Why a configuration's results may not be published (SPEC §P): the dev profile, and how its
+/// timeline was shortened. Said as a line that starts `NOT PUBLISHABLE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotPublishable {
+    /// Durations stated in seconds, no other pin divided.
+    DevStated,
+    /// Durations stated in seconds, the other dev-scaled pins divided by the time factor.
+    DevStatedScaled {
+        /// `dev.time_factor`.
+        time_factor: u32,
+    },
+    /// The pinned timeline divided by the time factor.
+    DevScaled {
+        /// `dev.time_factor`.
+        time_factor: u32,
+    },
+}
+
+impl std::fmt::Display for NotPublishable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotPublishable::DevStated => {
+                f.write_str("NOT PUBLISHABLE: dev profile, durations stated in seconds (SPEC §P)")
+            }
+            NotPublishable::DevStatedScaled { time_factor } => write!(
+                f,
+                "NOT PUBLISHABLE: dev profile, durations stated in seconds, the other dev-scaled pins divided by {time_factor} (SPEC §P)"
+            ),
+            NotPublishable::DevScaled { time_factor } => write!(
+                f,
+                "NOT PUBLISHABLE: dev profile, timeline durations divided by {time_factor} (SPEC §P)"
+            ),
+        }
+    }
+}
+
 impl Config {
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -410,22 +446,20 @@ impl Config {
     }
 
     /// Whether results derived from this configuration may be published, and if not, why.
-    pub fn publishability(&self) -> Result<(), String> {
+    pub fn publishability(&self) -> Result<(), NotPublishable> {
         match self.profile {
             Profile::Experiment => Ok(()),
             Profile::Dev if self.dev.stated() && self.time_factor == 1 => {
-                Err("NOT PUBLISHABLE: dev profile, durations stated in seconds (SPEC §P)".into())
+                Err(NotPublishable::DevStated)
             }
             // The stated durations are the timeline; the factor divides only the other
             // dev-scaled pins (the timeout too when dev.scale_timeout says so).
-            Profile::Dev if self.dev.stated() => Err(format!(
-                "NOT PUBLISHABLE: dev profile, durations stated in seconds, the other dev-scaled pins divided by {} (SPEC §P)",
-                self.time_factor
-            )),
-            Profile::Dev => Err(format!(
-                "NOT PUBLISHABLE: dev profile, timeline durations divided by {} (SPEC §P)",
-                self.time_factor
-            )),
+            Profile::Dev if self.dev.stated() => Err(NotPublishable::DevStatedScaled {
+                time_factor: self.time_factor,
+            }),
+            Profile::Dev => Err(NotPublishable::DevScaled {
+                time_factor: self.time_factor,
+            }),
             Profile::Hosted => Ok(()),
         }
     }

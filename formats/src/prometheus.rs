@@ -84,7 +84,7 @@ pub struct Exposition {
     /// Lines that are not Prometheus text, and the first of them (1-based line, why).
     pub malformed: usize,
     /// The first malformed line: its number (from 1) and what is wrong with it.
-    pub first_malformed: Option<(usize, String)>,
+    pub first_malformed: Option<(usize, Malformed)>,
     /// Selected samples left out because the answer held more than [`SAMPLES_MAX`].
     pub over_limit: usize,
 }
@@ -206,19 +206,87 @@ pub fn valid_name(name: &str) -> bool {
         && name.len() <= TEXT_MAX
 }
 
+/// What is wrong with a line that is not Prometheus text. A part quoted is cut to 60 bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Malformed {
+    /// A name and nothing after it.
+    NameAlone,
+    /// The name is not a metric name.
+    Name {
+        /// The name.
+        text: String,
+    },
+    /// No value after the name and its labels.
+    NoValue,
+    /// The value is not a number.
+    Value {
+        /// The value.
+        text: String,
+    },
+    /// The timestamp is not an integer.
+    Timestamp {
+        /// The timestamp.
+        text: String,
+    },
+    /// More than a value and a timestamp after the name.
+    Trailing,
+    /// A label with no `=`.
+    LabelWithoutEquals,
+    /// A label's name is not a label name.
+    LabelName {
+        /// The name.
+        text: String,
+    },
+    /// A label value not in quotes.
+    UnquotedValue,
+    /// A label value with no closing quote.
+    UnclosedValue,
+    /// A label value with an escape other than `\n`, `\\` and `\"`.
+    UnknownEscape,
+    /// A label value over [`TEXT_MAX`] bytes.
+    LongValue,
+    /// More than [`LABELS_MAX`] labels.
+    TooManyLabels,
+    /// Labels not separated by `,`.
+    NoComma,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Malformed::NameAlone => f.write_str("a name with no value"),
+            Malformed::Name { text } => write!(f, "{text:?} is not a metric name"),
+            Malformed::NoValue => f.write_str("no value"),
+            Malformed::Value { text } => write!(f, "{text:?} is not a number"),
+            Malformed::Timestamp { text } => write!(f, "{text:?} is not a timestamp"),
+            Malformed::Trailing => f.write_str("more than a value and a timestamp after the name"),
+            Malformed::LabelWithoutEquals => f.write_str("a label with no '='"),
+            Malformed::LabelName { text } => write!(f, "{text:?} is not a label name"),
+            Malformed::UnquotedValue => f.write_str("a label value not in quotes"),
+            Malformed::UnclosedValue => f.write_str("a label value with no closing quote"),
+            Malformed::UnknownEscape => f.write_str("a label value with an unknown escape"),
+            Malformed::LongValue => write!(f, "a label value over {TEXT_MAX} bytes"),
+            Malformed::TooManyLabels => write!(f, "more than {LABELS_MAX} labels"),
+            Malformed::NoComma => f.write_str("labels not separated by ','"),
+        }
+    }
+}
+
 /// A sample's labels, in the order written.
 type Labels = Vec<(String, String)>;
 
 type Sample<'a> = (&'a str, Labels, f64);
 
 /// One sample line: `name{label="value",...} value [timestamp]`.
-fn sample(line: &str) -> Result<Sample<'_>, String> {
+fn sample(line: &str) -> Result<Sample<'_>, Malformed> {
     let end = line
         .find(|c: char| c == '{' || c.is_whitespace())
-        .ok_or("a name with no value")?;
+        .ok_or(Malformed::NameAlone)?;
     let name = &line[..end];
     if !valid_name(name) {
-        return Err(format!("{:?} is not a metric name", cut(name)));
+        return Err(Malformed::Name {
+            text: cut(name).to_owned(),
+        });
     }
     let mut rest = &line[end..];
     let mut labels = Vec::new();
@@ -228,69 +296,69 @@ fn sample(line: &str) -> Result<Sample<'_>, String> {
         rest = after;
     }
     let mut words = rest.split_whitespace();
-    let value = words.next().ok_or("no value")?;
+    let value = words.next().ok_or(Malformed::NoValue)?;
     let value = match value {
         "+Inf" | "Inf" => f64::INFINITY,
         "-Inf" => f64::NEG_INFINITY,
         "NaN" => f64::NAN,
-        v => v
-            .parse::<f64>()
-            .map_err(|_| format!("{:?} is not a number", cut(v)))?,
+        v => v.parse::<f64>().map_err(|_| Malformed::Value {
+            text: cut(v).to_owned(),
+        })?,
     };
     if let Some(stamp) = words.next() {
-        stamp
-            .parse::<i64>()
-            .map_err(|_| format!("{:?} is not a timestamp", cut(stamp)))?;
+        stamp.parse::<i64>().map_err(|_| Malformed::Timestamp {
+            text: cut(stamp).to_owned(),
+        })?;
     }
     if words.next().is_some() {
-        return Err("more than a value and a timestamp after the name".into());
+        return Err(Malformed::Trailing);
     }
     Ok((name, labels, value))
 }
 
 /// The labels after `{`, and what follows the closing `}`.
-fn label_set(mut text: &str) -> Result<(Labels, &str), String> {
+fn label_set(mut text: &str) -> Result<(Labels, &str), Malformed> {
     let mut labels = Vec::new();
     loop {
         text = text.trim_start();
         if let Some(after) = text.strip_prefix('}') {
             return Ok((labels, after));
         }
-        let eq = text.find('=').ok_or("a label with no '='")?;
+        let eq = text.find('=').ok_or(Malformed::LabelWithoutEquals)?;
         let key = text[..eq].trim();
         if !valid_name(key) || key.contains(':') {
-            return Err(format!("{:?} is not a label name", cut(key)));
+            return Err(Malformed::LabelName {
+                text: cut(key).to_owned(),
+            });
         }
         let after = text[eq + 1..].trim_start();
-        let after = after
-            .strip_prefix('"')
-            .ok_or("a label value not in quotes")?;
+        let after = after.strip_prefix('"').ok_or(Malformed::UnquotedValue)?;
         let mut value = String::new();
         let mut chars = after.char_indices();
         let close = loop {
             match chars.next() {
-                None => return Err("a label value with no closing quote".into()),
+                None => return Err(Malformed::UnclosedValue),
                 Some((i, '"')) => break i,
                 Some((_, '\\')) => match chars.next() {
                     Some((_, 'n')) => value.push('\n'),
                     Some((_, c @ ('\\' | '"'))) => value.push(c),
-                    _ => return Err("a label value with an unknown escape".into()),
+                    _ => return Err(Malformed::UnknownEscape),
                 },
                 Some((_, c)) => value.push(c),
             }
             if value.len() > TEXT_MAX {
-                return Err(format!("a label value over {TEXT_MAX} bytes"));
+                return Err(Malformed::LongValue);
             }
         };
         if labels.len() == LABELS_MAX {
-            return Err(format!("more than {LABELS_MAX} labels"));
+            return Err(Malformed::TooManyLabels);
         }
         labels.push((key.to_owned(), value));
         text = after[close + 1..].trim_start();
         if let Some(after) = text.strip_prefix(',') {
             text = after;
         } else if !text.starts_with('}') {
-            return Err("labels not separated by ','".into());
+            return Err(Malformed::NoComma);
         }
     }
 }
@@ -593,10 +661,7 @@ python_gc_objects_collected_total{generation=\"0\"} 1234.0
                     f{} +Inf\n";
         let read = parse(body, |_| true);
         assert_eq!(read.malformed, 5, "{read:?}");
-        assert_eq!(
-            read.first_malformed,
-            Some((2, "a label value with no closing quote".to_owned()))
-        );
+        assert_eq!(read.first_malformed, Some((2, Malformed::UnclosedValue)));
         assert_eq!(read.samples.len(), 2);
         assert_eq!(
             read.samples[0].labels,
@@ -620,8 +685,12 @@ python_gc_objects_collected_total{generation=\"0\"} 1234.0
         let labels: String = (0..=LABELS_MAX).map(|i| format!("l{i}=\"v\",")).collect();
         let read = parse(&format!("m{{{labels}}} 1\n"), |_| true);
         assert_eq!(read.malformed, 1);
+        assert_eq!(read.first_malformed, Some((1, Malformed::TooManyLabels)));
         let long = format!("m{{x=\"{}\"}} 1\n", "v".repeat(TEXT_MAX + 1));
-        assert_eq!(parse(&long, |_| true).malformed, 1);
+        assert_eq!(
+            parse(&long, |_| true).first_malformed,
+            Some((1, Malformed::LongValue))
+        );
         let wide: String = (0..SAMPLES_MAX)
             .map(|i| format!("m{{i=\"{i}\",v=\"{}\"}} 1\n", "v".repeat(TEXT_MAX - 8)))
             .collect();

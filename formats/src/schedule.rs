@@ -36,7 +36,9 @@ pub use prefix::{
     PrefixError, PrefixPool, PREFIX_ENTRIES_MAX, PREFIX_EXTENSION, PREFIX_LENGTHS_MAX,
     PREFIX_TOKENS_MAX, SHARE_SCALE,
 };
-pub use workload::{Think, ThinkLaw, Workload, TURNS_MAX, USERS_MAX, WORKLOAD_EXTENSION};
+pub use workload::{
+    Think, ThinkLaw, Workload, WorkloadDecodeError, TURNS_MAX, USERS_MAX, WORKLOAD_EXTENSION,
+};
 
 /// Highest offered rate a schedule may have. Well above what one recorder host sustains; the
 /// bound keeps a typo (an extra zero or five) from building a schedule that fills memory.
@@ -186,6 +188,69 @@ pub struct Entry {
 
 /// The phases that are not measured: the warm-up (discarded, §1) and the cooldown.
 pub const UNMEASURED_PHASES: [&str; 2] = ["warmup", "cooldown"];
+
+/// Why schedule parameters cannot build a schedule; a phase is named by its index and name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScheduleError {
+    /// No phase.
+    NoPhase,
+    /// A phase's rate outside (0, [`RATE_RPS_MAX`]].
+    Rate {
+        /// The phase's index and name.
+        phase: (usize, String),
+        /// Its rate.
+        rate_rps: f64,
+    },
+    /// A phase that would schedule more than half of [`REQUESTS_MAX`].
+    TooMany {
+        /// The phase's index and name.
+        phase: (usize, String),
+        /// About how many it would schedule.
+        expected: f64,
+    },
+    /// No route, or a route of weight 0.
+    NoRoute,
+    /// A closed loop's users outside 1..=[`USERS_MAX`].
+    Users(u32),
+    /// Sessions' turns outside 1..=[`TURNS_MAX`].
+    Turns(u32),
+    /// A trace of at least [`REQUESTS_MAX`] requests.
+    Trace(usize),
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScheduleError::NoPhase => f.write_str("a schedule needs at least one phase"),
+            ScheduleError::Rate {
+                phase: (i, name),
+                rate_rps,
+            } => write!(
+                f,
+                "phase {i} ({name}) rate {rate_rps} is not in (0, {RATE_RPS_MAX}]"
+            ),
+            ScheduleError::TooMany {
+                phase: (i, name),
+                expected,
+            } => write!(
+                f,
+                "phase {i} ({name}) would schedule about {expected:.0} requests"
+            ),
+            ScheduleError::NoRoute => {
+                f.write_str("a schedule needs at least one route, each with weight >= 1")
+            }
+            ScheduleError::Users(users) => {
+                write!(f, "{users} users is outside 1..={USERS_MAX}")
+            }
+            ScheduleError::Turns(turns) => {
+                write!(f, "{turns} turns is outside 1..={TURNS_MAX}")
+            }
+            ScheduleError::Trace(n) => write!(f, "a trace of {n} requests"),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
 
 impl ScheduleParams {
     /// The schedule's length, ns.
@@ -366,41 +431,42 @@ impl ScheduleParams {
         (u128::from(user) * u128::from(ramp) / u128::from(users)) as u64
     }
 
-    /// Checks the parameters can build a schedule; the message says which field is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the parameters can build a schedule; the error says which field is wrong.
+    pub fn validate(&self) -> Result<(), ScheduleError> {
         if self.phases.is_empty() {
-            return Err("a schedule needs at least one phase".into());
+            return Err(ScheduleError::NoPhase);
         }
         for (i, phase) in self.phases.iter().enumerate() {
+            let at = || (i, phase.name.clone());
             if !(phase.rate_rps.is_finite()
                 && phase.rate_rps > 0.0
                 && phase.rate_rps <= RATE_RPS_MAX)
             {
-                return Err(format!(
-                    "phase {i} ({}) rate {} is not in (0, {RATE_RPS_MAX}]",
-                    phase.name, phase.rate_rps
-                ));
+                return Err(ScheduleError::Rate {
+                    phase: at(),
+                    rate_rps: phase.rate_rps,
+                });
             }
             let expected = phase.rate_rps * phase.duration_ns as f64 / 1e9;
             if expected > REQUESTS_MAX as f64 / 2.0 {
-                return Err(format!(
-                    "phase {i} ({}) would schedule about {expected:.0} requests",
-                    phase.name
-                ));
+                return Err(ScheduleError::TooMany {
+                    phase: at(),
+                    expected,
+                });
             }
         }
         if self.routes.is_empty() || self.routes.iter().any(|r| r.weight == 0) {
-            return Err("a schedule needs at least one route, each with weight >= 1".into());
+            return Err(ScheduleError::NoRoute);
         }
         match &self.workload {
             Workload::Closed { users, .. } if !(1..=USERS_MAX).contains(users) => {
-                Err(format!("{users} users is outside 1..={USERS_MAX}"))
+                Err(ScheduleError::Users(*users))
             }
             Workload::SemiOpen { turns, .. } if !(1..=TURNS_MAX).contains(turns) => {
-                Err(format!("{turns} turns is outside 1..={TURNS_MAX}"))
+                Err(ScheduleError::Turns(*turns))
             }
             Workload::Replay { offsets_ns } if offsets_ns.len() as u64 >= REQUESTS_MAX => {
-                Err(format!("a trace of {} requests", offsets_ns.len()))
+                Err(ScheduleError::Trace(offsets_ns.len()))
             }
             _ => Ok(()),
         }

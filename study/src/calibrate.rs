@@ -699,7 +699,7 @@ pub fn calibrate(
         config: config_path.display().to_string(),
         replica: replica.clone(),
         address,
-        not_publishable: config.publishability().err(),
+        not_publishable: config.publishability().err().map(|why| why.to_string()),
         diagnosis: diagnosis.clone(),
         calibrations,
         lambda_max_rps: lambda_max,

@@ -341,7 +341,7 @@ pub fn config_json(config: &Config) -> Json {
         "profile": config.profile.name(),
         "time_factor": config.time_factor,
         "publishable": config.publishability().is_ok(),
-        "not_publishable_reason": config.publishability().err(),
+        "not_publishable_reason": config.publishability().err().map(|why| why.to_string()),
         "blake3": hex(&config.hash()),
         // A closed run's rate is an outcome, a replay's its trace's.
         "rate_rps": (!matches!(workload, Workload::Closed { .. } | Workload::Replay { .. }))

@@ -124,7 +124,12 @@ pub fn sweep(
         out!("  {}", summary_line(&point));
         points.push(point);
     }
-    let mut not_publishable: Vec<String> = config.publishability().err().into_iter().collect();
+    let mut not_publishable: Vec<String> = config
+        .publishability()
+        .err()
+        .map(|why| why.to_string())
+        .into_iter()
+        .collect();
     let diagnosed: Vec<String> = points
         .iter()
         .filter(|p| !p.valid && !p.latency.is_empty())

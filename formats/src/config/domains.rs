@@ -599,7 +599,7 @@ impl Config {
         }
         let params = self.schedule_params();
         if let Err(why) = params.validate() {
-            return Err(invalid("schedule.rate_rps", why));
+            return Err(invalid("schedule.rate_rps", why.to_string()));
         }
         // A replay's requests are its trace's, which the recorder reads (and refuses empty).
         let replay = matches!(params.workload, crate::schedule::Workload::Replay { .. });

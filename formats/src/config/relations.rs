@@ -664,28 +664,60 @@ impl Config {
     }
 }
 
+/// What is wrong with an address a replica or a confirmation is written with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum AddressError {
+    /// No `:port`.
+    NoPort,
+    /// A port outside 1-65535.
+    Port { port: String },
+    /// A host that is neither an IP address nor a DNS name.
+    Host { host: String },
+    /// A name starting `_` that is not an SRV name.
+    Srv { address: String },
+}
+
+impl std::fmt::Display for AddressError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddressError::NoPort => f.write_str("no :port (a probe needs the replica's own port; or give an SRV name, _service._proto.name, whose records carry it)"),
+            AddressError::Port { port } => write!(f, "port {port:?} is not 1-65535"),
+            AddressError::Host { host } => write!(
+                f,
+                "{host:?} is neither an IP address nor a DNS name (no scheme, path or credentials)"
+            ),
+            AddressError::Srv { address } => write!(
+                f,
+                "{address:?} is not an SRV name (_service._proto.name, such as _http._tcp.vllm.default.svc.cluster.local)"
+            ),
+        }
+    }
+}
+
 /// Checks `host:port` (an IP, a bracketed IPv6 address or a DNS name; a port 1-65535), as a
 /// replica's own address is written.
-fn host_and_port(address: &str) -> Result<(), String> {
+pub(super) fn host_and_port(address: &str) -> Result<(), AddressError> {
     if address.parse::<std::net::SocketAddr>().is_ok() {
         return Ok(());
     }
     if !address.contains(':') && address.starts_with('_') {
         return srv_name(address);
     }
-    let (host, port) = address
-        .rsplit_once(':')
-        .ok_or("no :port (a probe needs the replica's own port; or give an SRV name, _service._proto.name, whose records carry it)")?;
+    let (host, port) = address.rsplit_once(':').ok_or(AddressError::NoPort)?;
     match port.parse::<u16>() {
-        Ok(0) | Err(_) => return Err(format!("port {port:?} is not 1-65535")),
+        Ok(0) | Err(_) => {
+            return Err(AddressError::Port {
+                port: port.to_owned(),
+            })
+        }
         Ok(_) => {}
     }
     if dns_name(host) {
         Ok(())
     } else {
-        Err(format!(
-            "{host:?} is neither an IP address nor a DNS name (no scheme, path or credentials)"
-        ))
+        Err(AddressError::Host {
+            host: host.to_owned(),
+        })
     }
 }
 
@@ -708,7 +740,7 @@ pub(super) fn dns_name(host: &str) -> bool {
 
 /// An SRV owner name (RFC 2782): `_service._proto.` then a DNS name, such as a Kubernetes
 /// headless Service's `_http._tcp.vllm.default.svc.cluster.local`. Its records give the port.
-fn srv_name(address: &str) -> Result<(), String> {
+fn srv_name(address: &str) -> Result<(), AddressError> {
     let mut labels = address.splitn(3, '.');
     let (service, proto, rest) = (
         labels.next().unwrap_or(""),
@@ -725,8 +757,8 @@ fn srv_name(address: &str) -> Result<(), String> {
     if underscored(service) && underscored(proto) && dns_name(rest) {
         Ok(())
     } else {
-        Err(format!(
-            "{address:?} is not an SRV name (_service._proto.name, such as _http._tcp.vllm.default.svc.cluster.local)"
-        ))
+        Err(AddressError::Srv {
+            address: address.to_owned(),
+        })
     }
 }

@@ -220,10 +220,12 @@ fn examples_load_under_their_profiles() {
     }
     let dev = load(example(Profile::Dev)).unwrap();
     assert!((dev.rate_rps() - 26.0).abs() < 1e-12);
-    assert!(dev
-        .publishability()
-        .unwrap_err()
-        .contains("NOT PUBLISHABLE"));
+    let why = dev.publishability().unwrap_err();
+    assert!(
+        matches!(why, super::NotPublishable::DevScaled { .. }),
+        "{why}"
+    );
+    assert!(why.to_string().starts_with("NOT PUBLISHABLE"));
     assert!(load(example(Profile::Experiment))
         .unwrap()
         .publishability()
@@ -1664,6 +1666,26 @@ fn a_confirmation_address_may_be_a_name_and_must_be_host_and_port() {
         let error = with(bad).unwrap_err().to_string();
         assert!(error.contains("fault.confirm_address"), "{bad}: {error}");
     }
+    // What the key's sentence says is wrong, by kind.
+    use super::relations::{host_and_port, AddressError};
+    let owned = |s: &str| s.to_owned();
+    assert_eq!(host_and_port("replica-1"), Err(AddressError::NoPort));
+    assert_eq!(
+        host_and_port("replica-1:0"),
+        Err(AddressError::Port { port: owned("0") })
+    );
+    assert_eq!(
+        host_and_port("http://replica-1:8000"),
+        Err(AddressError::Host {
+            host: owned("http://replica-1")
+        })
+    );
+    assert_eq!(
+        host_and_port("_http.replica-1"),
+        Err(AddressError::Srv {
+            address: owned("_http.replica-1")
+        })
+    );
 }
 
 /// `injector = "network-policy"` (issue 38 item 3): a black-hole only, with

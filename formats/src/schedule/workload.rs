@@ -163,31 +163,32 @@ impl Workload {
     }
 
     /// Reads the extension's value; the error says what is wrong with it.
-    pub fn decode(bytes: &[u8]) -> Result<Workload, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Workload, WorkloadDecodeError> {
+        use WorkloadDecodeError as E;
         let u32_at = |at: usize| -> Option<u32> {
             Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
         };
         let u64_at = |at: usize| -> Option<u64> {
             Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
         };
-        let think = || -> Result<Think, String> {
-            let mean_ns = u64_at(5).ok_or("a think time's mean is cut short")?;
+        let think = || -> Result<Think, WorkloadDecodeError> {
+            let mean_ns = u64_at(5).ok_or(E::Short("a think time's mean"))?;
             let law = match bytes.get(13) {
                 Some(0) => ThinkLaw::Fixed,
                 Some(1) => ThinkLaw::Exponential,
-                Some(other) => return Err(format!("think law {other} is neither 0 nor 1")),
-                None => return Err("the think law is cut short".into()),
+                Some(other) => return Err(E::ThinkLaw(*other)),
+                None => return Err(E::Short("the think law")),
             };
             if bytes.len() != 14 {
-                return Err(format!("{} bytes where 14 belong", bytes.len()));
+                return Err(E::Length(bytes.len()));
             }
             Ok(Think { mean_ns, law })
         };
         match bytes.first() {
             Some(1) => {
-                let users = u32_at(1).ok_or("the user count is cut short")?;
+                let users = u32_at(1).ok_or(E::Short("the user count"))?;
                 if !(1..=USERS_MAX).contains(&users) {
-                    return Err(format!("{users} users is outside 1..={USERS_MAX}"));
+                    return Err(E::Users(users));
                 }
                 Ok(Workload::Closed {
                     users,
@@ -195,9 +196,9 @@ impl Workload {
                 })
             }
             Some(2) => {
-                let turns = u32_at(1).ok_or("the turn count is cut short")?;
+                let turns = u32_at(1).ok_or(E::Short("the turn count"))?;
                 if !(1..=TURNS_MAX).contains(&turns) {
-                    return Err(format!("{turns} turns is outside 1..={TURNS_MAX}"));
+                    return Err(E::Turns(turns));
                 }
                 Ok(Workload::SemiOpen {
                     turns,
@@ -205,29 +206,77 @@ impl Workload {
                 })
             }
             Some(3) => {
-                let count = u64_at(1).ok_or("the trace's length is cut short")?;
+                let count = u64_at(1).ok_or(E::Short("the trace's length"))?;
                 let body = &bytes[9..];
                 if count.checked_mul(8) != Some(body.len() as u64) {
-                    return Err(format!(
-                        "the trace says {count} times and carries {} bytes",
-                        body.len()
-                    ));
+                    return Err(E::TraceBytes {
+                        count,
+                        bytes: body.len(),
+                    });
                 }
                 let offsets: Vec<u64> = body
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
                     .collect();
                 if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
-                    return Err(format!("trace time {} comes before time {i}", i + 1));
+                    return Err(E::TraceOrder(i + 1));
                 }
                 Ok(Workload::Replay {
                     offsets_ns: offsets.into(),
                 })
             }
-            Some(other) => Err(format!(
-                "workload code {other} is none this build knows (1 closed, 2 semi-open, 3 replay)"
-            )),
-            None => Err("the workload extension is empty".into()),
+            Some(other) => Err(E::Code(*other)),
+            None => Err(E::Empty),
+        }
+    }
+}
+
+/// What is wrong with a journal's workload extension ([`Workload::decode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadDecodeError {
+    /// The bytes end before this part.
+    Short(&'static str),
+    /// A think law other than 0 (fixed) and 1 (exponential).
+    ThinkLaw(u8),
+    /// A closed or semi-open extension of this many bytes, where 14 belong.
+    Length(usize),
+    /// Users outside 1..=[`USERS_MAX`].
+    Users(u32),
+    /// Turns outside 1..=[`TURNS_MAX`].
+    Turns(u32),
+    /// A trace whose count and bytes disagree.
+    TraceBytes {
+        /// The count it states.
+        count: u64,
+        /// The bytes it carries.
+        bytes: usize,
+    },
+    /// Trace time `i` comes before time `i - 1`.
+    TraceOrder(usize),
+    /// A model code this build does not know.
+    Code(u8),
+    /// No bytes at all.
+    Empty,
+}
+
+impl std::fmt::Display for WorkloadDecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use WorkloadDecodeError as E;
+        match *self {
+            E::Short(part) => write!(f, "{part} is cut short"),
+            E::ThinkLaw(law) => write!(f, "think law {law} is neither 0 nor 1"),
+            E::Length(n) => write!(f, "{n} bytes where 14 belong"),
+            E::Users(users) => write!(f, "{users} users is outside 1..={USERS_MAX}"),
+            E::Turns(turns) => write!(f, "{turns} turns is outside 1..={TURNS_MAX}"),
+            E::TraceBytes { count, bytes } => {
+                write!(f, "the trace says {count} times and carries {bytes} bytes")
+            }
+            E::TraceOrder(i) => write!(f, "trace time {i} comes before time {}", i - 1),
+            E::Code(code) => write!(
+                f,
+                "workload code {code} is none this build knows (1 closed, 2 semi-open, 3 replay)"
+            ),
+            E::Empty => f.write_str("the workload extension is empty"),
         }
     }
 }
@@ -256,16 +305,28 @@ mod tests {
         }
         assert_eq!(Workload::Open.encode(), None);
         let mut closed = Workload::Closed { users: 0, think }.encode().unwrap();
-        assert!(Workload::decode(&closed).unwrap_err().contains("0 users"));
+        assert_eq!(
+            Workload::decode(&closed),
+            Err(WorkloadDecodeError::Users(0))
+        );
+        assert!(Workload::decode(&closed)
+            .unwrap_err()
+            .to_string()
+            .contains("0 users"));
         closed[1] = 1;
         closed[13] = 7;
-        assert!(Workload::decode(&closed).unwrap_err().contains("law 7"));
+        assert_eq!(
+            Workload::decode(&closed),
+            Err(WorkloadDecodeError::ThinkLaw(7))
+        );
         let backwards = Workload::Replay {
             offsets_ns: vec![10, 9].into(),
         };
         let err = Workload::decode(&backwards.encode().unwrap()).unwrap_err();
-        assert!(err.contains("before"), "{err}");
-        assert!(Workload::decode(&[9]).unwrap_err().contains("code 9"));
+        assert_eq!(err, WorkloadDecodeError::TraceOrder(1));
+        assert_eq!(err.to_string(), "trace time 1 comes before time 0");
+        assert_eq!(Workload::decode(&[9]), Err(WorkloadDecodeError::Code(9)));
+        assert_eq!(Workload::decode(&[]), Err(WorkloadDecodeError::Empty));
     }
 
     fn params(workload: Workload) -> crate::schedule::ScheduleParams {

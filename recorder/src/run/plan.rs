@@ -110,7 +110,9 @@ impl RunPlan {
             params = params.replaying(read.offsets_ns.clone());
             trace = Some(read);
         }
-        params.validate().map_err(RecordError::config)?;
+        params
+            .validate()
+            .map_err(|why| RecordError::config(why.to_string()))?;
         let workers = workers.clamp(1, WORKERS_MAX);
         let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
         let bucket = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
