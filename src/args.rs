@@ -93,7 +93,7 @@ impl TableArgs {
             ..Default::default()
         }
         .trusting(self.expect_head.as_deref(), self.pubkey.as_deref())
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::from)
     }
 }
 

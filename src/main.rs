@@ -453,7 +453,7 @@ fn verify_journal(
     pubkey: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode> {
-    let trust = VerifyOptions::from_flags(expect_head, pubkey).map_err(anyhow::Error::msg)?;
+    let trust = VerifyOptions::from_flags(expect_head, pubkey)?;
     if percentes_analyzer::shards::is_manifest(path) {
         return shards::verify_manifest(path, trust.expect_head, trust.trusted_key, json);
     }

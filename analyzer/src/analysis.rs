@@ -168,7 +168,7 @@ pub fn analyze<'a>(
         (by, true) => {
             match segment::reports(run, &cut_figures, &rows_of, by, method, horizon_ns, &rules) {
                 Ok(segments) => (segments, None),
-                Err(why) => (Vec::new(), Some(why)),
+                Err(too_many) => (Vec::new(), Some(too_many.to_string())),
             }
         }
         (_, false) => (

@@ -420,21 +420,47 @@ fn latency(name: String, q: &str, d: &Distribution) -> Figure {
 }
 
 /// The window a threshold reads: the one it names, else `measurement`, else `baseline`.
-fn main_window<'a>(summary: &'a Summary, named: Option<&str>) -> Result<&'a WindowFigures, String> {
+fn main_window<'a>(
+    summary: &'a Summary,
+    named: Option<&'a str>,
+) -> Result<&'a WindowFigures, NoWindow<'a>> {
     let find = |name: &str| summary.windows.iter().find(|w| w.window == name);
     match named {
-        Some(name) => find(name).ok_or_else(|| {
-            let names: Vec<&str> = summary.windows.iter().map(|w| w.window.as_str()).collect();
-            format!(
-                "this run has no window `{name}` (it has {})",
-                names.join(", ")
-            )
-        }),
+        Some(name) => find(name).ok_or(NoWindow::Named { name, summary }),
         None => find("measurement")
             .or_else(|| find("baseline"))
-            .ok_or_else(|| {
-                "this run has no measurement or baseline window; name one with @WINDOW".to_owned()
-            }),
+            .ok_or(NoWindow::Main),
+    }
+}
+
+/// The window a threshold reads is not in the run.
+enum NoWindow<'a> {
+    /// The one it names, beside the run's own.
+    Named {
+        /// The name.
+        name: &'a str,
+        /// The run's figures, which name its windows.
+        summary: &'a Summary,
+    },
+    /// Neither `measurement` nor `baseline`, where it names none.
+    Main,
+}
+
+impl std::fmt::Display for NoWindow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoWindow::Named { name, summary } => {
+                let names: Vec<&str> = summary.windows.iter().map(|w| w.window.as_str()).collect();
+                write!(
+                    f,
+                    "this run has no window `{name}` (it has {})",
+                    names.join(", ")
+                )
+            }
+            NoWindow::Main => {
+                f.write_str("this run has no measurement or baseline window; name one with @WINDOW")
+            }
+        }
     }
 }
 
@@ -453,7 +479,7 @@ fn check(summary: &Summary, t: &Threshold) -> Verdict {
     }
     let w = match main_window(summary, t.window.as_deref()) {
         Ok(w) => w,
-        Err(why) => return fail(named, why),
+        Err(missing) => return fail(named, missing.to_string()),
     };
     if !summary.valid {
         let why = format!(

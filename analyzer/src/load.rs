@@ -67,7 +67,7 @@ pub enum LoadError {
     /// Verification failed outright (tampered, not a journal, unsupported version).
     Unverified(Box<VerifyReport>),
     /// The header's configuration does not parse under this build.
-    Config(String),
+    Config(percentes_formats::config::ConfigError),
     /// The schedule regenerated from the header differs from the one the header recorded.
     Schedule(String),
     /// A record breaks the one-record-per-index rule or disagrees with the schedule.
@@ -135,7 +135,7 @@ impl Options {
         self,
         expect_head: Option<&str>,
         pubkey: Option<&std::path::Path>,
-    ) -> Result<Options, String> {
+    ) -> Result<Options, percentes_formats::journal::verify::TrustError> {
         let trust = VerifyOptions::from_flags(expect_head, pubkey)?;
         Ok(Options {
             expect_head: trust.expect_head,
@@ -164,31 +164,70 @@ impl Default for Options {
 
 /// A size as `--table-memory` takes it: a whole number of bytes, or of KiB, MiB, GiB or TiB
 /// (`2GiB`, `512MiB`, `0` to spill every table).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
+    let wrong = |kind: SizeErrorKind| SizeError {
+        kind,
+        text: text.to_owned(),
+    };
     let shift = match unit.trim() {
         "" | "B" => 0,
         "KiB" => 10,
         "MiB" => 20,
         "GiB" => 30,
         "TiB" => 40,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?}: write bytes or KiB, MiB, GiB, TiB (e.g. 2GiB)"
-            ))
-        }
+        other => return Err(wrong(SizeErrorKind::Unit(other.to_owned()))),
     };
-    let number: u64 = number.parse().map_err(|_| {
-        format!("{text:?} is not a size: write a whole number and a unit (e.g. 2GiB)")
-    })?;
+    let number: u64 = number
+        .parse()
+        .map_err(|_| wrong(SizeErrorKind::NotANumber))?;
     number
         .checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("{text:?} is larger than 16 EiB"))
+        .ok_or_else(|| wrong(SizeErrorKind::TooLarge))
 }
+
+/// A size `--table-memory` cannot read, with the text given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeError {
+    /// What is wrong.
+    pub kind: SizeErrorKind,
+    /// The text given.
+    pub text: String,
+}
+
+/// What is wrong with a size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeErrorKind {
+    /// A unit other than B, KiB, MiB, GiB, TiB.
+    Unit(String),
+    /// No whole number before the unit.
+    NotANumber,
+    /// Over 16 EiB.
+    TooLarge,
+}
+
+impl std::fmt::Display for SizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = &self.text;
+        match &self.kind {
+            SizeErrorKind::Unit(unit) => write!(
+                f,
+                "unknown unit {unit:?} in {text:?}: write bytes or KiB, MiB, GiB, TiB (e.g. 2GiB)"
+            ),
+            SizeErrorKind::NotANumber => write!(
+                f,
+                "{text:?} is not a size: write a whole number and a unit (e.g. 2GiB)"
+            ),
+            SizeErrorKind::TooLarge => write!(f, "{text:?} is larger than 16 EiB"),
+        }
+    }
+}
+
+impl std::error::Error for SizeError {}
 
 impl Options {
     /// Whether a table of `rows` rows goes to spill files.
@@ -330,12 +369,12 @@ pub fn load_verified_with(
                     }
                     let (intended_ns, route) = (requests.intended_ns[row], requests.route[row]);
                     if turns.is_follow_up(row) {
-                        turns
-                            .fill(&mut requests, row, &r, params)
-                            .map_err(|message| LoadError::Record {
+                        turns.fill(&mut requests, row, &r, params).map_err(|e| {
+                            LoadError::Record {
                                 sequence: framed.sequence,
-                                message,
-                            })?;
+                                message: e.to_string(),
+                            }
+                        })?;
                     } else if r.intended_ns != intended_ns || r.route != route {
                         return Err(LoadError::Record {
                         sequence: framed.sequence,
@@ -586,8 +625,7 @@ fn verified_header(
             ));
         }
     }
-    let config = Config::parse_journaled(&header.config_bytes)
-        .map_err(|e| LoadError::Config(e.to_string()))?;
+    let config = Config::parse_journaled(&header.config_bytes).map_err(LoadError::Config)?;
     Ok((report, header, config))
 }
 
@@ -724,9 +762,16 @@ mod tests {
         assert_eq!(parse_size("512MiB"), Ok(512 << 20));
         assert_eq!(parse_size("2GiB"), Ok(DEFAULT_TABLE_MEMORY));
         assert_eq!(parse_size("1TiB"), Ok(1 << 40));
-        for bad in ["2GB", "two", "GiB", "-1", "99999999TiB"] {
+        for (bad, kind) in [
+            ("2GB", SizeErrorKind::Unit("GB".into())),
+            ("two", SizeErrorKind::Unit("two".into())),
+            ("GiB", SizeErrorKind::NotANumber),
+            ("-1", SizeErrorKind::Unit("-1".into())),
+            ("99999999TiB", SizeErrorKind::TooLarge),
+        ] {
             let why = parse_size(bad).unwrap_err();
-            assert!(why.contains(bad), "{bad}: {why}");
+            assert_eq!(why.kind, kind, "{bad}");
+            assert!(why.to_string().contains(bad), "{bad}: {why}");
         }
         let options = super::Options::default();
         assert!(!options.spills(14_000_000) && options.spills(15_000_000));

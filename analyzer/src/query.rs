@@ -303,17 +303,34 @@ pub enum Format {
 }
 
 impl std::str::FromStr for Format {
-    type Err = String;
+    type Err = NoFormat;
 
-    fn from_str(name: &str) -> Result<Format, String> {
+    fn from_str(name: &str) -> Result<Format, NoFormat> {
         match name {
             "table" => Ok(Format::Table),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
-            other => Err(format!("no format {other:?}: table, csv or json")),
+            other => Err(NoFormat {
+                name: other.to_owned(),
+            }),
         }
     }
 }
+
+/// A `--format` that is none of table, csv and json.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoFormat {
+    /// The name given.
+    pub name: String,
+}
+
+impl std::fmt::Display for NoFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no format {:?}: table, csv or json", self.name)
+    }
+}
+
+impl std::error::Error for NoFormat {}
 
 /// One cell as text: exact integers, floats in their shortest round-trip form, strings bare.
 fn text(value: &AnyValue<'_>) -> Option<String> {

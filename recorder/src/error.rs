@@ -100,6 +100,11 @@ impl RecordError {
         RecordError::new(ErrorKind::Config, message)
     }
 
+    /// The configuration cannot be run as given, as a typed refusal of its own says.
+    pub(crate) fn refused(why: impl std::fmt::Display) -> RecordError {
+        RecordError::config(why.to_string())
+    }
+
     /// The target, asked before the journal exists, cannot be recorded.
     pub(crate) fn target(message: impl Into<String>) -> RecordError {
         RecordError::new(ErrorKind::Target, message)

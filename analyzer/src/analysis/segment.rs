@@ -16,6 +16,26 @@ use percentes_formats::spec::Rules;
 /// (a connection id, say) is not a segmentation a reader can take in, and is refused.
 pub const SEGMENTS_MAX: usize = 512;
 
+/// Segments over the windows past [`SEGMENTS_MAX`]: the report holds none, and says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct TooManySegments {
+    /// The columns segmented by.
+    columns: Vec<&'static str>,
+    /// The segments they give.
+    segments: usize,
+}
+
+impl std::fmt::Display for TooManySegments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "segmenting by {} gives {} segments over the windows, more than the {SEGMENTS_MAX} a report holds: choose fewer or coarser columns",
+            self.columns.join(","),
+            self.segments
+        )
+    }
+}
+
 /// Every window's segments by `columns`; `Err` when there would be more than
 /// [`SEGMENTS_MAX`].
 pub(super) fn reports(
@@ -26,7 +46,7 @@ pub(super) fn reports(
     method: Method,
     horizon_ns: u64,
     rules: &Rules,
-) -> Result<Vec<SegmentReport>, String> {
+) -> Result<Vec<SegmentReport>, TooManySegments> {
     let mut grouped = Vec::new();
     for (window, rows) in cut.iter().zip(rows_of) {
         for (key, members) in group(run, rows, columns) {
@@ -34,11 +54,10 @@ pub(super) fn reports(
         }
     }
     if grouped.len() > SEGMENTS_MAX {
-        return Err(format!(
-            "segmenting by {} gives {} segments over the windows, more than the {SEGMENTS_MAX} a report holds: choose fewer or coarser columns",
-            columns.iter().map(|c| c.name()).collect::<Vec<_>>().join(","),
-            grouped.len()
-        ));
+        return Err(TooManySegments {
+            columns: columns.iter().map(|c| c.name()).collect(),
+            segments: grouped.len(),
+        });
     }
     Ok(grouped
         .into_iter()

@@ -2196,11 +2196,21 @@ fn segment_columns_parse_each_once_and_name_the_ones_there_are() {
         [SegmentColumn::Route, SegmentColumn::Replica]
     );
     let error = SegmentColumn::parse_list("route,colour").unwrap_err();
+    assert_eq!(
+        error,
+        crate::model::ColumnsError::Unknown {
+            name: "colour".into()
+        }
+    );
+    let error = error.to_string();
     assert!(
         error.contains("\"colour\"") && error.contains("route, replica, class"),
         "{error}"
     );
-    assert!(SegmentColumn::parse_list("class,class")
-        .unwrap_err()
-        .contains("twice"));
+    assert_eq!(
+        SegmentColumn::parse_list("class,class"),
+        Err(crate::model::ColumnsError::Twice {
+            name: "class".into()
+        })
+    );
 }

@@ -30,6 +30,30 @@ fn schedule_error(message: String) -> LoadError {
     LoadError::Schedule(message)
 }
 
+/// A follow-up's record the schedule cannot place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FollowUpError {
+    /// Intended at or past the schedule's end.
+    PastTheEnd { index: u64, intended_ns: u64 },
+    /// A route the schedule lacks.
+    NoRoute { index: u64, route: u32 },
+}
+
+impl std::fmt::Display for FollowUpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            FollowUpError::PastTheEnd { index, intended_ns } => write!(
+                f,
+                "follow-up {index} is intended at {intended_ns} ns, at or past the schedule's end"
+            ),
+            FollowUpError::NoRoute { index, route } => write!(
+                f,
+                "follow-up {index} names route {route}, which the schedule lacks"
+            ),
+        }
+    }
+}
+
 impl Turns {
     /// The follow-ups of a run of `files` (one journal: a closed or semi-open run is recorded
     /// unsharded) under `params`, whose schedule fixes `first` requests: as many rows as the
@@ -120,18 +144,18 @@ impl Turns {
         row: usize,
         record: &RequestRecord,
         params: &ScheduleParams,
-    ) -> Result<(), String> {
-        let phase = params.phase_at(record.intended_ns).ok_or_else(|| {
-            format!(
-                "follow-up {} is intended at {} ns, at or past the schedule's end",
-                record.index, record.intended_ns
-            )
-        })?;
+    ) -> Result<(), FollowUpError> {
+        let phase = params
+            .phase_at(record.intended_ns)
+            .ok_or(FollowUpError::PastTheEnd {
+                index: record.index,
+                intended_ns: record.intended_ns,
+            })?;
         if record.route as usize >= params.routes.len() {
-            return Err(format!(
-                "follow-up {} names route {}, which the schedule lacks",
-                record.index, record.route
-            ));
+            return Err(FollowUpError::NoRoute {
+                index: record.index,
+                route: record.route,
+            });
         }
         requests.intended_ns[row] = record.intended_ns;
         requests.route[row] = record.route;

@@ -65,20 +65,19 @@ impl SegmentColumn {
 
     /// `route,replica`: each name once, in the order given; an unknown name is refused with
     /// the ones there are.
-    pub fn parse_list(text: &str) -> Result<Vec<SegmentColumn>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<SegmentColumn>, ColumnsError> {
         let mut columns = Vec::new();
         for name in text.split(',').map(str::trim) {
             let column = SegmentColumn::ALL
                 .into_iter()
                 .find(|c| c.name() == name)
-                .ok_or_else(|| {
-                    format!(
-                        "no column {name:?} to segment by; the columns are {}",
-                        SegmentColumn::ALL.map(SegmentColumn::name).join(", ")
-                    )
+                .ok_or_else(|| ColumnsError::Unknown {
+                    name: name.to_owned(),
                 })?;
             if columns.contains(&column) {
-                return Err(format!("column {name:?} is given twice"));
+                return Err(ColumnsError::Twice {
+                    name: name.to_owned(),
+                });
             }
             columns.push(column);
         }
@@ -86,13 +85,43 @@ impl SegmentColumn {
     }
 }
 
+/// Why `--by` was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ColumnsError {
+    /// No column of this name.
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// A column named twice.
+    Twice {
+        /// The name given.
+        name: String,
+    },
+}
+
+impl std::fmt::Display for ColumnsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColumnsError::Unknown { name } => write!(
+                f,
+                "no column {name:?} to segment by; the columns are {}",
+                SegmentColumn::ALL.map(SegmentColumn::name).join(", ")
+            ),
+            ColumnsError::Twice { name } => write!(f, "column {name:?} is given twice"),
+        }
+    }
+}
+
+impl std::error::Error for ColumnsError {}
+
 /// The columns `--by` named, as one command-line value (`route,replica`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentColumns(pub Vec<SegmentColumn>);
 
 impl SegmentColumns {
     /// [`SegmentColumn::parse_list`], as clap's value parser.
-    pub fn parse(text: &str) -> Result<SegmentColumns, String> {
+    pub fn parse(text: &str) -> Result<SegmentColumns, ColumnsError> {
         SegmentColumn::parse_list(text).map(SegmentColumns)
     }
 }

@@ -166,15 +166,15 @@ fn timeline_marks(frame: &mut Frame, report: &Report, legend_rows: usize) {
     }
 }
 
-/// An over-time plot's span: the run's end (s) and its bucket width; or why there is nothing
-/// to draw (withheld statistics, no window).
-fn span(report: &Report) -> Result<(f64, f64), String> {
+/// An over-time plot's span: the run's end (s) and its bucket width; or the sentence that says
+/// why there is nothing to draw (the report's own for withheld statistics, or no window).
+fn span(report: &Report) -> Result<(f64, f64), &str> {
     let end = report.timeline.windows.last().map_or(0.0, |w| w.end_s);
     if report.windows.is_empty() || end <= 0.0 {
         return Err(report
             .windows_withheld
-            .clone()
-            .unwrap_or_else(|| "the run has no window".into()));
+            .as_deref()
+            .unwrap_or("the run has no window"));
     }
     Ok((end, bucket_s(end)))
 }
@@ -184,7 +184,7 @@ pub(super) fn ttft_over_time(report: &Report, requests: &Requests) -> String {
     let title = "Time to first token over the run";
     let (end, width) = match span(report) {
         Ok(span) => span,
-        Err(why) => return note(title, &why),
+        Err(why) => return note(title, why),
     };
     let buckets = (end / width).ceil() as usize;
     let mut per: Vec<Vec<u64>> = vec![Vec::new(); buckets.max(1)];
@@ -257,7 +257,7 @@ pub(super) fn tokens_over_time(report: &Report, requests: &Requests) -> String {
     let title = "Output tokens per second over the run";
     let (end, width) = match span(report) {
         Ok(span) => span,
-        Err(why) => return note(title, &why),
+        Err(why) => return note(title, why),
     };
     // Each response's tokens spread evenly over the stretch it generated them in, its first
     // token to its end: counted all at its end, a 0.5 s bucket read 0 or 5,600 tokens/s by

@@ -372,8 +372,7 @@ impl Config {
         }
         // A replay's trace is read whole: its every line must be a time in order.
         if self.workload.model == super::workload::Model::Replay {
-            self.read_trace()
-                .map_err(|why| invalid("workload.trace", why))?;
+            self.read_trace()?;
         }
         Ok(())
     }

@@ -155,16 +155,17 @@ impl Config {
     /// `timestamp`, ms from the trace's start; the first line's timestamp is the schedule's
     /// start. Times must not go backwards; a line at or past the schedule's end is left out and
     /// counted. The error names the file and the line.
-    pub fn read_trace(&self) -> Result<Trace, String> {
+    pub fn read_trace(&self) -> Result<Trace, ConfigError> {
         let path = self.workload.trace.as_deref().unwrap_or_default();
+        let wrong = |message: String| invalid("workload.trace", message);
         let bytes = crate::files::read_bounded(
             path.as_ref(),
             crate::files::PROMPT_FILE_BYTES_MAX,
             "a trace",
         )
-        .map_err(|e| format!("workload.trace {path}: {e}"))?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|e| format!("workload.trace {path}: not UTF-8 ({e})"))?;
+        .map_err(|e| wrong(format!("{path}: {e}")))?;
+        let text =
+            std::str::from_utf8(&bytes).map_err(|e| wrong(format!("{path}: not UTF-8 ({e})")))?;
         let end_ns = self.schedule_params().total_duration_ns();
         let divisor = self.timeline_divisor();
         let (mut offsets_ns, mut past_end, mut has_requests) = (Vec::new(), 0, true);
@@ -175,7 +176,7 @@ impl Config {
             if line.is_empty() {
                 continue;
             }
-            let at = |why: String| format!("workload.trace {path} line {}: {why}", i + 1);
+            let at = |why: String| wrong(format!("{path} line {}: {why}", i + 1));
             let value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| at(format!("not JSON ({e})")))?;
             let ms = value
@@ -199,16 +200,16 @@ impl Config {
             }
         }
         if offsets_ns.is_empty() {
-            return Err(format!(
-                "workload.trace {path} has no request before the schedule's end ({:.3} s)",
+            return Err(wrong(format!(
+                "{path} has no request before the schedule's end ({:.3} s)",
                 end_ns as f64 / 1e9
-            ));
+            )));
         }
         if offsets_ns.len() > REPLAY_REQUESTS_MAX {
-            return Err(format!(
-                "workload.trace {path} holds {} requests within the schedule; a replay journals each time in its header, which holds at most {REPLAY_REQUESTS_MAX}",
+            return Err(wrong(format!(
+                "{path} holds {} requests within the schedule; a replay journals each time in its header, which holds at most {REPLAY_REQUESTS_MAX}",
                 offsets_ns.len()
-            ));
+            )));
         }
         Ok(Trace {
             offsets_ns,
@@ -688,6 +689,11 @@ mod tests {
         std::fs::write(&path, "{\"timestamp\": 5}\n{\"timestamp\": 4}\n").unwrap();
         let error = config.read_trace().unwrap_err();
         assert!(
+            matches!(&error, ConfigError::Invalid { key, .. } if key == "workload.trace"),
+            "{error}"
+        );
+        let error = error.to_string();
+        assert!(
             error.contains("line 2") && error.contains("time order"),
             "{error}"
         );
@@ -695,6 +701,7 @@ mod tests {
         assert!(config
             .read_trace()
             .unwrap_err()
+            .to_string()
             .contains("line 1: no `timestamp`"));
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -54,23 +54,43 @@ pub struct VerifyOptions {
     pub trusted_key: Option<[u8; 32]>,
 }
 
+/// Why `--expect-head` or `--pubkey` cannot be trusted as given.
+#[derive(Debug)]
+pub enum TrustError {
+    /// `--expect-head` is not 64 hex digits.
+    Head {
+        /// The text given.
+        text: String,
+    },
+    /// `--pubkey`'s file is not a public key.
+    Key(super::keys::KeyError),
+}
+
+impl std::fmt::Display for TrustError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrustError::Head { text } => write!(f, "--expect-head {text:?} is not 64 hex digits"),
+            TrustError::Key(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TrustError {}
+
 impl VerifyOptions {
     /// What `--expect-head HEX` (64 hex digits) and `--pubkey FILE` (as `percentes keygen`
     /// writes `PREFIX.pub`) state, for every command that takes them.
     pub fn from_flags(
         expect_head: Option<&str>,
         pubkey: Option<&std::path::Path>,
-    ) -> Result<VerifyOptions, String> {
+    ) -> Result<VerifyOptions, TrustError> {
         let expect_head = expect_head
-            .map(|h| {
-                super::parse_hash(h)
-                    .ok_or_else(|| format!("--expect-head {h:?} is not 64 hex digits"))
-            })
+            .map(|h| super::parse_hash(h).ok_or_else(|| TrustError::Head { text: h.to_owned() }))
             .transpose()?;
         let trusted_key = pubkey
             .map(super::keys::read_public_key)
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(TrustError::Key)?;
         Ok(VerifyOptions {
             expect_head,
             trusted_key,
