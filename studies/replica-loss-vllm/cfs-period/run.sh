@@ -6,19 +6,24 @@
 # 100000: 50 ms of CPU, then a wait to the next period once it is spent), so that two runs tell
 # whether the quota's period holds the tokens the client reads late.
 #
-#   bash studies/replica-loss-vllm/cfs-period/run.sh PERIOD_US OUT
+#   bash studies/replica-loss-vllm/cfs-period/run.sh PERIOD_US OUT [RATE]
+#
+# RATE (requests/s, default 20) replaces `direct.toml`'s rate; the configuration recorded is
+# OUT/direct.toml.
 #
 # Needs root (control groups; v1 or v2), vllm-cpu.sh with its setup done (PERCENTES_VLLM_CPU)
 # and percentes (PERCENTES_BIN). Writes OUT/run.pj, OUT/report/ and the replica group's
 # cpu.stat before and after the recording. About 3 minutes.
 set -euo pipefail
-period=${1:?usage: run.sh PERIOD_US OUT}; out=${2:?usage: run.sh PERIOD_US OUT}
+period=${1:?usage: run.sh PERIOD_US OUT [RATE]}; out=${2:?usage: run.sh PERIOD_US OUT [RATE]}
+rate=${3:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 vllm=${PERCENTES_VLLM_CPU:-$here/../../../../shared/real-targets/vllm-cpu.sh}
 bin=${PERCENTES_BIN:-percentes}
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (control groups)" >&2; exit 1; }
 [ -f "$vllm" ] || { echo "run.sh: no vllm-cpu.sh at $vllm (set PERCENTES_VLLM_CPU)" >&2; exit 1; }
 mkdir -p "$out"
+sed -e "s/^rate_rps = .*/rate_rps = $rate/" "$here/direct.toml" > "$out/direct.toml"
 tag=percentes-cfs-$$; cg=/sys/fs/cgroup
 if [ -f $cg/cgroup.controllers ]; then
   mkdir -p $cg/$tag/target $cg/$tag/recorder
@@ -68,7 +73,7 @@ done
 echo "replica ready after $i s"
 cp "$stat" "$out/cpu.stat.before"
 status=0
-bash -c "$(declare -f join); join ${recorder_tasks[*]}; exec '$bin' record '$here/direct.toml' -o '$out/run.pj'" || status=$?
+bash -c "$(declare -f join); join ${recorder_tasks[*]}; exec '$bin' record '$out/direct.toml' -o '$out/run.pj'" || status=$?
 cp "$stat" "$out/cpu.stat.after"
 "$bin" analyze "$out/run.pj" -o "$out/report" --diagnose > "$out/analyze.txt" || true
 exit "$status"
