@@ -62,9 +62,44 @@ pub enum QueryError {
     /// This build has no SQL engine ([`AVAILABLE`] is false).
     Unavailable,
     /// The statement is refused before it runs: what is wrong with it.
-    Refused(String),
+    Refused(Refusal),
     /// polars could not plan or run it.
     Polars(PolarsError),
+}
+
+/// Why a statement is refused before it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// It does not parse as SQL.
+    NotSql {
+        /// What the parser said.
+        message: String,
+    },
+    /// Not one statement but this many.
+    Statements(usize),
+    /// A statement other than a query.
+    NotAQuery,
+    /// It reads something other than the journal's tables.
+    ReadsOutside {
+        /// What it reads.
+        what: String,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NotSql { message } => write!(f, "it does not parse as SQL: {message}"),
+            Refusal::Statements(n) => write!(f, "one statement is asked, and this is {n}"),
+            Refusal::NotAQuery => f.write_str(
+                "only a query (SELECT, or WITH ... SELECT) is answered; nothing is created, changed or explained",
+            ),
+            Refusal::ReadsOutside { what } => write!(
+                f,
+                "it reads {what}, which is not this journal: an answer comes from the verified journal's tables alone"
+            ),
+        }
+    }
 }
 
 impl fmt::Display for QueryError {
@@ -133,25 +168,22 @@ pub fn check(_sql: &str) -> Result<(), QueryError> {
 /// Reads `sql` and refuses it unless it is one query over the journal's own tables.
 #[cfg(feature = "query")]
 pub fn check(sql: &str) -> Result<(), QueryError> {
-    let statements = Parser::parse_sql(&GenericDialect, sql)
-        .map_err(|e| QueryError::Refused(format!("it does not parse as SQL: {e}")))?;
+    let refused = QueryError::Refused;
+    let statements = Parser::parse_sql(&GenericDialect, sql).map_err(|e| {
+        refused(Refusal::NotSql {
+            message: e.to_string(),
+        })
+    })?;
     let [statement] = statements.as_slice() else {
-        return Err(QueryError::Refused(format!(
-            "one statement is asked, and this is {}",
-            statements.len()
-        )));
+        return Err(refused(Refusal::Statements(statements.len())));
     };
     if !matches!(statement, Statement::Query(_)) {
-        return Err(QueryError::Refused(
-            "only a query (SELECT, or WITH ... SELECT) is answered; nothing is created, changed or explained".into(),
-        ));
+        return Err(refused(Refusal::NotAQuery));
     }
     let mut sources = Sources(None);
     let _ = statement.visit(&mut sources);
     if let Some(what) = sources.0 {
-        return Err(QueryError::Refused(format!(
-            "it reads {what}, which is not this journal: an answer comes from the verified journal's tables alone"
-        )));
+        return Err(refused(Refusal::ReadsOutside { what }));
     }
     Ok(())
 }
@@ -515,18 +547,27 @@ mod tests {
     fn a_query_is_the_only_statement_answered() {
         check("SELECT count(*) FROM requests").unwrap();
         check("WITH w AS (SELECT * FROM windows) SELECT window FROM w").unwrap();
-        for refused in [
-            "DELETE FROM requests",
-            "CREATE TABLE t AS SELECT * FROM requests",
-            "DROP TABLE requests",
-            "SELECT 1; SELECT 2",
-            "SELEC 1",
-            "",
+        for (refused, kind) in [
+            ("DELETE FROM requests", Some(Refusal::NotAQuery)),
+            (
+                "CREATE TABLE t AS SELECT * FROM requests",
+                Some(Refusal::NotAQuery),
+            ),
+            ("DROP TABLE requests", Some(Refusal::NotAQuery)),
+            ("SELECT 1; SELECT 2", Some(Refusal::Statements(2))),
+            ("SELEC 1", None),
+            ("", Some(Refusal::Statements(0))),
         ] {
-            assert!(
-                matches!(check(refused), Err(QueryError::Refused(_))),
-                "{refused:?} was not refused"
-            );
+            match check(refused) {
+                Err(QueryError::Refused(refusal)) => match kind {
+                    Some(kind) => assert_eq!(refusal, kind, "{refused:?}"),
+                    None => assert!(
+                        matches!(refusal, Refusal::NotSql { .. }),
+                        "{refused:?}: {refusal}"
+                    ),
+                },
+                other => panic!("{refused:?} was not refused: {other:?}"),
+            }
         }
     }
 
