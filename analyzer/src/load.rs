@@ -14,11 +14,14 @@ use percentes_formats::journal::records::{EventKind, Record, SealStatus};
 use percentes_formats::journal::scrape::ScrapeRecord;
 use percentes_formats::journal::stream::StreamRecord;
 use percentes_formats::journal::verify::{render, VerifyOptions, VerifyReport};
-use percentes_formats::journal::{hex, Header, Verdict};
+use percentes_formats::journal::{Header, Verdict};
 use percentes_formats::schedule::{ScheduleParams, Workload};
 
+mod mismatch;
 pub mod prefixes;
 mod sessions;
+
+pub use mismatch::{FollowUpMismatch, ScheduleMismatch};
 
 use crate::frame::{CgroupRow, Events, Requests, SpillError, Telemetry, NONE, NO_RECORD};
 use crate::JournalFile;
@@ -69,7 +72,7 @@ pub enum LoadError {
     /// The header's configuration does not parse under this build.
     Config(percentes_formats::config::ConfigError),
     /// The schedule regenerated from the header differs from the one the header recorded.
-    Schedule(String),
+    Schedule(ScheduleMismatch),
     /// A record breaks the one-record-per-index rule or disagrees with the schedule.
     Record {
         /// The record's position in the journal.
@@ -277,10 +280,10 @@ pub fn load_verified_with(
     for part in &parts {
         let h = part.header.as_ref().expect("checked above");
         if h.shard_count == 0 || h.shard_index >= h.shard_count {
-            return Err(LoadError::Schedule(format!(
-                "shard {} of {} does not exist",
-                h.shard_index, h.shard_count
-            )));
+            return Err(LoadError::Schedule(ScheduleMismatch::NoSuchShard {
+                index: h.shard_index,
+                count: h.shard_count,
+            }));
         }
     }
     // Dense rows: the shard's p-th scheduled index is row p, so no map from index to row is kept.
@@ -295,10 +298,10 @@ pub fn load_verified_with(
         }
     }
     if total != header.schedule_requests {
-        return Err(LoadError::Schedule(format!(
-            "{total} requests regenerated, the header recorded {}",
-            header.schedule_requests
-        )));
+        return Err(LoadError::Schedule(ScheduleMismatch::Requests {
+            regenerated: total,
+            recorded: header.schedule_requests,
+        }));
     }
     // A closed or semi-open run's follow-ups: rows after the schedule's, filled from their
     // records and checked against the model once all are read.
@@ -606,12 +609,10 @@ fn verified_header(
         }
     }
     if parts.len() != files.len() {
-        return Err(LoadError::Schedule(
-            "one verification report per journal file".into(),
-        ));
+        return Err(LoadError::Schedule(ScheduleMismatch::Reports));
     }
     let Some(report) = parts.first().cloned() else {
-        return Err(LoadError::Schedule("no journal given".into()));
+        return Err(LoadError::Schedule(ScheduleMismatch::NoJournal));
     };
     let header = report
         .header
@@ -620,9 +621,7 @@ fn verified_header(
     for other in &parts[1..] {
         let h = other.header.as_ref().expect("checked above");
         if h.config_hash != header.config_hash || h.schedule_digest != header.schedule_digest {
-            return Err(LoadError::Schedule(
-                "the shard journals do not share one configuration and schedule".into(),
-            ));
+            return Err(LoadError::Schedule(ScheduleMismatch::ShardsDiffer));
         }
     }
     let config = Config::parse_journaled(&header.config_bytes).map_err(LoadError::Config)?;
@@ -648,17 +647,14 @@ fn schedule_of_its_config(header: &Header, config: &Config) -> Result<(), LoadEr
         expected = expected.replaying(offsets_ns.to_vec());
     }
     if *params != expected {
-        return Err(LoadError::Schedule(
-            "the header's schedule parameters are not the ones its configuration defines".into(),
-        ));
+        return Err(LoadError::Schedule(ScheduleMismatch::Parameters));
     }
     let digest = params.digest();
     if digest != header.schedule_digest {
-        return Err(LoadError::Schedule(format!(
-            "the parameters regenerate digest {}, the header recorded {}",
-            hex(&digest),
-            hex(&header.schedule_digest)
-        )));
+        return Err(LoadError::Schedule(ScheduleMismatch::Digest {
+            regenerated: digest,
+            recorded: header.schedule_digest,
+        }));
     }
     Ok(())
 }

@@ -927,9 +927,9 @@ fn the_binary_is_thin() {
 /// analyzer's did (`--by`, `--table-memory`, `--format`, a follow-up record, too many segments,
 /// a threshold's window), with the trace's `ConfigError` and the trusted head's `TrustError`.
 /// 4 when a journal's configuration that does not load kept its `ConfigError`; 3 when a
-/// refused query said why as a `Refusal` kind. What remains is the binary's two clap parsers
-/// and `LoadError::Schedule(String)`, whose ten sentences each want a kind of their own.
-const STRING_ERRORS_MAX: usize = 3;
+/// refused query said why as a `Refusal` kind; 2 when a failed schedule check did as a
+/// `ScheduleMismatch`. What remains is the binary's edge: its two clap value parsers.
+const STRING_ERRORS_MAX: usize = 2;
 
 /// How many string errors `files` hold: functions that return `Result<_, String>` or
 /// `Option<Result<_, String>>` (a signature's return type on the line that opens its body, as

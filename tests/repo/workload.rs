@@ -296,7 +296,10 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
         .iter()
         .find_map(follow_up)
         .expect("a follow-up");
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+    use percentes_analyzer::load::FollowUpMismatch as M;
+    use percentes_analyzer::load::ScheduleMismatch;
+    type Kind = fn(&M) -> bool;
+    let cases: Vec<(&str, Vec<u8>, &str, Kind)> = vec![
         (
             "early",
             synthetic::with_records(&bytes, |records| {
@@ -309,6 +312,15 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
                 }
             }),
             "model says",
+            |m| {
+                matches!(
+                    m,
+                    M::NotTheModels {
+                        expected: Some(_),
+                        ..
+                    }
+                )
+            },
         ),
         (
             "no-session",
@@ -316,6 +328,7 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
                 records.retain(|r| follow_up(r) != Some(first));
             }),
             "has no session and turn",
+            |m| matches!(m, M::Unplaced { .. }),
         ),
         (
             "cut-short",
@@ -336,11 +349,22 @@ fn a_follow_up_the_model_does_not_give_is_refused() {
                 });
             }),
             "never sent or never recorded",
+            |m| matches!(m, M::EndedEarly { .. }),
         ),
     ];
-    for (name, edited, says) in cases {
+    for (name, edited, says, kind) in cases {
         let path = dir.join(format!("{name}.pj"));
         std::fs::write(&path, edited).unwrap();
+        let file = percentes_analyzer::JournalFile::open(&path).unwrap();
+        match percentes_analyzer::load::load(&file) {
+            Err(percentes_analyzer::load::LoadError::Schedule(ScheduleMismatch::FollowUp(m))) => {
+                assert!(kind(&m), "{name}: {m:?}")
+            }
+            other => panic!(
+                "{name}: not refused by the schedule check: {:?}",
+                other.err()
+            ),
+        }
         let (code, stdout, stderr) = percentes(&[
             "analyze",
             path.to_str().unwrap(),

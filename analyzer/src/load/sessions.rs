@@ -14,6 +14,7 @@ use percentes_formats::journal::records::{
 use percentes_formats::journal::verify::VerifyReport;
 use percentes_formats::schedule::{Entry, ScheduleParams};
 
+use super::mismatch::{FollowUpMismatch, ScheduleMismatch};
 use super::LoadError;
 use crate::frame::{Requests, NO_RECORD};
 use crate::JournalFile;
@@ -26,8 +27,8 @@ pub(super) struct Turns {
     placed: Vec<Option<(u64, u32)>>,
 }
 
-fn schedule_error(message: String) -> LoadError {
-    LoadError::Schedule(message)
+fn schedule_error(mismatch: FollowUpMismatch) -> LoadError {
+    LoadError::Schedule(ScheduleMismatch::FollowUp(mismatch))
 }
 
 /// A follow-up's record the schedule cannot place.
@@ -77,10 +78,9 @@ impl Turns {
                 .iter()
                 .any(|p| p.header.as_ref().is_some_and(|h| h.shard_count != 1));
         if sharded {
-            return Err(schedule_error(format!(
-                "a {} run is recorded by one recorder (its follow-ups are numbered as they are sent); these are shards",
-                params.workload.name()
-            )));
+            return Err(LoadError::Schedule(ScheduleMismatch::Sharded {
+                model: params.workload.name(),
+            }));
         }
         let highest = files[0]
             .records(&parts[0])
@@ -94,9 +94,11 @@ impl Turns {
         if let Some(highest) = highest.filter(|&h| h >= first) {
             let rows = highest - first + 1;
             if rows > records {
-                return Err(schedule_error(format!(
-                    "request index {highest} is past every follow-up a journal of {records} records can hold ({first} scheduled)"
-                )));
+                return Err(LoadError::Schedule(ScheduleMismatch::PastFollowUps {
+                    highest,
+                    records,
+                    scheduled: first,
+                }));
             }
             turns.placed = vec![None; rows as usize];
         }
@@ -186,23 +188,24 @@ impl Turns {
             if requests.outcome[row] == NO_RECORD {
                 continue; // listed as missing by the loader
             }
-            let (session, turn) = placed.ok_or_else(|| {
-                schedule_error(format!(
-                    "follow-up {} has no session and turn (its kind-6 extension lacks them)",
-                    requests.index[row]
-                ))
-            })?;
+            let index = requests.index[row];
+            let (session, turn) =
+                placed.ok_or_else(|| schedule_error(FollowUpMismatch::Unplaced { index }))?;
             if session >= self.first || turn == 0 {
-                return Err(schedule_error(format!(
-                    "follow-up {} names session {session} turn {turn}; sessions are 0..{} and follow-ups start at turn 1",
-                    requests.index[row], self.first
-                )));
+                return Err(schedule_error(FollowUpMismatch::NoSuchTurn {
+                    index,
+                    session,
+                    turn,
+                    sessions: self.first,
+                }));
             }
             if let Some(other) = rows.insert((session, turn), row) {
-                return Err(schedule_error(format!(
-                    "requests {} and {} are both turn {turn} of session {session}",
-                    requests.index[other], requests.index[row]
-                )));
+                return Err(schedule_error(FollowUpMismatch::TurnTwice {
+                    first: requests.index[other],
+                    second: index,
+                    session,
+                    turn,
+                }));
             }
         }
         Ok(rows)
@@ -237,11 +240,11 @@ impl Turns {
             let before = before
                 .filter(|&b| requests.outcome[b] != NO_RECORD)
                 .ok_or_else(|| {
-                    schedule_error(format!(
-                        "request {} is turn {turn} of session {session}, whose turn {} has no record",
-                        requests.index[row],
-                        turn - 1
-                    ))
+                    schedule_error(FollowUpMismatch::NoTurnBefore {
+                        index: requests.index[row],
+                        session,
+                        turn,
+                    })
                 })?;
             let expected = params.follow_up(
                 &entry(before, session, turn - 1),
@@ -249,17 +252,14 @@ impl Turns {
                 || requests.index[row],
             );
             if expected != Some(entry(row, session, turn)) {
-                return Err(schedule_error(format!(
-                    "request {} (session {session}, turn {turn}) says intended {} ns, route {}; the {} model says {}",
-                    requests.index[row],
-                    requests.intended_ns[row],
-                    requests.route[row],
-                    params.workload.name(),
-                    match expected {
-                        Some(e) => format!("{} ns, route {}", e.intended_ns, e.route),
-                        None => "the session had ended".into(),
-                    }
-                )));
+                return Err(schedule_error(FollowUpMismatch::NotTheModels {
+                    index: requests.index[row],
+                    session,
+                    turn,
+                    recorded: (requests.intended_ns[row], requests.route[row]),
+                    model: params.workload.name(),
+                    expected: expected.map(|e| (e.intended_ns, e.route)),
+                }));
             }
         }
         if ended_as_scheduled {
@@ -300,13 +300,13 @@ impl Turns {
                 turn,
             };
             if let Some(next) = params.follow_up(&previous, requests.terminal_ns[row], || 0) {
-                return Err(schedule_error(format!(
-                    "session {session} ends at turn {turn} (request {}), and the {} model has its turn {} at {} ns, before the schedule's end: a request was never sent or never recorded",
-                    requests.index[row],
-                    params.workload.name(),
-                    next.turn,
-                    next.intended_ns
-                )));
+                return Err(schedule_error(FollowUpMismatch::EndedEarly {
+                    session: session as u64,
+                    turn,
+                    index: requests.index[row],
+                    model: params.workload.name(),
+                    next: (next.turn, next.intended_ns),
+                }));
             }
         }
         Ok(())
