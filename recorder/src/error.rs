@@ -95,14 +95,9 @@ impl RecordError {
         }
     }
 
-    /// The configuration cannot be run as given.
-    pub(crate) fn config(message: impl Into<String>) -> RecordError {
-        RecordError::new(ErrorKind::Config, message)
-    }
-
-    /// The configuration cannot be run as given, as a typed refusal of its own says.
-    pub(crate) fn refused(why: impl std::fmt::Display) -> RecordError {
-        RecordError::config(why.to_string())
+    /// The configuration cannot be run as given: a sentence, or a typed refusal's words.
+    pub(crate) fn config(why: impl std::fmt::Display) -> RecordError {
+        RecordError::new(ErrorKind::Config, why.to_string())
     }
 
     /// The target, asked before the journal exists, cannot be recorded.

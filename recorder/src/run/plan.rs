@@ -106,11 +106,11 @@ impl RunPlan {
         let mut params = config.schedule_params();
         let mut trace = None;
         if matches!(params.workload, Workload::Replay { .. }) {
-            let read = config.read_trace().map_err(RecordError::refused)?;
+            let read = config.read_trace().map_err(RecordError::config)?;
             params = params.replaying(read.offsets_ns.clone());
             trace = Some(read);
         }
-        params.validate().map_err(RecordError::refused)?;
+        params.validate().map_err(RecordError::config)?;
         let workers = workers.clamp(1, WORKERS_MAX);
         let floor = config.number(&pins::CLIENT_CONNECTIONS_FLOOR_PER_REPLICA) as usize;
         let bucket = Duration::from_nanos(config.duration_ns(&pins::RECOVERY_BUCKET_S))
