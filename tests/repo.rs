@@ -15,10 +15,41 @@ static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// The machine alone, for a test whose verdict depends on the client keeping its schedule; a
 /// test that panicked while holding it does not poison the rest.
-fn machine() -> std::sync::RwLockWriteGuard<'static, ()> {
-    MACHINE
+fn machine() -> Alone {
+    let guard = MACHINE
         .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Alone {
+        _guard: guard,
+        since: std::time::Instant::now(),
+    }
+}
+
+/// The machine held alone, and since when. Under `PERCENTES_TEST_HOLDS=FILE` its release appends
+/// the test's name and the seconds it held the machine to FILE: the suite's critical path is the
+/// sum of these, whatever the tests that wait for it (issue 51 item 3; BENCHMARKS.md).
+struct Alone {
+    _guard: std::sync::RwLockWriteGuard<'static, ()>,
+    since: std::time::Instant,
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("PERCENTES_TEST_HOLDS") else {
+            return;
+        };
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let line = format!("{:.1} {name}\n", self.since.elapsed().as_secs_f64());
+        use std::io::Write;
+        // A measurement aid: a file that cannot be written loses the line, never the test.
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// The machine shared with other light tests, never with one that holds [`machine`].
