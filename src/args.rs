@@ -725,9 +725,9 @@ pub(crate) enum Command {
         /// says NOT PUBLISHABLE and the exit stays 2 (§9).
         #[arg(long)]
         diagnose: bool,
-        /// Also cut every window by these columns (comma-separated: route, replica, class, outcome,
-        /// phase, status, protocol, output, prefix), each segment with its own outcomes, completion
-        /// curve and latencies with their refusals, in report.md and report.json (§9).
+        /// Cut every window by these columns too (route, replica, release, class, outcome, phase,
+        /// status, protocol, output, prefix; comma-separated), each segment with its own outcomes,
+        /// completion curve and latencies with their refusals, in report.md and report.json (§9).
         #[arg(long, value_name = "COLUMNS", value_parser = SegmentColumns::parse)]
         by: Option<SegmentColumns>,
         #[command(flatten)]

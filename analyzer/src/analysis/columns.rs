@@ -1,6 +1,6 @@
-//! A request row's value of a categorical column (route, replica, class, outcome, phase, status,
-//! protocol, output, prefix), as a report prints it, and rows grouped by those values: what `analyze --by`'s
-//! segments and the per-route table of each window both group by.
+//! A request row's value of a categorical column (route, replica, release, class, outcome, phase,
+//! status, protocol, output, prefix), as a report prints it, and rows grouped by those values:
+//! what `analyze --by`'s segments and the per-route table of each window both group by.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +27,16 @@ pub(crate) fn value(run: &Run, column: SegmentColumn, row: usize) -> String {
             .replica_name(row)
             .unwrap_or("(unattributed)")
             .to_owned(),
+        SegmentColumn::Release => match requests.replica_name(row) {
+            None => "(unattributed)".to_owned(),
+            Some(replica) => run
+                .config
+                .target
+                .replica_releases
+                .get(replica)
+                .map_or("(no release)", String::as_str)
+                .to_owned(),
+        },
         SegmentColumn::Class if recorded => class_name(requests.class[row])
             .map_or_else(|| format!("class-{}", requests.class[row]), str::to_owned),
         SegmentColumn::Outcome if recorded => requests

@@ -2188,6 +2188,38 @@ fn segments_by_outcome_read_as_each_outcome_must() {
     assert!(!report::markdown(&plain).contains("## Segments"));
 }
 
+/// SPEC §10 "Rollouts": a request's release is its replica's in `target.replica_releases`;
+/// a replica the map leaves out reads `(no release)`, and one with no replica `(unattributed)`.
+#[test]
+fn a_requests_release_is_its_replicas() {
+    use crate::model::SegmentColumn;
+    let journal = synthetic::small_sealed();
+    let path = std::env::temp_dir().join(format!("percentes-release-{}.pj", std::process::id()));
+    std::fs::write(&path, &journal).unwrap();
+    let file = JournalFile::open(&path).unwrap();
+    let mut run = crate::load::load(&file).unwrap();
+    run.config
+        .target
+        .replica_releases
+        .insert("replica-0".into(), "stable".into());
+    let mut seen = std::collections::BTreeMap::new();
+    for row in 0..run.requests.len() {
+        let release = super::columns::value(&run, SegmentColumn::Release, row);
+        let expected = match run.requests.replica_name(row) {
+            Some("replica-0") => "stable",
+            Some(_) => "(no release)",
+            None => "(unattributed)",
+        };
+        assert_eq!(release, expected, "row {row}");
+        *seen.entry(release).or_insert(0) += 1;
+    }
+    assert!(
+        seen.contains_key("stable") && seen.contains_key("(no release)"),
+        "{seen:?}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 #[test]
 fn segment_columns_parse_each_once_and_name_the_ones_there_are() {
     use crate::model::SegmentColumn;
@@ -2204,7 +2236,7 @@ fn segment_columns_parse_each_once_and_name_the_ones_there_are() {
     );
     let error = error.to_string();
     assert!(
-        error.contains("\"colour\"") && error.contains("route, replica, class"),
+        error.contains("\"colour\"") && error.contains("route, replica, release, class"),
         "{error}"
     );
     assert_eq!(

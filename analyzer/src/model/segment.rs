@@ -14,6 +14,10 @@ pub enum SegmentColumn {
     Route,
     /// The replica that served the request (`(unattributed)` when none said).
     Replica,
+    /// The release the serving replica ran (`target.replica_releases`, SPEC §10 "Rollouts"):
+    /// `(unattributed)` when no replica was named, `(no release)` for a replica the map leaves
+    /// out.
+    Release,
     /// The response class (`correct-success`, `timeout`, ...; `(no record)`).
     Class,
     /// The outcome (completed, errored, censored, undispatched; `(no record)`).
@@ -36,9 +40,10 @@ pub enum SegmentColumn {
 
 impl SegmentColumn {
     /// Every column, in the order `--by` help lists them.
-    pub const ALL: [SegmentColumn; 9] = [
+    pub const ALL: [SegmentColumn; 10] = [
         SegmentColumn::Route,
         SegmentColumn::Replica,
+        SegmentColumn::Release,
         SegmentColumn::Class,
         SegmentColumn::Outcome,
         SegmentColumn::Phase,
@@ -53,6 +58,7 @@ impl SegmentColumn {
         match self {
             SegmentColumn::Route => "route",
             SegmentColumn::Replica => "replica",
+            SegmentColumn::Release => "release",
             SegmentColumn::Class => "class",
             SegmentColumn::Outcome => "outcome",
             SegmentColumn::Phase => "phase",

@@ -4,6 +4,9 @@ use super::{
     Config, ConfigError, Declaration, FaultVariant, Injector, Profile, TargetKind, TARGET_SOURCE,
 };
 
+/// The longest release name `target.replica_releases` takes: a name, not a document.
+const RELEASE_NAME_BYTES_MAX: usize = 128;
+
 /// A value a key may not take, and why.
 fn invalid(key: &str, message: String) -> ConfigError {
     ConfigError::Invalid {
@@ -148,6 +151,7 @@ impl Config {
         self.check_routes()?;
         self.check_profile()?;
         self.check_replica_keys()?;
+        self.check_releases()?;
         self.check_spike()?;
         self.check_fault_rate()?;
         self.check_calibration_and_rates()?;
@@ -312,6 +316,32 @@ impl Config {
     }
 
     /// Keys named by replica (addresses, accelerator commands) name declared replicas; the replica header is an HTTP header name.
+    /// `target.replica_releases`: declared replicas only, each release a printable name.
+    fn check_releases(&self) -> Result<(), ConfigError> {
+        for (name, release) in &self.target.replica_releases {
+            let key = format!("target.replica_releases.{name}");
+            if !self.target.replicas.contains(name) {
+                return Err(invalid(
+                    &key,
+                    format!(
+                        "{name:?} is not one of target.replicas {:?}",
+                        self.target.replicas
+                    ),
+                ));
+            }
+            let printable = !release.trim().is_empty()
+                && release.len() <= RELEASE_NAME_BYTES_MAX
+                && !release.chars().any(char::is_control);
+            if !printable {
+                return Err(invalid(
+                    &key,
+                    format!("{release:?} is not a release name: give 1-{RELEASE_NAME_BYTES_MAX} bytes of printable text (a served configuration, a model revision)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_replica_keys(&self) -> Result<(), ConfigError> {
         let declared = |key: &str, name: &str| {
             if self.target.replicas.iter().any(|r| r == name) {

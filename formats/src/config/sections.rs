@@ -177,6 +177,12 @@ pub struct Target {
     /// attributed to that replica.
     #[serde(default)]
     pub replica_addresses: BTreeMap<String, String>,
+    /// The release each replica serves (`name = "release"`: a served configuration, a model
+    /// revision), for a study that changes releases under load (a rollout or a rollback, SPEC
+    /// §10 "Rollouts"): a request attributed to a replica is attributed to its release, and
+    /// `analyze --by release` segments by it. Every name is one of `replicas`.
+    #[serde(default)]
+    pub replica_releases: BTreeMap<String, String>,
     /// The DNS server (`ip:port`) that SRV names among `replica_addresses` and
     /// `fault.confirm_address` are asked of. Absent: the first `nameserver` of /etc/resolv.conf,
     /// on port 53 (a cluster's DNS, for a headless Service's SRV records). A testbed that serves

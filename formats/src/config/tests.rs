@@ -457,6 +457,36 @@ fn a_fault_run_needs_a_complete_injector() {
     assert!(error.to_string().contains("admin_address"), "{error}");
 }
 
+/// A rollout's release map (SPEC §10 "Rollouts"): declared replicas only, each a printable name.
+#[test]
+fn replica_releases_name_declared_replicas_and_printable_releases() {
+    let ok = with_key(
+        BASE,
+        "target.replica_releases",
+        r#"{ "replica-0" = "stable", "replica-1" = "candidate (max-num-seqs 16)" }"#,
+    );
+    let config = load(&ok).unwrap();
+    assert_eq!(config.target.replica_releases["replica-0"], "stable");
+    for (map, words) in [
+        (
+            r#"{ "replica-7" = "stable" }"#,
+            "target.replica_releases.replica-7",
+        ),
+        (r#"{ "replica-0" = "" }"#, "is not a release name"),
+        (r#"{ "replica-0" = "a\nb" }"#, "is not a release name"),
+    ] {
+        let error = load(&with_key(BASE, "target.replica_releases", map))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(words), "{map}: {error}");
+    }
+    let long = format!(r#"{{ "replica-0" = "{}" }}"#, "r".repeat(129));
+    let error = load(&with_key(BASE, "target.replica_releases", &long))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("1-128 bytes"), "{error}");
+}
+
 #[test]
 fn replica_addresses_name_declared_replicas_by_host_and_port() {
     let ok = with_key(
