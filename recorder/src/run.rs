@@ -186,8 +186,13 @@ impl Options {
 
 /// Where a controller reports timeline boundaries (reschedule, container start, weight load,
 /// detection...) for the journal; see formats/JOURNAL.md for the subjects the analyzer reads.
+/// It also tells the controller the run's epoch once the recorder has fixed it, so a controller
+/// that acts on the schedule's clock (a rollout at a stated second) acts on the same one.
 #[derive(Clone, Debug, Default)]
-pub struct TimelineInbox(Arc<std::sync::Mutex<Vec<Reported>>>);
+pub struct TimelineInbox {
+    reported: Arc<std::sync::Mutex<Vec<Reported>>>,
+    epoch: Arc<std::sync::OnceLock<Instant>>,
+}
 
 /// One reported boundary: when, subject, detail, value.
 type Reported = (Instant, String, String, Option<i64>);
@@ -206,13 +211,24 @@ impl TimelineInbox {
         detail: &str,
         value: Option<i64>,
     ) {
-        if let Ok(mut inbox) = self.0.lock() {
+        if let Ok(mut inbox) = self.reported.lock() {
             inbox.push((at, subject.name().to_owned(), detail.to_owned(), value));
         }
     }
 
+    /// The run's epoch (the schedule's time zero) on the monotonic clock, once the recorder
+    /// has fixed it; `None` before.
+    pub fn epoch(&self) -> Option<Instant> {
+        self.epoch.get().copied()
+    }
+
+    fn fix_epoch(&self, epoch: Instant) {
+        // A second recording with the same inbox keeps the first epoch: one inbox, one run.
+        let _ = self.epoch.set(epoch);
+    }
+
     fn drain(&self) -> Vec<Reported> {
-        self.0
+        self.reported
             .lock()
             .map(|mut inbox| std::mem::take(&mut *inbox))
             .unwrap_or_default()
@@ -230,6 +246,26 @@ fn journal_timeline(inbox: &TimelineInbox, epoch: Instant, sender: &Sender) {
             value,
         }));
     }
+}
+
+/// Tells `inbox` the run's epoch, then journals what it holds every 50 ms until the run is
+/// done, and once more after.
+fn spawn_timeline(
+    inbox: TimelineInbox,
+    epoch: Instant,
+    sender: Sender,
+    shared: Arc<Shared>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    inbox.fix_epoch(epoch);
+    std::thread::Builder::new()
+        .name("timeline".into())
+        .spawn(move || {
+            while !shared.done.load(Ordering::Relaxed) {
+                journal_timeline(&inbox, epoch, &sender);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            journal_timeline(&inbox, epoch, &sender);
+        })
 }
 
 /// Records a run. Blocks until the journal is sealed.
@@ -438,20 +474,10 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         }
         None => None,
     };
-    let timeline = options.timeline.clone().map(|inbox| {
-        let sender = sender.clone();
-        let shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("timeline".into())
-            .spawn(move || {
-                while !shared.done.load(Ordering::Relaxed) {
-                    journal_timeline(&inbox, epoch, &sender);
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                journal_timeline(&inbox, epoch, &sender);
-            })
-    });
-    let timeline = timeline
+    let timeline = options
+        .timeline
+        .clone()
+        .map(|inbox| spawn_timeline(inbox, epoch, sender.clone(), Arc::clone(&shared)))
         .transpose()
         .map_err(io("cannot start the timeline thread"))?;
     let mut handles = Vec::new();

@@ -122,7 +122,9 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
                             t.replica.as_ref(),
                             t.names.is_some(),
                             t.placement.is_some(),
-                        ) {
+                        )
+                        .or_else(|| next_release_unavailable(t))
+                        {
                             Some(why) => format!("runnable on real parts (not here: {why})"),
                             None => "runnable on real parts".into(),
                         }
@@ -146,6 +148,13 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Why a rollout's next release cannot start here: its command's environment unset.
+fn next_release_unavailable(t: &crate::scenario::TestbedPlan) -> Option<String> {
+    let (rollout, base) = t.rollout.as_ref().zip(t.replica.as_ref())?;
+    let argv = rollout.serving(base).argv("replica-0", 1);
+    argv.err().map(|e| format!("{e:#}"))
 }
 
 #[cfg(test)]

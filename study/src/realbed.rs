@@ -29,12 +29,10 @@
 //!
 //! Nothing here measures: every figure comes from the journal.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, Read, Seek, Write};
+use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -42,14 +40,21 @@ use serde::Deserialize;
 
 use crate::error::{bail, Context, Result};
 use crate::placement::{Joiner, Placed};
+use haproxy::{haproxy_program, haproxy_version, start_proxy};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+use process::{free_port, read_new_lines, spawn, stop_group, Replica};
 
+mod haproxy;
 pub mod names;
+mod process;
+pub mod rollout;
+pub use haproxy::{
+    haproxy_config, haproxy_fact, haproxy_states, parse_states, HAPROXY_NO_DELAY, UPSTREAM_HEADER,
+};
 pub use names::NamesPlan;
-
-/// The response header HAProxy names the serving replica in.
-pub const UPSTREAM_HEADER: &str = "x-upstream";
+pub use process::answers;
+pub use rollout::RolloutPlan;
 
 /// `[testbed.replica]`: real replica processes instead of the mock.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -222,30 +227,6 @@ pub fn unavailable(replica: Option<&ReplicaPlan>, names: bool, placement: bool) 
     (!missing.is_empty()).then(|| missing.join("; "))
 }
 
-/// HAProxy's executable.
-fn haproxy_program() -> Option<PathBuf> {
-    program("haproxy")
-}
-
-/// A program on PATH, or where Debian puts daemons (/usr/sbin is not on every PATH).
-fn program(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// One replica process: its name, port and the process group it leads.
-#[derive(Debug)]
-struct Replica {
-    name: String,
-    port: u16,
-    child: Child,
-    started: Instant,
-}
-
 /// The running testbed: replicas, proxy, the run's folder.
 #[derive(Debug)]
 pub struct RealBed {
@@ -256,202 +237,32 @@ pub struct RealBed {
     proxy_port: u16,
     placed: Option<Placed>,
     names: Option<names::Names>,
-}
-
-/// A port free on loopback now (the kernel's choice, released for the child to take).
-fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
-/// Whether `GET path` on loopback `port` answers 200 within a second.
-pub fn answers(port: u16, path: &str) -> bool {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    matches!(
-        percentes_scenarios::testbed::http_call(address, "GET", path, "", Duration::from_secs(1)),
-        Ok((200, _))
-    )
-}
-
-/// Starts `argv` as the leader of a new process group, in the placement's target groups, its
-/// output appended to `log`.
-fn spawn(argv: &[String], log: &Path, joiner: Option<Joiner>) -> Result<Child> {
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .with_context(|| format!("cannot open {}", log.display()))?;
-    let (program, args) = argv.split_first().context("an empty command")?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .process_group(0);
-    if let Some(joiner) = joiner {
-        // SAFETY: the closure only calls Joiner::join, which uses async-signal-safe calls on
-        // paths prepared before the fork.
-        #[allow(unsafe_code)]
-        unsafe {
-            command.pre_exec(move || joiner.join());
-        }
-    }
-    command
-        .spawn()
-        .with_context(|| format!("cannot start {program}"))
-}
-
-/// SIGTERM to a group, then SIGKILL after `grace`; reaps the leader.
-fn stop_group(child: &mut Child, grace: Duration) {
-    let Ok(pid) = i32::try_from(child.id()) else {
-        return;
-    };
-    // SAFETY: kill(2) on a process group this runner started (its leader's pid); no memory.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(-pid, libc::SIGTERM);
-    }
-    let start = Instant::now();
-    while start.elapsed() < grace {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // SAFETY: as above; the group's other members may outlive their leader.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
-    let _ = child.wait();
-}
-
-/// The HAProxy directive that sends each response chunk as it comes. Without it HAProxy sends
-/// with MSG_MORE and the kernel holds a stream's head and early chunks until its cork timer
-/// fires (about 200 ms): issue 52 measured a one-replica baseline TTFT of 84.0 ms through it
-/// against 11.7 ms with it (12.3 ms direct), the head arriving in the same read as the first
-/// token in 236 of 236 requests. A proxy that moves the figures it stands in front of is part
-/// of the measurement: this one is configured not to.
-pub const HAPROXY_NO_DELAY: &str = "option http-no-delay";
-
-/// What the `proxy` host fact says of the testbed's HAProxy (SPEC §2 "The first token's path").
-pub fn haproxy_fact(version: &str) -> String {
-    format!(
-        "haproxy {version}: {HAPROXY_NO_DELAY} (each response chunk sent as it comes, no MSG_MORE corking), timeout server 300s, health checks every 250 ms (fall 2, rise 1), the upstream named in {UPSTREAM_HEADER}"
-    )
-}
-
-/// HAProxy's configuration for `replicas` (name, port), listening on `port`; with `resolvers`
-/// (a `resolvers names` section, [`names::Names::haproxy_resolvers`]) each server is found by
-/// its SRV name instead of its port.
-pub fn haproxy_config(
-    port: u16,
-    replicas: &[(String, u16)],
-    ready_path: &str,
-    socket: &Path,
-    resolvers: Option<&str>,
-) -> String {
-    let mut text = format!(
-        "# Written by the percentes study runner: the layer-7 proxy in front of the replicas.\n\
-         global\n    stats socket {} mode 600 level admin\n    maxconn 4096\n\n\
-         defaults\n    mode http\n    {HAPROXY_NO_DELAY}\n    timeout connect 1s\n    timeout client 300s\n    \
-         timeout server 300s\n    timeout check 2s\n    retries 2\n    option redispatch\n\n{}\
-         frontend service\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n\
-         backend replicas\n    balance roundrobin\n    option httpchk GET {ready_path}\n    \
-         default-server inter 250ms fastinter 250ms downinter 250ms fall 2 rise 1\n    \
-         http-response set-header {UPSTREAM_HEADER} %[srv_name]\n",
-        socket.display(),
-        resolvers.unwrap_or_default(),
-    );
-    for (name, port) in replicas {
-        text.push_str(&match resolvers {
-            Some(_) => format!(
-                "    server {name} {} resolvers names init-addr none check\n",
-                names::srv_name(name)
-            ),
-            None => format!("    server {name} 127.0.0.1:{port} check\n"),
-        });
-    }
-    text
-}
-
-/// Writes HAProxy's configuration into `folder` and starts it there, in the placement's target
-/// groups.
-fn start_proxy(config: &str, folder: &Path, placed: Option<&mut Placed>) -> Result<Child> {
-    let path = folder.join("haproxy.cfg");
-    std::fs::write(&path, config)?;
-    let joiner = match placed {
-        Some(p) => Some(Joiner::new(&p.target_procs("proxy")?)?),
-        None => None,
-    };
-    let program =
-        haproxy_program().context("haproxy is not installed (Debian: apt-get install haproxy)")?;
-    spawn(
-        &[
-            program.display().to_string(),
-            "-db".into(),
-            "-f".into(),
-            path.display().to_string(),
-        ],
-        &folder.join("haproxy.log"),
-        joiner,
-    )
-    .context("cannot start HAProxy (Debian: apt-get install haproxy)")
-}
-
-/// HAProxy's view of each server's state (`show stat`'s `status` column: UP, DOWN, ...).
-pub fn haproxy_states(socket: &Path) -> Result<BTreeMap<String, String>> {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket)
-        .with_context(|| format!("cannot reach HAProxy's socket {}", socket.display()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    stream.write_all(b"show stat\n")?;
-    let mut text = String::new();
-    stream.take(1 << 20).read_to_string(&mut text)?;
-    parse_states(&text)
-}
-
-/// Reads `show stat`'s CSV: the header names the columns.
-pub fn parse_states(text: &str) -> Result<BTreeMap<String, String>> {
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .and_then(|h| h.strip_prefix("# "))
-        .context("HAProxy's `show stat` answered without its header line")?;
-    let column = |name: &str| header.split(',').position(|c| c == name);
-    let (Some(proxy), Some(server), Some(status)) =
-        (column("pxname"), column("svname"), column("status"))
-    else {
-        bail!("HAProxy's `show stat` header lacks pxname, svname or status");
-    };
-    Ok(lines
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(',').collect();
-            (fields.get(proxy) == Some(&"replicas")
-                && !matches!(
-                    fields.get(server),
-                    Some(&"BACKEND") | Some(&"FRONTEND") | None
-                ))
-            .then(|| {
-                Some((
-                    fields.get(server)?.to_string(),
-                    fields.get(status)?.to_string(),
-                ))
-            })?
-        })
-        .collect())
+    /// The next release's replicas, declared to HAProxy out of service (name, port): a
+    /// rollout's ([`rollout`]); empty otherwise.
+    standby: Vec<(String, u16)>,
 }
 
 impl RealBed {
     /// Starts `count` replicas (all at once) and the proxy; returns when every replica answers
-    /// its ready path and the proxy counts each up.
+    /// its ready path and the proxy counts each up. With `standby`, as many more replicas
+    /// (`replica-COUNT` ...) are declared to HAProxy out of service, each on a port of its own,
+    /// for a rollout to start and put in ([`rollout::roll`]).
     pub fn start(
         (plan, names_plan): (&ReplicaPlan, Option<&NamesPlan>),
-        count: usize,
+        (count, standby): (usize, bool),
         folder: &Path,
         mut placed: Option<Placed>,
         stop: &AtomicBool,
     ) -> Result<RealBed> {
+        if standby && names_plan.is_some() {
+            bail!("a rollout's replicas are declared to HAProxy by port: [testbed.rollout] takes no [testbed.names]");
+        }
+        let standby: Vec<(String, u16)> = match standby {
+            true => (count..2 * count)
+                .map(|i| Ok((format!("replica-{i}"), free_port()?)))
+                .collect::<Result<_>>()?,
+            false => Vec::new(),
+        };
         let mut replicas = Vec::new();
         let mut bed_error = None;
         for i in 0..count {
@@ -473,18 +284,23 @@ impl RealBed {
                 }
             }
         }
-        let (proxy, proxy_port, names) =
-            match Self::front(plan, names_plan, &replicas, folder, placed.as_mut()) {
-                Ok(front) => front,
-                Err(e) => {
-                    // Nothing of the testbed outlives a failed start: the replicas launched
-                    // are stopped before their placement's groups are removed.
-                    for r in &mut replicas {
-                        stop_group(&mut r.child, Duration::from_secs(10));
-                    }
-                    return Err(e);
+        let (proxy, proxy_port, names) = match Self::front(
+            plan,
+            (names_plan, &standby),
+            &replicas,
+            folder,
+            placed.as_mut(),
+        ) {
+            Ok(front) => front,
+            Err(e) => {
+                // Nothing of the testbed outlives a failed start: the replicas launched
+                // are stopped before their placement's groups are removed.
+                for r in &mut replicas {
+                    stop_group(&mut r.child, Duration::from_secs(10));
                 }
-            };
+                return Err(e);
+            }
+        };
         let mut bed = RealBed {
             plan: plan.clone(),
             folder: folder.to_path_buf(),
@@ -493,6 +309,7 @@ impl RealBed {
             proxy_port,
             placed,
             names,
+            standby,
         };
         if let Some(e) = bed_error {
             return Err(e);
@@ -505,7 +322,7 @@ impl RealBed {
     /// with the port it listens on.
     fn front(
         plan: &ReplicaPlan,
-        names_plan: Option<&NamesPlan>,
+        (names_plan, standby): (Option<&NamesPlan>, &[(String, u16)]),
         replicas: &[Replica],
         folder: &Path,
         mut placed: Option<&mut Placed>,
@@ -521,13 +338,16 @@ impl RealBed {
             None => None,
         };
         let resolvers = names.as_ref().map(names::Names::haproxy_resolvers);
-        let config = haproxy_config(
+        let mut config = haproxy_config(
             proxy_port,
             &pairs,
             &plan.ready_path,
             &socket,
             resolvers.as_deref(),
         );
+        for (name, port) in standby {
+            config.push_str(&rollout::standby_server_line(name, *port));
+        }
         let proxy = start_proxy(&config, folder, placed)?;
         Ok((proxy, proxy_port, names))
     }
@@ -611,6 +431,7 @@ impl RealBed {
 
     /// Each replica's name and the address it is found by: its SRV name with
     /// `[testbed.names]`, else its own `127.0.0.1:port`.
+    /// A rollout's standby replicas follow, each at the port it will serve on.
     pub fn replica_addresses(&self) -> Vec<(String, String)> {
         self.replicas
             .iter()
@@ -621,6 +442,12 @@ impl RealBed {
                 };
                 (r.name.clone(), address)
             })
+            .chain(self.standby.iter().map(|(name, port)| {
+                (
+                    name.clone(),
+                    SocketAddr::from(([127, 0, 0, 1], *port)).to_string(),
+                )
+            }))
             .collect()
     }
 
@@ -675,6 +502,65 @@ impl RealBed {
         }
     }
 
+    /// Takes the testbed down (as dropping it does) and confirms it: no process left in any
+    /// group it started, HAProxy's port closed. The words say what was checked and what, if
+    /// anything, is left.
+    pub fn teardown(self) -> String {
+        let groups: Vec<(String, i32)> = self
+            .replicas
+            .iter()
+            .map(|r| (r.name.clone(), r.child.id()))
+            .chain(std::iter::once(("HAProxy".to_owned(), self.proxy.id())))
+            .filter_map(|(name, pid)| Some((name, i32::try_from(pid).ok()?)))
+            .collect();
+        let service = self.service();
+        drop(self);
+        let alive = |pid: i32| {
+            // SAFETY: kill(2) with signal 0 sends nothing: it asks whether any process of the
+            // group exists; no memory is involved.
+            #[allow(unsafe_code)]
+            let alive = unsafe { libc::kill(-pid, 0) } == 0;
+            alive
+        };
+        // A group's last members, killed, may still wait a moment for their new parent to reap
+        // them.
+        let since = Instant::now();
+        while groups.iter().any(|(_, pid)| alive(*pid)) && since.elapsed() < Duration::from_secs(2)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left: Vec<&str> = groups
+            .iter()
+            .filter(|(_, pid)| alive(*pid))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let open =
+            std::net::TcpStream::connect_timeout(&service, Duration::from_millis(200)).is_ok();
+        match (left.is_empty(), open) {
+            (true, false) => format!(
+                "confirmed: the process groups of {} gone, {service} closed",
+                groups
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => format!(
+                "NOT confirmed: {}{}",
+                if left.is_empty() {
+                    String::new()
+                } else {
+                    format!("processes left in the groups of {}; ", left.join(", "))
+                },
+                if open {
+                    format!("{service} still accepts connections")
+                } else {
+                    format!("{service} closed")
+                }
+            ),
+        }
+    }
+
     /// The placement's description, if the bed is placed.
     pub fn placement(&self) -> Option<String> {
         self.placed.as_ref().map(|p| p.description.clone())
@@ -684,23 +570,6 @@ impl RealBed {
     pub fn proxy(&self) -> String {
         haproxy_fact(&haproxy_version())
     }
-}
-
-/// The installed HAProxy's version, as `haproxy -v` prints it (`2.6.12-1+deb12u1`), or
-/// `unknown version`.
-fn haproxy_version() -> String {
-    haproxy_program()
-        .and_then(|p| std::process::Command::new(p).arg("-v").output().ok())
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            let first = text.lines().next()?.to_owned();
-            first
-                .split_whitespace()
-                .skip_while(|w| *w != "version")
-                .nth(1)
-                .map(|v| format!("version {v}"))
-        })
-        .unwrap_or_else(|| "unknown version".into())
 }
 
 impl Drop for RealBed {
@@ -720,28 +589,6 @@ impl Drop for RealBed {
 pub struct Supervision {
     /// From noticing the death to starting the replacement.
     pub restart_delay: Duration,
-}
-
-/// Reads what `log` gained since `offset`, line by line; returns the new offset.
-fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)) -> u64 {
-    let Ok(mut file) = std::fs::File::open(log) else {
-        return offset;
-    };
-    if file.seek(std::io::SeekFrom::Start(offset)).is_err() {
-        return offset;
-    }
-    let mut reader = std::io::BufReader::new(file);
-    let mut consumed = offset;
-    let mut line = String::new();
-    while let Ok(n) = reader.read_line(&mut line) {
-        if n == 0 || !line.ends_with('\n') {
-            break;
-        }
-        consumed += n as u64;
-        each(line.trim_end());
-        line.clear();
-    }
-    consumed
 }
 
 /// The supervisor's part: wait for `victim` to die, restart it, and report every boundary into
@@ -1015,59 +862,5 @@ mod tests {
         assert!(why.contains("unknown field `maxconn`"), "{why}");
         let why = read("[names]\nkind = \"bind9\"\n[proxy]\nkind = \"haproxy\"\n").unwrap_err();
         assert!(why.contains("bind9"), "{why}");
-    }
-
-    #[test]
-    fn haproxy_names_the_upstream_and_checks_health() {
-        let text = haproxy_config(
-            8100,
-            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
-            "/health",
-            Path::new("/run/x/haproxy.sock"),
-            None,
-        );
-        for needed in [
-            "bind 127.0.0.1:8100",
-            "option httpchk GET /health",
-            "http-response set-header x-upstream %[srv_name]",
-            "server replica-1 127.0.0.1:8102 check",
-            "option redispatch",
-            "stats socket /run/x/haproxy.sock",
-            "fall 2 rise 1",
-            "timeout check 2s",
-            "option http-no-delay",
-        ] {
-            assert!(text.contains(needed), "{needed} missing from\n{text}");
-        }
-        // Named replicas: each server found by its SRV record through the resolvers section.
-        let named = haproxy_config(
-            8100,
-            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
-            "/health",
-            Path::new("/run/x/haproxy.sock"),
-            Some("resolvers names\n    nameserver dnsmasq 127.0.0.1:5353\n\n"),
-        );
-        for needed in [
-            "resolvers names\n    nameserver dnsmasq 127.0.0.1:5353",
-            "server replica-1 _replica-1._tcp.percentes.test resolvers names init-addr none check",
-        ] {
-            assert!(named.contains(needed), "{needed} missing from\n{named}");
-        }
-        assert!(!named.contains("127.0.0.1:8102"), "{named}");
-    }
-
-    /// `show stat` as HAProxy 2.6 answers it (abridged to the columns read, in its order).
-    #[test]
-    fn show_stat_gives_each_replicas_state() {
-        let text = "# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight\n\
-                    service,FRONTEND,,,0,1,4096,3,0,0,0,0,0,,,,,OPEN,\n\
-                    replicas,replica-0,0,0,0,1,,2,0,0,,0,,0,0,0,0,UP,1\n\
-                    replicas,replica-1,0,0,0,1,,1,0,0,,0,,0,0,0,0,DOWN 1/2,1\n\
-                    replicas,BACKEND,0,0,0,1,410,3,0,0,0,0,,0,0,0,0,UP,1\n";
-        let states = parse_states(text).unwrap();
-        assert_eq!(states.len(), 2);
-        assert_eq!(states["replica-0"], "UP");
-        assert_eq!(states["replica-1"], "DOWN 1/2");
-        assert!(parse_states("no header\n").is_err());
     }
 }

@@ -33,6 +33,7 @@ use percentes_scenarios::testbed::isolation_unavailable;
 use serde::Deserialize;
 
 mod bed;
+mod rollout;
 use bed::{replace, scaled, start_bed, Bed, Replacement};
 pub use bed::{OrchestratorPlan, TestbedPlan};
 
@@ -66,8 +67,10 @@ pub struct Scenario {
 pub struct RunPlan {
     /// The run configuration without `schema_version`, `profile`, `[dev]` and `[calibration]`
     /// (the runner writes those), with placeholders: `{service}`, `{replica:NAME}`,
-    /// `{pid-file:NAME}`, `{netns:NAME}`, `{nameserver}` (with `[testbed.names]`) and
-    /// `{partition_s}` (the pinned partition after the time factor).
+    /// `{pid-file:NAME}`, `{netns:NAME}`, `{nameserver}` (with `[testbed.names]`),
+    /// `{partition_s}` (the pinned partition after the time factor) and `{serving_rate_rps}`
+    /// (the testbed's replicas x lambda_r: the derived rate, for a run whose `target.replicas`
+    /// names more replicas than serve at once, as a rollout's does).
     pub config: String,
 }
 
@@ -240,7 +243,15 @@ fn config_text(
         // The testbed's mocks are sized to the compressed timeline, the censoring horizon
         // with it (the black-hole study censors at exactly the timeout): said, not defaulted.
         Timing::Dev(f) => {
-            format!("profile = \"dev\"\n\n[dev]\ntime_factor = {f}\nscale_timeout = true\n")
+            // A rollout may state its measurement's real length (replicas slow to start).
+            let measure = plan
+                .rollout
+                .as_ref()
+                .and_then(|r| r.measure_s)
+                .map_or(String::new(), |s| format!("measure_s = {s}\n"));
+            format!(
+                "profile = \"dev\"\n\n[dev]\ntime_factor = {f}\nscale_timeout = true\n{measure}"
+            )
         }
         Timing::Experiment => "profile = \"experiment\"\n".into(),
     };
@@ -285,7 +296,17 @@ pub fn run(
         );
     }
     let factor = timing.factor();
-    let minutes = pins::FAULT_RUN_SCHEDULE_S as f64 / f64::from(factor) / 60.0;
+    // A rollout's run has no fault of its own (checked below): warm-up, measurement, cooldown.
+    let scaled_s = |s: i64| s as f64 / f64::from(factor);
+    let schedule_s = match &plan.rollout {
+        Some(r) => {
+            scaled_s(pins::value::EXPERIMENT_WARMUP_S + pins::value::EXPERIMENT_COOLDOWN_S)
+                + r.measure_s
+                    .unwrap_or_else(|| scaled_s(pins::value::EXPERIMENT_BASELINE_S))
+        }
+        None => scaled_s(pins::FAULT_RUN_SCHEDULE_S),
+    };
+    let minutes = schedule_s / 60.0;
     out!("percentes scenario {}: {}", meta.name, meta.question);
     match timing {
         Timing::Dev(f) => out!(
@@ -304,8 +325,18 @@ pub fn run(
     // The partition as the recorder will time it: parse once with a stand-in to read the pin.
     let mut probe_values = values.clone();
     probe_values.insert("partition_s".into(), "0".into());
+    probe_values.insert("serving_rate_rps".into(), "1.0".into());
     let probe = Config::parse(config_text(scenario, plan, timing, &probe_values)?.as_bytes())
         .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    values.insert(
+        "serving_rate_rps".into(),
+        format!(
+            "{:.3}",
+            plan.replicas as f64
+                * probe.number(&pins::CALIBRATION_LAMBDA_R_FRACTION)
+                * plan.capacity_rps
+        ),
+    );
     values.insert(
         "partition_s".into(),
         format!(
@@ -324,6 +355,13 @@ pub fn run(
             meta.name
         );
     }
+    let rollout_after = match &plan.rollout {
+        Some(r) => Some(
+            rollout::check(r, plan.replicas, &config, factor)
+                .with_context(|| format!("scenario {}", meta.name))?,
+        ),
+        None => None,
+    };
     out!(
         "testbed: {} {}, {} replicas{}; config {}",
         if plan.proxy.is_some() {
@@ -381,10 +419,26 @@ pub fn run(
             _ => {}
         }
     }
+    let rolled = match (&plan.rollout, rollout_after, &mut bed) {
+        (Some(r), Some(after), Bed::Real(real)) => rollout::control(
+            real,
+            r,
+            (after, scaled(r.drain_timeout_s, factor)),
+            &inbox,
+            &finished,
+        ),
+        _ => None,
+    };
     let summary = recorder
         .join()
         .map_err(|_| StudyError::new(ErrorKind::Record, "the recorder thread panicked"))??;
-    drop(bed);
+    let teardown = match bed {
+        Bed::Real(real) if plan.rollout.is_some() => Some(real.teardown()),
+        other => {
+            drop(other);
+            None
+        }
+    };
     out!(
         "\njournal: {} ({})",
         journal.display(),
@@ -394,10 +448,28 @@ pub fn run(
     let file = JournalFile::open(&journal)?;
     let verified = file.verify(&Default::default());
     out!("verify: {}", verified.verdict.name());
-    let (loaded, result) = analyze_journal(&file, &journal, tool, diagnose)?;
+    // A rollout's readings are by release: every window cut by the release that served.
+    let by = match plan.rollout {
+        Some(_) => vec![model::SegmentColumn::Release],
+        None => Vec::new(),
+    };
+    let (loaded, result) = analyze_journal_by(&file, &journal, tool, (diagnose, by))?;
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
-    let declaration = declaration_text(scenario, &config, &result, factor);
+    let mut declaration = declaration_text(scenario, &config, &result, factor);
+    if let Some(r) = &plan.rollout {
+        let steps: Vec<(f64, String)> = loaded
+            .events
+            .all(percentes_formats::journal::records::EventKind::Timeline)
+            .map(|e| (e.at_ns as f64 / 1e9, format!("{}: {}", e.subject, e.detail)))
+            .collect();
+        declaration.push_str(&rollout::words(
+            r,
+            (plan.replicas, &steps),
+            rolled.as_ref(),
+            teardown.as_deref().unwrap_or_default(),
+        ));
+    }
     std::fs::write(output.join("scenario.md"), &declaration)?;
     headline(&result);
     out_part!("\n{declaration}");
@@ -438,6 +510,16 @@ pub fn analyze_journal(
     tool: &Tool,
     diagnose: bool,
 ) -> Result<(percentes_analyzer::load::Run, model::Report)> {
+    analyze_journal_by(file, path, tool, (diagnose, Vec::new()))
+}
+
+/// [`analyze_journal`], every window also cut by the columns `by` names (`analyze --by`).
+pub fn analyze_journal_by(
+    file: &JournalFile,
+    path: &Path,
+    tool: &Tool,
+    (diagnose, by): (bool, Vec<model::SegmentColumn>),
+) -> Result<(percentes_analyzer::load::Run, model::Report)> {
     let run = percentes_analyzer::load::load(file)
         .with_context(|| format!("cannot analyze {}", path.display()))?;
     let report = analysis::analyze(
@@ -448,7 +530,7 @@ pub fn analyze_journal(
             version: tool.version.clone(),
             commit: tool.commit.clone(),
             diagnose,
-            by: Vec::new(),
+            by,
         },
     );
     Ok((run, report))
@@ -664,14 +746,15 @@ fn declaration_text(
     if !scenario.expect.is_empty() {
         let _ = writeln!(out, "\n## Expectations, checked\n");
         for e in &scenario.expect {
-            let _ = writeln!(out, "- {}", expectation(e, report));
+            let one_route = matches!(&config.routes[..], [only] if only.label == e.route);
+            let _ = writeln!(out, "- {}", expectation(e, report, one_route));
         }
     }
     out
 }
 
 /// One `[[expect]]` checked against its route's segments of its windows (counts add up).
-fn expectation(e: &Expect, report: &model::Report) -> String {
+fn expectation(e: &Expect, report: &model::Report, one_route: bool) -> String {
     let span = e.windows.join(" + ");
     let windows: Vec<&model::WindowReport> = report
         .windows
@@ -684,21 +767,14 @@ fn expectation(e: &Expect, report: &model::Report) -> String {
             e.route
         );
     }
-    let mut scheduled = 0;
-    let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut classes: BTreeMap<String, u64> = BTreeMap::new();
-    for w in &windows {
-        let Some(segment) = w.routes.iter().find(|s| s.route == e.route) else {
-            return format!("{} in {span}: no such route in the report", e.route);
-        };
-        scheduled += segment.scheduled;
-        for (s, n) in &segment.statuses {
-            *statuses.entry(*s).or_default() += n;
-        }
-        for (c, n) in &segment.classes {
-            *classes.entry(c.clone()).or_default() += n;
-        }
-    }
+    let Tally {
+        scheduled,
+        statuses,
+        classes,
+    } = match tally(e, &windows, one_route) {
+        Ok(tally) => tally,
+        Err(why) => return format!("{} in {span}: {why}", e.route),
+    };
     let mut unexpected = Vec::new();
     if !e.statuses.is_empty() {
         for (status, n) in &statuses {
@@ -716,11 +792,15 @@ fn expectation(e: &Expect, report: &model::Report) -> String {
     }
     let seen = format!(
         "statuses {}; classes {}",
-        statuses
-            .iter()
-            .map(|(s, n)| format!("{s} x{n}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        if statuses.is_empty() {
+            "not reported by route".to_owned()
+        } else {
+            statuses
+                .iter()
+                .map(|(s, n)| format!("{s} x{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         classes
             .iter()
             .map(|(c, n)| format!("{c} {n}"))
@@ -741,6 +821,64 @@ fn expectation(e: &Expect, report: &model::Report) -> String {
             e.classes
         )
     }
+}
+
+/// What an expectation's route scheduled, answered and ended as over its windows.
+#[derive(Default)]
+struct Tally {
+    scheduled: u64,
+    statuses: BTreeMap<u16, u64>,
+    classes: BTreeMap<String, u64>,
+}
+
+/// Why an expectation could not be tallied.
+enum Untallied {
+    /// The report has no segment of its route.
+    NoRoute,
+    /// Statuses were asked of a run of one route, which a report does not segment.
+    StatusesNotByRoute,
+}
+
+impl std::fmt::Display for Untallied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Untallied::NoRoute => "no such route in the report",
+            Untallied::StatusesNotByRoute => "NOT CHECKED: a run of one route reports no statuses by route; state the expectation as classes",
+        })
+    }
+}
+
+/// The expectation's route over `windows`: its route segment of each, or with `one_route` (the
+/// run's only route, which a report does not segment) the windows' own counts, which carry
+/// classes but not statuses.
+fn tally(
+    e: &Expect,
+    windows: &[&model::WindowReport],
+    one_route: bool,
+) -> std::result::Result<Tally, Untallied> {
+    let mut t = Tally::default();
+    for w in windows {
+        let (counted, by_class) = match w.routes.iter().find(|s| s.route == e.route) {
+            Some(segment) => {
+                for (s, n) in &segment.statuses {
+                    *t.statuses.entry(*s).or_default() += n;
+                }
+                (segment.scheduled, &segment.classes)
+            }
+            None if one_route && w.routes.is_empty() => {
+                if !e.statuses.is_empty() {
+                    return Err(Untallied::StatusesNotByRoute);
+                }
+                (w.scheduled, &w.classes)
+            }
+            None => return Err(Untallied::NoRoute),
+        };
+        t.scheduled += counted;
+        for (c, n) in by_class {
+            *t.classes.entry(c.clone()).or_default() += n;
+        }
+    }
+    Ok(t)
 }
 
 /// The headline numbers on the terminal.
@@ -843,6 +981,11 @@ mod tests {
         v.insert("service".into(), "127.0.0.1:9000".into());
         v.insert("partition_s".into(), "12.000".into());
         v.insert("nameserver".into(), "127.0.0.1:5353".into());
+        v.insert("serving_rate_rps".into(), "41.600".into());
+        // A rollout's testbed declares the next release's replicas too.
+        for (i, name) in ["replica-2", "replica-3"].iter().enumerate() {
+            v.insert(format!("replica:{name}"), format!("127.0.0.1:900{}", i + 3));
+        }
         for (i, name) in ["replica-0", "replica-1"].iter().enumerate() {
             v.insert(format!("replica:{name}"), format!("127.0.0.1:900{}", i + 1));
             v.insert(format!("pid-file:{name}"), format!("/tmp/{name}.pid"));
@@ -888,12 +1031,22 @@ mod tests {
                 let config = Config::parse(text.as_bytes())
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
                 assert_eq!(config.calibration.lambda_max_rps, Some(plan.capacity_rps));
-                assert!(config.fault.victim.is_some(), "{}", path.display());
                 let d = config
                     .declaration
                     .as_ref()
                     .expect("a runnable scenario declares");
-                assert_eq!(Some(&d.target), config.fault.victim.as_ref());
+                match &plan.rollout {
+                    // The release change is the change under test: no fault of its own, the
+                    // release map and rate the runner checks before it records.
+                    Some(r) => {
+                        rollout::check(r, plan.replicas, &config, timing.factor())
+                            .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                    }
+                    None => {
+                        assert!(config.fault.victim.is_some(), "{}", path.display());
+                        assert_eq!(Some(&d.target), config.fault.victim.as_ref());
+                    }
+                }
                 // Every route an expectation or a budget names is a route of the run.
                 let labels: Vec<&str> = config.routes.iter().map(|r| r.label.as_str()).collect();
                 for route in s
@@ -1024,19 +1177,20 @@ mod tests {
 
     #[test]
     fn a_refused_scenario_runs_nothing_and_says_why() {
-        let (_, rollout) = catalogue()
-            .into_iter()
-            .find(|(_, s)| s.scenario.name == "load-under-rollout")
-            .unwrap();
+        let refused = Scenario::parse(
+            "[scenario]\nname = \"elsewhere\"\nquestion = \"q\"\nexpectation = \"e\"\nrefused = \"needs an executable canary controller, which this testbed does not have\"\n",
+            "inline",
+        )
+        .unwrap();
         let out = std::env::temp_dir().join(format!("percentes-refused-{}", std::process::id()));
         let tool = Tool {
             version: "test".into(),
             commit: "test".into(),
         };
-        let e = run(&rollout, &out, false, Timing::Dev(100), &tool, false)
+        let e = run(&refused, &out, false, Timing::Dev(100), &tool, false)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("executable rollout controller"), "{e}");
+        assert!(e.contains("executable canary controller"), "{e}");
         assert!(
             !out.exists(),
             "a refused scenario must not create its folder"

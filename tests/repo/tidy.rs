@@ -860,8 +860,10 @@ fn no_module_takes_its_parent_by_glob() {
 /// the file graph exempts. `recorder/src/run` has none (its ground floor is `state.rs`,
 /// `error.rs`, `context.rs`, `connect.rs`; its children name the sibling they use); the rest of
 /// the tree may only have fewer (52 when the plots took their frame from the plots module's
-/// declared API, 51 when the serving plots took their tick and wrap from `plots/scale.rs`).
-const PARENT_ITEMS_MAX: usize = 51;
+/// declared API, 51 when the serving plots took their tick and wrap from `plots/scale.rs`, 48
+/// when the real-parts testbed's processes and HAProxy became `study/src/realbed/process.rs` and
+/// `haproxy.rs`, which the dnsmasq and rollout children name).
+const PARENT_ITEMS_MAX: usize = 48;
 
 #[test]
 fn no_file_takes_more_from_its_parent_than_its_declared_api() {
@@ -1286,10 +1288,12 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// group of rules; the ceiling to 338, what `record` had come down to, when the budgets became
 /// exact (a budget above what is used fails too, saying what to lower it to), then to 311 when
 /// `record`'s journal header became `setup::journal_header`, then to 296 when its summary became
-/// `Summary::of`. Never raise them: cut the new function along its own comments instead.
-const FUNCTION_LINES_MAX: usize = 296;
+/// `Summary::of`, then to 286 and 70 when its timeline thread became `spawn_timeline` and the
+/// scenario's expectations their own tally. Never raise them: cut the new function along its
+/// own comments instead.
+const FUNCTION_LINES_MAX: usize = 286;
 const FUNCTION_LINES_SOFT: usize = 70;
-const FUNCTIONS_OVER_SOFT_MAX: usize = 71;
+const FUNCTIONS_OVER_SOFT_MAX: usize = 70;
 
 /// What is wrong with `files`' functions against the ceiling and the soft limit's count, both
 /// budgets that only go down.

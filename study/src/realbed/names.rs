@@ -72,7 +72,7 @@ pub fn dnsmasq_config(port: u16, replicas: &[(String, u16)]) -> String {
 
 /// dnsmasq's executable: on PATH, or where Debian puts it.
 pub fn dnsmasq_program() -> Option<PathBuf> {
-    super::program("dnsmasq")
+    super::process::program("dnsmasq")
 }
 
 /// The running name server.
@@ -138,7 +138,7 @@ impl Names {
         };
         let program = dnsmasq_program()
             .context("dnsmasq is not installed (Debian: apt-get install dnsmasq-base)")?;
-        super::spawn(
+        super::process::spawn(
             &[
                 program.display().to_string(),
                 "--keep-in-foreground".into(),
@@ -179,7 +179,7 @@ impl Names {
         replicas: &[(String, u16)],
         placed: Option<&mut Placed>,
     ) -> Result<()> {
-        super::stop_group(&mut self.child, Duration::from_secs(2));
+        super::process::stop_group(&mut self.child, Duration::from_secs(2));
         self.child = Self::spawn(self.port, replicas, &self.folder, placed)?;
         self.await_bound()
     }
@@ -203,7 +203,7 @@ impl Names {
 
 impl Drop for Names {
     fn drop(&mut self) {
-        super::stop_group(&mut self.child, Duration::from_secs(2));
+        super::process::stop_group(&mut self.child, Duration::from_secs(2));
     }
 }
 

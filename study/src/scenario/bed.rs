@@ -56,6 +56,10 @@ pub struct TestbedPlan {
     /// record, and a replacement comes back on a new port ([`crate::realbed::NamesPlan`]).
     #[serde(default)]
     pub names: Option<crate::realbed::NamesPlan>,
+    /// Real replicas of one release replaced by another's under load, one at a time
+    /// ([`crate::realbed::rollout`]).
+    #[serde(default)]
+    pub rollout: Option<crate::realbed::RolloutPlan>,
 }
 
 fn two() -> usize {
@@ -163,6 +167,13 @@ impl TestbedPlan {
             if !(restart_delay_s.is_finite() && (0.0..=3600.0).contains(&restart_delay_s)) {
                 bail!("orchestrator.restart_delay_s = {restart_delay_s} must lie in 0..=3600");
             }
+        }
+        if let Some(rollout) = &self.rollout {
+            if !real || !matches!(self.orchestrator, OrchestratorPlan::None) || self.names.is_some()
+            {
+                bail!("[testbed.rollout] changes the release of real replicas behind HAProxy, found by port: it needs [testbed.replica], orchestrator \"none\" (the rollout controller is the only actor) and no [testbed.names]");
+            }
+            rollout.check()?;
         }
         if self.names.is_some() && !supervised {
             bail!("[testbed.names] addresses real replicas by name so that a replacement on a new port is found: it needs [testbed.replica] and orchestrator \"supervise\"");
@@ -283,7 +294,7 @@ fn start_real(
     );
     let bed = crate::realbed::RealBed::start(
         (replica, plan.names.as_ref()),
-        plan.replicas,
+        (plan.replicas, plan.rollout.is_some()),
         &folder,
         placed,
         stop,

@@ -1,0 +1,122 @@
+//! The real-parts testbed's processes: a program found where Debian puts it, a free port, a
+//! process group started in a placement and stopped whole, a replica's readiness and log.
+
+use std::io::{BufRead, Seek};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Context, Result};
+use crate::placement::Joiner;
+
+/// A program on PATH, or where Debian puts daemons (/usr/sbin is not on every PATH).
+pub(crate) fn program(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// One replica process: its name, port and the process group it leads.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    pub(crate) name: String,
+    pub(crate) port: u16,
+    pub(crate) child: Child,
+    pub(crate) started: Instant,
+}
+
+/// A port free on loopback now (the kernel's choice, released for the child to take).
+pub(crate) fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Whether `GET path` on loopback `port` answers 200 within a second.
+pub fn answers(port: u16, path: &str) -> bool {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    matches!(
+        percentes_scenarios::testbed::http_call(address, "GET", path, "", Duration::from_secs(1)),
+        Ok((200, _))
+    )
+}
+
+/// Starts `argv` as the leader of a new process group, in the placement's target groups, its
+/// output appended to `log`.
+pub(crate) fn spawn(argv: &[String], log: &Path, joiner: Option<Joiner>) -> Result<Child> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let (program, args) = argv.split_first().context("an empty command")?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0);
+    if let Some(joiner) = joiner {
+        // SAFETY: the closure only calls Joiner::join, which uses async-signal-safe calls on
+        // paths prepared before the fork.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || joiner.join());
+        }
+    }
+    command
+        .spawn()
+        .with_context(|| format!("cannot start {program}"))
+}
+
+/// SIGTERM to a group, then SIGKILL after `grace`; reaps the leader.
+pub(crate) fn stop_group(child: &mut Child, grace: Duration) {
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: kill(2) on a process group this runner started (its leader's pid); no memory.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pid, libc::SIGTERM);
+    }
+    let start = Instant::now();
+    while start.elapsed() < grace {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: as above; the group's other members may outlive their leader.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Reads what `log` gained since `offset`, line by line; returns the new offset.
+pub(crate) fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)) -> u64 {
+    let Ok(mut file) = std::fs::File::open(log) else {
+        return offset;
+    };
+    if file.seek(std::io::SeekFrom::Start(offset)).is_err() {
+        return offset;
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut consumed = offset;
+    let mut line = String::new();
+    while let Ok(n) = reader.read_line(&mut line) {
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        consumed += n as u64;
+        each(line.trim_end());
+        line.clear();
+    }
+    consumed
+}
