@@ -43,7 +43,7 @@ use crate::placement::{Joiner, Placed};
 use haproxy::{haproxy_program, haproxy_version, start_proxy};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
-use process::{free_port, read_new_lines, spawn, stop_group, Replica};
+use process::{free_port, spawn, stop_group, Replica, WeightsLine};
 
 mod haproxy;
 pub mod names;
@@ -737,33 +737,21 @@ impl Watch<'_> {
     /// dies; returns once it answers its ready path (and detection was seen), or at the run's
     /// end or the start timeout.
     fn until_ready(
-        mut self,
+        self,
         replica: &mut Replica,
         detection: &mut Detection,
         inbox: &TimelineInbox,
         finished: &AtomicBool,
     ) {
-        let mut weights = self.plan.weights_loaded_line.is_none();
+        let mut weights = WeightsLine::new(
+            &self.log,
+            self.offset,
+            self.plan.weights_loaded_line.as_deref(),
+        );
         let deadline = Instant::now() + Duration::from_secs_f64(self.plan.start_timeout_s);
         while !finished.load(Ordering::Relaxed) && Instant::now() < deadline {
             detection.check(inbox);
-            if !weights {
-                let fragment = self.plan.weights_loaded_line.as_deref().unwrap_or_default();
-                self.offset = read_new_lines(&self.log, self.offset, |line| {
-                    if !weights && line.contains(fragment) {
-                        weights = true;
-                        inbox.report(
-                            TimelineSubject::WeightLoad,
-                            &format!(
-                                "{}'s log: {}",
-                                replica.name,
-                                line.chars().take(200).collect::<String>()
-                            ),
-                            None,
-                        );
-                    }
-                });
-            }
+            weights.look(&replica.name, inbox);
             if let Ok(Some(status)) = replica.child.try_wait() {
                 inbox.report(
                     TimelineSubject::RestartFailed,
@@ -775,7 +763,7 @@ impl Watch<'_> {
                 );
                 return;
             }
-            if weights && detection.seen && answers(replica.port, &self.plan.ready_path) {
+            if weights.seen && detection.seen && answers(replica.port, &self.plan.ready_path) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -100,43 +100,14 @@ pub(crate) fn start_proxy(
 
 /// HAProxy's view of each server's state (`show stat`'s `status` column: UP, DOWN, ...).
 pub fn haproxy_states(socket: &Path) -> Result<BTreeMap<String, String>> {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket)
-        .with_context(|| format!("cannot reach HAProxy's socket {}", socket.display()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    stream.write_all(b"show stat\n")?;
-    let mut text = String::new();
-    stream.take(1 << 20).read_to_string(&mut text)?;
-    parse_states(&text)
+    parse_states(&haproxy_ask(socket, "show stat")?)
 }
 
-/// Reads `show stat`'s CSV: the header names the columns.
+/// Reads `show stat`'s CSV: each replica server's status.
 pub fn parse_states(text: &str) -> Result<BTreeMap<String, String>> {
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .and_then(|h| h.strip_prefix("# "))
-        .context("HAProxy's `show stat` answered without its header line")?;
-    let column = |name: &str| header.split(',').position(|c| c == name);
-    let (Some(proxy), Some(server), Some(status)) =
-        (column("pxname"), column("svname"), column("status"))
-    else {
-        bail!("HAProxy's `show stat` header lacks pxname, svname or status");
-    };
-    Ok(lines
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(',').collect();
-            (fields.get(proxy) == Some(&"replicas")
-                && !matches!(
-                    fields.get(server),
-                    Some(&"BACKEND") | Some(&"FRONTEND") | None
-                ))
-            .then(|| {
-                Some((
-                    fields.get(server)?.to_string(),
-                    fields.get(status)?.to_string(),
-                ))
-            })?
-        })
+    Ok(parse_stat(text)?
+        .into_iter()
+        .map(|(name, stat)| (name, stat.status))
         .collect())
 }
 
@@ -197,24 +168,25 @@ impl ServerStat {
     }
 }
 
-/// `show stat`'s CSV, each replica server's status and current sessions.
-pub fn parse_stat(text: &str) -> Result<std::collections::BTreeMap<String, ServerStat>> {
+/// `show stat`'s CSV, the header naming the columns: each replica server's status, current
+/// sessions and last check (empty where the header has no `check_status`).
+pub fn parse_stat(text: &str) -> Result<BTreeMap<String, ServerStat>> {
     let mut lines = text.lines();
     let header = lines
         .next()
         .and_then(|h| h.strip_prefix("# "))
         .context("HAProxy's `show stat` answered without its header line")?;
     let column = |name: &str| header.split(',').position(|c| c == name);
-    let (Some(proxy), Some(server), Some(status), Some(current), Some(check)) = (
+    let (Some(proxy), Some(server), Some(status), Some(current)) = (
         column("pxname"),
         column("svname"),
         column("status"),
         column("scur"),
-        column("check_status"),
     ) else {
-        bail!("HAProxy's `show stat` header lacks pxname, svname, status, scur or check_status");
+        bail!("HAProxy's `show stat` header lacks pxname, svname, status or scur");
     };
-    let mut out = std::collections::BTreeMap::new();
+    let check = column("check_status");
+    let mut out = BTreeMap::new();
     for line in lines {
         let fields: Vec<&str> = line.split(',').collect();
         let name = fields.get(server).copied().unwrap_or_default();
@@ -227,7 +199,10 @@ pub fn parse_stat(text: &str) -> Result<std::collections::BTreeMap<String, Serve
                 .get(current)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
-            check: fields.get(check).copied().unwrap_or_default().to_owned(),
+            check: check
+                .and_then(|c| fields.get(c).copied())
+                .unwrap_or_default()
+                .to_owned(),
         };
         out.insert(name.to_owned(), stat);
     }
@@ -326,6 +301,6 @@ mod tests {
         );
         assert_eq!(stats["replica-2"].status, "MAINT");
         assert!(!stats["replica-2"].check_passed());
-        assert!(parse_stat("# pxname,svname,status\n").is_err());
+        assert!(parse_stat("# pxname,svname,status\n").is_err(), "no scur");
     }
 }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Context, Result};
 use crate::placement::Joiner;
+use percentes_formats::journal::records::TimelineSubject;
+use percentes_recorder::run::TimelineInbox;
 
 /// A program on PATH, or where Debian puts daemons (/usr/sbin is not on every PATH).
 pub(crate) fn program(name: &str) -> Option<PathBuf> {
@@ -100,7 +102,7 @@ pub(crate) fn stop_group(child: &mut Child, grace: Duration) {
 }
 
 /// Reads what `log` gained since `offset`, line by line; returns the new offset.
-pub(crate) fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)) -> u64 {
+fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)) -> u64 {
     let Ok(mut file) = std::fs::File::open(log) else {
         return offset;
     };
@@ -119,4 +121,51 @@ pub(crate) fn read_new_lines(log: &Path, offset: u64, mut each: impl FnMut(&str)
         line.clear();
     }
     consumed
+}
+
+/// A replica's log watched for the line that says its weights are loaded, reported once as
+/// `weight-load` with the line itself.
+pub(crate) struct WeightsLine<'a> {
+    /// The log.
+    pub(crate) log: &'a Path,
+    /// What the log has been read up to.
+    pub(crate) offset: u64,
+    /// The fragment the line holds; `None`: nothing to wait for.
+    pub(crate) fragment: Option<&'a str>,
+    /// Whether it was seen (or there is nothing to wait for).
+    pub(crate) seen: bool,
+}
+
+impl<'a> WeightsLine<'a> {
+    /// Watches `log` from `offset` for `fragment`.
+    pub(crate) fn new(log: &'a Path, offset: u64, fragment: Option<&'a str>) -> WeightsLine<'a> {
+        WeightsLine {
+            log,
+            offset,
+            fragment,
+            seen: fragment.is_none(),
+        }
+    }
+
+    /// Reads what the log gained; reports the line into `inbox` the first time it appears.
+    pub(crate) fn look(&mut self, replica: &str, inbox: &TimelineInbox) {
+        let (Some(fragment), false) = (self.fragment, self.seen) else {
+            return;
+        };
+        let mut seen = false;
+        self.offset = read_new_lines(self.log, self.offset, |line| {
+            if !seen && line.contains(fragment) {
+                seen = true;
+                inbox.report(
+                    TimelineSubject::WeightLoad,
+                    &format!(
+                        "{replica}'s log: {}",
+                        line.chars().take(200).collect::<String>()
+                    ),
+                    None,
+                );
+            }
+        });
+        self.seen = seen;
+    }
 }

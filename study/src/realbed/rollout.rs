@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::haproxy::{haproxy_ask, haproxy_do, parse_stat, server_stat, ServerStat};
-use super::process::{answers, read_new_lines, stop_group, Replica};
+use super::process::{answers, stop_group, Replica, WeightsLine};
 use super::{RealBed, ReplicaPlan};
 use crate::error::{bail, Result};
 use percentes_formats::journal::records::TimelineSubject;
@@ -411,30 +411,13 @@ fn await_ready(
 ) -> std::result::Result<(), Halt> {
     let plan = bed.plan.clone();
     let replica = &mut bed.replicas[index];
-    let mut weights = plan.weights_loaded_line.is_none();
-    let mut offset = 0;
+    let mut weights = WeightsLine::new(log, 0, plan.weights_loaded_line.as_deref());
     let deadline = replica.started + Duration::from_secs_f64(plan.start_timeout_s);
     loop {
         if finished.load(Ordering::Relaxed) {
             return Err(Halt::RunEnded);
         }
-        if !weights {
-            let fragment = plan.weights_loaded_line.as_deref().unwrap_or_default();
-            offset = read_new_lines(log, offset, |line| {
-                if !weights && line.contains(fragment) {
-                    weights = true;
-                    inbox.report(
-                        TimelineSubject::WeightLoad,
-                        &format!(
-                            "{}'s log: {}",
-                            replica.name,
-                            line.chars().take(200).collect::<String>()
-                        ),
-                        None,
-                    );
-                }
-            });
-        }
+        weights.look(&replica.name, inbox);
         if let Ok(Some(status)) = replica.child.try_wait() {
             return Err(Halt::Failed(format!(
                 "{} exited while starting ({status}); see {}",
@@ -442,7 +425,7 @@ fn await_ready(
                 log.display()
             )));
         }
-        if weights && answers(replica.port, &plan.ready_path) {
+        if weights.seen && answers(replica.port, &plan.ready_path) {
             return Ok(());
         }
         if Instant::now() > deadline {
