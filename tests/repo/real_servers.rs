@@ -417,7 +417,9 @@ fn sigterm_ends_a_run_whose_handshakes_never_finish() {
 
 #[test]
 fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
-    let _beside = crate::beside();
+    // Alone: the run is at factor 100 (a 0.3 s client timeout) and must exit 0 with every
+    // request correct, which a neighbour's analysis on both cores can deny it (CI, 2026-12-06).
+    let _machine = crate::machine();
     const KEY: &str = "pct-test-key-8c1f0a9d";
     // A secret header's value shaped as an issued key, under a name the old list missed.
     const TOKEN: &str = "sk-proj-5b0e77c1d2a94f3e";

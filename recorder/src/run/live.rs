@@ -64,8 +64,9 @@ pub(crate) struct Second {
     pub skew_p99_ns: u64,
     /// The largest send skew of the second's dispatches, ns.
     pub skew_max_ns: u64,
-    /// How far behind schedule the slowest worker is now: the time since the intended time of
-    /// the request it waits to send, ns (0 when every worker is on time).
+    /// How far behind schedule the slowest worker was at its worst in the second: the time
+    /// since the intended time of the request it waited to send, at the telemetry thread's
+    /// looks (every 50 ms at most), ns (0 when every worker was on time at each).
     pub behind_ns: u64,
     /// Requests the recorder reached only past their deadline, never sent (`client-late`), and
     /// any other undispatched, so far.
