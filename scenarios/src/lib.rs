@@ -28,6 +28,7 @@ pub mod error;
 pub mod exposition;
 pub mod http;
 pub mod mock;
+pub mod netns;
 pub mod router;
 pub mod testbed;
 pub mod timing;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::{Error, ErrorKind};
+use crate::netns::{run, Netns};
 
 /// How long a child may take to start listening.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -40,20 +41,14 @@ struct Replica {
     name: String,
     address: SocketAddr,
     child: Option<Child>,
-    /// The network namespace the replica runs in, for isolated testbeds.
-    namespace: Option<String>,
+    /// The network namespace the replica runs in, for isolated testbeds (deleted after the
+    /// replica is killed: fields drop after [`Testbed`]'s `drop`).
+    namespace: Option<Netns>,
 }
 
-/// Link-local addresses for isolated replicas: replica i's veth pair is 169.254.T.(4i+1) on the
-/// host side and .(4i+2) inside its namespace, T = 1 + pid mod 254 so concurrent testbeds differ.
-/// Link-local traffic never leaves this machine.
-fn isolated_prefix() -> String {
-    format!("169.254.{}", 1 + std::process::id() % 254)
-}
 /// The port isolated replicas listen on inside their namespaces.
 const ISOLATED_PORT: u16 = 8000;
-/// At most this many isolated replicas (the /24 holds 64 /30 pairs).
-pub const ISOLATED_REPLICAS_MAX: usize = 64;
+pub use crate::netns::ISOLATED_REPLICAS_MAX;
 
 /// Why an isolated testbed cannot run here, if it cannot: root, `ip` and `iptables` are needed.
 pub fn isolation_unavailable() -> Option<String> {
@@ -86,19 +81,6 @@ pub fn isolation_unavailable() -> Option<String> {
         }
     }
     None
-}
-
-fn run(program: &str, args: &[&str]) -> std::io::Result<()> {
-    let out = Command::new(program).args(args).output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!(
-            "{program} {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
 }
 
 /// A running testbed. Dropping it kills every child.
@@ -244,7 +226,6 @@ impl Testbed {
             )));
         }
         let start = Instant::now();
-        let tag = std::process::id() % 100_000;
         let mut bed = Testbed {
             binary: binary.to_owned(),
             mock_config: mock_config.map(Path::to_owned),
@@ -256,53 +237,20 @@ impl Testbed {
         };
         for i in 0..replicas {
             let name = format!("replica-{i}");
-            let namespace = format!("pct{tag}r{i}");
-            let (host_if, ns_if) = (format!("pt{tag}h{i}"), format!("pt{tag}n{i}"));
-            let host_ip = format!("{}.{}", isolated_prefix(), 4 * i + 1);
-            let ns_ip = format!("{}.{}", isolated_prefix(), 4 * i + 2);
-            run("ip", &["netns", "add", &namespace])?;
-            // Registered at once so that Drop removes it even if a later step fails.
+            let netns = Netns::create('r', i)?;
+            let listen = format!("{}:{ISOLATED_PORT}", netns.address());
+            let argv: Vec<String> = std::iter::once(binary.display().to_string())
+                .chain(mock_args(&name, &listen, mock_config, None))
+                .collect();
+            let args = netns.wrap(&argv);
+            // Registered at once so that Drop removes the namespace even if the start fails.
             bed.replicas.push(Replica {
                 name: name.clone(),
-                address: format!("{ns_ip}:{ISOLATED_PORT}").parse().expect("valid"),
+                address: listen.parse().expect("valid"),
                 child: None,
-                namespace: Some(namespace.clone()),
+                namespace: Some(netns),
             });
-            run(
-                "ip",
-                &[
-                    "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
-                ],
-            )?;
-            run("ip", &["link", "set", &ns_if, "netns", &namespace])?;
-            run(
-                "ip",
-                &["addr", "add", &format!("{host_ip}/30"), "dev", &host_if],
-            )?;
-            run("ip", &["link", "set", &host_if, "up"])?;
-            run(
-                "ip",
-                &[
-                    "-n",
-                    &namespace,
-                    "addr",
-                    "add",
-                    &format!("{ns_ip}/30"),
-                    "dev",
-                    &ns_if,
-                ],
-            )?;
-            run("ip", &["-n", &namespace, "link", "set", &ns_if, "up"])?;
-            run("ip", &["-n", &namespace, "link", "set", "lo", "up"])?;
-            let listen = format!("{ns_ip}:{ISOLATED_PORT}");
-            let mut args = vec![
-                "netns".to_owned(),
-                "exec".into(),
-                namespace.clone(),
-                binary.display().to_string(),
-            ];
-            args.extend(mock_args(&name, &listen, mock_config, None));
-            let (child, address) = spawn_listening(Path::new("ip"), &args)?;
+            let (child, address) = spawn_listening(Path::new(&args[0]), &args[1..])?;
             let replica = bed.replicas.last_mut().expect("pushed above");
             replica.child = Some(child);
             replica.address = address;
@@ -329,9 +277,13 @@ impl Testbed {
             .iter()
             .find(|r| r.name == name)
             .ok_or_else(|| std::io::Error::other(format!("no replica {name}")))?;
-        let namespace = replica.namespace.clone().ok_or_else(|| {
-            std::io::Error::other("black-hole needs a testbed started with start_isolated")
-        })?;
+        let namespace = replica
+            .namespace
+            .as_ref()
+            .map(|n| n.name().to_owned())
+            .ok_or_else(|| {
+                std::io::Error::other("black-hole needs a testbed started with start_isolated")
+            })?;
         let address = replica.address;
         let seconds = format!("{:.3}", partition.as_secs_f64());
         let heal =
@@ -412,7 +364,8 @@ impl Testbed {
         self.replicas
             .iter()
             .find(|r| r.name == name)
-            .and_then(|r| r.namespace.as_deref())
+            .and_then(|r| r.namespace.as_ref())
+            .map(Netns::name)
     }
 
     /// Process ids of the replicas that are running, by name (for pid-file injectors).
@@ -676,10 +629,6 @@ impl Drop for Testbed {
             if let Some(child) = replica.child.as_mut() {
                 let _ = child.kill();
                 let _ = child.wait();
-            }
-            if let Some(namespace) = &replica.namespace {
-                // Deleting the namespace removes its veth end, and with it the host end.
-                let _ = run("ip", &["netns", "del", namespace]);
             }
         }
         let _ = self.router.kill();

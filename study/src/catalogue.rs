@@ -30,6 +30,10 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../../scenarios/catalogue/pod-churn.toml"),
     ),
     (
+        "replica-loss-black-hole-vllm.toml",
+        include_str!("../../scenarios/catalogue/replica-loss-black-hole-vllm.toml"),
+    ),
+    (
         "replica-loss-black-hole.toml",
         include_str!("../../scenarios/catalogue/replica-loss-black-hole.toml"),
     ),
@@ -46,6 +50,35 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../../scenarios/catalogue/store-outage-under-spike.toml"),
     ),
 ];
+
+/// Whether scenario `s` runs, and on what; what is missing here, if anything.
+fn status(s: &Scenario) -> String {
+    match (&s.scenario.refused, &s.testbed) {
+        (Some(why), _) => format!("refused: {why}"),
+        (None, Some(t)) if t.replica.is_some() => {
+            let how = match t.isolated {
+                true => "runnable on real parts, isolated",
+                false => "runnable on real parts",
+            };
+            match crate::realbed::unavailable(
+                t.replica.as_ref(),
+                t.names.is_some(),
+                t.placement.is_some(),
+            )
+            .or_else(|| next_release_unavailable(t))
+            .or_else(|| t.isolated.then(isolation_unavailable).flatten())
+            {
+                Some(why) => format!("{how} (not here: {why})"),
+                None => how.into(),
+            }
+        }
+        (None, Some(t)) if t.isolated => match isolation_unavailable() {
+            Some(why) => format!("runnable (isolated testbed; not here: {why})"),
+            None => "runnable (isolated testbed)".into(),
+        },
+        _ => "runnable".into(),
+    }
+}
 
 /// The compiled-in scenario named `name` (`pod-churn` or `pod-churn.toml`), if there is one.
 pub fn find(name: &str) -> Option<(&'static str, &'static str)> {
@@ -111,26 +144,7 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
     for (path, parsed) in entries {
         match parsed {
             Ok(s) => {
-                let status = match (&s.scenario.refused, &s.testbed) {
-                    (Some(why), _) => format!("refused: {why}"),
-                    (None, Some(t)) if t.isolated => match isolation_unavailable() {
-                        Some(why) => format!("runnable (isolated testbed; not here: {why})"),
-                        None => "runnable (isolated testbed)".into(),
-                    },
-                    (None, Some(t)) if t.replica.is_some() => {
-                        match crate::realbed::unavailable(
-                            t.replica.as_ref(),
-                            t.names.is_some(),
-                            t.placement.is_some(),
-                        )
-                        .or_else(|| next_release_unavailable(t))
-                        {
-                            Some(why) => format!("runnable on real parts (not here: {why})"),
-                            None => "runnable on real parts".into(),
-                        }
-                    }
-                    _ => "runnable".into(),
-                };
+                let status = status(&s);
                 let _ = writeln!(
                     out,
                     "{}  [{path}]\n  question: {}\n  expects:  {}\n  status:   {status}",
@@ -153,7 +167,9 @@ pub fn list(dir: Option<&Path>) -> Result<ExitCode> {
 /// Why a rollout's next release cannot start here: its command's environment unset.
 fn next_release_unavailable(t: &crate::scenario::TestbedPlan) -> Option<String> {
     let (rollout, base) = t.rollout.as_ref().zip(t.replica.as_ref())?;
-    let argv = rollout.serving(base).argv("replica-0", 1);
+    let argv = rollout
+        .serving(base)
+        .argv("replica-0", ([127, 0, 0, 1], 1).into());
     argv.err().map(|e| format!("{e:#}"))
 }
 

@@ -38,15 +38,17 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::error::{bail, Context, Result};
+use crate::error::{bail, Context, Result, StudyError};
 use crate::placement::{Joiner, Placed};
 use haproxy::{haproxy_program, haproxy_version, start_proxy};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+use percentes_scenarios::netns::Netns;
 use process::{free_port, spawn, stop_group, Replica, WeightsLine};
 
 mod haproxy;
 pub mod names;
+pub mod partition;
 mod process;
 pub mod rollout;
 pub use haproxy::{
@@ -56,12 +58,16 @@ pub use names::NamesPlan;
 pub use process::answers;
 pub use rollout::RolloutPlan;
 
+/// The port an isolated replica listens on, in its own namespace.
+const ISOLATED_PORT: u16 = 8000;
+
 /// `[testbed.replica]`: real replica processes instead of the mock.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ReplicaPlan {
-    /// The argv that serves one replica in the foreground: `{port}`, `{name}` and `{env:VAR}`
-    /// are filled in. SIGTERM must stop it.
+    /// The argv that serves one replica in the foreground: `{port}`, `{host}` (the address it
+    /// must listen on: loopback, or its namespace's on an isolated bed), `{name}` and
+    /// `{env:VAR}` are filled in. SIGTERM must stop it.
     pub command: Vec<String>,
     /// The path that answers 200 once the replica serves (default `/health`).
     #[serde(default = "health")]
@@ -175,13 +181,16 @@ impl ReplicaPlan {
         Ok(())
     }
 
-    /// The argv for replica `name` on `port`; an `{env:VAR}` that is not set is an error that
-    /// names it.
-    pub fn argv(&self, name: &str, port: u16) -> Result<Vec<String>> {
+    /// The argv for replica `name` listening at `address`; an `{env:VAR}` that is not set is
+    /// an error that names it.
+    pub fn argv(&self, name: &str, address: SocketAddr) -> Result<Vec<String>> {
         self.command
             .iter()
             .map(|arg| {
-                let mut out = arg.replace("{port}", &port.to_string()).replace("{name}", name);
+                let mut out = arg
+                    .replace("{port}", &address.port().to_string())
+                    .replace("{host}", &address.ip().to_string())
+                    .replace("{name}", name);
                 while let Some(start) = out.find("{env:") {
                     let end = out[start..]
                         .find('}')
@@ -212,7 +221,7 @@ pub fn unavailable(replica: Option<&ReplicaPlan>, names: bool, placement: bool) 
         missing.push("dnsmasq is not installed (Debian: apt-get install dnsmasq-base)".to_owned());
     }
     if let Some(replica) = replica {
-        if let Err(e) = replica.argv("replica-0", 1) {
+        if let Err(e) = replica.argv("replica-0", ([127, 0, 0, 1], 1).into()) {
             missing.push(format!("{e:#}"));
         }
     }
@@ -246,10 +255,12 @@ impl RealBed {
     /// Starts `count` replicas (all at once) and the proxy; returns when every replica answers
     /// its ready path and the proxy counts each up. With `standby`, as many more replicas
     /// (`replica-COUNT` ...) are declared to HAProxy out of service, each on a port of its own,
-    /// for a rollout to start and put in ([`rollout::roll`]).
+    /// for a rollout to start and put in ([`rollout::roll`]). `isolated`: each replica in a
+    /// network namespace of its own ([`Netns`]), listening on its address there (the command's
+    /// `{host}`), so a black-hole can drop its packets alone.
     pub fn start(
         (plan, names_plan): (&ReplicaPlan, Option<&NamesPlan>),
-        (count, standby): (usize, bool),
+        (count, standby, isolated): (usize, bool, bool),
         folder: &Path,
         mut placed: Option<Placed>,
         stop: &AtomicBool,
@@ -257,33 +268,17 @@ impl RealBed {
         if standby && names_plan.is_some() {
             bail!("a rollout's replicas are declared to HAProxy by port: [testbed.rollout] takes no [testbed.names]");
         }
+        if isolated && (standby || names_plan.is_some()) {
+            bail!("isolated real replicas keep their namespace's address for the run: they take no [testbed.rollout] or [testbed.names]");
+        }
         let standby: Vec<(String, u16)> = match standby {
             true => (count..2 * count)
                 .map(|i| Ok((format!("replica-{i}"), free_port()?)))
                 .collect::<Result<_>>()?,
             false => Vec::new(),
         };
-        let mut replicas = Vec::new();
-        let mut bed_error = None;
-        for i in 0..count {
-            let name = format!("replica-{i}");
-            let launched = free_port().and_then(|port| {
-                let child = Self::launch(plan, &name, port, folder, placed.as_mut())?;
-                Ok((port, child))
-            });
-            match launched {
-                Ok((port, child)) => replicas.push(Replica {
-                    name,
-                    port,
-                    child,
-                    started: Instant::now(),
-                }),
-                Err(e) => {
-                    bed_error = Some(e);
-                    break;
-                }
-            }
-        }
+        let (mut replicas, bed_error) =
+            Self::launch_all(plan, (count, isolated), folder, &mut placed);
         let (proxy, proxy_port, names) = match Self::front(
             plan,
             (names_plan, &standby),
@@ -318,6 +313,36 @@ impl RealBed {
         Ok(bed)
     }
 
+    /// Launches replicas `0..count` (each in a namespace of its own with `isolated`), in order,
+    /// until one fails: those launched, and the error that stopped the rest.
+    fn launch_all(
+        plan: &ReplicaPlan,
+        (count, isolated): (usize, bool),
+        folder: &Path,
+        placed: &mut Option<Placed>,
+    ) -> (Vec<Replica>, Option<StudyError>) {
+        let mut replicas = Vec::new();
+        for i in 0..count {
+            let name = format!("replica-{i}");
+            let launched = Self::place(i, isolated).and_then(|(port, netns)| {
+                let child =
+                    Self::launch(plan, (&name, port, netns.as_ref()), folder, placed.as_mut())?;
+                Ok((port, child, netns))
+            });
+            match launched {
+                Ok((port, child, netns)) => replicas.push(Replica {
+                    name,
+                    port,
+                    child,
+                    started: Instant::now(),
+                    netns,
+                }),
+                Err(e) => return (replicas, Some(e)),
+            }
+        }
+        (replicas, None)
+    }
+
     /// What stands in front of the replicas: the names (with `[testbed.names]`) and HAProxy,
     /// with the port it listens on.
     fn front(
@@ -331,6 +356,10 @@ impl RealBed {
         let socket = folder.join("haproxy.sock");
         let _ = std::fs::remove_file(&socket);
         let pairs: Vec<(String, u16)> = replicas.iter().map(|r| (r.name.clone(), r.port)).collect();
+        let addresses: Vec<(String, SocketAddr)> = replicas
+            .iter()
+            .map(|r| (r.name.clone(), r.address()))
+            .collect();
         let names = match names_plan {
             Some(NamesPlan::Dnsmasq) => {
                 Some(names::Names::start(&pairs, folder, placed.as_deref_mut())?)
@@ -340,7 +369,7 @@ impl RealBed {
         let resolvers = names.as_ref().map(names::Names::haproxy_resolvers);
         let mut config = haproxy_config(
             proxy_port,
-            &pairs,
+            &addresses,
             &plan.ready_path,
             &socket,
             resolvers.as_deref(),
@@ -352,14 +381,33 @@ impl RealBed {
         Ok((proxy, proxy_port, names))
     }
 
+    /// Where replica `index` will listen: a free loopback port, or with `isolated` a namespace
+    /// of its own (made now) and the port [`ISOLATED_PORT`] in it.
+    fn place(index: usize, isolated: bool) -> Result<(u16, Option<Netns>)> {
+        match isolated {
+            true => {
+                let netns = Netns::create('v', index)
+                    .with_context(|| format!("cannot make replica-{index}'s network namespace"))?;
+                Ok((ISOLATED_PORT, Some(netns)))
+            }
+            false => Ok((free_port()?, None)),
+        }
+    }
+
+    /// Starts replica `name` on `port` (in `netns`, where given), its output appended to its
+    /// log and its pid written beside it.
     fn launch(
         plan: &ReplicaPlan,
-        name: &str,
-        port: u16,
+        (name, port, netns): (&str, u16, Option<&Netns>),
         folder: &Path,
         placed: Option<&mut Placed>,
     ) -> Result<Child> {
-        let argv = plan.argv(name, port)?;
+        let host = netns.map_or(std::net::Ipv4Addr::LOCALHOST, Netns::address);
+        let argv = plan.argv(name, SocketAddr::from((host, port)))?;
+        let argv = match netns {
+            Some(ns) => ns.wrap(&argv),
+            None => argv,
+        };
         let joiner = match placed {
             Some(p) => Some(Joiner::new(&p.target_procs(name)?)?),
             None => None,
@@ -403,7 +451,7 @@ impl RealBed {
             let all_ready = self
                 .replicas
                 .iter()
-                .all(|r| answers(r.port, &self.plan.ready_path));
+                .all(|r| answers(r.address(), &self.plan.ready_path));
             let up = haproxy_states(&socket)
                 .map(|s| s.values().filter(|v| v.starts_with("UP")).count())
                 .unwrap_or(0);
@@ -438,7 +486,7 @@ impl RealBed {
             .map(|r| {
                 let address = match self.names {
                     Some(_) => names::srv_name(&r.name),
-                    None => SocketAddr::from(([127, 0, 0, 1], r.port)).to_string(),
+                    None => r.address().to_string(),
                 };
                 (r.name.clone(), address)
             })
@@ -454,6 +502,15 @@ impl RealBed {
     /// The DNS server that serves the replicas' names, with `[testbed.names]`.
     pub fn nameserver(&self) -> Option<SocketAddr> {
         self.names.as_ref().map(names::Names::address)
+    }
+
+    /// Each isolated replica's name and network namespace (none on a bed not isolated): the
+    /// scenario's `{netns:NAME}`.
+    pub fn namespaces(&self) -> Vec<(String, String)> {
+        self.replicas
+            .iter()
+            .filter_map(|r| Some((r.name.clone(), r.netns.as_ref()?.name().to_owned())))
+            .collect()
     }
 
     /// Each replica's name and pid file.
@@ -473,14 +530,20 @@ impl RealBed {
     }
 
     /// Starts replica `index` again: on a new port with names (its record moved there), on
-    /// its own port without. Returns the port.
+    /// its own port (in its own namespace) without. Returns the port.
     fn restart(&mut self, index: usize) -> Result<u16> {
         let port = match self.names {
             Some(_) => free_port()?,
             None => self.replicas[index].port,
         };
         let name = self.replicas[index].name.clone();
-        let child = RealBed::launch(&self.plan, &name, port, &self.folder, self.placed.as_mut())?;
+        let netns = self.replicas[index].netns.as_ref();
+        let child = RealBed::launch(
+            &self.plan,
+            (&name, port, netns),
+            &self.folder,
+            self.placed.as_mut(),
+        )?;
         let replica = &mut self.replicas[index];
         replica.child = child;
         replica.port = port;
@@ -514,6 +577,7 @@ impl RealBed {
             .filter_map(|(name, pid)| Some((name, i32::try_from(pid).ok()?)))
             .collect();
         let service = self.service();
+        let namespaces: Vec<String> = self.namespaces().into_iter().map(|(_, ns)| ns).collect();
         drop(self);
         let alive = |pid: i32| {
             // SAFETY: kill(2) with signal 0 sends nothing: it asks whether any process of the
@@ -536,9 +600,20 @@ impl RealBed {
             .collect();
         let open =
             std::net::TcpStream::connect_timeout(&service, Duration::from_millis(200)).is_ok();
-        match (left.is_empty(), open) {
-            (true, false) => format!(
-                "confirmed: the process groups of {} gone, {service} closed",
+        // `ip netns` keeps a namespace's name under /run/netns while it exists.
+        let kept: Vec<&str> = namespaces
+            .iter()
+            .filter(|ns| Path::new("/run/netns").join(ns).exists())
+            .map(String::as_str)
+            .collect();
+        let namespaces_said = match (namespaces.is_empty(), kept.is_empty()) {
+            (true, _) => String::new(),
+            (false, true) => format!(", the namespaces {} deleted", namespaces.join(", ")),
+            (false, false) => format!("; the namespaces {} still exist", kept.join(", ")),
+        };
+        match (left.is_empty(), open, kept.is_empty()) {
+            (true, false, true) => format!(
+                "confirmed: the process groups of {} gone, {service} closed{namespaces_said}",
                 groups
                     .iter()
                     .map(|(name, _)| name.as_str())
@@ -546,7 +621,7 @@ impl RealBed {
                     .join(", ")
             ),
             _ => format!(
-                "NOT confirmed: {}{}",
+                "NOT confirmed: {}{}{namespaces_said}",
                 if left.is_empty() {
                     String::new()
                 } else {
@@ -763,7 +838,7 @@ impl Watch<'_> {
                 );
                 return;
             }
-            if weights.seen && detection.seen && answers(replica.port, &self.plan.ready_path) {
+            if weights.seen && detection.seen && answers(replica.address(), &self.plan.ready_path) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -782,6 +857,7 @@ mod tests {
                 "{env:PERCENTES_TEST_SERVE}".into(),
                 "serve".into(),
                 "--port={port}".into(),
+                "--host={host}".into(),
                 "{name}".into(),
             ],
             ready_path: "/health".into(),
@@ -791,11 +867,21 @@ mod tests {
         plan.check().unwrap();
         std::env::set_var("PERCENTES_TEST_SERVE", "/opt/serve.sh");
         assert_eq!(
-            plan.argv("replica-1", 8101).unwrap(),
-            ["/opt/serve.sh", "serve", "--port=8101", "replica-1"]
+            plan.argv("replica-1", ([169, 254, 9, 2], 8101).into())
+                .unwrap(),
+            [
+                "/opt/serve.sh",
+                "serve",
+                "--port=8101",
+                "--host=169.254.9.2",
+                "replica-1"
+            ]
         );
         std::env::remove_var("PERCENTES_TEST_SERVE");
-        let why = plan.argv("replica-1", 8101).unwrap_err().to_string();
+        let why = plan
+            .argv("replica-1", ([127, 0, 0, 1], 8101).into())
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("PERCENTES_TEST_SERVE"), "{why}");
         let mut no_port = plan.clone();
         no_port.command = vec!["serve".into()];

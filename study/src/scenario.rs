@@ -26,7 +26,7 @@ use crate::error::{bail, Context, ErrorKind, Result, StudyError};
 use crate::Tool;
 use percentes_analyzer::model;
 use percentes_analyzer::{analysis, report, JournalFile};
-use percentes_formats::config::{Config, FaultVariant};
+use percentes_formats::config::Config;
 use percentes_formats::pins;
 use percentes_recorder::run::{self, Options, Progress, TimelineInbox};
 use percentes_scenarios::testbed::isolation_unavailable;
@@ -34,7 +34,7 @@ use serde::Deserialize;
 
 mod bed;
 mod rollout;
-use bed::{replace, scaled, start_bed, Bed, Replacement};
+use bed::{scaled, start_bed, Bed};
 pub use bed::{OrchestratorPlan, TestbedPlan};
 
 /// The replica-loss clean delete, which `percentes demo` runs.
@@ -390,35 +390,7 @@ pub fn run(
             result
         })
     };
-    if let (Some(victim), true) = (
-        config.fault.victim.as_deref(),
-        config.fault.variant != FaultVariant::None,
-    ) {
-        match (&plan.orchestrator, &mut bed) {
-            (
-                OrchestratorPlan::Replace {
-                    detection_s,
-                    reschedule_s,
-                    weight_load_s,
-                },
-                Bed::Mock(bed),
-            ) => {
-                let steps = Replacement {
-                    detection: scaled(*detection_s, factor),
-                    reschedule: scaled(*reschedule_s, factor),
-                    weight_load: scaled(*weight_load_s, factor),
-                };
-                replace(bed, victim, &steps, &inbox, &finished);
-            }
-            (OrchestratorPlan::Supervise { restart_delay_s }, Bed::Real(bed)) => {
-                let steps = crate::realbed::Supervision {
-                    restart_delay: scaled(*restart_delay_s, factor),
-                };
-                crate::realbed::supervise(bed, victim, steps, &inbox, &finished);
-            }
-            _ => {}
-        }
-    }
+    bed::orchestrate(plan, &mut bed, &config, factor, (&inbox, &finished));
     let rolled = match (&plan.rollout, rollout_after, &mut bed) {
         (Some(r), Some(after), Bed::Real(real)) => rollout::control(
             real,
@@ -433,7 +405,7 @@ pub fn run(
         .join()
         .map_err(|_| StudyError::new(ErrorKind::Record, "the recorder thread panicked"))??;
     let teardown = match bed {
-        Bed::Real(real) if plan.rollout.is_some() => Some(real.teardown()),
+        Bed::Real(real) => Some(real.teardown()),
         other => {
             drop(other);
             None
@@ -457,18 +429,20 @@ pub fn run(
     let report_dir = output.join("report");
     let written = report::write(&result, &loaded.requests, &report_dir)?;
     let mut declaration = declaration_text(scenario, &config, &result, factor);
-    if let Some(r) = &plan.rollout {
-        let steps: Vec<(f64, String)> = loaded
-            .events
-            .all(percentes_formats::journal::records::EventKind::Timeline)
-            .map(|e| (e.at_ns as f64 / 1e9, format!("{}: {}", e.subject, e.detail)))
-            .collect();
-        declaration.push_str(&rollout::words(
+    let steps: Vec<(f64, String)> = loaded
+        .events
+        .all(percentes_formats::journal::records::EventKind::Timeline)
+        .map(|e| (e.at_ns as f64 / 1e9, format!("{}: {}", e.subject, e.detail)))
+        .collect();
+    match (&plan.rollout, teardown.as_deref()) {
+        (Some(r), teardown) => declaration.push_str(&rollout::words(
             r,
             (plan.replicas, &steps),
             rolled.as_ref(),
-            teardown.as_deref().unwrap_or_default(),
-        ));
+            teardown.unwrap_or_default(),
+        )),
+        (None, Some(teardown)) => declaration.push_str(&bed::testbed_words(&steps, teardown)),
+        (None, None) => {}
     }
     std::fs::write(output.join("scenario.md"), &declaration)?;
     headline(&result);

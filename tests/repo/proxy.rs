@@ -28,7 +28,7 @@ fn through_haproxy(haproxy: &Path, mock: std::net::SocketAddr, corking: bool) ->
     let socket = scratch(&format!("{name}.sock"));
     let mut text = percentes_study::realbed::haproxy_config(
         port,
-        &[("replica-0".into(), mock.port())],
+        &[("replica-0".into(), mock)],
         "/health",
         &socket,
         None,

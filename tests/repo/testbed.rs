@@ -827,3 +827,229 @@ route = "chat"
 windows = ["measurement"]
 statuses = [200]
 "#;
+
+/// Issue 56 item 4's testbed: the real-parts bed isolated, each replica (here the mock, so CI
+/// needs no model) a process in a network namespace of its own listening on its namespace's
+/// address (the command's `{host}`), behind Debian's HAProxy on the host, and the black-hole
+/// fired inside the victim's namespace with its loopback spared, as the vLLM scenario fires it.
+/// At time factor 50 (a 0.6 s client timeout, a 2.4 s partition): the replicas are reached
+/// through their namespaces (the journal's replica addresses are link-local), every request in
+/// flight on the victim at the fire and not answered in the moment the rules took to go in is
+/// censored at the timeout, none errored (G3), the fire is confirmed and its removal too,
+/// HAProxy's health check takes the victim out during the partition and puts it back after,
+/// each journaled as seen (`detected`, then a note) and written into scenario.md with the
+/// teardown, which confirms the namespaces deleted; none is left under /run/netns.
+///
+/// Breaks this catches: a replica bound to loopback inside its namespace (HAProxy never counts
+/// it up and the bed does not start); `{netns:NAME}` not given for real beds (the fire command
+/// cannot be filled in); a rule that drops the namespace's loopback (no effect on the mock, but
+/// the scenario's words); the namespaces outliving the run.
+#[test]
+fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requests() {
+    let _machine = crate::machine();
+    let haproxy = ["/usr/sbin", "/usr/bin"]
+        .iter()
+        .any(|dir| Path::new(dir).join("haproxy").is_file());
+    let why = percentes_scenarios::testbed::isolation_unavailable()
+        .or_else(|| (!haproxy).then(|| "haproxy is not installed".to_owned()));
+    if let Some(why) = why {
+        crate::prerequisite_missing("the partition on real parts", &why);
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-partition-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock = dir.join("mock.toml");
+    // A 0.39 s answer: about five requests in flight on each replica at 26 rps.
+    std::fs::write(&mock, REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5")).unwrap();
+    let catalogue =
+        std::fs::read_to_string("scenarios/catalogue/replica-loss-black-hole-vllm.toml").unwrap();
+    let fire = catalogue
+        .lines()
+        .find(|l| l.starts_with("fire_command = "))
+        .unwrap();
+    let remove = catalogue
+        .lines()
+        .find(|l| l.starts_with("remove_command = "))
+        .unwrap();
+    let scenario = dir.join("partition.toml");
+    std::fs::write(
+        &scenario,
+        PARTITION_SCENARIO
+            .replace("FIRE_COMMAND", fire)
+            .replace("REMOVE_COMMAND", remove),
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["scenario", "run", scenario.to_str().unwrap()])
+        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
+        .arg(&out)
+        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
+        .env("PERCENTES_MOCK", &mock)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 2, "exit {code}: {said}");
+    assert!(said.contains("verify: sealed-intact"), "{said}");
+    assert!(
+        said.contains("real processes in network namespaces"),
+        "{said}"
+    );
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    for (name, address) in &run.config.target.replica_addresses {
+        assert!(address.starts_with("169.254."), "{name} at {address}");
+    }
+    for kind in [EventKind::FaultFired, EventKind::FaultRemoved] {
+        assert!(run.events.first(kind).is_some(), "no {kind:?}: {said}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
+    let gate = |name: &str| {
+        report["validity"]["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["gate"].as_str().unwrap().starts_with(name))
+            .unwrap_or_else(|| panic!("no gate {name}"))
+            .clone()
+    };
+    for name in ["G3", "fault fidelity"] {
+        assert_eq!(gate(name)["status"], "pass", "{}", gate(name));
+    }
+    let timeout = run.config.duration_ns(&pins::CLIENT_TIMEOUT_S);
+    let fired = run.events.first(EventKind::FaultFired).unwrap().at_ns;
+    let r = &run.requests;
+    let on_victim: Vec<usize> = (0..r.len())
+        .filter(|&i| r.dispatched_ns[i] <= fired && r.terminal_ns[i] >= fired)
+        .filter(|&i| r.replica_name(i) == Some("replica-1"))
+        .collect();
+    // One answered in the few ms between the recorded fire (the command's start) and its
+    // rules taking hold completes; G3 asks that none errors and that each other is censored
+    // at the timeout.
+    use percentes_formats::journal::records::Outcome;
+    let censored: Vec<usize> = on_victim
+        .iter()
+        .copied()
+        .filter(|&i| r.outcome(i) != Some(Outcome::Completed))
+        .collect();
+    assert!(!censored.is_empty(), "nothing left in flight on the victim");
+    for &i in &censored {
+        assert_eq!(
+            r.outcome(i),
+            Some(Outcome::Censored),
+            "request {i} in flight on the victim was not censored"
+        );
+        let waited = r.terminal_ns[i] - r.intended_ns[i];
+        assert!(
+            (timeout..timeout + 50_000_000).contains(&waited),
+            "request {i} censored after {waited} ns, the timeout is {timeout} ns"
+        );
+    }
+    // HAProxy's check connects within its 250 ms interval: two dropped SYNs take the victim
+    // out well inside the partition, and the first check after the heal puts it back.
+    let removed = run.events.first(EventKind::FaultRemoved).unwrap().at_ns;
+    let timeline: Vec<(u64, &str, &str)> = run
+        .events
+        .all(EventKind::Timeline)
+        .map(|e| (e.at_ns, e.subject.as_str(), e.detail.as_str()))
+        .collect();
+    let detected = timeline
+        .iter()
+        .find(|(_, subject, _)| *subject == "detected")
+        .unwrap_or_else(|| panic!("no detection: {timeline:?}"));
+    assert!(
+        detected.0 > fired && detected.0 < removed,
+        "{timeline:?}, fired {fired}"
+    );
+    assert!(detected.2.contains("replica-1 DOWN"), "{timeline:?}");
+    assert!(
+        timeline
+            .iter()
+            .any(|(at, _, detail)| *at > detected.0 && detail.contains("replica-1 UP")),
+        "{timeline:?}"
+    );
+    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    for said in [
+        "## The testbed's timeline (journaled as seen)",
+        "Teardown: confirmed: the process groups of replica-0, replica-1, HAProxy gone",
+        "deleted",
+    ] {
+        assert!(declaration.contains(said), "{said}: {declaration}");
+    }
+    let tag = format!("pcv{}r", std::process::id() % 100_000);
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&tag))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "namespaces left: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const PARTITION_SCENARIO: &str = r#"
+[scenario]
+name = "partition"
+question = "Does the isolated real-parts bed partition one replica alone?"
+expectation = "The victim's in-flight requests are censored at the timeout."
+
+[testbed]
+replicas = 2
+isolated = true
+capacity_rps = 20.0
+orchestrator = { kind = "none" }
+proxy = { kind = "haproxy" }
+
+[testbed.replica]
+command = ["{env:PERCENTES_BIN}", "mock", "--config", "{env:PERCENTES_MOCK}", "--listen", "{host}:{port}", "--name", "{name}"]
+ready_path = "/health"
+start_timeout_s = 30.0
+
+[run]
+config = '''
+[target]
+kind = "mock"
+base_url = "http://{service}"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+replica_addresses = { "replica-0" = "{replica:replica-0}", "replica-1" = "{replica:replica-1}" }
+replica_header = "x-upstream"
+
+[schedule]
+seed = 3
+arrival = "poisson"
+
+[fault]
+variant = "black-hole"
+victim = "replica-1"
+injector = "exec"
+FIRE_COMMAND
+REMOVE_COMMAND
+confirm_address = "{replica:replica-1}"
+
+[declaration]
+experiment_id = "partition"
+release = "the percentes mock of this build"
+dataset = "generated prompts"
+target = "replica-1"
+boundary = "replica-1's namespace, its loopback spared"
+protected = ["replica-0"]
+shed = ["requests in flight on replica-1: censored"]
+authoritative = ["HAProxy's server list"]
+protections = ["the client timeout"]
+cleanup = "the armed expiry; the namespaces go with the testbed"
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+prompt_tokens = 16
+'''
+"#;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
@@ -36,12 +37,12 @@ pub fn haproxy_fact(version: &str) -> String {
     )
 }
 
-/// HAProxy's configuration for `replicas` (name, port), listening on `port`; with `resolvers`
+/// HAProxy's configuration for `replicas` (name, address), listening on `port`; with `resolvers`
 /// (a `resolvers names` section, [`names::Names::haproxy_resolvers`]) each server is found by
 /// its SRV name instead of its port.
 pub fn haproxy_config(
     port: u16,
-    replicas: &[(String, u16)],
+    replicas: &[(String, SocketAddr)],
     ready_path: &str,
     socket: &Path,
     resolvers: Option<&str>,
@@ -58,13 +59,13 @@ pub fn haproxy_config(
         socket.display(),
         resolvers.unwrap_or_default(),
     );
-    for (name, port) in replicas {
+    for (name, address) in replicas {
         text.push_str(&match resolvers {
             Some(_) => format!(
                 "    server {name} {} resolvers names init-addr none check\n",
                 names::srv_name(name)
             ),
-            None => format!("    server {name} 127.0.0.1:{port} check\n"),
+            None => format!("    server {name} {address} check\n"),
         });
     }
     text
@@ -225,7 +226,10 @@ mod tests {
     fn haproxy_names_the_upstream_and_checks_health() {
         let text = haproxy_config(
             8100,
-            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
+            &[
+                ("replica-0".into(), ([127, 0, 0, 1], 8101).into()),
+                ("replica-1".into(), ([127, 0, 0, 1], 8102).into()),
+            ],
             "/health",
             Path::new("/run/x/haproxy.sock"),
             None,
@@ -246,7 +250,10 @@ mod tests {
         // Named replicas: each server found by its SRV record through the resolvers section.
         let named = haproxy_config(
             8100,
-            &[("replica-0".into(), 8101), ("replica-1".into(), 8102)],
+            &[
+                ("replica-0".into(), ([127, 0, 0, 1], 8101).into()),
+                ("replica-1".into(), ([127, 0, 0, 1], 8102).into()),
+            ],
             "/health",
             Path::new("/run/x/haproxy.sock"),
             Some("resolvers names\n    nameserver dnsmasq 127.0.0.1:5353\n\n"),

@@ -2,7 +2,7 @@
 //! process group started in a placement and stopped whole, a replica's readiness and log.
 
 use std::io::{BufRead, Seek};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +12,7 @@ use crate::error::{Context, Result};
 use crate::placement::Joiner;
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+use percentes_scenarios::netns::Netns;
 
 /// A program on PATH, or where Debian puts daemons (/usr/sbin is not on every PATH).
 pub(crate) fn program(name: &str) -> Option<PathBuf> {
@@ -23,13 +24,27 @@ pub(crate) fn program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// One replica process: its name, port and the process group it leads.
+/// One replica process: its name, where it listens, the process group it leads, and the
+/// network namespace it runs in on an isolated bed (deleted when the replica is dropped, after
+/// the bed stopped its group).
 #[derive(Debug)]
 pub(crate) struct Replica {
     pub(crate) name: String,
     pub(crate) port: u16,
     pub(crate) child: Child,
     pub(crate) started: Instant,
+    pub(crate) netns: Option<Netns>,
+}
+
+impl Replica {
+    /// Where it listens: its namespace's address, or loopback.
+    pub(crate) fn address(&self) -> SocketAddr {
+        let host = self
+            .netns
+            .as_ref()
+            .map_or(Ipv4Addr::LOCALHOST, Netns::address);
+        SocketAddr::from((host, self.port))
+    }
 }
 
 /// A port free on loopback now (the kernel's choice, released for the child to take).
@@ -38,9 +53,8 @@ pub(crate) fn free_port() -> Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// Whether `GET path` on loopback `port` answers 200 within a second.
-pub fn answers(port: u16, path: &str) -> bool {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
+/// Whether `GET path` at `address` answers 200 within a second.
+pub fn answers(address: SocketAddr, path: &str) -> bool {
     matches!(
         percentes_scenarios::testbed::http_call(address, "GET", path, "", Duration::from_secs(1)),
         Ok((200, _))

@@ -273,8 +273,13 @@ fn replace_one(
     let label = |what: &str| format!("{} step {} of {count}: {what}", plan.kind.name(), step + 1);
     let serving = plan.serving(&bed.plan);
     let log = bed.folder.join(format!("{name}.log"));
-    let child = RealBed::launch(&serving, &name, port, &bed.folder, bed.placed.as_mut())
-        .map_err(|e| Halt::Failed(format!("{name} ({}) did not start: {e:#}", plan.to)))?;
+    let child = RealBed::launch(
+        &serving,
+        (&name, port, None),
+        &bed.folder,
+        bed.placed.as_mut(),
+    )
+    .map_err(|e| Halt::Failed(format!("{name} ({}) did not start: {e:#}", plan.to)))?;
     inbox.report(
         TimelineSubject::ContainerStart,
         &label(&format!(
@@ -289,6 +294,7 @@ fn replace_one(
         port,
         child,
         started: Instant::now(),
+        netns: None,
     });
     let index = bed.replicas.len() - 1;
     await_ready(bed, index, &log, inbox, finished)?;
@@ -425,7 +431,7 @@ fn await_ready(
                 log.display()
             )));
         }
-        if weights.seen && answers(replica.port, &plan.ready_path) {
+        if weights.seen && answers(replica.address(), &plan.ready_path) {
             return Ok(());
         }
         if Instant::now() > deadline {

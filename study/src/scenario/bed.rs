@@ -20,7 +20,8 @@ pub struct TestbedPlan {
     #[serde(default = "two")]
     /// Replicas the testbed starts.
     pub replicas: usize,
-    /// Replicas in network namespaces (root, iproute2, iptables): needed for a black-hole.
+    /// Replicas in network namespaces (root, iproute2, iptables): needed for a black-hole. Real
+    /// replicas so placed listen on their namespace's address (their command's `{host}`).
     #[serde(default)]
     pub isolated: bool,
     /// Each mock replica is built to serve exactly this many requests per second; the run's
@@ -152,10 +153,16 @@ impl TestbedPlan {
         }
         let real = self.replica.is_some();
         let supervised = matches!(self.orchestrator, OrchestratorPlan::Supervise { .. });
-        if real && (self.isolated || self.throttle_factor.is_some()) {
-            bail!(
-                "isolated and throttle_factor are the mock testbed's; real replicas take neither"
-            );
+        if real && self.throttle_factor.is_some() {
+            bail!("throttle_factor is the mock testbed's; real replicas take none");
+        }
+        if let (Some(replica), true) = (&self.replica, self.isolated) {
+            if !replica.command.iter().any(|a| a.contains("{host}")) {
+                bail!("isolated real replicas each listen in a network namespace of their own: [testbed.replica] command must name {{host}}, the address to listen on (vLLM: \"--host\", \"{{host}}\")");
+            }
+            if self.rollout.is_some() || self.names.is_some() {
+                bail!("isolated real replicas keep their namespace's address for the run: they take no [testbed.rollout] or [testbed.names]");
+            }
         }
         if real && matches!(self.orchestrator, OrchestratorPlan::Replace { .. }) {
             bail!("orchestrator \"replace\" plays a replacement on mocks; real replicas are restarted by orchestrator \"supervise\"");
@@ -249,10 +256,14 @@ impl Bed {
         match self {
             Bed::Mock(bed) if bed.namespace("replica-0").is_some() => " in network namespaces",
             Bed::Mock(_) => "",
-            Bed::Real(bed) if bed.placement().is_some() => {
-                " (real processes, placed on their own CPUs)"
-            }
-            Bed::Real(_) => " (real processes)",
+            Bed::Real(bed) => match (bed.placement().is_some(), bed.namespaces().is_empty()) {
+                (true, false) => {
+                    " (real processes in network namespaces, placed on their own CPUs)"
+                }
+                (true, true) => " (real processes, placed on their own CPUs)",
+                (false, false) => " (real processes in network namespaces)",
+                (false, true) => " (real processes)",
+            },
         }
     }
 
@@ -294,7 +305,7 @@ fn start_real(
     );
     let bed = crate::realbed::RealBed::start(
         (replica, plan.names.as_ref()),
-        (plan.replicas, plan.rollout.is_some()),
+        (plan.replicas, plan.rollout.is_some(), plan.isolated),
         &folder,
         placed,
         stop,
@@ -313,6 +324,9 @@ fn start_real(
     }
     for (name, file) in bed.pid_files() {
         values.insert(format!("pid-file:{name}"), file.display().to_string());
+    }
+    for (name, netns) in bed.namespaces() {
+        values.insert(format!("netns:{name}"), netns);
     }
     Ok((Bed::Real(Box::new(bed)), values))
 }
@@ -440,4 +454,68 @@ pub(super) fn replace(
         }
         Err(e) => inbox.report(TimelineSubject::RestartFailed, &e.to_string(), None),
     }
+}
+
+/// The control plane's part once the recorder runs, when the run has a fault and a victim:
+/// the mock orchestrator's replacement, the real supervisor's restart, or (a partition on real
+/// parts, where nothing acts) the watch of the proxy's verdicts. Returns when it is done or
+/// the run ends (`finished`).
+pub(super) fn orchestrate(
+    plan: &TestbedPlan,
+    bed: &mut Bed,
+    config: &percentes_formats::config::Config,
+    factor: u32,
+    (inbox, finished): (&TimelineInbox, &AtomicBool),
+) {
+    use percentes_formats::config::FaultVariant;
+    let Some(victim) = config.fault.victim.as_deref() else {
+        return;
+    };
+    if config.fault.variant == FaultVariant::None {
+        return;
+    }
+    match (&plan.orchestrator, bed) {
+        (
+            OrchestratorPlan::Replace {
+                detection_s,
+                reschedule_s,
+                weight_load_s,
+            },
+            Bed::Mock(bed),
+        ) => {
+            let steps = Replacement {
+                detection: scaled(*detection_s, factor),
+                reschedule: scaled(*reschedule_s, factor),
+                weight_load: scaled(*weight_load_s, factor),
+            };
+            replace(bed, victim, &steps, inbox, finished);
+        }
+        (OrchestratorPlan::Supervise { restart_delay_s }, Bed::Real(bed)) => {
+            let steps = crate::realbed::Supervision {
+                restart_delay: scaled(*restart_delay_s, factor),
+            };
+            crate::realbed::supervise(bed, victim, steps, inbox, finished);
+        }
+        // A partition kills nothing: what the proxy's health check made of it is watched.
+        (OrchestratorPlan::None, Bed::Real(bed))
+            if config.fault.variant == FaultVariant::BlackHole =>
+        {
+            crate::realbed::partition::watch(bed, victim, inbox, finished);
+        }
+        _ => {}
+    }
+}
+
+/// What a real-parts testbed did during the run, as its timeline events journaled it (run
+/// seconds from the epoch), and its teardown as confirmed.
+pub(super) fn testbed_words(steps: &[(f64, String)], teardown: &str) -> String {
+    let mut text = String::from("\n## The testbed's timeline (journaled as seen)\n\n");
+    if steps.is_empty() {
+        text.push_str("- nothing was reported\n");
+    }
+    for (at_s, what) in steps {
+        text.push_str(&format!("- {at_s:.3} s: {what}\n"));
+    }
+    text.push_str(&format!("\nTeardown: {teardown}\n"));
+    text
 }
