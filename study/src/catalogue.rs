@@ -30,6 +30,10 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../../scenarios/catalogue/pod-churn.toml"),
     ),
     (
+        "proxy-failover-vllm.toml",
+        include_str!("../../scenarios/catalogue/proxy-failover-vllm.toml"),
+    ),
+    (
         "replica-loss-black-hole-vllm.toml",
         include_str!("../../scenarios/catalogue/replica-loss-black-hole-vllm.toml"),
     ),

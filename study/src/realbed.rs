@@ -46,6 +46,7 @@ use percentes_recorder::run::TimelineInbox;
 use percentes_scenarios::netns::Netns;
 use process::{free_port, spawn, stop_group, Replica, WeightsLine};
 
+pub mod failover;
 mod haproxy;
 pub mod names;
 pub mod partition;

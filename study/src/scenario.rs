@@ -33,8 +33,9 @@ use percentes_scenarios::testbed::isolation_unavailable;
 use serde::Deserialize;
 
 mod bed;
+mod change;
 mod rollout;
-use bed::{scaled, start_bed, Bed};
+use bed::{start_bed, Bed};
 pub use bed::{OrchestratorPlan, TestbedPlan};
 
 /// The replica-loss clean delete, which `percentes demo` runs.
@@ -355,13 +356,8 @@ pub fn run(
             meta.name
         );
     }
-    let rollout_after = match &plan.rollout {
-        Some(r) => Some(
-            rollout::check(r, plan.replicas, &config, factor)
-                .with_context(|| format!("scenario {}", meta.name))?,
-        ),
-        None => None,
-    };
+    let change_after =
+        change::check(plan, &config, factor).with_context(|| format!("scenario {}", meta.name))?;
     out!(
         "testbed: {} {}, {} replicas{}; config {}",
         if plan.proxy.is_some() {
@@ -391,16 +387,7 @@ pub fn run(
         })
     };
     bed::orchestrate(plan, &mut bed, &config, factor, (&inbox, &finished));
-    let rolled = match (&plan.rollout, rollout_after, &mut bed) {
-        (Some(r), Some(after), Bed::Real(real)) => rollout::control(
-            real,
-            r,
-            (after, scaled(r.drain_timeout_s, factor)),
-            &inbox,
-            &finished,
-        ),
-        _ => None,
-    };
+    let changed = change::control(plan, &mut bed, change_after, factor, (&inbox, &finished));
     let summary = recorder
         .join()
         .map_err(|_| StudyError::new(ErrorKind::Record, "the recorder thread panicked"))??;
@@ -434,16 +421,7 @@ pub fn run(
         .all(percentes_formats::journal::records::EventKind::Timeline)
         .map(|e| (e.at_ns as f64 / 1e9, format!("{}: {}", e.subject, e.detail)))
         .collect();
-    match (&plan.rollout, teardown.as_deref()) {
-        (Some(r), teardown) => declaration.push_str(&rollout::words(
-            r,
-            (plan.replicas, &steps),
-            rolled.as_ref(),
-            teardown.unwrap_or_default(),
-        )),
-        (None, Some(teardown)) => declaration.push_str(&bed::testbed_words(&steps, teardown)),
-        (None, None) => {}
-    }
+    declaration.push_str(&change::words(plan, &changed, &steps, teardown.as_deref()));
     std::fs::write(output.join("scenario.md"), &declaration)?;
     headline(&result);
     out_part!("\n{declaration}");
@@ -1009,14 +987,14 @@ mod tests {
                     .declaration
                     .as_ref()
                     .expect("a runnable scenario declares");
-                match &plan.rollout {
-                    // The release change is the change under test: no fault of its own, the
-                    // release map and rate the runner checks before it records.
-                    Some(r) => {
-                        rollout::check(r, plan.replicas, &config, timing.factor())
+                match (&plan.rollout, &plan.proxy_failover) {
+                    // A testbed change is the change under test: no fault of its own, (for a
+                    // rollout) the release map, and a start the runner checks before it records.
+                    (Some(_), _) | (_, Some(_)) => {
+                        change::check(plan, &config, timing.factor())
                             .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
                     }
-                    None => {
+                    (None, None) => {
                         assert!(config.fault.victim.is_some(), "{}", path.display());
                         assert_eq!(Some(&d.target), config.fault.victim.as_ref());
                     }

@@ -1053,3 +1053,179 @@ path = "/v1/chat/completions"
 prompt_tokens = 16
 '''
 "#;
+
+/// Issue 56 item 3's controller: the HAProxy in front of two replica processes (the mock, so CI
+/// needs no model) SIGKILLed 1.2 s into the measurement at time factor 50 and started again
+/// 0.5 s later, on the same port from the same configuration. The kill, the new process and
+/// the new proxy counting both replicas up are journaled in that order; every request in flight
+/// through the proxy at the kill errors at once (its connection closed under it: no censoring
+/// at the timeout, nothing completed after it); every request sent while the port is closed
+/// errors as `refused`; the first request sent after the restart is served; and the
+/// declaration says how the failover ended, with the teardown confirmed.
+///
+/// Breaks this catches: the kill not reaching HAProxy's group (nothing errors); the restart on
+/// another port or without the configuration (no request served after it); the proxy's new
+/// process left out of the teardown (its port still open at the end).
+#[test]
+fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_serves() {
+    let _machine = crate::machine();
+    let haproxy = ["/usr/sbin", "/usr/bin"]
+        .iter()
+        .any(|dir| Path::new(dir).join("haproxy").is_file());
+    if !haproxy {
+        crate::prerequisite_missing("the proxy failover", "haproxy is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-failover-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock = dir.join("mock.toml");
+    // A 0.39 s answer: about ten requests in flight through the proxy at 26 rps.
+    std::fs::write(&mock, REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5")).unwrap();
+    let scenario = dir.join("failover.toml");
+    std::fs::write(&scenario, FAILOVER_SCENARIO).unwrap();
+    let out = dir.join("run");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["scenario", "run", scenario.to_str().unwrap()])
+        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
+        .arg(&out)
+        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
+        .env("PERCENTES_MOCK", &mock)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 2, "exit {code}: {said}");
+    assert!(said.contains("verify: sealed-intact"), "{said}");
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let steps: Vec<(u64, String, String)> = run
+        .events
+        .all(EventKind::Timeline)
+        .map(|e| (e.at_ns, e.subject.clone(), e.detail.clone()))
+        .collect();
+    let when = |fragment: &str| {
+        steps
+            .iter()
+            .find(|(_, _, detail)| detail.contains(fragment))
+            .unwrap_or_else(|| panic!("no timeline event saying {fragment:?}: {steps:#?}\n{said}"))
+            .0
+    };
+    let killed = when("killed with SIGKILL");
+    let restarted = when("HAProxy started again");
+    let up = when("counts 2 of 2 replicas UP");
+    assert!(killed < restarted && restarted <= up, "{steps:#?}");
+    // Half a second down, as planned (25 experiment seconds at factor 50), give or take the
+    // controller's 10 ms looks.
+    let down = restarted - killed;
+    assert!((500_000_000..700_000_000).contains(&down), "down {down} ns");
+    use percentes_formats::journal::records::Outcome;
+    let r = &run.requests;
+    let class = |i: usize| percentes_formats::journal::records::class_name(r.class[i]);
+    let through_it: Vec<usize> = (0..r.len())
+        .filter(|&i| r.request_written_ns[i] < killed && r.terminal_ns[i] > killed)
+        .collect();
+    assert!(!through_it.is_empty(), "nothing in flight at the kill");
+    for &i in &through_it {
+        assert_eq!(
+            r.outcome(i),
+            Some(Outcome::Errored),
+            "request {i}: {:?}",
+            class(i)
+        );
+        assert!(
+            r.terminal_ns[i] < killed + 100_000_000,
+            "request {i} ended {} ns after the kill",
+            r.terminal_ns[i] - killed
+        );
+    }
+    // Sent while the port was closed (begun after the kill's event, ended before the restart).
+    let while_down: Vec<usize> = (0..r.len())
+        .filter(|&i| r.dispatched_ns[i] > killed && r.terminal_ns[i] < restarted)
+        .collect();
+    assert!(
+        !while_down.is_empty(),
+        "nothing sent while the proxy was down"
+    );
+    for &i in &while_down {
+        assert_eq!(class(i), Some("refused"), "request {i}");
+    }
+    let first_served = (0..r.len())
+        .filter(|&i| r.dispatched_ns[i] > up && r.outcome(i) == Some(Outcome::Completed))
+        .map(|i| r.dispatched_ns[i])
+        .min();
+    assert!(first_served.is_some(), "nothing served after the restart");
+    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    for said in [
+        "## The proxy failover",
+        "- ended: complete: down 0.5",
+        "Teardown: confirmed",
+    ] {
+        assert!(declaration.contains(said), "{said}: {declaration}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const FAILOVER_SCENARIO: &str = r#"
+[scenario]
+name = "failover"
+question = "Does the proxy failover kill and restart HAProxy under load, each step journaled?"
+expectation = "In-flight requests error at the kill; the new proxy serves."
+
+[testbed]
+replicas = 2
+capacity_rps = 20.0
+orchestrator = { kind = "none" }
+proxy = { kind = "haproxy" }
+
+[testbed.replica]
+command = ["{env:PERCENTES_BIN}", "mock", "--config", "{env:PERCENTES_MOCK}", "--listen", "127.0.0.1:{port}", "--name", "{name}"]
+ready_path = "/health"
+start_timeout_s = 30.0
+
+[testbed.proxy_failover]
+start_s = 60.0
+restart_delay_s = 25.0
+
+[run]
+config = '''
+[target]
+kind = "mock"
+base_url = "http://{service}"
+model = "mock"
+replicas = ["replica-0", "replica-1"]
+replica_header = "x-upstream"
+
+[schedule]
+seed = 1
+arrival = "poisson"
+rate_rps = {serving_rate_rps}
+
+[fault]
+variant = "none"
+
+[declaration]
+experiment_id = "failover"
+release = "the percentes mock of this build"
+dataset = "generated prompts"
+target = "replica-0"
+boundary = "the proxy"
+protected = ["the replicas"]
+shed = ["requests through the proxy at the kill"]
+authoritative = ["the new HAProxy's server list"]
+protections = ["none"]
+cleanup = "the testbed is taken down, confirmed"
+
+[declaration.abort]
+cleanup_failure = false
+
+[[routes]]
+label = "chat"
+path = "/v1/chat/completions"
+prompt_tokens = 16
+'''
+"#;

@@ -61,6 +61,10 @@ pub struct TestbedPlan {
     /// ([`crate::realbed::rollout`]).
     #[serde(default)]
     pub rollout: Option<crate::realbed::RolloutPlan>,
+    /// The proxy in front of real replicas killed under load and started again
+    /// ([`crate::realbed::failover`]).
+    #[serde(default)]
+    pub proxy_failover: Option<crate::realbed::failover::FailoverPlan>,
 }
 
 fn two() -> usize {
@@ -181,6 +185,15 @@ impl TestbedPlan {
                 bail!("[testbed.rollout] changes the release of real replicas behind HAProxy, found by port: it needs [testbed.replica], orchestrator \"none\" (the rollout controller is the only actor) and no [testbed.names]");
             }
             rollout.check()?;
+        }
+        if let Some(failover) = &self.proxy_failover {
+            if !real
+                || !matches!(self.orchestrator, OrchestratorPlan::None)
+                || self.rollout.is_some()
+            {
+                bail!("[testbed.proxy_failover] kills and restarts the HAProxy in front of real replicas: it needs [testbed.replica], orchestrator \"none\" (the failover is the change under test) and no [testbed.rollout]");
+            }
+            failover.check()?;
         }
         if self.names.is_some() && !supervised {
             bail!("[testbed.names] addresses real replicas by name so that a replacement on a new port is found: it needs [testbed.replica] and orchestrator \"supervise\"");
@@ -373,6 +386,7 @@ pub(super) fn start_bed(
     Ok((Bed::Mock(bed), values))
 }
 
+/// Experiment `seconds` after the time factor.
 pub(super) fn scaled(seconds: f64, factor: u32) -> Duration {
     Duration::from_secs_f64(seconds / f64::from(factor))
 }

@@ -21,12 +21,7 @@ pub(super) fn check(
     config: &Config,
     factor: u32,
 ) -> Result<Duration> {
-    if config.fault.variant != FaultVariant::None {
-        bail!(
-            "[testbed.rollout] is the change under test: the run's fault.variant must be \"none\", not {:?}",
-            config.fault.variant.name()
-        );
-    }
+    let after = change_under_test("testbed.rollout", rollout.start_s, config, factor)?;
     let wanted = rollout.releases(replicas);
     let given: Vec<(String, String)> = config
         .target
@@ -55,6 +50,25 @@ pub(super) fn check(
             bail!("target.replicas must list {name:?}: the rollout starts it and HAProxy names it in x-upstream");
         }
     }
+    Ok(after)
+}
+
+/// When a testbed change under test (a rollout, a proxy failover: `[table]`) begins, from the
+/// schedule's epoch: the warm-up, then `start_s` of the measurement (both after the time
+/// factor). Refused unless the run has no fault of its own (the change is the one under test)
+/// and it begins inside the measurement.
+pub(super) fn change_under_test(
+    table: &str,
+    start_s: f64,
+    config: &Config,
+    factor: u32,
+) -> Result<Duration> {
+    if config.fault.variant != FaultVariant::None {
+        bail!(
+            "[{table}] is the change under test: the run's fault.variant must be \"none\", not {:?}",
+            config.fault.variant.name()
+        );
+    }
     let phases = config.schedule_params().phases;
     let warmup = phases
         .iter()
@@ -64,15 +78,30 @@ pub(super) fn check(
         .iter()
         .find(|p| p.name == "measurement")
         .map_or(0, |p| p.duration_ns);
-    let start_ns = (rollout.start_s / f64::from(factor) * 1e9) as u64;
+    let start_ns = (start_s / f64::from(factor) * 1e9) as u64;
     if start_ns >= measured {
         bail!(
-            "[testbed.rollout] start_s = {} begins after the measurement ({:.1} experiment seconds at this time factor): give a second inside it",
-            rollout.start_s,
+            "[{table}] start_s = {start_s} begins after the measurement ({:.1} experiment seconds at this time factor): give a second inside it",
             measured as f64 / 1e9 * f64::from(factor)
         );
     }
     Ok(Duration::from_nanos(warmup + start_ns))
+}
+
+/// The recorder's epoch, once it has fixed it; `None` when the run ended first.
+pub(super) fn await_epoch(
+    inbox: &TimelineInbox,
+    finished: &AtomicBool,
+) -> Option<std::time::Instant> {
+    loop {
+        if let Some(epoch) = inbox.epoch() {
+            return Some(epoch);
+        }
+        if finished.load(Ordering::Relaxed) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Runs the rollout once the recorder has fixed its epoch (`after` it); `None` when the run
@@ -84,15 +113,7 @@ pub(super) fn control(
     inbox: &TimelineInbox,
     finished: &AtomicBool,
 ) -> Option<(RolloutEnd, String)> {
-    let epoch = loop {
-        if let Some(epoch) = inbox.epoch() {
-            break epoch;
-        }
-        if finished.load(Ordering::Relaxed) {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let epoch = await_epoch(inbox, finished)?;
     let times = RolloutTimes {
         begin: epoch + after,
         drain_timeout,
