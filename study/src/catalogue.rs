@@ -50,6 +50,10 @@ pub const CATALOGUE: &[(&str, &str)] = &[
         include_str!("../../scenarios/catalogue/replica-loss-vllm.toml"),
     ),
     (
+        "scale-out-vllm.toml",
+        include_str!("../../scenarios/catalogue/scale-out-vllm.toml"),
+    ),
+    (
         "store-outage-under-spike.toml",
         include_str!("../../scenarios/catalogue/store-outage-under-spike.toml"),
     ),

@@ -52,6 +52,7 @@ pub mod names;
 pub mod partition;
 mod process;
 pub mod rollout;
+pub mod scale_out;
 pub use haproxy::{
     haproxy_config, haproxy_fact, haproxy_states, parse_states, HAPROXY_NO_DELAY, UPSTREAM_HEADER,
 };
@@ -254,30 +255,27 @@ pub struct RealBed {
 
 impl RealBed {
     /// Starts `count` replicas (all at once) and the proxy; returns when every replica answers
-    /// its ready path and the proxy counts each up. With `standby`, as many more replicas
-    /// (`replica-COUNT` ...) are declared to HAProxy out of service, each on a port of its own,
-    /// for a rollout to start and put in ([`rollout::roll`]). `isolated`: each replica in a
+    /// its ready path and the proxy counts each up. `standby` more replicas (`replica-COUNT`
+    /// ...) are declared to HAProxy out of service, each on a port of its own, for a rollout or
+    /// a scale-out to start and put in ([`rollout::roll`], [`scale_out::scale_out`]). `isolated`: each replica in a
     /// network namespace of its own ([`Netns`]), listening on its address there (the command's
     /// `{host}`), so a black-hole can drop its packets alone.
     pub fn start(
         (plan, names_plan): (&ReplicaPlan, Option<&NamesPlan>),
-        (count, standby, isolated): (usize, bool, bool),
+        (count, standby, isolated): (usize, usize, bool),
         folder: &Path,
         mut placed: Option<Placed>,
         stop: &AtomicBool,
     ) -> Result<RealBed> {
-        if standby && names_plan.is_some() {
+        if standby > 0 && names_plan.is_some() {
             bail!("a rollout's replicas are declared to HAProxy by port: [testbed.rollout] takes no [testbed.names]");
         }
-        if isolated && (standby || names_plan.is_some()) {
+        if isolated && (standby > 0 || names_plan.is_some()) {
             bail!("isolated real replicas keep their namespace's address for the run: they take no [testbed.rollout] or [testbed.names]");
         }
-        let standby: Vec<(String, u16)> = match standby {
-            true => (count..2 * count)
-                .map(|i| Ok((format!("replica-{i}"), free_port()?)))
-                .collect::<Result<_>>()?,
-            false => Vec::new(),
-        };
+        let standby: Vec<(String, u16)> = (count..count + standby)
+            .map(|i| Ok((format!("replica-{i}"), free_port()?)))
+            .collect::<Result<_>>()?;
         let (mut replicas, bed_error) =
             Self::launch_all(plan, (count, isolated), folder, &mut placed);
         let (proxy, proxy_port, names) = match Self::front(

@@ -70,8 +70,9 @@ pub struct RunPlan {
     /// (the runner writes those), with placeholders: `{service}`, `{replica:NAME}`,
     /// `{pid-file:NAME}`, `{netns:NAME}`, `{nameserver}` (with `[testbed.names]`),
     /// `{partition_s}` (the pinned partition after the time factor) and `{serving_rate_rps}`
-    /// (the testbed's replicas x lambda_r: the derived rate, for a run whose `target.replicas`
-    /// names more replicas than serve at once, as a rollout's does).
+    /// (lambda_r x the replicas that serve once the testbed's change is done, one more after a
+    /// scale-out: the derived rate, for a run whose `target.replicas` names more replicas than
+    /// serve at once, as a rollout's does).
     pub config: String,
 }
 
@@ -244,11 +245,10 @@ fn config_text(
         // The testbed's mocks are sized to the compressed timeline, the censoring horizon
         // with it (the black-hole study censors at exactly the timeout): said, not defaulted.
         Timing::Dev(f) => {
-            // A rollout may state its measurement's real length (replicas slow to start).
+            // A testbed change may state its measurement's real length (replicas slow to
+            // start).
             let measure = plan
-                .rollout
-                .as_ref()
-                .and_then(|r| r.measure_s)
+                .measure_s()
                 .map_or(String::new(), |s| format!("measure_s = {s}\n"));
             format!(
                 "profile = \"dev\"\n\n[dev]\ntime_factor = {f}\nscale_timeout = true\n{measure}"
@@ -297,15 +297,17 @@ pub fn run(
         );
     }
     let factor = timing.factor();
-    // A rollout's run has no fault of its own (checked below): warm-up, measurement, cooldown.
+    // A testbed change's run has no fault of its own (checked below): warm-up, measurement,
+    // cooldown.
     let scaled_s = |s: i64| s as f64 / f64::from(factor);
-    let schedule_s = match &plan.rollout {
-        Some(r) => {
+    let schedule_s = match plan.changes_itself() {
+        true => {
             scaled_s(pins::value::EXPERIMENT_WARMUP_S + pins::value::EXPERIMENT_COOLDOWN_S)
-                + r.measure_s
+                + plan
+                    .measure_s()
                     .unwrap_or_else(|| scaled_s(pins::value::EXPERIMENT_BASELINE_S))
         }
-        None => scaled_s(pins::FAULT_RUN_SCHEDULE_S),
+        false => scaled_s(pins::FAULT_RUN_SCHEDULE_S),
     };
     let minutes = schedule_s / 60.0;
     out!("percentes scenario {}: {}", meta.name, meta.question);
@@ -329,13 +331,14 @@ pub fn run(
     probe_values.insert("serving_rate_rps".into(), "1.0".into());
     let probe = Config::parse(config_text(scenario, plan, timing, &probe_values)?.as_bytes())
         .with_context(|| format!("scenario {}: its configuration does not load", meta.name))?;
+    // The replicas that serve once the testbed's change is done: a rollout replaces them, a
+    // scale-out adds one.
+    let serving = plan.replicas + usize::from(plan.scale_out.is_some());
     values.insert(
         "serving_rate_rps".into(),
         format!(
             "{:.3}",
-            plan.replicas as f64
-                * probe.number(&pins::CALIBRATION_LAMBDA_R_FRACTION)
-                * plan.capacity_rps
+            serving as f64 * probe.number(&pins::CALIBRATION_LAMBDA_R_FRACTION) * plan.capacity_rps
         ),
     );
     values.insert(
@@ -987,14 +990,14 @@ mod tests {
                     .declaration
                     .as_ref()
                     .expect("a runnable scenario declares");
-                match (&plan.rollout, &plan.proxy_failover) {
+                match plan.changes_itself() {
                     // A testbed change is the change under test: no fault of its own, (for a
                     // rollout) the release map, and a start the runner checks before it records.
-                    (Some(_), _) | (_, Some(_)) => {
+                    true => {
                         change::check(plan, &config, timing.factor())
                             .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
                     }
-                    (None, None) => {
+                    false => {
                         assert!(config.fault.victim.is_some(), "{}", path.display());
                         assert_eq!(Some(&d.target), config.fault.victim.as_ref());
                     }

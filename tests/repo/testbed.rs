@@ -1229,3 +1229,102 @@ path = "/v1/chat/completions"
 prompt_tokens = 16
 '''
 "#;
+
+/// Issue 56 item 2's controller: one replica process (the mock) behind Debian's HAProxy and a
+/// second started 1.2 s into the measurement at time factor 50, declared to HAProxy out of
+/// service until then. The decision, the new process, its first ready answer and HAProxy
+/// putting it in service are journaled in that order; no request reaches the new replica
+/// before HAProxy put it in service, and it serves some after; the declaration says it ended
+/// in service, with the teardown confirmed (both replicas' groups).
+///
+/// Breaks this catches: the new replica in service before its check passed (requests reach
+/// it before the event); a standby never declared (HAProxy has no server to enable: the
+/// scale-out fails); the new replica left out of the teardown.
+#[test]
+fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
+    let _machine = crate::machine();
+    let haproxy = ["/usr/sbin", "/usr/bin"]
+        .iter()
+        .any(|dir| Path::new(dir).join("haproxy").is_file());
+    if !haproxy {
+        crate::prerequisite_missing("the scale-out", "haproxy is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("percentes-scale-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock = dir.join("mock.toml");
+    std::fs::write(&mock, REAL_PARTS_MOCK).unwrap();
+    let scenario = dir.join("scale-out.toml");
+    let text = FAILOVER_SCENARIO
+        .replace("replicas = 2\n", "replicas = 1\n")
+        .replace(
+            "[testbed.proxy_failover]\nstart_s = 60.0\nrestart_delay_s = 25.0",
+            "[testbed.scale_out]\nstart_s = 60.0",
+        );
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.join("run");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["scenario", "run", scenario.to_str().unwrap()])
+        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
+        .arg(&out)
+        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
+        .env("PERCENTES_MOCK", &mock)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 2, "exit {code}: {said}");
+    assert!(said.contains("verify: sealed-intact"), "{said}");
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let steps: Vec<(u64, String)> = run
+        .events
+        .all(EventKind::Timeline)
+        .map(|e| (e.at_ns, e.detail.clone()))
+        .collect();
+    let when = |fragment: &str| {
+        steps
+            .iter()
+            .find(|(_, detail)| detail.contains(fragment))
+            .unwrap_or_else(|| panic!("no timeline event saying {fragment:?}: {steps:#?}\n{said}"))
+            .0
+    };
+    let mut last = 0;
+    for fragment in [
+        "scale-out: decided to start replica-1",
+        "scale-out: replica-1 started",
+        "scale-out: replica-1 answers /health",
+        "scale-out: HAProxy put replica-1 (the same release) in service",
+        "scale-out complete: replica-1 in service",
+    ] {
+        let at = when(fragment);
+        assert!(at >= last, "{fragment:?} out of order: {steps:#?}");
+        last = at;
+    }
+    let in_service = when("in service: UP");
+    let r = &run.requests;
+    let on_new: Vec<usize> = (0..r.len())
+        .filter(|&i| r.replica_name(i) == Some("replica-1"))
+        .collect();
+    assert!(!on_new.is_empty(), "the new replica served nothing");
+    for &i in &on_new {
+        assert!(
+            r.request_written_ns[i] >= in_service - 50_000_000,
+            "request {i} reached replica-1 before HAProxy put it in service"
+        );
+    }
+    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    for said in [
+        "## The scale-out",
+        "- ended: in service",
+        "Teardown: confirmed: the process groups of replica-0, replica-1, HAProxy gone",
+    ] {
+        assert!(declaration.contains(said), "{said}: {declaration}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -208,7 +208,7 @@ impl RolloutEnd {
 }
 
 /// Why a step did not finish: it failed, or the run ended.
-enum Halt {
+pub(super) enum Halt {
     Failed(String),
     RunEnded,
 }
@@ -308,7 +308,7 @@ fn replace_one(
         )),
         None,
     );
-    put_in_service(bed, (plan, &name), &label, inbox, finished)?;
+    put_in_service(bed, (&plan.to, &name), &label, inbox, finished)?;
     drain(
         bed,
         plan,
@@ -331,11 +331,11 @@ fn replace_one(
     Ok(())
 }
 
-/// Puts `name` of the new release in service: HAProxy checks it while it takes no traffic
-/// and it takes traffic once HAProxy's own health check has passed; reported with `label`.
-fn put_in_service(
+/// Puts `name` (of `release`) in service: HAProxy checks it while it takes no traffic and it
+/// takes traffic once HAProxy's own health check has passed; reported with `label`.
+pub(super) fn put_in_service(
     bed: &RealBed,
-    (plan, name): (&RolloutPlan, &str),
+    (release, name): (&str, &str),
     label: &dyn Fn(&str) -> String,
     inbox: &TimelineInbox,
     finished: &AtomicBool,
@@ -364,8 +364,7 @@ fn put_in_service(
     inbox.report(
         TimelineSubject::Orchestrator,
         &label(&format!(
-            "HAProxy put {name} ({}) in service: UP, its last health check {}",
-            plan.to,
+            "HAProxy put {name} ({release}) in service: UP, its last health check {}",
             up.check.trim_start_matches("* ")
         )),
         None,
@@ -408,7 +407,7 @@ impl Halt {
 
 /// Waits for replica `index` to answer its ready path (and to print its weights line, reported
 /// as `weight-load`); a replica that exits or outlasts the start timeout fails the step.
-fn await_ready(
+pub(super) fn await_ready(
     bed: &mut RealBed,
     index: usize,
     log: &Path,

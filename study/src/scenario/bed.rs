@@ -65,6 +65,9 @@ pub struct TestbedPlan {
     /// ([`crate::realbed::failover`]).
     #[serde(default)]
     pub proxy_failover: Option<crate::realbed::failover::FailoverPlan>,
+    /// A second real replica started under overload ([`crate::realbed::scale_out`]).
+    #[serde(default)]
+    pub scale_out: Option<crate::realbed::scale_out::ScaleOutPlan>,
 }
 
 fn two() -> usize {
@@ -146,6 +149,28 @@ impl TestbedPlan {
 }
 
 impl TestbedPlan {
+    /// Whether the run's change under test is the testbed's own (a rollout, a proxy failover, a
+    /// scale-out): the run has no fault of its own.
+    pub(super) fn changes_itself(&self) -> bool {
+        self.rollout.is_some() || self.proxy_failover.is_some() || self.scale_out.is_some()
+    }
+
+    /// The measurement's real length a testbed change states (`dev.measure_s`), if it does.
+    pub(super) fn measure_s(&self) -> Option<f64> {
+        let rollout = self.rollout.as_ref().and_then(|r| r.measure_s);
+        rollout.or(self.scale_out.as_ref().and_then(|s| s.measure_s))
+    }
+
+    /// The replicas HAProxy declares out of service for the change to start: the rollout's
+    /// next release (as many as serve), or the scale-out's one.
+    fn standby(&self) -> usize {
+        match (&self.rollout, &self.scale_out) {
+            (Some(_), _) => self.replicas,
+            (None, Some(_)) => 1,
+            (None, None) => 0,
+        }
+    }
+
     /// Real replicas come with a real proxy and a supervisor, mocks with neither; placement
     /// places real processes only.
     fn check_real_parts(&self) -> Result<()> {
@@ -194,6 +219,17 @@ impl TestbedPlan {
                 bail!("[testbed.proxy_failover] kills and restarts the HAProxy in front of real replicas: it needs [testbed.replica], orchestrator \"none\" (the failover is the change under test) and no [testbed.rollout]");
             }
             failover.check()?;
+        }
+        if let Some(scale_out) = &self.scale_out {
+            let others = self.rollout.is_some() || self.proxy_failover.is_some();
+            if !real
+                || !matches!(self.orchestrator, OrchestratorPlan::None)
+                || others
+                || self.isolated
+            {
+                bail!("[testbed.scale_out] starts one more real replica behind HAProxy: it needs [testbed.replica], orchestrator \"none\" (the scale-out is the change under test), no other testbed change, and no isolation");
+            }
+            scale_out.check()?;
         }
         if self.names.is_some() && !supervised {
             bail!("[testbed.names] addresses real replicas by name so that a replacement on a new port is found: it needs [testbed.replica] and orchestrator \"supervise\"");
@@ -318,7 +354,7 @@ fn start_real(
     );
     let bed = crate::realbed::RealBed::start(
         (replica, plan.names.as_ref()),
-        (plan.replicas, plan.rollout.is_some(), plan.isolated),
+        (plan.replicas, plan.standby(), plan.isolated),
         &folder,
         placed,
         stop,

@@ -10,6 +10,7 @@ use super::rollout;
 use crate::error::Result;
 use crate::realbed::failover::{self, FailoverEnd};
 use crate::realbed::rollout::RolloutEnd;
+use crate::realbed::scale_out::{self, ScaleOutEnd};
 use percentes_formats::config::Config;
 use percentes_recorder::run::TimelineInbox;
 
@@ -21,6 +22,8 @@ pub(super) enum Changed {
     Rollout(Option<(RolloutEnd, String)>),
     /// The failover's end (`None`: the run ended before the epoch).
     Failover(Option<FailoverEnd>),
+    /// The scale-out's end (`None`: the run ended before the epoch).
+    ScaleOut(Option<ScaleOutEnd>),
 }
 
 /// When the plan's change begins, from the schedule's epoch (`None` without one); refused when
@@ -32,6 +35,10 @@ pub(super) fn check(plan: &TestbedPlan, config: &Config, factor: u32) -> Result<
     if let Some(f) = &plan.proxy_failover {
         let table = "testbed.proxy_failover";
         return rollout::change_under_test(table, f.start_s, config, factor).map(Some);
+    }
+    if let Some(s) = &plan.scale_out {
+        let table = "testbed.scale_out";
+        return rollout::change_under_test(table, s.start_s, config, factor).map(Some);
     }
     Ok(None)
 }
@@ -58,6 +65,13 @@ pub(super) fn control(
         let times = (epoch + after, scaled(f.restart_delay_s, factor));
         return Changed::Failover(Some(failover::fail_over(real, times, inbox, finished)));
     }
+    if plan.scale_out.is_some() {
+        let Some(epoch) = rollout::await_epoch(inbox, finished) else {
+            return Changed::ScaleOut(None);
+        };
+        let end = scale_out::scale_out(real, epoch + after, inbox, finished);
+        return Changed::ScaleOut(Some(end));
+    }
     Changed::Nothing
 }
 
@@ -82,6 +96,14 @@ pub(super) fn words(
             failover::words(f, ended.as_ref(), steps),
             teardown.unwrap_or("not taken down by the runner")
         ),
+        (Changed::ScaleOut(ended), ..) => match &plan.scale_out {
+            Some(s) => format!(
+                "{}\nTeardown: {}\n",
+                scale_out::words(s, ended.as_ref(), steps),
+                teardown.unwrap_or("not taken down by the runner")
+            ),
+            None => String::new(),
+        },
         (_, _, _, Some(teardown)) => testbed_words(steps, teardown),
         _ => String::new(),
     }
