@@ -78,7 +78,8 @@ impl<'a> Verdicts<'a> {
 }
 
 /// Watches HAProxy's verdict on `victim` until the run ends (`finished`), journaling each
-/// change as it is seen ([`Verdicts::see`]).
+/// change as it is seen: the first time out of service as `detected`, every later change as an
+/// `orchestrator` note, at most 32.
 pub fn watch(bed: &RealBed, victim: &str, inbox: &TimelineInbox, finished: &AtomicBool) {
     let socket = bed.folder.join("haproxy.sock");
     let mut verdicts = Verdicts::new(victim);
