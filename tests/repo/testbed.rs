@@ -847,62 +847,32 @@ statuses = [200]
 #[test]
 fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requests() {
     let _machine = crate::machine();
-    let haproxy = ["/usr/sbin", "/usr/bin"]
-        .iter()
-        .any(|dir| Path::new(dir).join("haproxy").is_file());
     let why = percentes_scenarios::testbed::isolation_unavailable()
-        .or_else(|| (!haproxy).then(|| "haproxy is not installed".to_owned()));
+        .or_else(|| (!haproxy_installed()).then(|| "haproxy is not installed".to_owned()));
     if let Some(why) = why {
         crate::prerequisite_missing("the partition on real parts", &why);
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-partition-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mock = dir.join("mock.toml");
-    // A 0.39 s answer: about five requests in flight on each replica at 26 rps.
-    std::fs::write(&mock, REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5")).unwrap();
     let catalogue =
         std::fs::read_to_string("scenarios/catalogue/replica-loss-black-hole-vllm.toml").unwrap();
-    let fire = catalogue
-        .lines()
-        .find(|l| l.starts_with("fire_command = "))
-        .unwrap();
-    let remove = catalogue
-        .lines()
-        .find(|l| l.starts_with("remove_command = "))
-        .unwrap();
-    let scenario = dir.join("partition.toml");
-    std::fs::write(
-        &scenario,
-        PARTITION_SCENARIO
-            .replace("FIRE_COMMAND", fire)
-            .replace("REMOVE_COMMAND", remove),
-    )
-    .unwrap();
-    let out = dir.join("run");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
-        .args(["scenario", "run", scenario.to_str().unwrap()])
-        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
-        .arg(&out)
-        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
-        .env("PERCENTES_MOCK", &mock)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let code = output.status.code().unwrap_or(-1);
-    assert!(code == 0 || code == 2, "exit {code}: {said}");
-    assert!(said.contains("verify: sealed-intact"), "{said}");
+    let command = |key: &str| {
+        catalogue
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap()
+            .to_owned()
+    };
+    let scenario = PARTITION_SCENARIO
+        .replace("FIRE_COMMAND", &command("fire_command = "))
+        .replace("REMOVE_COMMAND", &command("remove_command = "));
+    // A 0.39 s answer: about five requests in flight on each replica at 26 rps.
+    let mock = REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5");
+    let done = run_on_real_parts("partition", &scenario, &mock, 50);
+    let (said, run) = (&done.said, &done.run);
     assert!(
         said.contains("real processes in network namespaces"),
         "{said}"
     );
-    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
     for (name, address) in &run.config.target.replica_addresses {
         assert!(address.starts_with("169.254."), "{name} at {address}");
     }
@@ -910,7 +880,8 @@ fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requ
         assert!(run.events.first(kind).is_some(), "no {kind:?}: {said}");
     }
     let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(done.dir.join("run/report/report.json")).unwrap())
+            .unwrap();
     let gate = |name: &str| {
         report["validity"]["gates"]
             .as_array()
@@ -975,7 +946,7 @@ fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requ
             .any(|(at, _, detail)| *at > detected.0 && detail.contains("replica-1 UP")),
         "{timeline:?}"
     );
-    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    let declaration = &done.declaration;
     for said in [
         "## The testbed's timeline (journaled as seen)",
         "Teardown: confirmed: the process groups of replica-0, replica-1, HAProxy gone",
@@ -992,7 +963,6 @@ fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requ
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "namespaces left: {left:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const PARTITION_SCENARIO: &str = r#"
@@ -1069,40 +1039,14 @@ prompt_tokens = 16
 #[test]
 fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_serves() {
     let _machine = crate::machine();
-    let haproxy = ["/usr/sbin", "/usr/bin"]
-        .iter()
-        .any(|dir| Path::new(dir).join("haproxy").is_file());
-    if !haproxy {
+    if !haproxy_installed() {
         crate::prerequisite_missing("the proxy failover", "haproxy is not installed");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-failover-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mock = dir.join("mock.toml");
     // A 0.39 s answer: about ten requests in flight through the proxy at 26 rps.
-    std::fs::write(&mock, REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5")).unwrap();
-    let scenario = dir.join("failover.toml");
-    std::fs::write(&scenario, FAILOVER_SCENARIO).unwrap();
-    let out = dir.join("run");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
-        .args(["scenario", "run", scenario.to_str().unwrap()])
-        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
-        .arg(&out)
-        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
-        .env("PERCENTES_MOCK", &mock)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let code = output.status.code().unwrap_or(-1);
-    assert!(code == 0 || code == 2, "exit {code}: {said}");
-    assert!(said.contains("verify: sealed-intact"), "{said}");
-    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
+    let mock = REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5");
+    let done = run_on_real_parts("failover", FAILOVER_SCENARIO, &mock, 50);
+    let (said, run) = (&done.said, &done.run);
     let steps: Vec<(u64, String, String)> = run
         .events
         .all(EventKind::Timeline)
@@ -1159,7 +1103,7 @@ fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_s
         .map(|i| r.dispatched_ns[i])
         .min();
     assert!(first_served.is_some(), "nothing served after the restart");
-    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    let declaration = &done.declaration;
     for said in [
         "## The proxy failover",
         "- ended: complete: down 0.5",
@@ -1167,7 +1111,6 @@ fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_s
     ] {
         assert!(declaration.contains(said), "{said}: {declaration}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const FAILOVER_SCENARIO: &str = r#"
@@ -1243,45 +1186,18 @@ prompt_tokens = 16
 #[test]
 fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
     let _machine = crate::machine();
-    let haproxy = ["/usr/sbin", "/usr/bin"]
-        .iter()
-        .any(|dir| Path::new(dir).join("haproxy").is_file());
-    if !haproxy {
+    if !haproxy_installed() {
         crate::prerequisite_missing("the scale-out", "haproxy is not installed");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-scale-out-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mock = dir.join("mock.toml");
-    std::fs::write(&mock, REAL_PARTS_MOCK).unwrap();
-    let scenario = dir.join("scale-out.toml");
-    let text = FAILOVER_SCENARIO
+    let scenario = FAILOVER_SCENARIO
         .replace("replicas = 2\n", "replicas = 1\n")
         .replace(
             "[testbed.proxy_failover]\nstart_s = 60.0\nrestart_delay_s = 25.0",
             "[testbed.scale_out]\nstart_s = 60.0",
         );
-    std::fs::write(&scenario, text).unwrap();
-    let out = dir.join("run");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
-        .args(["scenario", "run", scenario.to_str().unwrap()])
-        .args(["--time-factor", "50", "--force", "--diagnose", "-o"])
-        .arg(&out)
-        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
-        .env("PERCENTES_MOCK", &mock)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let code = output.status.code().unwrap_or(-1);
-    assert!(code == 0 || code == 2, "exit {code}: {said}");
-    assert!(said.contains("verify: sealed-intact"), "{said}");
-    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
+    let done = run_on_real_parts("scale-out", &scenario, REAL_PARTS_MOCK, 50);
+    let (said, run) = (&done.said, &done.run);
     let steps: Vec<(u64, String)> = run
         .events
         .all(EventKind::Timeline)
@@ -1318,7 +1234,7 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
             "request {i} reached replica-1 before HAProxy put it in service"
         );
     }
-    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    let declaration = &done.declaration;
     for said in [
         "## The scale-out",
         "- ended: in service",
@@ -1326,5 +1242,70 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
     ] {
         assert!(declaration.contains(said), "{said}: {declaration}");
     }
+}
+/// A scenario run on the real-parts testbed with the mock as every replica's command: what it
+/// said, its journal loaded, its `scenario.md`, and its folder (removed on drop).
+struct RealPartsRun {
+    said: String,
+    run: percentes_analyzer::load::Run,
+    declaration: String,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for RealPartsRun {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether Debian's HAProxy is installed.
+fn haproxy_installed() -> bool {
+    ["/usr/sbin", "/usr/bin"]
+        .iter()
+        .any(|dir| Path::new(dir).join("haproxy").is_file())
+}
+
+/// Runs `scenario` (a scenario file's text whose replica command is the mock with
+/// `{env:PERCENTES_MOCK}`, the mock's configuration `mock`) at time factor `factor` in a
+/// fresh folder named after `name`; asserts it exited 0 or 2 and verified sealed-intact.
+fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> RealPartsRun {
+    let dir = std::env::temp_dir().join(format!("percentes-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock_path = dir.join("mock.toml");
+    std::fs::write(&mock_path, mock).unwrap();
+    let scenario_path = dir.join(format!("{name}.toml"));
+    std::fs::write(&scenario_path, scenario).unwrap();
+    let out = dir.join("run");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+        .args(["scenario", "run", scenario_path.to_str().unwrap()])
+        .args([
+            "--time-factor",
+            &factor.to_string(),
+            "--force",
+            "--diagnose",
+            "-o",
+        ])
+        .arg(&out)
+        .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
+        .env("PERCENTES_MOCK", &mock_path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let code = output.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 2, "exit {code}: {said}");
+    assert!(said.contains("verify: sealed-intact"), "{said}");
+    let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    RealPartsRun {
+        said,
+        run,
+        declaration,
+        dir,
+    }
 }

@@ -1293,7 +1293,7 @@ fn functions(text: &str) -> Vec<(usize, String, usize)> {
 /// own comments instead.
 const FUNCTION_LINES_MAX: usize = 286;
 const FUNCTION_LINES_SOFT: usize = 70;
-const FUNCTIONS_OVER_SOFT_MAX: usize = 70;
+const FUNCTIONS_OVER_SOFT_MAX: usize = 69;
 
 /// What is wrong with `files`' functions against the ceiling and the soft limit's count, both
 /// budgets that only go down.

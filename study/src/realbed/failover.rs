@@ -212,25 +212,22 @@ impl RealBed {
 /// The declaration's lines on the failover: how it ended and each step as the journal holds it
 /// (`steps`: seconds from the epoch and the event).
 pub fn words(plan: &FailoverPlan, ended: Option<&FailoverEnd>, steps: &[(f64, String)]) -> String {
-    let mut out = format!(
-        "\n## The proxy failover\n\n- planned: HAProxy killed {} experiment seconds into the measurement, started again {} experiment seconds later\n",
+    let planned = format!(
+        "HAProxy killed {} experiment seconds into the measurement, started again {} experiment seconds later",
         plan.start_s, plan.restart_delay_s
     );
-    out.push_str(&match ended {
+    let ended = match ended {
         Some(FailoverEnd::Complete { down, up }) => format!(
-            "- ended: complete: down {:.3} s, every replica counted UP {:.3} s after the restart\n",
+            "complete: down {:.3} s, every replica counted UP {:.3} s after the restart",
             down.as_secs_f64(),
             up.as_secs_f64()
         ),
-        Some(FailoverEnd::Failed(why)) => format!("- ended: FAILED: {why}\n"),
+        Some(FailoverEnd::Failed(why)) => format!("FAILED: {why}"),
         Some(FailoverEnd::Unfinished) | None => {
-            "- ended: unfinished: the run ended before the failover did\n".to_owned()
+            "unfinished: the run ended before the failover did".to_owned()
         }
-    });
-    for (at_s, what) in steps {
-        out.push_str(&format!("- {at_s:.3} s: {what}\n"));
-    }
-    out
+    };
+    super::rollout::change_words("The proxy failover", &planned, &ended, steps)
 }
 
 #[cfg(test)]

@@ -273,30 +273,19 @@ fn replace_one(
     let label = |what: &str| format!("{} step {} of {count}: {what}", plan.kind.name(), step + 1);
     let serving = plan.serving(&bed.plan);
     let log = bed.folder.join(format!("{name}.log"));
-    let child = RealBed::launch(
-        &serving,
-        (&name, port, None),
-        &bed.folder,
-        bed.placed.as_mut(),
-    )
-    .map_err(|e| Halt::Failed(format!("{name} ({}) did not start: {e:#}", plan.to)))?;
+    let why = |e: crate::error::StudyError| {
+        Halt::Failed(format!("{name} ({}) did not start: {e:#}", plan.to))
+    };
+    let index = start_replica(bed, &serving, (&name, port)).map_err(why)?;
     inbox.report(
         TimelineSubject::ContainerStart,
         &label(&format!(
             "{name} ({}) started, pid {}, port {port}",
             plan.to,
-            child.id()
+            bed.replicas[index].child.id()
         )),
         None,
     );
-    bed.replicas.push(Replica {
-        name: name.clone(),
-        port,
-        child,
-        started: Instant::now(),
-        netns: None,
-    });
-    let index = bed.replicas.len() - 1;
     await_ready(bed, index, &log, inbox, finished)?;
     inbox.report(
         TimelineSubject::Orchestrator,
@@ -329,6 +318,29 @@ fn replace_one(
         None,
     );
     Ok(())
+}
+
+/// Starts `name` on `port` from `serving`'s command as one more of the bed's replicas (HAProxy
+/// keeps it out of service until told); its index among the bed's replicas.
+pub(super) fn start_replica(
+    bed: &mut RealBed,
+    serving: &ReplicaPlan,
+    (name, port): (&str, u16),
+) -> Result<usize> {
+    let child = RealBed::launch(
+        serving,
+        (name, port, None),
+        &bed.folder,
+        bed.placed.as_mut(),
+    )?;
+    bed.replicas.push(Replica {
+        name: name.to_owned(),
+        port,
+        child,
+        started: Instant::now(),
+        netns: None,
+    });
+    Ok(bed.replicas.len() - 1)
 }
 
 /// Puts `name` (of `release`) in service: HAProxy checks it while it takes no traffic and it
@@ -370,6 +382,22 @@ pub(super) fn put_in_service(
         None,
     );
     Ok(())
+}
+
+/// A testbed change's lines for the declaration: its heading, what was planned, how it ended,
+/// and each timeline event as the journal holds it (`steps`: seconds from the epoch and the
+/// event).
+pub(super) fn change_words(
+    heading: &str,
+    planned: &str,
+    ended: &str,
+    steps: &[(f64, String)],
+) -> String {
+    let mut out = format!("\n## {heading}\n\n- planned: {planned}\n- ended: {ended}\n");
+    for (at_s, what) in steps {
+        out.push_str(&format!("- {at_s:.3} s: {what}\n"));
+    }
+    out
 }
 
 /// Waits until HAProxy's view of server `name` satisfies `wanted` (at most [`UP_WAIT`]);

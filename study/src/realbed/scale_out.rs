@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::process::Replica;
-use super::rollout::{await_ready, put_in_service, Halt};
+use super::rollout::{await_ready, put_in_service, start_replica, Halt};
 use super::RealBed;
 use crate::error::{bail, Result};
 use percentes_formats::journal::records::TimelineSubject;
@@ -124,21 +123,16 @@ fn bring_in(
 ) -> std::result::Result<(), Halt> {
     let log = bed.folder.join(format!("{name}.log"));
     let plan = bed.plan.clone();
-    let child = RealBed::launch(&plan, (name, port, None), &bed.folder, bed.placed.as_mut())
+    let index = start_replica(bed, &plan, (name, port))
         .map_err(|e| Halt::Failed(format!("{name} did not start: {e:#}")))?;
     inbox.report(
         TimelineSubject::ContainerStart,
-        &format!("scale-out: {name} started, pid {}, port {port}", child.id()),
+        &format!(
+            "scale-out: {name} started, pid {}, port {port}",
+            bed.replicas[index].child.id()
+        ),
         None,
     );
-    bed.replicas.push(Replica {
-        name: name.to_owned(),
-        port,
-        child,
-        started: Instant::now(),
-        netns: None,
-    });
-    let index = bed.replicas.len() - 1;
     await_ready(bed, index, &log, inbox, finished)?;
     inbox.report(
         TimelineSubject::Orchestrator,
@@ -156,24 +150,20 @@ fn bring_in(
 /// The declaration's lines on the scale-out: how it ended and each boundary as the journal holds
 /// it (`steps`: seconds from the epoch and the event).
 pub fn words(plan: &ScaleOutPlan, ended: Option<&ScaleOutEnd>, steps: &[(f64, String)]) -> String {
-    let mut out = format!(
-        "\n## The scale-out\n\n- planned: a second replica started {} experiment seconds into the measurement\n",
+    let planned = format!(
+        "a second replica started {} experiment seconds into the measurement",
         plan.start_s
     );
-    out.push_str(&match ended {
-        Some(ScaleOutEnd::InService(took)) => format!(
-            "- ended: in service {:.3} s after the decision\n",
-            took.as_secs_f64()
-        ),
-        Some(ScaleOutEnd::Failed(why)) => format!("- ended: FAILED: {why}\n"),
-        Some(ScaleOutEnd::Unfinished) | None => {
-            "- ended: unfinished: the run ended before the new replica was in service\n".to_owned()
+    let ended = match ended {
+        Some(ScaleOutEnd::InService(took)) => {
+            format!("in service {:.3} s after the decision", took.as_secs_f64())
         }
-    });
-    for (at_s, what) in steps {
-        out.push_str(&format!("- {at_s:.3} s: {what}\n"));
-    }
-    out
+        Some(ScaleOutEnd::Failed(why)) => format!("FAILED: {why}"),
+        Some(ScaleOutEnd::Unfinished) | None => {
+            "unfinished: the run ended before the new replica was in service".to_owned()
+        }
+    };
+    super::rollout::change_words("The scale-out", &planned, &ended, steps)
 }
 
 #[cfg(test)]
