@@ -84,27 +84,28 @@ pub(super) fn words(
     steps: &[(f64, String)],
     teardown: Option<&str>,
 ) -> String {
-    match (changed, &plan.rollout, &plan.proxy_failover, teardown) {
-        (Changed::Rollout(ended), Some(r), _, teardown) => rollout::words(
+    let teardown_line = || {
+        let said = teardown.unwrap_or("not taken down by the runner");
+        format!("\nTeardown: {said}\n")
+    };
+    match (
+        changed,
+        &plan.rollout,
+        &plan.proxy_failover,
+        &plan.scale_out,
+    ) {
+        (Changed::Rollout(ended), Some(r), ..) => rollout::words(
             r,
             (plan.replicas, steps),
             ended.as_ref(),
             teardown.unwrap_or_default(),
         ),
-        (Changed::Failover(ended), _, Some(f), teardown) => format!(
-            "{}\nTeardown: {}\n",
-            failover::words(f, ended.as_ref(), steps),
-            teardown.unwrap_or("not taken down by the runner")
-        ),
-        (Changed::ScaleOut(ended), ..) => match &plan.scale_out {
-            Some(s) => format!(
-                "{}\nTeardown: {}\n",
-                scale_out::words(s, ended.as_ref(), steps),
-                teardown.unwrap_or("not taken down by the runner")
-            ),
-            None => String::new(),
-        },
-        (_, _, _, Some(teardown)) => testbed_words(steps, teardown),
-        _ => String::new(),
+        (Changed::Failover(ended), _, Some(f), _) => {
+            failover::words(f, ended.as_ref(), steps) + &teardown_line()
+        }
+        (Changed::ScaleOut(ended), _, _, Some(s)) => {
+            scale_out::words(s, ended.as_ref(), steps) + &teardown_line()
+        }
+        _ => teardown.map_or(String::new(), |t| testbed_words(steps, t)),
     }
 }
