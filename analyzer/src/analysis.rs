@@ -23,6 +23,7 @@ use crate::{Files, JournalFile};
 
 mod artifact;
 mod audit;
+mod change;
 mod client_gate;
 mod columns;
 mod declared;
@@ -261,6 +262,7 @@ pub fn analyze<'a>(
         cleanup,
         escape,
         stopped,
+        change: shown.then(|| change::read(run, &rules)).flatten(),
         server,
         headline: String::new(),
         audit,

@@ -54,6 +54,10 @@ pub struct Summary {
     /// first token's path"); absent under v0.1-v0.4 and where no window was decomposed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_token_path: Option<String>,
+    /// A4 (v0.5): the testbed change the run's timeline holds, in one line (SPEC §10 "Reading
+    /// a testbed change"); absent for a run without one and under v0.1-v0.4.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
     /// v0.5: what the server's own metrics say, one line per scraped source (SPEC §2
     /// "Server-side evidence"); absent under v0.1-v0.4 and where nothing was scraped.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,6 +175,7 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
         workload: workload_line(&report.workload, report.history),
         windows: report.windows.iter().map(window).collect(),
         first_token_path: path_line(report),
+        change: report.change.as_ref().map(|c| c.text.clone()),
         server: server_lines(report),
         thresholds: Vec::new(),
     };
@@ -600,6 +605,9 @@ pub fn text(summary: &Summary) -> String {
         window_text(&mut out, w);
     }
     if let Some(line) = &summary.first_token_path {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = &summary.change {
         let _ = writeln!(out, "{line}");
     }
     for line in &summary.server {

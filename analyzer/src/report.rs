@@ -20,6 +20,7 @@ use crate::model::{Artifact, Audit, Distribution, Gate, PhaseRate, Report, Windo
 use crate::words::percent_of;
 
 mod abandon;
+mod change;
 mod fire;
 mod goodput;
 mod path;
@@ -307,6 +308,7 @@ pub fn markdown(report: &Report) -> String {
     }
     segment_tables(&mut md, report);
     path::section(&mut md, &report.windows);
+    change::section(&mut md, report.change.as_ref());
 
     if let Some(f) = &report.in_flight_at_fire {
         fire::in_flight_section(&mut md, f);

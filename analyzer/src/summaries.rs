@@ -9,7 +9,7 @@ use percentes_formats::pins;
 use percentes_formats::spec::{CapacityCheck, ReadingWords, ShareSupport, SurvivorSpan};
 
 use crate::estimate::runs::{self, RunSummary};
-use crate::model::{Group, RecoveryReport, Report, Scalar, Summary};
+use crate::model::{ChangeReport, Group, RecoveryReport, Report, Scalar, Summary};
 
 /// One analyzed run, borrowed.
 #[derive(Clone, Copy, Debug)]
@@ -170,6 +170,131 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
         |r| {
             let rec = recovery(r)?;
             rec.deficit_goodput_s.ok_or(Unmeasured::NoBaselineGoodput)
+        },
+    ),
+];
+
+/// The run's testbed change (A4) where it is one of `kinds`; why not otherwise.
+fn change<'r>(r: &'r Report, kinds: &[&str]) -> Result<&'r ChangeReport, Unmeasured> {
+    let c = r
+        .change
+        .as_ref()
+        .ok_or(Unmeasured::Reported("no testbed change read".into()))?;
+    if kinds.contains(&c.change) {
+        Ok(c)
+    } else {
+        Err(Unmeasured::Reported(format!(
+            "not applicable to a {}",
+            c.change
+        )))
+    }
+}
+
+/// The length of the change's first span that `wanted` picks, s.
+fn change_span(c: &ChangeReport, wanted: impl Fn(&str) -> bool) -> Result<f64, Unmeasured> {
+    c.spans
+        .iter()
+        .find(|s| wanted(&s.span))
+        .map(|s| s.seconds)
+        .ok_or_else(|| {
+            Unmeasured::Reported(format!(
+                "the {} journaled no such span ({})",
+                c.change, c.ended
+            ))
+        })
+}
+
+/// The first request served after `boundary` (the earliest where the change has several), s.
+fn change_first(c: &ChangeReport, boundary: &str) -> Result<f64, Unmeasured> {
+    c.firsts
+        .iter()
+        .flat_map(|f| &f.after)
+        .filter(|a| a.boundary == boundary)
+        .map(|a| a.seconds)
+        .reduce(f64::min)
+        .ok_or_else(|| Unmeasured::Reported(format!("no request served after {boundary}")))
+}
+
+const EVERY_CHANGE: &[&str] = &["rollout", "rollback", "scale-out", "proxy failover"];
+const NEW_REPLICAS: &[&str] = &["rollout", "rollback", "scale-out"];
+
+/// A testbed change's scalars (SPEC §10 "Reading a testbed change", v0.5), read in place of a
+/// fault's where every run of a group holds a change; a kind of change without a scalar's
+/// boundaries says so.
+const SCALARS_CHANGE: &[(&str, &str, &str, bool, Extract)] = &[
+    (
+        "change: its length (a rollout's whole, a scale-out's decision to in service, a failover's kill to every replica up)",
+        "s",
+        "primary",
+        true,
+        |r| {
+            change_span(change(r, EVERY_CHANGE)?, |s| {
+                s.starts_with("the whole ")
+                    || s == "decision to in service"
+                    || s == "the kill to every replica up"
+            })
+        },
+    ),
+    (
+        "change: the first new replica's process start to its weights-loaded line",
+        "s",
+        "secondary",
+        true,
+        |r| {
+            change_span(change(r, NEW_REPLICAS)?, |s| {
+                s == "process start to its weights-loaded line"
+                    || (s.starts_with("step 1: ")
+                        && s.ends_with("process start to its weights-loaded line"))
+            })
+        },
+    ),
+    (
+        "change: proxy down, the kill to its new process",
+        "s",
+        "secondary",
+        false,
+        |r| {
+            change_span(change(r, &["proxy failover"])?, |s| {
+                s == "down, the kill to its new process"
+            })
+        },
+    ),
+    (
+        "change: first served after the proxy's restart",
+        "s",
+        "secondary",
+        false,
+        |r| change_first(change(r, &["proxy failover"])?, "the restart"),
+    ),
+    (
+        "change: first served by a new replica after it entered service",
+        "s",
+        "secondary",
+        false,
+        |r| change_first(change(r, NEW_REPLICAS)?, "in service"),
+    ),
+    (
+        "change: requests sent while it ran that did not complete",
+        "share",
+        "secondary",
+        false,
+        |r| {
+            let c = change(r, EVERY_CHANGE)?;
+            let g = c
+                .requests
+                .iter()
+                .find(|g| g.group.starts_with("sent "))
+                .ok_or(Unmeasured::NothingScheduled)?;
+            let completed: u64 = g
+                .classes
+                .iter()
+                .filter(|k| k.class == "correct-success")
+                .map(|k| k.n)
+                .sum();
+            if g.n == 0 {
+                return Err(Unmeasured::NothingScheduled);
+            }
+            Ok((g.n - completed) as f64 / g.n as f64)
         },
     ),
 ];
@@ -465,9 +590,11 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
                     .find_map(|r| r.report.recovery.as_ref().map(|rec| rec.bucket_s))
             })
             .flatten();
-        let scalars = SCALARS
+        // A testbed change's group reads the change's scalars, not a fault's (v0.5).
+        let changed = members.iter().all(|r| r.report.change.is_some());
+        let scalars = if changed { SCALARS_CHANGE } else { SCALARS }
             .iter()
-            .chain(if a3 { SCALARS_A3 } else { &[] })
+            .chain(if a3 && !changed { SCALARS_A3 } else { &[] })
             .map(|&(name, unit, role, heavy, extract)| {
                 let mut values = Vec::new();
                 let mut missing = Vec::new();

@@ -357,6 +357,21 @@ pub enum AbandonReading {
     Planned,
 }
 
+/// Whether a testbed change's steps are read from the journal's timeline (SPEC §10 "Reading a
+/// testbed change").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeReading {
+    /// v0.1 to v0.4: the report lists no change; its steps are timeline events a reader finds
+    /// with `inspect` (issue 56's studies read them with scripts of their own).
+    Unread,
+    /// v0.5 (A4): a rollout's, rollback's, scale-out's or proxy failover's steps as states
+    /// from the run's epoch, the spans between them, and what the requests met: those in
+    /// flight through a killed proxy, those sent while it was down, the first served after it,
+    /// the first a new replica served, and the requests that did not complete while the
+    /// change ran, by class.
+    Read,
+}
+
 /// What a tail's refusal says (SPEC §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefusalWords {
@@ -496,6 +511,8 @@ pub struct Rules {
     pub prefix_cache: PrefixCacheReading,
     /// How a request the client abandoned by design is counted (§1 "Abandonment", §3, A4).
     pub abandoned: AbandonReading,
+    /// Whether a testbed change's steps are read (§10 "Reading a testbed change", A4).
+    pub change: ChangeReading,
 }
 
 impl Rules {
@@ -534,6 +551,7 @@ impl Rules {
         goodput: GoodputReading::PinnedOnly,
         prefix_cache: PrefixCacheReading::Unread,
         abandoned: AbandonReading::AsCensored,
+        change: ChangeReading::Unread,
     };
 
     /// The rules of `spec`. The only place a version is matched on.
@@ -588,6 +606,7 @@ impl Rules {
                 goodput: GoodputReading::PinnedAndDeclared,
                 prefix_cache: PrefixCacheReading::HitShare,
                 abandoned: AbandonReading::Planned,
+                change: ChangeReading::Read,
                 ..a3
             },
         }
@@ -748,6 +767,7 @@ mod tests {
         assert_eq!(v4.goodput, GoodputReading::PinnedOnly);
         assert_eq!(v4.prefix_cache, PrefixCacheReading::Unread);
         assert_eq!(v4.abandoned, AbandonReading::AsCensored);
+        assert_eq!(v4.change, ChangeReading::Unread);
         assert_eq!(
             v5,
             Rules {
@@ -770,6 +790,7 @@ mod tests {
                 goodput: GoodputReading::PinnedAndDeclared,
                 prefix_cache: PrefixCacheReading::HitShare,
                 abandoned: AbandonReading::Planned,
+                change: ChangeReading::Read,
                 ..v4
             }
         );

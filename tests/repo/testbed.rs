@@ -696,6 +696,43 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
         releases.contains("stable") && releases.contains("candidate"),
         "{releases:?}"
     );
+    // The analyzer reads the controller's steps back (v0.5, §10 "Reading a testbed change"):
+    // the words the runner journals and the ones formats reads are the same.
+    let change = &report["change"];
+    assert_eq!(change["change"], "rollout", "{change:#}");
+    assert_eq!(change["ended"], "complete", "{change:#}");
+    for step in ["1 of 2", "2 of 2"] {
+        let named: Vec<&str> = change["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["number"] == step)
+            .map(|s| s["step"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "process started",
+                "ready",
+                "in service",
+                "draining",
+                "drained",
+                "stopped"
+            ],
+            "{change:#}"
+        );
+    }
+    let firsts: Vec<&str> = change["firsts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        firsts,
+        ["first served by replica-2", "first served by replica-3"],
+        "{change:#}"
+    );
     assert!(
         declaration.contains(
             "- outcome: rollout complete: 2 of 2 replicas replaced, \"stable\" by \"candidate\""
@@ -713,7 +750,7 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
     );
 
     // A candidate that cannot start: the prior release keeps serving.
-    let (journal, declaration, _, said) = run(
+    let (journal, declaration, failed_out, said) = run(
         "failed",
         r#"["sh", "-c", "echo this release does not start; exit 3", "{port}"]"#,
     );
@@ -726,6 +763,15 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
         failed.detail.contains("replica-2 exited while starting"),
         "{}",
         failed.detail
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(failed_out.join("report/report.json")).unwrap())
+            .unwrap();
+    let ended = report["change"]["ended"].as_str().unwrap_or_default();
+    assert!(
+        ended.starts_with("failed: rollout step 1 of 2: replica-2"),
+        "{:#}",
+        report["change"]
     );
     let requests = &journal.requests;
     for row in 0..requests.len() {
@@ -1103,6 +1149,42 @@ fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_s
         .map(|i| r.dispatched_ns[i])
         .min();
     assert!(first_served.is_some(), "nothing served after the restart");
+    // The analyzer reads the same steps and the same requests (v0.5, §10 "Reading a testbed
+    // change").
+    let change = &done.report["change"];
+    assert_eq!(change["change"], "proxy failover", "{change:#}");
+    assert_eq!(change["ended"], "complete", "{change:#}");
+    let named: Vec<&str> = change["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        ["proxy killed", "proxy started", "every replica up"],
+        "{change:#}"
+    );
+    let group = |name: &str| {
+        change["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == name)
+            .unwrap_or_else(|| panic!("no group {name}: {change:#}"))
+            .clone()
+    };
+    assert_eq!(
+        group("in flight through the proxy at the kill")["n"],
+        through_it.len(),
+        "{change:#}"
+    );
+    let down_read = group("sent while it was down")["n"].as_u64().unwrap();
+    assert!(down_read >= while_down.len() as u64, "{change:#}");
+    assert!(
+        change["firsts"][0]["sent_s"].as_f64().unwrap() > killed as f64 / 1e9,
+        "{change:#}"
+    );
     let declaration = &done.declaration;
     for said in [
         "## The proxy failover",
@@ -1234,6 +1316,38 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
             "request {i} reached replica-1 before HAProxy put it in service"
         );
     }
+    let change = &done.report["change"];
+    let named: Vec<&str> = change["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "decided",
+            "process started",
+            "ready",
+            "in service",
+            "complete"
+        ],
+        "{change:#}"
+    );
+    let decision_to_service = change["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["span"] == "decision to in service")
+        .unwrap_or_else(|| panic!("{change:#}"))["seconds"]
+        .as_f64()
+        .unwrap();
+    let decided = when("scale-out: decided to start replica-1");
+    assert!(
+        (decision_to_service - (in_service - decided) as f64 / 1e9).abs() < 1e-6,
+        "{change:#}"
+    );
+    assert_eq!(change["firsts"][0]["what"], "first served by replica-1");
     let declaration = &done.declaration;
     for said in [
         "## The scale-out",
@@ -1248,6 +1362,8 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
 struct RealPartsRun {
     said: String,
     run: percentes_analyzer::load::Run,
+    /// Its report.json (v0.5, `--diagnose`).
+    report: serde_json::Value,
     declaration: String,
     dir: std::path::PathBuf,
 }
@@ -1302,9 +1418,12 @@ fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> Rea
     let file = percentes_analyzer::JournalFile::open(&out.join("run.pj")).unwrap();
     let run = percentes_analyzer::load::load(&file).unwrap();
     let declaration = std::fs::read_to_string(out.join("scenario.md")).unwrap();
+    let report = serde_json::from_slice(&std::fs::read(out.join("report/report.json")).unwrap())
+        .unwrap_or_else(|e| panic!("report.json: {e}: {said}"));
     RealPartsRun {
         said,
         run,
+        report,
         declaration,
         dir,
     }

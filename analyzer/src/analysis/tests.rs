@@ -2075,6 +2075,7 @@ mod a3;
 mod a4;
 mod amended;
 mod capacity;
+mod change;
 mod declared;
 mod readings;
 

@@ -7,6 +7,7 @@
 //! names it.
 
 mod campaign;
+mod change;
 mod escape;
 mod gate;
 mod path;
@@ -16,6 +17,7 @@ mod segment;
 mod server;
 
 pub use campaign::*;
+pub use change::*;
 pub use escape::*;
 pub use gate::*;
 pub use path::*;

@@ -61,6 +61,11 @@ pub struct Report {
     /// and under v0.1 to v0.4.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StoppedReport>,
+    /// A4 (v0.5): the testbed change the run's timeline holds (a rollout, a rollback, a
+    /// scale-out, a proxy failover; §10 "Reading a testbed change"), withheld with the windows;
+    /// absent for a run without one and under v0.1 to v0.4.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<super::ChangeReport>,
     /// The server's own metrics beside the client's (§2 "Server-side evidence"); absent for
     /// a journal without scrapes.
     #[serde(skip_serializing_if = "Option::is_none")]

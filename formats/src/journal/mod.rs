@@ -15,6 +15,7 @@
 //! ```
 
 pub mod cgroup;
+pub mod change;
 pub mod detail;
 pub mod header;
 pub mod keys;

@@ -20,8 +20,12 @@ use serde::Deserialize;
 use super::haproxy::{haproxy_ask, parse_stat, start_proxy};
 use super::RealBed;
 use crate::error::{bail, Context, Result};
+use percentes_formats::journal::change::{Change, PROXY_KILLED, PROXY_STARTED, PROXY_UP};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+
+/// The tag every failover step's detail opens with (formats/JOURNAL.md).
+const TAG: &str = Change::ProxyFailover.prefix();
 
 /// How long a restarted HAProxy may take to count every replica UP: its checks run every 250 ms
 /// and one success puts a server up, so seconds mean it is not checking them.
@@ -98,7 +102,7 @@ pub fn fail_over(
     inbox.report_at(
         killed,
         TimelineSubject::Orchestrator,
-        &format!("proxy failover: HAProxy (pid {pid}) killed with SIGKILL, requests in flight through it by replica: {in_flight}"),
+        &format!("{TAG}HAProxy (pid {pid}){PROXY_KILLED}, requests in flight through it by replica: {in_flight}"),
         None,
     );
     while killed.elapsed() < restart_delay {
@@ -109,7 +113,7 @@ pub fn fail_over(
     }
     let started = Instant::now();
     if let Err(e) = bed.restart_proxy() {
-        let why = format!("proxy failover: HAProxy did not start again: {e:#}");
+        let why = format!("{TAG}HAProxy did not start again: {e:#}");
         inbox.report(TimelineSubject::RestartFailed, &why, None);
         return FailoverEnd::Failed(why);
     }
@@ -117,7 +121,7 @@ pub fn fail_over(
         started,
         TimelineSubject::ContainerStart,
         &format!(
-            "proxy failover: HAProxy started again (pid {}), the same configuration on the same port, {:.3} s after the kill",
+            "{TAG}{PROXY_STARTED} (pid {}), the same configuration on the same port, {:.3} s after the kill",
             bed.proxy.id(),
             (started - killed).as_secs_f64()
         ),
@@ -152,7 +156,7 @@ fn await_up(
             inbox.report(
                 TimelineSubject::Orchestrator,
                 &format!(
-                    "proxy failover: the new HAProxy counts {up} of {replicas} replicas UP, {:.3} s after its start",
+                    "{TAG}{PROXY_UP}{up} of {replicas} replicas UP, {:.3} s after its start",
                     started.elapsed().as_secs_f64()
                 ),
                 None,
@@ -161,7 +165,7 @@ fn await_up(
         }
         if started.elapsed() > UP_WAIT {
             let why = format!(
-                "proxy failover: the new HAProxy counts {up} of {replicas} replicas UP after {} s",
+                "{TAG}{PROXY_UP}{up} of {replicas} replicas UP after {} s",
                 UP_WAIT.as_secs()
             );
             inbox.report(TimelineSubject::RestartFailed, &why, None);

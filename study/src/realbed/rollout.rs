@@ -34,6 +34,9 @@ use super::haproxy::{haproxy_ask, haproxy_do, parse_stat, server_stat, ServerSta
 use super::process::{answers, stop_group, Replica, WeightsLine};
 use super::{RealBed, ReplicaPlan};
 use crate::error::{bail, Result};
+use percentes_formats::journal::change::{
+    Change, DRAINED, DRAINING, DRAIN_TIMED_OUT, IN_SERVICE, READY, STOPPED,
+};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
 
@@ -93,9 +96,14 @@ pub enum RolloutKind {
 impl RolloutKind {
     /// Its name in a scenario file and in words.
     pub fn name(self) -> &'static str {
+        self.change().name()
+    }
+
+    /// The change its steps' details name (formats/JOURNAL.md).
+    pub fn change(self) -> Change {
         match self {
-            RolloutKind::Rollout => "rollout",
-            RolloutKind::Rollback => "rollback",
+            RolloutKind::Rollout => Change::Rollout,
+            RolloutKind::Rollback => Change::Rollback,
         }
     }
 }
@@ -195,7 +203,8 @@ impl RolloutEnd {
         let (kind, from, to) = (plan.kind.name(), &plan.from, &plan.to);
         match self {
             RolloutEnd::Complete { replaced } => {
-                format!("{kind} complete: {replaced} of {replicas} replicas replaced, {from:?} by {to:?}")
+                let tag = plan.kind.change().complete_tag();
+                format!("{tag}{replaced} of {replicas} replicas replaced, {from:?} by {to:?}")
             }
             RolloutEnd::Stopped { replaced, why } => format!(
                 "{kind} stopped after {replaced} of {replicas} replicas: {why}; the rest still serve {from:?}"
@@ -238,9 +247,8 @@ pub fn roll(
                 inbox.report(
                     TimelineSubject::RestartFailed,
                     &format!(
-                        "{} step {} of {count}: {why}; the {} stops here",
-                        plan.kind.name(),
-                        step + 1,
+                        "{}{why}; the {} stops here",
+                        plan.kind.change().tag(Some((step + 1, count))),
                         plan.kind.name()
                     ),
                     None,
@@ -270,7 +278,7 @@ fn replace_one(
     let count = bed.standby.len();
     let (name, port) = bed.standby[step].clone();
     let old = bed.replicas[step].name.clone();
-    let label = |what: &str| format!("{} step {} of {count}: {what}", plan.kind.name(), step + 1);
+    let label = |what: &str| format!("{}{what}", plan.kind.change().tag(Some((step + 1, count))));
     let serving = plan.serving(&bed.plan);
     let log = bed.folder.join(format!("{name}.log"));
     let why = |e: crate::error::StudyError| {
@@ -290,7 +298,7 @@ fn replace_one(
     inbox.report(
         TimelineSubject::Orchestrator,
         &label(&format!(
-            "{name} ({}) answers {} after {:.3} s",
+            "{name} ({}){READY}{} after {:.3} s",
             plan.to,
             bed.plan.ready_path,
             bed.replicas[index].started.elapsed().as_secs_f64()
@@ -311,7 +319,7 @@ fn replace_one(
     inbox.report(
         TimelineSubject::Orchestrator,
         &label(&format!(
-            "{old} ({}) out of service and stopped (SIGTERM to its process group, gone in {:.3} s)",
+            "{old} ({}){STOPPED} (SIGTERM to its process group, gone in {:.3} s)",
             plan.from,
             began.elapsed().as_secs_f64()
         )),
@@ -376,7 +384,7 @@ pub(super) fn put_in_service(
     inbox.report(
         TimelineSubject::Orchestrator,
         &label(&format!(
-            "HAProxy put {name} ({release}) in service: UP, its last health check {}",
+            "{IN_SERVICE}{name} ({release}) in service: UP, its last health check {}",
             up.check.trim_start_matches("* ")
         )),
         None,
@@ -482,7 +490,7 @@ fn drain(
     finished: &AtomicBool,
 ) -> std::result::Result<(), Halt> {
     let count = bed.standby.len();
-    let label = |what: &str| format!("{} step {} of {count}: {what}", plan.kind.name(), step + 1);
+    let label = |what: &str| format!("{}{what}", plan.kind.change().tag(Some((step + 1, count))));
     let socket = bed.folder.join("haproxy.sock");
     haproxy_do(&socket, &format!("set server replicas/{old} state drain"))
         .map_err(|e| Halt::Failed(format!("{e:#}")))?;
@@ -491,7 +499,7 @@ fn drain(
     inbox.report(
         TimelineSubject::Orchestrator,
         &label(&format!(
-            "HAProxy drains {old} ({}): no new request goes to it; {in_flight} in flight on it",
+            "{DRAINING}{old} ({}): no new request goes to it; {in_flight} in flight on it",
             plan.from
         )),
         None,
@@ -510,12 +518,12 @@ fn drain(
         .map_err(|e| Halt::Failed(format!("{e:#}")))?;
     let words = if left == 0 {
         format!(
-            "{old} drained in {:.3} s: none in flight; HAProxy took it out of service",
+            "{old}{DRAINED}{:.3} s: none in flight; HAProxy took it out of service",
             began.elapsed().as_secs_f64()
         )
     } else {
         format!(
-            "{old} still had {left} in flight after the drain timeout ({:.3} s); HAProxy took it out of service anyway, and those requests end with it",
+            "{old}{DRAIN_TIMED_OUT}{left} in flight after the drain timeout ({:.3} s); HAProxy took it out of service anyway, and those requests end with it",
             timeout.as_secs_f64()
         )
     };

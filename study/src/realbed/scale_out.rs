@@ -18,8 +18,12 @@ use serde::Deserialize;
 use super::rollout::{await_ready, put_in_service, start_replica, Halt};
 use super::RealBed;
 use crate::error::{bail, Result};
+use percentes_formats::journal::change::{Change, DECIDED, READY};
 use percentes_formats::journal::records::TimelineSubject;
 use percentes_recorder::run::TimelineInbox;
+
+/// The tag every scale-out step's detail opens with (formats/JOURNAL.md).
+const TAG: &str = Change::ScaleOut.prefix();
 
 /// `[testbed.scale_out]`: when the second replica is started.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -88,7 +92,7 @@ pub fn scale_out(
     inbox.report_at(
         decided,
         TimelineSubject::Orchestrator,
-        &format!("scale-out: decided to start {name}"),
+        &format!("{TAG}{DECIDED}{name}"),
         None,
     );
     match bring_in(bed, (&name, port), inbox, finished) {
@@ -97,7 +101,8 @@ pub fn scale_out(
             inbox.report(
                 TimelineSubject::Orchestrator,
                 &format!(
-                    "scale-out complete: {name} in service {:.3} s after the decision",
+                    "{}{name} in service {:.3} s after the decision",
+                    Change::ScaleOut.complete_tag(),
                     took.as_secs_f64()
                 ),
                 None,
@@ -106,7 +111,7 @@ pub fn scale_out(
         }
         Err(Halt::RunEnded) => ScaleOutEnd::Unfinished,
         Err(Halt::Failed(why)) => {
-            let why = format!("scale-out: {why}");
+            let why = format!("{TAG}{why}");
             inbox.report(TimelineSubject::RestartFailed, &why, None);
             ScaleOutEnd::Failed(why)
         }
@@ -128,7 +133,7 @@ fn bring_in(
     inbox.report(
         TimelineSubject::ContainerStart,
         &format!(
-            "scale-out: {name} started, pid {}, port {port}",
+            "{TAG}{name} started, pid {}, port {port}",
             bed.replicas[index].child.id()
         ),
         None,
@@ -137,13 +142,13 @@ fn bring_in(
     inbox.report(
         TimelineSubject::Orchestrator,
         &format!(
-            "scale-out: {name} answers {} after {:.3} s",
+            "{TAG}{name}{READY}{} after {:.3} s",
             plan.ready_path,
             bed.replicas[index].started.elapsed().as_secs_f64()
         ),
         None,
     );
-    let label = |what: &str| format!("scale-out: {what}");
+    let label = |what: &str| format!("{TAG}{what}");
     put_in_service(bed, ("the same release", name), &label, inbox, finished)
 }
 
