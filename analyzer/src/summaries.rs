@@ -174,6 +174,24 @@ const SCALARS: &[(&str, &str, &str, bool, Extract)] = &[
     ),
 ];
 
+/// The fault scalars A4 (v0.5) adds, read only where every run of a group was analyzed under
+/// it: the service's detection time, which issue 56's partition study read by hand.
+const SCALARS_A4: &[(&str, &str, &str, bool, Extract)] = &[(
+    "detection: confirmed impact to the service's first detection signal",
+    "s",
+    "secondary",
+    false,
+    |r| {
+        let d = recovery(r)?
+            .durations
+            .iter()
+            .find(|d| d.duration == "detection")
+            .ok_or(Unmeasured::Reported("no detection duration read".into()))?;
+        d.seconds
+            .ok_or_else(|| Unmeasured::Reported(d.note.clone()))
+    },
+)];
+
 /// The run's testbed change (A4) where it is one of `kinds`; why not otherwise.
 fn change<'r>(r: &'r Report, kinds: &[&str]) -> Result<&'r ChangeReport, Unmeasured> {
     let c = r
@@ -592,9 +610,13 @@ pub fn groups(runs: &[RunRef<'_>]) -> Vec<Group> {
             .flatten();
         // A testbed change's group reads the change's scalars, not a fault's (v0.5).
         let changed = members.iter().all(|r| r.report.change.is_some());
+        let a4 = members
+            .iter()
+            .all(|r| r.report.rules.words == ReadingWords::WhatWasMeasured);
         let scalars = if changed { SCALARS_CHANGE } else { SCALARS }
             .iter()
             .chain(if a3 && !changed { SCALARS_A3 } else { &[] })
+            .chain(if a4 && !changed { SCALARS_A4 } else { &[] })
             .map(|&(name, unit, role, heavy, extract)| {
                 let mut values = Vec::new();
                 let mut missing = Vec::new();
@@ -744,6 +766,8 @@ pub(crate) fn reading(report: &Report, name: &str) -> Option<Result<f64, Unmeasu
     SCALARS
         .iter()
         .chain(SCALARS_A3)
+        .chain(SCALARS_A4)
+        .chain(SCALARS_CHANGE)
         .find(|s| s.0 == name)
         .map(|s| (s.4)(report))
 }

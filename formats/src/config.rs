@@ -177,7 +177,7 @@ pub mod thresholds;
 mod timing;
 pub mod workload;
 
-pub use design::{design_hash, TESTBED_LOCAL_KEYS};
+pub use design::{design_hash, TESTBED_LOCAL_KEYS, TESTBED_LOCAL_NAMESPACE_KEYS};
 pub use lengths::{Lengths, TokenSide, INPUT_TOKENS_SALT, OUTPUT_TOKENS_MAX, OUTPUT_TOKENS_SALT};
 use located::Index;
 pub use located::Location;

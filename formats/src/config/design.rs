@@ -17,9 +17,16 @@ pub const TESTBED_LOCAL_KEYS: [(&str, &str); 6] = [
     ("fault", "admin_address"),
 ];
 
-/// The BLAKE3 of the configuration's TOML with the testbed-local keys blanked and comments and
-/// layout dropped (its parsed form, keys in order), hex; `None` for bytes that are not a TOML
-/// document (a journal whose configuration loaded is never that).
+/// The fault's commands, in which the network namespace a testbed made for the run (the word
+/// after `netns exec`: `ip netns exec pcv29230r1 ...`) is testbed-local too: each run's testbed
+/// names its namespaces afresh, so that two runs never share one.
+pub const TESTBED_LOCAL_NAMESPACE_KEYS: [(&str, &str); 2] =
+    [("fault", "fire_command"), ("fault", "remove_command")];
+
+/// The BLAKE3 of the configuration's TOML with the testbed-local keys blanked (and the
+/// namespaces in the fault's commands) and comments and layout dropped (its parsed form, keys
+/// in order), hex; `None` for bytes that are not a TOML document (a journal whose configuration
+/// loaded is never that).
 pub fn design_hash(config_bytes: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(config_bytes).ok()?;
     let mut table: toml::Table = text.parse().ok()?;
@@ -39,8 +46,26 @@ pub fn design_hash(config_bytes: &[u8]) -> Option<String> {
             None => {}
         }
     }
+    for (section, key) in TESTBED_LOCAL_NAMESPACE_KEYS {
+        let Some(toml::Value::Table(section)) = table.get_mut(section) else {
+            continue;
+        };
+        if let Some(toml::Value::Array(argv)) = section.get_mut(key) {
+            blank_namespaces(argv);
+        }
+    }
     let canonical = toml::to_string(&table).ok()?;
     Some(hex(blake3::hash(canonical.as_bytes()).as_bytes()))
+}
+
+/// Blanks each word that follows `netns exec` in `argv`.
+fn blank_namespaces(argv: &mut [toml::Value]) {
+    for i in 2..argv.len() {
+        let word = |k: usize| argv[k].as_str();
+        if word(i - 2) == Some("netns") && word(i - 1) == Some("exec") {
+            argv[i] = toml::Value::String(String::new());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +94,23 @@ mod tests {
             assert_ne!(Some(one.clone()), design_hash(other.as_bytes()), "{other}");
         }
         assert_eq!(design_hash(b"not = [toml"), None);
+    }
+
+    /// Two black-hole runs of one scenario: each testbed named its namespaces afresh
+    /// (studies/replica-loss-black-hole-vllm's partition-1 and -2). What the command does is
+    /// still the design.
+    #[test]
+    fn the_namespace_a_fault_command_runs_in_is_the_testbeds() {
+        let run = |namespace: &str, rule: &str| {
+            format!("schema_version = 1\n[fault]\nvariant = \"black-hole\"\nfire_command = [\"ip\", \"netns\", \"exec\", \"{namespace}\", \"sh\", \"-c\", \"iptables -I INPUT {rule} -j DROP\"]\nremove_command = [\"ip\", \"netns\", \"exec\", \"{namespace}\", \"true\"]\n")
+        };
+        let one = design_hash(run("pcv29230r1", "! -i lo").as_bytes());
+        assert!(one.is_some());
+        assert_eq!(one, design_hash(run("pcv29700r1", "! -i lo").as_bytes()));
+        assert_ne!(one, design_hash(run("pcv29230r1", "").as_bytes()));
+        // Only the word after `netns exec` is the testbed's.
+        let other = run("pcv29230r1", "! -i lo").replace("\"true\"", "\"false\"");
+        assert_ne!(one, design_hash(other.as_bytes()));
         assert_eq!(design_hash(&[0xff, 0xfe]), None);
     }
 }

@@ -1,4 +1,5 @@
-//! A testbed change read from scripted journals (SPEC §10 "Reading a testbed change", A4):
+//! A testbed change read from scripted journals (SPEC §10 "Reading a testbed change", A4), and
+//! the detection time a fault campaign reads beside a fault's other scalars (§5):
 //! every span, group and first worked out by hand from the STEADY schedule (request i intended
 //! at i x 50 ms; a completed one dispatched and written 0.1 ms after it and ended 500 ms after;
 //! an `ended` one dispatched 0.05 ms after it).
@@ -368,4 +369,40 @@ fn a_campaign_of_failovers_reads_the_changes_scalars() {
         weights.dropped,
         names.map(|n| format!("{n}: not applicable to a proxy failover"))
     );
+}
+
+/// A fault campaign under v0.5 reads the service's detection time (issue 56's partition study
+/// read it by hand): the `detected` event 0.8 s after the confirmed impact (36.06 s) in each
+/// run; under v0.4 the scalar is not read.
+#[test]
+fn a_fault_campaign_under_v0_5_reads_the_detection_time() {
+    use super::recovery_reports::{event, fault_events, run_under, FIRED};
+    use crate::summaries::{self, RunRef};
+    let events = || {
+        let mut events = fault_events();
+        events.push(event(FIRED + 810 * MS, "timeline", "detected", None));
+        events
+    };
+    let detection = |spec: Spec| {
+        let report = run_under(FAULT, |_| None, events(), spec);
+        let refs: Vec<RunRef<'_>> = ["a.pj", "b.pj"]
+            .iter()
+            .map(|name| RunRef {
+                name,
+                report: &report,
+                accelerator: &[],
+                design: "design",
+                probe_ms: None,
+            })
+            .collect();
+        summaries::groups(&refs)[0]
+            .scalars
+            .iter()
+            .find(|s| s.name.starts_with("detection"))
+            .map(|s| s.values.clone())
+    };
+    let values = detection(Spec::V0_5).expect("v0.5 reads detection");
+    assert_eq!(values.len(), 2);
+    assert!(values.iter().all(|(_, v)| close(*v, 0.8)), "{values:?}");
+    assert_eq!(detection(Spec::V0_4), None);
 }
