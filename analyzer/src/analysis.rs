@@ -262,7 +262,9 @@ pub fn analyze<'a>(
         cleanup,
         escape,
         stopped,
-        change: shown.then(|| change::read(run, &rules)).flatten(),
+        change: shown
+            .then(|| change::read(run, &rules, server.as_ref()))
+            .flatten(),
         server,
         headline: String::new(),
         audit,

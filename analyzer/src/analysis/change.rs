@@ -13,8 +13,13 @@ use super::rows::seconds;
 use crate::frame::{Requests, NONE};
 use crate::load::Run;
 use crate::model::{
-    After, ChangeReport, ChangeSpan, ChangeState, ClassCount, FirstServed, RequestGroup,
+    After, ChangeReport, ChangeSpan, ChangeState, ClassCount, FirstServed, GaugeAround,
+    RequestGroup, ServerEvidence,
 };
+
+/// The gauges a change's reading names (the server evidence's queue and running points).
+const WAITING: &str = "requests waiting";
+const RUNNING: &str = "requests running";
 
 /// One step as journaled: its instant (ns from the epoch), what it is, the journal's words.
 struct Seen {
@@ -23,9 +28,14 @@ struct Seen {
     detail: String,
 }
 
-/// The change `run`'s journal holds, read under `rules`; `None` before v0.5 and for a run with
-/// no change's step in its timeline.
-pub(super) fn read(run: &Run, rules: &Rules) -> Option<ChangeReport> {
+/// The change `run`'s journal holds, read under `rules` (with the replicas' gauges from
+/// `server`, where scraped); `None` before v0.5 and for a run with no change's step in its
+/// timeline.
+pub(super) fn read(
+    run: &Run,
+    rules: &Rules,
+    server: Option<&ServerEvidence>,
+) -> Option<ChangeReport> {
     if rules.change != ChangeReading::Read {
         return None;
     }
@@ -35,9 +45,12 @@ pub(super) fn read(run: &Run, rules: &Rules) -> Option<ChangeReport> {
     let mut reading = Reading {
         seen: &seen,
         requests: &run.requests,
+        server,
         spans: Vec::new(),
         groups: Vec::new(),
         firsts: Vec::new(),
+        last_failed: None,
+        gauges: Vec::new(),
         said: Vec::new(),
     };
     match change {
@@ -70,6 +83,8 @@ pub(super) fn read(run: &Run, rules: &Rules) -> Option<ChangeReport> {
         spans: reading.spans,
         requests: reading.groups,
         firsts: reading.firsts,
+        last_failed: reading.last_failed,
+        gauges: reading.gauges,
         text,
     })
 }
@@ -121,9 +136,12 @@ fn ended(seen: &[Seen]) -> String {
 struct Reading<'a> {
     seen: &'a [Seen],
     requests: &'a Requests,
+    server: Option<&'a ServerEvidence>,
     spans: Vec<ChangeSpan>,
     groups: Vec<RequestGroup>,
     firsts: Vec<FirstServed>,
+    last_failed: Option<FirstServed>,
+    gauges: Vec<GaugeAround>,
     /// The summary's words, in order.
     said: Vec<String>,
 }
@@ -238,12 +256,23 @@ impl Reading<'_> {
         let sent = (0..requests.len())
             .filter(|&row| {
                 requests.outcome(row) == Some(Outcome::Completed)
-                    && requests.dispatched_ns[row] != NONE
-                    && requests.dispatched_ns[row] > from
                     && replica.is_none_or(|r| requests.replica_name(row) == Some(r))
             })
             .map(|row| requests.dispatched_ns[row])
+            .filter(|&d| d != NONE && d > from)
             .min();
+        let picked = self.picked(what, sent, boundaries);
+        self.firsts.push(picked);
+    }
+
+    /// The request sent at `sent` said as `what`, with how long after each of `boundaries`
+    /// (those it came after).
+    fn picked(
+        &mut self,
+        what: String,
+        sent: Option<u64>,
+        boundaries: &[(&str, Option<u64>)],
+    ) -> FirstServed {
         let after: Vec<After> = boundaries
             .iter()
             .filter_map(|&(boundary, at)| {
@@ -264,11 +293,66 @@ impl Reading<'_> {
                     .join(", ")
             ),
         });
-        self.firsts.push(FirstServed {
+        FirstServed {
             what,
             sent_s: sent.map(seconds),
             after,
-        });
+        }
+    }
+
+    /// Each scraped replica's `gauge` around `boundary` (all but `except`), from the server
+    /// evidence's per-scrape points.
+    fn gauges_around(
+        &mut self,
+        gauge: &'static str,
+        (boundary, at_ns): (&str, u64),
+        except: Option<&str>,
+    ) {
+        let Some(server) = self.server else {
+            return;
+        };
+        let mut sources: Vec<&str> = server.timeline.iter().map(|p| p.source.as_str()).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        let at = seconds(at_ns);
+        for source in sources.into_iter().filter(|s| Some(*s) != except) {
+            let mut points: Vec<(f64, f64)> = server
+                .timeline
+                .iter()
+                .filter(|p| p.source == source)
+                .filter_map(|p| {
+                    let value = if gauge == WAITING { p.queue } else { p.running };
+                    Some((p.t_s, value?))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let before = points.iter().rev().find(|p| p.0 <= at).map(|p| p.1);
+            let later = || points.iter().filter(|p| p.0 > at);
+            let first_after = later().next().map(|p| (p.1, p.0 - at));
+            let largest_after = later().map(|p| p.1).reduce(f64::max);
+            let last = points.last().map(|p| p.1);
+            let number = |v: Option<f64>| v.map_or("unread".into(), |v| format!("{v:.0}"));
+            self.said.push(format!(
+                "{source}'s {gauge}: {} at its last scrape by {boundary}, {} at its first after ({}), {} at most after it, {} at its last scrape",
+                number(before),
+                number(first_after.map(|f| f.0)),
+                first_after.map_or("none".into(), |f| format!("{:.3} s later", f.1)),
+                number(largest_after),
+                number(last)
+            ));
+            self.gauges.push(GaugeAround {
+                source: source.to_owned(),
+                gauge,
+                boundary: boundary.to_owned(),
+                before,
+                first_after,
+                largest_after,
+                last,
+            });
+        }
     }
 
     /// A new replica's way from its process start to its first ready answer, through its
@@ -337,6 +421,7 @@ impl Reading<'_> {
             None,
             &[("the kill", Some(killed)), ("the restart", started)],
         );
+        self.gauges_around(RUNNING, ("the kill", killed), None);
     }
 
     /// A scale-out: the decision to in service, through the process's start, its weights,
@@ -381,6 +466,21 @@ impl Reading<'_> {
             replica.as_deref(),
             &[("the decision", Some(decided)), ("in service", in_service)],
         );
+        let requests = self.requests;
+        let failed = (0..requests.len())
+            .filter(|&row| {
+                matches!(
+                    requests.outcome(row),
+                    Some(Outcome::Errored | Outcome::Censored)
+                )
+            })
+            .map(|row| requests.dispatched_ns[row])
+            .filter(|&d| d != NONE && d > decided)
+            .max();
+        let what = "the last sent after the decision that did not complete".to_owned();
+        let boundaries = [("the decision", Some(decided)), ("in service", in_service)];
+        self.last_failed = Some(self.picked(what, failed, &boundaries));
+        self.gauges_around(WAITING, ("the decision", decided), replica.as_deref());
     }
 
     /// A rollout or rollback: each step's new replica from its start to in service, its old

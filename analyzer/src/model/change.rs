@@ -19,6 +19,14 @@ pub struct ChangeReport {
     pub requests: Vec<RequestGroup>,
     /// The first request served after a boundary, and how long after it.
     pub firsts: Vec<FirstServed>,
+    /// A scale-out's last request sent after the decision that did not complete: where the
+    /// failures end (absent for other changes and where every one completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_failed: Option<FirstServed>,
+    /// What the replicas' own gauges said around the change (a scale-out's lone replica's
+    /// waiting queue, a failover's running requests), where they were scraped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gauges: Vec<GaugeAround>,
     /// The reading in one line, for the summary.
     pub text: String,
 }
@@ -74,10 +82,11 @@ pub struct ClassCount {
     pub n: u64,
 }
 
-/// The first completed request after a boundary.
+/// A request picked by a rule (the first completed after a boundary, the last that did not
+/// complete): when it was sent, and how long after each boundary.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FirstServed {
-    /// Which first, in words (`first served after the kill`).
+    /// Which request, in words (`first served after the kill`).
     pub what: String,
     /// When it was sent, s from the epoch; absent when none was.
     pub sent_s: Option<f64>,
@@ -92,4 +101,24 @@ pub struct After {
     pub boundary: String,
     /// Seconds after it.
     pub seconds: f64,
+}
+
+/// One replica's gauge around a boundary of the change, from its scrapes (SPEC §2 "Server-side
+/// evidence").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GaugeAround {
+    /// The replica (scrape source).
+    pub source: String,
+    /// Which gauge: `requests waiting` or `requests running`.
+    pub gauge: &'static str,
+    /// The boundary (`the decision`, `the kill`).
+    pub boundary: String,
+    /// Its last reading at or before the boundary.
+    pub before: Option<f64>,
+    /// Its first reading after the boundary, and how long after it, s.
+    pub first_after: Option<(f64, f64)>,
+    /// Its largest reading after the boundary.
+    pub largest_after: Option<f64>,
+    /// Its last reading in the run.
+    pub last: Option<f64>,
 }

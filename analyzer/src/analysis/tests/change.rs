@@ -24,17 +24,65 @@ fn run(
     events: Vec<EventRecord>,
     spec: Spec,
 ) -> Report {
+    run_scraped(fate, events, Vec::new(), spec)
+}
+
+/// [`run`] with scrape records journaled too.
+fn run_scraped(
+    fate: impl Fn(&Entry) -> Option<RequestRecord> + 'static,
+    events: Vec<EventRecord>,
+    scrapes: Vec<percentes_formats::journal::scrape::ScrapeRecord>,
+    spec: Spec,
+) -> Report {
     let request = move |e: &Entry| {
         Some(fate(e).unwrap_or_else(|| completed(e, 100_000, 100 * MS, 500 * MS, vec![])))
     };
-    let bytes = synthetic::scripted(
+    // The scripted stall readings stand for the workers' own tickers, as `scripted` says.
+    let placement = (
+        percentes_formats::journal::header::HostFact::Placement
+            .key()
+            .to_owned(),
+        "synthetic: the scripted stall readings are each worker's own ticker".to_owned(),
+    );
+    let bytes = synthetic::scripted_with_scrapes(
         &config(STEADY),
         &request,
-        events,
-        quiet_telemetry(42),
+        (events, quiet_telemetry(42), scrapes),
         SealStatus::Completed,
+        vec![placement],
     );
     analyze_bytes("change.pj", &bytes, spec)
+}
+
+/// Both replicas scraped each second from 1 s to 41 s (answered at t +/- 5 ms): replica-0's
+/// waiting queue 2 to 9 s, then 3 x (t - 9) to 25 s (48), then 0, replica-1's 0 throughout;
+/// each one's running requests 5 to 20 s, then 0.
+fn queue_scrapes() -> Vec<percentes_formats::journal::scrape::ScrapeRecord> {
+    use percentes_formats::journal::scrape::Scraper;
+    use percentes_formats::prometheus::{Exposed, SeriesKind};
+    let gauge = |name: &str, value: f64| Exposed {
+        name: name.into(),
+        family: name.into(),
+        labels: Vec::new(),
+        kind: SeriesKind::Gauge,
+        value,
+    };
+    let waiting = |value| gauge("vllm:num_requests_waiting", value);
+    let running = |t: u64| gauge("vllm:num_requests_running", if t <= 20 { 5.0 } else { 0.0 });
+    // A scraper keeps one source's state.
+    let (mut zero, mut one) = (Scraper::default(), Scraper::default());
+    let mut scrapes = Vec::new();
+    for t in 1..=41u64 {
+        let queue = match t {
+            ..=9 => 2.0,
+            10..=25 => 3.0 * (t - 9) as f64,
+            _ => 0.0,
+        };
+        let at = (t * S - 5 * MS, t * S + 5 * MS);
+        scrapes.push(zero.record("replica-0", at, &[waiting(queue), running(t)]));
+        scrapes.push(one.record("replica-1", at, &[waiting(0.0), running(t)]));
+    }
+    scrapes
 }
 
 fn change(report: &Report) -> &ChangeReport {
@@ -94,7 +142,12 @@ fn failover_fate(e: &Entry) -> Option<RequestRecord> {
 
 #[test]
 fn a_proxy_failover_reads_its_down_time_what_was_in_flight_and_the_first_served() {
-    let report = run(failover_fate, failover_events(), Spec::V0_5);
+    let report = run_scraped(
+        failover_fate,
+        failover_events(),
+        queue_scrapes(),
+        Spec::V0_5,
+    );
     let c = change(&report);
     assert_eq!((c.change, c.ended.as_str()), ("proxy failover", "complete"));
     assert_eq!(
@@ -120,9 +173,22 @@ fn a_proxy_failover_reads_its_down_time_what_was_in_flight_and_the_first_served(
     assert!(close(first.sent_s.unwrap(), 22.0501));
     assert!(close(first.after[0].seconds, 2.0251));
     assert!(close(first.after[1].seconds, 0.0251));
+    // Each replica's running requests: 5 at its scrape at 20 s, 0 at the next (21 s, 0.975 s
+    // after the kill) and after.
+    assert_eq!(c.gauges.len(), 2);
+    for g in &c.gauges {
+        assert_eq!(g.gauge, "requests running");
+        assert_eq!(
+            (g.before, g.largest_after, g.last),
+            (Some(5.0), Some(0.0), Some(0.0))
+        );
+        let (value, after_s) = g.first_after.unwrap();
+        assert_eq!(value, 0.0);
+        assert!(close(after_s, 0.975));
+    }
     assert_eq!(
         c.text,
-        "testbed change (§10): proxy failover complete; down, the kill to its new process 2.000 s; its new process to every replica up 0.200 s; 10 in flight through the proxy at the kill (10 premature-close), the last ended 3.0 ms after it; 40 sent while it was down (40 refused); first served after the kill 2.025 s after the kill, 0.025 s after the restart"
+        "testbed change (§10): proxy failover complete; down, the kill to its new process 2.000 s; its new process to every replica up 0.200 s; 10 in flight through the proxy at the kill (10 premature-close), the last ended 3.0 ms after it; 40 sent while it was down (40 refused); first served after the kill 2.025 s after the kill, 0.025 s after the restart; replica-0's requests running: 5 at its last scrape by the kill, 0 at its first after (0.975 s later), 0 at most after it, 0 at its last scrape; replica-1's requests running: 5 at its last scrape by the kill, 0 at its first after (0.975 s later), 0 at most after it, 0 at its last scrape"
     );
     // The summary and report.md say it; report.json holds it.
     let summary = crate::figures::text(&crate::figures::of(&report, &[]));
@@ -157,30 +223,42 @@ fn v0_4_reads_no_change_and_an_invalid_run_withholds_it() {
     assert!(invalid.change.is_none());
 }
 
-#[test]
-fn a_scale_out_decomposes_the_decision_to_in_service_and_finds_the_new_replicas_first() {
+/// A scale-out decided at 10 s: replica-1 started 20 ms later, its weights at 20 s, ready at
+/// 25 s, in service at 25.2 s.
+fn scale_out_events() -> Vec<EventRecord> {
     let decided = 10 * S;
-    let events = vec![
+    vec![
         step(decided, "orchestrator", "scale-out: decided to start replica-1"),
         step(decided + 20 * MS, "container-start", "scale-out: replica-1 started, pid 7, port 9"),
         step(20 * S, "weight-load", "replica-1's log: Loading weights took 0.01 seconds"),
         step(25 * S, "orchestrator", "scale-out: replica-1 answers /health after 14.980 s"),
         step(25 * S + 200 * MS, "orchestrator", "scale-out: HAProxy put replica-1 (the same release) in service: UP, its last health check L7OK"),
         step(25 * S + 200 * MS, "orchestrator", "scale-out complete: replica-1 in service 15.200 s after the decision"),
-    ];
-    // Before it is in service one request in five is rejected; after it, odd indices go to it.
-    let fate = |e: &Entry| {
-        let t = e.intended_ns;
-        if (10 * S..25 * S + 200 * MS).contains(&t) && e.index.is_multiple_of(5) {
-            return Some(ended(e, "rejection", MS));
-        }
-        let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
-        if t >= 25 * S + 200 * MS && e.index % 2 == 1 {
-            r.replica = "replica-1".into();
-        }
-        Some(r)
-    };
-    let report = run(fate, events, Spec::V0_5);
+    ]
+}
+
+/// Before replica-1 is in service one request in five is rejected; after it, odd indices go
+/// to it.
+fn scale_out_fate(e: &Entry) -> Option<RequestRecord> {
+    let t = e.intended_ns;
+    if (10 * S..25 * S + 200 * MS).contains(&t) && e.index.is_multiple_of(5) {
+        return Some(ended(e, "rejection", MS));
+    }
+    let mut r = completed(e, 100_000, 100 * MS, 500 * MS, vec![]);
+    if t >= 25 * S + 200 * MS && e.index % 2 == 1 {
+        r.replica = "replica-1".into();
+    }
+    Some(r)
+}
+
+#[test]
+fn a_scale_out_decomposes_the_decision_to_in_service_and_finds_the_new_replicas_first() {
+    let report = run_scraped(
+        scale_out_fate,
+        scale_out_events(),
+        queue_scrapes(),
+        Spec::V0_5,
+    );
     let c = change(&report);
     assert_eq!((c.change, c.ended.as_str()), ("scale-out", "complete"));
     assert!(close(span(c, "decision to process start"), 0.02));
@@ -216,6 +294,31 @@ fn a_scale_out_decomposes_the_decision_to_in_service_and_finds_the_new_replicas_
     assert_eq!(first.what, "first served by replica-1");
     assert!(close(first.after[0].seconds, 15.2501));
     assert!(close(first.after[1].seconds, 0.0501));
+    // The last failure: index 500 (25.0 s), dispatched 15.00005 s after the decision, before
+    // in service (so no time after it).
+    let last = c.last_failed.as_ref().expect("failures after the decision");
+    assert_eq!(last.after.len(), 1);
+    assert!(close(last.after[0].seconds, 15.00005));
+    // The lone replica's queue, not the new one's: 3 at the decision (10 s), 6 a second
+    // after, 48 at most, 0 at the end.
+    assert_eq!(c.gauges.len(), 1, "{:?}", c.gauges);
+    let g = &c.gauges[0];
+    assert_eq!(
+        (g.source.as_str(), g.gauge),
+        ("replica-0", "requests waiting")
+    );
+    assert_eq!(
+        (g.before, g.largest_after, g.last),
+        (Some(3.0), Some(48.0), Some(0.0))
+    );
+    let (first_value, after_s) = g.first_after.unwrap();
+    assert_eq!(first_value, 6.0);
+    assert!(close(after_s, 1.0));
+    assert!(
+        c.text.contains("replica-0's requests waiting: 3 at its last scrape by the decision, 6 at its first after (1.000 s later), 48 at most after it, 0 at its last scrape"),
+        "{}",
+        c.text
+    );
 }
 
 /// A rollout of two steps, its timeline ending after step 2's new replica entered service
