@@ -13,9 +13,10 @@
 //!   detail is `<replica>'s log: <line>`.
 //! - step, by subject and phrase: `container-start` is a start (a replica's, the replica's name
 //!   first; the proxy's, [`PROXY_STARTED`]); `restart-failed` is the change's failure; an
-//!   `orchestrator` note is [`DECIDED`] (the replica's name after it), [`PROXY_KILLED`],
-//!   [`PROXY_UP`], [`READY`], [`IN_SERVICE`], [`DRAINING`], [`DRAINED`] or
-//!   [`DRAIN_TIMED_OUT`], [`STOPPED`], or its tag's `complete`.
+//!   `orchestrator` note opens with [`DECIDED`] (the replica's name after it), [`PROXY_UP`],
+//!   [`IN_SERVICE`] or [`DRAINING`], or is a name (the replica's, or `HAProxy`), a
+//!   parenthesis it may carry (a release, a pid), then [`PROXY_KILLED`], [`STOPPED`],
+//!   [`DRAINED`], [`DRAIN_TIMED_OUT`] or [`READY`]; or it is its tag's `complete`.
 
 use super::records::TimelineSubject;
 
@@ -191,41 +192,13 @@ impl ChangeStep {
             }
             Rest::Step(rest) => rest,
         };
-        let name = |words: &str| {
-            words
-                .split([' ', ',', ':'])
-                .next()
-                .filter(|r| !r.is_empty())
-                .map(str::to_owned)
-        };
-        let after = |phrase: &str| rest.strip_prefix(phrase).and_then(name);
         let (step, replica) = match subject {
             TimelineSubject::RestartFailed => (Step::Failed, None),
             TimelineSubject::ContainerStart if rest.starts_with(PROXY_STARTED) => {
                 (Step::ProxyStarted, None)
             }
-            TimelineSubject::ContainerStart => (Step::Started, name(rest)),
-            TimelineSubject::Orchestrator => {
-                if rest.starts_with(DECIDED) {
-                    (Step::Decided, after(DECIDED))
-                } else if rest.starts_with(PROXY_UP) {
-                    (Step::ProxyUp, None)
-                } else if rest.contains(PROXY_KILLED) {
-                    (Step::ProxyKilled, None)
-                } else if rest.starts_with(IN_SERVICE) {
-                    (Step::InService, after(IN_SERVICE))
-                } else if rest.starts_with(DRAINING) {
-                    (Step::Draining, after(DRAINING))
-                } else if rest.contains(STOPPED) {
-                    (Step::Stopped, name(rest))
-                } else if rest.contains(DRAINED) || rest.contains(DRAIN_TIMED_OUT) {
-                    (Step::Drained, name(rest))
-                } else if rest.contains(READY) {
-                    (Step::Ready, name(rest))
-                } else {
-                    return None;
-                }
-            }
+            TimelineSubject::ContainerStart => (Step::Started, first_name(rest)),
+            TimelineSubject::Orchestrator => orchestrator_step(rest)?,
             _ => return None,
         };
         Some(ChangeStep {
@@ -234,6 +207,57 @@ impl ChangeStep {
             step,
             replica,
         })
+    }
+}
+
+/// The first word of `words`, up to a space, a comma or a colon: a replica's name.
+fn first_name(words: &str) -> Option<String> {
+    words
+        .split([' ', ',', ':'])
+        .next()
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+}
+
+/// The step an `orchestrator` note's words after the tag say, and the replica they name.
+fn orchestrator_step(rest: &str) -> Option<(Step, Option<String>)> {
+    let after = |phrase: &str| rest.strip_prefix(phrase).and_then(first_name);
+    for (phrase, step) in [
+        (DECIDED, Step::Decided),
+        (IN_SERVICE, Step::InService),
+        (DRAINING, Step::Draining),
+    ] {
+        if rest.starts_with(phrase) {
+            return Some((step, after(phrase)));
+        }
+    }
+    if rest.starts_with(PROXY_UP) {
+        return Some((Step::ProxyUp, None));
+    }
+    // `<replica> (<release>) <phrase>` or `HAProxy (pid P) <phrase>`: the phrase follows the
+    // name and what its parenthesis holds.
+    let name = first_name(rest);
+    let tail = skip_parenthesis(&rest[name.as_ref().map_or(0, String::len)..]);
+    let step = [
+        (PROXY_KILLED, Step::ProxyKilled),
+        (STOPPED, Step::Stopped),
+        (DRAINED, Step::Drained),
+        (DRAIN_TIMED_OUT, Step::Drained),
+        (READY, Step::Ready),
+    ]
+    .into_iter()
+    .find(|(phrase, _)| tail.starts_with(phrase))?
+    .1;
+    Some((step, name.filter(|_| step != Step::ProxyKilled)))
+}
+
+/// `text` past a parenthesis it opens with (` (max-num-seqs 16) answers` -> ` answers`); `text`
+/// itself when it opens with none. A release name holds no parenthesis (the runner refuses
+/// one), so the first `)` closes it.
+fn skip_parenthesis(text: &str) -> &str {
+    match text.strip_prefix(" (").and_then(|t| t.split_once(')')) {
+        Some((_, past)) => past,
+        None => text,
     }
 }
 
@@ -381,6 +405,21 @@ mod tests {
         assert_eq!(
             step(RestartFailed, "rollback step 2 of 2: replica-3 (stable) did not start: exited; the rollback stops here"),
             (Some(Change::Rollback), Step::Failed, None)
+        );
+    }
+
+    /// A release named with a step's phrase does not change the step read: the phrase is read
+    /// past the release's parentheses.
+    #[test]
+    fn a_release_that_holds_a_phrase_is_skipped() {
+        let ro = Some(Change::Rollout);
+        assert_eq!(
+            step(Orchestrator, "rollout step 1 of 2: replica-2 (out of service and stopped answers) answers /health after 3.000 s"),
+            (ro, Step::Ready, named("replica-2"))
+        );
+        assert_eq!(
+            step(Orchestrator, "rollout step 1 of 2: replica-0 (answers drained in) out of service and stopped (SIGTERM)"),
+            (ro, Step::Stopped, named("replica-0"))
         );
     }
 

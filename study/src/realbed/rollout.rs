@@ -118,6 +118,11 @@ impl RolloutPlan {
             {
                 bail!("[testbed.rollout] {key} = {release:?} is not a release name: give 1-{RELEASE_NAME_BYTES_MAX} bytes of printable text");
             }
+            // The steps' details hold it in parentheses, which the analyzer skips to read the
+            // step (formats/JOURNAL.md "A testbed change's steps").
+            if release.contains(['(', ')']) {
+                bail!("[testbed.rollout] {key} = {release:?} holds a parenthesis: the journal's step details put a release in parentheses, so a release name may not hold one");
+            }
         }
         if self.from == self.to {
             bail!(
@@ -615,6 +620,13 @@ mod tests {
                     ..p.clone()
                 },
                 "from = \"a\\nb\" is not a release name",
+            ),
+            (
+                RolloutPlan {
+                    to: "v2 (canary)".into(),
+                    ..p.clone()
+                },
+                "to = \"v2 (canary)\" holds a parenthesis",
             ),
         ] {
             let why = bad.check().unwrap_err().to_string();
