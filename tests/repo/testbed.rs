@@ -1154,14 +1154,8 @@ fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_s
     let change = &done.report["change"];
     assert_eq!(change["change"], "proxy failover", "{change:#}");
     assert_eq!(change["ended"], "complete", "{change:#}");
-    let named: Vec<&str> = change["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        named,
+        steps_read(change),
         ["proxy killed", "proxy started", "every replica up"],
         "{change:#}"
     );
@@ -1317,12 +1311,7 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
         );
     }
     let change = &done.report["change"];
-    let named: Vec<&str> = change["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let named = steps_read(change);
     assert_eq!(
         named,
         [
@@ -1372,6 +1361,16 @@ impl Drop for RealPartsRun {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The steps a report.json's testbed change lists, by name, in order.
+fn steps_read(change: &serde_json::Value) -> Vec<&str> {
+    change["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no steps: {change:#}"))
+        .iter()
+        .map(|s| s["step"].as_str().unwrap_or_default())
+        .collect()
 }
 
 /// Whether Debian's HAProxy is installed.

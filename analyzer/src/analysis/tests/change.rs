@@ -112,6 +112,23 @@ fn classes(c: &ChangeReport, group: &str) -> (u64, Vec<(String, u64)>) {
     )
 }
 
+/// `g` read `[by the boundary, first after, largest after, last]`, its first after `after_s`
+/// past the boundary.
+fn gauge_reads(
+    g: &crate::model::GaugeAround,
+    [before, first, largest, last]: [f64; 4],
+    after_s: f64,
+) {
+    assert_eq!(
+        (g.before, g.largest_after, g.last),
+        (Some(before), Some(largest), Some(last)),
+        "{g:?}"
+    );
+    let (value, after) = g.first_after.expect("a reading after the boundary");
+    assert_eq!(value, first, "{g:?}");
+    assert!(close(after, after_s), "{g:?}");
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-6
 }
@@ -178,13 +195,7 @@ fn a_proxy_failover_reads_its_down_time_what_was_in_flight_and_the_first_served(
     assert_eq!(c.gauges.len(), 2);
     for g in &c.gauges {
         assert_eq!(g.gauge, "requests running");
-        assert_eq!(
-            (g.before, g.largest_after, g.last),
-            (Some(5.0), Some(0.0), Some(0.0))
-        );
-        let (value, after_s) = g.first_after.unwrap();
-        assert_eq!(value, 0.0);
-        assert!(close(after_s, 0.975));
+        gauge_reads(g, [5.0, 0.0, 0.0, 0.0], 0.975);
     }
     assert_eq!(
         c.text,
@@ -307,13 +318,7 @@ fn a_scale_out_decomposes_the_decision_to_in_service_and_finds_the_new_replicas_
         (g.source.as_str(), g.gauge),
         ("replica-0", "requests waiting")
     );
-    assert_eq!(
-        (g.before, g.largest_after, g.last),
-        (Some(3.0), Some(48.0), Some(0.0))
-    );
-    let (first_value, after_s) = g.first_after.unwrap();
-    assert_eq!(first_value, 6.0);
-    assert!(close(after_s, 1.0));
+    gauge_reads(g, [3.0, 6.0, 48.0, 0.0], 1.0);
     assert!(
         c.text.contains("replica-0's requests waiting: 3 at its last scrape by the decision, 6 at its first after (1.000 s later), 48 at most after it, 0 at its last scrape"),
         "{}",
