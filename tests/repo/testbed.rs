@@ -604,18 +604,8 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
         "rollout",
         r#"["{env:PERCENTES_BIN}", "mock", "--config", "{env:PERCENTES_MOCK_CANDIDATE}", "--listen", "127.0.0.1:{port}", "--name", "{name}"]"#,
     );
-    let steps: Vec<(u64, String, String)> = journal
-        .events
-        .all(EventKind::Timeline)
-        .map(|e| (e.at_ns, e.subject.clone(), e.detail.clone()))
-        .collect();
-    let when = |fragment: &str| {
-        steps
-            .iter()
-            .find(|(_, _, detail)| detail.contains(fragment))
-            .unwrap_or_else(|| panic!("no timeline event saying {fragment:?}: {steps:#?}\n{said}"))
-            .0
-    };
+    let steps = Steps::of(&journal, &said);
+    let when = |fragment: &str| steps.at(fragment);
     let mut last = 0;
     for (step, new, old) in [(1, "replica-2", "replica-0"), (2, "replica-3", "replica-1")] {
         let of = format!("rollout step {step} of 2: ");
@@ -639,6 +629,7 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
     );
     assert!(
         steps
+            .events
             .iter()
             .any(|(_, subject, _)| subject == "container-start"),
         "{steps:#?}"
@@ -1093,18 +1084,8 @@ fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_s
     let mock = REAL_PARTS_MOCK.replace("ms = 0.25", "ms = 1.5");
     let done = run_on_real_parts("failover", FAILOVER_SCENARIO, &mock, 50);
     let (said, run) = (&done.said, &done.run);
-    let steps: Vec<(u64, String, String)> = run
-        .events
-        .all(EventKind::Timeline)
-        .map(|e| (e.at_ns, e.subject.clone(), e.detail.clone()))
-        .collect();
-    let when = |fragment: &str| {
-        steps
-            .iter()
-            .find(|(_, _, detail)| detail.contains(fragment))
-            .unwrap_or_else(|| panic!("no timeline event saying {fragment:?}: {steps:#?}\n{said}"))
-            .0
-    };
+    let steps = Steps::of(run, said);
+    let when = |fragment: &str| steps.at(fragment);
     let killed = when("killed with SIGKILL");
     let restarted = when("HAProxy started again");
     let up = when("counts 2 of 2 replicas UP");
@@ -1274,18 +1255,8 @@ fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
         );
     let done = run_on_real_parts("scale-out", &scenario, REAL_PARTS_MOCK, 50);
     let (said, run) = (&done.said, &done.run);
-    let steps: Vec<(u64, String)> = run
-        .events
-        .all(EventKind::Timeline)
-        .map(|e| (e.at_ns, e.detail.clone()))
-        .collect();
-    let when = |fragment: &str| {
-        steps
-            .iter()
-            .find(|(_, detail)| detail.contains(fragment))
-            .unwrap_or_else(|| panic!("no timeline event saying {fragment:?}: {steps:#?}\n{said}"))
-            .0
-    };
+    let steps = Steps::of(run, said);
+    let when = |fragment: &str| steps.at(fragment);
     let mut last = 0;
     for fragment in [
         "scale-out: decided to start replica-1",
@@ -1360,6 +1331,38 @@ struct RealPartsRun {
 impl Drop for RealPartsRun {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A run's `timeline` events (instant, subject, detail), found by what their detail says.
+#[derive(Debug)]
+struct Steps<'a> {
+    events: Vec<(u64, String, String)>,
+    said: &'a str,
+}
+
+impl<'a> Steps<'a> {
+    fn of(run: &percentes_analyzer::load::Run, said: &'a str) -> Steps<'a> {
+        let events = run
+            .events
+            .all(EventKind::Timeline)
+            .map(|e| (e.at_ns, e.subject.clone(), e.detail.clone()))
+            .collect();
+        Steps { events, said }
+    }
+
+    /// The instant of the first event whose detail holds `fragment`.
+    fn at(&self, fragment: &str) -> u64 {
+        self.events
+            .iter()
+            .find(|(_, _, detail)| detail.contains(fragment))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no timeline event saying {fragment:?}: {:#?}\n{}",
+                    self.events, self.said
+                )
+            })
+            .0
     }
 }
 

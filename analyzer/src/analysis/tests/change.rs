@@ -129,6 +129,21 @@ fn gauge_reads(
     assert!(close(after, after_s), "{g:?}");
 }
 
+/// The campaign groups of `report` read once for each of `names` (one design, no probe).
+fn campaign(report: &Report, names: &[&str]) -> Vec<crate::model::Group> {
+    let refs: Vec<crate::summaries::RunRef<'_>> = names
+        .iter()
+        .map(|name| crate::summaries::RunRef {
+            name,
+            report,
+            accelerator: &[],
+            design: "design",
+            probe_ms: None,
+        })
+        .collect();
+    crate::summaries::groups(&refs)
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-6
 }
@@ -433,20 +448,9 @@ fn a_rollout_the_run_outlasts_reads_unfinished_without_its_whole() {
 /// first served after the restart, and the scalars of other kinds named not applicable.
 #[test]
 fn a_campaign_of_failovers_reads_the_changes_scalars() {
-    use crate::summaries::{self, RunRef};
     let report = run(failover_fate, failover_events(), Spec::V0_5);
     let names = ["a.pj", "b.pj", "c.pj"];
-    let refs: Vec<RunRef<'_>> = names
-        .iter()
-        .map(|name| RunRef {
-            name,
-            report: &report,
-            accelerator: &[],
-            design: "design",
-            probe_ms: None,
-        })
-        .collect();
-    let groups = summaries::groups(&refs);
+    let groups = campaign(&report, &names);
     let scalar = |name: &str| {
         groups[0]
             .scalars
@@ -485,7 +489,6 @@ fn a_campaign_of_failovers_reads_the_changes_scalars() {
 #[test]
 fn a_fault_campaign_under_v0_5_reads_the_detection_time() {
     use super::recovery_reports::{event, fault_events, run_under, FIRED};
-    use crate::summaries::{self, RunRef};
     let events = || {
         let mut events = fault_events();
         events.push(event(FIRED + 810 * MS, "timeline", "detected", None));
@@ -493,17 +496,7 @@ fn a_fault_campaign_under_v0_5_reads_the_detection_time() {
     };
     let detection = |spec: Spec| {
         let report = run_under(FAULT, |_| None, events(), spec);
-        let refs: Vec<RunRef<'_>> = ["a.pj", "b.pj"]
-            .iter()
-            .map(|name| RunRef {
-                name,
-                report: &report,
-                accelerator: &[],
-                design: "design",
-                probe_ms: None,
-            })
-            .collect();
-        summaries::groups(&refs)[0]
+        campaign(&report, &["a.pj", "b.pj"])[0]
             .scalars
             .iter()
             .find(|s| s.name.starts_with("detection"))
