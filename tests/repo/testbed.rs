@@ -991,7 +991,13 @@ fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requ
     ] {
         assert!(declaration.contains(said), "{said}: {declaration}");
     }
-    let tag = format!("pcv{}r", std::process::id() % 100_000);
+    // Named after the process that made them (scenarios::netns): the `scenario run` child, as
+    // the teardown's words say.
+    let tag = format!("pcv{}r", done.pid % 100_000);
+    assert!(
+        declaration.contains(&format!("the namespaces {tag}0")),
+        "{tag}: {declaration}"
+    );
     let left: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -1326,6 +1332,8 @@ struct RealPartsRun {
     report: serde_json::Value,
     declaration: String,
     dir: std::path::PathBuf,
+    /// The `scenario run` process's id: its isolated bed's namespaces are named after it.
+    pid: u32,
 }
 
 impl Drop for RealPartsRun {
@@ -1395,7 +1403,7 @@ fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> Rea
     let scenario_path = dir.join(format!("{name}.toml"));
     std::fs::write(&scenario_path, scenario).unwrap();
     let out = dir.join("run");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
         .args(["scenario", "run", scenario_path.to_str().unwrap()])
         .args([
             "--time-factor",
@@ -1407,8 +1415,12 @@ fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> Rea
         .arg(&out)
         .env("PERCENTES_BIN", env!("CARGO_BIN_EXE_percentes"))
         .env("PERCENTES_MOCK", &mock_path)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -1428,5 +1440,6 @@ fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> Rea
         report,
         declaration,
         dir,
+        pid,
     }
 }
