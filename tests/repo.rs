@@ -2,44 +2,161 @@
 //! must agree with the code, and the direction of dependencies. One test binary on purpose: each
 //! extra binary costs a link on CI's two cores.
 
-/// The machine, shared out by weight: tests that record, run the testbed or put the CPU under
-/// pressure hold it alone ([`machine`]), so the client-validity gate a test reads is not failed
-/// by its neighbours (two cores; cargo runs a binary's tests in parallel). Tests that spawn the
-/// binary for lighter work (analysis, export, verification: polars and the analyzer use every
-/// core) share it with each other but never with a recording that holds it ([`beside`]); so do
-/// recordings whose assertions read no time the client kept, only what a server did to each
-/// request (classes, bytes, headers, counts, the pool's decisions at margins of hundreds of
-/// milliseconds), which a busy neighbour cannot change. Pure file checks (tidy, docs) take
-/// nothing.
-static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+/// The machine, shared out by weight (two cores; cargo runs a binary's tests in parallel), so
+/// that the client-validity gate a test reads is not failed by its neighbours:
+/// - [`machine`]: alone. Tests that put the CPU under pressure or keep cores busy (hogs, the
+///   Python verifier, several recordings at once, a third of a core or more), that run a testbed
+///   of network namespaces, or whose verdict compares latencies to a fine margin (compare's A/A
+///   pair, the degradation studies' expectations).
+/// - [`recording`]: a recording whose assertions read time the client kept, but which uses
+///   little CPU (measured: `PERCENTES_TEST_HOLDS`, BENCHMARKS.md "The test suite's time"):
+///   shares the machine with one other such recording at the most, never with heavier work.
+///   Most of a recording's wall time is its schedule's waiting, and two of them together keep
+///   the two cores mostly idle, so each still sees the quiet host its gates are judged on.
+/// - [`beside`]: lighter work that reads no time the client kept (analysis, export,
+///   verification: polars and the analyzer use every core; recordings whose assertions read
+///   only what a server did to each request: classes, bytes, headers, counts, the pool's
+///   decisions at margins of hundreds of milliseconds): shares with its own kind, never with a
+///   recording.
+///
+/// Holds are granted in the order asked for, so a test waiting to be alone is not passed over by
+/// a stream of lighter ones. Pure file checks (tidy, docs) take nothing.
+static MACHINE: std::sync::Mutex<Holders> = std::sync::Mutex::new(Holders {
+    alone: false,
+    recordings: 0,
+    beside: 0,
+    next_ticket: 0,
+    serving: 0,
+});
 
-/// The machine alone, for a test whose verdict depends on the client keeping its schedule; a
-/// test that panicked while holding it does not poison the rest.
-fn machine() -> Alone {
-    let guard = MACHINE
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    Alone {
-        _guard: guard,
-        since: std::time::Instant::now(),
+/// The machine's turn changed: a hold was taken or given back.
+static TURN: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Recordings that may share the machine at once (its two cores).
+const RECORDINGS_AT_ONCE: usize = 2;
+
+/// Who holds the machine now, and the queue of those asking (a ticket each, served in order).
+struct Holders {
+    alone: bool,
+    recordings: usize,
+    beside: usize,
+    next_ticket: u64,
+    serving: u64,
+}
+
+/// The kinds of hold; see [`MACHINE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Weight {
+    Alone,
+    Recording,
+    Beside,
+}
+
+impl Holders {
+    fn admits(&self, weight: Weight) -> bool {
+        match weight {
+            Weight::Alone => !self.alone && self.recordings == 0 && self.beside == 0,
+            Weight::Recording => {
+                !self.alone && self.beside == 0 && self.recordings < RECORDINGS_AT_ONCE
+            }
+            Weight::Beside => !self.alone && self.recordings == 0,
+        }
+    }
+
+    fn count(&mut self, weight: Weight, taken: bool) {
+        match weight {
+            Weight::Alone => self.alone = taken,
+            Weight::Recording if taken => self.recordings += 1,
+            Weight::Recording => self.recordings -= 1,
+            Weight::Beside if taken => self.beside += 1,
+            Weight::Beside => self.beside -= 1,
+        }
     }
 }
 
-/// The machine held alone, and since when. Under `PERCENTES_TEST_HOLDS=FILE` its release appends
-/// the test's name and the seconds it held the machine to FILE: the suite's critical path is the
-/// sum of these, whatever the tests that wait for it (issue 51 item 3; BENCHMARKS.md).
-struct Alone {
-    _guard: std::sync::RwLockWriteGuard<'static, ()>,
-    since: std::time::Instant,
+/// Waits for this test's turn and takes a hold of `weight`; a test that panicked while holding
+/// one gives it back as it unwinds, and poisons nothing.
+fn hold(weight: Weight) -> Held {
+    let mut holders = MACHINE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let ticket = holders.next_ticket;
+    holders.next_ticket += 1;
+    while holders.serving != ticket || !holders.admits(weight) {
+        holders = TURN
+            .wait(holders)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+    holders.serving += 1;
+    holders.count(weight, true);
+    drop(holders);
+    // The next in line may be able to share with this one.
+    TURN.notify_all();
+    Held {
+        weight,
+        since: std::time::Instant::now(),
+        cpu_since: cpu_seconds(),
+    }
 }
 
-impl Drop for Alone {
+/// The machine alone, for a test whose verdict needs it (see [`MACHINE`]).
+fn machine() -> Held {
+    hold(Weight::Alone)
+}
+
+/// The machine shared with one other light recording at the most (see [`MACHINE`]).
+fn recording() -> Held {
+    hold(Weight::Recording)
+}
+
+/// The machine shared with other light tests, never with a recording (see [`MACHINE`]).
+fn beside() -> Held {
+    hold(Weight::Beside)
+}
+
+/// The CPU time this test process and its reaped children have used, in seconds (from
+/// `/proc/self/stat`, whose clock ticks are the kernel's fixed USER_HZ, 100 a second); `None`
+/// where it cannot be read. A measurement aid for [`Held`]: one test's share is the difference
+/// only when the tests run one at a time.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command's closing parenthesis; utime is the 14th field of the line.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: Option<Vec<u64>> = fields.get(11..15)?.iter().map(|f| f.parse().ok()).collect();
+    Some(ticks?.iter().sum::<u64>() as f64 / 100.0)
+}
+
+/// A hold on the machine, of what weight and since when. Under `PERCENTES_TEST_HOLDS=FILE` its
+/// release appends the seconds it was held, the CPU seconds the test process and its reaped
+/// children used meanwhile (meaningful with `--test-threads=1`), its weight and the test's name
+/// to FILE: the suite's critical path is the holds alone and the recordings' (two at a time),
+/// whatever the tests that wait for them (issue 51 item 3; BENCHMARKS.md).
+struct Held {
+    weight: Weight,
+    since: std::time::Instant,
+    cpu_since: Option<f64>,
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
+        MACHINE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .count(self.weight, false);
+        TURN.notify_all();
         let Some(path) = std::env::var_os("PERCENTES_TEST_HOLDS") else {
             return;
         };
         let name = std::thread::current().name().unwrap_or("?").to_owned();
-        let line = format!("{:.1} {name}\n", self.since.elapsed().as_secs_f64());
+        let cpu = match (self.cpu_since, cpu_seconds()) {
+            (Some(since), Some(now)) => format!("{:.1}", now - since),
+            _ => "?".to_owned(),
+        };
+        let line = format!(
+            "{:.1} {cpu} {:?} {name}\n",
+            self.since.elapsed().as_secs_f64(),
+            self.weight
+        );
         use std::io::Write;
         // A measurement aid: a file that cannot be written loses the line, never the test.
         if let Ok(mut file) = std::fs::OpenOptions::new()
@@ -50,13 +167,6 @@ impl Drop for Alone {
             let _ = file.write_all(line.as_bytes());
         }
     }
-}
-
-/// The machine shared with other light tests, never with one that holds [`machine`].
-fn beside() -> std::sync::RwLockReadGuard<'static, ()> {
-    MACHINE
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `work` on each of `items`, on as many threads as this machine has cores, each taking the next

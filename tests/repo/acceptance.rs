@@ -149,7 +149,7 @@ fn percentile_ms(d: &model::Distribution, q: &str) -> f64 {
 /// instead of the pinned three, moves p50 out of the band.
 #[test]
 fn ac1_percentiles_match_a_known_distribution() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     // Measurement 3 s at 200 rps = about 600 completions, after a 0.5 s warm-up.
     let mut mock_config = MockConfig::constant(0.0, 0.0, 4096);
     mock_config.timing.ttft = Distribution::Uniform {
@@ -189,7 +189,7 @@ fn ac1_percentiles_match_a_known_distribution() {
 /// (the coordinated-omission failure) empties the stall's tail and fails both.
 #[test]
 fn ac2_a_stall_shows_in_the_tail_and_its_samples_are_counted() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let d_ms = 1000u64;
     let mut mock_config = MockConfig::constant(2.0, 0.0, 4096);
     // The recorder's epoch comes within half a second of the mock's start; warm-up is 1 s and
@@ -280,7 +280,7 @@ fn ac2d_cpu_pressure_fires_the_client_gate() {
 /// request as errored at its cutoff puts it in the error rate and pulls the ceiling to 0.
 #[test]
 fn ac4b_silent_hangs_are_censored_on_the_curve_and_out_of_the_histograms() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mut mock_config = MockConfig::constant(2.0, 0.0, 4096);
     mock_config.faults = vec![FaultPlan {
         mode: FaultMode::SilentHang,

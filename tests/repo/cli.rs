@@ -1020,7 +1020,7 @@ fn demo_server_evidence(json: &serde_json::Value, out: &std::path::Path, first_c
 /// journals that are not written or do not verify.
 #[test]
 fn calibrate_finds_the_mocks_capacity_and_writes_the_whole_trace() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = scratch("calibrate");
     let mock = dir.join("mock.toml");
     std::fs::write(
@@ -1518,7 +1518,7 @@ fn degradation_scenarios_meet_their_declared_expectations() {
 #[test]
 fn ctrl_c_during_a_scenario_drains_seals_aborted_and_leaves_no_replica() {
     use std::os::unix::process::CommandExt;
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = scratch("ctrl-c");
     let out = dir.join("out");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))
@@ -1633,7 +1633,7 @@ fn a_scenario_with_its_output_closed_still_seals_and_exits_with_its_status() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sweep_records_each_rate_and_reports_latency_against_load() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mock = percentes_scenarios::config::MockConfig::constant(5.0, 0.1, 1024);
     // Each rate's run of stated lengths: 0.3 s warm-up, 1.5 s measured (12.6 s at factor 100).
     let dev = "warmup_s = 0.3\nmeasure_s = 1.5\ncooldown_s = 0";
@@ -1793,7 +1793,7 @@ fn calibrate_refuses_an_srv_replica_address_and_says_what_to_give() {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_readmes_quick_run_lines_work_against_the_mock() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let line = |start: &str| {
         readme
@@ -2789,7 +2789,7 @@ fn analyze_draws_the_serving_plots_and_never_an_empty_frame() {
 #[cfg(target_os = "linux")]
 #[test]
 fn quick_flags_state_lengths_and_a_dataset_find_the_model_and_drive_a_sweep() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mock = percentes_scenarios::config::MockConfig::constant(5.0, 0.2, 64);
     let addr = percentes_scenarios::mock::spawn_background(mock, 1)
         .unwrap()
@@ -3381,7 +3381,7 @@ fn a_declared_slo_is_judged_beside_the_pinned_one_and_thresholds_read_it() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sweep_names_the_capacity_under_a_declared_slo() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mock = percentes_scenarios::config::MockConfig::constant(20.0, 1.0, 1);
     let slo = "[slo]\ndeclared = [\"ttft <= 500ms\", \"goodput >= 90%\"]\n";
     let route = "output_tokens = { kind = \"fixed\", tokens = 80 }\n";

@@ -4,7 +4,9 @@
 //! Python's `h2` library (hypercorn's own) that sends GOAWAY and REFUSED_STREAM on cue
 //! (tests/data/h2_server.py), so those cases do not hang on timing.
 //!
-//! Each run is short (dev profile, durations in seconds) and holds the machine alone.
+//! Each run is short (dev profile, durations in seconds). Each shares the machine with one other
+//! light recording at the most (`crate::recording`), except the one whose server (Python's h2 on
+//! cue) kept 42 % of a core busy, which holds it alone.
 
 #![cfg(target_os = "linux")]
 
@@ -233,7 +235,7 @@ fn class(r: &RequestRecord) -> &'static str {
 #[test]
 fn http2_over_tls_against_nginx_completes_streams_and_classifies_resets_and_goaways() {
     const TEST: &str = "the nginx HTTP/2 test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = folder("nginx-h2");
     let port = free_port();
     let Some((_nginx, cert)) = nginx(&dir, port, true, "keepalive_requests 6;", TEST) else {
@@ -364,7 +366,7 @@ fn hypercorn(dir: &Path, name: &str, toml: &str) -> (Server, String) {
 #[test]
 fn http2_cleartext_sse_from_hypercorn_never_waits_behind_the_stream_limit() {
     const TEST: &str = "the hypercorn HTTP/2 test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !python_has("hypercorn", TEST) {
         return;
     }
@@ -488,7 +490,7 @@ fn goaway_and_refused_streams_are_requests_the_server_did_not_process() {
 #[test]
 fn a_goaway_after_an_answer_is_classed_by_what_was_received() {
     const TEST: &str = "the GOAWAY-after-an-answer test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !python_has("h2", TEST) {
         return;
     }
@@ -522,7 +524,7 @@ fn a_goaway_after_an_answer_is_classed_by_what_was_received() {
 #[test]
 fn auto_falls_back_to_http1_where_the_server_declines_http2_and_2_is_refused() {
     const TEST: &str = "the HTTP/2 fallback test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = folder("nginx-h1");
     let port = free_port();
     let Some((_nginx, cert)) = nginx(&dir, port, false, "", TEST) else {
@@ -579,7 +581,7 @@ fn h2_test_server_config(port: u16, target: &str) -> Config {
 #[test]
 fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
     const TEST: &str = "the HTTP/2 flow-control stall test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !python_has("h2", TEST) {
         return;
     }
@@ -607,7 +609,7 @@ fn a_body_the_servers_window_never_admits_is_censored_and_says_why() {
 #[test]
 fn a_connection_whose_send_window_stays_shut_takes_no_new_request() {
     const TEST: &str = "the HTTP/2 shut-window test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !python_has("h2", TEST) {
         return;
     }

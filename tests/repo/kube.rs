@@ -331,7 +331,7 @@ pub(crate) fn kubectl_env(command: &mut std::process::Command, home: &Path) {
 /// reschedule.
 #[test]
 fn the_watcher_journals_a_pod_replacement_from_the_api_s_watch() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if lacks_kubectl("the_watcher_journals_a_pod_replacement_from_the_api_s_watch") {
         return;
     }
@@ -522,7 +522,7 @@ fn partition_run(api: SocketAddr, dir: &Path) -> std::process::Output {
 /// holding the policy; a start check that passed flannel would record.
 #[test]
 fn a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if lacks_kubectl("a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed") {
         return;
     }

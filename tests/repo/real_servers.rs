@@ -303,7 +303,7 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 
 #[test]
 fn an_https_url_to_a_port_that_never_answers_is_refused_or_bounded() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = silent();
     let url = format!("https://localhost:{}", addr.port());
     // The pre-flight's handshake is bounded by the client timeout: refused, saying where.
@@ -383,7 +383,7 @@ fn percentes(args: &[&str]) -> std::process::Command {
 
 #[test]
 fn sigterm_ends_a_run_whose_handshakes_never_finish() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = silent();
     // Factor 10: a 42 s schedule with a 3 s timeout, so only the signal can end it early.
     let text = config_text(
@@ -417,9 +417,10 @@ fn sigterm_ends_a_run_whose_handshakes_never_finish() {
 
 #[test]
 fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
-    // Alone: the run is at factor 100 (a 0.3 s client timeout) and must exit 0 with every
-    // request correct, which a neighbour's analysis on both cores can deny it (CI, 2026-12-06).
-    let _machine = crate::machine();
+    // Never beside: the run is at factor 100 (a 0.3 s client timeout) and must exit 0 with
+    // every request correct, which a neighbour's analysis on both cores can deny it (CI,
+    // 2026-12-06); one other light recording leaves it a core.
+    let _machine = crate::recording();
     const KEY: &str = "pct-test-key-8c1f0a9d";
     // A secret header's value shaped as an issued key, under a name the old list missed.
     const TOKEN: &str = "sk-proj-5b0e77c1d2a94f3e";
@@ -557,7 +558,7 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
 
 #[test]
 fn a_full_disk_stops_dispatch_at_once_and_leaves_a_verifiable_prefix() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if std::process::Command::new("prlimit")
         .arg("--version")
         .output()
@@ -612,7 +613,7 @@ fn a_full_disk_stops_dispatch_at_once_and_leaves_a_verifiable_prefix() {
 
 #[test]
 fn closed_stdout_and_stderr_never_stop_the_telemetry() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = serve(|_| (sse_response(""), false), None);
     let text = config_text(&format!("http://{addr}"), 100, "poisson", 8.0, "");
     let config = scratch("closed-pipes.toml");
@@ -657,7 +658,7 @@ fn closed_stdout_and_stderr_never_stop_the_telemetry() {
 
 #[test]
 fn the_pre_flight_refuses_a_target_that_is_down_or_serves_another_model() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = serve(|_| (sse_response(""), false), None);
     let other = config_text(&format!("http://{addr}"), 100, "poisson", 4.0, "")
         .replace("model = \"mock\"", "model = \"llama-3-70b\"");
@@ -839,7 +840,7 @@ fn stop_nginx(mut server: std::process::Child) {
 /// fix). scripts/nginx-idle-race.sh runs the 60 s version; this is a shorter one.
 #[test]
 fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let Some((nginx, port, dir)) = nginx_here("the nginx keep-alive test", "nginx") else {
         return;
     };
@@ -876,7 +877,7 @@ fn nginx_with_a_one_second_keep_alive_never_gets_a_premature_close() {
 fn g1_passes_on_a_router_s_own_upstream_header_without_the_mock_s() {
     use percentes_analyzer::model::{GateId, Status};
     use percentes_scenarios::config::MockConfig;
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
         .into_iter()
         .find(|p| Path::new(p).exists())
@@ -1057,7 +1058,7 @@ fn mock_process(name: &str) -> (std::process::Child, u16) {
 fn an_srv_named_replica_is_followed_onto_a_replacement_on_a_new_port() {
     use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
     use std::sync::Arc;
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     const NAME: &str = "_http._tcp.replica-0.percentes.test";
     let dns = match std::net::UdpSocket::bind("127.0.0.77:53") {
         Ok(socket) => socket,

@@ -143,7 +143,7 @@ fn pool_reuse_is_honest(
 
 #[test]
 fn a_clean_run_completes_every_request_and_seals() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let config = config_for(&addr.to_string(), 100, 40.0);
     let path = scratch("clean.pj");
@@ -341,7 +341,7 @@ fn slow_config(addr: SocketAddr) -> String {
 
 #[test]
 fn sigkill_leaves_a_verifiable_prefix_up_to_the_last_checkpoint() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let (mut child, journal) = spawn_record(&slow_config(addr), "killed");
     std::thread::sleep(Duration::from_millis(2600));
@@ -368,7 +368,7 @@ fn sigkill_leaves_a_verifiable_prefix_up_to_the_last_checkpoint() {
 
 #[test]
 fn sigint_stops_dispatch_drains_and_seals_as_aborted() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let text = slow_config(addr);
     let (child, journal) = spawn_record(&text, "interrupted");
@@ -532,7 +532,7 @@ pub(super) fn event_named<'a>(
 /// AC3: the fault fires within 500 ms of T_inject; armed and fire times are recorded.
 #[test]
 fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let config = fault_config(
         &addr.to_string(),
@@ -576,7 +576,7 @@ fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
 /// to the end of the schedule, every request sent.
 #[test]
 fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let config = fault_config(
         &addr.to_string(),
@@ -636,7 +636,7 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
 /// fires into the failing service and the run goes on to its end.
 #[test]
 fn a_baseline_that_fails_its_gates_ends_the_run_at_t_inject() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(Some(FaultMode::Error)));
     let config = fault_config(
         &addr.to_string(),
@@ -737,7 +737,7 @@ fn gauge_for_a_while(serve_for: Duration) -> SocketAddr {
 /// first second's readings alone.
 #[test]
 fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let gauge = gauge_for_a_while(Duration::from_secs(1));
     let config = at_factor(
@@ -799,7 +799,7 @@ fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
 /// for it (dependency failure), attributed to the victim.
 #[test]
 fn a_clean_delete_through_the_testbed_router() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     use percentes_scenarios::testbed::Testbed;
     let mock_config = scratch("fast-mock.toml");
     std::fs::write(&mock_config, "[timing]\nttft = { kind = \"constant\", ms = 5.0 }\ntoken_gap = { kind = \"constant\", ms = 0.2 }\n[capacity]\nmax_num_seqs = 256\nslowdown_per_running = 0.0\n").unwrap();
@@ -916,7 +916,7 @@ fn a_clean_delete_through_the_testbed_router() {
 /// run: exit 2 with the clause named.
 #[test]
 fn undispatched_requests_are_recorded_and_fail_the_run() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if crate::lacks(
         "the undispatched test",
         "prlimit",
@@ -1101,7 +1101,7 @@ fn record_heads_writes_every_chain_head_as_it_goes_and_the_last_vouches_for_the_
 
 #[test]
 fn accelerator_collectors_are_journaled_as_host_facts_and_a_failing_one_refuses_the_run() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let with = |argv: &str| {
         let base = config_for(&addr.to_string(), 250, 20.0);
@@ -1303,7 +1303,7 @@ fn a_recorder_in_a_cgroup_with_a_cpu_quota_is_gated_on_the_cgroup() {
 /// the phase from the measured span alone, or the fault from the configuration, fails it.
 #[test]
 fn the_live_view_shows_phase_fault_state_and_last_second_ttft() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock(fast_mock(None));
     let config = fault_config(
         &addr.to_string(),
@@ -1674,7 +1674,7 @@ pub(super) fn fault_run_with_socket(
 /// boundaries. Deliberate break: without the socket, both boundaries read "N/A".
 #[test]
 fn timeline_events_from_outside_are_journaled_with_both_clocks_and_read() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let (dir, journal, socket, mut child) = fault_run_with_socket("events");
     let bin = env!("CARGO_BIN_EXE_percentes");
     let started = std::time::Instant::now();

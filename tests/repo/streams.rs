@@ -131,7 +131,7 @@ fn first_token_band(w: &WindowReport) -> f64 {
 /// TTFT at 410 ms.
 #[test]
 fn a_reasoning_stream_is_timed_by_kind() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let target = || {
         let addr = mock::spawn_background(reasoning_mock(ReasoningField::ReasoningContent), 1)
             .unwrap()
@@ -211,7 +211,7 @@ fn a_reasoning_stream_is_timed_by_kind() {
 /// equal to end-to-end and no TPOT. Deliberate break: ignoring `tool_calls` makes TTFT = e2e.
 #[test]
 fn a_tool_call_only_answer_has_a_first_token_before_its_end() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let route = r#"tool_choice = "lookup"
 tools = '[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]'
 verify = { structured = true }"#;
@@ -263,7 +263,7 @@ verify = { structured = true }"#;
 /// `response.completed` with its reasoning tokens; a JSON answer checked against its schema.
 #[test]
 fn a_responses_api_stream_with_reasoning_and_a_json_answer() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let route = r#"response_format = '{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}'
 verify = { structured = true }"#;
     let target = || {
@@ -302,7 +302,7 @@ verify = { structured = true }"#;
 /// leaves the tool lines without a call.
 #[test]
 fn each_prompt_file_line_sends_its_own_parts() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let lines = [
         r#"{"prompt": "look it up", "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}], "tool_choice": "required"}"#,
         r#"{"prompt": "answer in JSON", "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}}"#,

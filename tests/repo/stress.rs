@@ -170,7 +170,7 @@ fn assert_the_client_blames_itself(requests: &[RequestRecord], timeout_ns: u64) 
 /// still seen: SIGSTOP stops every thread), or the policy off (the run goes on to its end).
 #[test]
 fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock();
     // Factor 20: warm-up 3 s, baseline 15 s, cooldown 3 s (21 s), a 1.5 s timeout; 40 rps.
     let text = config_text(addr, 20, 40.0);
@@ -272,7 +272,7 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
 /// break: the exit of 2 only with thresholds, as before (the script then publishes).
 #[test]
 fn a_run_that_failed_its_gates_fails_records_exit_code_as_analyze_does() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock();
     // Warm-up 1 s, measured 3.5 s, no cooldown, the pinned timeout; 40 rps. The stop lands
     // inside the measurement and holds back 400 of its 4,500 ticks: G2.4's p99 fails.
@@ -632,7 +632,7 @@ fn the_mock_out_of_descriptors_refuses_and_goes_on() {
 /// what expired (then each request after a gap records its own connect).
 #[test]
 fn after_an_idle_gap_the_next_request_finds_a_spare_not_a_connect() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = start_mock();
     let text = config_text(addr, 100, 2.0).replace(
         "replicas = [\"replica-0\"]\n",
@@ -675,7 +675,7 @@ fn after_an_idle_gap_the_next_request_finds_a_spare_not_a_connect() {
 #[test]
 fn syns_the_target_drops_are_the_targets_wait_not_the_clients() {
     const TEST: &str = "the SYN-drop test";
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     // The effective uid, from /proc/self/status's `Uid:` line (real, effective, ...).
     let root = std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()

@@ -29,7 +29,7 @@ fn upstream_of(head: &str) -> String {
 
 #[test]
 fn clean_delete_resets_in_flight_and_restart_brings_the_replica_back() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let binary = Path::new(env!("CARGO_BIN_EXE_percentes"));
     let mut bed = Testbed::start(binary, 2, None).unwrap();
     let service = bed.service();
@@ -303,7 +303,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
 /// probes (asking `target.nameserver`) never find.
 #[test]
 fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let root = runs_as_root();
     let installed = |program: &str| {
         ["/usr/sbin", "/usr/bin"]
@@ -553,7 +553,7 @@ fn group_members(pgid: i32) -> Vec<i32> {
 /// steps journaled out of order; a failed candidate that takes the prior release down with it.
 #[test]
 fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_release() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let haproxy = ["/usr/sbin", "/usr/bin"]
         .iter()
         .any(|dir| Path::new(dir).join("haproxy").is_file());
@@ -1248,7 +1248,7 @@ prompt_tokens = 16
 /// scale-out fails); the new replica left out of the teardown.
 #[test]
 fn a_scale_out_starts_a_replica_and_puts_it_in_service_only_once_checked() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !haproxy_installed() {
         crate::prerequisite_missing("the scale-out", "haproxy is not installed");
         return;

@@ -125,7 +125,7 @@ fn record(addr: &str, dir: &std::path::Path, name: &str, flags: &[&str]) -> serd
 #[cfg(target_os = "linux")]
 #[test]
 fn each_workload_model_is_chosen_journaled_and_audited() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = mock();
     let dir = scratch("models");
 
@@ -261,7 +261,7 @@ fn records(journal: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_follow_up_the_model_does_not_give_is_refused() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 32);
     let addr = percentes_scenarios::mock::spawn_background(mock, 1)
         .unwrap()
@@ -407,7 +407,7 @@ fn mix(mut z: u64) -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = mock();
     let dir = scratch("prefixes");
     let json = record(
@@ -520,7 +520,7 @@ fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
 #[cfg(target_os = "linux")]
 #[test]
 fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let mock = percentes_scenarios::config::MockConfig::constant(20.0, 5.0, 64);
     let addr = percentes_scenarios::mock::spawn_background(mock, 1)
         .unwrap()
@@ -610,7 +610,7 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_conversation_history_is_resent_journaled_and_designed() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let addr = mock();
     let dir = scratch("history");
     let json = record(
