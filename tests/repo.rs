@@ -5,9 +5,9 @@
 /// The machine, shared out by weight (two cores; cargo runs a binary's tests in parallel), so
 /// that the client-validity gate a test reads is not failed by its neighbours:
 /// - [`machine`]: alone. Tests that put the CPU under pressure or keep cores busy (hogs, the
-///   Python verifier, several recordings at once, a third of a core or more), that run a testbed
-///   of network namespaces, or whose verdict compares latencies to a fine margin (compare's A/A
-///   pair, the degradation studies' expectations).
+///   Python verifier, several recordings at once, a third of a core or more, measured one at a
+///   time), that run a testbed of network namespaces, or whose verdict compares latencies to a
+///   fine margin (compare's A/A pair, the degradation studies' expectations).
 /// - [`recording`]: a recording whose assertions read time the client kept, but which uses
 ///   little CPU (measured: `PERCENTES_TEST_HOLDS`, BENCHMARKS.md "The test suite's time"):
 ///   shares the machine with one other such recording at the most, never with heavier work.

@@ -738,7 +738,7 @@ fn campaign_reads_journals_and_writes_its_summary() {
 #[cfg(target_os = "linux")]
 #[test]
 fn ac4_ac6_the_demo_writes_a_complete_report_folder() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = scratch("demo");
     let out = dir.join("out");
     // Recorded once, with `--diagnose`: on this VM the client gate (G2.4) fails every recording
@@ -1236,7 +1236,7 @@ path = "/v1/chat/completions"
 /// from the report.
 #[test]
 fn an_escaped_experiment_stops_load_seals_escaped_and_reports_what_to_retain() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = scratch("escape");
     let mock = dir.join("mock.toml");
     // Capacity 20 rps at factor 100 (the demo's mock): 2 slots of 100 ms.
@@ -1587,7 +1587,7 @@ fn ctrl_c_during_a_scenario_drains_seals_aborted_and_leaves_no_replica() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_scenario_with_its_output_closed_still_seals_and_exits_with_its_status() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     let dir = scratch("closed-output");
     let out = dir.join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_percentes"))

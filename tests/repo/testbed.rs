@@ -1081,7 +1081,7 @@ prompt_tokens = 16
 /// process left out of the teardown (its port still open at the end).
 #[test]
 fn a_proxy_killed_under_load_errors_its_in_flight_requests_and_its_replacement_serves() {
-    let _machine = crate::machine();
+    let _machine = crate::recording();
     if !haproxy_installed() {
         crate::prerequisite_missing("the proxy failover", "haproxy is not installed");
         return;
