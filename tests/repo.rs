@@ -19,15 +19,23 @@
 ///   decisions at margins of hundreds of milliseconds): shares with its own kind, never with a
 ///   recording.
 ///
-/// Holds are granted in the order asked for, so a test waiting to be alone is not passed over by
-/// a stream of lighter ones. Pure file checks (tidy, docs) take nothing.
+/// The holds are served in phases (see [`Holders::may_take`]): the oldest request starts one when
+/// the machine is free, the requests of its weight that wait or come after join it while it has
+/// room, and a request of another weight that has waited [`PATIENCE`] closes it to newcomers.
+/// The suite runs on more test threads than cores (`.cargo/config.toml`), so that the queue
+/// holds enough requests to pair: on two threads, a test waiting to be alone left the other
+/// core idle behind each lone recording (about 80 s of the suite's 505 s, BENCHMARKS.md "The
+/// test suite's time"). Pure file checks (tidy, docs) take nothing.
 static MACHINE: std::sync::Mutex<Holders> = std::sync::Mutex::new(Holders {
     alone: false,
     recordings: 0,
     beside: 0,
     next_ticket: 0,
-    serving: 0,
+    waiting: Vec::new(),
 });
+
+/// When the suite's first hold was taken (for `PERCENTES_TEST_HOLDS`, see [`Held`]).
+static FIRST_HOLD: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// The machine's turn changed: a hold was taken or given back.
 static TURN: std::sync::Condvar = std::sync::Condvar::new();
@@ -35,13 +43,31 @@ static TURN: std::sync::Condvar = std::sync::Condvar::new();
 /// Recordings that may share the machine at once (its two cores).
 const RECORDINGS_AT_ONCE: usize = 2;
 
-/// Who holds the machine now, and the queue of those asking (a ticket each, served in order).
+/// Lighter tests that may share the machine at once: the analyses use every core through
+/// polars, so two keep the machine busy, as two test threads did.
+const BESIDE_AT_ONCE: usize = 2;
+
+/// How long a request may wait while the machine serves another weight before that phase takes
+/// no newcomer: a bound on how long a test waiting to be alone is passed over. Closing a phase
+/// costs an idle core while its last hold drains, and passing a test over costs nothing (it
+/// runs later, and the suite ends no later), so the bound is loose; the test threads bound a
+/// phase first: once they all wait for another weight, the phase has no one left to admit.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Who holds the machine now, and who asks for it (a ticket each, in the order asked).
 struct Holders {
     alone: bool,
     recordings: usize,
     beside: usize,
     next_ticket: u64,
-    serving: u64,
+    waiting: Vec<Request>,
+}
+
+/// A test waiting for its hold.
+struct Request {
+    ticket: u64,
+    weight: Weight,
+    since: std::time::Instant,
 }
 
 /// The kinds of hold; see [`MACHINE`].
@@ -53,14 +79,45 @@ enum Weight {
 }
 
 impl Holders {
-    fn admits(&self, weight: Weight) -> bool {
+    /// Room for one more hold of `weight` beside those held now.
+    fn room(&self, weight: Weight) -> usize {
         match weight {
-            Weight::Alone => !self.alone && self.recordings == 0 && self.beside == 0,
-            Weight::Recording => {
-                !self.alone && self.beside == 0 && self.recordings < RECORDINGS_AT_ONCE
-            }
-            Weight::Beside => !self.alone && self.recordings == 0,
+            Weight::Alone if self.idle() => 1,
+            Weight::Alone => 0,
+            Weight::Recording if self.alone || self.beside > 0 => 0,
+            Weight::Recording => RECORDINGS_AT_ONCE - self.recordings,
+            Weight::Beside if self.alone || self.recordings > 0 => 0,
+            Weight::Beside => BESIDE_AT_ONCE - self.beside,
         }
+    }
+
+    fn idle(&self) -> bool {
+        !self.alone && self.recordings == 0 && self.beside == 0
+    }
+
+    /// Whether the request `ticket` may take its hold now. It must fit beside the holds taken,
+    /// older requests of its weight go first, and:
+    /// - on a free machine, the oldest request starts the phase (its weight's requests join);
+    /// - in a phase of its weight, it joins unless an older request of another weight has
+    ///   waited longer than [`PATIENCE`]: then the phase drains and that one is served next.
+    fn may_take(&self, ticket: u64) -> bool {
+        let Some(at) = self.waiting.iter().position(|r| r.ticket == ticket) else {
+            return false;
+        };
+        let me = &self.waiting[at];
+        let older = &self.waiting[..at];
+        let ahead = older.iter().filter(|r| r.weight == me.weight).count();
+        if self.room(me.weight) <= ahead {
+            return false;
+        }
+        if self.idle() {
+            return older
+                .first()
+                .is_none_or(|oldest| oldest.weight == me.weight);
+        }
+        !older
+            .iter()
+            .any(|r| r.weight != me.weight && r.since.elapsed() > PATIENCE)
     }
 
     fn count(&mut self, weight: Weight, taken: bool) {
@@ -82,19 +139,26 @@ fn hold(weight: Weight) -> Held {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let ticket = holders.next_ticket;
     holders.next_ticket += 1;
-    while holders.serving != ticket || !holders.admits(weight) {
+    holders.waiting.push(Request {
+        ticket,
+        weight,
+        since: std::time::Instant::now(),
+    });
+    while !holders.may_take(ticket) {
         holders = TURN
             .wait(holders)
             .unwrap_or_else(|poisoned| poisoned.into_inner());
     }
-    holders.serving += 1;
+    holders.waiting.retain(|r| r.ticket != ticket);
     holders.count(weight, true);
     drop(holders);
-    // The next in line may be able to share with this one.
+    // Another in line may be able to share with this one.
     TURN.notify_all();
+    let since = std::time::Instant::now();
+    FIRST_HOLD.get_or_init(|| since);
     Held {
         weight,
-        since: std::time::Instant::now(),
+        since,
         cpu_since: cpu_seconds(),
     }
 }
@@ -129,8 +193,10 @@ fn cpu_seconds() -> Option<f64> {
 /// A hold on the machine, of what weight and since when. Under `PERCENTES_TEST_HOLDS=FILE` its
 /// release appends the seconds it was held, the CPU seconds the test process and its reaped
 /// children used meanwhile (meaningful with `--test-threads=1`), its weight and the test's name
-/// to FILE: the suite's critical path is the holds alone and the recordings' (two at a time),
-/// whatever the tests that wait for them (issue 51 item 3; BENCHMARKS.md).
+/// to FILE, then when it was taken, in seconds after the suite's first hold: the suite's critical
+/// path is the holds alone and the recordings' (two at a time), whatever the tests that wait for
+/// them, and the gaps between holds are what the order of asking cost (issue 51 item 3;
+/// BENCHMARKS.md).
 struct Held {
     weight: Weight,
     since: std::time::Instant,
@@ -153,9 +219,12 @@ impl Drop for Held {
             _ => "?".to_owned(),
         };
         let line = format!(
-            "{:.1} {cpu} {:?} {name}\n",
+            "{:.1} {cpu} {:?} {name} {:.1}\n",
             self.since.elapsed().as_secs_f64(),
-            self.weight
+            self.weight,
+            self.since
+                .duration_since(*FIRST_HOLD.get_or_init(|| self.since))
+                .as_secs_f64()
         );
         use std::io::Write;
         // A measurement aid: a file that cannot be written loses the line, never the test.
@@ -306,6 +375,73 @@ fn lacks(test: &str, program: &str, why: &str) -> bool {
         prerequisite_missing(test, why);
     }
     missing
+}
+
+/// The lock's phases, decided on a queue made by hand: light recordings pair past a test
+/// waiting to be alone until it has waited [`PATIENCE`], a free machine serves the oldest
+/// request first, and nothing shares with a test held alone.
+#[test]
+fn the_machine_lock_pairs_in_phases_and_passes_no_one_over_for_long() {
+    let now = std::time::Instant::now();
+    let waited = |secs: u64| now - std::time::Duration::from_secs(secs);
+    let queue = |asks: &[(Weight, std::time::Instant)]| Holders {
+        alone: false,
+        recordings: 0,
+        beside: 0,
+        next_ticket: asks.len() as u64,
+        waiting: asks
+            .iter()
+            .enumerate()
+            .map(|(ticket, &(weight, since))| Request {
+                ticket: ticket as u64,
+                weight,
+                since,
+            })
+            .collect(),
+    };
+    let (alone, rec, beside) = (Weight::Alone, Weight::Recording, Weight::Beside);
+    let free = |h: &Holders| {
+        (0..h.next_ticket)
+            .filter(|&t| h.may_take(t))
+            .collect::<Vec<_>>()
+    };
+
+    // A free machine: the oldest starts a phase of recordings, the next recording joins it past
+    // the test waiting to be alone, the third has no room.
+    let mut h = queue(&[(rec, now), (alone, now), (rec, now), (rec, now)]);
+    assert_eq!(free(&h), [0, 2]);
+    // One recording held: a younger one joins while the lone test has waited under PATIENCE...
+    h.waiting.remove(0);
+    h.recordings = 1;
+    assert_eq!(free(&h), [2]);
+    // ... and not once it has waited longer: the phase drains, and then it goes first.
+    h.waiting[0].since = waited(PATIENCE.as_secs() + 1);
+    assert!(free(&h).is_empty());
+    h.recordings = 0;
+    assert_eq!(free(&h), [1]);
+    // Held alone: nothing else, however long it waited.
+    h.alone = true;
+    h.waiting.remove(0);
+    h.waiting.push(Request {
+        ticket: 4,
+        weight: beside,
+        since: waited(600),
+    });
+    h.next_ticket = 5;
+    assert!(free(&h).is_empty());
+    // Free again: the oldest (a recording) starts, and the beside test waits for its phase.
+    h.alone = false;
+    assert_eq!(free(&h), [2, 3]);
+    h.recordings = 2;
+    h.waiting.retain(|r| r.weight == beside);
+    assert!(free(&h).is_empty());
+    h.recordings = 0;
+    assert_eq!(free(&h), [4]);
+    // Lighter tests pair as recordings do, and never beside a recording.
+    let mut h = queue(&[(beside, now), (beside, now), (beside, now)]);
+    assert_eq!(free(&h), [0, 1]);
+    h.recordings = 1;
+    assert!(free(&h).is_empty());
 }
 
 mod repo {

@@ -836,6 +836,7 @@ fn recovery_reads_honestly(
 /// page itself must lead with the summary box and carry the plots and the gate table's marks.
 #[test]
 fn the_report_page_renders_in_a_browser_with_its_summary_first() {
+    let _machine = crate::beside();
     use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{analysis, load, report, JournalFile};
     let dir = std::env::temp_dir().join(format!("percentes-screenshot-{}", std::process::id()));

@@ -97,6 +97,7 @@ fn split_into(dir: &Path, stem: &str, journal: &[u8], count: u32) -> Vec<PathBuf
 /// (...)`, never shard 0's `completed` alone; shards that agree read as one journal would.
 #[test]
 fn a_merged_run_cites_every_shards_seal_when_they_differ() {
+    let _machine = crate::beside();
     let dir = scratch("seals");
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let aborted = std::fs::read(root().join("golden/v1/aborted.pj")).unwrap();
@@ -130,6 +131,7 @@ fn a_merged_run_cites_every_shards_seal_when_they_differ() {
 
 #[test]
 fn every_golden_recording_split_over_three_shards_merges_and_analyzes_as_recorded() {
+    let _machine = crate::beside();
     let dir = scratch("goldens");
     for name in [
         "demo-clean-delete",
