@@ -4,17 +4,19 @@
 
 /// The machine, shared out by weight (two cores; cargo runs a binary's tests in parallel), so
 /// that the client-validity gate a test reads is not failed by its neighbours:
-/// - [`machine`]: alone. Tests that put the CPU under pressure or keep cores busy (hogs, the
-///   Python verifier, several recordings at once, a third of a core or more, measured one at a
-///   time), that run a testbed of network namespaces, or whose verdict compares latencies to a
-///   fine margin (compare's A/A pair, the degradation studies' expectations).
+/// - [`machine`]: alone. Tests that put the CPU under pressure or keep both cores busy (hogs,
+///   the Python verifier on every golden and the spilled table on both cores, several
+///   recordings at once, a recording taking a third of a core or more, measured one at a time),
+///   that run a testbed of network namespaces, or whose verdict compares latencies to a fine
+///   margin (compare's A/A pair, the degradation studies' expectations).
 /// - [`recording`]: a recording whose assertions read time the client kept, but which uses
 ///   little CPU (measured: `PERCENTES_TEST_HOLDS`, BENCHMARKS.md "The test suite's time"):
 ///   shares the machine with one other such recording at the most, never with heavier work.
 ///   Most of a recording's wall time is its schedule's waiting, and two of them together keep
 ///   the two cores mostly idle, so each still sees the quiet host its gates are judged on.
 /// - [`beside`]: lighter work that reads no time the client kept (analysis, export,
-///   verification: polars and the analyzer use every core; recordings whose assertions read
+///   verification, the Python verifier's single-core checks, `cargo tree`: polars and the
+///   analyzer use every core; recordings whose assertions read
 ///   only what a server did to each request: classes, bytes, headers, counts, the pool's
 ///   decisions at margins of hundreds of milliseconds): shares with its own kind, never with a
 ///   recording.

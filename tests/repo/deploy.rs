@@ -683,7 +683,7 @@ exit 0
 #[cfg(unix)]
 #[test]
 fn the_campaign_script_records_collects_merges_and_summarizes() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     let dir = std::env::temp_dir().join(format!("percentes-campaign-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let bin = dir.join("bin");

@@ -65,8 +65,8 @@ const NOT_IN_THE_ANALYZER: &[&str] = &[
 
 #[test]
 fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
-    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
-    let _machine = crate::machine();
+    // `cargo tree` resolves the whole graph on one core, and reads no time: light work.
+    let _machine = crate::beside();
     let deps = reachable("percentes-analyzer");
     assert!(
         deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars"),
@@ -97,7 +97,7 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
 /// table functions through which SQL could read a file or a URL (analyzer/src/query.rs).
 #[test]
 fn the_query_features_network_stack_comes_only_through_polars() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     let deps = reachable_pruned("percentes-analyzer", &[], &["query"]);
     assert!(deps.contains("polars-sql"), "the walk must see the feature");
     for banned in [
@@ -123,8 +123,8 @@ fn the_query_features_network_stack_comes_only_through_polars() {
 
 #[test]
 fn formats_depends_on_no_io_policy() {
-    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
-    let _machine = crate::machine();
+    // `cargo tree` resolves the whole graph on one core, and reads no time: light work.
+    let _machine = crate::beside();
     let deps = reachable("percentes-formats");
     for banned in [
         "io-uring",
@@ -143,8 +143,8 @@ fn formats_depends_on_no_io_policy() {
 
 #[test]
 fn the_mock_depends_on_neither_half_of_the_instrument() {
-    // `cargo tree` resolves the whole graph: it takes the machine like the other heavy tests.
-    let _machine = crate::machine();
+    // `cargo tree` resolves the whole graph on one core, and reads no time: light work.
+    let _machine = crate::beside();
     let deps = reachable("percentes-scenarios");
     assert!(
         deps.contains("tokio"),
@@ -170,7 +170,7 @@ fn the_mock_depends_on_neither_half_of_the_instrument() {
 /// every request, so each must be in the recorder's own tree.
 #[test]
 fn every_profile_override_names_a_package_the_build_has() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     let root = super::golden::root();
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();

@@ -380,9 +380,9 @@ fn every_recorded_host_fact_has_a_typed_key() {
 /// recordings and are never regenerated.
 #[test]
 fn recorded_runs_analyze_to_their_expected_reports() {
-    // Ten analyses (five recordings under two spec versions) load both cores for a few seconds:
-    // they take the machine like a recording, so that a neighbour's client gate is not failed.
-    let _machine = crate::machine();
+    // Ten analyses (five recordings under two spec versions), about a core for five seconds:
+    // never beside a recording, whose client gate they could fail.
+    let _machine = crate::beside();
     use percentes_analyzer::analysis;
     use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{load, report, JournalFile};

@@ -517,7 +517,7 @@ fn edge_cases(sealed: &[u8]) -> Vec<(String, Vec<u8>)> {
 /// journal per rule breaks that rule once.
 #[test]
 fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     if python().is_none() {
         return;
     }
@@ -633,8 +633,8 @@ fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
 /// (scripts/check_hlog.py), on the sealed golden's three windows.
 #[test]
 fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
-    // An analysis and a Python decoder: it takes the machine like the other heavy tests.
-    let _machine = crate::machine();
+    // An analysis and a Python decoder, a core at the most: never beside a recording.
+    let _machine = crate::beside();
     if python().is_none() {
         return;
     }
@@ -685,7 +685,7 @@ fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
 /// by, and a journal that breaks none as `analyze` accepts it.
 #[test]
 fn the_independent_verifier_judges_scrape_records_as_analyze_does() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     if python().is_none() {
         return;
     }
@@ -826,7 +826,7 @@ fn the_independent_verifier_judges_scrape_records_as_analyze_does() {
 /// uppercase hex, a bound field or a restated one changed, a signature by another key).
 #[test]
 fn the_independent_verifier_judges_manifests_as_verify_does() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     let Some(python) = python() else { return };
     use percentes_formats::journal::synthetic;
     let dir = std::env::temp_dir().join(format!("percentes-manifests-{}", std::process::id()));
@@ -984,7 +984,7 @@ fn the_independent_verifier_judges_manifests_as_verify_does() {
 /// the header's two epochs, which `analyze` reads as written; a forged `at` is found.
 #[test]
 fn the_independent_verifier_recomputes_external_timeline_times() {
-    let _machine = crate::machine();
+    let _machine = crate::beside();
     let Some(python) = python() else { return };
     use percentes_formats::journal::records::{EventKind, EventRecord, Record};
     use percentes_formats::journal::synthetic;
