@@ -3,8 +3,10 @@
 //! else. The mock testbed's isolated replicas and the real-parts testbed's both stand in one.
 //!
 //! Addresses are link-local: replica `i`'s pair is 169.254.T.(4i+1) on the host side and
-//! .(4i+2) inside, where T is drawn from the process id and the bed's kind, so two testbeds of
-//! one process, or of two processes, do not collide. Link-local traffic never leaves the machine.
+//! .(4i+2) inside. T is first drawn from the process id and the bed's kind; the pair's host end
+//! is named by T and `i`, so a pair whose /30 another bed holds (of this process or another,
+//! about one draw in 254) is refused by the kernel's one name per interface, and moves to the
+//! next T. Link-local traffic never leaves the machine.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -29,31 +31,23 @@ impl Netns {
                 "replica {index} of kind {kind:?}: at most {ISOLATED_REPLICAS_MAX} isolated replicas, kinds a-z"
             )));
         }
-        let pid = std::process::id();
-        let tag = pid % 100_000;
-        // The kind shifts the third octet, so the mock's and the real bed's pairs of one
-        // process differ; both stay in 1..=254.
-        let octet = 1 + (pid + u32::from(kind as u8) * 37) % 254;
-        let at = |host: usize| Ipv4Addr::new(169, 254, octet as u8, (4 * index + host) as u8);
+        let tag = std::process::id() % 100_000;
         let name = format!("pc{kind}{tag}r{index}");
-        let (host_if, ns_if) = (
-            format!("p{kind}{tag}h{index}"),
-            format!("p{kind}{tag}n{index}"),
-        );
         run("ip", &["netns", "add", &name])?;
-        // Owned at once, so that a later step's failure deletes it.
-        let netns = Netns {
+        // Owned at once, so that a later step's failure deletes it (and with it the pair).
+        let mut netns = Netns {
             name,
-            inside: at(2),
+            inside: Ipv4Addr::UNSPECIFIED,
         };
+        let (octet, host_if, ns_if) = veth_pair(drawn_octet(kind), index)?;
+        let at = |host: usize| Ipv4Addr::new(169, 254, octet, (4 * index + host) as u8);
+        netns.inside = at(2);
         let ns = netns.name.as_str();
-        run(
-            "ip",
-            &[
-                "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
-            ],
-        )?;
-        run("ip", &["link", "set", &ns_if, "netns", ns])?;
+        if let Err(e) = run("ip", &["link", "set", &ns_if, "netns", ns]) {
+            // Still on the host: the namespace's deletion would not take it.
+            let _ = run("ip", &["link", "del", &host_if]);
+            return Err(e);
+        }
         let host_cidr = format!("{}/30", at(1));
         run("ip", &["addr", "add", &host_cidr, "dev", &host_if])?;
         run("ip", &["link", "set", &host_if, "up"])?;
@@ -86,6 +80,53 @@ impl Netns {
             .chain(argv.iter().cloned())
             .collect()
     }
+}
+
+/// The third octet a bed of `kind` in this process tries first (1..=254): drawn from the process
+/// id, and shifted by the kind, so that the mock's and the real bed's pairs of one process
+/// differ.
+pub fn drawn_octet(kind: char) -> u8 {
+    (1 + (std::process::id() + u32::from(kind) * 37) % 254) as u8
+}
+
+/// The name of the host end of replica `index`'s pair on 169.254.`octet`.0/24: one name per
+/// /30, so the kernel refuses a second bed on the same addresses.
+pub fn host_end(octet: u8, index: usize) -> String {
+    format!("pcl{octet}h{index}")
+}
+
+/// Creates replica `index`'s veth pair on the first third octet from `first` (wrapping within
+/// 1..=254) whose host end's name no interface has: the octet and both ends' names. A refusal
+/// for any other reason is the error.
+fn veth_pair(first: u8, index: usize) -> std::io::Result<(u8, String, String)> {
+    for step in 0..254u16 {
+        let octet = (1 + (u16::from(first) - 1 + step) % 254) as u8;
+        let (host_if, ns_if) = (host_end(octet, index), format!("pcl{octet}n{index}"));
+        let added = run(
+            "ip",
+            &[
+                "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
+            ],
+        );
+        match added {
+            Ok(()) => return Ok((octet, host_if, ns_if)),
+            // Another bed holds this /30 (its host end stays on the host): the next one.
+            Err(_) if interface_exists(&host_if) || interface_exists(&ns_if) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free link-local /30 for replica {index}: every 169.254.T.{}/30 from T = {first} has a bed's pair on it; delete the namespaces a crashed run left (ip netns list, names pc<kind><pid>r<i>)",
+        4 * index
+    )))
+}
+
+/// Whether an interface of this name exists in the host's namespace.
+fn interface_exists(name: &str) -> bool {
+    Command::new("ip")
+        .args(["link", "show", "dev", name])
+        .output()
+        .is_ok_and(|out| out.status.success())
 }
 
 impl Drop for Netns {
