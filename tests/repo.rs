@@ -7,8 +7,13 @@
 /// - [`machine`]: alone. Tests that put the CPU under pressure or keep both cores busy (hogs,
 ///   the Python verifier on every golden and the spilled table on both cores, several
 ///   recordings at once, a recording taking a third of a core or more, measured one at a time),
-///   that run a testbed of network namespaces, or whose verdict compares latencies to a fine
-///   margin (compare's A/A pair, the degradation studies' expectations).
+///   or whose verdict compares latencies to a fine margin (compare's A/A pair, the degradation
+///   studies' expectations).
+/// - [`testbed`]: a study on a testbed of network namespaces (the black-hole beds, the partition
+///   on real parts): about a third of a core each, their verdicts read by the target's side
+///   (G3, censoring at the timeout within tens of milliseconds) and their client gates read as
+///   a diagnosis; shares with one other such at the most (each bed's addresses are its own,
+///   `scenarios::netns`), never with anything else.
 /// - [`recording`]: a recording whose assertions read time the client kept, but which uses
 ///   little CPU (measured: `PERCENTES_TEST_HOLDS`, BENCHMARKS.md "The test suite's time"):
 ///   shares the machine with one other such recording at the most, never with heavier work.
@@ -32,6 +37,7 @@ static MACHINE: std::sync::Mutex<Holders> = std::sync::Mutex::new(Holders {
     alone: false,
     recordings: 0,
     beside: 0,
+    testbeds: 0,
     next_ticket: 0,
     waiting: Vec::new(),
 });
@@ -44,6 +50,9 @@ static TURN: std::sync::Condvar = std::sync::Condvar::new();
 
 /// Recordings that may share the machine at once (its two cores).
 const RECORDINGS_AT_ONCE: usize = 2;
+
+/// Testbeds of network namespaces that may share the machine at once.
+const TESTBEDS_AT_ONCE: usize = 2;
 
 /// Lighter tests that may share the machine at once: the analyses use every core through
 /// polars, so two keep the machine busy, as two test threads did.
@@ -61,6 +70,7 @@ struct Holders {
     alone: bool,
     recordings: usize,
     beside: usize,
+    testbeds: usize,
     next_ticket: u64,
     waiting: Vec<Request>,
 }
@@ -78,6 +88,7 @@ enum Weight {
     Alone,
     Recording,
     Beside,
+    Testbed,
 }
 
 impl Holders {
@@ -86,15 +97,23 @@ impl Holders {
         match weight {
             Weight::Alone if self.idle() => 1,
             Weight::Alone => 0,
-            Weight::Recording if self.alone || self.beside > 0 => 0,
+            _ if self.held_but(weight) => 0,
             Weight::Recording => RECORDINGS_AT_ONCE - self.recordings,
-            Weight::Beside if self.alone || self.recordings > 0 => 0,
             Weight::Beside => BESIDE_AT_ONCE - self.beside,
+            Weight::Testbed => TESTBEDS_AT_ONCE - self.testbeds,
         }
     }
 
+    /// Whether a hold of another weight than `weight` is taken.
+    fn held_but(&self, weight: Weight) -> bool {
+        self.alone
+            || (weight != Weight::Recording && self.recordings > 0)
+            || (weight != Weight::Beside && self.beside > 0)
+            || (weight != Weight::Testbed && self.testbeds > 0)
+    }
+
     fn idle(&self) -> bool {
-        !self.alone && self.recordings == 0 && self.beside == 0
+        !self.held_but(Weight::Alone)
     }
 
     /// Whether the request `ticket` may take its hold now. It must fit beside the holds taken,
@@ -129,6 +148,8 @@ impl Holders {
             Weight::Recording => self.recordings -= 1,
             Weight::Beside if taken => self.beside += 1,
             Weight::Beside => self.beside -= 1,
+            Weight::Testbed if taken => self.testbeds += 1,
+            Weight::Testbed => self.testbeds -= 1,
         }
     }
 }
@@ -173,6 +194,12 @@ fn machine() -> Held {
 /// The machine shared with one other light recording at the most (see [`MACHINE`]).
 fn recording() -> Held {
     hold(Weight::Recording)
+}
+
+/// The machine shared with one other testbed of network namespaces at the most (see
+/// [`MACHINE`]).
+fn testbed() -> Held {
+    hold(Weight::Testbed)
 }
 
 /// The machine shared with other light tests, never with a recording (see [`MACHINE`]).
@@ -390,6 +417,7 @@ fn the_machine_lock_pairs_in_phases_and_passes_no_one_over_for_long() {
         alone: false,
         recordings: 0,
         beside: 0,
+        testbeds: 0,
         next_ticket: asks.len() as u64,
         waiting: asks
             .iter()
@@ -443,6 +471,16 @@ fn the_machine_lock_pairs_in_phases_and_passes_no_one_over_for_long() {
     let mut h = queue(&[(beside, now), (beside, now), (beside, now)]);
     assert_eq!(free(&h), [0, 1]);
     h.recordings = 1;
+    assert!(free(&h).is_empty());
+    // Testbeds pair with each other only.
+    let bed = Weight::Testbed;
+    let mut h = queue(&[(bed, now), (rec, now), (bed, now), (bed, now)]);
+    assert_eq!(free(&h), [0, 2]);
+    h.testbeds = 1;
+    h.waiting.remove(0);
+    assert_eq!(free(&h), [2]);
+    h.testbeds = 0;
+    h.beside = 1;
     assert!(free(&h).is_empty());
 }
 

@@ -136,11 +136,63 @@ fn clean_delete_resets_in_flight_and_restart_brings_the_replica_back() {
     assert_eq!(restart, ["armed", "fired", "ready"]);
 }
 
+/// A replica's namespace whose link-local /30 another bed already holds (about one draw in 254
+/// between two beds, of one process or two) moves to the next free one, instead of failing or
+/// sharing the addresses. The other bed is an interface with the name and the address a
+/// bed's pair would have on the drawn /30 (a veth pair: kernels without the dummy module have
+/// it); with the third octet drawn from the process id alone, as it was, the new pair took that
+/// /30 beside it.
+#[test]
+fn a_namespace_whose_addresses_another_bed_holds_moves_to_the_next_ones() {
+    let _machine = crate::beside();
+    if let Some(why) = percentes_scenarios::testbed::isolation_unavailable() {
+        crate::prerequisite_missing("the link-local allocation", &why);
+        return;
+    }
+    use percentes_scenarios::netns::{drawn_octet, host_end, Netns};
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let drawn = drawn_octet('t');
+    let other = host_end(drawn, 0);
+    let peer = format!("{other}x");
+    assert!(
+        ip(&["link", "add", &other, "type", "veth", "peer", "name", &peer]).0,
+        "{other}"
+    );
+    let held = format!("169.254.{drawn}.1/30");
+    assert!(ip(&["addr", "add", &held, "dev", &other]).0);
+    let netns = Netns::create('t', 0);
+    ip(&["link", "del", &other]);
+    let netns = netns.unwrap();
+    let [a, b, octet, inside] = netns.address().octets();
+    assert_eq!((a, b, inside), (169, 254, 2), "{}", netns.address());
+    assert_ne!(octet, drawn, "the pair took the /30 another bed holds");
+    let (found, addresses) = ip(&["-o", "addr", "show", "dev", &host_end(octet, 0)]);
+    assert!(found);
+    assert!(
+        addresses.contains(&format!("169.254.{octet}.1/30")),
+        "{addresses}"
+    );
+    drop(netns);
+    assert!(
+        !ip(&["link", "show", "dev", &host_end(octet, 0)]).0,
+        "the pair outlived its namespace"
+    );
+}
+
 /// Black-hole needs root, iproute2 and iptables (.ci/run installs them); elsewhere it says why
 /// it did not run.
 #[test]
 fn black_hole_silences_the_victim_until_its_armed_expiry() {
-    let _machine = crate::machine();
+    let _machine = crate::testbed();
     if let Some(why) = percentes_scenarios::testbed::isolation_unavailable() {
         crate::prerequisite_missing("the black-hole testbed test", &why);
         return;
@@ -213,7 +265,7 @@ fn black_hole_silences_the_victim_until_its_armed_expiry() {
 /// remove command's confirmation fails fault fidelity).
 #[test]
 fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeout() {
-    let _machine = crate::machine();
+    let _machine = crate::testbed();
     if let Some(why) = percentes_scenarios::testbed::isolation_unavailable() {
         crate::prerequisite_missing("the black-hole study", &why);
         return;
@@ -883,7 +935,7 @@ statuses = [200]
 /// the scenario's words); the namespaces outliving the run.
 #[test]
 fn a_partition_on_the_isolated_real_parts_bed_censors_the_victims_in_flight_requests() {
-    let _machine = crate::machine();
+    let _machine = crate::testbed();
     let why = percentes_scenarios::testbed::isolation_unavailable()
         .or_else(|| (!haproxy_installed()).then(|| "haproxy is not installed".to_owned()));
     if let Some(why) = why {
