@@ -21,10 +21,9 @@
 ///   the two cores mostly idle, so each still sees the quiet host its gates are judged on.
 /// - [`beside`]: lighter work that reads no time the client kept (analysis, export,
 ///   verification, the Python verifier's single-core checks, `cargo tree`: polars and the
-///   analyzer use every core; recordings whose assertions read
-///   only what a server did to each request: classes, bytes, headers, counts, the pool's
-///   decisions at margins of hundreds of milliseconds): shares with its own kind, never with a
-///   recording.
+///   analyzer use every core; recordings whose assertions read only what a server did to each
+///   request: classes, bytes, headers, counts, the pool's decisions at margins of hundreds of
+///   milliseconds): shares with its own kind, never with a recording.
 ///
 /// The holds are served in phases (see [`Holders::may_take`]): the oldest request starts one when
 /// the machine is free, the requests of its weight that wait or come after join it while it has
