@@ -494,8 +494,9 @@ impl ScheduleParams {
 const STREAM_GAP: u64 = 0;
 const STREAM_ROUTE: u64 = 1;
 
-/// SplitMix64's output function (Steele, Lea and Flood 2014).
-pub(crate) fn mix64(mut z: u64) -> u64 {
+/// SplitMix64's output function (Steele, Lea and Flood 2014): a frozen, well-spread hash of one
+/// word (the schedule's draws; a simulated target's per-request draw).
+pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

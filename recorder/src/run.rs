@@ -48,8 +48,11 @@ mod scrapes;
 mod setup;
 mod shard;
 mod signals;
-#[cfg(test)]
-mod sim;
+/// The production worker loop on simulated time and a scripted target, and the journal such a
+/// run would write: this crate's tests, and the repository's (the `sim` feature), which read
+/// that journal with the analyzer.
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 mod state;
 mod summary;
 mod telemetry;

@@ -12,6 +12,16 @@
 //! a CPU the client cannot keep up on, a target with few slots, one that starts late, drops SYNs,
 //! resets, holds its heads, goes silent); a failing seed prints itself and reruns identically
 //! under `PERCENTES_SIM_SEED`.
+//!
+//! A simulated run is also a journal ([`Run::journal`]): what the writer thread would have
+//! appended, in the order it would have, under the header and seal `record` makes, with the
+//! telemetry thread's once-a-second record built by the production code (`telemetry::
+//! second_record`) from the simulated worker's own stall ticks and send skews. The repository's
+//! tests read it with the analyzer (the `sim` feature exposes this module to them): a figure
+//! whose point is the recorder's logic is checked there exactly, with no host noise to retry
+//! past. What the simulation cannot journal it leaves out and says so in a host fact: the host's
+//! CPU is the world's stated reading, the recorder's own CPU is not read, and no canary,
+//! cgroup, probe, scrape, fault thread or escape watch runs.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -21,10 +31,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use percentes_formats::config::Config;
+use percentes_formats::journal::header::{Header, HostFact};
+#[cfg(test)]
+use percentes_formats::journal::records::{class_name, Outcome};
 use percentes_formats::journal::records::{
-    class_name, EventKind, Outcome, Record, RequestRecord, CLIENT_BEHIND,
+    EventKind, Record, RequestRecord, SealStatus, CLIENT_BEHIND, RECORDER_CPU_NOT_READ,
 };
-use percentes_formats::schedule::Entry;
+use percentes_formats::journal::JournalWriter;
+use percentes_formats::pins::CLIENT_TIMEOUT_S;
+use percentes_formats::schedule::{mix64, Entry};
 
 use super::behind::Behind;
 use super::connect::{connect_verdict, transport_verdict, Dialer};
@@ -35,49 +50,66 @@ use super::http2::Carried;
 use super::pacer::run_worker;
 use super::plan::RunPlan;
 use super::plan::EPOCH_LEAD;
-use super::setup::templates;
+use super::setup::{journal_header, seal_of, templates};
 use super::state::{Sender, Shared, ToWriter};
-use super::telemetry::judge_starved;
+use super::telemetry::{journal_after_run, judge_starved, second_record};
+use super::Options;
 use crate::exchange::{Exchange, Rule, Verdict};
 use crate::http1;
 use crate::request::{ExtraHeaders, Target as Url};
 
 mod exec;
+#[cfg(test)]
 mod pool;
 
 use exec::{Core, SimClock};
-pub(super) use exec::{Freezes, Stalls};
+pub use exec::{Freezes, Stalls};
 
-pub(super) const MS: u64 = 1_000_000;
-pub(super) const S: u64 = 1_000 * MS;
+/// A millisecond, in the simulation's nanoseconds.
+pub const MS: u64 = 1_000_000;
+/// A second, in the simulation's nanoseconds.
+pub const S: u64 = 1_000 * MS;
 
 /// How the simulated target behaves. Times are ns from the epoch.
 #[derive(Clone, Debug)]
-pub(super) struct Target {
+pub struct Target {
     /// Requests it serves at once; more wait for a slot in arrival order (`None`: no limit).
-    pub(super) slots: Option<usize>,
+    pub slots: Option<usize>,
     /// From the start of service to the response head.
-    pub(super) head_ns: u64,
+    pub head_ns: u64,
     /// From the start of service to the first token.
-    pub(super) ttft_ns: u64,
+    pub ttft_ns: u64,
+    /// Each request's time to its first token is drawn uniformly from `[ttft_ns, ttft_ns +
+    /// ttft_spread_ns)` by a hash of its index (0: every request takes `ttft_ns`).
+    pub ttft_spread_ns: u64,
     /// Between tokens.
-    pub(super) tpot_ns: u64,
+    pub tpot_ns: u64,
+    /// Between a reasoning token and the one before it, where [`Target::answers`] marks it
+    /// reasoning (`None`: `tpot_ns`).
+    pub reasoning_gap_ns: Option<u64>,
+    /// The events of each answer, where not the simulation's own plain chat chunks: a
+    /// reasoning model's, a tool call's, another API's (the repository's tests give the mock's,
+    /// `percentes_scenarios::mock::streamed`). Their count replaces `tokens`.
+    pub answers: Option<Answers>,
     /// Tokens an answer has.
-    pub(super) tokens: u32,
+    pub tokens: u32,
     /// A TCP connect's time.
-    pub(super) connect_ns: u64,
+    pub connect_ns: u64,
     /// Connects are refused before this time (a target that starts late).
-    pub(super) up_ns: u64,
+    pub up_ns: u64,
     /// SYNs sent in `[start, end)` are dropped; the connect completes after the window, at
     /// the first retransmission past it.
-    pub(super) syn_drop: Option<(u64, u64)>,
+    pub syn_drop: Option<(u64, u64)>,
     /// It accepts and reads requests written in `[start, end)` and never answers them.
-    pub(super) silent: Option<(u64, u64)>,
+    pub silent: Option<(u64, u64)>,
+    /// It sends nothing in `[start, end)`: a head, token or end due inside is sent at `end`, and
+    /// the rest of that answer follows as late (a stream resumes where it stopped).
+    pub stall: Option<(u64, u64)>,
     /// Every n-th request (by index) is reset after its head.
-    pub(super) reset_every: Option<u64>,
+    pub reset_every: Option<u64>,
     /// A finished answer leaves its connection open for the next request (else each request
     /// connects: `Connection: close`).
-    pub(super) keep_alive: bool,
+    pub keep_alive: bool,
 }
 
 impl Default for Target {
@@ -86,16 +118,70 @@ impl Default for Target {
             slots: None,
             head_ns: 2 * MS,
             ttft_ns: 20 * MS,
+            ttft_spread_ns: 0,
             tpot_ns: 10 * MS,
+            reasoning_gap_ns: None,
+            answers: None,
             tokens: 4,
             connect_ns: 100_000,
             up_ns: 0,
             syn_drop: None,
             silent: None,
+            stall: None,
             reset_every: None,
             keep_alive: true,
         }
     }
+}
+
+/// A streamed answer's events, each one HTTP chunk's payload.
+#[derive(Clone, Debug, Default)]
+pub struct Events {
+    /// Sent with the head (none for Chat Completions).
+    pub prologue: Vec<u8>,
+    /// One per token, and whether the token is reasoning.
+    pub tokens: Vec<(Vec<u8>, bool)>,
+    /// Sent at the end, before the last chunk.
+    pub epilogue: Vec<u8>,
+}
+
+/// A request's answer from its index, its path and its body as the client wrote them.
+type AnswerOf = dyn Fn(u64, &str, &[u8]) -> Events + Send + Sync;
+
+/// What a scripted target answers each request with.
+#[derive(Clone)]
+pub struct Answers(Arc<AnswerOf>);
+
+impl Answers {
+    /// Answers from `of`.
+    pub fn new(of: impl Fn(u64, &str, &[u8]) -> Events + Send + Sync + 'static) -> Answers {
+        Answers(Arc::new(of))
+    }
+}
+
+impl std::fmt::Debug for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Answers(..)")
+    }
+}
+
+/// A request's own draw from its index: the same on every run, spread over the whole range.
+fn draw(index: u64) -> u64 {
+    mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15))
+}
+
+/// A written HTTP/1.1 request's path and body.
+fn split_request(request: &[u8]) -> (&str, &[u8]) {
+    let end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(request.len(), |i| i + 4);
+    let line = request.split(|&b| b == b'\r').next().unwrap_or_default();
+    let path = std::str::from_utf8(line)
+        .ok()
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap_or("");
+    (path, &request[end..])
 }
 
 /// What the target does with one request written at `written_ns`.
@@ -126,11 +212,17 @@ pub(super) struct Net {
 }
 
 impl Net {
-    fn serve(&self, entry: &Entry, written: u64) -> Reply {
+    /// The target's reply to a request written at `written`; `reasoning` marks each of its
+    /// tokens reasoning or not, where the answer is scripted ([`Target::answers`]).
+    fn serve(&self, entry: &Entry, written: u64, reasoning: Option<&[bool]>) -> Reply {
         let t = &self.target;
         if t.silent.is_some_and(|(a, b)| (a..b).contains(&written)) {
             return Reply::Silent;
         }
+        let ttft = match t.ttft_spread_ns {
+            0 => t.ttft_ns,
+            spread => t.ttft_ns + draw(entry.index) % spread,
+        };
         let start = match t.slots {
             None => written,
             Some(_) => {
@@ -141,19 +233,48 @@ impl Net {
                     .min_by_key(|&(_, &f)| f)
                     .expect("a slot");
                 let start = free.max(written);
-                slots[i] = start + t.ttft_ns + t.tpot_ns * u64::from(t.tokens.saturating_sub(1));
+                slots[i] = start + ttft + t.tpot_ns * u64::from(t.tokens.saturating_sub(1));
                 start
             }
         };
-        let head = written.max(start + t.head_ns.min(t.ttft_ns));
+        let head = written.max(start + t.head_ns.min(ttft));
         if t.reset_every
             .is_some_and(|n| n > 0 && entry.index % n == n - 1)
         {
             return Reply::Reset { head };
         }
-        let tokens: Vec<u64> = (0..u64::from(t.tokens))
-            .map(|k| start + t.ttft_ns + k * t.tpot_ns)
-            .collect();
+        let kinds: Vec<bool> = match reasoning {
+            Some(kinds) => kinds.to_vec(),
+            None => vec![false; t.tokens as usize],
+        };
+        let mut at = start + ttft;
+        let mut tokens: Vec<u64> = Vec::with_capacity(kinds.len());
+        for (k, &thinking) in kinds.iter().enumerate() {
+            if k > 0 {
+                at += match (thinking, t.reasoning_gap_ns) {
+                    (true, Some(gap)) => gap,
+                    _ => t.tpot_ns,
+                };
+            }
+            tokens.push(at);
+        }
+        let mut head = head;
+        if let Some((a, b)) = t.stall {
+            // The first send due inside the stall waits for its end; all after it as long.
+            let held = std::iter::once(head)
+                .chain(tokens.iter().copied())
+                .find(|at| (a..b).contains(at))
+                .map(|at| b - at);
+            if let Some(by) = held {
+                let push = |at: &mut u64| {
+                    if *at >= b - by {
+                        *at += by;
+                    }
+                };
+                push(&mut head);
+                tokens.iter_mut().for_each(push);
+            }
+        }
         let end = tokens.last().copied().unwrap_or(head);
         Reply::Answer { head, tokens, end }
     }
@@ -166,7 +287,14 @@ impl Net {
     }
 
     fn chunk(text: &str) -> Vec<u8> {
-        format!("{:x}\r\n{text}\r\n", text.len()).into_bytes()
+        Net::chunk_bytes(text.as_bytes())
+    }
+
+    fn chunk_bytes(payload: &[u8]) -> Vec<u8> {
+        let mut out = format!("{:x}\r\n", payload.len()).into_bytes();
+        out.extend_from_slice(payload);
+        out.extend_from_slice(b"\r\n");
+        out
     }
 
     fn token_bytes(&self, index: u64, k: u32, last: bool) -> Vec<u8> {
@@ -187,6 +315,42 @@ impl Net {
         out.extend(Net::chunk("data: [DONE]\n\n"));
         out.extend(b"0\r\n\r\n");
         out
+    }
+
+    /// What the client reads of an answer, each at its time: the head (with the scripted
+    /// answer's prologue), each token's event, and the end.
+    fn deliveries(
+        &self,
+        index: u64,
+        (head, tokens, end): (u64, &[u64], u64),
+        events: Option<Events>,
+    ) -> Vec<(u64, Vec<u8>)> {
+        let last = tokens.len().saturating_sub(1);
+        let mut deliveries = vec![(head, Net::head_bytes())];
+        match events {
+            Some(events) => {
+                if !events.prologue.is_empty() {
+                    deliveries[0].1.extend(Net::chunk_bytes(&events.prologue));
+                }
+                for (&at, (bytes, _)) in tokens.iter().zip(&events.tokens) {
+                    deliveries.push((at, Net::chunk_bytes(bytes)));
+                }
+                // An empty chunk would end the body early: only a payload is framed.
+                let mut tail = match events.epilogue.is_empty() {
+                    true => Vec::new(),
+                    false => Net::chunk_bytes(&events.epilogue),
+                };
+                tail.extend(b"0\r\n\r\n");
+                deliveries.push((end, tail));
+            }
+            None => {
+                for (k, &at) in tokens.iter().enumerate() {
+                    deliveries.push((at, self.token_bytes(index, k as u32, k == last)));
+                }
+                deliveries.push((end, self.end_bytes(index, tokens.len() as u32)));
+            }
+        }
+        deliveries
     }
 
     /// Hands `deliveries` (each at its time) to the production parser and `exchange`, as the
@@ -297,10 +461,18 @@ impl Transport for Net {
         self.next_id.set(id + 1);
         record.connection_id = id;
         let template = &ctx.templates[entry.route as usize];
-        record.bytes_sent = template.bytes_of(entry, &ctx.plan.params).len() as u64;
+        let request = template.bytes_of(entry, &ctx.plan.params);
+        record.bytes_sent = request.len() as u64;
+        let events = self.target.answers.as_ref().map(|answers| {
+            let (head, body) = split_request(&request);
+            (answers.0)(entry.index, head, body)
+        });
         let written = clock.now_ns();
         record.request_written_ns = Some(written);
-        let (head, tokens, end) = match self.serve(entry, written) {
+        let kinds: Option<Vec<bool>> = events
+            .as_ref()
+            .map(|e| e.tokens.iter().map(|(_, r)| *r).collect());
+        let (head, tokens, end) = match self.serve(entry, written, kinds.as_deref()) {
             Reply::Silent => {
                 // Nothing comes: the caller's deadline ends the wait.
                 std::future::pending::<()>().await;
@@ -313,12 +485,7 @@ impl Transport for Net {
             }
             Reply::Answer { head, tokens, end } => (head, tokens, end),
         };
-        let last = tokens.len().saturating_sub(1);
-        let mut deliveries = vec![(head, Net::head_bytes())];
-        for (k, &at) in tokens.iter().enumerate() {
-            deliveries.push((at, self.token_bytes(entry.index, k as u32, k == last)));
-        }
-        deliveries.push((end, self.end_bytes(entry.index, tokens.len() as u32)));
+        let deliveries = self.deliveries(entry.index, (head, &tokens, end), events);
         self.deliver(deliveries, record, exchange).await
     }
 
@@ -327,33 +494,46 @@ impl Transport for Net {
 
 /// The world a simulated run happens in.
 #[derive(Clone, Debug)]
-pub(super) struct World {
-    /// The schedule's rate, requests a second (deterministic arrivals, the dev profile's
-    /// 42 s schedule: 6 s warm-up, 30 s measured, 6 s cooldown).
-    pub(super) rate_rps: f64,
+pub struct World {
+    /// The schedule's rate, requests a second.
+    pub rate_rps: f64,
+    /// The configuration's `[dev]` keys: `time_factor = 10` by default (a 42 s schedule: 6 s
+    /// warm-up, 30 s measured, 6 s cooldown, a 3 s timeout), or stated durations such as
+    /// `"warmup_s = 5\nmeasure_s = 30\ncooldown_s = 0"` (the timeout then the pinned 30 s).
+    pub dev: &'static str,
+    /// The schedule's arrivals: `"deterministic"` (the default) or `"poisson"`.
+    pub arrival: &'static str,
     /// The client timeout.
-    pub(super) timeout: Duration,
+    pub timeout: Duration,
     /// What keeps the worker from running, its intervals in ns from the epoch.
-    pub(super) stalls: Stalls,
+    pub stalls: Stalls,
     /// The target.
-    pub(super) target: Target,
+    pub target: Target,
     /// A closed loop of this many users, each sending its next request when its last one ends
     /// (no think time), instead of the open schedule at `rate_rps`.
-    pub(super) closed_users: Option<u32>,
+    pub closed_users: Option<u32>,
     /// More `[workload]` subtables for the configuration (`[workload.abandon]` ...).
-    pub(super) workload_toml: &'static str,
+    pub workload_toml: &'static str,
+    /// The one route's keys (its `[[routes]]` table's body, subtables last): a chat route
+    /// labelled `chat` by default.
+    pub route_toml: &'static str,
+    /// The host's CPU busy share each telemetry record states, ppm: the simulation has no host
+    /// to read, so this is the world's, not a measurement.
+    pub host_cpu_busy_ppm: u32,
 }
 
 /// What a simulated run produced: what the recorder would journal and what its gates read.
+// Outside this crate's own tests only `requests` and `journal` are read.
+#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Default)]
-pub(super) struct Run {
+pub struct Run {
     /// Every request record, by index.
     pub(super) records: Vec<RequestRecord>,
     /// The schedule's requests, in intended order.
     pub(super) entries: Vec<Entry>,
     /// Send skew of every request sent (reached minus intended).
     pub(super) skew_ns: Vec<u64>,
-    /// The stall ticker's lateness samples, pooled as the recorder pools them.
+    /// The stall ticker's lateness samples over the whole run, pooled as the recorder pools them.
     pub(super) stall: StallPool,
     /// The fall-behind escape: when, by whom (`"worker"` or `"telemetry"`), and its detail.
     pub(super) escape: Option<(u64, &'static str, String)>,
@@ -363,16 +543,54 @@ pub(super) struct Run {
     pub(super) plan: Option<Arc<RunPlan>>,
     /// Each follow-up's (index, session, turn), from its kind-6 extension.
     pub(super) turns: Vec<(u64, u64, u64)>,
+    /// Every record the writer thread would have appended, in the order it would have.
+    journaled: Vec<Record>,
+    /// The header `record` would have written, and the seal it would have ended with.
+    header: Option<Header>,
+    seal: Option<(u64, SealStatus, String)>,
 }
 
-const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\ntime_factor = 10\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = [\"a\"]\n\
-                      [schedule]\nseed = 1\narrival = \"deterministic\"\nrate_rps = RATE\n[fault]\nvariant = \"none\"\n[[routes]]\nlabel = \"chat\"\npath = \"/v1/chat/completions\"\n";
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("requests", &self.records.len())
+            .field("journaled", &self.journaled.len())
+            .field("end_ns", &self.end_ns)
+            .field("seal", &self.seal)
+            .finish_non_exhaustive()
+    }
+}
+
+const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\nDEV\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = [\"a\"]\n\
+                      [schedule]\nseed = 1\narrival = \"ARRIVAL\"\nrate_rps = RATE\n[fault]\nvariant = \"none\"\n[[routes]]\nROUTE";
+
+/// The wall-clock instant a simulated run's epoch is anchored to (2026-11-30 UTC): fixed, so
+/// that a world's journal is the same bytes on every run.
+const REALTIME_EPOCH_NS: i64 = 1_796_000_000_000_000_000;
+
+/// The host facts a simulated run's header carries: where its readings came from.
+fn simulated_facts() -> Vec<(String, String)> {
+    vec![
+        HostFact::Placement.entry(
+            "simulated: one worker on a virtual clock; the stall readings are its own ticker's",
+        ),
+        (
+            "simulation".into(),
+            "recorder/src/run/sim.rs: the production worker loop on a scripted target; host CPU \
+             stated by the world, recorder CPU not read; no canary, cgroup, probe, scrape, fault \
+             thread or escape watch"
+                .into(),
+        ),
+    ]
+}
 
 impl World {
     /// A quiet host and a quick target at `rate_rps`, with `timeout`.
-    pub(super) fn new(rate_rps: f64, timeout: Duration) -> World {
+    pub fn new(rate_rps: f64, timeout: Duration) -> World {
         World {
             rate_rps,
+            dev: "time_factor = 10",
+            arrival: "deterministic",
             timeout,
             stalls: Stalls {
                 wake_floor_ns: 50_000,
@@ -381,13 +599,21 @@ impl World {
             target: Target::default(),
             closed_users: None,
             workload_toml: "",
+            route_toml: "label = \"chat\"\npath = \"/v1/chat/completions\"\n",
+            host_cpu_busy_ppm: 100_000,
         }
     }
 
-    /// The worker's context for this world (one worker, its plan from the simulation's
-    /// configuration with this world's rate and timeout), its route rules, and what the writer
-    /// would receive.
-    fn context(&self, epoch_ns: u64) -> (Rc<WorkerContext>, Vec<Rule>, Receiver<ToWriter>) {
+    /// This world with the timeout its configuration states (the pinned client timeout, divided
+    /// by the dev factor where there is one): a world whose [`Run::journal`] the analyzer reads
+    /// as the recorder's own. Call it after setting `dev`.
+    pub fn configured(mut self) -> World {
+        self.timeout = Duration::from_nanos(self.config().duration_ns(&CLIENT_TIMEOUT_S));
+        self
+    }
+
+    /// The configuration the run is planned from, and journaled with.
+    fn config(&self) -> Config {
         let text = match self.closed_users {
             // A closed loop's rate is what its users achieve: the schedule names none.
             Some(users) => CONFIG.replace("rate_rps = RATE\n", "").replace(
@@ -396,15 +622,27 @@ impl World {
             ),
             None => CONFIG.replace("RATE", &self.rate_rps.to_string()),
         }
+        .replace("ARRIVAL", self.arrival)
+        .replace("DEV", self.dev)
+        .replace("ROUTE", self.route_toml)
         .replace("[fault]", &format!("{}[fault]", self.workload_toml));
-        let config = Config::parse(text.as_bytes())
-            .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"));
-        let mut plan = RunPlan::new(&config, 1).expect("a plan");
+        Config::parse(text.as_bytes())
+            .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"))
+    }
+
+    /// The worker's context for this world (one worker, its plan from `config` with this
+    /// world's timeout), its route rules, and what the writer would receive.
+    fn context(
+        &self,
+        config: &Config,
+        epoch_ns: u64,
+    ) -> (Rc<WorkerContext>, Vec<Rule>, Receiver<ToWriter>) {
+        let mut plan = RunPlan::new(config, 1).expect("a plan");
         plan.timeout = self.timeout;
         let plan = Arc::new(plan);
         let url = Url::parse(&config.target.base_url).expect("a URL");
         let extra = ExtraHeaders::new(&config.target, |_| None).expect("no secrets");
-        let (templates, rules, _) = templates(&config, &url, &extra, &plan).expect("templates");
+        let (templates, rules, _) = templates(config, &url, &extra, &plan).expect("templates");
         let shared = Arc::new(Shared::new(1, None));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel(super::writer::WRITER_QUEUE_RECORDS_MAX);
@@ -438,9 +676,10 @@ impl World {
     }
 
     /// Runs the schedule to its end.
-    pub(super) fn run(&self) -> Run {
+    pub fn run(&self) -> Run {
         let epoch_ns = EPOCH_LEAD.as_nanos() as u64;
-        let (ctx, rules, rx) = self.context(epoch_ns);
+        let config = self.config();
+        let (ctx, rules, rx) = self.context(&config, epoch_ns);
         let stalls = Stalls {
             worker: self.stalls.worker.shifted(epoch_ns),
             process: self.stalls.process.shifted(epoch_ns),
@@ -462,16 +701,18 @@ impl World {
             plan.behind_lag.as_nanos() as u64,
             plan.behind_span.as_nanos() as u64,
         );
-        let mut run = Run {
+        let run = RefCell::new(Run {
             entries: plan.params.iter().collect(),
             plan: Some(Arc::clone(&plan)),
             ..Run::default()
-        };
+        });
         let (shared, sender, stop) = (
             Arc::clone(&ctx.shared),
             ctx.sender.clone(),
             Arc::clone(&ctx.stop),
         );
+        let cpu = (self.host_cpu_busy_ppm, RECORDER_CPU_NOT_READ);
+        let measured = plan.measured_span_ns;
         let mut by_telemetry = false;
         core.run(
             run_worker(ctx, Rc::new(clock), net),
@@ -479,24 +720,107 @@ impl World {
                 let before = shared.escaped.lock().expect("escape lock").is_some();
                 judge_starved(&shared, &sender, (&behind, &stop), at_ns);
                 by_telemetry |= !before && shared.escaped.lock().expect("escape lock").is_some();
+                // The telemetry thread sends its record after its judgement.
+                take_records(&rx, &mut run.borrow_mut());
+                run.borrow_mut().second(&shared, at_ns, cpu, measured);
             },
-            || take_records(&rx, &mut run),
+            || take_records(&rx, &mut run.borrow_mut()),
         );
-        take_records(&rx, &mut run);
+        let mut run = run.into_inner();
+        let end_at = core.now().saturating_sub(epoch_ns);
+        run.end(&rx, (&shared, &sender), end_at, cpu);
         if let Some(escape) = run.escape.as_mut() {
             escape.1 = if by_telemetry { "telemetry" } else { "worker" };
         }
-        for late in std::mem::take(&mut *shared.samples.stall_ns.lock().expect("stall lock")) {
-            run.stall.add(late);
-        }
-        run.skew_ns = std::mem::take(&mut *shared.samples.skew_ns.lock().expect("skew lock"));
-        run.records.sort_by_key(|r| r.index);
-        run.end_ns = run.records.iter().map(|r| r.terminal_ns).max().unwrap_or(0);
+        let options = Options::new("simulated".into());
+        run.header = Some(journal_header(
+            &config,
+            &options,
+            &plan,
+            (epoch_ns, REALTIME_EPOCH_NS),
+            simulated_facts(),
+        ));
         run
     }
 }
 
-/// Takes what the worker handed the writer: request records, and the fall-behind escape.
+impl Run {
+    /// As `record` ends, at `end_at`: the telemetry thread's last record once the workers are
+    /// done, then the records written after the run, then the seal.
+    fn end(
+        &mut self,
+        rx: &Receiver<ToWriter>,
+        (shared, sender): (&Shared, &Sender),
+        end_at: u64,
+        cpu: (u32, u64),
+    ) {
+        let measured = self.plan.as_ref().expect("a plan").measured_span_ns;
+        take_records(rx, self);
+        self.second(shared, end_at, cpu, measured);
+        journal_after_run(shared, end_at, measured, sender);
+        take_records(rx, self);
+        let escaped = shared.escaped.lock().expect("escape lock").clone();
+        let stopped = sender.stop.load(Ordering::Relaxed);
+        let (status, reason) = seal_of(None, None, escaped, stopped);
+        self.seal = Some((end_at, status, reason));
+        self.records.sort_by_key(|r| r.index);
+        self.end_ns = self
+            .records
+            .iter()
+            .map(|r| r.terminal_ns)
+            .max()
+            .unwrap_or(0);
+    }
+
+    /// The telemetry thread's record of the second ending at `at_ns`, made by the production
+    /// code from what the worker left; its stall ticks and skews are also kept whole for the
+    /// simulation's own assertions.
+    fn second(&mut self, shared: &Shared, at_ns: u64, cpu: (u32, u64), measured: (u64, u64)) {
+        for &late in shared.samples.stall_ns.lock().expect("stall lock").iter() {
+            self.stall.add(late);
+        }
+        self.skew_ns
+            .extend(shared.samples.skew_ns.lock().expect("skew lock").iter());
+        let record = second_record(shared, at_ns, cpu, measured);
+        self.journaled.push(Record::Telemetry(record));
+    }
+
+    /// Every request record, by index.
+    pub fn requests(&self) -> &[RequestRecord] {
+        &self.records
+    }
+
+    /// The run as the recorder would have journaled it: its header, every record in the order
+    /// the writer would have appended it (a checkpoint after each telemetry record, as the
+    /// writer checkpoints once a second), and its seal at the end of the run. Panics when the
+    /// world's timeout is not its configuration's ([`World::configured`]): the analyzer reads
+    /// the configuration's.
+    pub fn journal(&self) -> Vec<u8> {
+        let (header, plan) = (self.header.as_ref(), self.plan.as_ref());
+        let (Some(header), Some(plan), Some((at, status, reason))) = (header, plan, &self.seal)
+        else {
+            panic!("a run's journal is made once the run has ended");
+        };
+        let config = Config::parse(&header.config_bytes).expect("the run's own configuration");
+        assert_eq!(
+            plan.timeout.as_nanos() as u64,
+            config.duration_ns(&CLIENT_TIMEOUT_S),
+            "the world's timeout is not its configuration's: start from World::configured"
+        );
+        let mut writer = JournalWriter::create(Vec::new(), header, None).expect("the header");
+        for record in &self.journaled {
+            writer.append(record).expect("a record the recorder made");
+            if let Record::Telemetry(t) = record {
+                writer.checkpoint(t.at_ns).expect("a checkpoint");
+            }
+        }
+        let (bytes, _) = writer.seal(*at, *status, reason).expect("the seal");
+        bytes
+    }
+}
+
+/// Takes what the worker handed the writer: every record, in order, and from them the request
+/// records, the follow-ups' turns and the fall-behind escape.
 fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
     while let Ok(message) = rx.try_recv() {
         let records = match message {
@@ -505,8 +829,8 @@ fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
             ToWriter::Finish(..) => Vec::new(),
         };
         for record in records {
-            match record {
-                Record::Request(r) => run.records.push(r),
+            match &record {
+                Record::Request(r) => run.records.push(r.clone()),
                 Record::RequestExtension(x) => {
                     use percentes_formats::journal::records::ExtensionKey;
                     if let (Some(session), Some(turn)) =
@@ -518,19 +842,22 @@ fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
                 Record::Event(e)
                     if e.kind == EventKind::Escape.code() && e.subject == CLIENT_BEHIND =>
                 {
-                    run.escape.get_or_insert((e.at_ns, "", e.detail));
+                    run.escape.get_or_insert((e.at_ns, "", e.detail.clone()));
                 }
                 _ => {}
             }
+            run.journaled.push(record);
         }
     }
 }
 
+#[cfg(test)]
 /// A record's class name.
 pub(super) fn class(r: &RequestRecord) -> &'static str {
     class_name(r.class).unwrap_or("?")
 }
 
+#[cfg(test)]
 /// What every simulated run must hold, whatever the stress (SPEC §2, §3): each scheduled request
 /// once; no terminal time past intended plus the timeout; no dispatch before the intended time
 /// or after the terminal (nor at all when it was never sent); no stamp after the terminal; and

@@ -121,15 +121,6 @@ pub(super) fn telemetry_thread(
             _ => RECORDER_CPU_NOT_READ,
         };
         last_self = self_ns;
-        let mut stall = std::mem::take(&mut *shared.samples.stall_ns.lock().expect("stall lock"));
-        stall.sort_unstable();
-        let interval_ns = TELEMETRY_INTERVAL.as_nanos() as u64;
-        if at_ns > measured.0 && at_ns.saturating_sub(interval_ns) < measured.1 {
-            let mut pool = shared.samples.stall_pool.lock().expect("stall pool lock");
-            for &late in &stall {
-                pool.add(late);
-            }
-        }
         if let Some(cgroup) = cgroup {
             // Over the time that really passed between the readings, which a late wake makes
             // longer than the nominal second.
@@ -158,28 +149,7 @@ pub(super) fn telemetry_thread(
                 value: Some(summary.p99_ns as i64),
             }));
         }
-        let mut skew = std::mem::take(&mut *shared.samples.skew_ns.lock().expect("skew lock"));
-        skew.sort_unstable();
-        let depth = shared.queue.depth.load(Ordering::Relaxed);
-        // The interval's peak, then start the next interval's from the depth now.
-        let peak = shared.queue.peak.swap(depth, Ordering::Relaxed).max(depth);
-        let telemetry = TelemetryRecord {
-            at_ns,
-            interval_ns: TELEMETRY_INTERVAL.as_nanos() as u64,
-            host_cpu_busy_ppm: busy_ppm,
-            recorder_cpu_ns: recorder_cpu,
-            stall_p99_ns: quantile(&stall, 0.99),
-            stall_max_ns: stall.last().copied().unwrap_or(0),
-            stall_samples: stall.len() as u32,
-            skew_count: skew.len() as u32,
-            skew_p50_ns: quantile(&skew, 0.5),
-            skew_p99_ns: quantile(&skew, 0.99),
-            skew_max_ns: skew.last().copied().unwrap_or(0),
-            undispatched_total: shared.requests.undispatched.load(Ordering::Relaxed),
-            in_flight: shared.requests.in_flight.load(Ordering::Relaxed) as u32,
-            writer_queue_depth: depth as u32,
-            writer_queue_max: u32::try_from(peak).unwrap_or(u32::MAX),
-        };
+        let telemetry = second_record(shared, at_ns, (busy_ppm, recorder_cpu), measured);
         let queue_full = shared.queue.full.load(Ordering::Relaxed);
         if queue_full > last_queue_full {
             sender.send(Record::Event(EventRecord {
@@ -220,7 +190,7 @@ pub(super) fn telemetry_thread(
         if super::signals::SAID.swap(false, Ordering::Relaxed) {
             view.interrupted();
         }
-        let text = view.render(&second, interval_ns);
+        let text = view.render(&second, telemetry.interval_ns);
         if !text.is_empty() {
             let _ = write!(std::io::stderr(), "{text}");
         }
@@ -230,6 +200,51 @@ pub(super) fn telemetry_thread(
         }
     }
 }
+/// The telemetry record of the second ending at `at_ns` (JOURNAL.md "3 telemetry"), from what
+/// the workers left in `shared` since the last one: the stall ticks (pooled for the run's
+/// `stall-summary` where the second overlaps the `measured` span), the send skews, the request
+/// counters and the writer queue's depth and peak. `cpu` is the host's busy share (ppm) and the
+/// recorder's own CPU time over the second, read by the caller (the telemetry thread reads
+/// /proc; the simulator has no host to read). Takes the samples: the next record starts empty.
+pub(super) fn second_record(
+    shared: &Shared,
+    at_ns: u64,
+    (host_cpu_busy_ppm, recorder_cpu_ns): (u32, u64),
+    measured: (u64, u64),
+) -> TelemetryRecord {
+    let mut stall = std::mem::take(&mut *shared.samples.stall_ns.lock().expect("stall lock"));
+    stall.sort_unstable();
+    let interval_ns = TELEMETRY_INTERVAL.as_nanos() as u64;
+    if at_ns > measured.0 && at_ns.saturating_sub(interval_ns) < measured.1 {
+        let mut pool = shared.samples.stall_pool.lock().expect("stall pool lock");
+        for &late in &stall {
+            pool.add(late);
+        }
+    }
+    let mut skew = std::mem::take(&mut *shared.samples.skew_ns.lock().expect("skew lock"));
+    skew.sort_unstable();
+    let depth = shared.queue.depth.load(Ordering::Relaxed);
+    // The interval's peak, then start the next interval's from the depth now.
+    let peak = shared.queue.peak.swap(depth, Ordering::Relaxed).max(depth);
+    TelemetryRecord {
+        at_ns,
+        interval_ns,
+        host_cpu_busy_ppm,
+        recorder_cpu_ns,
+        stall_p99_ns: quantile(&stall, 0.99),
+        stall_max_ns: stall.last().copied().unwrap_or(0),
+        stall_samples: stall.len() as u32,
+        skew_count: skew.len() as u32,
+        skew_p50_ns: quantile(&skew, 0.5),
+        skew_p99_ns: quantile(&skew, 0.99),
+        skew_max_ns: skew.last().copied().unwrap_or(0),
+        undispatched_total: shared.requests.undispatched.load(Ordering::Relaxed),
+        in_flight: shared.requests.in_flight.load(Ordering::Relaxed) as u32,
+        writer_queue_depth: depth as u32,
+        writer_queue_max: u32::try_from(peak).unwrap_or(u32::MAX),
+    }
+}
+
 /// The telemetry thread's look at the workers at `at_ns` (SPEC §2 "Falling behind"): a worker
 /// that reaches no request judges nothing itself, so it is judged by the one it waits to send;
 /// a worker `behind` says has fallen behind ends the run (unless it is already stopping).

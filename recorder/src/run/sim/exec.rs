@@ -22,14 +22,14 @@ type Job = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Intervals `[start, end)` in which a thread does not run.
 #[derive(Clone, Debug, Default)]
-pub(in crate::run) struct Freezes {
+pub struct Freezes {
     /// Sorted, none overlapping another.
     spans: Vec<(u64, u64)>,
 }
 
 impl Freezes {
     /// The freezes of `spans`, in any order, overlapping or not.
-    pub(in crate::run) fn new(mut spans: Vec<(u64, u64)>) -> Freezes {
+    pub fn new(mut spans: Vec<(u64, u64)>) -> Freezes {
         spans.retain(|&(a, b)| b > a);
         spans.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
@@ -61,16 +61,16 @@ impl Freezes {
 
 /// What keeps the worker's thread from running when it would.
 #[derive(Clone, Debug, Default)]
-pub(in crate::run) struct Stalls {
+pub struct Stalls {
     /// The worker's thread alone (starved of its CPU, throttled).
-    pub(in crate::run) worker: Freezes,
+    pub worker: Freezes,
     /// The whole process (SIGSTOP): the telemetry thread too.
-    pub(in crate::run) process: Freezes,
+    pub process: Freezes,
     /// How late every timer wake is on a quiet CPU, ns.
-    pub(in crate::run) wake_floor_ns: u64,
+    pub wake_floor_ns: u64,
     /// The CPU time one poll of a task takes, ns: the client's own cost, which at a high enough
     /// rate is more than the CPU it has.
-    pub(in crate::run) poll_cost_ns: u64,
+    pub poll_cost_ns: u64,
 }
 
 impl Stalls {

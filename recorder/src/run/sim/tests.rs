@@ -53,6 +53,48 @@ fn a_quiet_host_sends_everything_on_time() {
     assert!(run.end_ns < last + 100 * MS, "{}", run.end_ns);
 }
 
+/// A simulated run's journal (what the repository's tests analyze): it verifies sealed-intact,
+/// holds every request record the run made, one telemetry record a second of the run and the
+/// records written after it, and a world gives the same bytes on every run. An escape seals it
+/// escaped, as `record` would.
+#[test]
+fn a_simulated_run_journals_what_the_recorder_would() {
+    use percentes_formats::journal::{verify, Verdict};
+    let w = World::new(50.0, Duration::ZERO).configured();
+    let run = w.run();
+    let bytes = run.journal();
+    let report = verify::verify(&bytes, &Default::default());
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{:?}",
+        report.problem
+    );
+    assert_eq!(report.counts.requests, run.records.len() as u64);
+    assert_eq!(report.counts.completed, run.records.len() as u64);
+    // The schedule's 42 s, a record at each second's look, and one as the workers end.
+    let seconds = run.end_ns.div_ceil(S);
+    assert!(
+        report.counts.telemetry.abs_diff(seconds) <= 1,
+        "{} telemetry records over {seconds} s",
+        report.counts.telemetry
+    );
+    // The stall summary and the pool's counts, written after the run.
+    assert!(report.counts.events >= 2, "{:?}", report.counts);
+    assert_eq!(bytes, w.run().journal(), "the same world, the same bytes");
+    let mut stopped = World::new(100.0, Duration::ZERO).configured();
+    stopped.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
+    let report = verify::verify(&stopped.run().journal(), &Default::default());
+    assert_eq!(
+        report.verdict,
+        Verdict::SealedIntact,
+        "{:?}",
+        report.problem
+    );
+    let seal = report.seal.expect("sealed");
+    assert_eq!(seal.status, "escaped", "{seal:?}");
+}
+
 /// Issue 32's "must show", SIGSTOP for 3 s mid-run at 100 rps (30 s timeout): the ticker's
 /// longest lateness is the stop, its p99 fails G2.4's pin; the requests the stop delayed are
 /// sent late and the fall-behind policy ends the run 2 s (lag + span) into the stop's debt, as
@@ -512,7 +554,7 @@ impl Plan {
             let start = d.within(0, 40 * S);
             (start, start + d.within(100 * MS, 10 * S))
         };
-        let target = Target {
+        let mut target = Target {
             slots: d.one_in(3).then(|| d.within(1, 8) as usize),
             head_ns: d.within(0, 50 * MS),
             ttft_ns: d.within(MS, 400 * MS),
@@ -524,6 +566,7 @@ impl Plan {
             silent: d.one_in(5).then(|| window(&mut d)),
             reset_every: d.one_in(5).then(|| d.within(2, 20)),
             keep_alive: !d.one_in(4),
+            ..Target::default()
         };
         // Drawn last, so the draws before it stay what they were.
         let closed_users = d.one_in(5).then(|| d.within(1, 24) as u32);
@@ -533,6 +576,9 @@ impl Plan {
         } else {
             ""
         };
+        // And a target that sends nothing for a while (AC2's stall), in one plan of five: drawn
+        // after everything else, so the plans before it stay what they were.
+        target.stall = d.one_in(5).then(|| window(&mut d));
         Plan {
             seed,
             world: World {
@@ -542,6 +588,7 @@ impl Plan {
                 target,
                 closed_users,
                 workload_toml,
+                ..World::new(rate_rps, timeout)
             },
         }
     }
