@@ -16,8 +16,11 @@ use crate::config::{FaultMode, FaultPlan, HeadTiming, MockConfig};
 use crate::http::{self, ReadError, Request};
 use crate::timing::Rng;
 
+mod ask;
 mod output;
-use output::{Api, Encoder, Kind, Shape};
+use ask::{parse_ask, Ask, Planned};
+pub use ask::{streamed, Streamed};
+use output::{Api, Encoder, Kind};
 
 /// Response header that names the replica, sent with the first token.
 pub const REPLICA_HEADER: &str = "x-percentes-replica";
@@ -462,89 +465,6 @@ async fn handle(stream: &mut TcpStream, mock: &Arc<Mock>, request: Request) -> N
     }
 }
 
-/// What a completion request asks for.
-struct Ask {
-    max_tokens: u32,
-    stream: bool,
-    ignore_eos: bool,
-    prompt_tokens: u32,
-    /// `stream_options.include_usage`: a streamed response ends with a usage chunk only when
-    /// asked, as OpenAI's and vLLM's servers do.
-    include_usage: bool,
-    /// Tools, a forced call, a JSON format.
-    shape: Shape,
-}
-
-/// The text of a message's content: a string, or the text parts of a list (images and other
-/// parts are read past).
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
-}
-
-/// The request's ask, or the mock's 400 (its sentence is the answer's error message).
-fn parse_ask(body: &[u8], api: Api) -> Result<Ask, crate::error::Error> {
-    use crate::error::Error;
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::refused(format!("body is not JSON: {e}")))?;
-    let prompt_text = match api {
-        Api::Chat => value["messages"]
-            .as_array()
-            .ok_or_else(|| Error::refused("`messages` must be an array"))?
-            .iter()
-            .map(|m| content_text(&m["content"]))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Api::Completions => value["prompt"]
-            .as_str()
-            .ok_or_else(|| Error::refused("`prompt` must be a string"))?
-            .to_owned(),
-        Api::Responses => match &value["input"] {
-            Value::String(s) => s.clone(),
-            Value::Array(items) => items
-                .iter()
-                .map(|m| content_text(&m["content"]))
-                .collect::<Vec<_>>()
-                .join(" "),
-            _ => {
-                return Err(Error::refused(
-                    "`input` must be a string or an array of items",
-                ))
-            }
-        },
-    };
-    let field = if api == Api::Responses {
-        "max_output_tokens"
-    } else {
-        "max_tokens"
-    };
-    let max_tokens = match &value[field] {
-        Value::Null => 16,
-        v => v
-            .as_u64()
-            .filter(|&n| (1..=u64::from(MAX_TOKENS_MAX)).contains(&n))
-            .ok_or_else(|| Error::refused(format!("`{field}` must be 1..={MAX_TOKENS_MAX}")))?
-            as u32,
-    };
-    Ok(Ask {
-        max_tokens,
-        stream: value["stream"].as_bool().unwrap_or(false),
-        ignore_eos: value["ignore_eos"].as_bool().unwrap_or(false),
-        prompt_tokens: prompt_text.split_whitespace().count().max(1) as u32,
-        include_usage: value["stream_options"]["include_usage"]
-            .as_bool()
-            .unwrap_or(false),
-        shape: Shape::of(&value, api),
-    })
-}
-
 /// How the transport of one stream will fail, decided at arrival.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sabotage {
@@ -751,39 +671,22 @@ async fn generate(
 ) -> Next {
     let config = &mock.config;
     let mut rng = Rng::new(config.seed, arrival);
-    // A structured answer (a forced call, a JSON format) is sized to max_tokens: its end is
-    // the structure's, which the mock places there, whether or not EOS is ignored.
-    let structured = ask.shape.tool.is_some() || ask.shape.answer_schema.is_some();
-    let tokens = if ask.ignore_eos || structured {
-        ask.max_tokens
-    } else {
-        let low = config.timing.min_output_tokens.clamp(1, ask.max_tokens);
-        low + (rng.next_u64() % u64::from(ask.max_tokens - low + 1)) as u32
-    };
     let model = if sabotage == Sabotage::IncorrectSuccess {
         "stale-model"
     } else {
         config.model.as_str()
     };
-    // The response's tokens, fixed at arrival: reasoning first, then a forced tool call, a JSON
-    // answer or text (`output::tokens`).
-    let plan = output::tokens(
-        &ask.shape,
-        api,
-        (tokens, config.timing.reasoning_tokens),
+    let Planned {
+        plan,
+        usage,
+        finish,
+    } = Planned::of(
+        config,
+        (api, ask),
+        &mut rng,
         sabotage == Sabotage::IncorrectSuccess,
     );
     let tokens = plan.len() as u32;
-    let reasoning = plan.iter().filter(|t| t.kind == Kind::Reasoning).count() as u32;
-    let usage = (ask.prompt_tokens, tokens, reasoning);
-    // How the request ends when it ends whole: cut at max_tokens, a tool call, or stopped before.
-    let finish = if plan.iter().any(|t| t.kind == Kind::Tool) {
-        "tool_calls"
-    } else if ask.ignore_eos || tokens == ask.max_tokens {
-        "length"
-    } else {
-        "stop"
-    };
     let mut encoder = Encoder::new(api, arrival, model, config.timing.reasoning_field.name());
     let mut abort = mock.abort_epoch.subscribe();
     abort.mark_unchanged();
