@@ -20,10 +20,10 @@
 ///   Most of a recording's wall time is its schedule's waiting, and two of them together keep
 ///   the two cores mostly idle, so each still sees the quiet host its gates are judged on.
 /// - [`beside`]: lighter work that reads no time the client kept (analysis, export,
-///   verification, the Python verifier's single-core checks, `cargo tree`: polars and the
-///   analyzer use every core; recordings whose assertions read only what a server did to each
-///   request: classes, bytes, headers, counts, the pool's decisions at margins of hundreds of
-///   milliseconds): shares with its own kind, never with a recording.
+///   verification, simulated runs, the Python verifier's single-core checks, `cargo tree`:
+///   polars and the analyzer use every core; recordings whose assertions read only what a
+///   server did to each request: classes, bytes, headers, counts, the pool's decisions at
+///   margins of hundreds of milliseconds): shares with its own kind, never with a recording.
 ///
 /// The holds are served in phases (see [`Holders::may_take`]): the oldest request starts one when
 /// the machine is free, the requests of its weight that wait or come after join it while it has
@@ -327,7 +327,11 @@ fn host_timer_p99_us() -> u64 {
 /// machine's own timer is well inside the G2.4 pin (p99 under half of it) for three windows in a
 /// row, so a retry is not spent inside the same burst of host noise (on the project's VM the
 /// noise comes and goes within seconds, and a single calm window said little). Returns what it
-/// saw, for the failure message.
+/// saw, for the failure message. Three tests still call it, each recording where a real kernel
+/// or the real scenario runner is the point: the starved CPU's unpinned worker (stress.rs), the
+/// degradation studies' millisecond budgets and compare's recordings of the mock (cli.rs); the
+/// acceptance criteria, the stream kinds and the shard merge no longer record again (issue 51
+/// item 3: their timing checks run on the simulator, or what they assert needs no calm host).
 fn await_calm(test: &str) -> String {
     let half_pin_us = percentes_formats::pins::value::GATES_RUNTIME_STALL_P99_US as u64 / 2;
     let start = std::time::Instant::now();

@@ -567,9 +567,10 @@ fn three_shard_recorders_on_one_schedule_merge_verify_and_analyze_as_one_recorde
         ),
     )
     .unwrap();
-    let mut attempt = 0;
-    let (merged, joined, shard_reports, served) = loop {
-        attempt += 1;
+    // Recorded once and read as the diagnosis: what is asserted (the merge is the join, every
+    // index recorded, both replicas served) holds whatever this busy machine did to the client's
+    // own gate, which is the only gate allowed to fail.
+    let (merged, joined, shard_reports, served) = {
         // One agreed epoch, 3 s ahead: every recorder starts, waits and counts from it.
         let start_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -645,22 +646,7 @@ fn three_shard_recorders_on_one_schedule_merge_verify_and_analyze_as_one_recorde
                 analysis::analyze(&run, &file, Spec::CURRENT, &diagnosing())
             })
             .collect();
-        // Recorded again once when the client gate alone failed, then read as the diagnosis.
-        if (merged.validity.valid && joined.validity.valid) || !only_client(&merged) || attempt >= 2
-        {
-            break (merged, joined, shard_reports, served);
-        }
-        eprintln!(
-            "three shard recorders: {:?}",
-            merged
-                .validity
-                .gates
-                .iter()
-                .filter(|g| !g.holds())
-                .map(|g| format!("{:?} {:?}", g.id, g.observed))
-                .collect::<Vec<_>>()
-        );
-        crate::await_calm("three shard recorders");
+        (merged, joined, shard_reports, served)
     };
     assert!(
         only_client(&merged) && only_client(&joined),
