@@ -446,9 +446,7 @@ fn per_shard(
 /// The names of the gates that do not hold, joined for a sentence.
 fn failed_gates(validity: &Validity) -> String {
     validity
-        .gates
-        .iter()
-        .filter(|g| !g.holds())
+        .failed()
         .map(|g| g.id.name())
         .collect::<Vec<_>>()
         .join(", ")

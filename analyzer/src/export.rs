@@ -523,9 +523,7 @@ fn metadata(run: &Run, report: Option<&Report>) -> Vec<(String, String)> {
     if let Some(report) = report {
         let failed: Vec<String> = report
             .validity
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
+            .failed()
             .map(|g| format!("{} {}", g.id, g.status.name()))
             .collect();
         metadata.push((

@@ -165,9 +165,7 @@ pub fn of(report: &Report, thresholds: &[Threshold]) -> Summary {
         schema: SCHEMA,
         valid: v.valid,
         failed_gates: v
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
+            .failed()
             .map(|g| format!("{} {}", g.id, g.status.name()))
             .collect(),
         not_publishable: report.not_publishable.clone(),

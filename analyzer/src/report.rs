@@ -827,12 +827,7 @@ pub fn summary(
     if !report.finished() {
         out!("exit 2: the journal is not sealed completed, so the run did not finish its schedule and nothing from it may be published");
     }
-    let failed: Vec<_> = report
-        .validity
-        .gates
-        .iter()
-        .filter(|g| !g.holds())
-        .collect();
+    let failed: Vec<_> = report.validity.failed().collect();
     if failed.is_empty() {
         out!("validity (§2, §10): every applicable gate passed");
     } else {

@@ -241,9 +241,7 @@ impl Point {
     pub fn of(rate_rps: f64, journal: &str, spoiled: Vec<String>, report: &Report) -> Point {
         let failed_gates: Vec<String> = report
             .validity
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
+            .failed()
             .map(|g| format!("{} {} ({})", g.id, g.status, g.observed))
             .collect();
         let window = report.windows.iter().find(|w| w.window == "measurement");

@@ -99,13 +99,7 @@ pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Res
     // thresholds (a run that cannot be judged passes none of them).
     Ok(ExitCode::from(match code {
         0 if !report.validity.valid => {
-            let failed: Vec<String> = report
-                .validity
-                .gates
-                .iter()
-                .filter(|g| !g.holds())
-                .map(|g| g.id.to_string())
-                .collect();
+            let failed: Vec<String> = report.validity.failed().map(|g| g.id.to_string()).collect();
             say(&format!(
                 "percentes: the run failed its validity gates ({}): nothing from it may be published; exit 2 (`percentes analyze {} --diagnose` shows its figures, each NOT PUBLISHABLE)",
                 failed.join(", "),

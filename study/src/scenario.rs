@@ -846,7 +846,7 @@ pub fn headline(report: &model::Report) {
             " (NOT PUBLISHABLE: see report.md)".into()
         }
     );
-    for g in report.validity.gates.iter().filter(|g| !g.holds()) {
+    for g in report.validity.failed() {
         out!("gate {}: {} ({})", g.id, g.status, g.observed);
     }
     for w in &report.windows {

@@ -61,12 +61,7 @@ fn record_once(config: &Config, name: &str) -> Report {
 /// ([`simulated`]); tests that need a gate to fail call [`record_once`].
 fn record_for_diagnosis(config: &Config, name: &str) -> Report {
     let report = analyze(&record_journal(config, name), true);
-    let failed: Vec<_> = report
-        .validity
-        .gates
-        .iter()
-        .filter(|g| !g.holds())
-        .collect();
+    let failed: Vec<_> = report.validity.failed().collect();
     assert!(
         report.validity.only_client_gates_failed(),
         "{name}: a gate other than the client's failed: {failed:?}"
@@ -86,12 +81,7 @@ fn simulated(world: &World, name: &str) -> Report {
     let path = scratch(name);
     std::fs::write(&path, world.run().journal()).unwrap();
     let report = analyze(&path, false);
-    let failed: Vec<_> = report
-        .validity
-        .gates
-        .iter()
-        .filter(|g| !g.holds())
-        .collect();
+    let failed: Vec<_> = report.validity.failed().collect();
     assert!(failed.is_empty(), "{name}: gates failed: {failed:?}");
     report
 }

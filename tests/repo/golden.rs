@@ -429,13 +429,7 @@ fn recorded_runs_analyze_to_their_expected_reports() {
             // G2.4 unobserved, and nothing else fails them: their ticker did not bound the
             // send path (SPEC §2).
             let old_ticker = !recent && spec >= Spec::V0_4;
-            let failed: Vec<&str> = result
-                .validity
-                .gates
-                .iter()
-                .filter(|g| !g.holds())
-                .map(|g| g.id.name())
-                .collect();
+            let failed: Vec<&str> = result.validity.failed().map(|g| g.id.name()).collect();
             if old_ticker {
                 assert_eq!(failed, ["G2.4 runtime stall p99"], "{name} under {spec}");
             } else if name == "noisy-neighbour-cpu-throttle-factor10" {

@@ -651,12 +651,7 @@ fn three_shard_recorders_on_one_schedule_merge_verify_and_analyze_as_one_recorde
     assert!(
         only_client(&merged) && only_client(&joined),
         "{:?}",
-        merged
-            .validity
-            .gates
-            .iter()
-            .filter(|g| !g.holds())
-            .collect::<Vec<_>>()
+        merged.validity.failed().collect::<Vec<_>>()
     );
     assert_eq!(
         numbers_but_host_cpu(&merged),

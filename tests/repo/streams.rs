@@ -72,7 +72,7 @@ fn simulated(name: &str, mock_config: MockConfig, route: &'static str) -> (Repor
     let analyzer = Analyzer::default();
     let v5 = analysis::analyze(&run, &file, Spec::V0_5, &analyzer);
     let v4 = analysis::analyze(&run, &file, Spec::V0_4, &analyzer);
-    let failed: Vec<_> = v5.validity.gates.iter().filter(|g| !g.holds()).collect();
+    let failed: Vec<_> = v5.validity.failed().collect();
     assert!(failed.is_empty(), "{name}: gates failed: {failed:?}");
     (v5, v4)
 }

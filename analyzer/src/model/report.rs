@@ -176,13 +176,15 @@ impl LateSends {
 }
 
 impl Validity {
+    /// The gates that did not hold, in the report's order.
+    pub fn failed(&self) -> impl Iterator<Item = &Gate> {
+        self.gates.iter().filter(|g| !g.holds())
+    }
+
     /// Whether every gate that did not hold is one of the client's own (G2): a run a busy
     /// client spoiled, which says nothing about the target. True for a valid run.
     pub fn only_client_gates_failed(&self) -> bool {
-        self.gates
-            .iter()
-            .filter(|g| !g.holds())
-            .all(|g| g.id.is_client_gate())
+        self.failed().all(|g| g.id.is_client_gate())
     }
 }
 

@@ -12,6 +12,25 @@ fn world(rate_rps: f64, timeout_s: u64) -> World {
     World::new(rate_rps, Duration::from_secs(timeout_s))
 }
 
+/// One simulated run at a time in this test binary: a run keeps a core busy (the seeded plans
+/// for seconds), and the crate's tests that time real sockets (the canary, the scrapes, a TLS
+/// handshake within its budget) run beside them on CI's two cores and sixteen test threads.
+static ONE_CORE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+trait Simulate {
+    /// [`World::run`], holding [`ONE_CORE`].
+    fn simulate(&self) -> Run;
+}
+
+impl Simulate for World {
+    fn simulate(&self) -> Run {
+        let _core = ONE_CORE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.run()
+    }
+}
+
 /// Records by class.
 fn classes(run: &Run) -> BTreeMap<&'static str, usize> {
     let mut out = BTreeMap::new();
@@ -37,7 +56,7 @@ fn stall_p99_fails(run: &Run) -> bool {
 /// ticker at the floor, no escape; the run ends with the schedule.
 #[test]
 fn a_quiet_host_sends_everything_on_time() {
-    let run = world(50.0, 30).run();
+    let run = world(50.0, 30).simulate();
     assert_accounted(&run);
     assert_eq!(
         classes(&run).into_keys().collect::<Vec<_>>(),
@@ -61,7 +80,7 @@ fn a_quiet_host_sends_everything_on_time() {
 fn a_simulated_run_journals_what_the_recorder_would() {
     use percentes_formats::journal::{verify, Verdict};
     let w = World::new(50.0, Duration::ZERO).configured();
-    let run = w.run();
+    let run = w.simulate();
     let bytes = run.journal();
     let report = verify::verify(&bytes, &Default::default());
     assert_eq!(
@@ -81,10 +100,14 @@ fn a_simulated_run_journals_what_the_recorder_would() {
     );
     // The stall summary and the pool's counts, written after the run.
     assert!(report.counts.events >= 2, "{:?}", report.counts);
-    assert_eq!(bytes, w.run().journal(), "the same world, the same bytes");
+    assert_eq!(
+        bytes,
+        w.simulate().journal(),
+        "the same world, the same bytes"
+    );
     let mut stopped = World::new(100.0, Duration::ZERO).configured();
     stopped.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
-    let report = verify::verify(&stopped.run().journal(), &Default::default());
+    let report = verify::verify(&stopped.simulate().journal(), &Default::default());
     assert_eq!(
         report.verdict,
         Verdict::SealedIntact,
@@ -103,7 +126,7 @@ fn a_simulated_run_journals_what_the_recorder_would() {
 fn a_three_second_stop_is_measured_blamed_on_the_client_and_ends_the_run() {
     let mut w = world(100.0, 30);
     w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.stall.max_ns >= 3 * S, "{}", run.stall.max_ns);
     assert!(stall_p99_fails(&run));
@@ -136,7 +159,7 @@ fn a_three_second_stop_is_measured_blamed_on_the_client_and_ends_the_run() {
 fn requests_a_stop_holds_past_their_deadline_are_the_clients_not_the_targets() {
     let mut w = world(100.0, 1);
     w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     // Reached at 13 s: those intended from 10.00 s to 12.00 s are past their 1 s deadline.
     let late: Vec<_> = run
@@ -178,7 +201,7 @@ fn a_thirty_five_second_stop_is_the_clients_and_ends_the_run() {
     let mut w = world(100.0, 30);
     w.stalls.process = Freezes::new(vec![(5 * S, 40 * S)]);
     w.target.ttft_ns = 200 * MS;
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.stall.max_ns >= 35 * S);
     assert!(stall_p99_fails(&run));
@@ -212,7 +235,7 @@ fn a_thirty_five_second_stop_is_the_clients_and_ends_the_run() {
 fn a_starved_worker_is_ended_by_the_telemetry_thread_within_lag_plus_span() {
     let mut w = world(100.0, 30);
     w.stalls.worker = Freezes::new(vec![(5 * S, 63 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let (at, by) = escaped(&run);
     assert_eq!(by, "telemetry");
@@ -241,7 +264,7 @@ fn short_stalls_are_measured_and_do_not_end_the_run() {
             .map(|k| (2 * S + k * S, 2 * S + k * S + 20 * MS))
             .collect(),
     );
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.escape.is_none());
     assert_eq!(
@@ -261,7 +284,7 @@ fn a_silent_server_and_a_late_worker_never_stamp_past_the_deadline() {
     let mut w = world(100.0, 1);
     w.target.silent = Some((0, 100 * S));
     w.stalls.worker = Freezes::new(vec![(1_500 * MS, 9 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let c = classes(&run);
     assert!(c["timeout"] > 0 && c["client-late"] > 0, "{c:?}");
@@ -291,7 +314,7 @@ fn two_thousand_rps_on_a_client_that_cannot_keep_up_ends_the_run() {
     w.target.slots = Some(4);
     w.target.keep_alive = false;
     w.stalls.poll_cost_ns = 300_000;
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let (at, by) = escaped(&run);
     assert_eq!(by, "worker");
@@ -314,7 +337,7 @@ fn two_thousand_rps_on_a_client_that_cannot_keep_up_ends_the_run() {
 fn a_saturated_target_behind_a_fit_client_is_the_targets() {
     let mut w = world(200.0, 3);
     w.target.slots = Some(4);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.escape.is_none());
     let c = classes(&run);
@@ -331,7 +354,7 @@ fn dropped_syns_are_the_targets_wait() {
     let mut w = world(50.0, 1);
     w.target.keep_alive = false;
     w.target.syn_drop = Some((5 * S, 7_500 * MS));
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.escape.is_none());
     let c = classes(&run);
@@ -354,7 +377,7 @@ fn a_target_that_starts_late_refuses_until_it_listens() {
     let mut w = world(50.0, 3);
     w.target.keep_alive = false;
     w.target.up_ns = 3 * S;
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(run.escape.is_none());
     for r in &run.records {
@@ -372,7 +395,7 @@ fn a_target_that_starts_late_refuses_until_it_listens() {
 fn resets_are_the_targets_errors() {
     let mut w = world(50.0, 3);
     w.target.reset_every = Some(10);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let c = classes(&run);
     assert_eq!(c.len(), 2, "{c:?}");
@@ -388,7 +411,7 @@ fn a_closed_loop_stopped_for_two_seconds_chains_each_turn_from_the_last_ones_end
     let mut w = world(1.0, 3);
     w.closed_users = Some(12);
     w.stalls.process = Freezes::new(vec![(4 * S, 6 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     assert!(
         run.turns.len() > 120,
@@ -449,9 +472,9 @@ fn seeded_fault_plans_keep_the_account() {
 fn check_seed(seed: u64, check: impl Fn(&Run)) -> Result<(), String> {
     let plan = Plan::seeded(seed);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let run = plan.world.run();
+        let run = plan.world.simulate();
         check(&run);
-        let again = plan.world.run();
+        let again = plan.world.simulate();
         assert_eq!(
             format!("{:?}", run.records),
             format!("{:?}", again.records),
@@ -604,7 +627,7 @@ fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
     let mut w = world(20.0, 30);
     w.target.tokens = 31;
     w.workload_toml = "[workload.abandon]\nshare = 0.5\nafter_ms = 1000\n";
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let abandon = percentes_formats::schedule::Abandonment {
         share_ppm: 500_000,
@@ -638,7 +661,7 @@ fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
     );
     let mut quick = world(20.0, 30);
     quick.workload_toml = w.workload_toml;
-    let run = quick.run();
+    let run = quick.simulate();
     assert_eq!(
         classes(&run).into_keys().collect::<Vec<_>>(),
         ["correct-success"],
@@ -657,7 +680,7 @@ fn an_abandonment_instant_a_stop_holds_is_the_clients_lateness() {
     w.target.tokens = 31;
     w.workload_toml = "[workload.abandon]\nshare = 1\nafter_ms = 1000\n";
     w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
-    let run = w.run();
+    let run = w.simulate();
     assert_accounted(&run);
     let in_stop: Vec<_> = run
         .records
