@@ -476,26 +476,21 @@ fn a_starved_cpu_stalls_only_a_worker_pinned_to_it_and_that_one_says_so() {
             .unwrap_or(u64::MAX)
     };
     // Unpinned: the worker runs elsewhere and keeps its schedule (G2.1's 50 ms). The other CPU
-    // is shared with the rest of this machine, so a miss there is recorded again after the host
-    // is measured calm, at most three times in all, and the last miss fails with what was seen.
-    let mut seen = Vec::new();
-    let (free, free_requests) = loop {
-        let (free, (requests, _)) = record("unpinned.pj", None);
-        let (n_late, skew) = (late(&requests), worst_skew(&requests));
-        if free.status.name() == "completed" && n_late == 0 && skew < 50_000_000 {
-            break (free, requests);
-        }
-        seen.push(format!(
-            "seal {}, {n_late} client-late, worst skew {skew} ns",
-            free.status.name()
-        ));
-        if seen.len() == 3 {
-            let _ = hog.kill();
-            panic!("the unpinned worker did not keep its schedule under the hogs: {seen:?}");
-        }
-        let calm = crate::await_calm("the starved-CPU test");
-        seen.last_mut().unwrap().push_str(&format!("; then {calm}"));
-    };
+    // is shared with the rest of this machine: a miss fails with what this machine's own timer
+    // showed right after it, so a host too busy to keep a schedule reads as such (no second
+    // recording: issue 51).
+    let (free, (free_requests, _)) = record("unpinned.pj", None);
+    let (n_late, skew) = (late(&free_requests), worst_skew(&free_requests));
+    if free.status.name() != "completed" || n_late > 0 || skew >= 50_000_000 {
+        let _ = hog.kill();
+        let _ = hog.wait();
+        panic!(
+            "the unpinned worker did not keep its schedule beside the hog: seal {}, {n_late} \
+             client-late, worst skew {skew} ns; {}",
+            free.status.name(),
+            crate::host_timer_after("the starved-CPU test")
+        );
+    }
     // Pinned there, through the binary with `--progress json`, so the live view and the last
     // words are read as a program reads them.
     let config_path = scratch("pinned.toml");

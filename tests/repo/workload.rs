@@ -1,6 +1,12 @@
 //! The workload models (issue 37 item 3, SPEC §1 "Workload models") against the mock: a closed
 //! run's audit says closed, a semi-open run's says semi-open, a replay sends at its trace's
 //! times, and the analyzer refuses a follow-up whose time or place the model does not give.
+//!
+//! What these tests read is what the schedule and the server did (the audit's words, the
+//! journal's records, counts and segments), never the client's lateness: their recordings share
+//! the machine with the light work beside them, and one the busy machine spoiled on the
+//! client's own gates is read as its diagnosis. Abandonment, whose instants a stall would turn
+//! into the client's lateness, is read from the simulator's journal.
 
 use percentes_formats::journal::records::{ExtensionKey, Record};
 use percentes_formats::journal::synthetic;
@@ -57,65 +63,70 @@ fn measurement(
     (window, measured)
 }
 
-/// Records a quick run against `addr` with `flags`, up to three times while the busy machine
-/// fails the client gate (G2: the recorder's own lateness, which these tests do not measure);
-/// returns the journal and its report.json. Any other failure fails the test.
+/// Records a quick run against `addr` with `flags` and returns its report.json, analyzed with
+/// `--diagnose`: what these tests read (the audit's workload, the journal's records, the
+/// windows' counts and segments) is what the server and the schedule did, never the client's
+/// lateness, so a run the busy machine spoiled on the client's own gates (G2, and only those)
+/// is read as it is, marked a diagnosis, rather than recorded again. Any other failure fails
+/// the test.
 fn record(addr: &str, dir: &std::path::Path, name: &str, flags: &[&str]) -> serde_json::Value {
     let journal = dir.join(format!("{name}.pj"));
     let report = dir.join(name);
     let url = format!("http://{addr}");
-    let mut last = String::new();
-    for _ in 0..3 {
-        let mut args = vec![
-            "record",
-            "--url",
-            &url,
-            "--model",
-            "mock",
-            "--stream",
-            "--duration",
-            "3s",
-            "--warmup",
-            "500ms",
-            "--quiet",
-            "--force",
-            "-o",
-            journal.to_str().unwrap(),
-        ];
-        args.extend_from_slice(flags);
-        let (code, stdout, stderr) = percentes(&args);
-        assert!(
-            code == 0 || code == 2,
-            "{name}: exit {code}: {stdout}{stderr}"
-        );
-        let (code, stdout, stderr) = percentes(&[
-            "analyze",
-            journal.to_str().unwrap(),
-            "-o",
-            report.to_str().unwrap(),
-        ]);
-        let json: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(report.join("report.json"))
-                .unwrap_or_else(|e| panic!("{name}: no report ({e}): {stdout}{stderr}")),
-        )
-        .unwrap();
-        let failed: Vec<String> = json["validity"]["gates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|g| g["status"] == "fail")
-            .map(|g| g["gate"].as_str().unwrap().to_owned())
-            .collect();
-        if code == 0 && failed.is_empty() {
-            return json;
-        }
-        assert!(
-            failed.iter().all(|g| g.starts_with("G2")),
-            "{name}: {failed:?}: {stdout}{stderr}"
-        );
-        last = format!("{failed:?}");
+    let mut args = vec![
+        "record",
+        "--url",
+        &url,
+        "--model",
+        "mock",
+        "--stream",
+        "--duration",
+        "3s",
+        "--warmup",
+        "500ms",
+        "--quiet",
+        "--force",
+        "-o",
+        journal.to_str().unwrap(),
+    ];
+    args.extend_from_slice(flags);
+    let (code, stdout, stderr) = percentes(&args);
+    assert!(
+        code == 0 || code == 2,
+        "{name}: exit {code}: {stdout}{stderr}"
+    );
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        journal.to_str().unwrap(),
+        "--diagnose",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(report.join("report.json"))
+            .unwrap_or_else(|e| panic!("{name}: no report ({e}): {stdout}{stderr}")),
+    )
+    .unwrap();
+    let failed: Vec<String> = json["validity"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["status"] == "fail")
+        .map(|g| g["gate"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        code,
+        if failed.is_empty() { 0 } else { 2 },
+        "{name}: {stdout}{stderr}"
+    );
+    assert!(
+        failed.iter().all(|g| g.starts_with("G2")),
+        "{name}: {failed:?}: {stdout}{stderr}"
+    );
+    if !failed.is_empty() {
+        eprintln!("{name}: read as a diagnosis; this busy machine failed the client's own gates {failed:?}");
     }
-    panic!("{name}: the client gate failed three recordings running ({last}): this host is too busy to keep a schedule");
+    json
 }
 
 /// The three models, one recording each. Deliberate breaks: the pacer sending a closed user's
@@ -125,7 +136,7 @@ fn record(addr: &str, dir: &std::path::Path, name: &str, flags: &[&str]) -> serd
 #[cfg(target_os = "linux")]
 #[test]
 fn each_workload_model_is_chosen_journaled_and_audited() {
-    let _machine = crate::recording();
+    let _beside = crate::beside();
     let addr = mock();
     let dir = scratch("models");
 
@@ -225,17 +236,32 @@ fn each_workload_model_is_chosen_journaled_and_audited() {
     );
     let sent = records(&dir.join("replay.pj"), "request");
     assert_eq!(sent.len(), 30);
+    // Sent at the trace's times: none before its time, in the trace's order, and any sent later
+    // than G2.1's max is the client's own failure, which its gate reports (on this shared
+    // machine that happens; the pacer keeping a schedule's times is asserted on the simulator,
+    // recorder/src/run/sim/tests.rs, where no host noise can excuse a miss).
     let skew_max_ns = 50_000_000; // gates.send_skew_max_ms (G2.1's max), pins.rs
-    for r in &sent {
-        let i = r["index"].as_u64().unwrap() as usize;
-        let intended = r["intended_ns"].as_u64().unwrap();
-        assert_eq!(intended, (times_ms[i] * 1e6) as u64, "request {i}");
-        let dispatched = r["dispatched_ns"].as_u64().unwrap();
-        assert!(
-            dispatched >= intended && dispatched - intended <= skew_max_ns,
-            "{r}"
-        );
-    }
+    let mut sent: Vec<(u64, u64)> = sent
+        .iter()
+        .map(|r| {
+            let i = r["index"].as_u64().unwrap();
+            let intended = r["intended_ns"].as_u64().unwrap();
+            assert_eq!(intended, (times_ms[i as usize] * 1e6) as u64, "request {i}");
+            let dispatched = r["dispatched_ns"].as_u64().unwrap();
+            assert!(dispatched >= intended, "{r}");
+            (i, dispatched)
+        })
+        .collect();
+    sent.sort_unstable();
+    assert!(sent.windows(2).all(|w| w[0].1 <= w[1].1), "{sent:?}");
+    let late = sent
+        .iter()
+        .any(|&(i, at)| at - (times_ms[i as usize] * 1e6) as u64 > skew_max_ns);
+    let gates = replay["validity"]["gates"].as_array().unwrap();
+    let g21_failed = gates
+        .iter()
+        .any(|g| g["gate"].as_str().unwrap().starts_with("G2.1") && g["status"] == "fail");
+    assert!(!late || g21_failed, "{gates:?}");
 }
 
 fn records(journal: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
@@ -261,7 +287,7 @@ fn records(journal: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_follow_up_the_model_does_not_give_is_refused() {
-    let _machine = crate::recording();
+    let _beside = crate::beside();
     let mock = percentes_scenarios::config::MockConfig::constant(20.0, 0.1, 32);
     let addr = percentes_scenarios::mock::spawn_background(mock, 1)
         .unwrap()
@@ -407,7 +433,7 @@ fn mix(mut z: u64) -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
-    let _machine = crate::recording();
+    let _beside = crate::beside();
     let addr = mock();
     let dir = scratch("prefixes");
     let json = record(
@@ -475,13 +501,15 @@ fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
     );
     assert_eq!(reuse["designed_tokens"].as_u64(), Some(designed), "{reuse}");
     assert_eq!(reuse["prompt_tokens"].as_u64(), Some(prompts), "{reuse}");
-    // `analyze --by prefix`: the three expectations, counted as above.
+    // `analyze --by prefix` (a diagnosis where the client's gates failed, as above): the three
+    // expectations, counted as above.
     let out = dir.join("by-prefix");
     let (code, stdout, stderr) = percentes(&[
         "analyze",
         journal.to_str().unwrap(),
         "--by",
         "prefix",
+        "--diagnose",
         "-o",
         out.to_str().unwrap(),
     ]);
@@ -510,36 +538,45 @@ fn a_shared_prefix_pool_is_journaled_recomputable_and_segmented() {
     );
 }
 
-/// Abandonment against the mock (issue 55 item 3, SPEC §1 "Abandonment"): 40 % of the requests
-/// marked for closing 60 ms after their intended time, answers of about 175 ms (first token at
-/// 20 ms, 32 tokens 5 ms apart). An auditor recomputes which requests were marked and when from
-/// JOURNAL.md rule 7 alone; every marked request is `abandoned` at exactly its instant with the
-/// output read until then, every other completes; under v0.5 the summary and report.json count
-/// them apart from the censored, under v0.4 among them. Deliberate breaks: closing at the
-/// deadline instead, a draw by session, or counting them censored under v0.5 fail here.
+/// Abandonment (issue 55 item 3, SPEC §1 "Abandonment"): 40 % of the requests marked for
+/// closing 60 ms after their intended time, answers of about 175 ms (first token at 20 ms, 32
+/// tokens 5 ms apart). An auditor recomputes which requests were marked and when from JOURNAL.md
+/// rule 7 alone; every marked request is `abandoned` at exactly its instant with the output read
+/// until then, every other completes; under v0.5 the summary and report.json count them apart
+/// from the censored, under v0.4 among them. Deliberate breaks: closing at the deadline instead,
+/// a draw by session, or counting them censored under v0.5 fail here.
+///
+/// The journal is the simulator's (recorder/src/run/sim.rs: the production worker loop on
+/// virtual time, the recorder's own journal), with the table `--abandon 0.4:60ms` writes
+/// (formats' quick-run tests check that flag): a close at its instant is exact there, while on
+/// this shared machine a stall past an instant makes that request the client's lateness, not an
+/// abandonment, and a recording had to be made again (issue 51).
 #[cfg(target_os = "linux")]
 #[test]
 fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
-    let _machine = crate::recording();
-    let mock = percentes_scenarios::config::MockConfig::constant(20.0, 5.0, 64);
-    let addr = percentes_scenarios::mock::spawn_background(mock, 1)
-        .unwrap()
-        .0
-        .to_string();
+    use percentes_recorder::run::sim::{World, MS};
+    let _beside = crate::beside();
     let dir = scratch("abandon");
-    let json = record(
-        &addr,
-        &dir,
-        "abandon",
-        &[
-            "--rate",
-            "10",
-            "--max-tokens",
-            "32",
-            "--abandon",
-            "0.4:60ms",
-        ],
-    );
+    let mut world = World {
+        dev: "warmup_s = 1\nmeasure_s = 3\ncooldown_s = 0",
+        tables_toml: "[workload.abandon]\nshare = 0.4\nafter_ms = 60\n",
+        ..World::new(10.0, std::time::Duration::ZERO)
+    }
+    .configured();
+    world.target.ttft_ns = 20 * MS;
+    world.target.tpot_ns = 5 * MS;
+    world.target.tokens = 32;
+    std::fs::write(dir.join("abandon.pj"), world.run().journal()).unwrap();
+    let report = dir.join("abandon");
+    let (code, stdout, stderr) = percentes(&[
+        "analyze",
+        dir.join("abandon.pj").to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
     let journal = dir.join("abandon.pj");
     let marked = |index: u64| {
         let d = mix(1 ^ mix(index ^ 0x6162_616e_646f_6e00));
@@ -610,7 +647,7 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_conversation_history_is_resent_journaled_and_designed() {
-    let _machine = crate::recording();
+    let _beside = crate::beside();
     let addr = mock();
     let dir = scratch("history");
     let json = record(

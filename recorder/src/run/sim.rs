@@ -80,8 +80,12 @@ pub struct Target {
     /// From the start of service to the first token.
     pub ttft_ns: u64,
     /// Each request's time to its first token is drawn uniformly from `[ttft_ns, ttft_ns +
-    /// ttft_spread_ns)` by a hash of its index (0: every request takes `ttft_ns`).
+    /// ttft_spread_ns)` by a hash of its index and [`Target::seed`] (0: every request takes
+    /// `ttft_ns`).
     pub ttft_spread_ns: u64,
+    /// Which draws the spread gives: two targets that differ only here answer from the same law
+    /// with different samples (an A/A pair); the same seed gives the same draws on every run.
+    pub seed: u64,
     /// Between tokens.
     pub tpot_ns: u64,
     /// Between a reasoning token and the one before it, where [`Target::answers`] marks it
@@ -119,6 +123,7 @@ impl Default for Target {
             head_ns: 2 * MS,
             ttft_ns: 20 * MS,
             ttft_spread_ns: 0,
+            seed: 0,
             tpot_ns: 10 * MS,
             reasoning_gap_ns: None,
             answers: None,
@@ -165,9 +170,11 @@ impl std::fmt::Debug for Answers {
     }
 }
 
-/// A request's own draw from its index: the same on every run, spread over the whole range.
-fn draw(index: u64) -> u64 {
-    mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15))
+/// A request's own draw from its index and the target's seed: the same on every run, spread
+/// over the whole range. Seed 0 gives the draws the simulation gave before it had a seed.
+fn draw(index: u64, seed: u64) -> u64 {
+    let stream = if seed == 0 { 0 } else { mix64(seed) };
+    mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ stream)
 }
 
 /// A written HTTP/1.1 request's path and body.
@@ -221,7 +228,7 @@ impl Net {
         }
         let ttft = match t.ttft_spread_ns {
             0 => t.ttft_ns,
-            spread => t.ttft_ns + draw(entry.index) % spread,
+            spread => t.ttft_ns + draw(entry.index, t.seed) % spread,
         };
         let start = match t.slots {
             None => written,
@@ -512,8 +519,9 @@ pub struct World {
     /// A closed loop of this many users, each sending its next request when its last one ends
     /// (no think time), instead of the open schedule at `rate_rps`.
     pub closed_users: Option<u32>,
-    /// More `[workload]` subtables for the configuration (`[workload.abandon]` ...).
-    pub workload_toml: &'static str,
+    /// More tables for the configuration, placed before its `[fault]`: `[workload]` subtables
+    /// (`[workload.abandon]` ...), a declared `[slo]`.
+    pub tables_toml: &'static str,
     /// The one route's keys (its `[[routes]]` table's body, subtables last): a chat route
     /// labelled `chat` by default.
     pub route_toml: &'static str,
@@ -598,7 +606,7 @@ impl World {
             },
             target: Target::default(),
             closed_users: None,
-            workload_toml: "",
+            tables_toml: "",
             route_toml: "label = \"chat\"\npath = \"/v1/chat/completions\"\n",
             host_cpu_busy_ppm: 100_000,
         }
@@ -625,7 +633,7 @@ impl World {
         .replace("ARRIVAL", self.arrival)
         .replace("DEV", self.dev)
         .replace("ROUTE", self.route_toml)
-        .replace("[fault]", &format!("{}[fault]", self.workload_toml));
+        .replace("[fault]", &format!("{}[fault]", self.tables_toml));
         Config::parse(text.as_bytes())
             .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"))
     }

@@ -118,6 +118,37 @@ fn a_simulated_run_journals_what_the_recorder_would() {
     assert_eq!(seal.status, "escaped", "{seal:?}");
 }
 
+/// A target's seed picks its draws, not its law (what an A/A pair of journals rests on): two
+/// targets that differ only in it give every request a time to first token inside the same
+/// spread and most of them a different one, and one seed gives the same draws on every run.
+#[test]
+fn a_targets_seed_changes_its_draws_and_keeps_its_law() {
+    let ttfts = |seed: u64| -> Vec<u64> {
+        let mut w = world(40.0, 30);
+        w.target.head_ns = 0;
+        w.target.ttft_spread_ns = 4 * MS;
+        w.target.seed = seed;
+        w.simulate()
+            .records
+            .iter()
+            .map(|r| r.first_content_ns.expect("a first token") - r.dispatched_ns.expect("sent"))
+            .collect()
+    };
+    let (first, second) = (ttfts(1), ttfts(2));
+    assert_eq!(first, ttfts(1), "one seed, the same draws");
+    assert_eq!(first.len(), second.len());
+    let range = 20 * MS..24 * MS + MS;
+    for t in first.iter().chain(&second) {
+        assert!(range.contains(t), "{t} ns outside the spread");
+    }
+    let differ = first.iter().zip(&second).filter(|(a, b)| a != b).count();
+    assert!(
+        differ * 10 > first.len() * 9,
+        "{differ} of {} differ",
+        first.len()
+    );
+}
+
 /// Issue 32's "must show", SIGSTOP for 3 s mid-run at 100 rps (30 s timeout): the ticker's
 /// longest lateness is the stop, its p99 fails G2.4's pin; the requests the stop delayed are
 /// sent late and the fall-behind policy ends the run 2 s (lag + span) into the stop's debt, as
@@ -610,7 +641,7 @@ impl Plan {
                 stalls,
                 target,
                 closed_users,
-                workload_toml,
+                tables_toml: workload_toml,
                 ..World::new(rate_rps, timeout)
             },
         }
@@ -626,7 +657,7 @@ impl Plan {
 fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
     let mut w = world(20.0, 30);
     w.target.tokens = 31;
-    w.workload_toml = "[workload.abandon]\nshare = 0.5\nafter_ms = 1000\n";
+    w.tables_toml = "[workload.abandon]\nshare = 0.5\nafter_ms = 1000\n";
     let run = w.simulate();
     assert_accounted(&run);
     let abandon = percentes_formats::schedule::Abandonment {
@@ -660,7 +691,7 @@ fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
         "{marked} marked, {others} not"
     );
     let mut quick = world(20.0, 30);
-    quick.workload_toml = w.workload_toml;
+    quick.tables_toml = w.tables_toml;
     let run = quick.simulate();
     assert_eq!(
         classes(&run).into_keys().collect::<Vec<_>>(),
@@ -678,7 +709,7 @@ fn marked_requests_are_closed_at_their_drawn_instant_and_others_complete() {
 fn an_abandonment_instant_a_stop_holds_is_the_clients_lateness() {
     let mut w = world(100.0, 30);
     w.target.tokens = 31;
-    w.workload_toml = "[workload.abandon]\nshare = 1\nafter_ms = 1000\n";
+    w.tables_toml = "[workload.abandon]\nshare = 1\nafter_ms = 1000\n";
     w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
     let run = w.simulate();
     assert_accounted(&run);
