@@ -545,7 +545,10 @@ fn numbers_but_host_cpu(report: &percentes_analyzer::model::Report) -> serde_jso
 fn three_shard_recorders_on_one_schedule_merge_verify_and_analyze_as_one_recorder() {
     use percentes_scenarios::testbed::Testbed;
     use std::process::Command;
-    let _machine = crate::machine();
+    // Beside the light work, not alone: three recorders and two replicas take under a tenth of
+    // a core over the run (measured: 0.7 CPU-s in 7.4 s), and what is asserted reads no time
+    // the client kept (below).
+    let _beside = crate::beside();
     let binary = Path::new(env!("CARGO_BIN_EXE_percentes"));
     let dir = scratch("live");
     // Fast replicas (5 ms to first token, 0.1 ms a token): every request completes well inside
