@@ -644,7 +644,8 @@ path = "/v1/chat/completions"
         let stop = Arc::new(AtomicBool::new(false));
         let mut watch = EscapeWatch::new(&config, Arc::clone(&stop)).unwrap();
         assert_eq!(watch.window_ns, 500 * MS);
-        // Shed-route failures never count; run-end censoring never counts.
+        // Shed-route failures never count; run-end censoring and the client's own lateness
+        // never count, on either side of the share.
         for i in 0..20 {
             assert!(watch
                 .observe(&request(i, 1, "reset", i * MS, "replica-1"))
@@ -652,7 +653,11 @@ path = "/v1/chat/completions"
             assert!(watch
                 .observe(&request(100 + i, 0, "run-end", i * MS, ""))
                 .is_none());
+            assert!(watch
+                .observe(&request(150 + i, 0, "client-late", i * MS, "replica-0"))
+                .is_none());
         }
+        assert!(watch.recent.is_empty(), "{:?}", watch.recent);
         // Four protected requests, one failed: 1 of 4 is over 0.2 but under min_requests.
         let mut at = 100 * MS;
         for (i, class) in [
@@ -717,6 +722,10 @@ path = "/v1/chat/completions"
             .observe(&request(1, 0, "reset", MS, "replica-1"))
             .is_none());
         assert!(watch.observe(&request(2, 0, "reset", MS, "")).is_none());
+        // An error the client was late for is the client's, wherever it was answered.
+        assert!(watch
+            .observe(&request(4, 1, "client-late", 2 * MS, "replica-0"))
+            .is_none());
         let event = watch
             .observe(&request(3, 1, "http-status", 2 * MS, "replica-0"))
             .unwrap();

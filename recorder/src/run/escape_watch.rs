@@ -87,8 +87,14 @@ impl EscapeWatch {
         &mut self,
         r: &RequestRecord,
     ) -> Option<(&'static str, u64, String)> {
-        let stopped = class_code("run-end") == Some(r.class);
-        if stopped {
+        // Neither a request the stop censored nor one the client itself was late for (SPEC §2
+        // "The client's lateness is the client's") says anything of the target or of the
+        // protected traffic: they count on neither side of a trigger. A client behind its
+        // schedule fails G2 and has its own escape (the fall-behind policy); before this, a
+        // stall of the whole host could escape an experiment on its protected budget, blaming
+        // the traffic for the client.
+        let clients = [class_code("run-end"), class_code("client-late")];
+        if clients.contains(&Some(r.class)) {
             return None;
         }
         let errored = r.outcome == Outcome::Errored as u8;
