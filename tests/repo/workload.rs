@@ -566,18 +566,18 @@ fn abandoned_requests_are_closed_at_their_instant_and_counted_apart() {
     world.target.ttft_ns = 20 * MS;
     world.target.tpot_ns = 5 * MS;
     world.target.tokens = 32;
-    std::fs::write(dir.join("abandon.pj"), world.run().journal()).unwrap();
+    let journal = dir.join("abandon.pj");
+    std::fs::write(&journal, world.run().journal()).unwrap();
     let report = dir.join("abandon");
     let (code, stdout, stderr) = percentes(&[
         "analyze",
-        dir.join("abandon.pj").to_str().unwrap(),
+        journal.to_str().unwrap(),
         "-o",
         report.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(report.join("report.json")).unwrap()).unwrap();
-    let journal = dir.join("abandon.pj");
     let marked = |index: u64| {
         let d = mix(1 ^ mix(index ^ 0x6162_616e_646f_6e00));
         d % 1_000_000 < 400_000
