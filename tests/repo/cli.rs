@@ -918,8 +918,21 @@ fn demo_server_evidence(json: &serde_json::Value, out: &std::path::Path, first_c
         "{v}"
     );
     assert!(v["first_answer_after_fire_s"].as_f64().is_some(), "{v}");
+    // The client counts a completion when it reads it: on a run whose own gates failed (read
+    // as a diagnosis), a reading held up by the busy host by more than a scrape period can move
+    // requests across a span's edge, and a failure says which of the client's gates failed.
+    let client_failed: Vec<&str> = json["validity"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["status"] == "fail")
+        .filter_map(|g| g["gate"].as_str())
+        .collect();
     for r in server["reconciliation"].as_array().unwrap() {
-        assert_eq!(r["reconciled"], true, "{r}");
+        assert_eq!(
+            r["reconciled"], true,
+            "{r}; the client's failed gates: {client_failed:?}"
+        );
     }
     let mut compared = 0;
     for w in server["windows"].as_array().unwrap() {

@@ -10,6 +10,8 @@ use percentes_formats::journal::records::{
     class_code, EventKind, EventRecord, Outcome, Record, RequestRecord,
 };
 
+use super::state::{Escape, Shared};
+
 /// The declared abort triggers (seeds/004), watched on the writer thread, which sees every
 /// record in the order it journals them. When one fires the watch journals an `escape` event,
 /// notes the reason for the seal and raises the stop flag: dispatch stops, in-flight requests
@@ -52,6 +54,19 @@ impl EscapeWatch {
         })
     }
 
+    /// What the journal writer does with each record before it appends it (the recorder's
+    /// writer thread and the simulation alike): looks at it, and when a trigger fires, notes the
+    /// escape for the seal (the first escape names it: the fall-behind policy may have fired
+    /// first) and returns the `escape` event to journal after the record.
+    pub(super) fn escape_after(&mut self, record: &Record, shared: &Shared) -> Option<Record> {
+        let event = self.observe(record)?;
+        shared.note_escape(Escape {
+            subject: event.subject.clone(),
+            detail: event.detail.clone(),
+        });
+        Some(Record::Event(event))
+    }
+
     /// Looks at one record about to be journaled; returns the escape event when a trigger fires.
     pub(super) fn observe(&mut self, record: &Record) -> Option<EventRecord> {
         if self.fired {
@@ -89,10 +104,10 @@ impl EscapeWatch {
     ) -> Option<(&'static str, u64, String)> {
         // Neither a request the stop censored nor one the client itself was late for (SPEC §2
         // "The client's lateness is the client's") says anything of the target or of the
-        // protected traffic: they count on neither side of a trigger. A client behind its
-        // schedule fails G2 and has its own escape (the fall-behind policy); before this, a
-        // stall of the whole host could escape an experiment on its protected budget, blaming
-        // the traffic for the client.
+        // protected traffic: they count on neither side of the share. A client behind its
+        // schedule fails G2 and has its own escape (the fall-behind policy). Before, a
+        // `client-late` request (outcome undispatched, never a failure) counted as one that did
+        // not fail, so a stalled client diluted the share and could hide the target's failures.
         let clients = [class_code("run-end"), class_code("client-late")];
         if clients.contains(&Some(r.class)) {
             return None;

@@ -19,9 +19,11 @@
 //! second_record`) from the simulated worker's own stall ticks and send skews. The repository's
 //! tests read it with the analyzer (the `sim` feature exposes this module to them): a figure
 //! whose point is the recorder's logic is checked there exactly, with no host noise to retry
-//! past. What the simulation cannot journal it leaves out and says so in a host fact: the host's
-//! CPU is the world's stated reading, the recorder's own CPU is not read, and no canary,
-//! cgroup, probe, scrape, fault thread or escape watch runs.
+//! past. The writer's escape watch looks at every record as the writer thread's would
+//! (`EscapeWatch::escape_after`), so a `[declaration]`'s abort triggers stop the run and seal it
+//! `escaped` here too. What the simulation cannot journal it leaves out and says so in a host
+//! fact: the host's CPU is the world's stated reading, the recorder's own CPU is not read, and no
+//! canary, cgroup, probe, scrape or fault thread runs.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -45,6 +47,7 @@ use super::behind::Behind;
 use super::connect::{connect_verdict, transport_verdict, Dialer};
 use super::context::WorkerContext;
 use super::dispatch::StallPool;
+use super::escape_watch::EscapeWatch;
 use super::ground::{Clock, Transport};
 use super::http2::Carried;
 use super::pacer::run_worker;
@@ -553,6 +556,8 @@ pub struct Run {
     pub(super) turns: Vec<(u64, u64, u64)>,
     /// Every record the writer thread would have appended, in the order it would have.
     journaled: Vec<Record>,
+    /// The writer's escape watch, where the configuration declares an experiment.
+    watch: Option<EscapeWatch>,
     /// The header `record` would have written, and the seal it would have ended with.
     header: Option<Header>,
     seal: Option<(u64, SealStatus, String)>,
@@ -585,8 +590,8 @@ fn simulated_facts() -> Vec<(String, String)> {
         (
             "simulation".into(),
             "recorder/src/run/sim.rs: the production worker loop on a scripted target; host CPU \
-             stated by the world, recorder CPU not read; no canary, cgroup, probe, scrape, fault \
-             thread or escape watch"
+             stated by the world, recorder CPU not read; no canary, cgroup, probe, scrape or \
+             fault thread"
                 .into(),
         ),
     ]
@@ -712,6 +717,7 @@ impl World {
         let run = RefCell::new(Run {
             entries: plan.params.iter().collect(),
             plan: Some(Arc::clone(&plan)),
+            watch: EscapeWatch::new(&config, Arc::clone(&ctx.stop)),
             ..Run::default()
         });
         let (shared, sender, stop) = (
@@ -729,10 +735,10 @@ impl World {
                 judge_starved(&shared, &sender, (&behind, &stop), at_ns);
                 by_telemetry |= !before && shared.escaped.lock().expect("escape lock").is_some();
                 // The telemetry thread sends its record after its judgement.
-                take_records(&rx, &mut run.borrow_mut());
+                take_records(&rx, &mut run.borrow_mut(), &shared);
                 run.borrow_mut().second(&shared, at_ns, cpu, measured);
             },
-            || take_records(&rx, &mut run.borrow_mut()),
+            || take_records(&rx, &mut run.borrow_mut(), &shared),
         );
         let mut run = run.into_inner();
         let end_at = core.now().saturating_sub(epoch_ns);
@@ -763,10 +769,10 @@ impl Run {
         cpu: (u32, u64),
     ) {
         let measured = self.plan.as_ref().expect("a plan").measured_span_ns;
-        take_records(rx, self);
+        take_records(rx, self, shared);
         self.second(shared, end_at, cpu, measured);
         journal_after_run(shared, end_at, measured, sender);
-        take_records(rx, self);
+        take_records(rx, self, shared);
         let escaped = shared.escaped.lock().expect("escape lock").clone();
         let stopped = sender.stop.load(Ordering::Relaxed);
         let (status, reason) = seal_of(None, None, escaped, stopped);
@@ -827,9 +833,10 @@ impl Run {
     }
 }
 
-/// Takes what the worker handed the writer: every record, in order, and from them the request
-/// records, the follow-ups' turns and the fall-behind escape.
-fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
+/// Takes what the worker handed the writer: every record, in order, each followed by the escape
+/// event the writer's watch would journal after it, and from them the request records, the
+/// follow-ups' turns and the fall-behind escape.
+fn take_records(rx: &Receiver<ToWriter>, run: &mut Run, shared: &Shared) {
     while let Ok(message) = rx.try_recv() {
         let records = match message {
             ToWriter::Record(record) => vec![*record],
@@ -837,26 +844,36 @@ fn take_records(rx: &Receiver<ToWriter>, run: &mut Run) {
             ToWriter::Finish(..) => Vec::new(),
         };
         for record in records {
-            match &record {
-                Record::Request(r) => run.records.push(r.clone()),
-                Record::RequestExtension(x) => {
-                    use percentes_formats::journal::records::ExtensionKey;
-                    if let (Some(session), Some(turn)) =
-                        (x.get(ExtensionKey::Session), x.get(ExtensionKey::Turn))
-                    {
-                        run.turns.push((x.index, session, turn));
-                    }
-                }
-                Record::Event(e)
-                    if e.kind == EventKind::Escape.code() && e.subject == CLIENT_BEHIND =>
-                {
-                    run.escape.get_or_insert((e.at_ns, "", e.detail.clone()));
-                }
-                _ => {}
+            let escape = run
+                .watch
+                .as_mut()
+                .and_then(|w| w.escape_after(&record, shared));
+            take_record(record, run);
+            if let Some(event) = escape {
+                run.journaled.push(event);
             }
-            run.journaled.push(record);
         }
     }
+}
+
+/// One record the writer appends, and what the simulation's own assertions keep of it.
+fn take_record(record: Record, run: &mut Run) {
+    match &record {
+        Record::Request(r) => run.records.push(r.clone()),
+        Record::RequestExtension(x) => {
+            use percentes_formats::journal::records::ExtensionKey;
+            if let (Some(session), Some(turn)) =
+                (x.get(ExtensionKey::Session), x.get(ExtensionKey::Turn))
+            {
+                run.turns.push((x.index, session, turn));
+            }
+        }
+        Record::Event(e) if e.kind == EventKind::Escape.code() && e.subject == CLIENT_BEHIND => {
+            run.escape.get_or_insert((e.at_ns, "", e.detail.clone()));
+        }
+        _ => {}
+    }
+    run.journaled.push(record);
 }
 
 #[cfg(test)]

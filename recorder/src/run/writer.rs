@@ -21,7 +21,7 @@ use percentes_formats::journal::{JournalWriter, WriteError};
 
 use super::escape_watch::EscapeWatch;
 use super::signals::say;
-use super::state::{Escape, Shared, ToWriter};
+use super::state::{Shared, ToWriter};
 
 /// The writer's journal: the file, and a second handle to it that can cut it back after a
 /// failed write (the writer's own handle is consumed by the seal).
@@ -108,13 +108,7 @@ pub(super) fn writer_thread(
     stop: &AtomicBool,
 ) -> WriterResult {
     let mut escape = |record: &Record, shared: &Shared| -> Option<Record> {
-        let event = watch.as_mut()?.observe(record)?;
-        // The first escape names the seal (the fall-behind policy may have fired first).
-        shared.note_escape(Escape {
-            subject: event.subject.clone(),
-            detail: event.detail.clone(),
-        });
-        Some(Record::Event(event))
+        watch.as_mut()?.escape_after(record, shared)
     };
     let now_ns = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
     let mut last_commit = Instant::now();

@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use percentes_formats::journal::records::EventRecord;
 use percentes_formats::pins;
+
+use super::super::pacer::BATCH_INTERVAL;
 
 use super::*;
 
@@ -180,6 +183,79 @@ fn a_three_second_stop_is_measured_blamed_on_the_client_and_ends_the_run() {
         && r.intended_ns < 10 * S));
     assert_eq!(classes(&run).get("timeout"), None);
     assert!(run.end_ns < 14 * S, "ended early: {}", run.end_ns);
+}
+
+/// A `[declaration]` protecting the one route, at most `rate` of its requests failed over the
+/// dev-scaled 5 s window (0.5 s), with at least `min` of them.
+fn declared(rate: &str, min: u32) -> &'static str {
+    let text = format!(
+        "[declaration]\nexperiment_id = \"sim\"\nrelease = \"r\"\ndataset = \"d\"\ntarget = \"a\"\n\
+         boundary = \"b\"\nprotected_routes = [\"chat\"]\ncleanup = \"c\"\n\
+         [declaration.abort]\nprotected_failure_rate = {rate}\nmin_requests = {min}\n"
+    );
+    Box::leak(text.into_boxed_str())
+}
+
+/// The escape events the writer's watch journaled.
+fn escapes(run: &Run) -> Vec<&EventRecord> {
+    run.journaled
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(e) if e.kind == EventKind::Escape.code() => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A governed experiment's protected budget, on the production loop (seeds/004): a target that
+/// resets every other request after its head fails half the protected traffic, and the writer's
+/// watch fires once, journaling its escape after the record that tripped it; offered load stops
+/// within the writer's batch interval (nothing sent later), the rest of the schedule is censored
+/// `run-end`, and the seal is `escaped`, naming the trigger.
+#[test]
+fn a_protected_budget_escape_stops_offered_load_and_seals_escaped() {
+    let mut w = world(50.0, 30);
+    w.tables_toml = declared("0.1", 5);
+    w.target.reset_every = Some(2);
+    let run = w.simulate();
+    assert_accounted(&run);
+    let escapes = escapes(&run);
+    assert_eq!(escapes.len(), 1, "{escapes:?}");
+    assert_eq!(escapes[0].subject, "protected-budget");
+    let at = escapes[0].at_ns;
+    assert!(at < S, "fired within the first window's requests: {at}");
+    let stop_by = at + 2 * BATCH_INTERVAL.as_nanos() as u64;
+    assert!(run
+        .records
+        .iter()
+        .all(|r| r.dispatched_ns.is_none_or(|d| d <= stop_by)));
+    assert!(classes(&run).get("run-end").copied().unwrap_or(0) > 1_500);
+    let (_, status, reason) = run.seal.as_ref().expect("sealed");
+    assert_eq!(*status, SealStatus::Escaped);
+    assert!(reason.contains("protected-budget"), "{reason}");
+}
+
+/// A whole-process stop under a declaration whose protected budget allows no failure at all:
+/// the requests the stop held past their deadlines are the client's lateness, which the
+/// protected budget counts on neither side, so the experiment is never escaped on the
+/// traffic's account; the client's own escape (the fall-behind policy) ends it, and the seal
+/// names the client.
+#[test]
+fn a_stopped_client_never_escapes_an_experiment_on_its_protected_budget() {
+    let mut w = world(100.0, 1);
+    w.tables_toml = declared("0.0", 1);
+    w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
+    let run = w.simulate();
+    assert_accounted(&run);
+    assert!(classes(&run).get("client-late").copied().unwrap_or(0) > 100);
+    let escapes = escapes(&run);
+    assert!(
+        escapes.iter().all(|e| e.subject == CLIENT_BEHIND),
+        "{escapes:?}"
+    );
+    let (_, status, reason) = run.seal.as_ref().expect("sealed");
+    assert_eq!(*status, SealStatus::Escaped);
+    assert!(!reason.contains("protected-budget"), "{reason}");
 }
 
 /// The same stop with a 1 s timeout: every request the stop held past its deadline is
