@@ -523,7 +523,8 @@ pub struct World {
     /// (no think time), instead of the open schedule at `rate_rps`.
     pub closed_users: Option<u32>,
     /// More tables for the configuration, placed before its `[fault]`: `[workload]` subtables
-    /// (`[workload.abandon]` ...), a declared `[slo]`.
+    /// (`[workload.abandon]` ...), a declared `[slo]`, a `[declaration]` with its abort
+    /// triggers.
     pub tables_toml: &'static str,
     /// The one route's keys (its `[[routes]]` table's body, subtables last): a chat route
     /// labelled `chat` by default.
