@@ -313,9 +313,12 @@ impl Client {
         let censored =
             |row: usize| r.outcome(row) == Some(percentes_formats::journal::Outcome::Censored);
         let abandon = percentes_formats::journal::records::class_code("abandoned");
+        // SPEC §2's reading: requests to the replica censored at their deadline. Not a request
+        // the run's end censored before it was sent (`run-end`): it never reached the server.
+        let run_end = percentes_formats::journal::records::class_code("run-end");
         let gave_up = rows_of
             .iter()
-            .filter(|&&row| censored(row) && Some(r.class[row]) != abandon)
+            .filter(|&&row| censored(row) && ![abandon, run_end].contains(&Some(r.class[row])))
             .map(|&row| r.terminal_ns[row])
             .collect();
         let abandoned = rows_of

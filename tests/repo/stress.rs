@@ -172,8 +172,9 @@ fn assert_the_client_blames_itself(requests: &[RequestRecord], timeout_ns: u64) 
 fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
     let _machine = crate::recording();
     let addr = start_mock();
-    // Factor 20: warm-up 3 s, baseline 15 s, cooldown 3 s (21 s), a 1.5 s timeout; 40 rps.
-    let text = config_text(addr, 20, 40.0);
+    // Factor 20: warm-up 3 s, baseline 15 s, cooldown 3 s (21 s), a 1.5 s timeout; 40 rps;
+    // the mock's own /metrics scraped, so the report reconciles its counts with the client's.
+    let text = config_text(addr, 20, 40.0) + "[server_metrics]\npreset = \"auto\"\n";
     let config_path = scratch("stopped.toml");
     std::fs::write(&config_path, &text).unwrap();
     let journal = scratch("stopped.pj");
@@ -239,6 +240,13 @@ fn a_recorder_stopped_for_three_seconds_blames_itself_and_ends_the_run() {
         "offered load stopped: {never_sent} never sent"
     );
     let report = analyze(&journal);
+    // The requests the escape left unsent (`run-end`) never reached the server: the
+    // reconciliation does not call them requests the client gave up on (it did, to 2026-12-07).
+    let server = report.server.as_ref().expect("the mock's metrics scraped");
+    assert!(!server.reconciliation.is_empty());
+    for r in &server.reconciliation {
+        assert!(!r.text.contains("gave up"), "{}", r.text);
+    }
     let gate = |id| {
         report
             .validity
