@@ -63,7 +63,7 @@ use baseline::BaselineTally;
 use connect::Dialer;
 use context::WorkerContext;
 use escape_watch::EscapeWatch;
-use fault::fault_thread;
+use fault::{fault_thread, Host};
 use host::now_ns;
 use host::{
     allowed_cpus, check_connection_floor, host_facts, ignore_file_size_signal, placement_fact,
@@ -448,12 +448,12 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     let fault = if coordinator && plan.inject_at_ns.is_some() {
         let sender = sender.clone();
         let shared = Arc::clone(&shared);
-        let (plan, fault) = (Arc::clone(&plan), config.fault.clone());
+        let (plan, fault, host) = (Arc::clone(&plan), config.fault.clone(), Host { epoch });
         let stop = Arc::clone(&options.stop);
         Some(
             std::thread::Builder::new()
                 .name("fault-plan".into())
-                .spawn(move || fault_thread((&plan, &fault), epoch, (&sender, &shared), &stop))
+                .spawn(move || fault_thread((&plan, &fault), &host, (&sender, &shared), &stop))
                 .map_err(io("cannot start the fault-plan thread"))?,
         )
     } else {

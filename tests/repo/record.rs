@@ -529,68 +529,61 @@ pub(super) fn event_named<'a>(
         .find(|e| percentes_formats::journal::records::event_kind_name(e.kind) == Some(name))
 }
 
-/// AC3: the fault fires within 500 ms of T_inject; armed and fire times are recorded.
-#[test]
-fn the_fault_plan_fires_at_t_inject_and_is_journaled() {
-    let _machine = crate::recording();
-    let addr = start_mock(fast_mock(None));
-    let config = fault_config(
-        &addr.to_string(),
-        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
-    );
-    let inject_ns = config.inject_at_ns().unwrap();
-    let path = scratch("fault-admin.pj");
-    record(&config, &path);
-    let events = events(&path);
-    let armed = event_named(&events, "fault-armed").expect("armed");
-    let fired = event_named(&events, "fault-fired").expect("fired");
-    assert!(armed.at_ns < inject_ns);
-    let lateness = fired.at_ns as i64 - inject_ns as i64;
-    assert!(
-        (0..500_000_000).contains(&lateness),
-        "fired {lateness} ns after T_inject"
-    );
-    // Requests sent before the fire complete; requests sent well after it get the injected 500.
-    let requests = requests(&path, &config);
-    assert!(requests
-        .iter()
-        .filter(|r| r.dispatched_ns.unwrap() + 100_000_000 < inject_ns)
-        .all(|r| r.outcome == Outcome::Completed as u8));
-    let after: Vec<_> = requests
-        .iter()
-        .filter(|r| r.dispatched_ns.unwrap() > fired.at_ns + 50_000_000)
-        .collect();
-    assert!(
-        !after.is_empty()
-            && after
-                .iter()
-                .all(|r| class_name(r.class) == Some("http-status") && r.http_status == 500)
-    );
+// AC3 (the fault fires at T_inject, its arming and fire journaled, the target's answers
+// changing with it) is the simulator's: `the_fault_plan_fires_at_t_inject_and_the_target_answers
+// _its_fault` in recorder/src/run/sim/fault_tests.rs runs the production fault plan on the
+// simulated clock, exact to the nanosecond. The real injectors fire in the live view's test
+// (mock-admin), the testbed's clean delete (kill-pid-file) and the real servers' (mock-admin).
+
+/// A clean delete of replica `a` (of `a` and `b`) on the recorder's simulator: the production
+/// fault plan, its baseline judgement and its confirmation on the simulated clock, `edit`ed; its
+/// journal written to `name`, then analyzed.
+fn simulated_fault(
+    name: &str,
+    edit: impl FnOnce(&mut percentes_recorder::run::sim::World),
+) -> (PathBuf, percentes_analyzer::model::Report) {
+    use percentes_recorder::run::sim::World;
+    let _beside = crate::beside();
+    let mut world = World {
+        fault_toml: "variant = \"clean-delete\"\nvictim = \"a\"\ninjector = \"mock-admin\"\nadmin_address = \"127.0.0.1:1\"\nmock_mode = \"error\"\n",
+        replicas: &["a", "b"],
+        lambda_max_rps: Some(20.0),
+        ..World::new(20.0, Duration::ZERO)
+    }
+    .configured();
+    edit(&mut world);
+    let path = scratch(name);
+    std::fs::write(&path, world.run().journal()).unwrap();
+    let file = JournalFile::open(&path).unwrap();
+    let run = percentes_analyzer::load::load(&file).unwrap();
+    assert_eq!(run.report.verdict.name(), "sealed-intact");
+    let report =
+        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
+    (path, report)
+}
+
+/// The seal's status and reason.
+fn seal_of(path: &Path) -> (String, String) {
+    let journal = JournalFile::open(path).unwrap();
+    let seal = journal.verify(&Default::default()).seal.expect("sealed");
+    (seal.status.to_owned(), seal.reason)
 }
 
 /// seeds/004's "abort when impact cannot be confirmed", judged live (issue 32 item 4): a fault
-/// whose confirmation never sees its impact (the mock's /health never answers 418) ends the run
-/// within the pinned time of the fire: `fault-failed`, then the escape `impact-unconfirmed`; the
-/// seal is escaped and exit 2 says why; nothing is sent after the escape; the analyzer fails
-/// fault fidelity for it, not containment. Deliberate break: the recorder before this went on
-/// to the end of the schedule, every request sent.
+/// whose confirmation never sees its impact (the victim's /health never answers 418) ends the
+/// run once the pinned time since the fire has passed: `fault-failed`, then the escape
+/// `impact-unconfirmed`; the seal is escaped with the reason `record`'s exit 2 names; nothing is
+/// sent after the escape; the analyzer fails fault fidelity for it, not containment. On the
+/// simulator (the production fault plan on its clock). Deliberate break: the recorder before
+/// this went on to the end of the schedule, every request sent.
 #[test]
 fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
-    let _machine = crate::recording();
-    let addr = start_mock(fast_mock(None));
-    let config = fault_config(
-        &addr.to_string(),
-        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\"\nconfirm_address = \"{addr}\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418"),
-    );
-    // Factor 100: the schedule must outlast the pinned confirmation window (5 s of real time)
-    // after the fire, so that the escape, not the schedule's end, stops the load.
-    let config = at_factor(config, 100);
-    let path = scratch("unconfirmed.pj");
-    let summary = record(&config, &path);
-    assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
-    let (code, words) = summary.exit();
-    assert_eq!(code, 2);
-    assert!(words.unwrap_or_default().contains("fault fidelity"));
+    let (path, report) = simulated_fault("unconfirmed.pj", |w| {
+        w.fault_toml = "variant = \"clean-delete\"\nvictim = \"a\"\ninjector = \"mock-admin\"\nadmin_address = \"127.0.0.1:1\"\nmock_mode = \"error\"\nconfirm_address = \"127.0.0.1:2\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418\n";
+    });
+    let (status, reason) = seal_of(&path);
+    assert_eq!(status, "escaped", "{reason}");
+    assert!(reason.contains("(impact-unconfirmed)"), "{reason}");
     let events = events(&path);
     let fired = event_named(&events, "fault-fired").expect("fired");
     let failed = event_named(&events, "fault-failed").expect("fault-failed");
@@ -606,21 +599,26 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
     );
     let within_ns = pins::value::FAULT_CONFIRM_WITHIN_S as u64 * 1_000_000_000;
     assert!(
-        escape.at_ns >= failed.at_ns && escape.at_ns < fired.at_ns + within_ns + 500_000_000,
+        escape.at_ns >= failed.at_ns
+            && failed.at_ns >= fired.at_ns + within_ns
+            && escape.at_ns < fired.at_ns + within_ns + 50_000_000,
         "fired {} failed {} escaped {}",
         fired.at_ns,
         failed.at_ns,
         escape.at_ns
     );
-    let requests = requests(&path, &config);
+    let file = JournalFile::open(&path).unwrap();
+    let requests: Vec<_> = file
+        .records(&file.verify(&Default::default()))
+        .filter_map(|(_, r)| match r.unwrap() {
+            Record::Request(r) => Some(r),
+            _ => None,
+        })
+        .collect();
     assert_nothing_sent_after(&requests, escape.at_ns);
     assert!(requests
         .iter()
         .any(|r| class_name(r.class) == Some("run-end") && r.dispatched_ns.is_none()));
-    let file = JournalFile::open(&path).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
-    let report =
-        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
     let gate = |id: GateId| report.validity.gates.iter().find(|g| g.id == id).cloned();
     assert_eq!(gate(GateId::FaultFidelity).unwrap().status, Status::Fail);
     if let Some(containment) = gate(GateId::Containment) {
@@ -629,32 +627,20 @@ fn a_fault_whose_impact_is_not_confirmed_ends_the_run() {
 }
 
 /// seeds/004's "abort when baseline is unhealthy", judged live (issue 32 item 4): every baseline
-/// request errors (the mock answers 500 from the start), so at T_inject the baseline fails G6 and
-/// the recorder journals the escape `baseline-unhealthy` instead of firing; the seal is escaped,
-/// exit 2 says why, nothing is sent after the escape, and the analyzer reaches the same G6 and
-/// fails fault fidelity naming the escape. Deliberate break: without the judgement the fault
-/// fires into the failing service and the run goes on to its end.
+/// request fails (the target resets each one), so at T_inject the baseline fails G6 and the
+/// recorder journals the escape `baseline-unhealthy` instead of firing; the seal is escaped with
+/// the reason `record`'s exit 2 names, nothing is sent after the escape, and the analyzer
+/// reaches the same G6 and fails fault fidelity naming the escape. On the simulator.
+/// Deliberate break: without the judgement the fault fires into the failing service and the run
+/// goes on to its end.
 #[test]
 fn a_baseline_that_fails_its_gates_ends_the_run_at_t_inject() {
-    let _machine = crate::recording();
-    let addr = start_mock(fast_mock(Some(FaultMode::Error)));
-    let config = fault_config(
-        &addr.to_string(),
-        &format!("injector = \"mock-admin\"\nadmin_address = \"{addr}\"\nmock_mode = \"error\""),
-    );
-    let inject_ns = config.inject_at_ns().unwrap();
-    let path = scratch("baseline-unhealthy.pj");
-    let summary = record(&config, &path);
-    assert_eq!(summary.status.name(), "escaped", "{}", summary.reason);
-    let (code, words) = summary.exit();
-    assert_eq!(code, 2);
-    assert!(
-        words
-            .as_deref()
-            .unwrap_or_default()
-            .contains("before injection (baseline-unhealthy)"),
-        "{words:?}"
-    );
+    let (path, report) = simulated_fault("baseline-unhealthy.pj", |w| {
+        w.target.reset_every = Some(1);
+    });
+    let (status, reason) = seal_of(&path);
+    assert_eq!(status, "escaped", "{reason}");
+    assert!(reason.contains("(baseline-unhealthy)"), "{reason}");
     let events = events(&path);
     assert!(event_named(&events, "fault-armed").is_some());
     assert!(event_named(&events, "fault-fired").is_none(), "never fired");
@@ -669,17 +655,17 @@ fn a_baseline_that_fails_its_gates_ends_the_run_at_t_inject() {
         "{}",
         escape.detail
     );
+    let inject_ns = u64::try_from(
+        event_named(&events, "fault-armed")
+            .and_then(|e| e.value)
+            .unwrap(),
+    )
+    .unwrap();
     assert!(
-        (inject_ns..inject_ns + 500_000_000).contains(&escape.at_ns),
+        (inject_ns..inject_ns + 10_000_000).contains(&escape.at_ns),
         "escaped at {} for T_inject {inject_ns}",
         escape.at_ns
     );
-    let requests = requests(&path, &config);
-    assert_nothing_sent_after(&requests, escape.at_ns);
-    let file = JournalFile::open(&path).unwrap();
-    let run = percentes_analyzer::load::load(&file).unwrap();
-    let report =
-        percentes_analyzer::analysis::analyze(&run, &file, Spec::CURRENT, &Default::default());
     let gate = |id: GateId| {
         report
             .validity

@@ -9,8 +9,7 @@
 //! reaches later on the same journal. It judges evidence only: a gate with nothing to read
 //! (no replica header, no probed gauge) is left to the analyzer, which fails it as unobserved.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, Outcome, Record};
@@ -140,23 +139,6 @@ impl BaselineTally {
             }
         }
         Some(failed)
-    }
-}
-
-/// At T_inject: what the baseline failed, once its last request is journaled (waiting up to
-/// [`JUDGE_WAIT`] for it). `None` when there is nothing to judge, the baseline is healthy as
-/// far as its evidence goes, or it was not whole in time (the analyzer judges it then).
-pub(super) fn baseline_failures(tally: Option<&Mutex<BaselineTally>>) -> Option<String> {
-    let tally = tally?;
-    let deadline = Instant::now() + JUDGE_WAIT;
-    loop {
-        let verdict = tally.lock().expect("baseline lock").verdict();
-        match verdict {
-            Some(failed) if failed.is_empty() => return None,
-            Some(failed) => return Some(failed.join("; ")),
-            None if Instant::now() >= deadline => return None,
-            None => std::thread::sleep(Duration::from_millis(2)),
-        }
     }
 }
 

@@ -1,31 +1,152 @@
 //! The fault plan (SPEC §1): arm, fire at T_inject, confirm the impact independently, remove or
-//! expire, each step journaled as an event.
+//! expire, each step journaled as an event. The plan is written against [`FaultGround`], its
+//! clock and its reach into the world: the host's in a recording ([`Host`]), a virtual clock and
+//! a scripted victim in the simulator (`sim/beside.rs`), which runs this same thread in lockstep
+//! with the production worker loop.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use percentes_formats::config::Injector;
+use percentes_formats::config::{Fault, Injector};
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 
-use super::baseline::baseline_failures;
-use super::host::now_ns;
+use super::baseline::{BaselineTally, JUDGE_WAIT};
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
 use crate::error::RecordError;
 
-/// Sleeps until `due`, waking early when `stop` is set (then returns false).
-pub(super) fn sleep_until_or_stop(due: Instant, stop: &AtomicBool) -> bool {
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return true;
+/// How often a sleeping fault plan looks at the run's stop flag.
+const STOP_LOOK: Duration = Duration::from_millis(20);
+
+/// How long the confirmation waits between two looks at the victim.
+const CONFIRM_PAUSE: Duration = Duration::from_millis(10);
+
+/// What the fault plan stands on: a clock, and its reach into the world (the injector, the
+/// victim's name and answers). Every effect goes through here, so the plan's own decisions
+/// (when to fire, whether the baseline allows it, whether the impact is confirmed, when to clean
+/// up) are the same code in a recording and in the simulator.
+pub(super) trait FaultGround {
+    /// Time since the epoch now, ns; 0 before it.
+    fn now_ns(&self) -> u64;
+
+    /// Sleeps until `ns` after the epoch (returns at once if that has passed).
+    fn sleep_until(&self, ns: u64);
+
+    /// The address a confirmation name (`host:port`, or an address) resolves to now.
+    fn resolve(
+        &self,
+        address: &str,
+        nameserver: Option<SocketAddr>,
+    ) -> Result<SocketAddr, RecordError>;
+
+    /// Fires the fault with `injector`: what it did, in words, or why it failed.
+    fn fire(
+        &self,
+        injector: Injector,
+        fault: &Fault,
+        partition_ns: Option<u64>,
+    ) -> Result<String, RecordError>;
+
+    /// The recorder's own removal of the fault ([`has_removal`]): what it did, or why it failed.
+    fn remove(&self, fault: &Fault) -> Result<String, RecordError>;
+
+    /// The status and body a `method path` request gets from `address` ([`answer_of`]).
+    fn answer_of(
+        &self,
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+    ) -> Result<(u16, String), RecordError>;
+
+    /// Whether `address` accepts a connection within 200 ms.
+    fn accepts(&self, address: SocketAddr) -> bool;
+
+    /// Sleeps until `due_ns` after the epoch, looking at `stop` every [`STOP_LOOK`]: false when
+    /// the run stopped first.
+    fn sleep_until_or_stop(&self, due_ns: u64, stop: &AtomicBool) -> bool {
+        let look = STOP_LOOK.as_nanos() as u64;
+        loop {
+            let now = self.now_ns();
+            if now >= due_ns {
+                return true;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            self.sleep_until(due_ns.min(now + look));
         }
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep((due - now).min(Duration::from_millis(20)));
     }
+}
+
+/// The host's clock and the real injectors, DNS and sockets: a recording's fault plan.
+pub(super) struct Host {
+    /// The run's epoch.
+    pub epoch: Instant,
+}
+
+impl FaultGround for Host {
+    fn now_ns(&self) -> u64 {
+        super::host::now_ns(self.epoch)
+    }
+
+    fn sleep_until(&self, ns: u64) {
+        let due = self.epoch + Duration::from_nanos(ns);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+
+    fn resolve(
+        &self,
+        address: &str,
+        nameserver: Option<SocketAddr>,
+    ) -> Result<SocketAddr, RecordError> {
+        super::dns::resolve(address, nameserver)
+    }
+
+    fn fire(
+        &self,
+        injector: Injector,
+        fault: &Fault,
+        partition_ns: Option<u64>,
+    ) -> Result<String, RecordError> {
+        apply(injector, fault, partition_ns)
+    }
+
+    fn remove(&self, fault: &Fault) -> Result<String, RecordError> {
+        match (&fault.network_policy, fault.injector) {
+            (Some(np), Some(Injector::NetworkPolicy)) => {
+                super::netpol::remove(fault.victim.as_deref().unwrap_or_default(), np)
+            }
+            _ => run_command(&fault.remove_command),
+        }
+    }
+
+    fn answer_of(
+        &self,
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+    ) -> Result<(u16, String), RecordError> {
+        answer_of(address, method, path)
+    }
+
+    fn accepts(&self, address: SocketAddr) -> bool {
+        std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok()
+    }
+}
+
+/// Whether the recorder removes the fault itself (`remove_command`, or the NetworkPolicy it
+/// made), rather than leaving it to the injector's own armed expiry.
+pub(super) fn has_removal(fault: &Fault) -> bool {
+    matches!(
+        (&fault.network_policy, fault.injector),
+        (Some(_), Some(Injector::NetworkPolicy))
+    ) || !fault.remove_command.is_empty()
 }
 
 /// Ends the run the moment its fault did not happen as planned (seeds/004: abort when impact
@@ -56,19 +177,40 @@ fn baseline_unhealthy(shared: &Shared, sender: &Sender, stop: &AtomicBool, at_ns
     );
 }
 
+/// At T_inject: what the baseline failed, once its last request is journaled (waiting up to
+/// [`JUDGE_WAIT`] for it on the fault plan's clock). `None` when there is nothing to judge, the
+/// baseline is healthy as far as its evidence goes, or it was not whole in time (the analyzer
+/// judges it then).
+pub(super) fn baseline_failures(
+    tally: Option<&Mutex<BaselineTally>>,
+    ground: &impl FaultGround,
+) -> Option<String> {
+    let tally = tally?;
+    let deadline = ground.now_ns() + JUDGE_WAIT.as_nanos() as u64;
+    loop {
+        let verdict = tally.lock().expect("baseline lock").verdict();
+        match verdict {
+            Some(failed) if failed.is_empty() => return None,
+            Some(failed) => return Some(failed.join("; ")),
+            None if ground.now_ns() >= deadline => return None,
+            None => ground.sleep_until(ground.now_ns() + JUDGE_LOOK.as_nanos() as u64),
+        }
+    }
+}
+
+/// How often the judgement looks for the baseline's last record while it waits.
+const JUDGE_LOOK: Duration = Duration::from_millis(2);
+
 /// The fault plan (SPEC §1): armed at the epoch with its expiry, fired at T_inject on an absolute
 /// deadline, confirmed independently within the pinned time (else the run ends, escaped),
 /// removed or expired after the pinned partition (black-hole).
-pub(super) fn fault_thread(
-    (plan, fault): (&RunPlan, &percentes_formats::config::Fault),
-    epoch: Instant,
+pub(super) fn fault_thread<G: FaultGround>(
+    (plan, fault): (&RunPlan, &Fault),
+    ground: &G,
     (sender, shared): (&Sender, &Shared),
     stop: &AtomicBool,
 ) {
-    let Some(inject_ns) = plan.inject_at_ns else {
-        return;
-    };
-    let Some(injector) = fault.injector else {
+    let (Some(inject_ns), Some(injector)) = (plan.inject_at_ns, fault.injector) else {
         return;
     };
     let victim = fault.victim.clone().unwrap_or_default();
@@ -76,202 +218,216 @@ pub(super) fn fault_thread(
     let event = |kind: EventKind, at_ns: u64, detail: String, value: Option<i64>| {
         Record::Event(EventRecord::new(at_ns, kind, victim.clone(), detail, value))
     };
-    sender.send(event(
-        EventKind::FaultArmed,
-        now_ns(epoch),
-        format!(
-            "{} of {victim} by {} at T_inject {:.3} s{}",
-            fault.variant.name(),
-            injector.name(),
-            inject_ns as f64 / 1e9,
-            partition_ns
-                .map(|p| format!(", expiry {:.3} s later (pinned duration)", p as f64 / 1e9))
-                .unwrap_or_default()
-        ),
-        Some(inject_ns as i64),
-    ));
-    // Whether the confirmation address resolves before the fire: a name (a headless Service's
-    // pod) that stops resolving after it went with the victim; one that never resolved proves
-    // nothing (issue 38: a hostname is confirmed as an address is, never read as "answers").
+    let armed = armed_detail(fault, injector, inject_ns, partition_ns);
+    let value = Some(inject_ns as i64);
+    sender.send(event(EventKind::FaultArmed, ground.now_ns(), armed, value));
     let resolved_before = fault
         .confirm_address
         .as_deref()
-        .is_some_and(|a| super::dns::resolve(a, plan.nameserver).is_ok());
-    if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns), stop) {
+        .is_some_and(|a| ground.resolve(a, plan.nameserver).is_ok());
+    if !ground.sleep_until_or_stop(inject_ns, stop) {
         return;
     }
-    if let Some(failed) = baseline_failures(shared.baseline.as_ref()) {
-        baseline_unhealthy(shared, sender, stop, now_ns(epoch), &failed);
+    if let Some(failed) = baseline_failures(shared.baseline.as_ref(), ground) {
+        baseline_unhealthy(shared, sender, stop, ground.now_ns(), &failed);
         return;
     }
-    let fired_ns = now_ns(epoch);
-    let started = Instant::now();
-    let result = apply(injector, fault, partition_ns);
-    let took = started.elapsed();
+    let fired_ns = ground.now_ns();
+    let result = ground.fire(injector, fault, partition_ns);
+    let took_ns = ground.now_ns().saturating_sub(fired_ns);
+    let late_ns = fired_ns as i64 - inject_ns as i64;
     match result {
-        Ok(detail) => sender.send(event(
-            EventKind::FaultFired,
-            fired_ns,
-            format!(
+        Ok(detail) => {
+            let said = format!(
                 "{detail} (took {:.1} ms; {:.3} ms after T_inject)",
-                took.as_secs_f64() * 1e3,
-                (fired_ns as f64 - inject_ns as f64) / 1e6
-            ),
-            Some(fired_ns as i64 - inject_ns as i64),
-        )),
+                took_ns as f64 / 1e6,
+                late_ns as f64 / 1e6
+            );
+            sender.send(event(EventKind::FaultFired, fired_ns, said, Some(late_ns)));
+        }
         Err(why) => {
             let why = why.to_string();
             sender.send(event(EventKind::FaultFailed, fired_ns, why.clone(), None));
-            impact_unconfirmed(shared, sender, stop, now_ns(epoch), &why);
+            impact_unconfirmed(shared, sender, stop, ground.now_ns(), &why);
             return;
         }
     }
     if let Some(address) = &fault.confirm_address {
-        // Independent confirmation: the victim stops answering (refused, or silent for 200 ms).
         // It runs even when the run is stopping (an escape right after the fire): the confirmed
         // target is part of what an escaped experiment must retain.
-        let within = plan.confirm_within;
-        let deadline = started + within;
-        let mut confirmed = false;
-        let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
-        let method = fault.confirm_method.as_deref().unwrap_or("POST");
-        let contains = fault.confirm_contains.as_deref();
-        let mut last = String::new();
-        let mut gone = false;
-        while Instant::now() < deadline {
-            let target = super::dns::resolve(address, plan.nameserver);
-            let impact = match (target, expected) {
-                (Ok(a), Some((path, status))) => match answer_of(a, method, path) {
-                    Ok((got, body)) => {
-                        let found = contains.is_none_or(|c| body.contains(c));
-                        last = format!(
-                            "answered {got}{}",
-                            if found {
-                                ""
-                            } else {
-                                " without the expected text"
-                            }
-                        );
-                        got == status && found
-                    }
-                    Err(why) => {
-                        last = why.to_string();
-                        false
-                    }
-                },
-                (resolved, None) => match look_at(resolved, resolved_before) {
-                    Look::Answers => false,
-                    Look::Stopped => true,
-                    Look::Gone(why) => {
-                        (last, gone) = (why, true);
-                        true
-                    }
-                    Look::Unresolved(why) => {
-                        last = why;
-                        false
-                    }
-                },
-                (Err(why), Some(_)) => {
-                    last = why.to_string();
-                    false
-                }
-            };
-            if impact {
-                confirmed = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let (kind, detail) = match (confirmed, expected) {
-            (true, None) if gone => (
-                EventKind::FaultConfirmed,
-                format!("{address} no longer resolves ({last}): its name went with the victim"),
-            ),
-            (true, None) => (EventKind::FaultConfirmed, format!("{address} stopped answering")),
-            (true, Some((path, status))) => (
-                EventKind::FaultConfirmed,
-                format!(
-                    "{method} {path} at {address} answered {status}{}",
-                    contains.map_or(String::new(), |c| format!(" with {c:?}"))
-                ),
-            ),
-            (false, None) if !last.is_empty() => (
-                EventKind::FaultFailed,
-                format!("{address} cannot be reached to confirm the impact ({last}), and did not resolve before the fire either: impact not confirmed"),
-            ),
-            (false, None) => (
-                EventKind::FaultFailed,
-                format!("{address} still answers {within:?} after the fault fired: impact not confirmed"),
-            ),
-            (false, Some((path, status))) => (
-                EventKind::FaultFailed,
-                format!("{method} {path} at {address} did not answer {status}{} within {within:?} ({last}): impact not confirmed", contains.map_or(String::new(), |c| format!(" with {c:?}"))),
-            ),
+        let look = Confirmation {
+            address,
+            nameserver: plan.nameserver,
+            resolved_before,
+            deadline_ns: fired_ns.saturating_add(plan.confirm_within.as_nanos() as u64),
         };
-        let at_ns = now_ns(epoch);
+        let (kind, detail) = look.run(ground, fault, plan.confirm_within);
+        let confirmed = kind == EventKind::FaultConfirmed;
+        let at_ns = ground.now_ns();
         sender.send(event(kind, at_ns, detail.clone(), None));
         if !confirmed {
             impact_unconfirmed(shared, sender, stop, at_ns, &detail);
         }
     }
-    if let Some(partition_ns) = partition_ns {
-        if !sleep_until_or_stop(epoch + Duration::from_nanos(inject_ns + partition_ns), stop) {
-            // The run stops early (a signal, or an escape): no further injection, and the
-            // cleanup runs now rather than at the pinned expiry, recorded either way.
-            if let Some(removed) = removal(fault) {
-                let at = now_ns(epoch);
-                match removed {
-                    Ok(detail) => sender.send(event(
-                        EventKind::FaultRemoved,
-                        at,
-                        format!("early, the run stopping: {detail}"),
-                        None,
-                    )),
-                    Err(why) => sender.send(event(
-                        EventKind::FaultFailed,
-                        at,
-                        format!(
-                            "{} (early, the run stopping): {why}",
-                            DetailWord::RemovalFailed.word()
-                        ),
-                        None,
-                    )),
-                }
-            }
-            return;
-        }
-        let at = now_ns(epoch);
-        if let Some(removed) = removal(fault) {
-            match removed {
-                Ok(detail) => sender.send(event(EventKind::FaultRemoved, at, detail, None)),
-                Err(why) => sender.send(event(
-                    EventKind::FaultFailed,
-                    at,
-                    DetailWord::RemovalFailed.with(&why.to_string()),
-                    None,
-                )),
-            }
-        } else {
-            sender.send(event(
-                EventKind::FaultExpired,
-                at,
-                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
-                None,
-            ));
-        }
+    let ended = partition_ns.and_then(|p| end_of_partition(ground, fault, inject_ns + p, stop));
+    if let Some((at, kind, detail)) = ended {
+        sender.send(event(kind, at, detail, None));
     }
 }
 
-/// The recorder's own removal of the fault, if the injector has one: `remove_command`, or the
-/// NetworkPolicy deleted and confirmed gone.
-fn removal(fault: &percentes_formats::config::Fault) -> Option<Result<String, RecordError>> {
-    match (&fault.network_policy, fault.injector) {
-        (Some(np), Some(Injector::NetworkPolicy)) => Some(super::netpol::remove(
-            fault.victim.as_deref().unwrap_or_default(),
-            np,
-        )),
-        _ if !fault.remove_command.is_empty() => Some(run_command(&fault.remove_command)),
-        _ => None,
+/// The `fault-armed` event's words: the fault, its victim, its injector, T_inject and the
+/// pinned expiry where there is one.
+fn armed_detail(
+    fault: &Fault,
+    injector: Injector,
+    inject_ns: u64,
+    partition_ns: Option<u64>,
+) -> String {
+    format!(
+        "{} of {} by {} at T_inject {:.3} s{}",
+        fault.variant.name(),
+        fault.victim.as_deref().unwrap_or_default(),
+        injector.name(),
+        inject_ns as f64 / 1e9,
+        partition_ns
+            .map(|p| format!(", expiry {:.3} s later (pinned duration)", p as f64 / 1e9))
+            .unwrap_or_default()
+    )
+}
+
+/// The fault's end once its pinned partition has elapsed: the recorder's own removal where it
+/// has one, else the injector's armed expiry. When the run stops first (a signal, or an escape)
+/// there is no further injection, and a removal runs now rather than at the pinned expiry,
+/// recorded either way; an injector's own expiry is left to it, with nothing to journal. Each
+/// event is stamped when the partition ended, before the removal ran.
+fn end_of_partition<G: FaultGround>(
+    ground: &G,
+    fault: &Fault,
+    expiry_ns: u64,
+    stop: &AtomicBool,
+) -> Option<(u64, EventKind, String)> {
+    let early = !ground.sleep_until_or_stop(expiry_ns, stop);
+    let at = ground.now_ns();
+    if !has_removal(fault) {
+        return (!early).then(|| {
+            (
+                at,
+                EventKind::FaultExpired,
+                "the pinned duration elapsed; the injector's own armed expiry removes it".into(),
+            )
+        });
+    }
+    let (kind, detail) = match (ground.remove(fault), early) {
+        (Ok(detail), false) => (EventKind::FaultRemoved, detail),
+        (Ok(detail), true) => (
+            EventKind::FaultRemoved,
+            format!("early, the run stopping: {detail}"),
+        ),
+        (Err(why), false) => (
+            EventKind::FaultFailed,
+            DetailWord::RemovalFailed.with(&why.to_string()),
+        ),
+        (Err(why), true) => (
+            EventKind::FaultFailed,
+            format!(
+                "{} (early, the run stopping): {why}",
+                DetailWord::RemovalFailed.word()
+            ),
+        ),
+    };
+    Some((at, kind, detail))
+}
+
+/// The independent confirmation of a fired fault's impact: the victim stops answering (refused,
+/// or silent for 200 ms), or its `confirm_path` answers the expected status (and text).
+struct Confirmation<'a> {
+    address: &'a str,
+    nameserver: Option<SocketAddr>,
+    /// Whether the address resolved before the fire: a name (a headless Service's pod) that
+    /// stops resolving after it went with the victim; one that never resolved proves nothing
+    /// (issue 38: a hostname is confirmed as an address is, never read as "answers").
+    resolved_before: bool,
+    /// When the pinned time to confirm runs out, ns after the epoch.
+    deadline_ns: u64,
+}
+
+impl Confirmation<'_> {
+    /// Looks until the impact shows or the deadline passes: the event that says so
+    /// (`fault-confirmed`, else `fault-failed`) and its detail.
+    fn run<G: FaultGround>(
+        &self,
+        ground: &G,
+        fault: &Fault,
+        within: Duration,
+    ) -> (EventKind, String) {
+        let address = self.address;
+        let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
+        let method = fault.confirm_method.as_deref().unwrap_or("POST");
+        let with_text = || {
+            let contains = fault.confirm_contains.as_deref();
+            contains.map_or(String::new(), |c| format!(" with {c:?}"))
+        };
+        let (mut last, mut gone, mut confirmed) = (String::new(), false, false);
+        while ground.now_ns() < self.deadline_ns {
+            let (impact, seen, went) = self.look(ground, fault);
+            if let Some(seen) = seen {
+                last = seen;
+            }
+            if impact {
+                (confirmed, gone) = (true, went);
+                break;
+            }
+            ground.sleep_until(ground.now_ns() + CONFIRM_PAUSE.as_nanos() as u64);
+        }
+        let detail = match (confirmed, expected) {
+            (true, None) if gone => {
+                format!("{address} no longer resolves ({last}): its name went with the victim")
+            }
+            (true, None) => format!("{address} stopped answering"),
+            (true, Some((path, status))) => {
+                format!("{method} {path} at {address} answered {status}{}", with_text())
+            }
+            (false, None) if !last.is_empty() => format!("{address} cannot be reached to confirm the impact ({last}), and did not resolve before the fire either: impact not confirmed"),
+            (false, None) => {
+                format!("{address} still answers {within:?} after the fault fired: impact not confirmed")
+            }
+            (false, Some((path, status))) => format!("{method} {path} at {address} did not answer {status}{} within {within:?} ({last}): impact not confirmed", with_text()),
+        };
+        let kind = match confirmed {
+            true => EventKind::FaultConfirmed,
+            false => EventKind::FaultFailed,
+        };
+        (kind, detail)
+    }
+
+    /// One look at the victim: whether the impact shows, what it showed where that is worth
+    /// saying (`None`: nothing new), and whether its name has gone with it.
+    fn look<G: FaultGround>(&self, ground: &G, fault: &Fault) -> (bool, Option<String>, bool) {
+        let expected = fault.confirm_path.as_deref().zip(fault.confirm_status);
+        let method = fault.confirm_method.as_deref().unwrap_or("POST");
+        let contains = fault.confirm_contains.as_deref();
+        match (ground.resolve(self.address, self.nameserver), expected) {
+            (Ok(a), Some((path, status))) => match ground.answer_of(a, method, path) {
+                Ok((got, body)) => {
+                    let found = contains.is_none_or(|c| body.contains(c));
+                    let missing = if found {
+                        ""
+                    } else {
+                        " without the expected text"
+                    };
+                    let seen = format!("answered {got}{missing}");
+                    (got == status && found, Some(seen), false)
+                }
+                Err(why) => (false, Some(why.to_string()), false),
+            },
+            (resolved, None) => match look_at(ground, resolved, self.resolved_before) {
+                Look::Answers => (false, None, false),
+                Look::Stopped => (true, None, false),
+                Look::Gone(why) => (true, Some(why), true),
+                Look::Unresolved(why) => (false, Some(why), false),
+            },
+            (Err(why), Some(_)) => (false, Some(why.to_string()), false),
+        }
     }
 }
 
@@ -506,12 +662,14 @@ enum Look {
 }
 
 /// The look at the address `resolved` (now) gave, the name having resolved before the fire or
-/// not.
-fn look_at(resolved: Result<std::net::SocketAddr, RecordError>, resolved_before: bool) -> Look {
+/// not, through `ground`.
+fn look_at(
+    ground: &impl FaultGround,
+    resolved: Result<SocketAddr, RecordError>,
+    resolved_before: bool,
+) -> Look {
     match resolved {
-        Ok(a) if std::net::TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok() => {
-            Look::Answers
-        }
+        Ok(a) if ground.accepts(a) => Look::Answers,
         Ok(_) => Look::Stopped,
         Err(why) if resolved_before => Look::Gone(why.to_string()),
         Err(why) => Look::Unresolved(why.to_string()),
@@ -639,15 +797,23 @@ mod tests {
     fn a_victim_is_confirmed_gone_by_a_refused_connect_or_a_vanished_name() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
-        assert_eq!(look_at(Ok(address), true), Look::Answers);
+        let host = Host {
+            epoch: Instant::now(),
+        };
+        assert_eq!(look_at(&host, Ok(address), true), Look::Answers);
         drop(listener);
-        assert_eq!(look_at(Ok(address), true), Look::Stopped);
+        assert_eq!(look_at(&host, Ok(address), true), Look::Stopped);
         let nxdomain = || {
             Err(RecordError::lookup(
                 "cannot resolve replica-1.vllm:8000: no such name",
             ))
         };
-        assert!(matches!(look_at(nxdomain(), true), Look::Gone(w) if w.contains("no such name")));
-        assert!(matches!(look_at(nxdomain(), false), Look::Unresolved(_)));
+        assert!(
+            matches!(look_at(&host, nxdomain(), true), Look::Gone(w) if w.contains("no such name"))
+        );
+        assert!(matches!(
+            look_at(&host, nxdomain(), false),
+            Look::Unresolved(_)
+        ));
     }
 }

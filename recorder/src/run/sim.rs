@@ -23,7 +23,9 @@
 //! (`EscapeWatch::escape_after`), so a `[declaration]`'s abort triggers stop the run and seal it
 //! `escaped` here too. What the simulation cannot journal it leaves out and says so in a host
 //! fact: the host's CPU is the world's stated reading, the recorder's own CPU is not read, and no
-//! canary, cgroup, probe, scrape or fault thread runs.
+//! canary, cgroup, probe or scrape thread runs. The production fault plan does run, on its own
+//! thread in lockstep with the simulation's clock, against a scripted [`Victim`]
+//! (`sim/beside.rs`), with the writer's baseline tally for its judgement at T_inject.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -41,15 +43,14 @@ use percentes_formats::journal::records::{
 };
 use percentes_formats::journal::JournalWriter;
 use percentes_formats::pins::CLIENT_TIMEOUT_S;
-use percentes_formats::schedule::{mix64, Entry};
+use percentes_formats::schedule::Entry;
 
+use super::baseline::BaselineTally;
 use super::behind::Behind;
-use super::connect::{connect_verdict, transport_verdict, Dialer};
+use super::connect::Dialer;
 use super::context::WorkerContext;
 use super::dispatch::StallPool;
 use super::escape_watch::EscapeWatch;
-use super::ground::{Clock, Transport};
-use super::http2::Carried;
 use super::pacer::run_worker;
 use super::plan::RunPlan;
 use super::plan::EPOCH_LEAD;
@@ -57,16 +58,20 @@ use super::setup::{journal_header, seal_of, templates};
 use super::state::{Sender, Shared, ToWriter};
 use super::telemetry::{journal_after_run, judge_starved, second_record};
 use super::Options;
-use crate::exchange::{Exchange, Rule, Verdict};
-use crate::http1;
+use crate::exchange::Rule;
 use crate::request::{ExtraHeaders, Target as Url};
 
+mod beside;
 mod exec;
+mod net;
 #[cfg(test)]
 mod pool;
 
+pub use beside::Victim;
+use beside::{FaultThread, Looks};
 use exec::{Core, SimClock};
 pub use exec::{Freezes, Stalls};
+use net::Net;
 
 /// A millisecond, in the simulation's nanoseconds.
 pub const MS: u64 = 1_000_000;
@@ -173,335 +178,6 @@ impl std::fmt::Debug for Answers {
     }
 }
 
-/// A request's own draw from its index and the target's seed: the same on every run, spread
-/// over the whole range. Seed 0 gives the draws the simulation gave before it had a seed.
-fn draw(index: u64, seed: u64) -> u64 {
-    let stream = if seed == 0 { 0 } else { mix64(seed) };
-    mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ stream)
-}
-
-/// A written HTTP/1.1 request's path and body.
-fn split_request(request: &[u8]) -> (&str, &[u8]) {
-    let end = request
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(request.len(), |i| i + 4);
-    let line = request.split(|&b| b == b'\r').next().unwrap_or_default();
-    let path = std::str::from_utf8(line)
-        .ok()
-        .and_then(|l| l.split(' ').nth(1))
-        .unwrap_or("");
-    (path, &request[end..])
-}
-
-/// What the target does with one request written at `written_ns`.
-enum Reply {
-    /// Head at the first time, each token at the next ones, the end at the last.
-    Answer {
-        head: u64,
-        tokens: Vec<u64>,
-        end: u64,
-    },
-    /// The head, then a reset.
-    Reset { head: u64 },
-    /// Nothing, ever.
-    Silent,
-}
-
-/// The simulated transport: connections (idle ones from the warm pool or a finished request,
-/// others connected in line at the target's connect time) to the scripted [`Target`].
-pub(super) struct Net {
-    clock: SimClock,
-    target: Target,
-    model: String,
-    /// When each of the target's slots is next free.
-    slots: RefCell<Vec<u64>>,
-    idle: Cell<usize>,
-    next_id: Cell<u64>,
-    rules: Vec<Rc<Rule>>,
-}
-
-impl Net {
-    /// The target's reply to a request written at `written`; `reasoning` marks each of its
-    /// tokens reasoning or not, where the answer is scripted ([`Target::answers`]).
-    fn serve(&self, entry: &Entry, written: u64, reasoning: Option<&[bool]>) -> Reply {
-        let t = &self.target;
-        if t.silent.is_some_and(|(a, b)| (a..b).contains(&written)) {
-            return Reply::Silent;
-        }
-        let ttft = match t.ttft_spread_ns {
-            0 => t.ttft_ns,
-            spread => t.ttft_ns + draw(entry.index, t.seed) % spread,
-        };
-        let start = match t.slots {
-            None => written,
-            Some(_) => {
-                let mut slots = self.slots.borrow_mut();
-                let (i, &free) = slots
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|&(_, &f)| f)
-                    .expect("a slot");
-                let start = free.max(written);
-                slots[i] = start + ttft + t.tpot_ns * u64::from(t.tokens.saturating_sub(1));
-                start
-            }
-        };
-        let head = written.max(start + t.head_ns.min(ttft));
-        if t.reset_every
-            .is_some_and(|n| n > 0 && entry.index % n == n - 1)
-        {
-            return Reply::Reset { head };
-        }
-        let kinds: Vec<bool> = match reasoning {
-            Some(kinds) => kinds.to_vec(),
-            None => vec![false; t.tokens as usize],
-        };
-        let mut at = start + ttft;
-        let mut tokens: Vec<u64> = Vec::with_capacity(kinds.len());
-        for (k, &thinking) in kinds.iter().enumerate() {
-            if k > 0 {
-                at += match (thinking, t.reasoning_gap_ns) {
-                    (true, Some(gap)) => gap,
-                    _ => t.tpot_ns,
-                };
-            }
-            tokens.push(at);
-        }
-        let mut head = head;
-        if let Some((a, b)) = t.stall {
-            // The first send due inside the stall waits for its end; all after it as long.
-            let held = std::iter::once(head)
-                .chain(tokens.iter().copied())
-                .find(|at| (a..b).contains(at))
-                .map(|at| b - at);
-            if let Some(by) = held {
-                let push = |at: &mut u64| {
-                    if *at >= b - by {
-                        *at += by;
-                    }
-                };
-                push(&mut head);
-                tokens.iter_mut().for_each(push);
-            }
-        }
-        let end = tokens.last().copied().unwrap_or(head);
-        Reply::Answer { head, tokens, end }
-    }
-
-    /// The bytes of a streamed chat answer's head, its `k`-th token's event, and its end, as a
-    /// chunked HTTP/1.1 response.
-    fn head_bytes() -> Vec<u8> {
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-            .to_vec()
-    }
-
-    fn chunk(text: &str) -> Vec<u8> {
-        Net::chunk_bytes(text.as_bytes())
-    }
-
-    fn chunk_bytes(payload: &[u8]) -> Vec<u8> {
-        let mut out = format!("{:x}\r\n", payload.len()).into_bytes();
-        out.extend_from_slice(payload);
-        out.extend_from_slice(b"\r\n");
-        out
-    }
-
-    fn token_bytes(&self, index: u64, k: u32, last: bool) -> Vec<u8> {
-        let role = if k == 0 { r#""role":"assistant","# } else { "" };
-        let finish = if last { r#""stop""# } else { "null" };
-        Net::chunk(&format!(
-            "data: {{\"id\":\"cmpl-{index}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{{role}\"content\":\"t{k} \"}},\"finish_reason\":{finish}}}]}}\n\n",
-            self.model
-        ))
-    }
-
-    fn end_bytes(&self, index: u64, tokens: u32) -> Vec<u8> {
-        let mut out = Net::chunk(&format!(
-            "data: {{\"id\":\"cmpl-{index}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\n",
-            self.model,
-            8 + tokens
-        ));
-        out.extend(Net::chunk("data: [DONE]\n\n"));
-        out.extend(b"0\r\n\r\n");
-        out
-    }
-
-    /// What the client reads of an answer, each at its time: the head (with the scripted
-    /// answer's prologue), each token's event, and the end.
-    fn deliveries(
-        &self,
-        index: u64,
-        (head, tokens, end): (u64, &[u64], u64),
-        events: Option<Events>,
-    ) -> Vec<(u64, Vec<u8>)> {
-        let last = tokens.len().saturating_sub(1);
-        let mut deliveries = vec![(head, Net::head_bytes())];
-        match events {
-            Some(events) => {
-                if !events.prologue.is_empty() {
-                    deliveries[0].1.extend(Net::chunk_bytes(&events.prologue));
-                }
-                for (&at, (bytes, _)) in tokens.iter().zip(&events.tokens) {
-                    deliveries.push((at, Net::chunk_bytes(bytes)));
-                }
-                // An empty chunk would end the body early: only a payload is framed.
-                let mut tail = match events.epilogue.is_empty() {
-                    true => Vec::new(),
-                    false => Net::chunk_bytes(&events.epilogue),
-                };
-                tail.extend(b"0\r\n\r\n");
-                deliveries.push((end, tail));
-            }
-            None => {
-                for (k, &at) in tokens.iter().enumerate() {
-                    deliveries.push((at, self.token_bytes(index, k as u32, k == last)));
-                }
-                deliveries.push((end, self.end_bytes(index, tokens.len() as u32)));
-            }
-        }
-        deliveries
-    }
-
-    /// Hands `deliveries` (each at its time) to the production parser and `exchange`, as the
-    /// client's reads would: the verdict once the answer ends, breaks, or its fate is known.
-    async fn deliver(
-        &self,
-        deliveries: Vec<(u64, Vec<u8>)>,
-        record: &mut RequestRecord,
-        exchange: &mut Exchange,
-    ) -> Verdict {
-        let mut parser = http1::Parser::default();
-        let mut events = Vec::new();
-        for (at, bytes) in deliveries {
-            self.clock.sleep_until(at).await;
-            let now = self.clock.now_ns();
-            record.bytes_received += bytes.len() as u64;
-            parser.read(&bytes, &mut events);
-            let mut ended = false;
-            for event in events.drain(..) {
-                ended |= event == http1::Event::End;
-                exchange.on_http(event, now);
-            }
-            if exchange.decided().is_some() {
-                return exchange.finish(false, None, now);
-            }
-            if ended {
-                if self.target.keep_alive {
-                    self.idle.set(self.idle.get() + 1);
-                }
-                return exchange.finish(true, None, now);
-            }
-        }
-        exchange.finish(false, None, self.clock.now_ns())
-    }
-
-    /// The connect of a request that found no idle connection, begun at `now`: its verdict
-    /// when it fails, else when it completes.
-    fn connect(&self, now: u64) -> Result<u64, Verdict> {
-        let t = &self.target;
-        if now < t.up_ns {
-            return Err(connect_verdict(&std::io::Error::from_raw_os_error(
-                libc::ECONNREFUSED,
-            )));
-        }
-        let mut syn = now;
-        if let Some((a, b)) = t.syn_drop {
-            // Linux retransmits a SYN after 1 s, then 2 s, 4 s, ...
-            let mut wait = S;
-            while (a..b).contains(&syn) {
-                syn += wait;
-                wait *= 2;
-            }
-        }
-        Ok(syn + t.connect_ns)
-    }
-}
-
-impl Transport for Net {
-    async fn warm(&self, ctx: &WorkerContext) {
-        for _ in 0..ctx.plan.connections_per_worker {
-            let now = self.clock.monotonic_ns();
-            if ctx.stop.load(Ordering::Relaxed) || now >= self.clock.monotonic_epoch_ns() {
-                break;
-            }
-            // Before the epoch the target's times (its start, a SYN-drop window) read as 0.
-            let Ok(done) = self.connect(0) else {
-                break;
-            };
-            self.clock.sleep(Duration::from_nanos(done)).await;
-            self.idle.set(self.idle.get() + 1);
-            ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// The simulated transport keeps no spares beyond its warm pool: a request that finds none
-    /// connects in line. The keeper's decisions are simulated on their own ([`PoolWorld`]).
-    async fn keep_spares(&self, _: &WorkerContext, _: &Cell<usize>, _: &Cell<bool>) {}
-
-    fn rule(&self, route: u32) -> Rc<Rule> {
-        Rc::clone(&self.rules[route as usize])
-    }
-
-    async fn talk(
-        &self,
-        ctx: &WorkerContext,
-        entry: &Entry,
-        record: &mut RequestRecord,
-        exchange: &mut Exchange,
-        _: &mut Carried,
-    ) -> Verdict {
-        let clock = &self.clock;
-        let id = self.next_id.get();
-        if self.idle.get() > 0 {
-            self.idle.set(self.idle.get() - 1);
-            record.connection_reused = id >= ctx.plan.connections_per_worker as u64;
-        } else {
-            let now = clock.now_ns();
-            record.connect_start_ns = Some(now);
-            match self.connect(now) {
-                Ok(done) => clock.sleep_until(done).await,
-                Err(verdict) => {
-                    record.terminal_ns = clock.now_ns();
-                    return verdict;
-                }
-            }
-            record.connect_end_ns = Some(clock.now_ns());
-        }
-        self.next_id.set(id + 1);
-        record.connection_id = id;
-        let template = &ctx.templates[entry.route as usize];
-        let request = template.bytes_of(entry, &ctx.plan.params);
-        record.bytes_sent = request.len() as u64;
-        let events = self.target.answers.as_ref().map(|answers| {
-            let (head, body) = split_request(&request);
-            (answers.0)(entry.index, head, body)
-        });
-        let written = clock.now_ns();
-        record.request_written_ns = Some(written);
-        let kinds: Option<Vec<bool>> = events
-            .as_ref()
-            .map(|e| e.tokens.iter().map(|(_, r)| *r).collect());
-        let (head, tokens, end) = match self.serve(entry, written, kinds.as_deref()) {
-            Reply::Silent => {
-                // Nothing comes: the caller's deadline ends the wait.
-                std::future::pending::<()>().await;
-                unreachable!("a pending future never ends")
-            }
-            Reply::Reset { head } => {
-                clock.sleep_until(head).await;
-                let reset = std::io::Error::from_raw_os_error(libc::ECONNRESET);
-                return exchange.finish(false, Some(transport_verdict(&reset)), clock.now_ns());
-            }
-            Reply::Answer { head, tokens, end } => (head, tokens, end),
-        };
-        let deliveries = self.deliveries(entry.index, (head, &tokens, end), events);
-        self.deliver(deliveries, record, exchange).await
-    }
-
-    fn served(&self, _: f64) {}
-}
-
 /// The world a simulated run happens in.
 #[derive(Clone, Debug)]
 pub struct World {
@@ -532,6 +208,17 @@ pub struct World {
     /// The host's CPU busy share each telemetry record states, ppm: the simulation has no host
     /// to read, so this is the world's, not a measurement.
     pub host_cpu_busy_ppm: u32,
+    /// The `[fault]` table's body: `variant = "none"` by default; a fault with an injector runs
+    /// the production fault plan on the simulation's clock against [`World::victim`].
+    pub fault_toml: &'static str,
+    /// What the fault does when the plan fires it, and how the victim looks to its
+    /// confirmation.
+    pub victim: Victim,
+    /// The target's declared replicas (`["a"]`; a replica-loss fault needs two).
+    pub replicas: &'static [&'static str],
+    /// The calibrated per-replica capacity, where a replica-loss fault's schedule is drawn from
+    /// it: its rate is then replicas x 0.65 x this (SPEC §1), and `rate_rps` is not used.
+    pub lambda_max_rps: Option<f64>,
 }
 
 /// What a simulated run produced: what the recorder would journal and what its gates read.
@@ -575,8 +262,8 @@ impl std::fmt::Debug for Run {
     }
 }
 
-const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\nDEV\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = [\"a\"]\n\
-                      [schedule]\nseed = 1\narrival = \"ARRIVAL\"\nrate_rps = RATE\n[fault]\nvariant = \"none\"\n[[routes]]\nROUTE";
+const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\nDEV\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = REPLICAS\n\
+                      [schedule]\nseed = 1\narrival = \"ARRIVAL\"\nrate_rps = RATE\n[fault]\nFAULT[[routes]]\nROUTE";
 
 /// The wall-clock instant a simulated run's epoch is anchored to (2026-11-30 UTC): fixed, so
 /// that a world's journal is the same bytes on every run.
@@ -591,8 +278,8 @@ fn simulated_facts() -> Vec<(String, String)> {
         (
             "simulation".into(),
             "recorder/src/run/sim.rs: the production worker loop on a scripted target; host CPU \
-             stated by the world, recorder CPU not read; no canary, cgroup, probe, scrape or \
-             fault thread"
+             stated by the world, recorder CPU not read; no canary, cgroup, probe or scrape \
+             thread"
                 .into(),
         ),
     ]
@@ -615,6 +302,10 @@ impl World {
             tables_toml: "",
             route_toml: "label = \"chat\"\npath = \"/v1/chat/completions\"\n",
             host_cpu_busy_ppm: 100_000,
+            fault_toml: "variant = \"none\"\n",
+            victim: Victim::default(),
+            replicas: &["a"],
+            lambda_max_rps: None,
         }
     }
 
@@ -634,12 +325,21 @@ impl World {
                 "[fault]",
                 &format!("[workload]\nmodel = \"closed\"\nusers = {users}\n[fault]"),
             ),
-            None => CONFIG.replace("RATE", &self.rate_rps.to_string()),
+            // A replica-loss fault's rate is its calibration's share (SPEC §1).
+            None => match self.lambda_max_rps {
+                Some(lambda) => CONFIG.replace("rate_rps = RATE\n", "").replace(
+                    "[fault]",
+                    &format!("[calibration]\nlambda_max_rps = {lambda:?}\n[fault]"),
+                ),
+                None => CONFIG.replace("RATE", &self.rate_rps.to_string()),
+            },
         }
         .replace("ARRIVAL", self.arrival)
         .replace("DEV", self.dev)
         .replace("ROUTE", self.route_toml)
-        .replace("[fault]", &format!("{}[fault]", self.tables_toml));
+        .replace("[fault]", &format!("{}[fault]", self.tables_toml))
+        .replace("FAULT", self.fault_toml)
+        .replace("REPLICAS", &format!("{:?}", self.replicas));
         Config::parse(text.as_bytes())
             .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"))
     }
@@ -657,7 +357,7 @@ impl World {
         let url = Url::parse(&config.target.base_url).expect("a URL");
         let extra = ExtraHeaders::new(&config.target, |_| None).expect("no secrets");
         let (templates, rules, _) = templates(config, &url, &extra, &plan).expect("templates");
-        let shared = Arc::new(Shared::new(1, None));
+        let shared = Arc::new(Shared::new(1, BaselineTally::new(&plan)));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel(super::writer::WRITER_QUEUE_RECORDS_MAX);
         let ctx = WorkerContext {
@@ -701,15 +401,12 @@ impl World {
         };
         let core = Core::new(epoch_ns, stalls);
         let clock = SimClock(Rc::clone(&core));
-        let net = Rc::new(Net {
-            clock: clock.clone(),
-            target: self.target.clone(),
-            model: "mock".into(),
-            slots: RefCell::new(vec![0; self.target.slots.unwrap_or(0)]),
-            idle: Cell::new(0),
-            next_id: Cell::new(0),
-            rules: rules.into_iter().map(Rc::new).collect(),
-        });
+        let net = Rc::new(Net::new(
+            clock.clone(),
+            self.target.clone(),
+            rules,
+            self.victim.clone(),
+        ));
         let plan = Arc::clone(&ctx.plan);
         let behind = Behind::new(
             plan.behind_lag.as_nanos() as u64,
@@ -728,24 +425,46 @@ impl World {
         );
         let cpu = (self.host_cpu_busy_ppm, RECORDER_CPU_NOT_READ);
         let measured = plan.measured_span_ns;
-        let mut by_telemetry = false;
-        core.run(
-            run_worker(ctx, Rc::new(clock), net),
-            |at_ns| {
+        let by_telemetry = Cell::new(false);
+        // The fault plan runs where a recording's would: once, with an injector to fire.
+        let fault = (plan.inject_at_ns.is_some() && config.fault.injector.is_some()).then(|| {
+            FaultThread::start(
+                (Arc::clone(&plan), config.fault.clone()),
+                (sender.clone(), Arc::clone(&shared), Arc::clone(&stop)),
+                (self.victim.clone(), net.effect()),
+                self.stalls.wake_floor_ns,
+            )
+        });
+        let mut looks = Looks {
+            tick: epoch_ns + S,
+            telemetry: |at_ns| {
                 let before = shared.escaped.lock().expect("escape lock").is_some();
                 judge_starved(&shared, &sender, (&behind, &stop), at_ns);
-                by_telemetry |= !before && shared.escaped.lock().expect("escape lock").is_some();
+                let after = shared.escaped.lock().expect("escape lock").is_some();
+                by_telemetry.set(by_telemetry.get() || (!before && after));
                 // The telemetry thread sends its record after its judgement.
                 take_records(&rx, &mut run.borrow_mut(), &shared);
                 run.borrow_mut().second(&shared, at_ns, cpu, measured);
             },
-            || take_records(&rx, &mut run.borrow_mut(), &shared),
-        );
+            fault,
+            taken: || take_records(&rx, &mut run.borrow_mut(), &shared),
+        };
+        take_records(&rx, &mut run.borrow_mut(), &shared);
+        core.run(run_worker(ctx, Rc::new(clock), net), &mut looks, || {
+            take_records(&rx, &mut run.borrow_mut(), &shared)
+        });
+        // `record` waits for the fault plan (its expiry, its removal) once the workers are done.
+        core.run_beside(&mut looks, Looks::fault_alive);
+        drop(looks);
         let mut run = run.into_inner();
         let end_at = core.now().saturating_sub(epoch_ns);
         run.end(&rx, (&shared, &sender), end_at, cpu);
         if let Some(escape) = run.escape.as_mut() {
-            escape.1 = if by_telemetry { "telemetry" } else { "worker" };
+            escape.1 = if by_telemetry.get() {
+                "telemetry"
+            } else {
+                "worker"
+            };
         }
         let options = Options::new("simulated".into());
         run.header = Some(journal_header(
@@ -844,7 +563,14 @@ fn take_records(rx: &Receiver<ToWriter>, run: &mut Run, shared: &Shared) {
             ToWriter::Batch(records) => records,
             ToWriter::Finish(..) => Vec::new(),
         };
+        let mut baseline = shared
+            .baseline
+            .as_ref()
+            .map(|b| b.lock().expect("baseline lock"));
         for record in records {
+            if let Some(tally) = baseline.as_mut() {
+                tally.observe(&record);
+            }
             let escape = run
                 .watch
                 .as_mut()
@@ -936,5 +662,7 @@ pub(super) fn assert_accounted(run: &Run) {
     }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;

@@ -254,27 +254,28 @@ impl Core {
         }
     }
 
-    /// Runs `main` to its end, with `beside` called at every second of the epoch's scale at
-    /// which the process runs (the telemetry thread's looks) and `after_poll` after each poll.
+    /// Runs `main` to its end, with the threads `beside` it looking in at each instant they are
+    /// due at which the process runs, and `after_poll` called after each poll.
     pub(in crate::run) fn run(
         &self,
         main: impl Future<Output = ()> + 'static,
-        mut beside: impl FnMut(u64),
+        beside: &mut impl Beside,
         mut after_poll: impl FnMut(),
     ) {
         let main = self.spawn_job(Box::pin(main));
-        let second = Duration::from_secs(1).as_nanos() as u64;
-        let mut tick = self.epoch + second;
         loop {
             loop {
                 let next = self.ready.0.lock().expect("ready lock").pop_front();
                 let Some(id) = next else { break };
                 self.now.set(self.stalls.worker_at(self.now()));
-                // The telemetry thread's looks that came while this thread ran; one at the
-                // instant it resumes comes after it (it finds what the worker did first).
-                while self.stalls.process.runs_at(tick) < self.now() {
-                    beside(self.stalls.process.runs_at(tick) - self.epoch);
-                    tick += second;
+                // The looks that came while this thread ran; one at the instant it resumes
+                // comes after it (it finds what the worker did first).
+                loop {
+                    let look = self.stalls.process.runs_at(beside.due(self.epoch));
+                    if look >= self.now() {
+                        break;
+                    }
+                    beside.look(look, self.epoch);
                 }
                 self.poll_task(id);
                 after_poll();
@@ -289,7 +290,11 @@ impl Core {
                     .worker_at(d.saturating_add(self.stalls.wake_floor_ns))
                     .max(self.now())
             });
-            let look = self.stalls.process.runs_at(tick).max(self.now());
+            let look = self
+                .stalls
+                .process
+                .runs_at(beside.due(self.epoch))
+                .max(self.now());
             match timer {
                 Some(at) if at <= look => {
                     self.now.set(at);
@@ -303,12 +308,36 @@ impl Core {
                 }
                 _ => {
                     self.now.set(look);
-                    beside(look - self.epoch);
-                    tick += second;
+                    beside.look(look, self.epoch);
                 }
             }
         }
     }
+
+    /// Runs the looks of the threads `beside` the worker while `more` says one is still going,
+    /// the worker's thread being done: the clock ends at the last of them.
+    pub(in crate::run) fn run_beside<B: Beside>(&self, beside: &mut B, more: impl Fn(&B) -> bool) {
+        while more(beside) {
+            let look = self
+                .stalls
+                .process
+                .runs_at(beside.due(self.epoch))
+                .max(self.now());
+            self.now.set(look);
+            beside.look(look, self.epoch);
+        }
+    }
+}
+
+/// The threads beside a simulated worker (the telemetry thread's once-a-second looks, the fault
+/// plan): each runs at the instants it is due, when the process runs, not the worker's thread.
+pub(in crate::run) trait Beside {
+    /// When the next of them is due, ns on the monotonic scale whose epoch is `epoch`.
+    fn due(&self, epoch: u64) -> u64;
+
+    /// Runs every one due by `at` (monotonic ns), at `at`. Each must be due after `at` when it
+    /// is done, or the simulation would not advance.
+    fn look(&mut self, at: u64, epoch: u64);
 }
 
 /// A sleep on the virtual clock.
@@ -495,7 +524,16 @@ mod tests {
                 seen.borrow_mut().push(("gave up", clock.now_ns()));
             }
         };
-        core.run(main, |_| {}, || {});
+        struct Nothing;
+        impl Beside for Nothing {
+            fn due(&self, _: u64) -> u64 {
+                u64::MAX
+            }
+            fn look(&mut self, at: u64, _: u64) {
+                panic!("nothing is beside this worker, yet a look came at {at}")
+            }
+        }
+        core.run(main, &mut Nothing, || {});
         assert_eq!(
             *seen.borrow(),
             vec![("early", 157), ("gave up", 207)],

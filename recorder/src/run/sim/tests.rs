@@ -20,7 +20,7 @@ fn world(rate_rps: f64, timeout_s: u64) -> World {
 /// handshake within its budget) run beside them on CI's two cores and sixteen test threads.
 static ONE_CORE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-trait Simulate {
+pub(super) trait Simulate {
     /// [`World::run`], holding [`ONE_CORE`].
     fn simulate(&self) -> Run;
 }
@@ -187,7 +187,7 @@ fn a_three_second_stop_is_measured_blamed_on_the_client_and_ends_the_run() {
 
 /// A `[declaration]` protecting the one route, at most `rate` of its requests failed over the
 /// dev-scaled 5 s window (0.5 s), with at least `min` of them.
-fn declared(rate: &str, min: u32) -> &'static str {
+pub(super) fn declared(rate: &str, min: u32) -> &'static str {
     let text = format!(
         "[declaration]\nexperiment_id = \"sim\"\nrelease = \"r\"\ndataset = \"d\"\ntarget = \"a\"\n\
          boundary = \"b\"\nprotected_routes = [\"chat\"]\ncleanup = \"c\"\n\
