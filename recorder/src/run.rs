@@ -63,7 +63,8 @@ use baseline::BaselineTally;
 use connect::Dialer;
 use context::WorkerContext;
 use escape_watch::EscapeWatch;
-use fault::{fault_thread, Host};
+use fault::fault_thread;
+use ground::Host;
 use host::now_ns;
 use host::{
     allowed_cpus, check_connection_floor, host_facts, ignore_file_size_signal, placement_fact,

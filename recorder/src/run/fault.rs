@@ -5,43 +5,29 @@
 //! with the production worker loop.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use percentes_formats::config::{Fault, Injector};
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 
 use super::baseline::{BaselineTally, JUDGE_WAIT};
+use super::ground::{Host, SideGround};
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
 use crate::error::RecordError;
 
-/// How often a sleeping fault plan looks at the run's stop flag.
-const STOP_LOOK: Duration = Duration::from_millis(20);
-
 /// How long the confirmation waits between two looks at the victim.
 const CONFIRM_PAUSE: Duration = Duration::from_millis(10);
 
-/// What the fault plan stands on: a clock, and its reach into the world (the injector, the
-/// victim's name and answers). Every effect goes through here, so the plan's own decisions
-/// (when to fire, whether the baseline allows it, whether the impact is confirmed, when to clean
-/// up) are the same code in a recording and in the simulator.
-pub(super) trait FaultGround {
-    /// Time since the epoch now, ns; 0 before it.
-    fn now_ns(&self) -> u64;
-
-    /// Sleeps until `ns` after the epoch (returns at once if that has passed).
-    fn sleep_until(&self, ns: u64);
-
-    /// The address a confirmation name (`host:port`, or an address) resolves to now.
-    fn resolve(
-        &self,
-        address: &str,
-        nameserver: Option<SocketAddr>,
-    ) -> Result<SocketAddr, RecordError>;
-
+/// What the fault plan stands on: the clock and name resolution of a thread beside the
+/// workers, and its reach into the world (the injector, the victim's answers). Every effect goes
+/// through here, so the plan's own decisions (when to fire, whether the baseline allows it,
+/// whether the impact is confirmed, when to clean up) are the same code in a recording and in
+/// the simulator.
+pub(super) trait FaultGround: SideGround {
     /// Fires the fault with `injector`: what it did, in words, or why it failed.
     fn fire(
         &self,
@@ -63,51 +49,10 @@ pub(super) trait FaultGround {
 
     /// Whether `address` accepts a connection within 200 ms.
     fn accepts(&self, address: SocketAddr) -> bool;
-
-    /// Sleeps until `due_ns` after the epoch, looking at `stop` every [`STOP_LOOK`]: false when
-    /// the run stopped first.
-    fn sleep_until_or_stop(&self, due_ns: u64, stop: &AtomicBool) -> bool {
-        let look = STOP_LOOK.as_nanos() as u64;
-        loop {
-            let now = self.now_ns();
-            if now >= due_ns {
-                return true;
-            }
-            if stop.load(Ordering::Relaxed) {
-                return false;
-            }
-            self.sleep_until(due_ns.min(now + look));
-        }
-    }
 }
 
-/// The host's clock and the real injectors, DNS and sockets: a recording's fault plan.
-pub(super) struct Host {
-    /// The run's epoch.
-    pub epoch: Instant,
-}
-
+/// The real injectors and sockets: a recording's fault plan.
 impl FaultGround for Host {
-    fn now_ns(&self) -> u64 {
-        super::host::now_ns(self.epoch)
-    }
-
-    fn sleep_until(&self, ns: u64) {
-        let due = self.epoch + Duration::from_nanos(ns);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
-        }
-    }
-
-    fn resolve(
-        &self,
-        address: &str,
-        nameserver: Option<SocketAddr>,
-    ) -> Result<SocketAddr, RecordError> {
-        super::dns::resolve(address, nameserver)
-    }
-
     fn fire(
         &self,
         injector: Injector,
@@ -798,7 +743,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
         let host = Host {
-            epoch: Instant::now(),
+            epoch: std::time::Instant::now(),
         };
         assert_eq!(look_at(&host, Ok(address), true), Look::Answers);
         drop(listener);

@@ -6,19 +6,25 @@
 //! same judges and the same record assembly deterministically, in milliseconds, with nothing
 //! sleeping.
 //!
-//! Everything here is single-threaded: one worker's tasks share one thread, so nothing needs to
-//! be `Send`.
+//! The worker's traits are single-threaded: one worker's tasks share one thread, so nothing
+//! needs to be `Send`. The threads beside the workers (the fault plan, a replica's probe) stand
+//! on [`SideGround`]: a blocking clock on the run's epoch scale and name resolution, the host's
+//! in a recording ([`Host`]), in the simulator a virtual clock handed back and forth with the
+//! simulated worker's (`sim/beside.rs`), so the same thread's code runs there.
 
 use std::cell::Cell;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use percentes_formats::journal::records::RequestRecord;
 use percentes_formats::schedule::Entry;
 
 use super::context::WorkerContext;
 use super::http2::Carried;
+use crate::error::RecordError;
 use crate::exchange::{Exchange, Rule, Verdict};
 
 /// A worker's clock and the tasks that share its thread.
@@ -96,4 +102,67 @@ pub(super) trait Transport: 'static {
 
     /// A finished request's time from dispatch to terminal, s (the spare keeper's service time).
     fn served(&self, seconds: f64);
+}
+
+/// How often a thread beside the workers, sleeping, looks at the run's stop flag.
+const STOP_LOOK: Duration = Duration::from_millis(20);
+
+/// What a thread beside the workers stands on: its clock, and the names it resolves.
+pub(super) trait SideGround {
+    /// Time since the epoch now, ns; 0 before it.
+    fn now_ns(&self) -> u64;
+
+    /// Sleeps until `ns` after the epoch (returns at once if that has passed).
+    fn sleep_until(&self, ns: u64);
+
+    /// The address a name (`host:port`, an SRV name, or an address) resolves to now.
+    fn resolve(
+        &self,
+        address: &str,
+        nameserver: Option<SocketAddr>,
+    ) -> Result<SocketAddr, RecordError>;
+
+    /// Sleeps until `due_ns` after the epoch, looking at `stop` every [`STOP_LOOK`]: false when
+    /// the run stopped first.
+    fn sleep_until_or_stop(&self, due_ns: u64, stop: &AtomicBool) -> bool {
+        let look = STOP_LOOK.as_nanos() as u64;
+        loop {
+            let now = self.now_ns();
+            if now >= due_ns {
+                return true;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            self.sleep_until(due_ns.min(now + look));
+        }
+    }
+}
+
+/// The host's monotonic clock and its resolver: a recording's threads beside the workers.
+pub(super) struct Host {
+    /// The run's epoch.
+    pub epoch: Instant,
+}
+
+impl SideGround for Host {
+    fn now_ns(&self) -> u64 {
+        super::host::now_ns(self.epoch)
+    }
+
+    fn sleep_until(&self, ns: u64) {
+        let due = self.epoch + Duration::from_nanos(ns);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+
+    fn resolve(
+        &self,
+        address: &str,
+        nameserver: Option<SocketAddr>,
+    ) -> Result<SocketAddr, RecordError> {
+        super::dns::resolve(address, nameserver)
+    }
 }

@@ -1,6 +1,7 @@
 //! Direct probes of each replica (`target.replica_addresses`) on their own threads, journaled as
 //! `probe` events.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,11 +10,45 @@ use percentes_formats::config::Config;
 use percentes_formats::journal::detail::DetailWord;
 use percentes_formats::journal::records::{EventKind, EventRecord, Record};
 
-use super::dns::resolve;
-use super::host::now_ns;
+use super::ground::{Host, SideGround};
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
 use crate::error::{io, RecordError};
+use crate::probe::Probe;
+
+/// What a replica's probe stands on: the clock and resolver of a thread beside the workers, and
+/// the probe itself.
+pub(super) trait ProbeGround: SideGround {
+    /// Probes `address` once, giving up after `timeout` in all, reading the waiting-queue gauge
+    /// too when `gauge` asks ([`crate::probe::probe`]).
+    fn probe(&self, address: SocketAddr, timeout: Duration, gauge: bool) -> Probe;
+}
+
+/// The real probe, over TCP: a recording's.
+impl ProbeGround for Host {
+    fn probe(&self, address: SocketAddr, timeout: Duration, gauge: bool) -> Probe {
+        crate::probe::probe(address, timeout, gauge)
+    }
+}
+
+/// A probe's timing from the plan: its period, the gauge's, the telemetry-gap watch (its
+/// pinned gap and T_inject) where the run has a fault, and the nameserver names resolve at.
+pub(super) type ProbeTiming = (
+    Duration,
+    Duration,
+    Option<(Duration, u64)>,
+    Option<SocketAddr>,
+);
+
+/// The [`ProbeTiming`] of `plan`.
+pub(super) fn probe_timing(plan: &RunPlan) -> ProbeTiming {
+    (
+        plan.probe_period,
+        plan.gauge_period,
+        plan.telemetry_gap.zip(plan.inject_at_ns),
+        plan.nameserver,
+    )
+}
 
 /// Probes one replica's own address each `period` on absolute deadlines until the run is done,
 /// reading its waiting-queue gauge too at the first probe due after each `gauge_period`, and
@@ -22,34 +57,26 @@ use crate::error::{io, RecordError};
 /// at every probe, so a replacement pod behind the same name (a headless Service) is probed at
 /// its new address, and an SRV name at its new port too; a name that does not resolve is
 /// `down`.
-pub(super) fn probe_thread(
-    name: &str,
-    address: &str,
-    (period, gauge_period, watch, nameserver): (
-        Duration,
-        Duration,
-        Option<(Duration, u64)>,
-        Option<std::net::SocketAddr>,
-    ),
-    epoch: Instant,
-    sender: &Sender,
-    shared: &Shared,
+pub(super) fn probe_thread<G: ProbeGround>(
+    (name, address): (&str, &str),
+    (period, gauge_period, watch, nameserver): ProbeTiming,
+    ground: &G,
+    (sender, shared): (&Sender, &Shared),
     stop: &AtomicBool,
 ) {
-    let mut due = epoch;
-    let mut gauge_due = epoch;
+    let (period_ns, gauge_period_ns) = (period.as_nanos() as u64, gauge_period.as_nanos() as u64);
+    let mut due = 0;
+    let mut gauge_due = 0;
     let mut gap = watch.map(|(max, inject_ns)| GaugeGap::new(max, inject_ns));
     while !shared.done.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-        let at_ns = now_ns(epoch);
-        let gauge = Instant::now() >= gauge_due;
+        let at_ns = ground.now_ns();
+        let gauge = at_ns >= gauge_due;
         if gauge {
-            gauge_due = (gauge_due + gauge_period).max(Instant::now());
+            gauge_due = (gauge_due + gauge_period_ns).max(at_ns);
         }
-        let found = match resolve(address, nameserver) {
-            Ok(resolved) => {
-                crate::probe::probe(resolved, period.min(Duration::from_millis(500)), gauge)
-            }
-            Err(why) => crate::probe::Probe::Down(why.to_string()),
+        let found = match ground.resolve(address, nameserver) {
+            Ok(resolved) => ground.probe(resolved, period.min(Duration::from_millis(500)), gauge),
+            Err(why) => Probe::Down(why.to_string()),
         };
         let (detail, value) = found.detail_and_value();
         let gone = gap
@@ -64,21 +91,12 @@ pub(super) fn probe_thread(
             value,
         }));
         if let Some(gone) = gone {
-            telemetry_missing(
-                shared,
-                sender,
-                stop,
-                at_ns,
-                &format!("{name} ({address}): {gone}"),
-            );
+            let why = format!("{name} ({address}): {gone}");
+            telemetry_missing(shared, sender, stop, at_ns, &why);
         }
-        due += period;
-        let now = Instant::now();
-        if due < now {
-            // A slow probe (a silent replica) skips the deadlines it missed instead of bursting.
-            due = now;
-        }
-        std::thread::sleep(due.saturating_duration_since(Instant::now()).min(period));
+        // A slow probe (a silent replica) skips the deadlines it missed instead of bursting.
+        due = (due + period_ns).max(ground.now_ns());
+        ground.sleep_until(due);
     }
 }
 
@@ -96,17 +114,13 @@ pub(super) fn observers(
     for (name, address) in &config.target.replica_addresses {
         let (name, address) = (name.clone(), address.clone());
         let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
-        let period = (
-            plan.probe_period,
-            plan.gauge_period,
-            plan.telemetry_gap.zip(plan.inject_at_ns),
-            plan.nameserver,
-        );
+        let period = probe_timing(plan);
         threads.push(
             std::thread::Builder::new()
                 .name(format!("probe-{name}"))
                 .spawn(move || {
-                    probe_thread(&name, &address, period, epoch, &sender, &shared, &stop)
+                    let (ground, on) = (Host { epoch }, (&sender, &*shared));
+                    probe_thread((&name, &address), period, &ground, on, &stop)
                 })
                 .map_err(io("cannot start a probe thread"))?,
         );

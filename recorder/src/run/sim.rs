@@ -67,8 +67,8 @@ mod net;
 #[cfg(test)]
 mod pool;
 
-pub use beside::Victim;
-use beside::{FaultThread, Looks};
+use beside::{start_sides, Looks, SideWorld};
+pub use beside::{Probed, Victim};
 use exec::{Core, SimClock};
 pub use exec::{Freezes, Stalls};
 use net::Net;
@@ -216,6 +216,9 @@ pub struct World {
     pub victim: Victim,
     /// The target's declared replicas (`["a"]`; a replica-loss fault needs two).
     pub replicas: &'static [&'static str],
+    /// The replicas the recorder probes directly (`target.replica_addresses`), each as it
+    /// answers.
+    pub probed: Vec<Probed>,
     /// The calibrated per-replica capacity, where a replica-loss fault's schedule is drawn from
     /// it: its rate is then replicas x 0.65 x this (SPEC §1), and `rate_rps` is not used.
     pub lambda_max_rps: Option<f64>,
@@ -306,6 +309,7 @@ impl World {
             victim: Victim::default(),
             replicas: &["a"],
             lambda_max_rps: None,
+            probed: Vec::new(),
         }
     }
 
@@ -339,9 +343,26 @@ impl World {
         .replace("ROUTE", self.route_toml)
         .replace("[fault]", &format!("{}[fault]", self.tables_toml))
         .replace("FAULT", self.fault_toml)
-        .replace("REPLICAS", &format!("{:?}", self.replicas));
+        .replace("REPLICAS", &self.replicas_toml());
         Config::parse(text.as_bytes())
             .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"))
+    }
+
+    /// The `[target]` table's `replicas` value, and the probed ones' addresses after it.
+    fn replicas_toml(&self) -> String {
+        let addresses: Vec<String> = self
+            .probed
+            .iter()
+            .map(|p| format!("{:?} = {:?}", p.name, p.address))
+            .collect();
+        match addresses.is_empty() {
+            true => format!("{:?}", self.replicas),
+            false => format!(
+                "{:?}\nreplica_addresses = {{ {} }}",
+                self.replicas,
+                addresses.join(", ")
+            ),
+        }
     }
 
     /// The worker's context for this world (one worker, its plan from `config` with this
@@ -426,15 +447,13 @@ impl World {
         let cpu = (self.host_cpu_busy_ppm, RECORDER_CPU_NOT_READ);
         let measured = plan.measured_span_ns;
         let by_telemetry = Cell::new(false);
-        // The fault plan runs where a recording's would: once, with an injector to fire.
-        let fault = (plan.inject_at_ns.is_some() && config.fault.injector.is_some()).then(|| {
-            FaultThread::start(
-                (Arc::clone(&plan), config.fault.clone()),
-                (sender.clone(), Arc::clone(&shared), Arc::clone(&stop)),
-                (self.victim.clone(), net.effect()),
-                self.stalls.wake_floor_ns,
-            )
-        });
+        let world = SideWorld {
+            victim: self.victim.clone(),
+            effect: net.effect(),
+            probed: self.probed.clone(),
+        };
+        let on = (&sender, &shared, &stop);
+        let sides = start_sides((&config, &plan), on, &world, self.stalls.wake_floor_ns);
         let mut looks = Looks {
             tick: epoch_ns + S,
             telemetry: |at_ns| {
@@ -446,15 +465,17 @@ impl World {
                 take_records(&rx, &mut run.borrow_mut(), &shared);
                 run.borrow_mut().second(&shared, at_ns, cpu, measured);
             },
-            fault,
+            sides,
             taken: || take_records(&rx, &mut run.borrow_mut(), &shared),
         };
         take_records(&rx, &mut run.borrow_mut(), &shared);
         core.run(run_worker(ctx, Rc::new(clock), net), &mut looks, || {
             take_records(&rx, &mut run.borrow_mut(), &shared)
         });
-        // `record` waits for the fault plan (its expiry, its removal) once the workers are done.
-        core.run_beside(&mut looks, Looks::fault_alive);
+        // `record` waits for the fault plan (its expiry, its removal) and the probes (they see
+        // the run done) once the workers are.
+        shared.done.store(true, Ordering::Relaxed);
+        core.run_beside(&mut looks, Looks::sides_alive);
         drop(looks);
         let mut run = run.into_inner();
         let end_at = core.now().saturating_sub(epoch_ns);

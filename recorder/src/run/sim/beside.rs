@@ -1,13 +1,14 @@
 //! The threads beside a simulated worker (issue 51 item 3): the telemetry thread's once-a-second
-//! looks and the production fault plan (`fault::fault_thread`), each run at the instants it is
-//! due on the simulation's clock.
+//! looks, the production fault plan (`fault::fault_thread`) and each replica's probe
+//! (`probes::probe_thread`), each run at the instants it is due on the simulation's clock.
 //!
-//! The fault plan is blocking code written for a thread of its own, so the simulation gives it
-//! one and runs it in lockstep: the simulation waits while the plan runs, and the plan waits
-//! (in [`SimGround::sleep_until`]) while the simulation runs, each handing the other the clock.
-//! Only one of them runs at a time, so a run is the same every time. What the plan reaches in
-//! the world (the injector, the victim's name and answers) is a scripted [`Victim`], whose
-//! fault the simulated target serves from the fire to the removal.
+//! The fault plan and the probes are blocking code written for threads of their own, so the
+//! simulation gives each one and runs it in lockstep ([`SideThread`]): the simulation waits
+//! while such a thread runs, and the thread waits (in [`SimGround::sleep_until`]) while the
+//! simulation runs, each handing the other the clock. Only one of them runs at a time, so a run
+//! is the same every time. What they reach in the world (the injector, the victim's answers, a
+//! replica's health and gauge) is scripted: a [`Victim`], whose fault the simulated target
+//! serves from the fire to the removal, and each [`Probed`] replica.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -16,14 +17,18 @@ use std::sync::mpsc::{channel, Receiver, Sender as Channel};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use percentes_formats::config::{Fault, Injector};
+use percentes_formats::config::{Config, Fault, Injector};
+use std::time::Duration;
 
 use super::super::fault::{fault_thread, FaultGround};
+use super::super::ground::SideGround;
 use super::super::plan::RunPlan;
+use super::super::probes::{probe_thread, probe_timing, ProbeGround};
 use super::super::state::{Sender, Shared};
 use super::exec::Beside;
 use super::{MS, S};
 use crate::error::RecordError;
+use crate::probe::Probe;
 
 /// What a simulated fault does, and how the victim looks to the fault plan's confirmation.
 #[derive(Clone, Debug)]
@@ -55,6 +60,19 @@ impl Default for Victim {
     }
 }
 
+/// A replica the recorder probes directly (`target.replica_addresses`), as it answers.
+#[derive(Clone, Debug)]
+pub struct Probed {
+    /// Its name among the target's replicas.
+    pub name: &'static str,
+    /// The address its probes go to.
+    pub address: &'static str,
+    /// Its waiting-queue gauge, where a probe reads it.
+    pub waiting: f64,
+    /// It answers until this time (ns from the epoch), then refuses (`None`: to the end).
+    pub until: Option<u64>,
+}
+
 /// When the simulated fault is in effect: from its fire to its removal (ns after the epoch;
 /// `u64::MAX`: not yet). Written by the fault plan's thread, read by the target's.
 #[derive(Debug)]
@@ -84,16 +102,24 @@ struct SimulationGone;
 
 /// The fault plan's ground in the simulation: its own clock, handed back and forth with the
 /// simulation's, and the scripted victim.
-struct SimGround {
+pub(super) struct SimGround {
     now: Cell<u64>,
     /// When it resumes, ns after the epoch (from the simulation).
     wake: Receiver<u64>,
     /// When it next wakes, or `None` once the plan has ended (to the simulation).
     slept: Channel<Option<u64>>,
-    victim: Victim,
-    effect: Arc<InEffect>,
+    /// The world's scripted parts.
+    world: SideWorld,
     /// How late every wake is (the simulation's timer floor).
     floor_ns: u64,
+}
+
+/// What the threads beside the worker reach in a simulated world.
+#[derive(Clone, Debug)]
+pub(super) struct SideWorld {
+    pub(super) victim: Victim,
+    pub(super) effect: Arc<InEffect>,
+    pub(super) probed: Vec<Probed>,
 }
 
 impl SimGround {
@@ -103,11 +129,11 @@ impl SimGround {
     }
 
     fn in_effect(&self) -> bool {
-        self.effect.at(self.now.get())
+        self.world.effect.at(self.now.get())
     }
 }
 
-impl FaultGround for SimGround {
+impl SideGround for SimGround {
     fn now_ns(&self) -> u64 {
         self.now.get()
     }
@@ -134,7 +160,9 @@ impl FaultGround for SimGround {
             ))
         })
     }
+}
 
+impl FaultGround for SimGround {
     fn fire(
         &self,
         injector: Injector,
@@ -142,16 +170,16 @@ impl FaultGround for SimGround {
         partition_ns: Option<u64>,
     ) -> Result<String, RecordError> {
         let started = self.now.get();
-        if let Some(why) = self.victim.fire_fails {
-            self.spend(self.victim.fire_ns);
+        if let Some(why) = self.world.victim.fire_fails {
+            self.spend(self.world.victim.fire_ns);
             return Err(RecordError::fault(format!(
                 "simulated {}: {why}",
                 injector.name()
             )));
         }
-        self.effect.fired.store(started, Ordering::SeqCst);
-        self.spend(self.victim.fire_ns);
-        let what = match (self.victim.gone, self.victim.status) {
+        self.world.effect.fired.store(started, Ordering::SeqCst);
+        self.spend(self.world.victim.fire_ns);
+        let what = match (self.world.victim.gone, self.world.victim.status) {
             (true, _) => "the victim refuses connections".to_string(),
             (false, Some(status)) => format!("the victim answers {status}"),
             (false, None) => "the victim serves as before".to_string(),
@@ -161,7 +189,10 @@ impl FaultGround for SimGround {
     }
 
     fn remove(&self, _: &Fault) -> Result<String, RecordError> {
-        self.effect.removed.store(self.now.get(), Ordering::SeqCst);
+        self.world
+            .effect
+            .removed
+            .store(self.now.get(), Ordering::SeqCst);
         self.spend(MS);
         Ok("simulated removal: the victim serves again".into())
     }
@@ -173,23 +204,43 @@ impl FaultGround for SimGround {
         path: &str,
     ) -> Result<(u16, String), RecordError> {
         self.spend(MS);
-        match (self.in_effect(), self.victim.gone) {
+        match (self.in_effect(), self.world.victim.gone) {
             (true, true) => Err(RecordError::answer(format!(
                 "{address}: connection refused ({method} {path})"
             ))),
-            (true, false) => Ok((self.victim.health, String::new())),
+            (true, false) => Ok((self.world.victim.health, String::new())),
             (false, _) => Ok((200, String::new())),
         }
     }
 
     fn accepts(&self, _: SocketAddr) -> bool {
         self.spend(MS / 10);
-        !(self.in_effect() && self.victim.gone)
+        !(self.in_effect() && self.world.victim.gone)
     }
 }
 
-/// The production fault plan on a thread of its own, run in lockstep with the simulation.
-pub(super) struct FaultThread {
+impl ProbeGround for SimGround {
+    /// A round trip of a millisecond (two when it reads the gauge too) to a replica that
+    /// answers, a refusal at once from one that no longer does, or from an address no replica
+    /// has.
+    fn probe(&self, address: SocketAddr, _: Duration, gauge: bool) -> Probe {
+        let now = self.now.get();
+        let replica =
+            self.world.probed.iter().find(|p| {
+                p.address.parse() == Ok(address) && p.until.is_none_or(|until| now < until)
+            });
+        let Some(replica) = replica else {
+            return Probe::Down("connect: Connection refused (simulated)".into());
+        };
+        self.spend(if gauge { 2 * MS } else { MS });
+        Probe::Up {
+            waiting: gauge.then_some(replica.waiting),
+        }
+    }
+}
+
+/// A thread beside the worker (the fault plan, a probe), run in lockstep with the simulation.
+pub(super) struct SideThread {
     /// When it next wakes, ns after the epoch; `None` once it has ended.
     due: Option<u64>,
     wake: Channel<u64>,
@@ -197,49 +248,48 @@ pub(super) struct FaultThread {
     thread: Option<JoinHandle<()>>,
 }
 
-impl FaultThread {
-    /// Starts `plan`'s fault plan against `victim`, its first steps run at once (at the epoch;
-    /// a recording's plan reads 0 before it too).
+impl SideThread {
+    /// Starts `body` on a thread named `name` standing on `world`, its first steps run at once
+    /// (at the epoch: a recording's threads read 0 before it too).
     pub(super) fn start(
-        (plan, fault): (Arc<RunPlan>, Fault),
-        (sender, shared, stop): (Sender, Arc<Shared>, Arc<AtomicBool>),
-        (victim, effect): (Victim, Arc<InEffect>),
+        name: String,
+        world: SideWorld,
         floor_ns: u64,
-    ) -> FaultThread {
+        body: impl FnOnce(&SimGround) + Send + 'static,
+    ) -> SideThread {
         let (wake, woken) = channel();
         let (sleeps, slept) = channel();
         let thread = std::thread::Builder::new()
-            .name("sim-fault-plan".into())
+            .name(name)
             .spawn(move || {
                 let Ok(start) = woken.recv() else { return };
                 let ground = SimGround {
                     now: Cell::new(start),
                     wake: woken,
                     slept: sleeps,
-                    victim,
-                    effect,
+                    world,
                     floor_ns,
                 };
-                fault_thread((&plan, &fault), &ground, (&sender, &shared), &stop);
+                body(&ground);
                 let _ = ground.slept.send(None);
             })
-            .expect("the simulated fault plan's thread");
-        let mut fault = FaultThread {
+            .expect("a simulated thread beside the worker");
+        let mut side = SideThread {
             due: Some(0),
             wake,
             slept,
             thread: Some(thread),
         };
-        fault.resume(0);
-        fault
+        side.resume(0);
+        side
     }
 
-    /// Whether the plan is still going.
+    /// Whether the thread is still going.
     pub(super) fn alive(&self) -> bool {
         self.due.is_some()
     }
 
-    /// Lets the plan run from `at` (ns after the epoch) until it sleeps or ends.
+    /// Lets the thread run from `at` (ns after the epoch) until it sleeps or ends.
     fn resume(&mut self, at: u64) {
         self.due = match self.wake.send(at) {
             Ok(()) => self.slept.recv().ok().flatten(),
@@ -255,45 +305,82 @@ impl FaultThread {
     }
 }
 
+/// The threads a recording starts beside its workers, where `config` asks for them: the fault
+/// plan (with an injector to fire) and a probe of each replica with an address, in the order
+/// `record` starts them.
+pub(super) fn start_sides(
+    (config, plan): (&Config, &Arc<RunPlan>),
+    (sender, shared, stop): (&Sender, &Arc<Shared>, &Arc<AtomicBool>),
+    world: &SideWorld,
+    floor_ns: u64,
+) -> Vec<SideThread> {
+    let mut sides = Vec::new();
+    if plan.inject_at_ns.is_some() && config.fault.injector.is_some() {
+        let (plan, fault) = (Arc::clone(plan), config.fault.clone());
+        let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
+        let name = "sim-fault-plan".to_string();
+        sides.push(SideThread::start(name, world.clone(), floor_ns, move |g| {
+            fault_thread((&plan, &fault), g, (&sender, &shared), &stop)
+        }));
+    }
+    for (name, address) in &config.target.replica_addresses {
+        let (name, address, timing) = (name.clone(), address.clone(), probe_timing(plan));
+        let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
+        let thread = format!("sim-probe-{name}");
+        sides.push(SideThread::start(
+            thread,
+            world.clone(),
+            floor_ns,
+            move |g| probe_thread((&name, &address), timing, g, (&sender, &shared), &stop),
+        ));
+    }
+    sides
+}
+
 /// The telemetry thread's looks (`telemetry`, at each second of the epoch's scale) and the
-/// fault plan's, with `taken` called after each of the plan's steps (the writer takes what it
-/// sent).
+/// other threads beside the worker (`sides`), with `taken` called after each of their steps
+/// (the writer takes what they sent).
 pub(super) struct Looks<T, A> {
     /// The telemetry thread's next look, monotonic ns.
     pub(super) tick: u64,
     pub(super) telemetry: T,
-    pub(super) fault: Option<FaultThread>,
+    pub(super) sides: Vec<SideThread>,
     pub(super) taken: A,
 }
 
 impl<T: FnMut(u64), A: FnMut()> Looks<T, A> {
-    /// The fault plan's next wake, monotonic ns.
-    fn fault_due(&self, epoch: u64) -> u64 {
-        self.fault
-            .as_ref()
-            .and_then(|f| f.due)
-            .map_or(u64::MAX, |due| epoch.saturating_add(due))
+    /// The side thread due first (the first started at a tie), and when, monotonic ns.
+    fn side_due(&self, epoch: u64) -> Option<(usize, u64)> {
+        self.sides
+            .iter()
+            .enumerate()
+            .filter_map(|(i, side)| Some((i, epoch.saturating_add(side.due?))))
+            .min_by_key(|&(i, due)| (due, i))
     }
 
-    /// Whether the fault plan is still going.
-    pub(super) fn fault_alive(&self) -> bool {
-        self.fault.as_ref().is_some_and(FaultThread::alive)
+    /// Whether a thread beside the worker (but the telemetry thread) is still going.
+    pub(super) fn sides_alive(&self) -> bool {
+        self.sides.iter().any(SideThread::alive)
     }
 }
 
 impl<T: FnMut(u64), A: FnMut()> Beside for Looks<T, A> {
     fn due(&self, epoch: u64) -> u64 {
-        self.tick.min(self.fault_due(epoch))
+        self.side_due(epoch)
+            .map_or(self.tick, |(_, due)| due.min(self.tick))
     }
 
-    /// The earlier of the two; the telemetry thread first at a tie.
+    /// The earliest of them; the telemetry thread first at a tie.
     fn look(&mut self, at: u64, epoch: u64) {
-        if self.tick <= self.fault_due(epoch) {
-            (self.telemetry)(at - epoch);
-            self.tick += S;
-        } else if let Some(fault) = self.fault.as_mut() {
-            fault.resume(at - epoch);
-            (self.taken)();
+        match self.side_due(epoch) {
+            Some((i, due)) if due < self.tick => {
+                self.sides[i].resume(at - epoch);
+                (self.taken)();
+            }
+            _ => {
+                (self.telemetry)(at - epoch);
+                self.tick += S;
+            }
         }
     }
 }

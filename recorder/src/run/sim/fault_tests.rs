@@ -1,9 +1,11 @@
 //! The production fault plan on the simulation's clock (issue 51 item 3): armed, fired at
 //! T_inject, judged on its baseline, confirmed or not, removed early or at its expiry, each step
-//! at an exact time against a scripted victim. Times are ns from the epoch.
+//! at an exact time against a scripted victim; and the replicas' probes beside it, whose gauge
+//! the baseline judgement reads and whose disappearance ends the run. Times are ns from the
+//! epoch.
 
 use percentes_formats::journal::records::{
-    event_kind_name, EventRecord, BASELINE_UNHEALTHY, IMPACT_UNCONFIRMED,
+    event_kind_name, EventRecord, BASELINE_UNHEALTHY, IMPACT_UNCONFIRMED, TELEMETRY_MISSING,
 };
 
 use percentes_formats::pins;
@@ -309,4 +311,113 @@ fn a_fault_run_is_the_same_every_time() {
     let keys = "confirm_address = \"127.0.0.1:2\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418\n";
     let world = clean_delete(keys);
     assert_eq!(world.simulate().journal(), world.simulate().journal());
+}
+
+/// Replica `a` probed at 127.0.0.1:3 with its waiting gauge at `waiting`, answering until
+/// `until`.
+fn probed(waiting: f64, until: Option<u64>) -> Vec<Probed> {
+    vec![Probed {
+        name: "a",
+        address: "127.0.0.1:3",
+        waiting,
+        until,
+    }]
+}
+
+/// The probe events of a run: (at, value).
+fn probes(run: &Run) -> Vec<(u64, Option<i64>)> {
+    events(run)
+        .into_iter()
+        .filter(|e| e.is(EventKind::Probe))
+        .map(|e| (e.at_ns, e.value))
+        .collect()
+}
+
+/// seeds/004's "abort when required telemetry disappears": replica a's gauge is read for the
+/// first second, then its probes are refused; once the gauge has gone unread for the pinned
+/// `fault.telemetry_gap_max_s` (before T_inject) the probe thread journals the escape
+/// `telemetry-missing`, the fault never fires, and load stops. A replica that keeps answering
+/// never escapes, and its probes end once the run is done. Deliberate break: a probe thread
+/// that never judged the gap goes on to fire the fault into a run whose G7 rests on one second.
+#[test]
+fn a_gauge_that_disappears_before_the_fire_ends_the_run() {
+    let mut world = clean_delete("");
+    world.probed = probed(0.0, Some(S));
+    let run = world.simulate();
+    assert_accounted(&run);
+    assert!(event(&run, "fault-fired").is_none(), "never fired");
+    let escape = event(&run, "escape").expect("escape");
+    assert_eq!(escape.subject, TELEMETRY_MISSING);
+    assert!(
+        escape
+            .detail
+            .contains("a (127.0.0.1:3): its waiting-queue gauge, read at")
+            && escape
+                .detail
+                .contains("(the last probe: down: connect: Connection refused (simulated))"),
+        "{}",
+        escape.detail
+    );
+    let last_read = probes(&run)
+        .iter()
+        .filter(|(_, value)| value.is_some())
+        .map(|&(at, _)| at)
+        .max()
+        .expect("the gauge was read");
+    assert!(last_read < S, "read at {last_read}");
+    let gap = pins::value::FAULT_TELEMETRY_GAP_MAX_S as u64 * S;
+    let gauge_period = run.plan.as_ref().expect("a plan").gauge_period.as_nanos() as u64;
+    assert!(
+        escape.at_ns >= last_read + gap && escape.at_ns <= last_read + gap + gauge_period,
+        "last read {last_read}, escaped {} (gauge period {gauge_period})",
+        escape.at_ns
+    );
+    assert!(escape.at_ns < inject_ns(&run));
+    nothing_sent_after(&run, escape.at_ns);
+    assert_eq!(run.seal.as_ref().map(|s| s.1), Some(SealStatus::Escaped));
+    // Answering to the end: read every gauge period, no escape, the probes end with the run.
+    world.probed = probed(0.0, None);
+    let run = world.simulate();
+    assert!(event(&run, "escape").is_none());
+    let read: Vec<u64> = probes(&run)
+        .iter()
+        .filter(|(_, value)| value.is_some())
+        .map(|&(at, _)| at)
+        .collect();
+    assert!(
+        read.len() as u64 >= run.end_ns / gauge_period,
+        "{} reads",
+        read.len()
+    );
+    assert!(probes(&run)
+        .iter()
+        .all(|&(at, _)| at <= run.end_ns + 1_000 * MS));
+}
+
+/// G7 judged live from the probes: replica a's waiting queue reads 5 (over the pinned 1) all
+/// through the baseline, so at T_inject the baseline judgement ends the run naming it, and the
+/// fault never fires. Deliberate break: a simulated writer that did not tally the probe events
+/// lets the fault fire.
+#[test]
+fn a_waiting_queue_over_the_pin_in_the_baseline_ends_the_run_at_t_inject() {
+    let mut world = clean_delete("");
+    world.probed = probed(5.0, None);
+    let run = world.simulate();
+    assert!(event(&run, "fault-fired").is_none(), "never fired");
+    let escape = event(&run, "escape").expect("escape");
+    assert_eq!(escape.subject, BASELINE_UNHEALTHY);
+    assert!(
+        escape
+            .detail
+            .contains("G7: a's waiting queue averaged 5.000 over")
+            && !escape.detail.contains("G6"),
+        "{}",
+        escape.detail
+    );
+    let inject = inject_ns(&run);
+    assert!(
+        (inject..inject + 10 * MS).contains(&escape.at_ns),
+        "{}",
+        escape.at_ns
+    );
 }
