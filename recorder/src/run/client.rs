@@ -102,6 +102,16 @@ pub(super) struct Local {
 /// The weight of each finished request in the service-time mean.
 const SERVICE_WEIGHT: f64 = 0.1;
 
+/// The service-time mean `mean` (`None`: no request has finished) with one more request's
+/// dispatch-to-terminal time folded in: an exponentially weighted mean, the W of Little's law
+/// the spare keeper sizes the pool with.
+pub(super) fn service_mean(mean: Option<f64>, seconds: f64) -> f64 {
+    match mean {
+        None => seconds,
+        Some(mean) => mean + SERVICE_WEIGHT * (seconds - mean),
+    }
+}
+
 /// The size of one read buffer: one read takes whatever the socket holds, up to this.
 pub(super) const READ_BUFFER: usize = 64 << 10;
 /// At most this many read buffers are kept between requests (4 MiB of address space a worker);
@@ -128,10 +138,8 @@ impl Local {
 
     /// Folds one finished request's dispatch-to-terminal time into the service-time mean.
     pub(super) fn served(&self, seconds: f64) {
-        self.service_s.set(Some(match self.service_s.get() {
-            None => seconds,
-            Some(mean) => mean + SERVICE_WEIGHT * (seconds - mean),
-        }));
+        self.service_s
+            .set(Some(service_mean(self.service_s.get(), seconds)));
     }
 
     /// An idle connection that can carry a request now, if the pool has one. On the way it

@@ -12,7 +12,6 @@
 //! in a recording ([`Host`]), in the simulator a virtual clock handed back and forth with the
 //! simulated worker's (`sim/beside.rs`), so the same thread's code runs there.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -24,6 +23,7 @@ use percentes_formats::schedule::Entry;
 
 use super::context::WorkerContext;
 use super::http2::Carried;
+use super::state::Shared;
 use crate::error::RecordError;
 use crate::exchange::{Exchange, Rule, Verdict};
 
@@ -76,14 +76,24 @@ pub(super) trait Transport: 'static {
     /// budget, none past the epoch, none once the run is stopped.
     fn warm(&self, ctx: &WorkerContext) -> impl Future<Output = ()>;
 
-    /// Keeps spare connections ahead of need (issue 20) until `running` falls, the run stops or
-    /// the schedule ends; `outstanding` is the worker's requests in flight.
-    fn keep_spares(
+    /// Retires every idle connection past its idle limit, or within `ahead` of it, counted as
+    /// expired (`Local::retire_expired`).
+    fn retire_expired(&self, shared: &Shared, ahead: Duration);
+
+    /// What the spare keeper counts as idle capacity now.
+    fn idle_capacity(&self) -> usize;
+
+    /// The worker's mean time from dispatch to terminal, s (`None` before a request ends).
+    fn service_s(&self) -> Option<f64>;
+
+    /// Opens one connection ahead of need, by `deadline_ns` after the epoch, and pools it:
+    /// `Ok(true)` pooled, `Ok(false)` of no use (an HTTP/2 run whose server declined it), `Err`
+    /// when the connect failed.
+    fn open_spare(
         &self,
         ctx: &WorkerContext,
-        outstanding: &Cell<usize>,
-        running: &Cell<bool>,
-    ) -> impl Future<Output = ()>;
+        deadline_ns: u64,
+    ) -> impl Future<Output = Result<bool, ()>>;
 
     /// The rule the route's answers are held to.
     fn rule(&self, route: u32) -> Rc<Rule>;

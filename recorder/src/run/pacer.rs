@@ -23,7 +23,7 @@ use super::dispatch::STOP_POLL;
 use super::dispatch::{Dispatcher, Judge, Keeper, StallTicker, Step, KEEPER_AHEAD};
 use super::execute::execute;
 use super::ground::{Clock, Transport};
-use super::host::now_ns;
+use super::state::Shared;
 use crate::canary;
 use crate::error::{io, RecordError};
 use crate::exchange::{Exchange, Rule, Verdict};
@@ -160,13 +160,16 @@ pub(super) async fn run_worker<C: Clock, T: Transport>(
         })
     };
     let keeper = {
-        let (ctx, net, outstanding, running) = (
+        let (ctx, net, outstanding, running, clock2) = (
             Rc::clone(&ctx),
             Rc::clone(&net),
             Rc::clone(&outstanding),
             Rc::clone(&running),
+            Rc::clone(&clock),
         );
-        clock.spawn(async move { net.keep_spares(&ctx, &outstanding, &running).await })
+        clock.spawn(
+            async move { keep_spares(&*clock2, &ctx, &*net, (&outstanding, &running)).await },
+        )
     };
     let behind = Behind::new(
         ctx.plan.behind_lag.as_nanos() as u64,
@@ -351,13 +354,24 @@ impl Transport for Wire {
         }
     }
 
-    fn keep_spares(
-        &self,
-        ctx: &WorkerContext,
-        outstanding: &Cell<usize>,
-        running: &Cell<bool>,
-    ) -> impl Future<Output = ()> {
-        keep_spares(ctx, &self.local, outstanding, running)
+    fn retire_expired(&self, shared: &Shared, ahead: Duration) {
+        self.local.retire_expired(shared, ahead);
+    }
+
+    fn idle_capacity(&self) -> usize {
+        self.local.idle_capacity()
+    }
+
+    fn service_s(&self) -> Option<f64> {
+        self.local.service_s.get()
+    }
+
+    async fn open_spare(&self, ctx: &WorkerContext, deadline_ns: u64) -> Result<bool, ()> {
+        let deadline = ctx.epoch + Duration::from_nanos(deadline_ns);
+        match ctx.dialer.open(ctx.epoch, Some(deadline), None).await {
+            Ok((conn, fd)) => Ok(self.local.pool_opened(ctx, conn, fd).await),
+            Err(_) => Err(()),
+        }
     }
 
     fn rule(&self, route: u32) -> Rc<Rule> {
@@ -665,35 +679,38 @@ async fn stall_ticks(clock: &impl Clock, batch: &Batch, running: &Cell<bool>) {
 /// has in flight; it opens one connection at a time, each within [`KEEPER_CONNECT_MAX`], and after
 /// a failed connect waits a second before it tries again (the request that needs a connection
 /// then opens its own, and that wait is journaled). Connections it opens count as `opened ahead`.
-pub(super) async fn keep_spares(
+/// It runs on any [`Clock`] over any [`Transport`]'s pool: the worker's real one in a recording,
+/// the simulated one in the tests (`sim/keeper_tests.rs`).
+pub(super) async fn keep_spares<C: Clock, T: Transport>(
+    clock: &C,
     ctx: &WorkerContext,
-    local: &Local,
-    outstanding: &Cell<usize>,
-    running: &Cell<bool>,
+    pool: &T,
+    (outstanding, running): (&Cell<usize>, &Cell<bool>),
 ) {
     let keeper = Keeper::new(&ctx.plan);
-    let end = ctx.epoch + Duration::from_nanos(ctx.plan.params.total_duration_ns());
-    while running.get() && !ctx.stop.load(Ordering::Relaxed) && Instant::now() < end {
-        compio::time::sleep(KEEPER_INTERVAL).await;
-        local.retire_expired(&ctx.shared, KEEPER_AHEAD);
+    let end_ns = ctx.plan.params.total_duration_ns();
+    let connect_max_ns = KEEPER_CONNECT_MAX.as_nanos() as u64;
+    while running.get() && !ctx.stop.load(Ordering::Relaxed) && clock.now_ns() < end_ns {
+        clock.sleep(KEEPER_INTERVAL).await;
+        pool.retire_expired(&ctx.shared, KEEPER_AHEAD);
         let mut wanted = keeper.wanted(
-            now_ns(ctx.epoch),
-            local.service_s.get(),
+            clock.now_ns(),
+            pool.service_s(),
             outstanding.get(),
-            local.idle_capacity(),
+            pool.idle_capacity(),
         );
         while wanted > 0 && running.get() && !ctx.stop.load(Ordering::Relaxed) {
             // A spare is never worth more than a second's connect, nor one past the schedule.
-            let deadline = (Instant::now() + KEEPER_CONNECT_MAX).min(end);
-            match ctx.dialer.open(ctx.epoch, Some(deadline), None).await {
-                Ok((conn, fd)) => {
-                    if local.pool_opened(ctx, conn, fd).await {
+            let deadline_ns = (clock.now_ns() + connect_max_ns).min(end_ns);
+            match pool.open_spare(ctx, deadline_ns).await {
+                Ok(pooled) => {
+                    if pooled {
                         ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
                     }
                     wanted -= 1;
                 }
-                Err(_) => {
-                    compio::time::sleep(Duration::from_secs(1)).await;
+                Err(()) => {
+                    clock.sleep(Duration::from_secs(1)).await;
                     break;
                 }
             }

@@ -1,10 +1,11 @@
 //! The recorder's production worker loop on simulated time and a simulated target (issue 51
 //! item 2; tests only). [`World::run`] runs `pacer::run_worker` itself (the dispatcher and its
 //! judges, the session tasks, `client::execute`'s deadline and record assembly, the stall
-//! ticker, the batch flusher, the counters) on a virtual [`Clock`](super::ground::Clock)
-//! (`exec.rs`), with the telemetry thread's judgement of a starved worker
-//! (`telemetry::judge_starved`) at each of its once-a-second looks. Only the ring, the kernel's
-//! timers and the network are stood in for: [`Net`] answers each request from a scripted
+//! ticker, the batch flusher, the spare keeper, the counters) on a virtual
+//! [`Clock`](super::ground::Clock) (`exec.rs`), with the telemetry thread's judgement of a
+//! starved worker (`telemetry::judge_starved`) at each of its once-a-second looks. Only the
+//! ring, the kernel's timers and the network are stood in for: [`Net`] (`net.rs`) keeps a pool
+//! of idle connections with their idle limit and answers each request from a scripted
 //! [`Target`] with the bytes a server would send, through the production HTTP/1.1 parser and
 //! [`Exchange`], so every class is the one a recording would give.
 //!
@@ -63,9 +64,9 @@ use crate::request::{ExtraHeaders, Target as Url};
 
 mod beside;
 mod exec;
-mod net;
 #[cfg(test)]
-mod pool;
+mod keeper_tests;
+mod net;
 
 use beside::{start_sides, Looks, SideWorld};
 pub use beside::{Probed, Victim};
@@ -216,6 +217,8 @@ pub struct World {
     pub victim: Victim,
     /// The target's declared replicas (`["a"]`; a replica-loss fault needs two).
     pub replicas: &'static [&'static str],
+    /// More `[target]` keys, one a line (`idle_limit_ms = 100\n`).
+    pub target_toml: &'static str,
     /// The replicas the recorder probes directly (`target.replica_addresses`), each as it
     /// answers.
     pub probed: Vec<Probed>,
@@ -265,7 +268,7 @@ impl std::fmt::Debug for Run {
     }
 }
 
-const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\nDEV\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = REPLICAS\n\
+const CONFIG: &str = "schema_version = 1\nprofile = \"dev\"\n[dev]\nDEV\n[target]\nkind = \"mock\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"mock\"\nreplicas = REPLICAS\nTARGET\
                       [schedule]\nseed = 1\narrival = \"ARRIVAL\"\nrate_rps = RATE\n[fault]\nFAULT[[routes]]\nROUTE";
 
 /// The wall-clock instant a simulated run's epoch is anchored to (2026-11-30 UTC): fixed, so
@@ -310,6 +313,7 @@ impl World {
             replicas: &["a"],
             lambda_max_rps: None,
             probed: Vec::new(),
+            target_toml: "",
         }
     }
 
@@ -343,7 +347,8 @@ impl World {
         .replace("ROUTE", self.route_toml)
         .replace("[fault]", &format!("{}[fault]", self.tables_toml))
         .replace("FAULT", self.fault_toml)
-        .replace("REPLICAS", &self.replicas_toml());
+        .replace("REPLICAS", &self.replicas_toml())
+        .replace("TARGET", self.target_toml);
         Config::parse(text.as_bytes())
             .unwrap_or_else(|e| panic!("the simulation's configuration: {e}"))
     }
@@ -422,12 +427,8 @@ impl World {
         };
         let core = Core::new(epoch_ns, stalls);
         let clock = SimClock(Rc::clone(&core));
-        let net = Rc::new(Net::new(
-            clock.clone(),
-            self.target.clone(),
-            rules,
-            self.victim.clone(),
-        ));
+        let target = (clock.clone(), self.target.clone(), ctx.plan.idle_limit);
+        let net = Rc::new(Net::new(target, rules, self.victim.clone()));
         let plan = Arc::clone(&ctx.plan);
         let behind = Behind::new(
             plan.behind_lag.as_nanos() as u64,

@@ -41,7 +41,8 @@ pub struct Victim {
     /// short JSON body (the mock's `error` mode: 500); `None`: the target serves as before.
     pub status: Option<u16>,
     /// While the fault is in effect the victim refuses connections (a deleted replica): the
-    /// confirmation sees it stop answering, and a request that must connect is refused.
+    /// confirmation sees it stop answering, a request that must connect is refused, and one
+    /// written on a connection opened before is reset.
     pub gone: bool,
     /// What the confirmation's `confirm_path` answers while the fault is in effect (200
     /// before and after).

@@ -180,7 +180,8 @@ fn an_impact_not_confirmed_in_the_pinned_time_ends_the_run() {
 }
 
 /// A victim that stops accepting connections (no `confirm_path`): confirmed at the first look
-/// after the fire, and the target's own connections are refused while it is gone.
+/// after the fire, and the target's own connections are refused (or, opened before, reset)
+/// while it is gone.
 #[test]
 fn a_victim_that_stops_answering_is_confirmed_gone() {
     let mut world = clean_delete("confirm_address = \"127.0.0.1:2\"\n");
@@ -192,12 +193,13 @@ fn a_victim_that_stops_answering_is_confirmed_gone() {
     let confirmed = event(&run, "fault-confirmed").expect("confirmed");
     assert_eq!(confirmed.detail, "127.0.0.1:2 stopped answering");
     assert!(confirmed.at_ns > fired.at_ns && confirmed.at_ns < fired.at_ns + 5 * MS);
-    let refused = run
-        .records
-        .iter()
-        .filter(|r| r.intended_ns > fired.at_ns + 10 * MS)
-        .all(|r| class(r) == "refused");
-    assert!(refused, "{:?}", classes_after(&run, fired.at_ns));
+    // A request that connects is refused; one on a spare the keeper opened before is reset.
+    let after = classes_after(&run, fired.at_ns + 10 * MS);
+    let refused = after.iter().filter(|&&c| c == "refused").count();
+    assert!(
+        refused > after.len() / 2 && after.iter().all(|&c| c == "refused" || c == "reset"),
+        "{after:?}"
+    );
 }
 
 fn classes_after(run: &Run, at: u64) -> Vec<&'static str> {

@@ -11,10 +11,13 @@ use std::time::Duration;
 use percentes_formats::journal::records::RequestRecord;
 use percentes_formats::schedule::{mix64, Entry};
 
+use super::super::client::service_mean;
 use super::super::connect::{connect_verdict, transport_verdict};
 use super::super::context::WorkerContext;
+use super::super::dispatch::idle_expired;
 use super::super::ground::{Clock, Transport};
 use super::super::http2::Carried;
+use super::super::state::Shared;
 use super::beside::{InEffect, Victim};
 use super::exec::SimClock;
 use super::{Events, Target, S};
@@ -66,25 +69,64 @@ pub(super) struct Net {
     model: String,
     /// When each of the target's slots is next free.
     slots: RefCell<Vec<u64>>,
-    idle: Cell<usize>,
+    /// Idle keep-alive connections, most recently used last.
+    idle: RefCell<Vec<Idle>>,
+    /// The next connection's id.
     next_id: Cell<u64>,
+    /// How long a connection may sit idle (`target.idle_limit_ms`).
+    idle_limit: Duration,
+    /// The worker's service-time mean (`client::service_mean`), s.
+    service_s: Cell<Option<f64>>,
     rules: Vec<Rc<Rule>>,
     /// The world's fault, and when it is in effect.
     victim: Victim,
     effect: Arc<InEffect>,
 }
 
+/// An idle connection in the simulated pool.
+#[derive(Clone, Copy, Debug)]
+struct Idle {
+    id: u64,
+    /// When it went idle, ns after the epoch.
+    since_ns: u64,
+    /// Whether it carried a request before (its next one is `connection_reused`).
+    carried: bool,
+}
+
 impl Net {
-    /// The connections to `target`, its answers held to `rules`, on `clock`; `victim`'s fault
-    /// served while it is in effect.
-    pub(super) fn new(clock: SimClock, target: Target, rules: Vec<Rule>, victim: Victim) -> Net {
+    /// A new connection's id.
+    fn connection_id(&self) -> u64 {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        id
+    }
+
+    /// Puts connection `id` in the pool, idle from now.
+    fn keep(&self, id: u64, carried: bool) {
+        let since_ns = self.clock.now_ns();
+        self.idle.borrow_mut().push(Idle {
+            id,
+            since_ns,
+            carried,
+        });
+    }
+
+    /// The connections to `target`, each kept idle up to `idle_limit`, its answers held to
+    /// `rules`, on `clock`; `victim`'s fault served while it is in effect.
+    pub(super) fn new(
+        (clock, target, idle_limit): (SimClock, Target, Duration),
+        rules: Vec<Rule>,
+        victim: Victim,
+    ) -> Net {
         Net {
             clock,
             slots: RefCell::new(vec![0; target.slots.unwrap_or(0)]),
             target,
             model: "mock".into(),
-            idle: Cell::new(0),
+            idle: RefCell::new(Vec::new()),
             next_id: Cell::new(0),
+            idle_limit,
+            service_s: Cell::new(None),
             rules: rules.into_iter().map(Rc::new).collect(),
             victim,
             effect: Arc::new(InEffect::default()),
@@ -103,11 +145,8 @@ impl Net {
         if t.silent.is_some_and(|(a, b)| (a..b).contains(&written)) {
             return Reply::Silent;
         }
-        if let (Some(status), true) = (self.victim.status, self.effect.at(written)) {
-            return Reply::Status {
-                head: written + t.head_ns,
-                status,
-            };
+        if let Some(reply) = self.faulted(written) {
+            return reply;
         }
         let ttft = match t.ttft_spread_ns {
             0 => t.ttft_ns,
@@ -167,6 +206,21 @@ impl Net {
         }
         let end = tokens.last().copied().unwrap_or(head);
         Reply::Answer { head, tokens, end }
+    }
+
+    /// The world's fault's reply to a request written at `written`, while it is in effect: a
+    /// gone victim's connection is reset, else its status answers (where it has one).
+    fn faulted(&self, written: u64) -> Option<Reply> {
+        if !self.effect.at(written) {
+            return None;
+        }
+        if self.victim.gone {
+            return Some(Reply::Reset { head: written });
+        }
+        let head = written + self.target.head_ns;
+        self.victim
+            .status
+            .map(|status| Reply::Status { head, status })
     }
 
     /// The bytes of a streamed chat answer's head, its `k`-th token's event, and its end, as a
@@ -247,7 +301,7 @@ impl Net {
     /// client's reads would: the verdict once the answer ends, breaks, or its fate is known.
     async fn deliver(
         &self,
-        deliveries: Vec<(u64, Vec<u8>)>,
+        (id, deliveries): (u64, Vec<(u64, Vec<u8>)>),
         record: &mut RequestRecord,
         exchange: &mut Exchange,
     ) -> Verdict {
@@ -268,7 +322,7 @@ impl Net {
             }
             if ended {
                 if self.target.keep_alive {
-                    self.idle.set(self.idle.get() + 1);
+                    self.keep(id, true);
                 }
                 return exchange.finish(true, None, now);
             }
@@ -310,14 +364,43 @@ impl Transport for Net {
                 break;
             };
             self.clock.sleep(Duration::from_nanos(done)).await;
-            self.idle.set(self.idle.get() + 1);
+            let id = self.connection_id();
+            self.keep(id, false);
             ctx.shared.pool.opened_ahead.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// The simulated transport keeps no spares beyond its warm pool: a request that finds none
-    /// connects in line. The keeper's decisions are simulated on their own ([`PoolWorld`]).
-    async fn keep_spares(&self, _: &WorkerContext, _: &Cell<usize>, _: &Cell<bool>) {}
+    fn retire_expired(&self, shared: &Shared, ahead: Duration) {
+        let now = self.clock.now_ns();
+        let mut idle = self.idle.borrow_mut();
+        let before = idle.len();
+        idle.retain(|c| {
+            let idle_for = Duration::from_nanos(now.saturating_sub(c.since_ns));
+            !idle_expired(idle_for, ahead, self.idle_limit)
+        });
+        let expired = (before - idle.len()) as u64;
+        shared.pool.expired.fetch_add(expired, Ordering::Relaxed);
+    }
+
+    fn idle_capacity(&self) -> usize {
+        self.idle.borrow().len()
+    }
+
+    fn service_s(&self) -> Option<f64> {
+        self.service_s.get()
+    }
+
+    async fn open_spare(&self, _: &WorkerContext, deadline_ns: u64) -> Result<bool, ()> {
+        let done = self.connect(self.clock.now_ns()).map_err(|_| ())?;
+        if done > deadline_ns {
+            self.clock.sleep_until(deadline_ns).await;
+            return Err(());
+        }
+        self.clock.sleep_until(done).await;
+        let id = self.connection_id();
+        self.keep(id, false);
+        Ok(true)
+    }
 
     fn rule(&self, route: u32) -> Rc<Rule> {
         Rc::clone(&self.rules[route as usize])
@@ -332,11 +415,17 @@ impl Transport for Net {
         _: &mut Carried,
     ) -> Verdict {
         let clock = &self.clock;
-        let id = self.next_id.get();
-        if self.idle.get() > 0 {
-            self.idle.set(self.idle.get() - 1);
-            record.connection_reused = id >= ctx.plan.connections_per_worker as u64;
-        } else {
+        // As `Local::take`: the expired go first, then the most recently used.
+        self.retire_expired(&ctx.shared, Duration::ZERO);
+        let pooled = self.idle.borrow_mut().pop();
+        let id = match pooled {
+            Some(c) => {
+                record.connection_reused = c.carried;
+                c.id
+            }
+            None => self.connection_id(),
+        };
+        if pooled.is_none() {
             let now = clock.now_ns();
             record.connect_start_ns = Some(now);
             match self.connect(now) {
@@ -348,7 +437,6 @@ impl Transport for Net {
             }
             record.connect_end_ns = Some(clock.now_ns());
         }
-        self.next_id.set(id + 1);
         record.connection_id = id;
         let template = &ctx.templates[entry.route as usize];
         let request = template.bytes_of(entry, &ctx.plan.params);
@@ -379,15 +467,17 @@ impl Transport for Net {
                     "HTTP/1.1 {status} Injected\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
                     body.len()
                 );
-                return self
-                    .deliver(vec![(head, answer.into_bytes())], record, exchange)
-                    .await;
+                let deliveries = vec![(head, answer.into_bytes())];
+                return self.deliver((id, deliveries), record, exchange).await;
             }
             Reply::Answer { head, tokens, end } => (head, tokens, end),
         };
         let deliveries = self.deliveries(entry.index, (head, &tokens, end), events);
-        self.deliver(deliveries, record, exchange).await
+        self.deliver((id, deliveries), record, exchange).await
     }
 
-    fn served(&self, _: f64) {}
+    fn served(&self, seconds: f64) {
+        self.service_s
+            .set(Some(service_mean(self.service_s.get(), seconds)));
+    }
 }
