@@ -16,7 +16,7 @@ use percentes_analyzer::{gates, JournalFile};
 use percentes_formats::config::Config;
 use percentes_formats::pins;
 use percentes_formats::schedule::RATE_RPS_MAX;
-use percentes_recorder::run::{self, Progress};
+use percentes_recorder::run::Progress;
 use serde::Serialize;
 
 /// What one step measured, and its verdict.
@@ -324,8 +324,8 @@ impl Recorder<'_> {
         let journal = self.output.join(format!("{stem}.pj"));
         let options =
             crate::scenario::recorder_options(journal.clone(), Progress::Quiet, None, self.tool);
-        let summary =
-            run::record(&config, &options).with_context(|| format!("recording step {stem}"))?;
+        let summary = (self.tool.record(&config, &options))
+            .with_context(|| format!("recording step {stem}"))?;
         // A step the recorder's fall-behind policy ended is the client's failure (G2), judged
         // as any other client-gate failure; any other seal but completed stops the calibration.
         let fell_behind = summary
@@ -1109,6 +1109,28 @@ mod tests {
         ] {
             assert!(!is_trace_file(name), "{name}");
         }
+    }
+
+    /// The calibration's capacity probe (issue 52 item 4) is the median of every step's own
+    /// pre-flight probe, over all calibrations; a step without one (no pre-flight ran) is left
+    /// out, and with none at all there is no probe. Hand-computed: 40, 45 and 50 ms give 45;
+    /// 40 and 50 give 45 too (the mean of the middle two).
+    #[test]
+    fn the_capacity_probe_is_the_median_of_the_steps_probes() {
+        let step = |probe_ms: Option<f64>| Step {
+            probe_ms,
+            ..recording(1, false, false)
+        };
+        let ramp = |probes: &[Option<f64>]| Ramp {
+            steps: probes.iter().map(|&p| step(p)).collect(),
+            lambda_max_rps: Some(8.0),
+            note: String::new(),
+        };
+        let three = [ramp(&[Some(40.0), None, Some(50.0)]), ramp(&[Some(45.0)])];
+        assert_eq!(capacity::reference_probe(&three), Some(45.0));
+        let two = [ramp(&[Some(50.0), Some(40.0)])];
+        assert_eq!(capacity::reference_probe(&two), Some(45.0));
+        assert_eq!(capacity::reference_probe(&[ramp(&[None, None])]), None);
     }
 
     #[test]

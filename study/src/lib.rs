@@ -18,7 +18,7 @@
 //! # #[cfg(target_os = "linux")]
 //! # fn main() -> percentes_study::Result<()> {
 //! use percentes_study::{scenario, Tool};
-//! let tool = Tool { version: "0.1.0".into(), commit: "unknown".into() };
+//! let tool = Tool::of("0.1.0", "unknown");
 //! let scenario = scenario::Scenario::parse(scenario::DEMO_SCENARIO, "built-in")?;
 //! scenario::run(&scenario, "demo-out".as_ref(), false, scenario::Timing::Dev(10), &tool, false)?;
 //! # Ok(())
@@ -29,22 +29,72 @@
 
 #![warn(missing_docs)]
 
-/// The build that runs a study: cited by every journal it records and every report it writes.
-#[derive(Clone, Debug)]
+/// The build that runs a study: cited by every journal it records and every report it writes;
+/// and, on Linux, what records its runs.
+#[derive(Clone)]
 pub struct Tool {
     /// The binary's version (`CARGO_PKG_VERSION`).
     pub version: String,
     /// The commit the binary was built from, or `unknown`.
     pub commit: String,
+    /// What records a calibration's steps and a sweep's rates: the recorder, unless
+    /// [`Tool::recording_with`] gave a stand-in.
+    #[cfg(target_os = "linux")]
+    recording: std::sync::Arc<Recording>,
 }
 
+/// How a study records one of its runs: a configuration and the recorder's options, to what
+/// the recorder says of the journal it sealed at `options.output`.
+#[cfg(target_os = "linux")]
+pub type Recording = dyn Fn(
+        &percentes_formats::config::Config,
+        &percentes_recorder::run::Options,
+    ) -> std::result::Result<
+        percentes_recorder::run::Summary,
+        percentes_recorder::error::RecordError,
+    > + Send
+    + Sync;
+
 impl Tool {
-    /// The build of `version` from `commit`.
+    /// The build of `version` from `commit`, recording with the recorder itself.
     pub fn of(version: &str, commit: &str) -> Tool {
         Tool {
             version: version.into(),
             commit: commit.into(),
+            #[cfg(target_os = "linux")]
+            recording: std::sync::Arc::new(percentes_recorder::run::record),
         }
+    }
+
+    /// This tool, its studies' runs recorded by `recording` instead of the recorder: the
+    /// repository's tests give the recorder's simulator (its production worker loop on a
+    /// scripted target), so that a calibration's ramp or a sweep's table is checked exactly
+    /// and in milliseconds. Nothing in the binary calls it.
+    #[cfg(target_os = "linux")]
+    pub fn recording_with(mut self, recording: std::sync::Arc<Recording>) -> Tool {
+        self.recording = recording;
+        self
+    }
+
+    /// Records one run with this tool's recording (the recorder's `record`, unless a stand-in
+    /// was given).
+    #[cfg(target_os = "linux")]
+    pub fn record(
+        &self,
+        config: &percentes_formats::config::Config,
+        options: &percentes_recorder::run::Options,
+    ) -> std::result::Result<percentes_recorder::run::Summary, percentes_recorder::error::RecordError>
+    {
+        (self.recording)(config, options)
+    }
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("version", &self.version)
+            .field("commit", &self.commit)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1138,10 +1138,7 @@ mod tests {
         )
         .unwrap();
         let out = std::env::temp_dir().join(format!("percentes-refused-{}", std::process::id()));
-        let tool = Tool {
-            version: "test".into(),
-            commit: "test".into(),
-        };
+        let tool = Tool::of("test", "test");
         let e = run(&refused, &out, false, Timing::Dev(100), &tool, false)
             .unwrap_err()
             .to_string();

@@ -15,7 +15,7 @@ use percentes_analyzer::sweep::{self, Point, Sweep, SWEEP_SCHEMA};
 use percentes_analyzer::{plots, JournalFile};
 use percentes_formats::config::{Config, FaultVariant};
 use percentes_formats::pins;
-use percentes_recorder::run::{self, Progress};
+use percentes_recorder::run::Progress;
 
 use crate::error::{bail, Context, Result};
 use crate::Tool;
@@ -251,7 +251,9 @@ fn record(
     })?;
     let journal = output.join(format!("{stem}.pj"));
     let options = crate::scenario::recorder_options(journal.clone(), Progress::Quiet, None, tool);
-    let summary = run::record(&config, &options).with_context(|| format!("recording {stem}"))?;
+    let summary = tool
+        .record(&config, &options)
+        .with_context(|| format!("recording {stem}"))?;
     if summary.status.name() != "completed" {
         bail!(
             "{stem} ended {} ({}): the sweep stops",

@@ -29,6 +29,7 @@
 //! (`sim/beside.rs`), with the writer's baseline tally for its judgement at T_inject.
 
 use std::cell::{Cell, RefCell};
+use std::path::Path;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -42,6 +43,7 @@ use percentes_formats::journal::records::{class_name, Outcome};
 use percentes_formats::journal::records::{
     EventKind, Record, RequestRecord, SealStatus, CLIENT_BEHIND, RECORDER_CPU_NOT_READ,
 };
+use percentes_formats::journal::writer::Sealed;
 use percentes_formats::journal::JournalWriter;
 use percentes_formats::pins::CLIENT_TIMEOUT_S;
 use percentes_formats::schedule::Entry;
@@ -57,6 +59,7 @@ use super::plan::RunPlan;
 use super::plan::EPOCH_LEAD;
 use super::setup::{journal_header, seal_of, templates};
 use super::state::{Sender, Shared, ToWriter};
+use super::summary::Summary;
 use super::telemetry::{journal_after_run, judge_starved, second_record};
 use super::Options;
 use crate::exchange::Rule;
@@ -219,6 +222,10 @@ pub struct World {
     pub replicas: &'static [&'static str],
     /// More `[target]` keys, one a line (`idle_limit_ms = 100\n`).
     pub target_toml: &'static str,
+    /// A whole configuration to run instead of the one the fields above make ([`World::of`]: a
+    /// study's step as `calibrate` or `sweep` writes it); the target, the stalls, the victim,
+    /// the probed replicas and the host's CPU still stand in for the host and the server.
+    pub config_text: Option<String>,
     /// The replicas the recorder probes directly (`target.replica_addresses`), each as it
     /// answers.
     pub probed: Vec<Probed>,
@@ -252,6 +259,8 @@ pub struct Run {
     journaled: Vec<Record>,
     /// The writer's escape watch, where the configuration declares an experiment.
     watch: Option<EscapeWatch>,
+    /// The counters the run left (what `record`'s summary reads).
+    shared: Option<Arc<Shared>>,
     /// The header `record` would have written, and the seal it would have ended with.
     header: Option<Header>,
     seal: Option<(u64, SealStatus, String)>,
@@ -314,7 +323,33 @@ impl World {
             lambda_max_rps: None,
             probed: Vec::new(),
             target_toml: "",
+            config_text: None,
         }
+    }
+
+    /// `config` run against `target` on a quiet host, each replica it addresses directly
+    /// probed with the target's own waiting queue as its gauge: what a study's step
+    /// (`percentes_study`'s calibration, sweep) records, simulated.
+    pub fn of(config: &Config, target: Target) -> World {
+        let text = String::from_utf8_lossy(config.raw_bytes()).into_owned();
+        let probed = config
+            .target
+            .replica_addresses
+            .iter()
+            .map(|(name, address)| Probed {
+                name: name.clone(),
+                address: address.clone(),
+                waiting: None,
+                until: None,
+            })
+            .collect();
+        World {
+            target,
+            probed,
+            config_text: Some(text),
+            ..World::new(1.0, Duration::ZERO)
+        }
+        .configured()
     }
 
     /// This world with the timeout its configuration states (the pinned client timeout, divided
@@ -327,6 +362,10 @@ impl World {
 
     /// The configuration the run is planned from, and journaled with.
     fn config(&self) -> Config {
+        if let Some(text) = &self.config_text {
+            return Config::parse(text.as_bytes())
+                .unwrap_or_else(|e| panic!("the world's own configuration: {e}"));
+        }
         let text = match self.closed_users {
             // A closed loop's rate is what its users achieve: the schedule names none.
             Some(users) => CONFIG.replace("rate_rps = RATE\n", "").replace(
@@ -452,6 +491,7 @@ impl World {
             victim: self.victim.clone(),
             effect: net.effect(),
             probed: self.probed.clone(),
+            waiting: net.waiting(),
         };
         let on = (&sender, &shared, &stop);
         let sides = start_sides((&config, &plan), on, &world, self.stalls.wake_floor_ns);
@@ -488,6 +528,7 @@ impl World {
                 "worker"
             };
         }
+        run.shared = Some(Arc::clone(&shared));
         let options = Options::new("simulated".into());
         run.header = Some(journal_header(
             &config,
@@ -552,6 +593,24 @@ impl Run {
     /// world's timeout is not its configuration's ([`World::configured`]): the analyzer reads
     /// the configuration's.
     pub fn journal(&self) -> Vec<u8> {
+        self.sealed_journal().0
+    }
+
+    /// Writes the run's journal to `output`, and says of it what `record` would have (no
+    /// pre-flight ran).
+    pub fn write(&self, output: &Path) -> Result<Summary, crate::error::RecordError> {
+        let (bytes, sealed) = self.sealed_journal();
+        let what = format!("cannot write the simulated journal {}", output.display());
+        std::fs::write(output, bytes).map_err(crate::error::io(what))?;
+        let (Some((_, status, reason)), Some(shared)) = (&self.seal, &self.shared) else {
+            panic!("a run is written once it has ended");
+        };
+        let seal = (*status, reason.clone(), sealed);
+        Ok(Summary::of(output.to_path_buf(), seal, shared, None))
+    }
+
+    /// The journal's bytes, and what its seal says.
+    fn sealed_journal(&self) -> (Vec<u8>, Sealed) {
         let (header, plan) = (self.header.as_ref(), self.plan.as_ref());
         let (Some(header), Some(plan), Some((at, status, reason))) = (header, plan, &self.seal)
         else {
@@ -570,8 +629,7 @@ impl Run {
                 writer.checkpoint(t.at_ns).expect("a checkpoint");
             }
         }
-        let (bytes, _) = writer.seal(*at, *status, reason).expect("the seal");
-        bytes
+        writer.seal(*at, *status, reason).expect("the seal")
     }
 }
 

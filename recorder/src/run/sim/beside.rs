@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender as Channel};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use percentes_formats::config::{Config, Fault, Injector};
@@ -65,13 +65,39 @@ impl Default for Victim {
 #[derive(Clone, Debug)]
 pub struct Probed {
     /// Its name among the target's replicas.
-    pub name: &'static str,
+    pub name: String,
     /// The address its probes go to.
-    pub address: &'static str,
-    /// Its waiting-queue gauge, where a probe reads it.
-    pub waiting: f64,
+    pub address: String,
+    /// Its waiting-queue gauge, where a probe reads it (`None`: the simulated target's own
+    /// queue at that instant, the requests waiting for one of its [`Target::slots`](super::Target::slots)).
+    pub waiting: Option<f64>,
     /// It answers until this time (ns from the epoch), then refuses (`None`: to the end).
     pub until: Option<u64>,
+}
+
+/// The requests the simulated target holds waiting for a slot: when each arrived and when it
+/// started. Written by the target (the worker's thread), read by the probes.
+#[derive(Debug, Default)]
+pub(super) struct Waiting(Mutex<Vec<(u64, u64)>>);
+
+impl Waiting {
+    /// A request that arrived at `arrived` and starts at `started`.
+    pub(super) fn add(&self, arrived: u64, started: u64) {
+        if started > arrived {
+            self.0
+                .lock()
+                .expect("waiting lock")
+                .push((arrived, started));
+        }
+    }
+
+    /// How many wait at `t` (ns from the epoch). The probes look at times that never go back,
+    /// so those started by `t` are forgotten.
+    fn at(&self, t: u64) -> usize {
+        let mut waiting = self.0.lock().expect("waiting lock");
+        waiting.retain(|&(_, started)| started > t);
+        waiting.iter().filter(|&&(arrived, _)| arrived <= t).count()
+    }
 }
 
 /// When the simulated fault is in effect: from its fire to its removal (ns after the epoch;
@@ -121,6 +147,7 @@ pub(super) struct SideWorld {
     pub(super) victim: Victim,
     pub(super) effect: Arc<InEffect>,
     pub(super) probed: Vec<Probed>,
+    pub(super) waiting: Arc<Waiting>,
 }
 
 impl SimGround {
@@ -234,8 +261,9 @@ impl ProbeGround for SimGround {
             return Probe::Down("connect: Connection refused (simulated)".into());
         };
         self.spend(if gauge { 2 * MS } else { MS });
+        let queue = || self.world.waiting.at(self.now.get()) as f64;
         Probe::Up {
-            waiting: gauge.then_some(replica.waiting),
+            waiting: gauge.then(|| replica.waiting.unwrap_or_else(queue)),
         }
     }
 }

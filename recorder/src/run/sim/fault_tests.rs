@@ -319,9 +319,9 @@ fn a_fault_run_is_the_same_every_time() {
 /// `until`.
 fn probed(waiting: f64, until: Option<u64>) -> Vec<Probed> {
     vec![Probed {
-        name: "a",
-        address: "127.0.0.1:3",
-        waiting,
+        name: "a".into(),
+        address: "127.0.0.1:3".into(),
+        waiting: Some(waiting),
         until,
     }]
 }

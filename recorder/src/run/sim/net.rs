@@ -18,7 +18,7 @@ use super::super::dispatch::idle_expired;
 use super::super::ground::{Clock, Transport};
 use super::super::http2::Carried;
 use super::super::state::Shared;
-use super::beside::{InEffect, Victim};
+use super::beside::{InEffect, Victim, Waiting};
 use super::exec::SimClock;
 use super::{Events, Target, S};
 use crate::exchange::{Exchange, Rule, Verdict};
@@ -81,6 +81,8 @@ pub(super) struct Net {
     /// The world's fault, and when it is in effect.
     victim: Victim,
     effect: Arc<InEffect>,
+    /// The requests waiting for a slot (what a probe of the target's gauge reads).
+    waiting: Arc<Waiting>,
 }
 
 /// An idle connection in the simulated pool.
@@ -130,12 +132,18 @@ impl Net {
             rules: rules.into_iter().map(Rc::new).collect(),
             victim,
             effect: Arc::new(InEffect::default()),
+            waiting: Arc::new(Waiting::default()),
         }
     }
 
     /// When the world's fault is in effect (the fault plan's thread writes it).
     pub(super) fn effect(&self) -> Arc<InEffect> {
         Arc::clone(&self.effect)
+    }
+
+    /// The requests waiting for a slot (the probes read it).
+    pub(super) fn waiting(&self) -> Arc<Waiting> {
+        Arc::clone(&self.waiting)
     }
 
     /// The target's reply to a request written at `written`; `reasoning` marks each of its
@@ -163,6 +171,7 @@ impl Net {
                     .expect("a slot");
                 let start = free.max(written);
                 slots[i] = start + ttft + t.tpot_ns * u64::from(t.tokens.saturating_sub(1));
+                self.waiting.add(written, start);
                 start
             }
         };
