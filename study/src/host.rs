@@ -50,7 +50,7 @@ pub struct End {
 /// `analyze` of the same journal exits (issue 54 item 2: a CI job that reads only the exit
 /// code passed an invalid run), and 3 for a failed threshold.
 pub fn record(config: &Config, options: &Options, tool: &Tool, end: &End) -> Result<ExitCode> {
-    let summary = run::record(config, options)?;
+    let summary = tool.record(config, options)?;
     for line in summary.lines() {
         if end.json {
             say(&line);

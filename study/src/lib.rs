@@ -37,8 +37,9 @@ pub struct Tool {
     pub version: String,
     /// The commit the binary was built from, or `unknown`.
     pub commit: String,
-    /// What records a calibration's steps and a sweep's rates: the recorder, unless
-    /// [`Tool::recording_with`] gave a stand-in.
+    /// What records every run a study makes (a calibration's steps, a sweep's rates, a
+    /// scenario's run, `record`'s): the recorder, unless [`Tool::recording_with`] gave a
+    /// stand-in.
     #[cfg(target_os = "linux")]
     recording: std::sync::Arc<Recording>,
 }

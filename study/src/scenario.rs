@@ -382,9 +382,9 @@ pub fn run(
     let finished = Arc::new(AtomicBool::new(false));
     let recorder = {
         let finished = Arc::clone(&finished);
-        let config = config.clone();
+        let (config, tool) = (config.clone(), tool.clone());
         std::thread::spawn(move || {
-            let result = run::record(&config, &options);
+            let result = tool.record(&config, &options);
             finished.store(true, Ordering::Relaxed);
             result
         })
