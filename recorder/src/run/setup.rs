@@ -17,7 +17,7 @@ use super::plan::RunPlan;
 use super::preflight::Preflight;
 use super::signals::say;
 use super::state::{Escape, Sender, Shared};
-use super::telemetry::telemetry_thread;
+use super::telemetry::{telemetry_thread, Seconds};
 use super::{live, Options};
 use crate::error::{io, RecordError};
 use crate::exchange::Rule;
@@ -316,6 +316,35 @@ pub(super) fn create_outputs(options: &Options) -> Result<(File, Option<File>), 
     Ok((file, heads))
 }
 
+/// The telemetry thread's seconds for `plan`: its live view (`progress`, drawn for a terminal
+/// when `tty`) and its fall-behind policy.
+pub(super) fn seconds_of(
+    config: &Config,
+    plan: &RunPlan,
+    progress: super::Progress,
+    tty: bool,
+) -> Seconds {
+    let mut end = 0;
+    let phases = plan
+        .params
+        .phases
+        .iter()
+        .map(|p| {
+            end += p.duration_ns;
+            (p.name.clone(), end)
+        })
+        .collect();
+    let (cpu_max, cpu_window_ns, skew_max) = plan.live_limits;
+    let view = live::LiveView::new(progress, tty, phases, cpu_max, cpu_window_ns)
+        .with_timeout(plan.timeout, config.time_factor)
+        .with_behind_limit(skew_max);
+    let behind = Behind::new(
+        plan.behind_lag.as_nanos() as u64,
+        plan.behind_span.as_nanos() as u64,
+    );
+    Seconds::new(view, behind, (plan.requests, plan.measured_span_ns))
+}
+
 /// Starts the telemetry thread with its live view (SPEC §2's telemetry, the fall-behind
 /// policy's watch over starved workers).
 pub(super) fn spawn_telemetry(
@@ -328,42 +357,14 @@ pub(super) fn spawn_telemetry(
 ) -> Result<std::thread::JoinHandle<()>, RecordError> {
     let shared = Arc::clone(shared);
     let sender = sender.clone();
-    let schedule = (plan.requests, plan.measured_span_ns);
-    let mut end = 0;
-    let phases = plan
-        .params
-        .phases
-        .iter()
-        .map(|p| {
-            end += p.duration_ns;
-            (p.name.clone(), end)
-        })
-        .collect();
     // SAFETY: isatty only reads the descriptor's type.
     #[allow(unsafe_code)]
     let tty = unsafe { libc::isatty(2) } == 1;
-    let (cpu_max, cpu_window_ns, skew_max) = plan.live_limits;
-    let view = live::LiveView::new(options.progress, tty, phases, cpu_max, cpu_window_ns)
-        .with_timeout(plan.timeout, config.time_factor)
-        .with_behind_limit(skew_max);
-    let behind = Behind::new(
-        plan.behind_lag.as_nanos() as u64,
-        plan.behind_span.as_nanos() as u64,
-    );
+    let seconds = seconds_of(config, plan, options.progress, tty);
     let stop = Arc::clone(&options.stop);
     std::thread::Builder::new()
         .name("telemetry".into())
-        .spawn(move || {
-            telemetry_thread(
-                &shared,
-                &sender,
-                epoch,
-                view,
-                schedule,
-                cgroup.as_ref(),
-                (behind, &stop),
-            )
-        })
+        .spawn(move || telemetry_thread((&shared, &sender), epoch, seconds, cgroup.as_ref(), &stop))
         .map_err(io("cannot start the telemetry thread"))
 }
 

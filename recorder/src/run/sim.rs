@@ -2,8 +2,9 @@
 //! item 2; tests only). [`World::run`] runs `pacer::run_worker` itself (the dispatcher and its
 //! judges, the session tasks, `client::execute`'s deadline and record assembly, the stall
 //! ticker, the batch flusher, the spare keeper, the counters) on a virtual
-//! [`Clock`](super::ground::Clock) (`exec.rs`), with the telemetry thread's judgement of a
-//! starved worker (`telemetry::judge_starved`) at each of its once-a-second looks. Only the
+//! [`Clock`](super::ground::Clock) (`exec.rs`), with the telemetry thread's own seconds
+//! (`telemetry::Seconds`: the judgement of a starved worker, the record, the live view) at each
+//! of its once-a-second looks. Only the
 //! ring, the kernel's timers and the network are stood in for: [`Net`] (`net.rs`) keeps a pool
 //! of idle connections with their idle limit and answers each request from a scripted
 //! [`Target`] with the bytes a server would send, through the production HTTP/1.1 parser and
@@ -16,17 +17,20 @@
 //!
 //! A simulated run is also a journal ([`Run::journal`]): what the writer thread would have
 //! appended, in the order it would have, under the header and seal `record` makes, with the
-//! telemetry thread's once-a-second record built by the production code (`telemetry::
-//! second_record`) from the simulated worker's own stall ticks and send skews. The repository's
+//! telemetry thread's once-a-second record built by the production code (`Seconds::second`)
+//! from the simulated worker's own stall ticks and send skews, and its live view's text
+//! ([`Run::progress`]). The repository's
 //! tests read it with the analyzer (the `sim` feature exposes this module to them): a figure
 //! whose point is the recorder's logic is checked there exactly, with no host noise to retry
 //! past. The writer's escape watch looks at every record as the writer thread's would
 //! (`EscapeWatch::escape_after`), so a `[declaration]`'s abort triggers stop the run and seal it
 //! `escaped` here too. What the simulation cannot journal it leaves out and says so in a host
-//! fact: the host's CPU is the world's stated reading, the recorder's own CPU is not read, and no
-//! canary, cgroup, probe or scrape thread runs. The production fault plan does run, on its own
-//! thread in lockstep with the simulation's clock, against a scripted [`Victim`]
-//! (`sim/beside.rs`), with the writer's baseline tally for its judgement at T_inject.
+//! fact: the host's CPU is the world's stated reading, the recorder's own CPU is not read, the
+//! telemetry thread looks only at each second (not every 50 ms between them, so its live view's
+//! `behind` reads the second's end), and no canary, cgroup or scrape thread runs. The production
+//! fault plan and the replicas' probes do run, each on its own thread in lockstep with the
+//! simulation's clock, against a scripted [`Victim`] and [`Probed`] replicas (`sim/beside.rs`),
+//! with the writer's baseline tally for the judgement at T_inject.
 
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -49,7 +53,6 @@ use percentes_formats::pins::CLIENT_TIMEOUT_S;
 use percentes_formats::schedule::Entry;
 
 use super::baseline::BaselineTally;
-use super::behind::Behind;
 use super::connect::Dialer;
 use super::context::WorkerContext;
 use super::dispatch::StallPool;
@@ -57,10 +60,10 @@ use super::escape_watch::EscapeWatch;
 use super::pacer::run_worker;
 use super::plan::RunPlan;
 use super::plan::EPOCH_LEAD;
-use super::setup::{journal_header, seal_of, templates};
+use super::setup::{journal_header, seal_of, seconds_of, templates};
 use super::state::{Sender, Shared, ToWriter};
 use super::summary::Summary;
-use super::telemetry::{journal_after_run, judge_starved, second_record};
+use super::telemetry::{journal_after_run, Seconds};
 use super::Options;
 use crate::exchange::Rule;
 use crate::request::{ExtraHeaders, Target as Url};
@@ -222,6 +225,8 @@ pub struct World {
     pub replicas: &'static [&'static str],
     /// More `[target]` keys, one a line (`idle_limit_ms = 100\n`).
     pub target_toml: &'static str,
+    /// What the live view writes each second ([`Run::progress`]; `Quiet` by default).
+    pub progress: super::Progress,
     /// A whole configuration to run instead of the one the fields above make ([`World::of`]: a
     /// study's step as `calibrate` or `sweep` writes it); the target, the stalls, the victim,
     /// the probed replicas and the host's CPU still stand in for the host and the server.
@@ -259,6 +264,8 @@ pub struct Run {
     journaled: Vec<Record>,
     /// The writer's escape watch, where the configuration declares an experiment.
     watch: Option<EscapeWatch>,
+    /// What the live view wrote.
+    progress: Vec<u8>,
     /// The counters the run left (what `record`'s summary reads).
     shared: Option<Arc<Shared>>,
     /// The header `record` would have written, and the seal it would have ended with.
@@ -293,8 +300,7 @@ fn simulated_facts() -> Vec<(String, String)> {
         (
             "simulation".into(),
             "recorder/src/run/sim.rs: the production worker loop on a scripted target; host CPU \
-             stated by the world, recorder CPU not read; no canary, cgroup, probe or scrape \
-             thread"
+             stated by the world, recorder CPU not read; no canary, cgroup or scrape thread"
                 .into(),
         ),
     ]
@@ -324,6 +330,7 @@ impl World {
             probed: Vec::new(),
             target_toml: "",
             config_text: None,
+            progress: super::Progress::Quiet,
         }
     }
 
@@ -469,10 +476,7 @@ impl World {
         let target = (clock.clone(), self.target.clone(), ctx.plan.idle_limit);
         let net = Rc::new(Net::new(target, rules, self.victim.clone()));
         let plan = Arc::clone(&ctx.plan);
-        let behind = Behind::new(
-            plan.behind_lag.as_nanos() as u64,
-            plan.behind_span.as_nanos() as u64,
-        );
+        let seconds = RefCell::new(seconds_of(&config, &plan, self.progress, false));
         let run = RefCell::new(Run {
             entries: plan.params.iter().collect(),
             plan: Some(Arc::clone(&plan)),
@@ -485,7 +489,6 @@ impl World {
             Arc::clone(&ctx.stop),
         );
         let cpu = (self.host_cpu_busy_ppm, RECORDER_CPU_NOT_READ);
-        let measured = plan.measured_span_ns;
         let by_telemetry = Cell::new(false);
         let world = SideWorld {
             victim: self.victim.clone(),
@@ -499,12 +502,12 @@ impl World {
             tick: epoch_ns + S,
             telemetry: |at_ns| {
                 let before = shared.escaped.lock().expect("escape lock").is_some();
-                judge_starved(&shared, &sender, (&behind, &stop), at_ns);
+                seconds.borrow_mut().judge((&shared, &sender, &stop), at_ns);
                 let after = shared.escaped.lock().expect("escape lock").is_some();
                 by_telemetry.set(by_telemetry.get() || (!before && after));
-                // The telemetry thread sends its record after its judgement.
-                take_records(&rx, &mut run.borrow_mut(), &shared);
-                run.borrow_mut().second(&shared, at_ns, cpu, measured);
+                let mut run = run.borrow_mut();
+                run.second(&mut seconds.borrow_mut(), (&shared, &sender), at_ns, cpu);
+                take_records(&rx, &mut run, &shared);
             },
             sides,
             taken: || take_records(&rx, &mut run.borrow_mut(), &shared),
@@ -520,7 +523,8 @@ impl World {
         drop(looks);
         let mut run = run.into_inner();
         let end_at = core.now().saturating_sub(epoch_ns);
-        run.end(&rx, (&shared, &sender), end_at, cpu);
+        let seconds = &mut seconds.borrow_mut();
+        run.end((&rx, seconds), (&shared, &sender, &stop), end_at, cpu);
         if let Some(escape) = run.escape.as_mut() {
             escape.1 = if by_telemetry.get() {
                 "telemetry"
@@ -546,14 +550,17 @@ impl Run {
     /// done, then the records written after the run, then the seal.
     fn end(
         &mut self,
-        rx: &Receiver<ToWriter>,
-        (shared, sender): (&Shared, &Sender),
+        (rx, seconds): (&Receiver<ToWriter>, &mut Seconds),
+        (shared, sender, stop): (&Shared, &Sender, &AtomicBool),
         end_at: u64,
         cpu: (u32, u64),
     ) {
         let measured = self.plan.as_ref().expect("a plan").measured_span_ns;
         take_records(rx, self, shared);
-        self.second(shared, end_at, cpu, measured);
+        // The telemetry thread's last second, the workers done: no judgement, then its record.
+        seconds.judge((shared, sender, stop), end_at);
+        self.second(seconds, (shared, sender), end_at, cpu);
+        take_records(rx, self, shared);
         journal_after_run(shared, end_at, measured, sender);
         take_records(rx, self, shared);
         let escaped = shared.escaped.lock().expect("escape lock").clone();
@@ -569,17 +576,29 @@ impl Run {
             .unwrap_or(0);
     }
 
-    /// The telemetry thread's record of the second ending at `at_ns`, made by the production
-    /// code from what the worker left; its stall ticks and skews are also kept whole for the
-    /// simulation's own assertions.
-    fn second(&mut self, shared: &Shared, at_ns: u64, cpu: (u32, u64), measured: (u64, u64)) {
+    /// The rest of the telemetry thread's second ending at `at_ns` (`Seconds::second`: the
+    /// production code, its record sent to the writer, its progress text kept), with the
+    /// world's CPU; the stall ticks and skews it takes are first kept whole for the simulation's
+    /// own assertions.
+    fn second(
+        &mut self,
+        seconds: &mut Seconds,
+        on: (&Shared, &Sender),
+        at_ns: u64,
+        cpu: (u32, u64),
+    ) {
+        let shared = on.0;
         for &late in shared.samples.stall_ns.lock().expect("stall lock").iter() {
             self.stall.add(late);
         }
         self.skew_ns
             .extend(shared.samples.skew_ns.lock().expect("skew lock").iter());
-        let record = second_record(shared, at_ns, cpu, measured);
-        self.journaled.push(Record::Telemetry(record));
+        seconds.second(on, at_ns, (cpu, None), &mut self.progress);
+    }
+
+    /// What the live view wrote, second by second (the world's `progress` says how).
+    pub fn progress(&self) -> &[u8] {
+        &self.progress
     }
 
     /// Every request record, by index.

@@ -63,82 +63,69 @@ pub(super) fn journal_after_run(
     }));
 }
 
-/// Each second: the telemetry record, the canary's and the cgroup's events, and the progress
-/// line. `schedule` is the requests scheduled and the measured span, ns.
-pub(super) fn telemetry_thread(
-    shared: &Shared,
-    sender: &Sender,
-    epoch: Instant,
-    mut view: super::live::LiveView,
+/// What the telemetry thread keeps from one second to the next, and does each second besides
+/// reading the host: the judgement of a starved worker, the canary's and the writer queue's
+/// events, the telemetry record and the live view. The thread reads the host's CPU and the
+/// cgroup on its clock; the simulator calls the same steps on its own clock with the world's
+/// CPU (`sim.rs`).
+pub(super) struct Seconds {
+    /// The progress the live view renders.
+    pub(super) view: super::live::LiveView,
+    behind: Behind,
+    /// Requests scheduled, and the measured span, ns.
     schedule: (u64, (u64, u64)),
-    cgroup: Option<&super::cgroup::Cgroup>,
-    (behind, stop): (Behind, &AtomicBool),
-) {
-    let (total, measured) = schedule;
-    let mut cgroup_share = None;
-    let ticks = clock_ticks_per_second();
-    let mut last_cgroup = cgroup
-        .and_then(|c| c.counters())
-        .map(|c| (c, Instant::now()));
-    // Both files stay open for the run (super::host::ProcFile).
-    let mut proc_stat = super::host::ProcFile::open("/proc/stat");
-    let mut proc_self = super::host::ProcFile::open("/proc/self/stat");
-    let mut last_cpu = host_cpu(&mut proc_stat);
-    let mut last_self = recorder_cpu_ns(&mut proc_self, ticks);
-    let mut last_queue_full = 0;
-    let mut next = Instant::now() + TELEMETRY_INTERVAL;
-    let mut worst_behind = WorstBehind::default();
-    loop {
-        let done = shared.done.load(Ordering::Relaxed);
-        let now = Instant::now();
-        if now < next && !done {
-            let since_epoch = now.saturating_duration_since(epoch).as_nanos() as u64;
-            worst_behind.look(shared.behind_ns(since_epoch));
-            std::thread::sleep((next - now).min(LOOK_INTERVAL));
-            continue;
+    last_queue_full: u64,
+    worst_behind: WorstBehind,
+}
+
+impl Seconds {
+    /// The seconds of a run of `schedule` (requests scheduled, measured span), drawn by `view`,
+    /// its fall-behind policy `behind`.
+    pub(super) fn new(
+        view: super::live::LiveView,
+        behind: Behind,
+        schedule: (u64, (u64, u64)),
+    ) -> Seconds {
+        Seconds {
+            view,
+            behind,
+            schedule,
+            last_queue_full: 0,
+            worst_behind: WorstBehind::default(),
         }
-        next += TELEMETRY_INTERVAL;
-        let at_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
-        if !done {
-            judge_starved(shared, sender, (&behind, stop), at_ns);
+    }
+
+    /// A look between two seconds, at `at_ns`: how far behind the slowest worker is.
+    pub(super) fn look(&mut self, shared: &Shared, at_ns: u64) {
+        self.worst_behind.look(shared.behind_ns(at_ns));
+    }
+
+    /// The start of the second ending at `at_ns`: a starved worker judged (unless the workers
+    /// are `done`), and the look at how far behind they are.
+    pub(super) fn judge(
+        &mut self,
+        (shared, sender, stop): (&Shared, &Sender, &AtomicBool),
+        at_ns: u64,
+    ) {
+        if !shared.done.load(Ordering::Relaxed) {
+            judge_starved(shared, sender, (&self.behind, stop), at_ns);
         }
-        worst_behind.look(shared.behind_ns(at_ns));
-        let behind_ns = worst_behind.take();
-        // A reading not taken at either end is written as not taken (JOURNAL.md "3
-        // telemetry"), never as 0: a gate must not pass on it.
-        let cpu = host_cpu(&mut proc_stat);
-        let busy_ppm = match (last_cpu, cpu) {
-            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
-                (b1.saturating_sub(b0) as f64 / (t1 - t0) as f64 * 1e6).min(1e6) as u32
-            }
-            (Some(_), Some(_)) => 0,
-            _ => HOST_CPU_NOT_READ,
-        };
-        last_cpu = cpu;
-        let self_ns = recorder_cpu_ns(&mut proc_self, ticks);
-        let recorder_cpu = match (last_self, self_ns) {
-            (Some(before), Some(now)) => now.saturating_sub(before),
-            _ => RECORDER_CPU_NOT_READ,
-        };
-        last_self = self_ns;
-        if let Some(cgroup) = cgroup {
-            // Over the time that really passed between the readings, which a late wake makes
-            // longer than the nominal second.
-            let now = cgroup.counters().map(|c| (c, Instant::now()));
-            if let (Some((before, then)), Some((after, at))) = (last_cgroup, now) {
-                let elapsed_ns = at.saturating_duration_since(then).as_nanos() as u64;
-                let sample = cgroup.sample(before, after, elapsed_ns);
-                cgroup_share = sample.busy_of_quota();
-                sender.send(Record::Event(EventRecord {
-                    at_ns,
-                    kind: EventKind::CgroupCpu.code(),
-                    subject: cgroup.path.clone(),
-                    detail: sample.detail(),
-                    value: sample.value(),
-                }));
-            }
-            last_cgroup = now;
-        }
+        self.look(shared, at_ns);
+    }
+
+    /// The rest of the second ending at `at_ns`, once the host was read (`cpu`: its busy share,
+    /// ppm, and the recorder's own CPU time; `cgroup_cpu`: the cgroup's share of its quota):
+    /// the canary's lags, the writer queue's waits, the live view's text written to `out`, and
+    /// the telemetry record, sent last.
+    pub(super) fn second(
+        &mut self,
+        (shared, sender): (&Shared, &Sender),
+        at_ns: u64,
+        (cpu, cgroup_cpu): ((u32, u64), Option<f64>),
+        out: &mut dyn Write,
+    ) {
+        let (total, measured) = self.schedule;
+        let behind_ns = self.worst_behind.take();
         let mut lags = std::mem::take(&mut *shared.samples.canary_ns.lock().expect("canary lock"));
         if let Some(summary) = LagSummary::of(&mut lags) {
             sender.send(Record::Event(EventRecord {
@@ -149,20 +136,20 @@ pub(super) fn telemetry_thread(
                 value: Some(summary.p99_ns as i64),
             }));
         }
-        let telemetry = second_record(shared, at_ns, (busy_ppm, recorder_cpu), measured);
+        let telemetry = second_record(shared, at_ns, cpu, measured);
         let queue_full = shared.queue.full.load(Ordering::Relaxed);
-        if queue_full > last_queue_full {
+        if queue_full > self.last_queue_full {
             sender.send(Record::Event(EventRecord {
                 at_ns,
                 kind: EventKind::WriterQueueFull.code(),
                 subject: "journal-writer".into(),
                 detail: format!(
                     "{} records waited for a full writer queue",
-                    queue_full - last_queue_full
+                    queue_full - self.last_queue_full
                 ),
                 value: Some(queue_full as i64),
             }));
-            last_queue_full = queue_full;
+            self.last_queue_full = queue_full;
         }
         let mut ttft = std::mem::take(&mut *shared.samples.ttft_ns.lock().expect("ttft lock"));
         ttft.sort_unstable();
@@ -181,25 +168,98 @@ pub(super) fn telemetry_thread(
             client_late: shared.requests.undispatched.load(Ordering::Relaxed),
             stall_p99_ns: telemetry.stall_p99_ns,
             host_cpu: telemetry.host_cpu(),
-            cgroup_cpu: cgroup_share.take(),
+            cgroup_cpu,
             fault: super::live::FaultState::from_code(shared.fault_state.load(Ordering::Relaxed)),
             ttft_ns: ttft,
         };
         // Through `say`'s stderr: a closed stderr (a pipe to `head` that ended) loses the
         // progress, never the telemetry record below it.
         if super::signals::SAID.swap(false, Ordering::Relaxed) {
-            view.interrupted();
+            self.view.interrupted();
         }
-        let text = view.render(&second, telemetry.interval_ns);
+        let text = self.view.render(&second, telemetry.interval_ns);
         if !text.is_empty() {
-            let _ = write!(std::io::stderr(), "{text}");
+            let _ = write!(out, "{text}");
         }
         sender.send(Record::Telemetry(telemetry));
+    }
+}
+
+/// Each second: the host's CPU and the cgroup's read, then [`Seconds`]' steps: the telemetry
+/// record, the canary's and the cgroup's events, and the progress line.
+pub(super) fn telemetry_thread(
+    (shared, sender): (&Shared, &Sender),
+    epoch: Instant,
+    mut seconds: Seconds,
+    cgroup: Option<&super::cgroup::Cgroup>,
+    stop: &AtomicBool,
+) {
+    let ticks = clock_ticks_per_second();
+    let mut last_cgroup = cgroup
+        .and_then(|c| c.counters())
+        .map(|c| (c, Instant::now()));
+    // Both files stay open for the run (super::host::ProcFile).
+    let mut proc_stat = super::host::ProcFile::open("/proc/stat");
+    let mut proc_self = super::host::ProcFile::open("/proc/self/stat");
+    let mut last_cpu = host_cpu(&mut proc_stat);
+    let mut last_self = recorder_cpu_ns(&mut proc_self, ticks);
+    let mut next = Instant::now() + TELEMETRY_INTERVAL;
+    loop {
+        let done = shared.done.load(Ordering::Relaxed);
+        let now = Instant::now();
+        if now < next && !done {
+            let since_epoch = now.saturating_duration_since(epoch).as_nanos() as u64;
+            seconds.look(shared, since_epoch);
+            std::thread::sleep((next - now).min(LOOK_INTERVAL));
+            continue;
+        }
+        next += TELEMETRY_INTERVAL;
+        let at_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+        seconds.judge((shared, sender, stop), at_ns);
+        // A reading not taken at either end is written as not taken (JOURNAL.md "3
+        // telemetry"), never as 0: a gate must not pass on it.
+        let cpu = host_cpu(&mut proc_stat);
+        let busy_ppm = match (last_cpu, cpu) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+                (b1.saturating_sub(b0) as f64 / (t1 - t0) as f64 * 1e6).min(1e6) as u32
+            }
+            (Some(_), Some(_)) => 0,
+            _ => HOST_CPU_NOT_READ,
+        };
+        last_cpu = cpu;
+        let self_ns = recorder_cpu_ns(&mut proc_self, ticks);
+        let recorder_cpu = match (last_self, self_ns) {
+            (Some(before), Some(now)) => now.saturating_sub(before),
+            _ => RECORDER_CPU_NOT_READ,
+        };
+        last_self = self_ns;
+        let mut cgroup_share = None;
+        if let Some(cgroup) = cgroup {
+            // Over the time that really passed between the readings, which a late wake makes
+            // longer than the nominal second.
+            let now = cgroup.counters().map(|c| (c, Instant::now()));
+            if let (Some((before, then)), Some((after, at))) = (last_cgroup, now) {
+                let elapsed_ns = at.saturating_duration_since(then).as_nanos() as u64;
+                let sample = cgroup.sample(before, after, elapsed_ns);
+                cgroup_share = sample.busy_of_quota();
+                sender.send(Record::Event(EventRecord {
+                    at_ns,
+                    kind: EventKind::CgroupCpu.code(),
+                    subject: cgroup.path.clone(),
+                    detail: sample.detail(),
+                    value: sample.value(),
+                }));
+            }
+            last_cgroup = now;
+        }
+        let host = ((busy_ppm, recorder_cpu), cgroup_share);
+        seconds.second((shared, sender), at_ns, host, &mut std::io::stderr());
         if done {
             return;
         }
     }
 }
+
 /// The telemetry record of the second ending at `at_ns` (JOURNAL.md "3 telemetry"), from what
 /// the workers left in `shared` since the last one: the stall ticks (pooled for the run's
 /// `stall-summary` where the second overlaps the `measured` span), the send skews, the request

@@ -423,3 +423,61 @@ fn a_waiting_queue_over_the_pin_in_the_baseline_ends_the_run_at_t_inject() {
         escape.at_ns
     );
 }
+
+/// Issue 18 item 5 on the simulation, the telemetry thread's own seconds (`Seconds`) rendering
+/// the live view: `--progress json` gives, each second, the phase, the fault's state as the
+/// journal has it and the last second's completed-only TTFT. The phases come in the schedule's
+/// order, every one of its own seen; the fault reads armed before T_inject and fired after the fire;
+/// before it, every request's first token comes 20.1 ms after its intended time (the
+/// target's 20 ms, and the 50 us wake floor twice: the send's timer and the token's read). Deliberate break: a view that reads the phase from the measured span alone, or
+/// the fault from the configuration, fails it.
+#[test]
+fn the_live_view_shows_phase_fault_state_and_last_second_ttft() {
+    let mut world = clean_delete("");
+    world.victim.status = Some(500);
+    world.progress = crate::run::Progress::Json;
+    let run = world.simulate();
+    let text = String::from_utf8(run.progress().to_vec()).expect("UTF-8");
+    let seconds: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("phase").is_some())
+        .collect();
+    // A look each second of the 42 s schedule, and the last as the workers end.
+    assert!(seconds.len() >= 42, "{} seconds: {text}", seconds.len());
+    let plan = run.plan.as_ref().expect("a plan");
+    let order: Vec<&str> = plan
+        .params
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(["done"])
+        .collect();
+    let mut seen: Vec<&str> = seconds
+        .iter()
+        .map(|v| v["phase"].as_str().expect("a phase"))
+        .collect();
+    seen.dedup();
+    // Each phase of the schedule in its order; `done` only if a look came after the schedule's
+    // end (the last request can end before it).
+    assert!(
+        seen.len() >= order.len() - 1 && order.starts_with(&seen),
+        "{seen:?} against {order:?}"
+    );
+    let fired = event(&run, "fault-fired").expect("fired").at_ns;
+    for v in &seconds {
+        let at = v["at_ns"].as_u64().expect("a time");
+        let fault = v["fault"].as_str().expect("a fault state");
+        if at < inject_ns(&run) {
+            assert_eq!(fault, "armed", "{v}");
+        } else if at > fired {
+            assert_eq!(fault, "fired", "{v}");
+        }
+    }
+    let early = seconds
+        .iter()
+        .find(|v| v["phase"] == "baseline" && v["ttft_completed_last_s"].as_u64() > Some(0))
+        .unwrap_or_else(|| panic!("no baseline second with completions: {text}"));
+    let (p50, p99) = (early["ttft_p50_ns"].as_u64(), early["ttft_p99_ns"].as_u64());
+    assert_eq!((p50, p99), (Some(20_100_000), Some(20_100_000)), "{early}");
+}
