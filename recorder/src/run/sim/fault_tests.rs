@@ -306,13 +306,16 @@ fn a_partition_is_removed_at_its_expiry_or_early_when_the_run_stops() {
     assert!(removed.at_ns < inject + partition);
 }
 
-/// The fault plan's thread runs in lockstep with the simulation: a world with a fault gives the
-/// same journal on every run.
+/// The fault plan's and the probes' threads run in lockstep with the simulation: a world with a
+/// fault and a probed replica gives the same journal on every run.
 #[test]
 fn a_fault_run_is_the_same_every_time() {
     let keys = "confirm_address = \"127.0.0.1:2\"\nconfirm_method = \"GET\"\nconfirm_path = \"/health\"\nconfirm_status = 418\n";
-    let world = clean_delete(keys);
-    assert_eq!(world.simulate().journal(), world.simulate().journal());
+    let mut world = clean_delete(keys);
+    world.probed = probed(0.0, None);
+    let journal = world.simulate().journal();
+    assert_eq!(journal, world.simulate().journal());
+    assert_eq!(journal, world.simulate().journal());
 }
 
 /// Replica `a` probed at 127.0.0.1:3 with its waiting gauge at `waiting`, answering until
