@@ -818,3 +818,91 @@ fn descriptors_exhausted_beside_a_cpu_hog_fail_on_readings_taken() {
         "the hogs held every CPU: {host_cpu:?}"
     );
 }
+
+/// The simulated target's `/metrics` as the mock renders its own (`percentes_scenarios::
+/// exposition`): every request it has answered whole by `at_ns`, finished with `stop`.
+fn simulated_metrics() -> percentes_recorder::run::sim::Metrics {
+    percentes_recorder::run::sim::Metrics::new(|at_ns, answered| {
+        let mut stats = percentes_scenarios::exposition::ServiceStats::default();
+        let (mut running, mut text) = (0, String::new());
+        for a in answered.iter().filter(|a| a.arrived_ns <= at_ns) {
+            if a.end_ns <= at_ns {
+                let since = |t: u64| Duration::from_nanos(t - a.arrived_ns);
+                stats.first_token(since(a.first_ns));
+                stats.finished(since(a.end_ns), "stop", (8, a.tokens));
+            } else {
+                running += 1;
+            }
+        }
+        stats.render(&mut text, "mock", (running, 256));
+        text
+    })
+}
+
+/// Server-side evidence (SPEC §2) on the simulator: the production scrape thread reads the
+/// simulated target's counters, rendered as the mock renders its own, on the simulated clock. A
+/// quiet run reconciles exactly (the server's finished count over the scraped span is the
+/// client's). A 3 s whole-process stop ends the run on the client's account (`client-behind`),
+/// the rest of the schedule `run-end`: those requests never reached the server, so the
+/// reconciliation counts among the ones the client gave up on only those it sent and censored at
+/// their deadline (the few in flight when it stopped), never the unsent (the defect fixed in
+/// af4ae99). Deliberate break: counting every censored request but the abandoned as given up
+/// (the old filter) says it gave up on hundreds here.
+#[test]
+fn the_server_s_count_reconciles_on_the_simulator_and_an_unsent_request_was_never_given_up() {
+    use percentes_recorder::run::sim::{Freezes, World, S};
+    let _beside = crate::beside();
+    let world = |stop: bool| {
+        let mut w = World {
+            tables_toml: "[server_metrics]\npreset = \"auto\"\n",
+            metrics: Some(simulated_metrics()),
+            ..World::new(40.0, Duration::ZERO).configured()
+        };
+        if stop {
+            w.stalls.process = Freezes::new(vec![(10 * S, 13 * S)]);
+        }
+        w
+    };
+    let quiet = scratch("sim-scrapes.pj");
+    std::fs::write(&quiet, world(false).run().journal()).unwrap();
+    let report = analyze(&quiet);
+    let server = report
+        .server
+        .as_ref()
+        .expect("the target's metrics scraped");
+    assert_eq!(server.reconciliation.len(), 1, "{server:?}");
+    let r = &server.reconciliation[0];
+    assert_eq!(r.reconciled, Some(true), "{}", r.text);
+    assert_eq!(
+        r.server_finished,
+        Some(r.client_finished as f64),
+        "{}",
+        r.text
+    );
+    assert!(r.client_finished > 1_000, "{}", r.text);
+    let stopped = scratch("sim-scrapes-stopped.pj");
+    std::fs::write(&stopped, world(true).run().journal()).unwrap();
+    let (requests, _) = read(&stopped);
+    assert!(count_class(&requests, "run-end") > 100);
+    // The client gave up only on what it sent and then censored at its deadline (the requests
+    // in flight when the process stopped), never on what it never sent.
+    let gave_up = requests
+        .iter()
+        .filter(|r| r.dispatched_ns.is_some() && r.outcome == Outcome::Censored as u8)
+        .count();
+    assert!(gave_up > 0 && gave_up < 10, "{gave_up} sent and censored");
+    let report = analyze(&stopped);
+    let server = report
+        .server
+        .as_ref()
+        .expect("the target's metrics scraped");
+    assert_eq!(server.reconciliation.len(), 1, "{server:?}");
+    let r = &server.reconciliation[0];
+    assert_eq!(r.reconciled, Some(true), "{}", r.text);
+    assert!(
+        r.text
+            .contains(&format!("the client gave up on {gave_up} request(s) to it")),
+        "{}",
+        r.text
+    );
+}

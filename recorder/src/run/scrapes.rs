@@ -23,8 +23,7 @@ use percentes_formats::pins;
 use percentes_formats::prometheus;
 
 use super::dispatch::STOP_POLL;
-use super::dns::resolve;
-use super::host::now_ns;
+use super::ground::{Host, SideGround};
 use super::state::{Sender, Shared};
 use crate::error::{io, RecordError};
 
@@ -91,7 +90,9 @@ pub(super) fn start(
             std::thread::Builder::new()
                 .name(format!("scrape-{}", source.name))
                 .spawn(move || {
-                    scrape_thread(&source, period, &select, epoch, &sender, &shared, &stop)
+                    lowest_priority();
+                    let on = (&sender, &*shared, &*stop);
+                    scrape_thread((&source, period, &select), &Host { epoch }, on)
                 })
                 .map_err(io("cannot start a scrape thread"))?,
         );
@@ -99,32 +100,62 @@ pub(super) fn start(
     Ok(handles)
 }
 
+/// What a scrape thread stands on: the clock and resolver of a thread beside the workers, the
+/// scrape itself, and the thread's own CPU time (what spaces its scrapes).
+pub(super) trait ScrapeGround: SideGround {
+    /// `GET path` at `address`, its body within `timeout` and `bytes_max`
+    /// ([`crate::probe::scrape`]).
+    fn scrape(
+        &self,
+        address: std::net::SocketAddr,
+        path: &str,
+        timeout: Duration,
+        bytes_max: usize,
+    ) -> Result<String, RecordError>;
+
+    /// The calling thread's CPU time, ns (0 where it cannot be read).
+    fn thread_cpu_ns(&self) -> u64;
+}
+
+/// The real scrape over TCP and the thread's own CPU clock: a recording's.
+impl ScrapeGround for Host {
+    fn scrape(
+        &self,
+        address: std::net::SocketAddr,
+        path: &str,
+        timeout: Duration,
+        bytes_max: usize,
+    ) -> Result<String, RecordError> {
+        crate::probe::scrape(address, path, timeout, bytes_max)
+    }
+
+    fn thread_cpu_ns(&self) -> u64 {
+        thread_cpu_ns()
+    }
+}
+
 /// Scrapes `source` every `period` until the run is done (and once after), journaling each
 /// answer as a record and each failure as an event.
-fn scrape_thread(
-    source: &Source,
-    period: Duration,
-    select: &ServerMetrics,
-    epoch: Instant,
-    sender: &Sender,
-    shared: &Shared,
-    stop: &AtomicBool,
+pub(super) fn scrape_thread<G: ScrapeGround>(
+    (source, period, select): (&Source, Duration, &ServerMetrics),
+    ground: &G,
+    (sender, shared, stop): (&Sender, &Shared, &AtomicBool),
 ) {
-    lowest_priority();
     let mut scraper = Scraper::default();
     let mut said: Option<String> = None;
     let mut spaced = false;
-    let mut due = Instant::now();
+    let mut due = ground.now_ns();
+    let poll_ns = STOP_POLL.as_nanos() as u64;
     loop {
         let last = shared.done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed);
-        let cpu_before = thread_cpu_ns();
-        let mut records = scrape_once(source, period, select, epoch, &mut scraper, &mut said);
-        let cpu_ns = thread_cpu_ns().saturating_sub(cpu_before);
+        let cpu_before = ground.thread_cpu_ns();
+        let mut records = scrape_once((source, period, select), ground, &mut scraper, &mut said);
+        let cpu_ns = ground.thread_cpu_ns().saturating_sub(cpu_before);
         let spacing = spacing(period, cpu_ns);
         // Said once when the spacing begins, and again only after it has ended.
         if spacing > period && !spaced {
             records.push(Record::Event(EventRecord {
-                at_ns: now_ns(epoch),
+                at_ns: ground.now_ns(),
                 kind: EventKind::Scrape.code(),
                 subject: source.name.clone(),
                 detail: DetailWord::ScrapeAnswer.with(&format!(
@@ -144,17 +175,13 @@ fn scrape_thread(
         if last {
             return;
         }
-        due += spacing;
-        let now = Instant::now();
-        if due < now {
-            // A scrape that took its whole period skips the deadlines it missed.
-            due = now;
-        }
-        while Instant::now() < due {
+        // A scrape that took its whole period skips the deadlines it missed.
+        due = (due + spacing.as_nanos() as u64).max(ground.now_ns());
+        while ground.now_ns() < due {
             if shared.done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                 break;
             }
-            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(STOP_POLL));
+            ground.sleep_until(due.min(ground.now_ns() + poll_ns));
         }
     }
 }
@@ -201,10 +228,8 @@ fn lowest_priority() {
 /// answer held lines that are not Prometheus text or more series than are kept (said again
 /// only when what is wrong changes, in `said`).
 fn scrape_once(
-    source: &Source,
-    period: Duration,
-    select: &ServerMetrics,
-    epoch: Instant,
+    (source, period, select): (&Source, Duration, &ServerMetrics),
+    ground: &impl ScrapeGround,
     scraper: &mut Scraper,
     said: &mut Option<String>,
 ) -> Vec<Record> {
@@ -217,11 +242,12 @@ fn scrape_once(
             value: None,
         })
     };
-    let sent_ns = now_ns(epoch);
+    let sent_ns = ground.now_ns();
     let bytes_max = pins::value::SERVER_SCRAPE_BYTES_MAX as usize;
-    let answer = resolve(&source.address, source.nameserver)
-        .and_then(|address| crate::probe::scrape(address, &source.path, period, bytes_max));
-    let received_ns = now_ns(epoch);
+    let answer = ground
+        .resolve(&source.address, source.nameserver)
+        .and_then(|address| ground.scrape(address, &source.path, period, bytes_max));
+    let received_ns = ground.now_ns();
     let body = match answer {
         Ok(body) => body,
         Err(why) => {
@@ -317,14 +343,9 @@ mod tests {
         let started = Instant::now();
         let records = (0..n)
             .flat_map(|_| {
-                scrape_once(
-                    &source,
-                    period,
-                    &ServerMetrics::default(),
-                    started,
-                    &mut scraper,
-                    &mut said,
-                )
+                let host = Host { epoch: started };
+                let select = ServerMetrics::default();
+                scrape_once((&source, period, &select), &host, &mut scraper, &mut said)
             })
             .collect();
         (records, started.elapsed())

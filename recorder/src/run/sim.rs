@@ -27,10 +27,11 @@
 //! `escaped` here too. What the simulation cannot journal it leaves out and says so in a host
 //! fact: the host's CPU is the world's stated reading, the recorder's own CPU is not read, the
 //! telemetry thread looks only at each second (not every 50 ms between them, so its live view's
-//! `behind` reads the second's end), and no canary, cgroup or scrape thread runs. The production
-//! fault plan and the replicas' probes do run, each on its own thread in lockstep with the
-//! simulation's clock, against a scripted [`Victim`] and [`Probed`] replicas (`sim/beside.rs`),
-//! with the writer's baseline tally for the judgement at T_inject.
+//! `behind` reads the second's end), and no canary or cgroup thread runs. The production fault
+//! plan, the replicas' probes and the metrics scrapes do run, each on its own thread in lockstep
+//! with the simulation's clock, against a scripted [`Victim`], [`Probed`] replicas and the
+//! world's [`Metrics`] (`sim/beside.rs`), with the writer's baseline tally for the judgement at
+//! T_inject.
 
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -75,7 +76,7 @@ mod keeper_tests;
 mod net;
 
 use beside::{start_sides, Looks, SideWorld};
-pub use beside::{Probed, Victim};
+pub use beside::{Answered, Metrics, Probed, Victim};
 use exec::{Core, SimClock};
 pub use exec::{Freezes, Stalls};
 use net::Net;
@@ -225,6 +226,9 @@ pub struct World {
     pub replicas: &'static [&'static str],
     /// More `[target]` keys, one a line (`idle_limit_ms = 100\n`).
     pub target_toml: &'static str,
+    /// What a scrape of the target's metrics reads (`None`: it has none; a `[server_metrics]`
+    /// table in `tables_toml` starts the scrape threads).
+    pub metrics: Option<Metrics>,
     /// What the live view writes each second ([`Run::progress`]; `Quiet` by default).
     pub progress: super::Progress,
     /// A whole configuration to run instead of the one the fields above make ([`World::of`]: a
@@ -300,7 +304,7 @@ fn simulated_facts() -> Vec<(String, String)> {
         (
             "simulation".into(),
             "recorder/src/run/sim.rs: the production worker loop on a scripted target; host CPU \
-             stated by the world, recorder CPU not read; no canary, cgroup or scrape thread"
+             stated by the world, recorder CPU not read; no canary or cgroup thread"
                 .into(),
         ),
     ]
@@ -331,6 +335,7 @@ impl World {
             target_toml: "",
             config_text: None,
             progress: super::Progress::Quiet,
+            metrics: None,
         }
     }
 
@@ -495,6 +500,8 @@ impl World {
             effect: net.effect(),
             probed: self.probed.clone(),
             waiting: net.waiting(),
+            answered: net.answered(),
+            metrics: self.metrics.clone(),
         };
         let on = (&sender, &shared, &stop);
         let sides = start_sides((&config, &plan), on, &world, self.stalls.wake_floor_ns);

@@ -1,8 +1,9 @@
 //! The threads beside a simulated worker (issue 51 item 3): the telemetry thread's once-a-second
-//! looks, the production fault plan (`fault::fault_thread`) and each replica's probe
-//! (`probes::probe_thread`), each run at the instants it is due on the simulation's clock.
+//! looks, the production fault plan (`fault::fault_thread`), each replica's probe
+//! (`probes::probe_thread`) and each metrics source's scrape (`scrapes::scrape_thread`), each
+//! run at the instants it is due on the simulation's clock.
 //!
-//! The fault plan and the probes are blocking code written for threads of their own, so the
+//! The fault plan, the probes and the scrapes are blocking code written for threads of their own, so the
 //! simulation gives each one and runs it in lockstep ([`SideThread`]): the simulation waits
 //! while such a thread runs, and the thread waits (in [`SimGround::sleep_until`]) while the
 //! simulation runs, each handing the other the clock. Only one of them runs at a time, so a run
@@ -24,6 +25,7 @@ use super::super::fault::{fault_thread, FaultGround};
 use super::super::ground::SideGround;
 use super::super::plan::RunPlan;
 use super::super::probes::{probe_thread, probe_timing, ProbeGround};
+use super::super::scrapes::{scrape_thread, sources, ScrapeGround};
 use super::super::state::{Sender, Shared};
 use super::exec::Beside;
 use super::{MS, S};
@@ -100,6 +102,66 @@ impl Waiting {
     }
 }
 
+/// One request the simulated target answered whole, its times ns from the epoch: when it
+/// arrived (was written), its first token, its end; and its tokens.
+#[derive(Clone, Copy, Debug)]
+pub struct Answered {
+    /// When the request arrived.
+    pub arrived_ns: u64,
+    /// When its first token was sent.
+    pub first_ns: u64,
+    /// When its answer ended.
+    pub end_ns: u64,
+    /// The tokens it answered with.
+    pub tokens: u32,
+}
+
+impl Answered {
+    /// A request that arrived at `arrived_ns`, answered with its head, tokens and end at those
+    /// times (its first token is its head's time where it has none).
+    pub(super) fn of(arrived_ns: u64, (head, tokens, end_ns): (u64, &[u64], u64)) -> Answered {
+        Answered {
+            arrived_ns,
+            first_ns: tokens.first().copied().unwrap_or(head),
+            end_ns,
+            tokens: tokens.len() as u32,
+        }
+    }
+}
+
+/// The simulated target's `/metrics` at a time (ns from the epoch), from every request it has
+/// answered or will answer (each with its times: what has happened by then is the caller's to
+/// choose). The repository's tests render vLLM's series with the mock's own exposition.
+type MetricsOf = dyn Fn(u64, &[Answered]) -> String + Send + Sync;
+
+/// What a scrape of the simulated target reads.
+#[derive(Clone)]
+pub struct Metrics(Arc<MetricsOf>);
+
+impl Metrics {
+    /// Metrics rendered by `of`.
+    pub fn new(of: impl Fn(u64, &[Answered]) -> String + Send + Sync + 'static) -> Metrics {
+        Metrics(Arc::new(of))
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics(..)")
+    }
+}
+
+/// Every request the simulated target answered, as it scheduled them (the worker's thread
+/// writes, a scrape reads).
+#[derive(Debug, Default)]
+pub(super) struct AnsweredLog(Mutex<Vec<Answered>>);
+
+impl AnsweredLog {
+    pub(super) fn add(&self, answered: Answered) {
+        self.0.lock().expect("answered lock").push(answered);
+    }
+}
+
 /// When the simulated fault is in effect: from its fire to its removal (ns after the epoch;
 /// `u64::MAX`: not yet). Written by the fault plan's thread, read by the target's.
 #[derive(Debug)]
@@ -148,6 +210,8 @@ pub(super) struct SideWorld {
     pub(super) effect: Arc<InEffect>,
     pub(super) probed: Vec<Probed>,
     pub(super) waiting: Arc<Waiting>,
+    pub(super) answered: Arc<AnsweredLog>,
+    pub(super) metrics: Option<Metrics>,
 }
 
 impl SimGround {
@@ -247,6 +311,32 @@ impl FaultGround for SimGround {
     }
 }
 
+impl ScrapeGround for SimGround {
+    /// A round trip of a millisecond; the world's metrics at the time, or a refusal where the
+    /// world has none.
+    fn scrape(
+        &self,
+        address: SocketAddr,
+        path: &str,
+        _: Duration,
+        _: usize,
+    ) -> Result<String, RecordError> {
+        self.spend(MS);
+        let Some(metrics) = &self.world.metrics else {
+            return Err(RecordError::answer(format!(
+                "{address}: connection refused (GET {path}; the simulated target has no metrics)"
+            )));
+        };
+        let answered = self.world.answered.0.lock().expect("answered lock").clone();
+        Ok((metrics.0)(self.now.get(), &answered))
+    }
+
+    /// The simulation reads no thread's CPU: every scrape is spaced by its period.
+    fn thread_cpu_ns(&self) -> u64 {
+        0
+    }
+}
+
 impl ProbeGround for SimGround {
     /// A round trip of a millisecond (two when it reads the gauge too) to a replica that
     /// answers, a refusal at once from one that no longer does, or from an address no replica
@@ -335,8 +425,8 @@ impl SideThread {
 }
 
 /// The threads a recording starts beside its workers, where `config` asks for them: the fault
-/// plan (with an injector to fire) and a probe of each replica with an address, in the order
-/// `record` starts them.
+/// plan (with an injector to fire), a probe of each replica with an address and a scrape of each
+/// metrics source, in the order `record` starts them.
 pub(super) fn start_sides(
     (config, plan): (&Config, &Arc<RunPlan>),
     (sender, shared, stop): (&Sender, &Arc<Shared>, &Arc<AtomicBool>),
@@ -352,7 +442,9 @@ pub(super) fn start_sides(
             fault_thread((&plan, &fault), g, (&sender, &shared), &stop)
         }));
     }
-    for (name, address) in &config.target.replica_addresses {
+    let period = Duration::from_millis(config.scrape_period_ms());
+    let probes = config.target.replica_addresses.iter();
+    for (name, address) in probes {
         let (name, address, timing) = (name.clone(), address.clone(), probe_timing(plan));
         let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
         let thread = format!("sim-probe-{name}");
@@ -361,6 +453,17 @@ pub(super) fn start_sides(
             world.clone(),
             floor_ns,
             move |g| probe_thread((&name, &address), timing, g, (&sender, &shared), &stop),
+        ));
+    }
+    for source in sources(config) {
+        let select = config.server_metrics.clone();
+        let (sender, shared, stop) = (sender.clone(), Arc::clone(shared), Arc::clone(stop));
+        let thread = format!("sim-scrape-{}", source.name);
+        sides.push(SideThread::start(
+            thread,
+            world.clone(),
+            floor_ns,
+            move |g| scrape_thread((&source, period, &select), g, (&sender, &shared, &stop)),
         ));
     }
     sides

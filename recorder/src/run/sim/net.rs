@@ -18,7 +18,7 @@ use super::super::dispatch::idle_expired;
 use super::super::ground::{Clock, Transport};
 use super::super::http2::Carried;
 use super::super::state::Shared;
-use super::beside::{InEffect, Victim, Waiting};
+use super::beside::{Answered, AnsweredLog, InEffect, Victim, Waiting};
 use super::exec::SimClock;
 use super::{Events, Target, S};
 use crate::exchange::{Exchange, Rule, Verdict};
@@ -83,6 +83,8 @@ pub(super) struct Net {
     effect: Arc<InEffect>,
     /// The requests waiting for a slot (what a probe of the target's gauge reads).
     waiting: Arc<Waiting>,
+    /// Every request it answered whole (what a scrape of its metrics reads).
+    answered: Arc<AnsweredLog>,
 }
 
 /// An idle connection in the simulated pool.
@@ -133,6 +135,7 @@ impl Net {
             victim,
             effect: Arc::new(InEffect::default()),
             waiting: Arc::new(Waiting::default()),
+            answered: Arc::new(AnsweredLog::default()),
         }
     }
 
@@ -144,6 +147,11 @@ impl Net {
     /// The requests waiting for a slot (the probes read it).
     pub(super) fn waiting(&self) -> Arc<Waiting> {
         Arc::clone(&self.waiting)
+    }
+
+    /// Every request it answered whole (the scrapes read it).
+    pub(super) fn answered(&self) -> Arc<AnsweredLog> {
+        Arc::clone(&self.answered)
     }
 
     /// The target's reply to a request written at `written`; `reasoning` marks each of its
@@ -214,6 +222,8 @@ impl Net {
             }
         }
         let end = tokens.last().copied().unwrap_or(head);
+        self.answered
+            .add(Answered::of(written, (head, &tokens, end)));
         Reply::Answer { head, tokens, end }
     }
 
