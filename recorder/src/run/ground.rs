@@ -175,4 +175,21 @@ impl SideGround for Host {
     ) -> Result<SocketAddr, RecordError> {
         super::dns::resolve(address, nameserver)
     }
+
+    /// On the host's own instants, so that a thread started before the epoch (the fault plan
+    /// arms there, and its clock reads 0 until the epoch) still looks at `stop` every
+    /// [`STOP_LOOK`] while it waits for it.
+    fn sleep_until_or_stop(&self, due_ns: u64, stop: &AtomicBool) -> bool {
+        let due = self.epoch + Duration::from_nanos(due_ns);
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                return true;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep((due - now).min(STOP_LOOK));
+        }
+    }
 }
