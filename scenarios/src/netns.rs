@@ -14,11 +14,13 @@ use std::process::Command;
 /// At most this many isolated replicas a testbed (the /24 holds 64 /30 pairs).
 pub const ISOLATED_REPLICAS_MAX: usize = 64;
 
-/// One replica's namespace; dropping it deletes the namespace, and with it both veth ends.
+/// One replica's namespace; dropping it deletes both veth ends, then the namespace.
 #[derive(Debug)]
 pub struct Netns {
     name: String,
     inside: Ipv4Addr,
+    /// The host end of its veth pair, once made.
+    host_if: Option<String>,
 }
 
 impl Netns {
@@ -38,8 +40,10 @@ impl Netns {
         let mut netns = Netns {
             name,
             inside: Ipv4Addr::UNSPECIFIED,
+            host_if: None,
         };
         let (octet, host_if, ns_if) = veth_pair(drawn_octet(kind), index)?;
+        netns.host_if = Some(host_if.clone());
         let at = |host: usize| Ipv4Addr::new(169, 254, octet, (4 * index + host) as u8);
         netns.inside = at(2);
         let ns = netns.name.as_str();
@@ -131,7 +135,13 @@ fn interface_exists(name: &str) -> bool {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        // Deleting the namespace removes its veth end, and with it the host end.
+        // The pair first, by its host end (both ends go at once): deleting the namespace alone
+        // leaves its veth end to the kernel's asynchronous teardown of the namespace, so the
+        // host end (and its name, and its /30) could outlive the bed for a while, and a bed
+        // made just after could find them taken.
+        if let Some(host_if) = &self.host_if {
+            let _ = run("ip", &["link", "del", host_if]);
+        }
         let _ = run("ip", &["netns", "del", &self.name]);
     }
 }
