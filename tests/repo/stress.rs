@@ -839,6 +839,27 @@ fn simulated_metrics() -> percentes_recorder::run::sim::Metrics {
     })
 }
 
+/// The one reconciliation of the journal at `path` (one scraped source), which must hold: the
+/// server's finished count, the client's, and the words.
+struct Reconciled {
+    server_finished: Option<f64>,
+    client_finished: u64,
+    text: String,
+}
+
+fn reconciled(path: &Path) -> Reconciled {
+    let report = analyze(path);
+    let server = report.server.expect("the target's metrics scraped");
+    assert_eq!(server.reconciliation.len(), 1, "{server:?}");
+    let r = &server.reconciliation[0];
+    assert_eq!(r.reconciled, Some(true), "{}", r.text);
+    Reconciled {
+        server_finished: r.server_finished,
+        client_finished: r.client_finished,
+        text: r.text.clone(),
+    }
+}
+
 /// Server-side evidence (SPEC §2) on the simulator: the production scrape thread reads the
 /// simulated target's counters, rendered as the mock renders its own, on the simulated clock. A
 /// quiet run reconciles exactly (the server's finished count over the scraped span is the
@@ -865,14 +886,7 @@ fn the_server_s_count_reconciles_on_the_simulator_and_an_unsent_request_was_neve
     };
     let quiet = scratch("sim-scrapes.pj");
     std::fs::write(&quiet, world(false).run().journal()).unwrap();
-    let report = analyze(&quiet);
-    let server = report
-        .server
-        .as_ref()
-        .expect("the target's metrics scraped");
-    assert_eq!(server.reconciliation.len(), 1, "{server:?}");
-    let r = &server.reconciliation[0];
-    assert_eq!(r.reconciled, Some(true), "{}", r.text);
+    let r = reconciled(&quiet);
     assert_eq!(
         r.server_finished,
         Some(r.client_finished as f64),
@@ -891,14 +905,7 @@ fn the_server_s_count_reconciles_on_the_simulator_and_an_unsent_request_was_neve
         .filter(|r| r.dispatched_ns.is_some() && r.outcome == Outcome::Censored as u8)
         .count();
     assert!(gave_up > 0 && gave_up < 10, "{gave_up} sent and censored");
-    let report = analyze(&stopped);
-    let server = report
-        .server
-        .as_ref()
-        .expect("the target's metrics scraped");
-    assert_eq!(server.reconciliation.len(), 1, "{server:?}");
-    let r = &server.reconciliation[0];
-    assert_eq!(r.reconciled, Some(true), "{}", r.text);
+    let r = reconciled(&stopped);
     assert!(
         r.text
             .contains(&format!("the client gave up on {gave_up} request(s) to it")),
