@@ -1,4 +1,4 @@
-//! The recorder's response path on arbitrary bytes, fed in arbitrary pieces: the HTTP/1.1
+//! The recorder's response path (`percentes-response`) on arbitrary bytes, fed in arbitrary pieces: the HTTP/1.1
 //! parser, the SSE parser and the exchange's classification never panic, and every response
 //! ends with exactly one verdict, whose class is one of the journal's (formats' `CLASSES`) with
 //! that class's outcome.
@@ -6,8 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use percentes_formats::journal::records::CLASSES;
-use percentes_recorder::exchange::Exchange;
-use percentes_recorder::http1::{Event, Parser};
+use percentes_response::exchange::Exchange;
+use percentes_response::http1::{Event, Parser};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&step, bytes)) = data.split_first() else { return };

@@ -22,8 +22,8 @@ use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::TcpStream;
 use compio::BufResult;
 
-use crate::http1;
-use crate::sse::SseParser;
+use percentes_response::http1;
+use percentes_response::sse::SseParser;
 
 /// How often the canary server writes an event to each worker's stream.
 pub const CANARY_INTERVAL: Duration = Duration::from_millis(10);

@@ -1,10 +1,10 @@
 //! The recorder: sends every scheduled request at its intended time, open loop, and writes what
 //! happened to the journal (SPEC §1, §2, §J).
 //!
-//! The protocol layers are plain, portable code with their own tests: [`http1`] (an incremental
-//! HTTP/1.1 response parser), [`sse`] (the HTML standard's event-stream parsing) and [`exchange`]
-//! (timestamps and the classification of one request's fate). The runtime parts (the pacer, the
-//! client on io_uring, the journal writer thread, self-check telemetry) are Linux only.
+//! What a response's bytes mean (the HTTP/1.1 and event-stream parsers, and the classification of
+//! one request's fate) is the portable crate `percentes-response`, which every client here feeds
+//! its reads. The runtime parts (the pacer, the client on io_uring, the journal writer thread,
+//! self-check telemetry) are Linux only.
 //!
 //! What it is not for: statistics. The recorder computes nothing beyond its live progress line;
 //! the analyzer reads the journal.
@@ -16,15 +16,12 @@ pub mod canary;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod events;
-pub mod exchange;
-pub mod http1;
 pub mod images;
 pub mod probe;
 pub mod prompts;
 pub mod request;
 #[cfg(target_os = "linux")]
 pub mod run;
-pub mod sse;
 #[cfg(all(test, target_os = "linux"))]
 mod tls_tests;
 pub mod tokens;

@@ -10,6 +10,7 @@ use percentes_formats::config::parts::{Api, PartError};
 use percentes_formats::config::{Config, Lengths, Route, TokenSide};
 use percentes_formats::journal::records::{ExtensionKey, RequestExtension};
 use percentes_formats::schedule::{Entry, History, PrefixPool, ScheduleParams};
+use percentes_response::exchange;
 
 /// The target, from `target.base_url`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -210,7 +211,7 @@ impl ExtraHeaders {
             .iter()
             .any(|(_, v)| !v.is_empty() && text.contains(v.as_str()));
         if holds {
-            *text = crate::exchange::cut(&self.redact(text), bytes).to_owned();
+            *text = exchange::cut(&self.redact(text), bytes).to_owned();
         }
     }
 }
@@ -825,7 +826,7 @@ fn prompt_closing(api: Api, arrays: bool, images: &[&Image]) -> String {
 }
 
 /// A route's verification rule from its `[routes.verify]` (default: `model` = target.model).
-pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, RecordError> {
+pub fn rule(config: &Config, route: &Route) -> Result<exchange::Rule, RecordError> {
     let v = &route.verify;
     let header = v.header.as_deref().map(|h| match h.split_once(':') {
         Some((name, value)) => (
@@ -858,8 +859,8 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Rec
     let structured = route
         .structured_checks(&key)
         .map_err(|e| RecordError::config(e.to_string()))?
-        .map(|(answer, functions)| crate::exchange::Structured { answer, functions });
-    Ok(crate::exchange::Rule {
+        .map(|(answer, functions)| exchange::Structured { answer, functions });
+    Ok(exchange::Rule {
         replica_header: config
             .target
             .replica_header
@@ -877,11 +878,11 @@ pub fn rule(config: &Config, route: &Route) -> Result<crate::exchange::Rule, Rec
 
 /// Where `set`'s lines carry their own tools or format and `route` checks structured answers:
 /// each prompt's checks (its line's parts on the route, or the route's own), by prompt index,
-/// for [`crate::exchange::Rule::by_prompt`]; empty otherwise.
+/// for [`exchange::Rule::by_prompt`]; empty otherwise.
 pub fn prompt_checks(
     route: &Route,
     set: &PromptSet,
-) -> Result<Vec<Option<Arc<crate::exchange::Structured>>>, PartError> {
+) -> Result<Vec<Option<Arc<exchange::Structured>>>, PartError> {
     use std::collections::HashMap;
     if !route.verify.structured || !set.has_parts() {
         return Ok(Vec::new());
@@ -889,7 +890,7 @@ pub fn prompt_checks(
     let key = format!("routes {:?}", route.label);
     // Lines that carry the same parts share one compiled check.
     type Parts<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>);
-    let mut compiled: HashMap<Parts, Option<Arc<crate::exchange::Structured>>> = HashMap::new();
+    let mut compiled: HashMap<Parts, Option<Arc<exchange::Structured>>> = HashMap::new();
     let mut out = Vec::with_capacity(set.prompts.len());
     for p in &set.prompts {
         let parts: Parts = match p.parts.as_deref() {
@@ -907,7 +908,7 @@ pub fn prompt_checks(
         let effective = route.with_own_parts(parts.0, parts.1, parts.2);
         let checks = effective
             .structured_checks(&key)?
-            .map(|(answer, functions)| Arc::new(crate::exchange::Structured { answer, functions }));
+            .map(|(answer, functions)| Arc::new(exchange::Structured { answer, functions }));
         compiled.insert(parts, checks.clone());
         out.push(checks);
     }

@@ -141,6 +141,35 @@ fn formats_depends_on_no_io_policy() {
     }
 }
 
+/// The response path is plain code over bytes (ARCHITECTURE.md, `response/`): no runtime, socket
+/// or TLS, and nothing of the recorder's, so the fuzz build that links it rebuilds none of them.
+#[test]
+fn the_response_path_has_no_runtime() {
+    // `cargo tree` resolves the whole graph on one core, and reads no time: light work.
+    let _machine = crate::beside();
+    let deps = reachable("percentes-response");
+    assert!(
+        deps.contains("percentes-formats") && deps.contains("serde_json"),
+        "the walk must see the response path's dependencies: {deps:?}"
+    );
+    for banned in [
+        "percentes-recorder",
+        "percentes-analyzer",
+        "io-uring",
+        "compio",
+        "tokio",
+        "mio",
+        "h2",
+        "rustls",
+        "libc",
+    ] {
+        assert!(
+            !deps.contains(banned),
+            "percentes-response depends on {banned}"
+        );
+    }
+}
+
 #[test]
 fn the_mock_depends_on_neither_half_of_the_instrument() {
     // `cargo tree` resolves the whole graph on one core, and reads no time: light work.

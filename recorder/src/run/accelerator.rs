@@ -35,7 +35,7 @@ pub(super) fn collect(config: &Config) -> Result<Vec<(String, String)>, RecordEr
 /// Runs `argv`, returning its trimmed standard output; printing nothing is a failure.
 fn run(argv: &[String], timeout: Duration) -> Result<String, RecordError> {
     let text = super::child::run(argv, None, timeout, OUTPUT_BYTES_MAX)?;
-    let text = crate::exchange::cut(text.trim(), OUTPUT_BYTES_MAX);
+    let text = percentes_response::exchange::cut(text.trim(), OUTPUT_BYTES_MAX);
     if text.is_empty() {
         return Err(RecordError::command("printed nothing"));
     }

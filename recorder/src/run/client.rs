@@ -20,8 +20,8 @@ use super::dispatch::idle_expired;
 use super::host::now_ns;
 use super::http2;
 use super::state::Shared;
-use crate::exchange::{Exchange, Rule, Verdict};
-use crate::http1;
+use percentes_response::exchange::{Exchange, Rule, Verdict};
+use percentes_response::http1;
 
 /// An idle keep-alive connection in a worker's pool.
 pub(super) struct Pooled {
@@ -310,8 +310,11 @@ pub(super) fn settle(
     }
     record.outcome = verdict.outcome as u8;
     record.class = class_code(verdict.class).expect("classes come from the table");
-    record.detail =
-        crate::exchange::cut(&verdict.detail, crate::exchange::DETAIL_BYTES_MAX).to_owned();
+    record.detail = percentes_response::exchange::cut(
+        &verdict.detail,
+        percentes_response::exchange::DETAIL_BYTES_MAX,
+    )
+    .to_owned();
     let terminal_ns = record.terminal_ns;
     for stamp in [
         &mut record.connect_start_ns,

@@ -15,8 +15,8 @@ use percentes_formats::journal::records::RequestRecord;
 
 use super::host::now_ns;
 use super::plan::RunPlan;
-use crate::exchange::Verdict;
 use crate::request::Target;
+use percentes_response::exchange::Verdict;
 
 /// A connection: plain TCP or TLS over TCP.
 pub(super) enum Conn {

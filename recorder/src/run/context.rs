@@ -8,8 +8,8 @@ use std::time::Instant;
 use super::connect::Dialer;
 use super::plan::RunPlan;
 use super::state::{Sender, Shared};
-use crate::exchange::Rule;
 use crate::request::Template;
+use percentes_response::exchange::Rule;
 
 pub(super) struct WorkerContext {
     pub(super) worker: usize,

@@ -11,7 +11,7 @@ use super::client::{blank, settle};
 use super::context::WorkerContext;
 use super::ground::{Clock, Transport};
 use super::http2;
-use crate::exchange::{Exchange, Verdict};
+use percentes_response::exchange::{Exchange, Verdict};
 
 /// Runs the request `entry`, dispatched at `dispatched` (ns from the epoch), to its record and
 /// how it was carried: censored `timeout` at its deadline (intended time plus the client

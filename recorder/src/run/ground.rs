@@ -25,7 +25,7 @@ use super::context::WorkerContext;
 use super::http2::Carried;
 use super::state::Shared;
 use crate::error::RecordError;
-use crate::exchange::{Exchange, Rule, Verdict};
+use percentes_response::exchange::{Exchange, Rule, Verdict};
 
 /// A worker's clock and the tasks that share its thread.
 pub(super) trait Clock: 'static {

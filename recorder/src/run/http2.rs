@@ -30,8 +30,8 @@ use super::h2io::{TokioIo, Transport, FLOOD_WORDS};
 use super::host::now_ns;
 use super::state::Shared;
 use crate::error::RecordError;
-use crate::exchange::{Exchange, Verdict};
-use crate::http1;
+use percentes_response::exchange::{Exchange, Verdict};
+use percentes_response::http1;
 
 /// Each stream's receive window, and the connection's, in octets: HTTP/2's largest (2^31 - 1).
 pub(super) const WINDOW_BYTES: u32 = (1 << 31) - 1;

@@ -26,8 +26,8 @@ use super::ground::{Clock, Transport};
 use super::state::Shared;
 use crate::canary;
 use crate::error::{io, RecordError};
-use crate::exchange::{Exchange, Rule, Verdict};
 use crate::run::http2;
+use percentes_response::exchange::{Exchange, Rule, Verdict};
 
 /// How a worker's io_uring is set up. Each worker's ring is submitted to and reaped by its own
 /// thread alone, so with `deferred` it is declared single-issuer with deferred, cooperative task
@@ -637,7 +637,9 @@ pub(super) fn clients_lateness(record: &mut RequestRecord, timeout_ns: u64, why:
     record.terminal_ns = record
         .terminal_ns
         .min(record.intended_ns.saturating_add(timeout_ns));
-    record.detail = crate::exchange::cut(&detail, crate::exchange::DETAIL_BYTES_MAX).to_owned();
+    record.detail =
+        percentes_response::exchange::cut(&detail, percentes_response::exchange::DETAIL_BYTES_MAX)
+            .to_owned();
 }
 
 /// The record of a request the run stopped before it was sent: censored, class `run-end`, its
@@ -749,7 +751,7 @@ impl Batch {
         (carried, stream): (http2::Carried, Option<StreamRecord>),
     ) {
         // What the server sent back, before it is journaled: no secret the request carried.
-        use crate::exchange::{DETAIL_BYTES_MAX, REPLICA_BYTES_MAX};
+        use percentes_response::exchange::{DETAIL_BYTES_MAX, REPLICA_BYTES_MAX};
         ctx.secrets.scrub(&mut record.replica, REPLICA_BYTES_MAX);
         ctx.secrets.scrub(&mut record.detail, DETAIL_BYTES_MAX);
         let template = &ctx.templates[record.route as usize];

@@ -24,9 +24,9 @@ use super::dispatch::STOP_POLL;
 use super::pacer::ring_setup;
 use super::plan::RunPlan;
 use super::tls::tls_connector;
-use crate::http1;
 use crate::request::{ExtraHeaders, Target, Template};
 use crate::run::http2;
+use percentes_response::http1;
 
 /// The most of the pre-flight's body read (a models list is a few KB).
 const PREFLIGHT_BODY_MAX: usize = 1 << 20;
@@ -251,7 +251,7 @@ pub(super) fn preflight(
     };
     let shown = || {
         let text = String::from_utf8_lossy(&body);
-        extra.redact(crate::exchange::cut(text.trim(), 200))
+        extra.redact(percentes_response::exchange::cut(text.trim(), 200))
     };
     if !(200..300).contains(&status) {
         let hint = match status {
@@ -407,7 +407,7 @@ fn sample_words(
         }
         Some(Ok((status, body))) => {
             let text = String::from_utf8_lossy(&body);
-            let shown = extra.redact(crate::exchange::cut(text.trim(), 200));
+            let shown = extra.redact(percentes_response::exchange::cut(text.trim(), 200));
             (
                 format!("POST {route_path} (one sample request, not scheduled, before the epoch): HTTP {status} in {ms:.1} ms"),
                 Some(format!(

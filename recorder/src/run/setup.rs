@@ -20,13 +20,13 @@ use super::state::{Escape, Sender, Shared};
 use super::telemetry::{telemetry_thread, Seconds};
 use super::{live, Options};
 use crate::error::{io, RecordError};
-use crate::exchange::Rule;
 use crate::request::rule;
 use crate::request::{load_prompts, ExtraHeaders, Target, Template};
 use crate::run::accelerator;
 use crate::run::cgroup;
 use crate::run::doctor;
 use crate::tokens::ModelTokenizer;
+use percentes_response::exchange::Rule;
 
 /// Host facts, key and value, as a header keeps them.
 pub(super) type Facts = Vec<(String, String)>;

@@ -66,8 +66,8 @@ use super::state::{Sender, Shared, ToWriter};
 use super::summary::Summary;
 use super::telemetry::{journal_after_run, Seconds};
 use super::Options;
-use crate::exchange::Rule;
 use crate::request::{ExtraHeaders, Target as Url};
+use percentes_response::exchange::Rule;
 
 mod beside;
 mod exec;

@@ -24,6 +24,7 @@ impl Source {
 pub const CRATES: &[(&str, &[&str])] = &[
     ("formats/src/", &["formats", "percentes_formats"]),
     ("analyzer/src/", &["analyzer", "percentes_analyzer"]),
+    ("response/src/", &["response", "percentes_response"]),
     ("recorder/src/", &["recorder", "percentes_recorder"]),
     ("scenarios/src/", &["scenarios", "percentes_scenarios"]),
     ("study/src/", &["study", "percentes_study"]),

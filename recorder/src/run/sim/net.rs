@@ -21,8 +21,8 @@ use super::super::state::Shared;
 use super::beside::{Answered, AnsweredLog, InEffect, Victim, Waiting};
 use super::exec::SimClock;
 use super::{Events, Target, S};
-use crate::exchange::{Exchange, Rule, Verdict};
-use crate::http1;
+use percentes_response::exchange::{Exchange, Rule, Verdict};
+use percentes_response::http1;
 
 /// A request's own draw from its index and the target's seed: the same on every run, spread
 /// over the whole range. Seed 0 gives the draws the simulation gave before it had a seed.

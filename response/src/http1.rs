@@ -2,7 +2,6 @@
 //! on hostile input; every limit has a name, and malformed framing is an event, not an error the
 //! caller has to guess at.
 
-use crate::error::RecordError;
 use percentes_formats::pins;
 
 /// Largest response head accepted, and largest trailer section; larger is `malformed-framing`
@@ -140,7 +139,7 @@ impl Parser {
                     }
                     let head: Vec<u8> = self.buf.drain(..end + 4).collect();
                     match parse_head(&head[..end]) {
-                        Err(why) => return self.fail(out, why.to_string()),
+                        Err(BadHead(why)) => return self.fail(out, why),
                         Ok((101, _, _)) => {
                             return self.fail(
                                 out,
@@ -326,11 +325,14 @@ impl Parser {
 /// Status, whether the version is HTTP/1.0, and the headers (names lowercased).
 type Head = (u16, bool, Vec<(String, String)>);
 
-/// A response head read, or what is malformed in it (of kind [`crate::ErrorKind::Protocol`];
-/// the parser's `Malformed` event carries its words).
-fn parse_head(head: &[u8]) -> Result<Head, RecordError> {
-    let text = std::str::from_utf8(head)
-        .map_err(|_| RecordError::protocol("response head is not UTF-8"))?;
+/// What is malformed in a response head: the words the parser's `Malformed` event carries.
+#[derive(Debug)]
+struct BadHead(String);
+
+/// A response head read, or what is malformed in it.
+fn parse_head(head: &[u8]) -> Result<Head, BadHead> {
+    let text =
+        std::str::from_utf8(head).map_err(|_| BadHead("response head is not UTF-8".into()))?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next().unwrap_or_default();
     let mut parts = status_line.splitn(3, ' ');
@@ -340,26 +342,24 @@ fn parse_head(head: &[u8]) -> Result<Head, RecordError> {
         || code.len() != 3
         || !code.bytes().all(|b| b.is_ascii_digit())
     {
-        return Err(RecordError::protocol(format!(
+        return Err(BadHead(format!(
             "malformed status line {:?}",
             status_line.chars().take(80).collect::<String>()
         )));
     }
     let status: u16 = code
         .parse()
-        .map_err(|_| RecordError::protocol(format!("malformed status code {code:?}")))?;
+        .map_err(|_| BadHead(format!("malformed status code {code:?}")))?;
     let mut headers = Vec::new();
     for line in lines {
         let (name, value) = line.split_once(':').ok_or_else(|| {
-            RecordError::protocol(format!(
+            BadHead(format!(
                 "malformed header line {:?}",
                 line.chars().take(80).collect::<String>()
             ))
         })?;
         if name.is_empty() || name.bytes().any(|b| b == b' ' || b == b'\t') {
-            return Err(RecordError::protocol(format!(
-                "malformed header name {name:?}"
-            )));
+            return Err(BadHead(format!("malformed header name {name:?}")));
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
     }
