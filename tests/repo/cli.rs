@@ -1179,40 +1179,25 @@ path = "/v1/chat/completions"
 /// `escaped` (record exits 2). The analysis fails the containment gate (exit 2) and its report
 /// keeps the ten items incident response needs, and a cleanup verdict.
 ///
+/// Recorded on the recorder's simulator (the production worker loop, writer, escape watch and
+/// fault plan on its clock; a victim that stops answering at the fire), then read by the binary's
+/// `verify` and `analyze`: the point is the recorder's and the analyzer's logic, which a real
+/// testbed only made depend on the host's timing (a mock stalled past the 0.3 s timeout before
+/// the fire escaped the run early once in CI). The real kill-pid-file injector and its
+/// SIGKILL are the testbeds' (tests/repo/testbed.rs).
+///
 /// Breaks this catches: a watch that never fires (sealed completed, exit 0); load that keeps
 /// going after the escape (no request censored `run-end` after it); a retention item dropped
 /// from the report.
 #[test]
 fn an_escaped_experiment_stops_load_seals_escaped_and_reports_what_to_retain() {
-    let _machine = crate::recording();
+    use percentes_recorder::run::sim::{Target, World};
+    let _beside = crate::beside();
     let dir = scratch("escape");
-    let mock = dir.join("mock.toml");
-    // Capacity 20 rps at factor 100 (the demo's mock): 2 slots of 100 ms.
-    std::fs::write(
-        &mock,
-        "[timing]\nttft = { kind = \"constant\", ms = 12.5 }\ntoken_gap = { kind = \"constant\", ms = 0.3431 }\n\
-         [capacity]\nmax_num_seqs = 2\nslowdown_per_running = 0.0\n",
-    )
-    .unwrap();
-    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_percentes"));
-    let bed = percentes_scenarios::testbed::Testbed::start(binary, 2, Some(&mock)).unwrap();
-    let (r0, r1) = (
-        bed.replica("replica-0").unwrap(),
-        bed.replica("replica-1").unwrap(),
-    );
-    let pid = bed
-        .pids()
-        .into_iter()
-        .find(|(n, _)| n == "replica-1")
-        .unwrap()
-        .1;
     let pid_file = dir.join("replica-1.pid");
-    std::fs::write(&pid_file, pid.to_string()).unwrap();
-    let config = dir.join("run.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"schema_version = 1
+    std::fs::write(&pid_file, "1\n").unwrap();
+    let config = format!(
+        r#"schema_version = 1
 profile = "dev"
 
 [dev]
@@ -1220,10 +1205,10 @@ time_factor = 100
 
 [target]
 kind = "mock"
-base_url = "http://{service}"
+base_url = "http://127.0.0.1:9"
 model = "mock"
 replicas = ["replica-0", "replica-1"]
-replica_addresses = {{ "replica-0" = "{r0}", "replica-1" = "{r1}" }}
+replica_addresses = {{ "replica-0" = "127.0.0.1:10", "replica-1" = "127.0.0.1:11" }}
 
 [schedule]
 seed = 5
@@ -1237,7 +1222,7 @@ variant = "clean-delete"
 victim = "replica-1"
 injector = "kill-pid-file"
 pid_file = "{pid_file}"
-confirm_address = "{r1}"
+confirm_address = "127.0.0.1:11"
 
 [declaration]
 experiment_id = "escape-test-1"
@@ -1257,26 +1242,36 @@ min_requests = 1
 label = "chat"
 path = "/v1/chat/completions"
 "#,
-            service = bed.service(),
-            pid_file = pid_file.display()
-        ),
-    )
-    .unwrap();
-    let journal = dir.join("run.pj");
-    let (code, stdout, stderr) = percentes(&[
-        "record",
-        config.to_str().unwrap(),
-        "-o",
-        journal.to_str().unwrap(),
-        "--quiet",
-    ]);
-    drop(bed);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(
-        stdout.contains("seal: escaped (protected-budget)"),
-        "{stdout}"
+        pid_file = pid_file.display()
     );
-    assert!(stderr.contains("EXPERIMENT ESCAPED"), "{stderr}");
+    let config = percentes_formats::config::Config::parse(config.as_bytes()).unwrap();
+    // Two replicas of the demo's mock at factor 100: two slots each, 100 ms an answer.
+    let target = Target {
+        slots: Some(4),
+        ttft_ns: 12_500_000,
+        tpot_ns: 343_100,
+        tokens: 255,
+        ..Target::default()
+    };
+    let mut world = World::of(&config, target);
+    world.victim.gone = true;
+    let journal = dir.join("run.pj");
+    let summary = world.run().write(&journal).unwrap();
+    let (code, warning) = summary.exit();
+    assert_eq!(code, 2, "{:?}", summary.lines());
+    assert!(
+        summary
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("seal: escaped (protected-budget)")),
+        "{:?}",
+        summary.lines()
+    );
+    assert!(
+        warning.is_some_and(|w| w.starts_with("EXPERIMENT ESCAPED")),
+        "{:?}",
+        summary.exit()
+    );
     let (code, verdict, _) = percentes(&["verify", journal.to_str().unwrap()]);
     assert_eq!(code, 0, "an escaped seal is sealed-intact: {verdict}");
 
@@ -1326,7 +1321,7 @@ path = "/v1/chat/completions"
     };
     assert_eq!(value("experiment id"), "escape-test-1");
     assert!(
-        value("controller action").contains("SIGKILL"),
+        value("controller action").contains("kill-pid-file"),
         "{}",
         value("controller action")
     );
