@@ -2,8 +2,9 @@
 //! happened to the journal (SPEC §1, §2, §J).
 //!
 //! What a response's bytes mean (the HTTP/1.1 and event-stream parsers, and the classification of
-//! one request's fate) is the portable crate `percentes-response`, which every client here feeds
-//! its reads. The runtime parts (the pacer, the client on io_uring, the journal writer thread,
+//! one request's fate) is the portable crate [`percentes_response`], which every client here
+//! feeds its reads: HTTP/1.1 on the worker's ring, HTTP/2 through h2, the simulator's scripted
+//! target. The runtime parts (the pacer, the client on io_uring, the journal writer thread,
 //! self-check telemetry) are Linux only.
 //!
 //! What it is not for: statistics. The recorder computes nothing beyond its live progress line;
