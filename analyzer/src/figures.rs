@@ -216,13 +216,15 @@ fn window(w: &WindowReport) -> WindowFigures {
         for q in KEPT {
             let mut figure = latency(format!("{prefix}_{q}"), q, distribution);
             // A4: completions with no gap between deliveries are not "none completed".
-            if prefix == "itl" && distribution.n == 0 && w.outcomes.completed > 0 {
-                if let Some(s) = &w.streams {
-                    figure.refused = Some(format!(
-                        "no gap to read: each of the {} completed responses came in one delivery ({} deliveries in all)",
-                        w.outcomes.completed, s.deliveries
-                    ));
-                }
+            if prefix == "itl"
+                && distribution.n == 0
+                && w.outcomes.completed > 0
+                && let Some(s) = &w.streams
+            {
+                figure.refused = Some(format!(
+                    "no gap to read: each of the {} completed responses came in one delivery ({} deliveries in all)",
+                    w.outcomes.completed, s.deliveries
+                ));
             }
             figures.push(figure);
         }

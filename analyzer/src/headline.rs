@@ -350,13 +350,13 @@ fn segments(reports: &[&RecoveryReport]) -> (String, String) {
                 start.map(|s| end - s)
             })
             .collect();
-        if let Some(s) = runs::summarize(&lengths) {
-            if best.as_ref().is_none_or(|(_, b)| s.median > *b) {
-                best = Some((
-                    format!("{previous} to {name} ({:.1} s)", s.median),
-                    s.median,
-                ));
-            }
+        if let Some(s) = runs::summarize(&lengths)
+            && best.as_ref().is_none_or(|(_, b)| s.median > *b)
+        {
+            best = Some((
+                format!("{previous} to {name} ({:.1} s)", s.median),
+                s.median,
+            ));
         }
         previous = name;
     }

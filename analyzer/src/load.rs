@@ -402,14 +402,14 @@ pub fn load_verified_with(
                 Record::Event(e) => {
                     // A recorder's own cgroup seconds, kept with the journal that wrote them (a
                     // merged run's events are one timeline); a detail not in the form is skipped.
-                    if e.is(EventKind::CgroupCpu) {
-                        if let Some(cpu) = CgroupCpu::parse(&e.detail) {
-                            telemetry.cgroup.push(CgroupRow {
-                                shard: part,
-                                at_ns: e.at_ns,
-                                cpu,
-                            });
-                        }
+                    if e.is(EventKind::CgroupCpu)
+                        && let Some(cpu) = CgroupCpu::parse(&e.detail)
+                    {
+                        telemetry.cgroup.push(CgroupRow {
+                            shard: part,
+                            at_ns: e.at_ns,
+                            cpu,
+                        });
                     }
                     events.rows.push(e)
                 }

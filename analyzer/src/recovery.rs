@@ -318,10 +318,10 @@ pub fn analyze(
 
     let removal_ns = rules.amended.as_ref().and_then(|p| p.removal_ns);
     let deadline_ns = anchor_ns + timeout_ns;
-    if spec_rules.claims == Claims::Supported {
-        if let Some(removal) = removal_ns.filter(|&r| r > deadline_ns) {
-            to_pre_fault = residual_failure(removal, deadline_ns);
-        }
+    if spec_rules.claims == Claims::Supported
+        && let Some(removal) = removal_ns.filter(|&r| r > deadline_ns)
+    {
+        to_pre_fault = residual_failure(removal, deadline_ns);
     }
     let mut components = components(
         run,

@@ -409,11 +409,11 @@ pub fn evidence(
         for window in windows.unwrap_or_default() {
             let mut window = window.clone();
             // A4: the canary's bound over the span the client's times are read over.
-            if rules.canary == CanaryOver::Span {
-                if let Some((a, b)) = source.span(window.start_ns, window.end_ns) {
-                    let (a, b) = (mid(source.points[a]), mid(source.points[b]));
-                    window.canary_max_ns = canary_max(run, (a, b));
-                }
+            if rules.canary == CanaryOver::Span
+                && let Some((a, b)) = source.span(window.start_ns, window.end_ns)
+            {
+                let (a, b) = (mid(source.points[a]), mid(source.points[b]));
+                window.canary_max_ns = canary_max(run, (a, b));
             }
             out.windows
                 .push(server_window(run, (source, &client), &window, rules));
@@ -845,10 +845,11 @@ pub fn comparison(
     }
     let mean_difference_ms = server_mean_ms.zip(client_mean_ms).map(|(s, c)| c - s);
     let (mut verdict, mut why) = judge(&quantiles, canary_ms, (server_n, client_n));
-    if basis == VerdictBasis::MeansWhereBucketsCannot && verdict == "within-bounds" {
-        if let Some(judged) = judge_means(&quantiles, canary_ms, mean_difference_ms) {
-            (verdict, why) = judged;
-        }
+    if basis == VerdictBasis::MeansWhereBucketsCannot
+        && verdict == "within-bounds"
+        && let Some(judged) = judge_means(&quantiles, canary_ms, mean_difference_ms)
+    {
+        (verdict, why) = judged;
     }
     let server_share_percent = server_mean_ms
         .zip(client_mean_ms)

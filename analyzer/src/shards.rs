@@ -331,14 +331,14 @@ pub fn open_with(
         return Ok((vec![file], run));
     }
     let opened = open_manifest(path, options.trusted_key)?;
-    if let Some(head) = options.expect_head {
-        if hex(&head) != opened.manifest.binding {
-            return Err(ShardError::Refused(Refused(vec![format!(
-                "the manifest's binding {} is not the trusted head given (--expect-head {})",
-                opened.manifest.binding,
-                hex(&head)
-            )])));
-        }
+    if let Some(head) = options.expect_head
+        && hex(&head) != opened.manifest.binding
+    {
+        return Err(ShardError::Refused(Refused(vec![format!(
+            "the manifest's binding {} is not the trusted head given (--expect-head {})",
+            opened.manifest.binding,
+            hex(&head)
+        )])));
     }
     let vouched = vouched(&opened.reports[0], options);
     let run =

@@ -152,10 +152,8 @@ impl CompletionCurve {
                     crosses = true;
                 }
             }
-            if passes_a_time {
-                if let Some((before, false)) = previous {
-                    steps.push(before);
-                }
+            if passes_a_time && let Some((before, false)) = previous {
+                steps.push(before);
             }
             let keep = passes_a_time || crosses;
             if keep {

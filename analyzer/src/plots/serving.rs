@@ -58,10 +58,10 @@ fn cdf(histogram: &LatencyHistogram) -> Vec<(f64, f64)> {
         .collect();
     let step = points.len().div_ceil(CURVE_POINTS_MAX).max(1);
     let mut out: Vec<(f64, f64)> = points.iter().copied().step_by(step).collect();
-    if let (Some(&last), Some(&drawn)) = (points.last(), out.last()) {
-        if last != drawn {
-            out.push(last);
-        }
+    if let (Some(&last), Some(&drawn)) = (points.last(), out.last())
+        && last != drawn
+    {
+        out.push(last);
     }
     // A step curve: flat to each next value, then up.
     let mut steps = Vec::with_capacity(out.len() * 2);

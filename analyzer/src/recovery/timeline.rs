@@ -162,10 +162,10 @@ fn abort_conditions(run: &Run, fired: Option<u64>, confirmed: Option<u64>) -> Ve
     if run.config.fault.confirm_address.is_some() && confirmed.is_none() {
         invalid.push("the impact was never independently confirmed".into());
     }
-    if let Some(seal) = &run.report.seal {
-        if seal.status != SealStatus::Completed.name() {
-            invalid.push(format!("the run was {} ({})", seal.status, seal.reason));
-        }
+    if let Some(seal) = &run.report.seal
+        && seal.status != SealStatus::Completed.name()
+    {
+        invalid.push(format!("the run was {} ({})", seal.status, seal.reason));
     }
     invalid
 }
