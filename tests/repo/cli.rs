@@ -1195,7 +1195,9 @@ fn an_escaped_experiment_stops_load_seals_escaped_and_reports_what_to_retain() {
     let _beside = crate::beside();
     let dir = scratch("escape");
     let pid_file = dir.join("replica-1.pid");
-    std::fs::write(&pid_file, "1\n").unwrap();
+    // A pid no process can have (above any pid_max): the simulator fires no signal, and nothing
+    // else could be harmed by this file.
+    std::fs::write(&pid_file, "2147483647\n").unwrap();
     let config = format!(
         r#"schema_version = 1
 profile = "dev"
