@@ -12,11 +12,13 @@ use std::path::Path;
 use percentes_formats::journal::records::{class_name, event_kind_name, Outcome};
 use percentes_formats::journal::scrape::{ScrapeRecord, SeriesDefinition};
 use percentes_formats::journal::{hex, Header};
-use polars::prelude::*;
+use polars_core::prelude::*;
 
 use crate::frame::{Events, Requests, Telemetry, NONE};
 use crate::load::Run;
 use crate::model::Report;
+
+mod parquet;
 
 /// Rows per request-frame batch, and so per Parquet row group: polars' own default row group.
 /// The export and `query` build the request frame a batch at a time from the table, so what
@@ -41,7 +43,7 @@ fn signed(ns: u64) -> i64 {
 }
 
 /// A timestamp column, null where the table holds [`NONE`].
-fn nullable(name: &str, column: &[u64]) -> polars::prelude::Column {
+fn nullable(name: &str, column: &[u64]) -> Column {
     let values: Int64Chunked = column
         .iter()
         .map(|&v| (v != NONE).then_some(signed(v)))
@@ -50,13 +52,13 @@ fn nullable(name: &str, column: &[u64]) -> polars::prelude::Column {
 }
 
 /// A timestamp column with no absent value.
-fn times(name: &str, column: &[u64]) -> polars::prelude::Column {
+fn times(name: &str, column: &[u64]) -> Column {
     let values: Vec<i64> = column.iter().map(|&v| signed(v)).collect();
     Column::new(name.into(), values)
 }
 
 /// A count column, null where the table holds `u32::MAX` (not reported).
-fn nullable32(name: &str, column: &[u32]) -> polars::prelude::Column {
+fn nullable32(name: &str, column: &[u32]) -> Column {
     let values: UInt32Chunked = column
         .iter()
         .map(|&v| (v != u32::MAX).then_some(v))
@@ -65,11 +67,7 @@ fn nullable32(name: &str, column: &[u32]) -> polars::prelude::Column {
 }
 
 /// A string column of `len` rows, each named by `value` (`None` is null).
-fn strings<'a>(
-    name: &str,
-    len: usize,
-    value: impl Fn(usize) -> Option<&'a str>,
-) -> polars::prelude::Column {
+fn strings<'a>(name: &str, len: usize, value: impl Fn(usize) -> Option<&'a str>) -> Column {
     let mut builder = StringChunkedBuilder::new(name.into(), len);
     for row in 0..len {
         builder.append_option(value(row));
@@ -124,7 +122,7 @@ pub fn requests_frame(
                 .map_or("", |i| unknown[i].1.as_str())
         })
     };
-    let latency = |name: &str, times: &[u64]| -> polars::prelude::Column {
+    let latency = |name: &str, times: &[u64]| -> Column {
         let values: Int64Chunked = (0..len)
             .map(|row| {
                 (completed(row) && times[row] != NONE)
@@ -224,13 +222,13 @@ pub fn requests_frame(
 fn stream_columns(
     requests: &Requests,
     rows: Range<usize>,
-    latency: impl Fn(&str, &[u64]) -> polars::prelude::Column,
-) -> Vec<polars::prelude::Column> {
+    latency: impl Fn(&str, &[u64]) -> Column,
+) -> Vec<Column> {
     let len = rows.len();
     let none64 = vec![NONE; len];
     let none32 = vec![u32::MAX; len];
     let Some(s) = &requests.streams else {
-        let mut out: Vec<polars::prelude::Column> = [
+        let mut out: Vec<Column> = [
             "first_delta_ns",
             "first_answer_ns",
             "first_reasoning_ns",
@@ -567,25 +565,20 @@ pub fn parquet_in_batches(
     let mut batches = request_batches(&run.requests, &phases, &routes, batch_rows);
     let first = batches.next().transpose()?.unwrap_or_default();
     let file = std::fs::File::create(path)?;
-    let mut writer = ParquetWriter::new(file)
-        .with_compression(ParquetCompression::Zstd(None))
-        .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)))
-        .batched(first.schema())?;
+    let mut writer = parquet::Writer::new(file, first.schema())?;
     let mut rows = first.height();
-    writer.write_batch(&first)?;
+    writer.write(&first)?;
     drop(first);
     for batch in batches {
         let batch = batch?;
         rows += batch.height();
-        writer.write_batch(&batch)?;
+        writer.write(&batch)?;
     }
-    writer.finish()?;
+    writer.finish(metadata)?;
     if !run.scrapes.is_empty() {
         let mut frame = server_frame(&run.scrapes)?;
         let file = std::fs::File::create(server_path(path))?;
-        ParquetWriter::new(file)
-            .with_compression(ParquetCompression::Zstd(None))
-            .finish(&mut frame)?;
+        parquet::write_frame(file, &mut frame)?;
     }
     Ok(rows)
 }

@@ -17,9 +17,11 @@ use std::fmt;
 #[cfg(feature = "query")]
 use std::ops::ControlFlow;
 
-use polars::prelude::*;
+#[cfg(feature = "query")]
+use polars::prelude::IntoLazy;
 #[cfg(feature = "query")]
 use polars::sql::SQLContext;
+use polars_core::prelude::*;
 #[cfg(feature = "query")]
 use sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 #[cfg(feature = "query")]

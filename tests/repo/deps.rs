@@ -63,19 +63,37 @@ const NOT_IN_THE_ANALYZER: &[&str] = &[
     "percentes-study",
 ];
 
+/// The polars crates the analyzer names in its default build: the walks that ask what reaches
+/// it other than through polars cut the graph at these (`cargo tree` refuses to prune a package
+/// the graph lacks).
+const POLARS: &[&str] = &["polars-core", "polars-parquet"];
+
+/// The same with `query`, which names the `polars` crate too.
+const POLARS_QUERY: &[&str] = &["polars", "polars-core", "polars-parquet"];
+
 #[test]
 fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
     // `cargo tree` resolves the whole graph on one core, and reads no time: light work.
     let _machine = crate::beside();
     let deps = reachable("percentes-analyzer");
     assert!(
-        deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars"),
+        deps.contains("memmap2") && deps.contains("blake3") && deps.contains("polars-parquet"),
         "the walk must see transitive dependencies: {deps:?}"
     );
     assert!(
         !deps.contains("polars-sql"),
         "polars' SQL engine is in the default build: `query` must stay a feature that is off"
     );
+    // The default build names polars-core and polars-parquet, not the `polars` crate, whose
+    // Parquet feature brings its streaming engine's categorical dtype and polars-ops (1.2 MB of
+    // the shipped binary that no column uses), nor polars-io, whose Parquet feature brings four
+    // codecs the export does not write (BENCHMARKS.md "A binary to ship").
+    for heavy in ["polars", "polars-ops", "polars-io", "brotli", "lz4-sys"] {
+        assert!(
+            !deps.contains(heavy),
+            "{heavy} is in the analyzer's default build"
+        );
+    }
     for banned in NOT_IN_THE_ANALYZER {
         assert!(
             !deps.contains(*banned),
@@ -84,7 +102,7 @@ fn the_analyzer_has_no_io_uring_runtime_or_network_stack() {
     }
     // polars-core links tokio (with its `net` feature) as its internal task runtime; nothing in
     // the analyzer calls it for I/O. Any other path to an async runtime is a regression.
-    let without_polars = reachable_pruned("percentes-analyzer", &["polars"], &[]);
+    let without_polars = reachable_pruned("percentes-analyzer", POLARS, &[]);
     assert!(
         !without_polars.contains("tokio") && !without_polars.contains("mio"),
         "tokio reaches the analyzer other than through polars"
@@ -109,7 +127,7 @@ fn the_query_features_network_stack_comes_only_through_polars() {
     ] {
         assert!(!deps.contains(banned), "`query` brings {banned}");
     }
-    let without_polars = reachable_pruned("percentes-analyzer", &["polars"], &["query"]);
+    let without_polars = reachable_pruned("percentes-analyzer", POLARS_QUERY, &["query"]);
     for banned in NOT_IN_THE_ANALYZER
         .iter()
         .chain(&["tokio", "mio", "object_store"])
@@ -117,6 +135,33 @@ fn the_query_features_network_stack_comes_only_through_polars() {
         assert!(
             !without_polars.contains(*banned),
             "{banned} reaches the analyzer's `query` other than through polars"
+        );
+    }
+}
+
+/// The interval logs' bytes are zlib-rs's deflate (analyzer/Cargo.toml): the build users make,
+/// not only the tests' (whose dev-dependencies turn on more features), must choose it.
+#[test]
+fn the_interval_logs_deflate_is_zlib_rs_in_the_default_build() {
+    let _machine = crate::beside();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    for root in ["percentes-analyzer", "percentes"] {
+        let out = Command::new(&cargo)
+            .args(["tree", "--locked", "--offline", "-e", "normal,features"])
+            .args(["--prefix", "none", "-i", "flate2", "-p", root])
+            .current_dir(super::golden::root())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("flate2 feature \"zlib-rs\"")),
+            "{root}'s default build writes interval logs with another deflate backend:\n{text}"
         );
     }
 }

@@ -871,7 +871,8 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 #[test]
 fn the_parquet_export_has_one_row_per_scheduled_request() {
-    use polars::prelude::*;
+    use polars_core::prelude::*;
+    use polars_io::prelude::*;
     let file = journal_file("export.pj", &a1_journal());
     let run = crate::load::load(&file).unwrap();
     let scheduled = run.requests.len();
@@ -925,7 +926,8 @@ fn the_parquet_export_has_one_row_per_scheduled_request() {
 /// both against the frame made from the whole table at once.
 #[test]
 fn the_parquet_export_in_batches_and_from_spill_files_holds_the_same_frame() {
-    use polars::prelude::*;
+    use polars_core::prelude::*;
+    use polars_io::prelude::*;
     let file = journal_file("export-batches.pj", &a1_journal());
     let dir = std::env::temp_dir().join(format!("percentes-export-b-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

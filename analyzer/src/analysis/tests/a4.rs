@@ -245,7 +245,7 @@ fn a_tool_call_only_answer_has_a_first_token_and_a_tpot() {
 /// several (here the first request's, made 9), null without a stream record.
 #[test]
 fn the_export_carries_each_requests_first_delivery() {
-    use polars::prelude::AnyValue;
+    use polars_core::prelude::AnyValue;
     // The first request's first nine deltas in one read: one delivery of 9, the tenth's gap
     // now from the first (the gaps still sum to the span).
     let bytes = synthetic::with_records(&reasoning_journal(380, (20, 10)), |records| {
