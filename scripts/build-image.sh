@@ -9,6 +9,8 @@
 #   SKIP_RUN=1 scripts/build-image.sh # build only
 #   PODMAN_RUNTIME=runc scripts/...   # a host whose cgroups are hybrid (v1 controllers beside
 #                                     # v2), which crun refuses to run on (apt-get install runc)
+#   CARGO_TARGET_DIR=DIR scripts/...  # cargo's target folder elsewhere (the image's context stays
+#                                     # in target/image)
 #
 # The runs set their limits below the host's (`--ulimit`): where root lacks CAP_SYS_RESOURCE
 # (a container or sandboxed VM), the runtime may not raise a limit to podman's defaults.
@@ -29,8 +31,11 @@ start=$(date +%s)
 CC_x86_64_unknown_linux_musl=musl-gcc \
     cargo build --profile dist --locked -p percentes --target "$target"
 built=$(( $(date +%s) - start ))
-bin="target/$target/dist/percentes"
+bin="${CARGO_TARGET_DIR:-target}/$target/dist/percentes"
 file "$bin" | grep -q "static" || { echo "$bin is not statically linked: $(file "$bin")" >&2; exit 1; }
+# Its relocations packed (.cargo/config.toml), unless a RUSTFLAGS of the caller's replaced that.
+readelf -d "$bin" | grep -q "(RELR)" ||
+    echo "warning: $bin has no packed relocations (DT_RELR), 1.6 MB more: RUSTFLAGS in the environment replaces .cargo/config.toml's" >&2
 
 # Stripped for the image; the symbol table kept beside it, linked by build id and debuglink, for a
 # crash report's addresses (objcopy --only-keep-debug, the GNU way), with the line tables rustc
