@@ -126,6 +126,8 @@ fn pages(
     leaves
         .into_iter()
         .map(|encoded| {
+            // The compressor takes polars-parquet's own error type: an encoding error travels
+            // in it by its message, as in polars-io's writer.
             let encoded = encoded.map(|page| {
                 page.map_err(|error| ParquetError::FeatureNotSupported(error.to_string()))
             });
