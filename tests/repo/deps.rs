@@ -12,25 +12,25 @@ fn reachable(root: &str) -> BTreeSet<String> {
 /// As [`reachable`], without the subtrees of the `pruned` packages, with `features` of `root`
 /// turned on.
 fn reachable_pruned(root: &str, pruned: &[&str], features: &[&str]) -> BTreeSet<String> {
+    let mut args: Vec<String> = pruned.iter().map(|p| format!("--prune={p}")).collect();
+    args.extend(features.iter().map(|f| format!("--features={f}")));
+    args.extend(["-e", "normal", "--format", "{p}", "-p", root].map(String::from));
+    let out = cargo_tree(&args);
+    let names: BTreeSet<String> = out
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect();
+    assert!(names.contains(root), "cargo tree did not list {root}");
+    names
+}
+
+/// `cargo tree` of the locked graph with `args`, in the repository, without the network:
+/// its output, one line per entry with no tree drawing.
+fn cargo_tree(args: &[String]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let prune_args: Vec<String> = pruned.iter().map(|p| format!("--prune={p}")).collect();
-    let feature_args: Vec<String> = features.iter().map(|f| format!("--features={f}")).collect();
     let out = Command::new(cargo)
-        .arg("tree")
-        .args(&prune_args)
-        .args(&feature_args)
-        .args([
-            "--locked",
-            "--offline",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-            "-p",
-            root,
-        ])
+        .args(["tree", "--locked", "--offline", "--prefix", "none"])
+        .args(args)
         .current_dir(super::golden::root())
         .output()
         .unwrap();
@@ -39,13 +39,7 @@ fn reachable_pruned(root: &str, pruned: &[&str], features: &[&str]) -> BTreeSet<
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let names: BTreeSet<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
-        .collect();
-    assert!(names.contains(root), "cargo tree did not list {root}");
-    names
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// What must never reach the analyzer: the recorder's runtime, an HTTP client or server, TLS,
@@ -144,20 +138,9 @@ fn the_query_features_network_stack_comes_only_through_polars() {
 #[test]
 fn the_interval_logs_deflate_is_zlib_rs_in_the_default_build() {
     let _machine = crate::beside();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for root in ["percentes-analyzer", "percentes"] {
-        let out = Command::new(&cargo)
-            .args(["tree", "--locked", "--offline", "-e", "normal,features"])
-            .args(["--prefix", "none", "-i", "flate2", "-p", root])
-            .current_dir(super::golden::root())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text =
+            cargo_tree(&["-e", "normal,features", "-i", "flate2", "-p", root].map(String::from));
         assert!(
             text.lines()
                 .any(|l| l.starts_with("flate2 feature \"zlib-rs\"")),
