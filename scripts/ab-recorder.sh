@@ -29,7 +29,8 @@ for round in $(seq 1 "$rounds"); do
     fi
     /usr/bin/time -f "%U %S" -o "$work/cpu" taskset -c 1 "$bin" record "$work/run.toml" \
       -o "$work/run.pj" --force --quiet "${extra[@]}" > /dev/null 2>&1 || true
-    cpu=$(awk '{print $1 + $2}' "$work/cpu")
+    # The last line: a run that exits non-zero (its gates failed) puts a line of its own first.
+    cpu=$(awk 'END {print $1 + $2}' "$work/cpu")
     "$bin" inspect "$work/run.pj" --records --kind request | python3 -c "
 import json, sys
 skew, new, n = [], 0, 0
