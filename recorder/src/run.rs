@@ -66,10 +66,7 @@ use escape_watch::EscapeWatch;
 use fault::fault_thread;
 use ground::Host;
 use host::now_ns;
-use host::{
-    allowed_cpus, check_connection_floor, host_facts, ignore_file_size_signal, placement_fact,
-    raise_open_file_limit,
-};
+use host::{allowed_cpus, host_facts, ignore_file_size_signal, placement_fact, ready_descriptors};
 use pacer::{deferred_task_work_available, io_uring_usable, worker};
 use preflight::preflight;
 use probes::observers;
@@ -283,8 +280,8 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
         RunPlan::new(config, options.workers).and_then(|plan| plan.for_shard(options.shard))?,
     );
     let workers = plan.workers;
-    let open_files = raise_open_file_limit();
-    check_connection_floor(&plan, open_files)?;
+    // Before any thread of the run exists: a table grown mid-run stalls the thread that grew it.
+    let open_files = ready_descriptors(&plan)?;
     ignore_file_size_signal();
     if options.progress != Progress::Quiet {
         for warning in config.warnings() {

@@ -1,6 +1,7 @@
 //! Facts about the recording host and its clocks: the monotonic clock, CPU accounting from
 //! /proc, the CPUs this process may use, and the host facts the journal header carries.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
 use percentes_formats::config::Config;
@@ -257,6 +258,71 @@ pub(super) fn check_connection_floor(plan: &RunPlan, open_files: u64) -> Result<
     Ok(())
 }
 
+/// The process's descriptors made ready for `plan`, before any thread of the run exists: the
+/// open-file limit raised to its hard limit, the connection floor checked against it, and the
+/// descriptor table grown ahead ([`presize_descriptor_table`]). Returns the limit in force.
+pub(super) fn ready_descriptors(plan: &RunPlan) -> Result<u64, RecordError> {
+    let open_files = raise_open_file_limit();
+    check_connection_floor(plan, open_files)?;
+    presize_descriptor_table(descriptors_wanted(plan), open_files);
+    Ok(open_files)
+}
+
+/// The descriptors a run may hold at once, to size the descriptor table for before it starts:
+/// the recorder's own, the connection floor, and a connection for each request in flight were
+/// every request to run to its deadline at the schedule's peak rate, twice over for the pool's
+/// idle connections and an arrival burst above the mean. An estimate, not a limit: a run that
+/// outgrows it grows the table as it would have anyway.
+pub(super) fn descriptors_wanted(plan: &RunPlan) -> u64 {
+    let peak_rps = plan
+        .params
+        .phases
+        .iter()
+        .map(|p| p.rate_rps)
+        .fold(0.0, f64::max);
+    // A float past u64's range saturates in the cast; the sum saturates too.
+    let in_flight = (2.0 * peak_rps * plan.timeout.as_secs_f64()).ceil() as u64;
+    DESCRIPTORS_BESIDES_CONNECTIONS
+        .saturating_add((plan.connections_per_worker * plan.workers) as u64)
+        .saturating_add(in_flight)
+}
+
+/// Grows this process's descriptor table, before the run's threads start, to hold
+/// `descriptors` (at most `open_files`, the limit in force), so that it never grows during the
+/// run.
+///
+/// The kernel doubles a process's table of open files when a new descriptor does not fit, and
+/// while threads share the table it waits for an RCU grace period before the new one is used
+/// (`expand_fdtable`). The wait falls on whichever thread opened the descriptor: in a run, the
+/// worker, inside the `io_uring_enter` whose socket operation opens a connection, blocked 5-15 ms
+/// on the project's VM while the requests due meanwhile went out late (BENCHMARKS.md, "The
+/// container stall, found"). Grown here, while the process has one thread, the table costs no
+/// wait at all (a process with threads of its own already, as `demo` with its mock, waits once,
+/// before the run), and its memory is about 8 bytes a descriptor.
+pub(super) fn presize_descriptor_table(descriptors: u64, open_files: u64) {
+    let size = descriptors.min(open_files);
+    // The table starts at 64 entries; a descriptor numbered `size - 1` makes it hold `size`.
+    let Ok(highest) = libc::c_int::try_from(size.saturating_sub(1)) else {
+        return;
+    };
+    if highest < 64 {
+        return;
+    }
+    let Ok(null) = std::fs::File::open("/dev/null") else {
+        return;
+    };
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor this function owns onto the lowest free
+    // number at or above `highest`; the duplicate, when there is one, is owned here and closed
+    // when `OwnedFd` drops. Failure (a limit lowered meanwhile) leaves the table as it was.
+    #[allow(unsafe_code)]
+    unsafe {
+        let copy = libc::fcntl(null.as_raw_fd(), libc::F_DUPFD_CLOEXEC, highest);
+        if copy >= 0 {
+            drop(OwnedFd::from_raw_fd(copy));
+        }
+    }
+}
+
 /// A file-size limit (RLIMIT_FSIZE) reached by the journal is then a write error the writer
 /// handles (stop, drain, seal or leave the prefix), not SIGXFSZ killing the process mid-block.
 pub(super) fn ignore_file_size_signal() {
@@ -301,4 +367,53 @@ pub(super) fn placement_fact(cpus: Option<&[usize]>, allowed: &[usize], workers:
 
 pub(super) fn now_ns(epoch: Instant) -> u64 {
     Instant::now().saturating_duration_since(epoch).as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table's size, as the kernel reports it (`FDSize` in /proc/self/status).
+    fn table_size() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+        line["FDSize:".len()..].trim().parse().unwrap()
+    }
+
+    /// The table holds what was asked for once it is presized, within the open-file limit, and
+    /// a request past the limit stops at it rather than failing. Run alone, the test process's
+    /// table is far smaller than 4,096 until it is presized.
+    #[test]
+    fn the_descriptor_table_is_grown_once_to_what_the_run_may_hold() {
+        let limit = raise_open_file_limit();
+        let want = 4_096.min(limit);
+        assert!(
+            want > 256,
+            "the open-file limit here is {limit}: too low to test with"
+        );
+        presize_descriptor_table(want, limit);
+        assert!(
+            table_size() >= want,
+            "FDSize {} after presizing for {want}",
+            table_size()
+        );
+        // Past the limit: the table grows to the limit at most, and nothing fails.
+        presize_descriptor_table(u64::MAX, limit.min(8_192));
+        assert!(table_size() >= limit.min(8_192));
+        // Nothing to do below the starting size, and no call leaves its duplicate open (other
+        // tests open descriptors meanwhile, at the lowest free numbers, far below these).
+        presize_descriptor_table(10, limit);
+        presize_descriptor_table(want, limit);
+        let high = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+            .filter(|&fd| fd >= want - 1)
+            .count();
+        assert_eq!(
+            high,
+            0,
+            "a duplicate at or above {} was left open",
+            want - 1
+        );
+    }
 }

@@ -288,6 +288,9 @@ mod tests {
         assert_eq!(plan.timeout, Duration::from_secs(3));
         // Floor 4 a replica, three replicas, two workers.
         assert_eq!(plan.connections_per_worker, 6);
+        // The descriptor table is sized ahead for the recorder's 16, the floor's 12, and twice
+        // the 5 rps peak times the 3 s timeout: 58.
+        assert_eq!(super::super::host::descriptors_wanted(&plan), 16 + 12 + 30);
         assert_eq!(plan.streams, vec![true, false]);
         assert_eq!(plan.inject_at_ns, None);
         assert_eq!(plan.requests, plan.params.iter().count() as u64);
