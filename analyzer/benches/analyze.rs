@@ -97,9 +97,8 @@ fn main() {
             } else {
                 args.iter().map(|a| a.parse().unwrap()).collect()
             };
-            let dir = std::env::temp_dir()
-                .join(format!("percentes-analyze-bench-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
+            // The journals (gigabytes at 10 M requests) go with the folder when the run ends.
+            let dir = percentes_testkit::Scratch::new("analyze-bench");
             println!("| requests | journal | table | verify + load | analyze (windows, estimators, gates, audit, gap pass) | write reports | total | peak RSS (VmHWM) | peak RSS after load | peak anonymous | peak file-backed |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|");
             for requests in sizes {

@@ -92,9 +92,8 @@ fn main() {
             } else {
                 args.iter().map(|a| a.parse().unwrap()).collect()
             };
-            let dir =
-                std::env::temp_dir().join(format!("percentes-verify-bench-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
+            // The journals go with the folder when the run ends.
+            let dir = percentes_testkit::Scratch::new("verify-bench");
             let raw: f64 = common::child(&["raw", "256"]).trim().parse().unwrap();
             println!("raw single-core BLAKE3 (in memory, best of 3): {raw:.3} GB/s");
             println!("| journal | requests | verify time | verify speed | share of raw BLAKE3 | keyed hashing alone over the map | peak RSS (VmHWM) | anonymous RSS |");

@@ -191,8 +191,7 @@ mod tests {
 
     #[test]
     fn open_verify_and_decode_a_file() {
-        let dir = std::env::temp_dir().join(format!("percentes-analyzer-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("analyzer");
         let path = dir.join("small.pj");
         std::fs::write(&path, synthetic::small_sealed()).unwrap();
         let journal = JournalFile::open(&path).unwrap();

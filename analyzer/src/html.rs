@@ -412,7 +412,8 @@ mod tests {
     fn the_page_leads_with_the_run_then_its_figures_then_the_plots() {
         use percentes_formats::journal::synthetic;
         let bytes = synthetic::bytes(&synthetic::golden_config(), &synthetic::Options::default());
-        let path = std::env::temp_dir().join(format!("percentes-html-{}.pj", std::process::id()));
+        let scratch = percentes_testkit::Scratch::new("html");
+        let path = scratch.join("run.pj");
         std::fs::write(&path, bytes).unwrap();
         let file = crate::JournalFile::open(&path).unwrap();
         let run = crate::load::load(&file).unwrap();

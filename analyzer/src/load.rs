@@ -779,8 +779,7 @@ mod tests {
     fn file(name: &str, bytes: &[u8]) -> JournalFile {
         // One name per test: two tests of one process writing one file race (a journal is
         // mapped while the other rewrites it).
-        let dir = std::env::temp_dir().join(format!("percentes-load-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("load");
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         JournalFile::open(&path).unwrap()

@@ -596,14 +596,13 @@ mod tests {
     #[test]
     fn the_request_table_stacked_from_batches_is_the_one_made_whole() {
         use percentes_formats::journal::synthetic;
-        let dir = std::env::temp_dir().join(format!("percentes-query-b-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("query-b");
         let path = dir.join("run.pj");
         std::fs::write(&path, synthetic::small_sealed()).unwrap();
         let file = crate::JournalFile::open(&path).unwrap();
         let spilled = crate::load::Options {
             table_memory: 0,
-            spill_dir: dir.clone(),
+            spill_dir: dir.to_path_buf(),
             ..Default::default()
         };
         let load = |options: &crate::load::Options| {

@@ -103,8 +103,7 @@ mod tests {
 
     #[test]
     fn a_file_is_read_to_its_limit_and_refused_past_it() {
-        let dir = std::env::temp_dir().join(format!("percentes-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("files");
         let path = dir.join("four");
         std::fs::write(&path, b"abcd").unwrap();
         assert_eq!(read_bounded(&path, 4, "a test file").unwrap(), b"abcd");
@@ -134,8 +133,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("character device"), "{err}");
-        let dir = std::env::temp_dir().join(format!("percentes-fifo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("fifo");
         let fifo = dir.join("pipe");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         assert!(

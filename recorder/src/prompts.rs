@@ -559,9 +559,7 @@ mod tests {
     }
 
     fn scratch(name: &str, text: &str) -> String {
-        let dir = std::env::temp_dir().join(format!("percentes-prompts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
+        let path = percentes_testkit::shared_folder("prompts").join(name);
         std::fs::write(&path, text).unwrap();
         path.to_str().unwrap().to_owned()
     }

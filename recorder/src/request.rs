@@ -1178,8 +1178,7 @@ tool_choice = "f""#;
         assert_eq!(third, format!("{shared}{} {} {}", own(0), own(1), own(2)));
         assert!(third.starts_with(&prompt(40, 1)));
         // A conversation prompt set cannot be resent as text.
-        let dir = std::env::temp_dir().join(format!("pct-history-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("history");
         // The route's prompts from a file of `format` holding `contents`, and the template.
         let from_file = |name: &str, contents: &str, format: &str| {
             let file = dir.join(name);
@@ -1372,9 +1371,7 @@ tool_choice = "f""#;
 
     /// `config` with route 0 reading `file` (written with `text`) in its default format.
     fn with_prompts(name: &str, text: &str, profile: &str, kind: &str) -> Config {
-        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
+        let path = percentes_testkit::shared_folder("request").join(name);
         std::fs::write(&path, text).unwrap();
         let base = config("", kind, profile);
         let text = std::str::from_utf8(base.raw_bytes()).unwrap().to_owned()
@@ -1388,8 +1385,7 @@ tool_choice = "f""#;
     /// `verify.structured`, each prompt has its own checks, lines with the same parts sharing them.
     #[test]
     fn each_line_sends_and_is_checked_by_its_own_parts() {
-        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("request");
         std::fs::write(dir.join("dot.gif"), b"GIF89a").unwrap();
         let forced = r#""tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": ["q"]}}}], "tool_choice": "f""#;
         let text = [
@@ -1592,8 +1588,7 @@ tool_choice = "f""#;
           {"conversations": [{"from": "human", "value": "No reply here."}]},
           {"conversations": [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "Why?"}, {"from": "gpt", "value": "unanticipated"}]}
         ]"#;
-        let dir = std::env::temp_dir().join(format!("percentes-request-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("request");
         let path = dir.join("replies.json");
         std::fs::write(&path, text).unwrap();
         let tokenizer_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/tokenizer.json");

@@ -94,8 +94,7 @@ fn try_run(
         addr.port()
     );
     let config = Config::parse(text.as_bytes()).unwrap();
-    let output =
-        std::env::temp_dir().join(format!("percentes-tls-{}-{name}.pj", std::process::id()));
+    let output = percentes_testkit::shared_folder("tls").join(format!("{name}.pj"));
     let options = Options {
         force: true,
         ..Options::new(output.clone())
@@ -128,7 +127,8 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
     let certificate = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let pem = certificate.cert.pem();
     let addr = tls_server(certificate);
-    let ca = std::env::temp_dir().join(format!("percentes-tls-{}-ca.pem", std::process::id()));
+    let scratch = percentes_testkit::Scratch::new("tls-ca");
+    let ca = scratch.join("ca.pem");
     std::fs::write(&ca, pem).unwrap();
 
     let (path, _) = run(

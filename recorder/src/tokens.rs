@@ -265,8 +265,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_tokenizer_is_refused_by_name() {
-        let dir = std::env::temp_dir().join(format!("percentes-tokens-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("tokens");
         let bad = dir.join("tokenizer.json");
         std::fs::write(&bad, "{\"not\": \"a tokenizer\"}").unwrap();
         let error = refused(ModelTokenizer::load(bad.to_str().unwrap()));

@@ -554,8 +554,7 @@ mod tests {
     /// a replica gets its own quota group, and dropping the placement removes them all.
     #[test]
     fn v1_groups_are_made_with_their_cpus_and_quotas_and_removed() {
-        let root = std::env::temp_dir().join(format!("percentes-placement-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = percentes_testkit::Scratch::new("placement");
         std::fs::create_dir_all(root.join("proc/self")).unwrap();
         let mut mountinfo = String::new();
         for (i, c) in ["cpuset", "cpu", "cpuacct"].iter().enumerate() {

@@ -1106,8 +1106,7 @@ mod tests {
 
     #[test]
     fn an_earlier_runs_outputs_are_removed_and_nothing_else() {
-        let dir = std::env::temp_dir().join(format!("percentes-prepare-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = percentes_testkit::Scratch::new("prepare");
         std::fs::create_dir_all(dir.join("report")).unwrap();
         for f in [
             "run.toml",
@@ -1137,7 +1136,8 @@ mod tests {
             "inline",
         )
         .unwrap();
-        let out = std::env::temp_dir().join(format!("percentes-refused-{}", std::process::id()));
+        let scratch = percentes_testkit::Scratch::new("refused");
+        let out = scratch.join("out");
         let tool = Tool::of("test", "test");
         let e = run(&refused, &out, false, Timing::Dev(100), &tool, false)
             .unwrap_err()

@@ -28,10 +28,9 @@ use percentes_recorder::run::{self, Options};
 use percentes_scenarios::config::MockConfig;
 use percentes_scenarios::mock;
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-acceptance-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("acceptance").join(name)
 }
 
 /// A single-replica dev config. `stream = false` (one body per request, its arrival the first

@@ -2,11 +2,8 @@
 
 use super::golden::{percentes, root};
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> percentes_testkit::Scratch {
+    percentes_testkit::Scratch::new(&format!("cli-{name}"))
 }
 
 #[test]
@@ -1579,7 +1576,7 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
     };
     // Each rate's run of stated lengths: 0.3 s warm-up, 1.5 s measured.
     let dev = "warmup_s = 0.3\nmeasure_s = 1.5\ncooldown_s = 0";
-    let (code, out) = simulated_sweep("sweep", replica, (dev, "", ""), &[10.0, 20.0, 40.0]);
+    let (code, out, _dir) = simulated_sweep("sweep", replica, (dev, "", ""), &[10.0, 20.0, 40.0]);
     assert_eq!(code, std::process::ExitCode::SUCCESS);
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();
@@ -1644,13 +1641,18 @@ fn a_sweep_records_each_rate_and_reports_latency_against_load() {
 /// binary's own tests read theirs: the `[dev]` table's keys (`sections.0`: a time factor or
 /// stated durations), the configuration's sections before the route (`sections.1`) and the
 /// route's own further lines (`sections.2`); each rate recorded by the recorder's simulator
-/// (the production worker loop on simulated time). The sweep's exit and folder.
+/// (the production worker loop on simulated time). The sweep's exit, its folder, and the
+/// scratch folder that holds it (removed when dropped).
 fn simulated_sweep(
     name: &str,
     replica: percentes_recorder::run::sim::Target,
     sections: (&str, &str, &str),
     rates: &[f64],
-) -> (std::process::ExitCode, std::path::PathBuf) {
+) -> (
+    std::process::ExitCode,
+    std::path::PathBuf,
+    percentes_testkit::Scratch,
+) {
     use percentes_recorder::run::sim::World;
     let _beside = crate::beside();
     let dir = scratch(name);
@@ -1673,7 +1675,7 @@ fn simulated_sweep(
     ));
     let out = dir.join("out");
     let code = percentes_study::sweep::sweep(&config, rates, &out, true, true, &tool).unwrap();
-    (code, out)
+    (code, out, dir)
 }
 
 /// Calibration sends its load to the replica's own address as a URL, which an SRV name is not:
@@ -3273,7 +3275,7 @@ fn a_sweep_names_the_capacity_under_a_declared_slo() {
     let route = "output_tokens = { kind = \"fixed\", tokens = 80 }\n";
     // Factor 100: the 0.3 s timeout it brings ends the 60 rps step's backlog promptly.
     let sections = ("time_factor = 100", slo, route);
-    let (code, out) = simulated_sweep("sweep-slo", replica, sections, &[3.0, 60.0]);
+    let (code, out, _dir) = simulated_sweep("sweep-slo", replica, sections, &[3.0, 60.0]);
     assert_eq!(code, std::process::ExitCode::SUCCESS);
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("sweep.json")).unwrap()).unwrap();

@@ -621,7 +621,7 @@ fn kubectl_accepts_every_manifest_in_a_client_dry_run() {
         "http://{}",
         super::kube::fake_api(Default::default(), Default::default())
     );
-    let home = std::env::temp_dir().join(format!("percentes-kubectl-{}", std::process::id()));
+    let home = percentes_testkit::Scratch::new("kubectl");
     for manifest in [
         "deploy/recorder-job.yaml",
         "deploy/l7-proxy.yaml",
@@ -684,8 +684,7 @@ exit 0
 #[test]
 fn the_campaign_script_records_collects_merges_and_summarizes() {
     let _machine = crate::beside();
-    let dir = std::env::temp_dir().join(format!("percentes-campaign-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = percentes_testkit::Scratch::new("campaign");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let kubectl = bin.join("kubectl");
@@ -806,8 +805,7 @@ int main(int argc, char **argv) {
 #[test]
 fn record_refuses_at_start_when_a_seccomp_profile_refuses_io_uring() {
     let _beside = crate::beside();
-    let dir = std::env::temp_dir().join(format!("percentes-deploy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("deploy");
     let source = dir.join("refuse-io-uring.c");
     std::fs::write(&source, REFUSE_IO_URING_C).unwrap();
     let helper = dir.join("refuse-io-uring");

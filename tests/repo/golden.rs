@@ -656,12 +656,10 @@ fn a_spilled_request_table_analyzes_to_the_same_reports() {
     use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{load, report, JournalFile};
     let dir = root().join("golden/runs");
-    let spill_dir =
-        std::env::temp_dir().join(format!("percentes-spill-test-{}", std::process::id()));
-    std::fs::create_dir_all(&spill_dir).unwrap();
+    let spill_dir = percentes_testkit::Scratch::new("spill");
     let spilled = load::Options {
         table_memory: 0,
-        spill_dir: spill_dir.clone(),
+        spill_dir: spill_dir.to_path_buf(),
         ..Default::default()
     };
     let analyzer = Analyzer {
@@ -833,8 +831,7 @@ fn the_report_page_renders_in_a_browser_with_its_summary_first() {
     let _machine = crate::beside();
     use percentes_analyzer::model::Analyzer;
     use percentes_analyzer::{analysis, load, report, JournalFile};
-    let dir = std::env::temp_dir().join(format!("percentes-screenshot-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = percentes_testkit::Scratch::new("screenshot");
     let file =
         JournalFile::open(&root().join("golden/runs/demo-clean-delete-factor10.pj")).unwrap();
     let run = load::load(&file).unwrap();
@@ -903,9 +900,7 @@ fn the_report_page_renders_in_a_browser_with_its_summary_first() {
     assert!(at("<table class=\"identity\">") < summary);
     assert!(summary < at("<h2>Plots</h2>"));
     assert!(at("<h2>Plots</h2>") < at("<h2>Validity"));
-    let vllm =
-        std::env::temp_dir().join(format!("percentes-screenshot-vllm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&vllm);
+    let vllm = percentes_testkit::Scratch::new("screenshot-vllm");
     let file = JournalFile::open(&root().join("golden/runs/replica-loss-vllm-factor5.pj")).unwrap();
     let run = load::load(&file).unwrap();
     let result = analysis::analyze(&run, &file, Spec::CURRENT, &analyzer);

@@ -21,10 +21,9 @@ use percentes_formats::journal::records::{class_name, ExtensionKey, Record, Requ
 use percentes_formats::journal::Verdict;
 use percentes_recorder::run::{self, Options, RecordError};
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-http2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("http2").join(name)
 }
 
 /// A folder of its own under [`scratch`].

@@ -59,8 +59,7 @@ fn the_independent_verifier_agrees_on_every_golden_and_on_damage() {
     if python().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-independent-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("independent");
     let mut paths: Vec<String> = ["sealed", "aborted", "torn", "signed"]
         .iter()
         .map(|n| format!("golden/v1/{n}.pj"))
@@ -523,11 +522,7 @@ fn the_independent_verifier_reads_and_judges_stream_records_as_analyze_does() {
     }
     use percentes_formats::journal::records::Record;
     use percentes_formats::journal::synthetic;
-    let dir = std::env::temp_dir().join(format!(
-        "percentes-independent-streams-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("independent-streams");
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let streamed = synthetic::with_streams(&sealed, (3, 5), 25_000_000);
     use synthetic::first_stream as first;
@@ -650,8 +645,7 @@ fn python_hdrhistogram_reads_the_interval_log_as_the_report_does() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-hlog-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = percentes_testkit::Scratch::new("hlog");
     let (code, stdout, stderr) = percentes(&[
         "analyze",
         root().join("golden/v1/sealed.pj").to_str().unwrap(),
@@ -709,11 +703,7 @@ fn the_independent_verifier_judges_scrape_records_as_analyze_does() {
     assert_eq!(judged.len(), 1447);
     assert!(judged.iter().all(|j| j["verdict"] == "ok"));
 
-    let dir = std::env::temp_dir().join(format!(
-        "percentes-independent-scrapes-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("independent-scrapes");
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let define = |id: u32, kind: u8| SeriesDefinition {
         id,
@@ -829,8 +819,7 @@ fn the_independent_verifier_judges_manifests_as_verify_does() {
     let _machine = crate::beside();
     let Some(python) = python() else { return };
     use percentes_formats::journal::synthetic;
-    let dir = std::env::temp_dir().join(format!("percentes-manifests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("manifests");
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let shards: Vec<String> = synthetic::split(&sealed, 3)
         .into_iter()
@@ -989,8 +978,7 @@ fn the_independent_verifier_recomputes_external_timeline_times() {
     use percentes_formats::journal::records::{EventKind, EventRecord, Record};
     use percentes_formats::journal::synthetic;
     let sealed = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
-    let dir = std::env::temp_dir().join(format!("percentes-timeline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("timeline");
     let probe = dir.join("probe.pj");
     std::fs::write(&probe, &sealed).unwrap();
     let clock = percentes_analyzer::JournalFile::open(&probe)

@@ -526,9 +526,7 @@ fn a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed() 
     if lacks_kubectl("a_network_policy_partitions_the_victim_with_an_armed_expiry_and_is_removed") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-netpol-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("netpol");
     let serve = |flannel: bool| {
         let mut collections = Collections::default();
         let list = daemonsets(flannel);

@@ -14,10 +14,9 @@ use percentes_formats::spec::Spec;
 use percentes_recorder::run::{self, Options};
 use percentes_scenarios::config::{HeadTiming, MockConfig};
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-proxy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("proxy").join(name)
 }
 
 /// A run's v0.5 report, recorded through HAProxy on `config` (the testbed's, `corking` with its

@@ -259,17 +259,14 @@ fn query_says_not_publishable_where_analyze_does_and_keeps_csv_plain() {
     }
 }
 
-fn tempfile_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-query-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn tempfile_dir(name: &str) -> percentes_testkit::Scratch {
+    percentes_testkit::Scratch::new(&format!("query-{name}"))
 }
 
 #[test]
 fn query_refuses_a_tampered_journal_and_any_source_but_the_journal() {
     let _beside = crate::beside();
     let dir = tempfile_dir("tampered");
-    std::fs::create_dir_all(&dir).unwrap();
     let mut bytes = std::fs::read(root().join("golden/v1/sealed.pj")).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x40;

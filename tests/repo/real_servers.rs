@@ -110,10 +110,9 @@ fn config_text(addr: &str, factor: u32, arrival: &str, rate: f64, target_extra: 
     )
 }
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-real-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("real").join(name)
 }
 
 fn record(text: &str, name: &str) -> Result<(Summary, Vec<RequestRecord>), RecordError> {

@@ -52,10 +52,9 @@ fn config_for(addr: &str, factor: u32, rate: f64) -> Config {
     Config::parse(text.as_bytes()).unwrap()
 }
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-record-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("record").join(name)
 }
 
 fn record(config: &Config, output: &Path) -> run::Summary {

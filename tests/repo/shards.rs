@@ -10,11 +10,8 @@ use percentes_formats::spec::Spec;
 
 use super::golden::{percentes, root};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-shards-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> percentes_testkit::Scratch {
+    percentes_testkit::Scratch::new(&format!("shards-{name}"))
 }
 
 fn analyzer() -> Analyzer {

@@ -28,10 +28,9 @@ use percentes_recorder::run::{self, Options};
 use percentes_scenarios::config::{MockConfig, ReasoningField};
 use percentes_scenarios::mock;
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-streams-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("streams").join(name)
 }
 
 /// A reasoning model's events: 20 reasoning tokens before the answer, in `field`.

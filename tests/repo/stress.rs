@@ -24,10 +24,9 @@ use percentes_recorder::run::{self, Options};
 use percentes_scenarios::config::MockConfig;
 use percentes_scenarios::mock;
 
+/// A file of the tests' shared folder (`percentes_testkit::shared_folder`), named by the test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("percentes-stress-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    percentes_testkit::shared_folder("stress").join(name)
 }
 
 fn start_mock() -> SocketAddr {

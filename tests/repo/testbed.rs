@@ -270,7 +270,7 @@ fn black_hole_study_censors_the_victims_in_flight_requests_at_exactly_the_timeou
         crate::prerequisite_missing("the black-hole study", &why);
         return;
     }
-    let out = std::env::temp_dir().join(format!("percentes-black-hole-{}", std::process::id()));
+    let out = percentes_testkit::Scratch::new("black-hole");
     let (_, stdout) = crate::repo::golden::scenario_run("replica-loss-black-hole", 50, &out);
     assert!(stdout.contains("verify: sealed-intact"), "{stdout}");
     let report: serde_json::Value =
@@ -371,9 +371,7 @@ fn real_parts_testbed_kills_a_group_restarts_it_and_journals_the_supervisor() {
         );
         return;
     }
-    let out = std::env::temp_dir().join(format!("percentes-realbed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
+    let out = percentes_testkit::Scratch::new("realbed");
     let scenario = out.join("real-parts.toml");
     // The replica is a shell that leads its group, keeps a child of its own (as vLLM's API
     // server keeps its engine core) and runs the mock, which answers 503 for 1 s after a start
@@ -613,9 +611,7 @@ fn a_rollout_replaces_each_replica_drained_and_attributes_every_request_to_its_r
         crate::prerequisite_missing("the rollout controller", "haproxy is not installed");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("percentes-rollout-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("rollout");
     let stable = dir.join("stable.toml");
     std::fs::write(&stable, REAL_PARTS_MOCK).unwrap();
     let candidate = dir.join("candidate.toml");
@@ -1383,15 +1379,10 @@ struct RealPartsRun {
     /// Its report.json (v0.5, `--diagnose`).
     report: serde_json::Value,
     declaration: String,
-    dir: std::path::PathBuf,
+    /// Its folder, removed when the test passes.
+    dir: percentes_testkit::Scratch,
     /// The `scenario run` process's id: its isolated bed's namespaces are named after it.
     pid: u32,
-}
-
-impl Drop for RealPartsRun {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// A run's `timeline` events (instant, subject, detail), found by what their detail says.
@@ -1447,9 +1438,7 @@ fn haproxy_installed() -> bool {
 /// `{env:PERCENTES_MOCK}`, the mock's configuration `mock`) at time factor `factor` in a
 /// fresh folder named after `name`; asserts it exited 0 or 2 and verified sealed-intact.
 fn run_on_real_parts(name: &str, scenario: &str, mock: &str, factor: u32) -> RealPartsRun {
-    let dir = std::env::temp_dir().join(format!("percentes-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new(name);
     let mock_path = dir.join("mock.toml");
     std::fs::write(&mock_path, mock).unwrap();
     let scenario_path = dir.join(format!("{name}.toml"));

@@ -1166,6 +1166,7 @@ fn sources_with_tests() -> Vec<Source> {
         "recorder",
         "scenarios",
         "study",
+        "testkit",
         "tests",
     ] {
         for path in rust_files(&root.join(dir)) {
@@ -1177,6 +1178,42 @@ fn sources_with_tests() -> Vec<Source> {
         }
     }
     out
+}
+
+/// Where test code (a test file, `tests/`, a benchmark, a file's `#[cfg(test)] mod tests`) asks
+/// for the system's temporary folder itself, as `file:line`. Such folders were named by hand and
+/// never removed (about 40 MB a run of the suite piled up in /tmp); a test's folder comes from
+/// `percentes_testkit` (testkit/src/lib.rs), which removes it when the test passes and sweeps
+/// what finished runs left.
+fn own_scratch_folders(files: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let whole = is_test_file(Path::new(&file.shown))
+            || file.shown.starts_with("tests/")
+            || file.shown.contains("/benches/");
+        let skipped = if whole {
+            0
+        } else {
+            non_test_code(&file.text).lines().count()
+        };
+        for (n, line) in file.text.lines().enumerate().skip(skipped) {
+            if code_only(line).contains("temp_dir()") {
+                found.push(format!("{}:{}", file.shown, n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn tests_take_their_folders_from_the_testkit() {
+    let found = own_scratch_folders(&sources_with_tests());
+    assert!(
+        found.is_empty(),
+        "a test's folder comes from percentes_testkit::Scratch (removed when the test passes) or \
+         shared_folder, not straight from the standard library's temporary folder:\n{}",
+        found.join("\n")
+    );
 }
 
 /// What ARCHITECTURE.md (`text`) names that the tree (`files`, `exists` for paths) does not
@@ -1373,6 +1410,29 @@ mod deliberate_breaks {
 
     fn one(shown: &str, text: &str) -> Vec<Source> {
         vec![Source::new(shown, text)]
+    }
+
+    #[test]
+    fn a_test_that_makes_its_own_temporary_folder() {
+        let production = "fn spill() -> PathBuf {\n    std::env::temp_dir()\n}\n";
+        assert!(own_scratch_folders(&one("analyzer/src/x.rs", production)).is_empty());
+        let in_tests = format!(
+            "{production}#[cfg(test)]\nmod tests {{\n    let d = std::env::temp_dir();\n}}\n"
+        );
+        assert_eq!(
+            own_scratch_folders(&one("analyzer/src/x.rs", &in_tests)),
+            ["analyzer/src/x.rs:6"]
+        );
+        let said = "let d = 1; // not std::env::temp_dir()\nlet m = \"temp_dir()\";\n";
+        assert!(own_scratch_folders(&one("tests/repo/x.rs", said)).is_empty());
+        for whole in [
+            "tests/repo/x.rs",
+            "analyzer/benches/x.rs",
+            "recorder/src/x_tests.rs",
+        ] {
+            let found = own_scratch_folders(&one(whole, "let d = std::env::temp_dir();\n"));
+            assert_eq!(found, [format!("{whole}:1")]);
+        }
     }
 
     #[test]

@@ -13,12 +13,8 @@ use percentes_formats::journal::synthetic;
 
 use super::golden::percentes;
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("percentes-workload-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> percentes_testkit::Scratch {
+    percentes_testkit::Scratch::new(&format!("workload-{name}"))
 }
 
 /// The mock every recording here is sent to: first token at 20 ms, 0.1 ms apart, 64 tokens; its

@@ -81,8 +81,7 @@ fn quiet_telemetry(seconds: u64) -> Vec<TelemetryRecord> {
 }
 
 fn journal_file(name: &str, bytes: &[u8]) -> JournalFile {
-    let dir = std::env::temp_dir().join(format!("percentes-analysis-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("analysis");
     // A fresh file per call: tests run in parallel, and rewriting a file another test has mapped
     // would pull the pages from under it (SIGBUS).
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -881,8 +880,8 @@ fn the_parquet_export_has_one_row_per_scheduled_request() {
     let file = journal_file("export.pj", &a1_journal());
     let run = crate::load::load(&file).unwrap();
     let scheduled = run.requests.len();
-    let path =
-        std::env::temp_dir().join(format!("percentes-export-{}.parquet", std::process::id()));
+    let scratch = percentes_testkit::Scratch::new("export");
+    let path = scratch.join("export.parquet");
     assert_eq!(crate::export::parquet(run, &path, None).unwrap(), scheduled);
     let frame = ParquetReader::new(std::fs::File::open(&path).unwrap())
         .finish()
@@ -934,15 +933,14 @@ fn the_parquet_export_in_batches_and_from_spill_files_holds_the_same_frame() {
     use polars_core::prelude::*;
     use polars_io::prelude::*;
     let file = journal_file("export-batches.pj", &a1_journal());
-    let dir = std::env::temp_dir().join(format!("percentes-export-b-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("export-b");
     let heap = crate::load::load(&file).unwrap();
     let spilled = crate::load::load_verified_with(
         std::slice::from_ref(&file),
         vec![file.verify(&Default::default())],
         &crate::load::Options {
             table_memory: 0,
-            spill_dir: dir.clone(),
+            spill_dir: dir.to_path_buf(),
             ..Default::default()
         },
     )
@@ -2101,7 +2099,8 @@ fn the_inter_chunk_floor_share_counts_gaps_at_one_us_and_only_v0_3_reports_it() 
     assert_eq!((none.value, none.n), (None, 0));
     // Every window of a v0.3 report carries it; a v0.2 report, archived, does not.
     let journal = synthetic::small_sealed();
-    let path = std::env::temp_dir().join(format!("percentes-floor-{}.pj", std::process::id()));
+    let scratch = percentes_testkit::Scratch::new("floor");
+    let path = scratch.join("run.pj");
     std::fs::write(&path, &journal).unwrap();
     let file = JournalFile::open(&path).unwrap();
     let run = crate::load::load(&file).unwrap();
@@ -2137,7 +2136,8 @@ fn the_inter_chunk_floor_share_counts_gaps_at_one_us_and_only_v0_3_reports_it() 
 fn segments_by_outcome_read_as_each_outcome_must() {
     use crate::model::SegmentColumn;
     let journal = synthetic::small_sealed();
-    let path = std::env::temp_dir().join(format!("percentes-seg-{}.pj", std::process::id()));
+    let scratch = percentes_testkit::Scratch::new("seg");
+    let path = scratch.join("run.pj");
     std::fs::write(&path, &journal).unwrap();
     let file = JournalFile::open(&path).unwrap();
     let run = crate::load::load(&file).unwrap();
@@ -2202,7 +2202,8 @@ fn segments_by_outcome_read_as_each_outcome_must() {
 fn a_requests_release_is_its_replicas() {
     use crate::model::SegmentColumn;
     let journal = synthetic::small_sealed();
-    let path = std::env::temp_dir().join(format!("percentes-release-{}.pj", std::process::id()));
+    let scratch = percentes_testkit::Scratch::new("release");
+    let path = scratch.join("run.pj");
     std::fs::write(&path, &journal).unwrap();
     let file = JournalFile::open(&path).unwrap();
     let mut run = crate::load::load(&file).unwrap();

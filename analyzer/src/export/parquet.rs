@@ -189,8 +189,7 @@ mod tests {
     /// exported before this module is what the same journal exports now.
     #[test]
     fn the_export_writes_the_bytes_polars_io_writes() {
-        let dir = std::env::temp_dir().join(format!("percentes-export-io-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("export-io");
         let mut servers = 0;
         for name in [
             "replica-loss-vllm-factor5.pj",
@@ -231,8 +230,8 @@ mod tests {
             ],
         )
         .unwrap();
-        let path =
-            std::env::temp_dir().join(format!("percentes-frame-{}.parquet", std::process::id()));
+        let scratch = percentes_testkit::Scratch::new("frame");
+        let path = scratch.join("frame.parquet");
         super::write_frame(std::fs::File::create(&path).unwrap(), &mut frame).unwrap();
         let back = ParquetReader::new(std::fs::File::open(&path).unwrap())
             .finish()

@@ -285,10 +285,8 @@ fn spill_file(dir: &Path) -> std::io::Result<(File, Option<PathBuf>)> {
 mod tests {
     use super::*;
 
-    fn spill_dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("percentes-column-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn spill_dir() -> percentes_testkit::Scratch {
+        percentes_testkit::Scratch::new("column")
     }
 
     #[test]
@@ -310,9 +308,9 @@ mod tests {
         heap[3] = 5;
         spilled.release();
         assert_eq!(&heap[..], &spilled[..]);
-        let filled = Column::filled(5_000, u64::MAX, &Place::Spilled(dir.clone())).unwrap();
+        let filled = Column::filled(5_000, u64::MAX, &Place::Spilled(dir.to_path_buf())).unwrap();
         assert!(filled.iter().all(|&v| v == u64::MAX) && filled.len() == 5_000);
-        let zeros = Column::filled(3, 0u16, &Place::Spilled(dir.clone())).unwrap();
+        let zeros = Column::filled(3, 0u16, &Place::Spilled(dir.to_path_buf())).unwrap();
         assert_eq!(&zeros[..], &[0, 0, 0]);
         assert_eq!(spilled.into_vec(), heap.into_vec());
         drop((filled, zeros));

@@ -867,9 +867,7 @@ mod tests {
     /// is not JSON names its flag.
     #[test]
     fn request_parts_flags_write_the_route_keys() {
-        let dir =
-            std::env::temp_dir().join(format!("percentes-quick-parts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("quick-parts");
         let tools = dir.join("tools.json");
         std::fs::write(&tools, r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]"#).unwrap();
         let schema = dir.join("schema.json");

@@ -1397,8 +1397,7 @@ fn values_outside_their_domain_are_refused_though_stricter_than_the_pin() {
 /// device is refused there, not first at `record`.
 #[test]
 fn named_files_are_checked_before_a_run() {
-    let dir = std::env::temp_dir().join(format!("percentes-files-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = percentes_testkit::Scratch::new("files-check");
     let file = dir.join("prompts.txt");
     std::fs::write(&file, "hello\n").unwrap();
     let route = |path: &std::path::Path| {
@@ -1413,7 +1412,7 @@ fn named_files_are_checked_before_a_run() {
     load(&route(&file)).unwrap().check_files().unwrap();
     let mut bad = vec![
         (dir.join("missing.txt"), "No such file"),
-        (dir.clone(), "a directory"),
+        (dir.to_path_buf(), "a directory"),
     ];
     if cfg!(unix) {
         bad.push(("/dev/zero".into(), "character device"));

@@ -669,8 +669,7 @@ mod tests {
     /// counted; out of order refused naming its line.
     #[test]
     fn a_trace_is_read_in_order_and_cut_at_the_schedule_end() {
-        let dir = std::env::temp_dir().join(format!("percentes-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("trace");
         let path = dir.join("t.jsonl");
         // Dev factor 10: 30 s + 300 s + 30 s of pins become 36 s; 1000 s is past it.
         std::fs::write(&path, "{\"timestamp\": 100}\n\n{\"timestamp\": 1100, \"prompt\": \"x\"}\n{\"timestamp\": 1000100}\n").unwrap();

@@ -162,8 +162,7 @@ mod tests {
     /// written over without `force`; and a pair written reads back.
     #[test]
     fn key_files_are_read_and_refused_by_kind() {
-        let dir = std::env::temp_dir().join(format!("percentes-keys-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("keys");
         let (secret, public) = write_key_pair(&dir.join("op"), &[7; 32], true).unwrap();
         assert_eq!(
             read_signing_key(&secret)

@@ -359,11 +359,8 @@ mod tests {
         std::fs::write(file, text).unwrap();
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("percentes-cgroup-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    fn scratch(name: &str) -> percentes_testkit::Scratch {
+        percentes_testkit::Scratch::new(&format!("cgroup-{name}"))
     }
 
     /// A Kubernetes-shaped v2 tree: the pod's cgroup carries a 1.5-core limit, the container's a

@@ -665,8 +665,7 @@ mod tests {
     #[test]
     fn kill_process_group_takes_every_process_of_the_group() {
         use std::os::unix::process::CommandExt;
-        let dir = std::env::temp_dir().join(format!("percentes-group-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = percentes_testkit::Scratch::new("group");
         let mut leader = std::process::Command::new("sh")
             .args(["-c", "sleep 60 & sleep 60 & wait"])
             .process_group(0)
