@@ -281,7 +281,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     );
     let workers = plan.workers;
     // Before any thread of the run exists: a table grown mid-run stalls the thread that grew it.
-    let open_files = ready_descriptors(&plan)?;
+    let descriptors = ready_descriptors(&plan)?;
     ignore_file_size_signal();
     if options.progress != Progress::Quiet {
         for warning in config.warnings() {
@@ -327,7 +327,7 @@ pub fn record(config: &Config, options: &Options) -> Result<Summary, RecordError
     };
     let facts = setup_facts(
         config,
-        open_files,
+        descriptors,
         &preflight,
         (placement, options),
         host_check,

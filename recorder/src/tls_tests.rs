@@ -103,6 +103,34 @@ fn try_run(
     Ok((output, config))
 }
 
+/// [`run`], read back, recorded again (three tries at most) while the client fell behind: a
+/// request the recorder reached past its deadline (`client-late`) is this host's failure, not
+/// the TLS path's, and these tests share the cores with the simulator's, which keep both busy.
+/// Fails saying so when every try fell behind.
+fn run_on_time(
+    addr: SocketAddr,
+    tls_lines: &str,
+    name: &str,
+) -> (
+    Header,
+    Vec<percentes_formats::journal::records::RequestRecord>,
+) {
+    let mut late = 0;
+    for attempt in 1..=3 {
+        let (path, _) = run(addr, tls_lines, name);
+        let (header, requests) = journaled(&path);
+        late = requests
+            .iter()
+            .filter(|r| class_name(r.class) == Some("client-late"))
+            .count();
+        if late == 0 {
+            return (header, requests);
+        }
+        eprintln!("{name}: try {attempt}: {late} requests client-late (the host kept the recorder from its schedule); recording again");
+    }
+    panic!("{name}: the recorder fell behind its schedule in three tries ({late} requests client-late in the last): this host is too busy to test TLS on")
+}
+
 fn journaled(
     path: &Path,
 ) -> (
@@ -131,12 +159,11 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
     let ca = scratch.join("ca.pem");
     std::fs::write(&ca, pem).unwrap();
 
-    let (path, _) = run(
+    let (header, requests) = run_on_time(
         addr,
         &format!("[target.tls]\nca_file = \"{}\"", ca.display()),
         "trusted",
     );
-    let (header, requests) = journaled(&path);
     assert!(!requests.is_empty());
     for r in &requests {
         assert_eq!(class_name(r.class), Some("correct-success"), "{r:?}");
@@ -159,16 +186,14 @@ fn verification_is_on_by_default_a_ca_file_passes_and_insecure_is_recorded() {
         "{refused}"
     );
     // Without it, every request is classified `tls`.
-    let (path, _) = run(addr, "preflight = false", "untrusted");
-    let (_, requests) = journaled(&path);
+    let (_, requests) = run_on_time(addr, "preflight = false", "untrusted");
     assert!(
         requests.iter().all(|r| class_name(r.class) == Some("tls")),
         "{:?}",
         requests.first()
     );
 
-    let (path, _) = run(addr, "[target.tls]\ninsecure = true", "insecure");
-    let (header, requests) = journaled(&path);
+    let (header, requests) = run_on_time(addr, "[target.tls]\ninsecure = true", "insecure");
     assert!(requests
         .iter()
         .all(|r| class_name(r.class) == Some("correct-success")));

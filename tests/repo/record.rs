@@ -221,10 +221,23 @@ fn a_clean_run_completes_every_request_and_seals() {
         .host
         .iter()
         .any(|(k, v)| k == "canary" && v.starts_with("loopback")));
+    // The descriptor table the run started with, read from the kernel, and how it is kept.
+    let open_files = header.fact(HostFact::OpenFiles).unwrap_or_default();
+    let size: u64 = open_files
+        .split("descriptor table of ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no table size in {open_files:?}"));
+    assert!(size >= 128, "{open_files}");
+    assert!(
+        open_files.contains("doubled off the worker"),
+        "{open_files}"
+    );
 }
 
 /// One recording per class, all at once: each is its own mock and its own run (a run holds no
-/// process-wide state but the signal flag, which no run here reads), and no assertion reads a
+/// process-wide state but the signal flag, which no run here reads, and the descriptor table,
+/// which only ever grows), and no assertion reads a
 /// client gate, only each request's class and its times, which a busy neighbour cannot change.
 /// Fourteen recordings one after another took 28 s; together they take the longest one's time.
 #[test]

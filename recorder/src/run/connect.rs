@@ -112,6 +112,7 @@ impl Dialer {
                     })?;
                 let _ = stream.set_nodelay(true);
                 let fd = stream.as_raw_fd();
+                super::host::note_descriptor(fd);
                 tcp_done.set(true);
                 if let Some(r) = record.as_deref_mut() {
                     r.connect_end_ns = Some(now_ns(epoch));

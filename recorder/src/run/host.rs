@@ -1,7 +1,8 @@
 //! Facts about the recording host and its clocks: the monotonic clock, CPU accounting from
 //! /proc, the CPUs this process may use, and the host facts the journal header carries.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use percentes_formats::config::Config;
@@ -260,12 +261,92 @@ pub(super) fn check_connection_floor(plan: &RunPlan, open_files: u64) -> Result<
 
 /// The process's descriptors made ready for `plan`, before any thread of the run exists: the
 /// open-file limit raised to its hard limit, the connection floor checked against it, and the
-/// descriptor table grown ahead ([`presize_descriptor_table`]). Returns the limit in force.
-pub(super) fn ready_descriptors(plan: &RunPlan) -> Result<u64, RecordError> {
+/// descriptor table grown ahead ([`presize_descriptor_table`]). Returns the limit in force and
+/// the table's size (`None` where the kernel's was not read); from here the telemetry thread
+/// keeps the table ahead of the run ([`keep_table_ahead`]).
+pub(super) fn ready_descriptors(plan: &RunPlan) -> Result<(u64, Option<u64>), RecordError> {
     let open_files = raise_open_file_limit();
     check_connection_floor(plan, open_files)?;
     presize_descriptor_table(descriptors_wanted(plan), open_files);
-    Ok(open_files)
+    let size = descriptor_table_size();
+    TABLE.limit.store(open_files, Ordering::Relaxed);
+    TABLE.size.store(size.unwrap_or(0), Ordering::Relaxed);
+    Ok((open_files, size))
+}
+
+/// The process's descriptor table as the recorder knows it: one a process, as the kernel's is
+/// (recordings that share a process, a study's in turn or tests' at once, share it).
+static TABLE: DescriptorTable = DescriptorTable::new();
+
+/// What [`keep_table_ahead`] goes by. Each field 0 until known.
+#[derive(Debug)]
+struct DescriptorTable {
+    /// The open-file limit in force: the table never grows past it.
+    limit: AtomicU64,
+    /// The table's size as the kernel last reported it.
+    size: AtomicU64,
+    /// The highest descriptor a connection of the run was given.
+    highest: AtomicU64,
+}
+
+impl DescriptorTable {
+    const fn new() -> DescriptorTable {
+        DescriptorTable {
+            limit: AtomicU64::new(0),
+            size: AtomicU64::new(0),
+            highest: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Notes a connection's descriptor (the dialer, as each connection opens): what
+/// [`keep_table_ahead`] reads.
+pub(super) fn note_descriptor(fd: RawFd) {
+    if let Ok(fd) = u64::try_from(fd) {
+        TABLE.highest.fetch_max(fd, Ordering::Relaxed);
+    }
+}
+
+/// Keeps the descriptor table ahead of the run when the estimate it was grown to before the
+/// run is outgrown (more connections held than [`descriptors_wanted`] allowed for: a target
+/// slower than twice the timeout's arrivals, sessions' follow-ups): once a connection's
+/// descriptor reaches half the table, the table is doubled (within the open-file limit) here,
+/// on the telemetry thread that calls this every look. The kernel makes only a thread that
+/// needs a descriptor past the table's end wait for a growth under way, so the worker, whose
+/// next descriptors still fit, goes on; grown by the worker itself, the same growth would
+/// stall it for an RCU grace period (BENCHMARKS.md, "The container stall, found").
+pub(super) fn keep_table_ahead() {
+    keep_ahead(&TABLE);
+}
+
+fn keep_ahead(table: &DescriptorTable) {
+    let size = table.size.load(Ordering::Relaxed);
+    let limit = table.limit.load(Ordering::Relaxed);
+    let Some(target) = growth(table.highest.load(Ordering::Relaxed), size, limit) else {
+        return;
+    };
+    presize_descriptor_table(target, limit);
+    // What the kernel made it; if it could not be read, as asked (no second try each look).
+    let now = descriptor_table_size().unwrap_or(target);
+    table.size.fetch_max(now, Ordering::Relaxed);
+}
+
+/// The size to grow a table of `size` descriptors to, within `limit`, once a descriptor as
+/// high as `highest` is in use: twice the size from half of it on; `None` while under half,
+/// at the limit already, or with a size or limit not known (0).
+fn growth(highest: u64, size: u64, limit: u64) -> Option<u64> {
+    if size == 0 || limit <= size || highest.saturating_mul(2) < size {
+        return None;
+    }
+    Some(size.saturating_mul(2).min(limit))
+}
+
+/// The process's descriptor table's size as the kernel reports it (`FDSize` in
+/// /proc/self/status); `None` where it cannot be read.
+pub(super) fn descriptor_table_size() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("FDSize:"))?;
+    line["FDSize:".len()..].trim().parse().ok()
 }
 
 /// The descriptors a run may hold at once, to size the descriptor table for before it starts:
@@ -375,9 +456,54 @@ mod tests {
 
     /// The table's size, as the kernel reports it (`FDSize` in /proc/self/status).
     fn table_size() -> u64 {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
-        line["FDSize:".len()..].trim().parse().unwrap()
+        descriptor_table_size().expect("FDSize in /proc/self/status")
+    }
+
+    #[test]
+    fn the_table_doubles_from_half_use_within_the_limit() {
+        // Under half: nothing; at half: double.
+        assert_eq!(growth(2_047, 4_096, 1 << 20), None);
+        assert_eq!(growth(2_048, 4_096, 1 << 20), Some(8_192));
+        assert_eq!(growth(4_000, 4_096, 1 << 20), Some(8_192));
+        // Never past the limit, and not at all at it.
+        assert_eq!(growth(3_000, 4_096, 5_000), Some(5_000));
+        assert_eq!(growth(4_999, 5_000, 5_000), None);
+        // Nothing known, nothing done.
+        assert_eq!(growth(3_000, 0, 1 << 20), None);
+        assert_eq!(growth(3_000, 4_096, 0), None);
+    }
+
+    /// A connection's descriptor at half the table grows it, here, to twice its size; another
+    /// look with nothing new does nothing more.
+    #[test]
+    fn the_table_is_kept_ahead_of_the_connections() {
+        let limit = raise_open_file_limit();
+        assert!(
+            limit >= 16_384,
+            "the open-file limit here is {limit}: too low to test with"
+        );
+        presize_descriptor_table(4_096, limit);
+        let table = DescriptorTable::new();
+        table.limit.store(limit, Ordering::Relaxed);
+        table.size.store(4_096, Ordering::Relaxed);
+        table.highest.store(1_000, Ordering::Relaxed);
+        keep_ahead(&table);
+        assert_eq!(
+            table.size.load(Ordering::Relaxed),
+            4_096,
+            "under half: left"
+        );
+        table.highest.store(2_048, Ordering::Relaxed);
+        keep_ahead(&table);
+        assert!(table.size.load(Ordering::Relaxed) >= 8_192);
+        assert!(
+            table_size() >= 8_192,
+            "FDSize {} after growing",
+            table_size()
+        );
+        let after = table.size.load(Ordering::Relaxed);
+        keep_ahead(&table);
+        assert_eq!(table.size.load(Ordering::Relaxed), after);
     }
 
     /// The table holds what was asked for once it is presized, within the open-file limit, and

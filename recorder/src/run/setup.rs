@@ -228,12 +228,12 @@ pub(super) fn journal_header(
 }
 
 /// The host facts a header keeps about how the run was set up: the key and secret headers (by
-/// name and variable, never their values), the open-file limit, the pre-flight, the placement
-/// (the workers', and the target's where a study runner placed it), the host check, the prompt
-/// sets and the accelerators' fingerprints.
+/// name and variable, never their values), the open-file limit and the descriptor table, the
+/// pre-flight, the placement (the workers', and the target's where a study runner placed it),
+/// the host check, the prompt sets and the accelerators' fingerprints.
 pub(super) fn setup_facts(
     config: &Config,
-    open_files: u64,
+    (open_files, table): (u64, Option<u64>),
     preflight: &Option<Preflight>,
     (placement, options): (String, &Options),
     host_check: Option<String>,
@@ -261,7 +261,9 @@ pub(super) fn setup_facts(
         HostFact::ApiKey.entry(api_key),
         HostFact::SecretHeaders.entry(secret_headers),
         HostFact::OpenFiles.entry(format!(
-            "limit {open_files} (soft raised to the hard limit)"
+            "limit {open_files} (soft raised to the hard limit); descriptor table {} before the \
+             run, doubled off the worker whenever a connection's descriptor reaches half of it",
+            table.map_or_else(|| "size not read".to_owned(), |t| format!("of {t}"))
         )),
         HostFact::Preflight.entry(preflight.as_ref().map_or_else(
             || "off (target.preflight = false)".into(),

@@ -210,6 +210,7 @@ pub(super) fn telemetry_thread(
         if now < next && !done {
             let since_epoch = now.saturating_duration_since(epoch).as_nanos() as u64;
             seconds.look(shared, since_epoch);
+            super::host::keep_table_ahead();
             std::thread::sleep((next - now).min(LOOK_INTERVAL));
             continue;
         }
