@@ -216,6 +216,7 @@ mod tests {
             maker_pid(&scratch.file_name().unwrap().to_string_lossy()),
             Some(std::process::id())
         );
+        std::fs::remove_dir_all(&shared).unwrap();
     }
 
     #[test]
