@@ -493,7 +493,17 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "{all}");
+    // This test reads no time: a run a busy host kept from its schedule (exit 2, the client's
+    // own gates failed) is a diagnosis whose secrets it reads as well (ARCHITECTURE.md, "Goldens,
+    // tests, scripts"). CI failed on one once, the host's timer 2.2 ms late before the run.
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 2 && only_client_gates_failed(&all),
+        "exit {code}: {all}"
+    );
+    if code == 2 {
+        eprintln!("keyed run: read as a diagnosis; this busy machine failed the client's gates");
+    }
     assert!(
         !all.contains(KEY) && !all.contains(TOKEN),
         "a secret is never printed"
@@ -553,6 +563,33 @@ fn an_api_key_from_the_environment_is_sent_and_never_recorded() {
         !stderr.contains(TOKEN),
         "the refusal does not repeat the value: {stderr}"
     );
+}
+
+/// Whether a recording's output says it failed the client's own gates (G2) and no other: a busy
+/// host's doing, after which its run is a diagnosis.
+fn only_client_gates_failed(said: &str) -> bool {
+    said.split("the run failed its validity gates (")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .is_some_and(|gates| gates.split(", ").all(|gate| gate.starts_with("G2")))
+}
+
+#[test]
+fn only_a_client_gate_failure_reads_as_a_busy_host() {
+    let said = |gates: &str| {
+        format!("percentes: the run failed its validity gates ({gates}): nothing from it may be published")
+    };
+    assert!(only_client_gates_failed(&said("G2.4 runtime stall p99")));
+    assert!(only_client_gates_failed(&said(
+        "G2.1 send skew p99, G2.4 runtime stall p99"
+    )));
+    assert!(!only_client_gates_failed(&said(
+        "G2.4 runtime stall p99, G3 victim share"
+    )));
+    assert!(!only_client_gates_failed(&said("G5 accelerator")));
+    assert!(!only_client_gates_failed(
+        "percentes: error: cannot connect"
+    ));
 }
 
 #[test]
