@@ -190,15 +190,19 @@ pub(super) fn recorder_cpu_ns(stat: &mut ProcFile, ticks: u64) -> Option<u64> {
     Some(jiffies * 1_000_000_000 / ticks.max(1))
 }
 
+/// The value of field `key` (`Cpus_allowed_list`, `FDSize`) of /proc/self/status, trimmed;
+/// `None` where the file or the field cannot be read.
+fn self_status(key: &str) -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|line| {
+        let value = line.strip_prefix(key)?.strip_prefix(':')?;
+        Some(value.trim().to_owned())
+    })
+}
+
 /// The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status), ascending.
 pub(super) fn allowed_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap_or("")
-        .trim()
-        .to_owned();
+    let list = self_status("Cpus_allowed_list").unwrap_or_default();
     let mut cpus = Vec::new();
     for part in list.split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -343,10 +347,8 @@ fn growth(highest: u64, size: u64, limit: u64) -> Option<u64> {
 
 /// The process's descriptor table's size as the kernel reports it (`FDSize` in
 /// /proc/self/status); `None` where it cannot be read.
-pub(super) fn descriptor_table_size() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("FDSize:"))?;
-    line["FDSize:".len()..].trim().parse().ok()
+fn descriptor_table_size() -> Option<u64> {
+    self_status("FDSize")?.parse().ok()
 }
 
 /// The descriptors a run may hold at once, to size the descriptor table for before it starts:
